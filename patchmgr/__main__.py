@@ -1,0 +1,3 @@
+from patchmgr.cli import run
+
+run()

@@ -1,0 +1,162 @@
+"""The command line: parse options, call the core, render its values. Nothing else.
+
+Exit codes: 0 everything applies (clean or offset) / verified; 1 something needs
+attention (another state, an unavailable upstream, a failed verify or lint);
+2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+from rich.console import Console
+
+from patchmgr import report
+from patchmgr.checking import check_target
+from patchmgr.checkout import apply_into, verify_into
+from patchmgr.errors import PatchmgrError, UsageError
+from patchmgr.lint import lint_project
+from patchmgr.project import Project
+from patchmgr.sources import parse_against, parse_source_overrides
+from patchmgr.store import Store
+
+EXIT_CODES = "Exit codes: 0 fine; 1 the check ran and found trouble; 2 bad input or usage."
+
+app = typer.Typer(
+    help="Keep .patch files against pinned upstream commits: check, apply, verify. " + EXIT_CODES,
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+RootOpt = Annotated[Path, typer.Option("--root", help="Project root (holds manifests/ and patches/).")]
+TargetOpt = Annotated[Optional[str], typer.Option("--target", "-t", help="Target name (manifests/<target>.toml).")]
+SourceOpt = Annotated[Optional[list[str]], typer.Option(
+    "--source", help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+def _out(json_mode: bool) -> Console:
+    return Console(stderr=json_mode, highlight=False)
+
+
+def _store(json_mode: bool) -> Store:
+    err = Console(stderr=True)
+    show = err.is_terminal and not json_mode
+    return Store(progress=(lambda message: err.print(f"… {message}", style="dim")) if show else None)
+
+
+def _required_target(target: Optional[str]) -> str:
+    if not target:
+        raise UsageError("--target is required here", "name a target: patchmgr status lists them")
+    return target
+
+
+@app.command(help="Classify every patch of a target at its pins (or --against refs). " + EXIT_CODES)
+def status(
+    target: TargetOpt = None,
+    against: Annotated[Optional[list[str]], typer.Option(
+        "--against", help="NAME=REF: check upstream NAME at a branch, tag or commit instead of its pin.")] = None,
+    source: SourceOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    project = Project.at(root)
+    overrides, refs = parse_source_overrides(source), parse_against(against)
+    targets = project.targets(target)
+    if not targets:
+        raise UsageError(f"{project.manifests_dir} holds no manifests", "add manifests/<target>.toml")
+    store = _store(json_output)
+    try:
+        statuses = [check_target(project, t, store, overrides, refs) for t in targets]
+    finally:
+        store.close()
+    unlisted = project.unlisted_patches(targets if not target else project.targets())
+    for status_ in statuses:
+        status_.warnings += [f"{p.relative_to(project.root)} is listed by no manifest" for p in unlisted]
+    if json_output:
+        print(report.status_json(statuses, single=bool(target)))
+    else:
+        report.render_status(_out(False), statuses)
+    return 0 if all(s.ok for s in statuses) else 1
+
+
+@app.command(help="Check out each upstream at its pin under DIR and apply the series, all or nothing. "
+             + EXIT_CODES)
+def apply(
+    target: TargetOpt = None,
+    into: Annotated[Optional[Path], typer.Option("--into", help="Folder that receives one checkout per upstream.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check everything, write nothing.")] = False,
+    source: SourceOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    project = Project.at(root)
+    if into is None:
+        raise UsageError("apply needs --into DIR", "for example: patchmgr apply --target ascend --into build/")
+    store = _store(json_output)
+    try:
+        outcome = apply_into(project, project.target(_required_target(target)), store,
+                             parse_source_overrides(source), into, dry_run)
+    finally:
+        store.close()
+    if json_output:
+        print(report.apply_json(outcome))
+    else:
+        report.render_apply(_out(False), outcome)
+    return 0 if outcome.ok else 1
+
+
+@app.command(help="Prove that DIR holds exactly the pinned upstreams with exactly the target's patches. "
+             + EXIT_CODES)
+def verify(
+    target: TargetOpt = None,
+    into: Annotated[Optional[Path], typer.Option("--into", help="Folder that apply wrote.")] = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    project = Project.at(root)
+    if into is None:
+        raise UsageError("verify needs --into DIR", "give the folder that `patchmgr apply --into` wrote")
+    outcome = verify_into(project, project.target(_required_target(target)), into)
+    if json_output:
+        print(report.verify_json(outcome))
+    else:
+        report.render_verify(_out(False), outcome)
+    return 0 if outcome.ok else 1
+
+
+@app.command(help="Check manifests and patch files: well-formed, documented (DEP-3), all listed. "
+             + EXIT_CODES)
+def lint(json_output: JsonOpt = False, root: RootOpt = Path(".")) -> int:
+    project = Project.at(root)
+    problems, checked = lint_project(project)
+    if json_output:
+        print(report.lint_json(problems, checked))
+    else:
+        report.render_lint(_out(False), problems, checked)
+    return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name="patchmgr", standalone_mode=False)
+    except PatchmgrError as error:
+        report.render_error(Console(stderr=True), error)
+        return error.exit_code
+    except click.exceptions.Exit as exit_:
+        return exit_.exit_code
+    except click.ClickException as error:
+        error.show()
+        return 2
+    except click.exceptions.Abort:
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""The one boundary between patchmgr and git.
+
+Every git command goes through ``GitRepo`` (GitPython underneath), so that
+hardening applies everywhere: no hooks run in repositories we create or read,
+the ``ext::`` transport is refused, and a failing command becomes a
+``GitError`` carrying the command and git's own words.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import git as gitpython
+
+from patchmgr.errors import GitError
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+# Applied to every git process through GIT_CONFIG_* variables, so a hostile
+# repository's config or an inherited setting cannot run code on our behalf.
+_HARDENING = {
+    "core.hooksPath": os.devnull,
+    "protocol.ext.allow": "never",
+    "core.fsmonitor": "false",
+    "advice.detachedHead": "false",
+    "init.defaultBranch": "main",
+    "gc.auto": "0",
+}
+
+
+def _config_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    items = {**_HARDENING, **(extra or {})}
+    env = {"GIT_CONFIG_COUNT": str(len(items)), "GIT_TERMINAL_PROMPT": "0"}
+    for index, (key, value) in enumerate(items.items()):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    mode: str
+    kind: str
+    sha: str
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    subject: str
+    parents: tuple[str, ...]
+
+
+class GitRepo:
+    """A git repository (bare or not) that patchmgr reads and writes."""
+
+    def __init__(self, path: Path, extra_config: Mapping[str, str] | None = None) -> None:
+        self.path = Path(path)
+        try:
+            self._repo = gitpython.Repo(self.path)
+        except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError) as exc:
+            raise GitError(f"{self.path} is not a git repository", "check the path") from exc
+        self._repo.git.update_environment(**_config_env(extra_config))
+
+    @classmethod
+    def init(cls, path: Path, bare: bool = False) -> GitRepo:
+        path.mkdir(parents=True, exist_ok=True)
+        args = ["init", "--quiet"] + (["--bare"] if bare else []) + [str(path)]
+        _run_plain(args)
+        return cls(path)
+
+    # -- running commands -------------------------------------------------
+    def run(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
+            strip: bool = True) -> str:
+        try:
+            return self._repo.git.execute(
+                ["git", *args], istream=None if stdin is None else _BytesStream(stdin),
+                env=dict(env or {}), strip_newline_in_stdout=strip,
+            )
+        except gitpython.GitCommandError as exc:
+            raise _as_git_error(exc) from exc
+
+    def run_ok(self, *args: str) -> bool:
+        try:
+            self._repo.git.execute(["git", *args])
+            return True
+        except gitpython.GitCommandError:
+            return False
+
+    # -- objects ----------------------------------------------------------
+    def has_commit(self, sha: str) -> bool:
+        return self.run_ok("cat-file", "-e", f"{sha}^{{commit}}")
+
+    def resolve(self, ref: str) -> str | None:
+        """The commit id of ``ref`` in this repository, or None."""
+        try:
+            return self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        except GitError:
+            return None
+
+    def read_path(self, commit: str, path: str) -> bytes | None:
+        """The bytes of ``path`` at ``commit``, or None when the path is absent.
+
+        Uses git's persistent ``cat-file --batch`` process, so reading the few
+        blobs a patch touches costs no process start each.
+        """
+        try:
+            _sha, kind, _size, data = self._repo.git.get_object_data(f"{commit}:{path}")
+        except ValueError:
+            return None
+        if kind != b"blob" and kind != "blob":
+            return None
+        return data
+
+    def read_blob(self, sha: str) -> bytes | None:
+        try:
+            _sha, kind, _size, data = self._repo.git.get_object_data(sha)
+        except ValueError:
+            return None
+        return data if kind in (b"blob", "blob") else None
+
+    def tree_entry(self, commit: str, path: str) -> TreeEntry | None:
+        out = self.run("ls-tree", "--full-tree", commit, "--", path)
+        if not out:
+            return None
+        meta, _, _name = out.partition("\t")
+        mode, kind, sha = meta.split()
+        return TreeEntry(mode, kind, sha)
+
+    def hash_blob(self, data: bytes) -> str:
+        return self.run("hash-object", "--stdin", stdin=data)
+
+    def commit_info(self, sha: str) -> CommitInfo:
+        out = self.run("show", "-s", "--format=%H%x00%P%x00%s", sha)
+        full, parents, subject = out.split("\x00", 2)
+        return CommitInfo(full, subject, tuple(parents.split()))
+
+    def first_parent_path(self, base: str, tip: str) -> list[str]:
+        """Commits from just after ``base`` up to ``tip`` along first parents, oldest first."""
+        out = self.run("rev-list", "--first-parent", "--reverse", f"{base}..{tip}")
+        return out.split() if out else []
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        try:
+            return self.run("merge-base", a, b) or None
+        except GitError:
+            return None
+
+    def close(self) -> None:
+        self._repo.close()
+
+    def __enter__(self) -> GitRepo:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def merge_texts(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
+    """A 3-way merge of three texts (``git merge-file``), or None when it leaves conflicts."""
+    with tempfile.TemporaryDirectory(prefix="patchmgr-merge-") as tmp:
+        names = []
+        for label, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            name = os.path.join(tmp, label)
+            Path(name).write_bytes(data)
+            names.append(name)
+        git_cmd = gitpython.Git(tmp)
+        git_cmd.update_environment(**_config_env())
+        try:
+            return git_cmd.execute(["git", "merge-file", "-p", *names],
+                                   strip_newline_in_stdout=False, stdout_as_string=False)
+        except gitpython.GitCommandError:
+            return None
+
+
+def _run_plain(args: Iterable[str], cwd: Path | None = None) -> str:
+    git_cmd = gitpython.Git(str(cwd) if cwd else None)
+    git_cmd.update_environment(**_config_env())
+    try:
+        return git_cmd.execute(["git", *args])
+    except gitpython.GitCommandError as exc:
+        raise _as_git_error(exc) from exc
+
+
+def _as_git_error(exc: gitpython.GitCommandError) -> GitError:
+    command = " ".join(str(a) for a in exc.command) if isinstance(exc.command, list) else str(exc.command)
+    stderr = _text(exc.stderr).strip()
+    stderr = re.sub(r"^stderr: '|'$", "", stderr).strip()
+    detail = stderr.splitlines()[-1] if stderr else f"exit code {exc.status}"
+    return GitError(f"git failed: {command}: {detail}", "see git's message above")
+
+
+def _text(value) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value or "")
+
+
+class _BytesStream:
+    """What GitPython's ``istream`` needs: a file-like object for a subprocess stdin."""
+
+    def __init__(self, data: bytes) -> None:
+        self._file = tempfile.TemporaryFile()
+        self._file.write(data)
+        self._file.seek(0)
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def read(self, *args):
+        return self._file.read(*args)

@@ -1,0 +1,159 @@
+"""Render results for people (rich tables) and machines (one JSON document).
+
+The only module besides the CLI that writes output; the core returns values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from patchmgr.checkout import ApplyOutcome, VerifyOutcome
+from patchmgr.checking import TargetStatus, UpstreamStatus
+from patchmgr.engine import CheckResult, State
+from patchmgr.errors import PatchmgrError
+from patchmgr.lint import LintProblem
+
+STATE_STYLE = {
+    State.CLEAN: "green", State.OFFSET: "green", State.FUZZ: "yellow", State.THREE_WAY: "yellow",
+    State.CONFLICT: "red", State.UPSTREAM: "cyan", State.MISSING: "red",
+}
+
+
+def patch_json(result: CheckResult) -> dict:
+    patch = result.patch
+    doc = {
+        "id": patch.id,
+        "state": result.state.value,
+        "detail": result.detail,
+        "sha256": patch.sha256,
+        "description": patch.description,
+        "upstream_status": patch.field("Upstream-Status"),
+        "origin": patch.field("Origin"),
+        "files": patch.touched_paths,
+    }
+    if result.placements:
+        doc["hunks"] = [{"file": p.path, "hunk": p.number, "offset": p.offset, "fuzz": p.fuzz}
+                        for p in result.placements]
+    if result.conflict:
+        c = result.conflict
+        doc["conflict"] = {"file": c.path, "hunk": c.hunk, "header": c.header, "reason": c.reason,
+                           "line": c.expected_line, "upstream_lines": list(c.upstream_lines)}
+    if result.evidence:
+        doc["evidence"] = result.evidence
+    return doc
+
+
+def upstream_json(status: UpstreamStatus) -> dict:
+    return {
+        "name": status.upstream.name,
+        "ref": status.ref,
+        "commit": status.commit,
+        "source": status.source,
+        "available": status.available,
+        "error": status.error,
+        "notes": status.notes,
+        "patches": [patch_json(r) for r in status.results],
+    }
+
+
+def target_json(status: TargetStatus) -> dict:
+    return {"target": status.target.name, "ok": status.ok,
+            "upstreams": [upstream_json(u) for u in status.upstreams], "warnings": status.warnings}
+
+
+def status_json(statuses: list[TargetStatus], single: bool) -> str:
+    if single and len(statuses) == 1:
+        return json.dumps(target_json(statuses[0]), indent=2)
+    return json.dumps({"targets": [target_json(s) for s in statuses]}, indent=2)
+
+
+def render_status(console: Console, statuses: Iterable[TargetStatus]) -> None:
+    for status in statuses:
+        table = Table(title=f"target {status.target.name}", title_justify="left", expand=False)
+        table.add_column("upstream")
+        table.add_column("patch")
+        table.add_column("state")
+        table.add_column("detail", overflow="fold")
+        for upstream_status in status.upstreams:
+            _status_rows(table, upstream_status)
+        console.print(table)
+        for upstream_status in status.upstreams:
+            where = upstream_status.source or "no source"
+            commit = (upstream_status.commit or "")[:12] or "-"
+            console.print(f"  {upstream_status.upstream.name}: {commit} from {where}", highlight=False)
+            for note in upstream_status.notes:
+                console.print(f"    note: {note}", style="yellow", highlight=False)
+        for warning in status.warnings:
+            console.print(f"warning: {warning}", style="yellow", highlight=False)
+
+
+def _status_rows(table: Table, status: UpstreamStatus) -> None:
+    name = status.upstream.name
+    if not status.available:
+        table.add_row(name, "-", Text("unavailable", style="red"), f"{status.error}")
+        return
+    if not status.results:
+        table.add_row(name, "-", "no patches", "")
+    for result in status.results:
+        state = Text(result.state.value, style=STATE_STYLE[result.state])
+        table.add_row(name, result.patch.id, state, result.detail)
+        if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT:
+            lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
+            table.add_row("", "", "", Text(f"upstream at line {result.conflict.expected_line}:\n{lines}",
+                                           style="dim"))
+
+
+def apply_json(outcome: ApplyOutcome) -> str:
+    doc = target_json(outcome.status)
+    doc.update({"into": str(outcome.into), "action": outcome.action})
+    return json.dumps(doc, indent=2)
+
+
+def render_apply(console: Console, outcome: ApplyOutcome) -> None:
+    render_status(console, [outcome.status])
+    messages = {
+        "applied": f"applied target {outcome.status.target.name} into {outcome.into}",
+        "already-applied": f"{outcome.into} already holds exactly these patches: nothing to do",
+        "dry-run": f"dry run: every patch applies; nothing was written to {outcome.into}",
+        "refused": "refused: not every patch applies exactly, so nothing was changed "
+                   "(fix or refresh the patches listed above)",
+    }
+    console.print(messages[outcome.action], style="green" if outcome.ok else "red", highlight=False)
+
+
+def verify_json(outcome: VerifyOutcome) -> str:
+    return json.dumps({"target": outcome.target, "into": str(outcome.into), "ok": outcome.ok,
+                       "checked": outcome.checked, "problems": outcome.problems}, indent=2)
+
+
+def render_verify(console: Console, outcome: VerifyOutcome) -> None:
+    if outcome.ok:
+        console.print(f"verified: {outcome.into} holds exactly target {outcome.target} "
+                      f"({', '.join(outcome.checked)})", style="green", highlight=False)
+        return
+    for problem in outcome.problems:
+        console.print(f"differs: {problem}", style="red", highlight=False)
+
+
+def lint_json(problems: list[LintProblem], checked: int) -> str:
+    return json.dumps({"ok": not problems, "patches_checked": checked,
+                       "problems": [{"path": str(p.path), "message": p.message} for p in problems]}, indent=2)
+
+
+def render_lint(console: Console, problems: list[LintProblem], checked: int) -> None:
+    for problem in problems:
+        console.print(f"{problem.path}: {problem.message}", style="red", highlight=False)
+    if not problems:
+        console.print(f"lint: {checked} patches and their manifests are well-formed", style="green",
+                      highlight=False)
+
+
+def render_error(console: Console, error: PatchmgrError) -> None:
+    console.print(f"error: {error.message}", style="red", highlight=False, markup=False)
+    if error.hint:
+        console.print(f"hint: {error.hint}", highlight=False, markup=False)
