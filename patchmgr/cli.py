@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import typer
 from rich.console import Console
 
@@ -40,7 +39,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document o
 
 
 def _out(json_mode: bool) -> Console:
-    return Console(stderr=json_mode, highlight=False)
+    return Console(stderr=json_mode, highlight=False, soft_wrap=True)
 
 
 def _store(json_mode: bool) -> Store:
@@ -146,15 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = command.main(args=argv, prog_name="patchmgr", standalone_mode=False)
     except PatchmgrError as error:
-        report.render_error(Console(stderr=True), error)
+        report.render_error(Console(stderr=True, soft_wrap=True), error)
         return error.exit_code
-    except click.exceptions.Exit as exit_:
+    except typer.Exit as exit_:
         return exit_.exit_code
-    except click.ClickException as error:
+    except typer.Abort:
+        return 130
+    except typer.TyperException as error:  # usage errors from the parser
         error.show()
         return 2
-    except click.exceptions.Abort:
-        return 130
     return result if isinstance(result, int) else 0
 
 

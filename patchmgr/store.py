@@ -72,14 +72,19 @@ class Store:
             self.progress(f"fetching {upstream} {commit[:12]} from {url}")
             try:
                 self._fetch(repo, url, [commit])
-                if repo.has_commit(commit):
-                    return repo
+            except GitError as exc:
+                # servers that refuse a bare commit id still serve their branches and tags
+                errors.append(f"{url}: {exc.message}")
+            if repo.has_commit(commit):
+                return repo
+            try:
                 self._fetch(repo, url, ["+refs/heads/*:refs/patchmgr/heads/*", "+refs/tags/*:refs/tags/*"])
-                if repo.has_commit(commit):
-                    return repo
-                errors.append(f"{url}: does not have commit {commit}")
             except GitError as exc:
                 errors.append(f"{url}: {exc.message}")
+                continue
+            if repo.has_commit(commit):
+                return repo
+            errors.append(f"{url}: does not have commit {commit}")
         raise SourceError(
             f"cannot get {upstream} at {commit}: " + ("; ".join(errors) or "no source URL"),
             f"pass a reachable clone with --source {upstream}=PATH_OR_URL",

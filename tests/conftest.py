@@ -1,0 +1,52 @@
+"""Shared fixtures: real git upstreams and real patch projects in temporary folders."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from gitrepos import BASE_TEXT, Project, UpstreamRepo
+from patchmgr.cli import main
+
+# The smoke tests run only through `patchmgr smoke`, which points them at an upstream tree.
+collect_ignore = [] if os.environ.get("PATCHMGR_SMOKE_ROOT") else ["smoke"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATCHMGR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+
+
+@pytest.fixture
+def upstream(tmp_path) -> UpstreamRepo:
+    repo = UpstreamRepo(tmp_path / "upstream")
+    repo.commit({"src/mod.py": BASE_TEXT, "README": "upstream\n"}, "initial")
+    return repo
+
+
+@pytest.fixture
+def project(tmp_path) -> Project:
+    return Project(tmp_path / "project")
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    @property
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys, project):
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        code = main([*args, "--root", str(project.root)] if args and args[0] != "--help" else list(args))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run

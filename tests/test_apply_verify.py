@@ -1,0 +1,119 @@
+"""apply --into: all or nothing, one commit per patch, idempotent; verify catches hand edits."""
+
+from __future__ import annotations
+
+import json
+
+from gitrepos import BASE_TEXT, UpstreamRepo, git
+from test_status_states import lines_with
+
+
+def two_upstreams(tmp_path, project, second_conflicts=False):
+    lib = UpstreamRepo(tmp_path / "lib")
+    pin_lib = lib.commit({"src/mod.py": BASE_TEXT}, "lib initial")
+    tool = UpstreamRepo(tmp_path / "tool")
+    pin_tool = tool.commit({"tool.py": BASE_TEXT}, "tool initial")
+    project.add_patch("lib", "one", lib.make_patch(pin_lib, {"src/mod.py": lines_with({5: "one"})}, "Lib one"))
+    project.add_patch("lib", "two", lib.make_patch(pin_lib, {"src/mod.py": lines_with({30: "two"})}, "Lib two"))
+    tool_patch = tool.make_patch(pin_tool, {"tool.py": lines_with({10: "tool fix"})}, "Tool fix")
+    if second_conflicts:
+        tool_patch = tool_patch.replace(b"-line 10\n", b"-line 10 is not there\n")
+    project.add_patch("tool", "fix", tool_patch)
+    project.manifest("t", {
+        "lib": {"git": "https://example.invalid/lib.git", "commit": pin_lib, "patches": ["one", "two"]},
+        "tool": {"git": "https://example.invalid/tool.git", "commit": pin_tool, "patches": ["fix"]},
+    })
+    sources = ["--source", f"lib={lib.path}", "--source", f"tool={tool.path}"]
+    return lib, tool, sources
+
+
+def test_apply_makes_one_commit_per_patch_and_verifies(tmp_path, cli, project):
+    lib, _tool, sources = two_upstreams(tmp_path, project)
+    into = tmp_path / "build"
+    result = cli("apply", "--target", "t", "--into", str(into), *sources)
+    assert result.code == 0, result.out + result.err
+    assert "applied target t" in result.out
+    log = git(into / "lib", "log", "--format=%s", "-3")
+    assert log.splitlines() == ["Lib two", "Lib one", "lib initial"]
+    assert git(into / "lib", "rev-parse", "HEAD~2") == lib.head()
+    text = (into / "lib" / "src/mod.py").read_text()
+    assert "one\n" in text and "two\n" in text
+    assert git(into / "lib", "status", "--porcelain") == ""
+    ledger = json.loads((into / "patchmgr-ledger.json").read_text())
+    assert [p["id"] for p in ledger["upstreams"][0]["patches"]] == ["one", "two"]
+    verified = cli("verify", "--target", "t", "--into", str(into))
+    assert verified.code == 0 and "verified" in verified.out
+
+
+def test_reapply_is_a_noop_that_says_so(tmp_path, cli, project):
+    _lib, _tool, sources = two_upstreams(tmp_path, project)
+    into = tmp_path / "build"
+    assert cli("apply", "--target", "t", "--into", str(into), *sources).code == 0
+    head = git(into / "lib", "rev-parse", "HEAD")
+    again = cli("apply", "--target", "t", "--into", str(into), *sources)
+    assert again.code == 0
+    assert "nothing to do" in again.out
+    assert git(into / "lib", "rev-parse", "HEAD") == head
+
+
+def test_apply_is_all_or_nothing_across_upstreams(tmp_path, cli, project):
+    _lib, _tool, sources = two_upstreams(tmp_path, project, second_conflicts=True)
+    into = tmp_path / "build"
+    result = cli("apply", "--target", "t", "--into", str(into), "--json", *sources)
+    assert result.code == 1
+    doc = result.json
+    assert doc["action"] == "refused"
+    states = {p["id"]: p["state"] for u in doc["upstreams"] for p in u["patches"]}
+    assert states == {"one": "clean", "two": "clean", "fix": "conflict"}
+    assert not into.exists() or not any(into.iterdir())
+
+
+def test_dry_run_writes_nothing(tmp_path, cli, project):
+    _lib, _tool, sources = two_upstreams(tmp_path, project)
+    into = tmp_path / "build"
+    result = cli("apply", "--target", "t", "--into", str(into), "--dry-run", *sources)
+    assert result.code == 0 and "dry run" in result.out
+    assert not into.exists()
+
+
+def test_verify_catches_a_hand_edited_file(tmp_path, cli, project):
+    _lib, _tool, sources = two_upstreams(tmp_path, project)
+    into = tmp_path / "build"
+    assert cli("apply", "--target", "t", "--into", str(into), *sources).code == 0
+    with open(into / "lib" / "src/mod.py", "a") as handle:
+        handle.write("hand edit\n")
+    result = cli("verify", "--target", "t", "--into", str(into))
+    assert result.code == 1
+    assert "src/mod.py" in result.out
+
+
+def test_verify_catches_a_changed_patch_file(tmp_path, cli, project):
+    _lib, _tool, sources = two_upstreams(tmp_path, project)
+    into = tmp_path / "build"
+    assert cli("apply", "--target", "t", "--into", str(into), *sources).code == 0
+    patch = project.root / "patches/lib/two.patch"
+    patch.write_bytes(patch.read_bytes().replace(b"Lib two", b"Lib two, edited"))
+    result = cli("verify", "--target", "t", "--into", str(into), "--json")
+    assert result.code == 1
+    assert any("two" in problem for problem in result.json["problems"])
+    # and apply rebuilds the checkout with the new patch, then verify passes again
+    assert cli("apply", "--target", "t", "--into", str(into), *sources).code == 0
+    assert git(into / "lib", "log", "-1", "--format=%s") == "Lib two, edited"
+    assert cli("verify", "--target", "t", "--into", str(into)).code == 0
+
+
+def test_verify_of_a_folder_apply_never_wrote(tmp_path, cli, project):
+    two_upstreams(tmp_path, project)
+    result = cli("verify", "--target", "t", "--into", str(tmp_path))
+    assert result.code == 1 and "no ledger" in result.out
+
+
+def test_apply_refuses_a_folder_it_did_not_make(tmp_path, cli, project):
+    _lib, _tool, sources = two_upstreams(tmp_path, project)
+    into = tmp_path / "build"
+    (into / "lib").mkdir(parents=True)
+    (into / "lib" / "keep.txt").write_text("mine")
+    result = cli("apply", "--target", "t", "--into", str(into), *sources)
+    assert result.code == 1
+    assert "was not made by patchmgr" in result.err
+    assert (into / "lib" / "keep.txt").read_text() == "mine"
