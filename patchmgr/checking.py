@@ -10,7 +10,8 @@ from patchmgr.errors import PatchmgrError, UsageError
 from patchmgr.gitio import merge_texts
 from patchmgr.manifest import Target, Upstream
 from patchmgr.project import Project
-from patchmgr.sources import open_git_source
+from patchmgr.patchfile import PatchFile
+from patchmgr.sources import GitSource, open_source
 from patchmgr.store import Store
 
 
@@ -45,10 +46,19 @@ class TargetStatus:
         return all(u.ok for u in self.upstreams)
 
 
+def require_upstreams(targets: list[Target], *option_maps: Mapping[str, str]) -> None:
+    """An option naming an upstream that no selected target has is a usage error, not a silent no-op."""
+    known = {u.name for t in targets for u in t.upstreams}
+    for names in option_maps:
+        for name in names:
+            if name not in known:
+                where = ", ".join(t.name for t in targets)
+                raise UsageError(f"no upstream {name!r} in target {where} (it has: {', '.join(sorted(known))})",
+                                 "use an upstream name from the manifest")
+
+
 def check_target(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
                  against: Mapping[str, str]) -> TargetStatus:
-    for name in list(overrides) + list(against):
-        target.upstream(name)  # an unknown upstream name is a usage error, not a silent no-op
     statuses = [check_upstream(project, u, store, overrides, against.get(u.name)) for u in target.upstreams]
     return TargetStatus(target, statuses)
 
@@ -58,13 +68,31 @@ def check_upstream(project: Project, upstream: Upstream, store: Store, overrides
     patches = project.patches(upstream)
     shown_ref = ref or upstream.commit
     try:
-        source = open_git_source(store, upstream, ref, overrides)
+        source = open_source(store, upstream, ref, overrides)
     except UsageError:
         raise
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
     results = check_series(patches, source, merge_texts)
-    return UpstreamStatus(upstream, shown_ref, source.commit, source.description, results)
+    status = UpstreamStatus(upstream, shown_ref, source.commit, source.description, results)
+    if isinstance(source, GitSource) and ref is None and upstream.pypi and upstream.version:
+        status.notes.append(release_drift(store, upstream, source, patches))
+    return status
+
+
+def release_drift(store: Store, upstream: Upstream, source: GitSource, patches: list[PatchFile]) -> str:
+    """Compare the files the patches touch between the pinned commit and the pinned release."""
+    try:
+        release = store.releases.open(upstream.pypi, upstream.version, upstream.package_root)
+    except PatchmgrError as exc:
+        return f"release {upstream.version} not compared with the pin: {exc.message}"
+    paths = sorted({p for patch in patches for p in patch.touched_paths})
+    shipped = [p for p in paths if release.release_path(p) is not None]
+    differing = [p for p in shipped if release.read(p) != source.read(p)]
+    if differing:
+        return (f"release {upstream.version} differs from the pinned commit in {len(differing)} of the "
+                f"{len(shipped)} files the patches touch: {', '.join(differing)}")
+    return f"release {upstream.version} matches the pinned commit in all {len(shipped)} files the patches touch"
 
 
 def summary_counts(statuses: list[TargetStatus]) -> dict[str, int]:

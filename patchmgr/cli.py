@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from patchmgr import report
-from patchmgr.checking import check_target
+from patchmgr.checking import check_target, require_upstreams
 from patchmgr.checkout import apply_into, verify_into
 from patchmgr.errors import PatchmgrError, UsageError
 from patchmgr.lint import lint_project
@@ -68,6 +68,7 @@ def status(
     targets = project.targets(target)
     if not targets:
         raise UsageError(f"{project.manifests_dir} holds no manifests", "add manifests/<target>.toml")
+    require_upstreams(targets, overrides, refs)
     store = _store(json_output)
     try:
         statuses = [check_target(project, t, store, overrides, refs) for t in targets]
@@ -96,10 +97,12 @@ def apply(
     project = Project.at(root)
     if into is None:
         raise UsageError("apply needs --into DIR", "for example: patchmgr apply --target ascend --into build/")
+    selected = project.target(_required_target(target))
+    overrides = parse_source_overrides(source)
+    require_upstreams([selected], overrides)
     store = _store(json_output)
     try:
-        outcome = apply_into(project, project.target(_required_target(target)), store,
-                             parse_source_overrides(source), into, dry_run)
+        outcome = apply_into(project, selected, store, overrides, into, dry_run)
     finally:
         store.close()
     if json_output:

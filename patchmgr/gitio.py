@@ -30,6 +30,9 @@ _HARDENING = {
     "advice.detachedHead": "false",
     "init.defaultBranch": "main",
     "gc.auto": "0",
+    # a stalled server fails the fetch instead of hanging an image build
+    "http.lowSpeedLimit": "1000",
+    "http.lowSpeedTime": "60",
 }
 
 
@@ -188,11 +191,13 @@ def _run_plain(args: Iterable[str], cwd: Path | None = None) -> str:
 
 
 def _as_git_error(exc: gitpython.GitCommandError) -> GitError:
-    command = " ".join(str(a) for a in exc.command) if isinstance(exc.command, list) else str(exc.command)
-    stderr = _text(exc.stderr).strip()
-    stderr = re.sub(r"^stderr: '|'$", "", stderr).strip()
-    detail = stderr.splitlines()[-1] if stderr else f"exit code {exc.status}"
-    return GitError(f"git failed: {command}: {detail}", "see git's message above")
+    command = exc.command if isinstance(exc.command, list) else str(exc.command).split()
+    stderr = re.sub(r"^\s*stderr: '|'\s*$", "", _text(exc.stderr).strip()).strip()
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    detail = lines[-1] if lines else f"exit code {exc.status}"
+    detail = re.sub(r"^(fatal|error): ", "", detail)
+    verb = " ".join(str(part) for part in command[1:2])
+    return GitError(f"git {verb}: {detail}", "see git's message above")
 
 
 def _text(value) -> str:

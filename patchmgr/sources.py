@@ -1,7 +1,9 @@
-"""Where an upstream's files come from at a ref: a cached git clone (or, later, a release).
+"""Where an upstream's files come from at a ref: a cached git clone, or a PyPI release.
 
-A ``Source`` is a ``TreeReader`` plus the facts a report needs: which commit,
-and a description of where the bytes came from.
+A source is a ``TreeReader`` plus the facts a report needs: which commit (None
+for a release), and a description of where the bytes came from. Git is tried
+first; a release stands in only when no git source answers, and the report
+always says which one was used.
 """
 
 from __future__ import annotations
@@ -9,10 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import re
+
+from packaging.version import InvalidVersion, Version
+
 from patchmgr.errors import SourceError, UsageError
 from patchmgr.gitio import GitRepo
 from patchmgr.manifest import Upstream, url_problem
+from patchmgr.releases import ReleaseSource
 from patchmgr.store import Store
+
 
 
 @dataclass
@@ -29,9 +37,11 @@ class GitSource:
     def read_blob(self, sha: str) -> bytes | None:
         return self.repo.read_blob(sha)
 
+    fetched: bool = False
+
     @property
     def description(self) -> str:
-        return f"git {self.location}"
+        return f"git {self.location}" + ("" if self.fetched else " (cached)")
 
 
 def parse_source_overrides(values: list[str] | None) -> dict[str, str]:
@@ -71,8 +81,47 @@ def open_git_source(store: Store, upstream: Upstream, ref: str | None,
     urls = urls_for(upstream, overrides)
     if not urls:
         raise SourceError(f"{upstream.name} has no git URL", f"pass --source {upstream.name}=PATH_OR_URL")
+    store.fetched_from.pop(upstream.name, None)
     if ref is None:
-        repo = store.ensure_commit(upstream.name, upstream.commit, urls)
-        return GitSource(repo, upstream.commit, urls[0])
-    repo, commit = store.resolve_ref(upstream.name, ref, urls)
-    return GitSource(repo, commit, urls[0])
+        repo, commit = store.ensure_commit(upstream.name, upstream.commit, urls), upstream.commit
+    else:
+        repo, commit = store.resolve_ref(upstream.name, ref, urls)
+    fetched = store.fetched_from.get(upstream.name)
+    return GitSource(repo, commit, fetched or urls[0], fetched=fetched is not None)
+
+
+def release_version(upstream: Upstream, ref: str | None) -> str | None:
+    """The release version that stands for ``ref`` (the pin's ``version`` when ref is None)."""
+    if ref is None:
+        return upstream.version
+    candidate = ref[1:] if re.match(r"^v\d", ref) else ref
+    if re.match(r"^[0-9a-f]{7,40}$", candidate):
+        return None
+    try:
+        return str(Version(candidate))
+    except InvalidVersion:
+        return None
+
+
+def open_source(store: Store, upstream: Upstream, ref: str | None, overrides: Mapping[str, str]
+                ) -> GitSource | ReleaseSource:
+    """Git first; the PyPI release of the same version when no git source answers."""
+    errors: list[str] = []
+    explicit = upstream.name in overrides
+    if explicit or upstream.urls:
+        try:
+            return open_git_source(store, upstream, ref, overrides)
+        except SourceError as exc:
+            if explicit:
+                raise
+            errors.append(exc.message)
+    version = release_version(upstream, ref)
+    if upstream.pypi and version:
+        try:
+            return store.releases.open(upstream.pypi, version, upstream.package_root)
+        except SourceError as exc:
+            errors.append(exc.message)
+    elif upstream.pypi:
+        errors.append(f"{ref!r} names no release version, so PyPI cannot stand in")
+    raise SourceError("; ".join(errors) or f"{upstream.name} has no source",
+                      f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")

@@ -18,6 +18,7 @@ from pathlib import Path
 from patchmgr.errors import GitError, SourceError, UsageError
 from patchmgr.gitio import FULL_SHA, GitRepo
 from patchmgr.manifest import url_problem
+from patchmgr.releases import ReleaseCache
 
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
@@ -49,6 +50,8 @@ class Store:
         self.cache_dir = cache_dir or default_cache_dir()
         self.progress = progress or (lambda message: None)
         self._open: dict[str, GitRepo] = {}
+        self.releases = ReleaseCache(self.cache_dir)
+        self.fetched_from: dict[str, str] = {}  # upstream -> URL fetched from in this run
 
     def repo_path(self, upstream: str) -> Path:
         return self.cache_dir / "git" / f"{upstream}.git"
@@ -86,7 +89,7 @@ class Store:
                 return repo
             errors.append(f"{url}: does not have commit {commit}")
         raise SourceError(
-            f"cannot get {upstream} at {commit}: " + ("; ".join(errors) or "no source URL"),
+            f"cannot get {upstream} at {commit}: " + ("; ".join(dict.fromkeys(errors)) or "no source URL"),
             f"pass a reachable clone with --source {upstream}=PATH_OR_URL",
         )
 
@@ -109,10 +112,14 @@ class Store:
         local = repo.resolve(ref) if not urls else None
         if local:
             return repo, local
-        raise SourceError(f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(errors) or "no source"),
+        raise SourceError(f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(dict.fromkeys(errors)) or "no source"),
                           "check the ref name, or pass --source with a clone that has it")
 
     def _fetch(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
+        self._fetch_once(repo, url, refspecs)
+        self.fetched_from[repo.path.name.removesuffix(".git")] = url
+
+    def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
         problem = url_problem(url, from_command_line=True)
         if problem:
             raise SourceError(f"refusing source {url!r}: {problem}", "give a URL or a local path")

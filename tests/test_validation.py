@@ -66,7 +66,7 @@ def test_duplicate_patch_id(cli, project):
 @pytest.mark.parametrize("args, expected", [
     (["status", "--target", "nope"], "no target 'nope'"),
     (["status", "--target", "t", "--source", "lib"], "is not NAME=LOCATION"),
-    (["status", "--target", "t", "--source", "other=/tmp"], "has no upstream 'other'"),
+    (["status", "--target", "t", "--source", "other=/tmp"], "no upstream 'other'"),
     (["status", "--target", "t", "--against", "lib"], "is not NAME=REF"),
     (["status", "--target", "t", "--against", "lib=--upload-pack=x"], "is not a valid git ref"),
     (["apply", "--target", "t"], "apply needs --into"),

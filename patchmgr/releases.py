@@ -1,0 +1,181 @@
+"""Published releases on PyPI as an upstream source, for when git is out of reach.
+
+A release is downloaded once (its sha256 checked against PyPI's), unpacked into
+the cache, and read through the manifest's ``package-root``: Megatron-Bridge's
+git paths start with ``src/``, its wheel's do not. An sdist holds the git
+layout under one top folder, so its paths map directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tarfile
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonicalize_name,
+                             parse_sdist_filename, parse_wheel_filename)
+from packaging.version import InvalidVersion, Version
+
+from patchmgr.errors import SourceError
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+TIMEOUT_S = 30
+_SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def index_url() -> str:
+    """The package index (PEP 691 JSON simple API); PATCHMGR_INDEX_URL points at a mirror."""
+    return os.environ.get("PATCHMGR_INDEX_URL", DEFAULT_INDEX).rstrip("/")
+
+
+def file_version(filename: str) -> Version | None:
+    try:
+        if filename.endswith(".whl"):
+            return parse_wheel_filename(filename)[1]
+        return parse_sdist_filename(filename)[1]
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    filename: str
+    url: str
+    sha256: str
+    kind: str  # "wheel" | "sdist"
+
+
+@dataclass
+class ReleaseSource:
+    project: str
+    version: str
+    file: ReleaseFile
+    tree: Path  # the unpacked release (the sdist's top folder, or the wheel's root)
+    package_root: str
+
+    kind = "release"
+    commit = None
+
+    def release_path(self, path: str) -> str | None:
+        """Where a git-layout ``path`` lives in this release, or None when releases do not ship it."""
+        if self.file.kind == "sdist" or not self.package_root:
+            return path
+        prefix = self.package_root + "/"
+        return path[len(prefix):] if path.startswith(prefix) else None
+
+    def read(self, path: str) -> bytes | None:
+        mapped = self.release_path(path)
+        if mapped is None:
+            return None
+        file = self.tree / mapped
+        return file.read_bytes() if file.is_file() and not file.is_symlink() else None
+
+    def read_blob(self, sha: str) -> bytes | None:
+        return None  # a release has no history, so no 3-way merge from it
+
+    @property
+    def description(self) -> str:
+        return f"release {self.project} {self.version} (PyPI {self.file.filename})"
+
+
+def choose_file(files: list[dict], project: str, version: str) -> ReleaseFile:
+    """A pure wheel first (smallest to read), then the sdist, then any wheel: all carry the .py files."""
+    def as_release(entry: dict) -> ReleaseFile:
+        kind = "wheel" if entry["filename"].endswith(".whl") else "sdist"
+        return ReleaseFile(entry["filename"], entry["url"], entry["hashes"]["sha256"], kind)
+
+    wanted = Version(version)
+    usable = [f for f in files if f["filename"].endswith((".whl", ".tar.gz", ".zip")) and not f.get("yanked")
+              and file_version(f["filename"]) == wanted and f.get("hashes", {}).get("sha256")]
+    pure = [f for f in usable if f["filename"].endswith("-none-any.whl")]
+    sdists = [f for f in usable if not f["filename"].endswith(".whl")]
+    wheels = sorted((f for f in usable if f["filename"].endswith(".whl")), key=lambda f: f.get("size", 0))
+    for group in (pure, sdists, wheels):
+        if group:
+            return as_release(group[0])
+    raise SourceError(f"the package index has no wheel or sdist of {project} {version}",
+                      "check `version` in the manifest (or the version given to --against)")
+
+
+class ReleaseCache:
+    def __init__(self, cache_dir: Path) -> None:
+        self.root = cache_dir / "releases"
+
+    def open(self, project: str, version: str, package_root: str) -> ReleaseSource:
+        folder = self.root / project.lower() / version
+        meta = folder / "release.json"
+        if meta.is_file():
+            file = ReleaseFile(**json.loads(meta.read_text()))
+        else:
+            file = choose_file(self._files(project, version), project, version)
+        tree = folder / "tree"
+        if not tree.is_dir():
+            self._download_and_unpack(file, folder, tree)
+            meta.write_text(json.dumps(file.__dict__))
+        return ReleaseSource(project, version, file, _top(tree, file), package_root)
+
+    def _files(self, project: str, version: str) -> list[dict]:
+        url = f"{index_url()}/{canonicalize_name(project)}/"
+        request = urllib.request.Request(url, headers={"Accept": _SIMPLE_JSON})
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+                files = json.load(response)["files"]
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                raise SourceError(f"the package index has no project {project}",
+                                  "check `pypi` in the manifest") from exc
+            raise SourceError(f"the package index answered {exc.code} for {url}", "try again later") from exc
+        except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
+            raise SourceError(f"cannot read {url}: {exc}", "check the network, or set PATCHMGR_INDEX_URL") from exc
+        return [dict(f, url=urllib.parse.urljoin(url, f["url"])) for f in files]
+
+    def _download_and_unpack(self, file: ReleaseFile, folder: Path, tree: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder, prefix=".unpack-") as tmp:
+            archive = Path(tmp) / file.filename
+            digest = hashlib.sha256()
+            try:
+                with urllib.request.urlopen(file.url, timeout=TIMEOUT_S) as response, open(archive, "wb") as out:
+                    for chunk in iter(lambda: response.read(1 << 20), b""):
+                        digest.update(chunk)
+                        out.write(chunk)
+            except (urllib.error.URLError, OSError) as exc:
+                raise SourceError(f"cannot download {file.url}: {exc}", "check the network") from exc
+            if digest.hexdigest() != file.sha256:
+                raise SourceError(f"{file.filename}: sha256 {digest.hexdigest()} differs from PyPI's {file.sha256}",
+                                  "the download was damaged or tampered with; try again")
+            unpacked = Path(tmp) / "tree"
+            if file.kind == "wheel" or file.filename.endswith(".zip"):
+                _unzip(archive, unpacked)
+            else:
+                with tarfile.open(archive) as tar:
+                    tar.extractall(unpacked, filter="data")
+            os.replace(unpacked, tree)
+
+
+def _unzip(archive: Path, into: Path) -> None:
+    with zipfile.ZipFile(archive) as zipped:
+        for member in zipped.infolist():
+            name = Path(member.filename)
+            if name.is_absolute() or ".." in name.parts:
+                raise SourceError(f"{archive.name}: member {member.filename!r} leaves the archive",
+                                  "this release is malformed; do not use it")
+        zipped.extractall(into)
+
+
+def _top(tree: Path, file: ReleaseFile) -> Path:
+    """An sdist unpacks into one folder ``<name>-<version>/``; the git layout is inside it."""
+    if file.kind == "sdist":
+        entries = [p for p in tree.iterdir()]
+        if len(entries) == 1 and entries[0].is_dir():
+            return entries[0]
+    return tree
+
