@@ -1,0 +1,151 @@
+"""Smoke test for patches/mindspeed/varlen-honor-no-mask.patch.
+
+``MindSpeedTEDotProductAttention.forward`` hands the model-wide
+``config.attention_mask_type`` ('causal' by default) to the fused-attention
+config for every layer, so a layer declared ``no_mask`` (Qwen3-VL's vision
+tower) runs with sparse_mode 2, leftUpCausal. npu_fusion_attention ignores
+sparse_mode when no atten_mask is given, so the damage shows as soon as the
+layer is handed a mask, e.g. the model's compressed causal mask that vime and
+slime forced onto every layer: the vision tokens then attend causally. The
+patch gives a no_mask layer its own mask type and no mask.
+
+MindSpeed's real forward, backend and mask generator run from the tree; only
+torch_npu (the kernel and the stream type) is stood in for, see npu_stand_in.py.
+Packed sequences (THD, the TND layout) of different lengths are checked
+against plain attention within each sequence.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+DPA_MODULE = "mindspeed.te.pytorch.attention.dot_product_attention.dot_product_attention"
+MASK_MODULE = "mindspeed.core.transformer.flash_attention.generate_mask.generate_mask"
+SEQ_LENS = (3, 5, 4)
+HEADS, GROUPS, HEAD_DIM = 4, 2, 8
+
+
+def _load_stand_in():
+    path = Path(__file__).with_name("npu_stand_in.py")
+    spec = importlib.util.spec_from_file_location("mindspeed_npu_stand_in", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def target(smoke_device):
+    """(device, dtype, tolerance): the real kernel on an NPU, the stand-in elsewhere."""
+    if smoke_device == "npu":
+        pytest.importorskip("torch_npu", reason="no torch_npu for the NPU run")
+        yield "npu", torch.float16, 2e-3
+        return
+    with _load_stand_in().installed():
+        yield "cpu", torch.float32, 1e-5
+
+
+@pytest.fixture(scope="module")
+def mindspeed(target, load_upstream):
+    dpa = load_upstream("mindspeed", DPA_MODULE)
+    mask = load_upstream("mindspeed", MASK_MODULE)
+    yield dpa, mask
+    mask.set_attention_mask(None)
+
+
+def make_layer(mindspeed, target, attn_mask_type):
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    dpa, mask = mindspeed
+    config = TransformerConfig(
+        num_layers=1,
+        hidden_size=HEADS * HEAD_DIM,
+        num_attention_heads=HEADS,
+        num_query_groups=GROUPS,
+        kv_channels=HEAD_DIM,
+        attention_dropout=0.0,
+    )
+    # What MindSpeed's argument features add to the config: the default
+    # --attention-mask-type and flash attention (compressed 2048x2048 mask).
+    config.attention_mask_type = "causal"
+    config.use_flash_attn = True
+    # MindSpeed's own mask generator, on the device at hand: get_attention_mask
+    # would otherwise build it on 'npu'.
+    mask.set_attention_mask(None)
+    mask.generate_attention_mask(config, True, target[0])
+    layer = dpa.MindSpeedTEDotProductAttention(
+        config, layer_number=1, attn_mask_type=attn_mask_type, attention_type="self"
+    )
+    # megatron-core 0.19 grew PackedSeqParams fields (local_cp_size, cp_group,
+    # total_tokens, ...) that the pinned DotProductAttention.forward does not
+    # take; hand on only those it does, as with the megatron-core it was built for.
+    accepted = inspect.signature(dpa.DotProductAttention.forward).parameters
+    layer.kept_packed_seq_params &= set(accepted)
+    return layer, mask.get_attention_mask(config)
+
+
+def packed_inputs(target):
+    from megatron.core.packed_seq_params import PackedSeqParams
+
+    device, dtype, _ = target
+    generator = torch.Generator().manual_seed(0)
+    tokens = sum(SEQ_LENS)
+    q, k, v = (
+        torch.randn(tokens, heads, HEAD_DIM, generator=generator).to(device, dtype)
+        for heads in (HEADS, GROUPS, GROUPS)
+    )
+    cu_seqlens = torch.tensor([0, *torch.tensor(SEQ_LENS).cumsum(0).tolist()], dtype=torch.int32)
+    params = PackedSeqParams(
+        qkv_format="thd",
+        cu_seqlens_q=cu_seqlens,
+        cu_seqlens_kv=cu_seqlens,
+        max_seqlen_q=max(SEQ_LENS),
+        max_seqlen_kv=max(SEQ_LENS),
+    )
+    return q, k, v, params
+
+
+def reference(q, k, v, causal):
+    """Plain attention within each packed sequence, [T, N, D]."""
+    outputs, start = [], 0
+    for length in SEQ_LENS:
+        qs, ks, vs = (t[start:start + length].float().transpose(0, 1) for t in (q, k, v))
+        ks, vs = (t.repeat_interleave(HEADS // GROUPS, dim=0) for t in (ks, vs))
+        outputs.append(F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal).transpose(0, 1))
+        start += length
+    return torch.cat(outputs)
+
+
+def run(layer, attention_mask, attn_mask_type, target):
+    q, k, v, params = packed_inputs(target)
+    out = layer(q, k, v, attention_mask, attn_mask_type, packed_seq_params=params)
+    return out.float().cpu(), reference(q, k, v, attn_mask_type.name == "causal").cpu()
+
+
+@pytest.mark.parametrize("handed", ["model causal mask", "no mask"])
+def test_no_mask_layer_attends_bidirectionally(mindspeed, target, handed):
+    from megatron.core.transformer.enums import AttnMaskType
+
+    layer, model_mask = make_layer(mindspeed, target, AttnMaskType.no_mask)
+    attention_mask = model_mask if handed == "model causal mask" else None
+    out, expected = run(layer, attention_mask, AttnMaskType.no_mask, target)
+    torch.testing.assert_close(
+        out, expected, rtol=target[2], atol=target[2],
+        msg=lambda m: f"no_mask layer is not bidirectional within each sequence:\n{m}",
+    )
+
+
+def test_causal_layer_attends_causally(mindspeed, target):
+    from megatron.core.transformer.enums import AttnMaskType
+
+    layer, _ = make_layer(mindspeed, target, AttnMaskType.causal)
+    out, expected = run(layer, None, AttnMaskType.causal, target)
+    torch.testing.assert_close(
+        out, expected, rtol=target[2], atol=target[2],
+        msg=lambda m: f"causal layer is not causal within each sequence:\n{m}",
+    )
