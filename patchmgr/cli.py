@@ -143,6 +143,12 @@ def lint(json_output: JsonOpt = False, root: RootOpt = Path(".")) -> int:
     return 1 if problems else 0
 
 
+# -- commands: smoke, installed environments (lead) --
+
+
+# -- commands: bisect, refresh, bump, edit, export (issue 6) --
+
+
 def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
