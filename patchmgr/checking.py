@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from patchmgr.engine import CheckResult, State, check_series
@@ -11,6 +11,7 @@ from patchmgr.gitio import merge_texts
 from patchmgr.manifest import Target, Upstream
 from patchmgr.project import Project
 from patchmgr.patchfile import PatchFile
+from patchmgr.releases import ReleaseSource
 from patchmgr.sources import GitSource, open_source
 from patchmgr.store import Store
 
@@ -25,6 +26,7 @@ class UpstreamStatus:
     error: str | None = None  # set when no source could provide the upstream
     hint: str | None = None
     notes: list[str] = field(default_factory=list)
+    reader: GitSource | ReleaseSource | None = field(default=None, repr=False)
 
     @property
     def available(self) -> bool:
@@ -58,8 +60,11 @@ def require_upstreams(targets: list[Target], *option_maps: Mapping[str, str]) ->
 
 
 def check_target(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-                 against: Mapping[str, str]) -> TargetStatus:
-    statuses = [check_upstream(project, u, store, overrides, against.get(u.name)) for u in target.upstreams]
+                 against: Mapping[str, str], only: Sequence[str] = ()) -> TargetStatus:
+    """Check every upstream of ``target`` (or only those named in ``only``)."""
+    require_upstreams([target], {name: "" for name in only})
+    upstreams = [u for u in target.upstreams if not only or u.name in only]
+    statuses = [check_upstream(project, u, store, overrides, against.get(u.name)) for u in upstreams]
     return TargetStatus(target, statuses)
 
 
@@ -74,7 +79,7 @@ def check_upstream(project: Project, upstream: Upstream, store: Store, overrides
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
     results = check_series(patches, source, merge_texts)
-    status = UpstreamStatus(upstream, shown_ref, source.commit, source.description, results)
+    status = UpstreamStatus(upstream, shown_ref, source.commit, source.description, results, reader=source)
     if isinstance(source, GitSource) and ref is None and upstream.pypi and upstream.version:
         status.notes.append(release_drift(store, upstream, source, patches))
     return status

@@ -4,14 +4,16 @@ Everything is checked before anything is written: if any patch of any upstream
 would need more than an exact placement, nothing changes. Checkouts are built
 in a staging folder and moved into place at the end, then the ledger is
 written, so an existing checkout is replaced only by a complete one.
+
+A checkout starts from the pinned commit (through the cache) or, when git is
+out of reach, from the pinned release's files committed as the base.
 """
 
 from __future__ import annotations
 
 import email.utils
-import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,15 +21,17 @@ from patchmgr.checking import TargetStatus, UpstreamStatus, check_target
 from patchmgr.errors import GitError, StateError
 from patchmgr.gitio import GitRepo
 from patchmgr.ledger import AppliedPatch, Ledger, UpstreamLedger, read_ledger, sha256_bytes, write_ledger
-from patchmgr.manifest import Target
+from patchmgr.manifest import Target, Upstream
 from patchmgr.patchfile import PatchFile
 from patchmgr.project import Project
-from patchmgr.sources import urls_for
-from patchmgr.store import LOCAL_UPLOAD_PACK, Store, as_local_path
+from patchmgr.releases import ReleaseSource
+from patchmgr.sources import GitSource, urls_for
+from patchmgr.store import Store, as_local_path
 
 STAGING = ".patchmgr-staging"
 REPLACED = ".patchmgr-replaced"
 _DEFAULT_AUTHOR = ("patchmgr", "patchmgr@localhost")
+_FIXED_DATE = "1970-01-01T00:00:00+00:00"
 
 
 @dataclass
@@ -55,7 +59,7 @@ class VerifyOutcome:
 
 
 def apply_into(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-               into: Path, dry_run: bool = False) -> ApplyOutcome:
+               into: Path, dry_run: bool = False, only: Sequence[str] = ()) -> ApplyOutcome:
     into = into.resolve()
     existing = read_ledger(into) if into.is_dir() else None
     if existing and existing.target != target.name:
@@ -66,47 +70,53 @@ def apply_into(project: Project, target: Target, store: Store, overrides: Mappin
         if folder.exists() and not (existing and existing.upstream(upstream.name)):
             raise StateError(f"{folder} exists and was not made by patchmgr apply",
                              "choose an empty --into folder, or remove that one")
-    status = check_target(project, target, store, overrides, {})
+    status = check_target(project, target, store, overrides, {}, only)
     if not status.ok:
         return ApplyOutcome(status, into, "refused")
-    if existing and _same_plan(existing, status) and verify_into(project, target, into).ok:
+    if existing and _same_plan(existing, status) and verify_into(project, target, into, only).ok:
         return ApplyOutcome(status, into, "already-applied", existing)
     if dry_run:
         return ApplyOutcome(status, into, "dry-run")
-    ledger = _build_and_swap(status, store, overrides, into)
+    ledger = _build_and_swap(status, store, overrides, into, existing)
     return ApplyOutcome(status, into, "applied", ledger)
 
 
 def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
     for upstream_status in status.upstreams:
         recorded = ledger.upstream(upstream_status.upstream.name)
-        if recorded is None or recorded.base_commit != upstream_status.commit:
+        if recorded is None or recorded.pin != upstream_status.upstream.commit:
+            return False
+        if recorded.source != upstream_status.source.removesuffix(" (cached)"):
             return False
         wanted = [(r.patch.id, r.patch.sha256) for r in upstream_status.results]
         if [(p.id, p.sha256) for p in recorded.patches] != wanted:
             return False
-    return len(ledger.upstreams) == len(status.upstreams)
+    return True
 
 
-def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path) -> Ledger:
+def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path,
+                    existing: Ledger | None) -> Ledger:
     staging = into / STAGING
     replaced = into / REPLACED
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    ledger = Ledger(status.target.name)
+    built: list[UpstreamLedger] = []
     try:
         for upstream_status in status.upstreams:
-            ledger.upstreams.append(_build_checkout(upstream_status, store, overrides, staging))
+            built.append(_build_checkout(upstream_status, store, overrides, staging))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     shutil.rmtree(replaced, ignore_errors=True)
     replaced.mkdir()
-    for entry in ledger.upstreams:
+    for entry in built:
         current = into / entry.name
         if current.exists():
             current.rename(replaced / entry.name)
         (staging / entry.name).rename(current)
+    rebuilt = {entry.name for entry in built}
+    kept = [u for u in (existing.upstreams if existing else []) if u.name not in rebuilt]
+    ledger = Ledger(status.target.name, sorted(kept + built, key=lambda u: u.name))
     write_ledger(into, ledger)
     shutil.rmtree(replaced, ignore_errors=True)
     shutil.rmtree(staging, ignore_errors=True)
@@ -116,64 +126,118 @@ def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, 
 def _build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Mapping[str, str],
                     staging: Path) -> UpstreamLedger:
     upstream = upstream_status.upstream
-    commit = upstream_status.commit
     folder = staging / upstream.name
+    source = upstream_status.reader
+    if isinstance(source, ReleaseSource):
+        repo, base, absent = _import_release(source, folder)
+    else:
+        assert isinstance(source, GitSource)
+        repo, base, absent = _checkout_pin(upstream, source.commit, store, overrides, folder)
+    applied = []
+    files: dict[str, str | None] = {}
+    try:
+        for result in upstream_status.results:
+            for path, data in result.files.items():
+                files[path] = _write(folder, path, data)
+            repo.run("add", "--all", "--", *result.files.keys())
+            _commit(repo, result.patch)
+            applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
+        head = repo.resolve("HEAD")
+    finally:
+        repo.close()
+    return UpstreamLedger(upstream.name, upstream.commit, base, head,
+                          (upstream_status.source or "").removesuffix(" (cached)"), applied, files, absent)
+
+
+def _write(folder: Path, path: str, data: bytes | None) -> str | None:
+    target_path = folder / path
+    if data is None:
+        target_path.unlink(missing_ok=True)
+        return None
+    target_path.parent.mkdir(parents=True, exist_ok=True)
+    target_path.write_bytes(data)
+    return sha256_bytes(data)
+
+
+def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapping[str, str],
+                  folder: Path) -> tuple[GitRepo, str, list[str]]:
+    """A partial clone of the source at ``commit``; files the source lacks stay out of the work tree.
+
+    The checkout fetches from the upstream's source itself, not from patchmgr's
+    cache: a blobless cache cannot serve the blobs it has not fetched yet, and
+    the checkout must not depend on the cache once it is made.
+    """
     repo = GitRepo.init(folder)
-    cache = store.repo_path(upstream.name)
-    repo.run("remote", "add", "origin", "--", str(cache))
-    for key, value in (("core.repositoryformatversion", "1"), ("extensions.partialClone", "origin"),
-                       ("remote.origin.promisor", "true"), ("remote.origin.partialclonefilter", "blob:none"),
-                       ("remote.origin.uploadpack", LOCAL_UPLOAD_PACK)):
-        repo.run("config", key, value)
-    repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", commit)
+    errors = []
+    for url in urls_for(upstream, overrides):
+        try:
+            store.configure_remote(repo, url)
+            repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", commit)
+            break
+        except GitError as exc:
+            errors.append(f"{url}: {exc.message}")
+    else:
+        repo.close()
+        raise StateError(f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
+                         f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+    absent = _absent_in_local_source(repo.run("remote", "get-url", "origin"), commit)
+    if absent:
+        # A mirror without its large files: keep those paths in the index (so commits
+        # and `git status` stay exact) but out of the work tree.
+        repo.run("config", "core.sparseCheckout", "true")
+        patterns = ["/*"] + ["!/" + path for path in absent]
+        (folder / ".git" / "info").mkdir(exist_ok=True)
+        (folder / ".git" / "info" / "sparse-checkout").write_text("\n".join(patterns) + "\n")
     try:
         repo.run("checkout", "--quiet", "-B", "patchmgr", commit)
     except GitError as exc:
+        repo.close()
         raise StateError(f"cannot check out {upstream.name} at {commit}: {exc.message}",
-                         "the source lacks some files of that commit; use a complete clone with --source") from exc
-    _point_origin_upstream(repo, urls_for(upstream, overrides))
-    applied = []
-    files: dict[str, str | None] = {}
-    for result in upstream_status.results:
-        for path, data in result.files.items():
-            target_path = folder / path
-            if data is None:
-                target_path.unlink(missing_ok=True)
-                files[path] = None
-            else:
-                target_path.parent.mkdir(parents=True, exist_ok=True)
-                target_path.write_bytes(data)
-                files[path] = sha256_bytes(data)
-        repo.run("add", "--all", "--", *result.files.keys())
-        _commit(repo, result.patch)
-        applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
-    return UpstreamLedger(upstream.name, commit, repo.resolve("HEAD"), upstream_status.source or "",
-                          applied, files)
+                         "the source lacks files of that commit; use a complete clone with --source") from exc
+    return repo, commit, absent
 
 
-def _point_origin_upstream(repo: GitRepo, urls: tuple[str, ...]) -> None:
-    """After the checkout, ``origin`` names the real upstream, not patchmgr's cache."""
-    if not urls:
-        return
-    local = as_local_path(urls[0])
-    repo.run("remote", "set-url", "origin", "--", str(local.resolve()) if local else urls[0])
-    if not local:
-        repo.run_ok("config", "--unset", "remote.origin.uploadpack")
+def _absent_in_local_source(url: str, commit: str) -> list[str]:
+    local = as_local_path(url)
+    if local is None or not local.exists():
+        return []
+    with GitRepo(local) as source:
+        return source.missing_blobs(commit)
+
+
+def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, list[str]]:
+    """A git repository whose first commit is the release's files in the upstream's git layout."""
+    repo = GitRepo.init(folder)
+    destination = folder / (source.package_root if source.file.kind == "wheel" else "")
+    shutil.copytree(source.tree, destination, dirs_exist_ok=True, symlinks=True,
+                    ignore=shutil.ignore_patterns("*.dist-info", "*.data", "__pycache__"))
+    repo.run("add", "--all")
+    message = (f"{source.project} {source.version} from {source.file.filename}\n\n"
+               f"Imported by patchmgr from the package index (sha256 {source.file.sha256}),\n"
+               f"because no git source of the pin was reachable.\n")
+    env = _identity_env(*_DEFAULT_AUTHOR, _FIXED_DATE)
+    repo.run("commit", "--quiet", "--no-verify", "-F", "-", stdin=message.encode(), env=env)
+    repo.run("branch", "-M", "patchmgr")
+    return repo, repo.resolve("HEAD"), []
+
+
+def _identity_env(name: str, address: str, date: str) -> dict[str, str]:
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": address, "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": address, "GIT_COMMITTER_DATE": date}
 
 
 def _commit(repo: GitRepo, patch: PatchFile) -> None:
+    """One commit per patch, author and date from the patch, so the same series gives the same ids."""
     name, address = _DEFAULT_AUTHOR
     if patch.author:
         parsed_name, parsed_address = email.utils.parseaddr(patch.author)
         name, address = parsed_name or name, parsed_address or address
-    date = patch.date or "1970-01-01T00:00:00+00:00"
-    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": address, "GIT_AUTHOR_DATE": date,
-           "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": address, "GIT_COMMITTER_DATE": date}
     message = f"{patch.subject or patch.id}\n\n{patch.body}".strip() + "\n"
+    env = _identity_env(name, address, patch.date or _FIXED_DATE)
     repo.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=message.encode(), env=env)
 
 
-def verify_into(project: Project, target: Target, into: Path) -> VerifyOutcome:
+def verify_into(project: Project, target: Target, into: Path, only: Sequence[str] = ()) -> VerifyOutcome:
     """Prove that ``into`` holds exactly the pinned upstreams with exactly the target's patches."""
     into = into.resolve()
     outcome = VerifyOutcome(target.name, into)
@@ -185,41 +249,41 @@ def verify_into(project: Project, target: Target, into: Path) -> VerifyOutcome:
         outcome.problems.append(f"{into} holds target {ledger.target}, not {target.name}")
         return outcome
     for upstream in target.upstreams:
+        if only and upstream.name not in only:
+            continue
         entry = ledger.upstream(upstream.name)
         if entry is None:
-            outcome.problems.append(f"{upstream.name}: not in the ledger")
+            outcome.problems.append(f"{upstream.name}: not applied into {into}")
             continue
         outcome.problems += _verify_upstream(project, upstream, entry, into / upstream.name)
         outcome.checked.append(upstream.name)
     return outcome
 
 
-def _verify_upstream(project: Project, upstream, entry: UpstreamLedger, folder: Path) -> list[str]:
+def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger, folder: Path) -> list[str]:
     name = upstream.name
     problems = []
-    if entry.base_commit != upstream.commit:
-        problems.append(f"{name}: applied on {entry.base_commit[:12]}, but the pin is {upstream.commit[:12]}")
+    if entry.pin != upstream.commit:
+        problems.append(f"{name}: applied for pin {entry.pin[:12]}, but the pin is now {upstream.commit[:12]}")
     current = [(p.id, p.sha256) for p in project.patches(upstream)]
     recorded = [(p.id, p.sha256) for p in entry.patches]
     if current != recorded:
-        changed = sorted({pid for pid, _ in current} ^ {pid for pid, _ in recorded} |
-                         {pid for (pid, sha) in current if (pid, sha) not in recorded})
+        changed = sorted({pid for pid, _ in current} ^ {pid for pid, _ in recorded}
+                         | {pid for pid, sha in current if (pid, sha) not in recorded})
         problems.append(f"{name}: the patch series changed since apply ({', '.join(changed)})")
-    if not (folder / ".git").exists():
+    if not (folder / ".git").is_dir():
         return problems + [f"{name}: {folder} is missing or not a git checkout"]
-    repo = GitRepo(folder)
-    try:
+    with GitRepo(folder) as repo:
         head = repo.resolve("HEAD")
         if head != entry.head_commit:
             problems.append(f"{name}: HEAD is {str(head)[:12]}, the ledger says {str(entry.head_commit)[:12]}")
-        dirty = repo.run("status", "--porcelain", "--untracked-files=no")
-        for line in dirty.splitlines():
-            problems.append(f"{name}: {line[3:]} was changed after apply")
-        for path, digest in entry.files.items():
-            file = folder / path
-            actual = sha256_bytes(file.read_bytes()) if file.is_file() else None
-            if actual != digest and not re.search(re.escape(path), dirty):
-                problems.append(f"{name}: {path} differs from what apply wrote")
-    finally:
-        repo.close()
+        elif repo.resolve(f"HEAD~{len(entry.patches)}") != entry.base_commit:
+            problems.append(f"{name}: the patches do not sit on the base commit {entry.base_commit[:12]}")
+        changed = [line[3:] for line in repo.run("status", "--porcelain", "--untracked-files=no").splitlines()]
+    problems += [f"{name}: {path} was changed after apply" for path in changed]
+    for path, digest in entry.files.items():
+        file = folder / path
+        actual = sha256_bytes(file.read_bytes()) if file.is_file() else None
+        if actual != digest and path not in changed:
+            problems.append(f"{name}: {path} differs from what apply wrote")
     return problems

@@ -20,6 +20,7 @@ from patchmgr.checkout import apply_into, verify_into
 from patchmgr.errors import PatchmgrError, UsageError
 from patchmgr.lint import lint_project
 from patchmgr.project import Project
+from patchmgr.smoke import run_smoke
 from patchmgr.sources import parse_against, parse_source_overrides
 from patchmgr.store import Store
 
@@ -36,6 +37,8 @@ TargetOpt = Annotated[Optional[str], typer.Option("--target", "-t", help="Target
 SourceOpt = Annotated[Optional[list[str]], typer.Option(
     "--source", help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+UpstreamOpt = Annotated[Optional[list[str]], typer.Option(
+    "--upstream", "-u", help="Restrict the run to this upstream (repeatable).")]
 
 
 def _out(json_mode: bool) -> Console:
@@ -90,6 +93,7 @@ def apply(
     target: TargetOpt = None,
     into: Annotated[Optional[Path], typer.Option("--into", help="Folder that receives one checkout per upstream.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check everything, write nothing.")] = False,
+    upstream: UpstreamOpt = None,
     source: SourceOpt = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
@@ -102,7 +106,7 @@ def apply(
     require_upstreams([selected], overrides)
     store = _store(json_output)
     try:
-        outcome = apply_into(project, selected, store, overrides, into, dry_run)
+        outcome = apply_into(project, selected, store, overrides, into, dry_run, upstream or ())
     finally:
         store.close()
     if json_output:
@@ -117,13 +121,16 @@ def apply(
 def verify(
     target: TargetOpt = None,
     into: Annotated[Optional[Path], typer.Option("--into", help="Folder that apply wrote.")] = None,
+    upstream: UpstreamOpt = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
     project = Project.at(root)
     if into is None:
         raise UsageError("verify needs --into DIR", "give the folder that `patchmgr apply --into` wrote")
-    outcome = verify_into(project, project.target(_required_target(target)), into)
+    selected = project.target(_required_target(target))
+    require_upstreams([selected], {name: "" for name in upstream or ()})
+    outcome = verify_into(project, selected, into, upstream or ())
     if json_output:
         print(report.verify_json(outcome))
     else:
@@ -144,6 +151,31 @@ def lint(json_output: JsonOpt = False, root: RootOpt = Path(".")) -> int:
 
 
 # -- commands: smoke, installed environments (lead) --
+@app.command(help="Run each patch's smoke tests against the upstream code in DIR (--unpatched: against the "
+             "pinned upstream without the patches, which must fail). " + EXIT_CODES)
+def smoke(
+    target: TargetOpt = None,
+    into: Annotated[Optional[Path], typer.Option("--into", help="Folder that apply wrote.")] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or npu.")] = "auto",
+    unpatched: Annotated[bool, typer.Option(
+        "--unpatched", help="Run against the pinned upstream without the patches; exit 0 only if every test "
+        "fails there.")] = False,
+    upstream: UpstreamOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    project = Project.at(root)
+    if into is None:
+        raise UsageError("smoke needs --into DIR", "give the folder that `patchmgr apply --into` wrote")
+    selected = project.target(_required_target(target))
+    require_upstreams([selected], {name: "" for name in upstream or ()})
+    result = run_smoke(project, selected, into, device, unpatched, only=upstream or ())
+    if json_output:
+        print(report.smoke_json(result))
+    else:
+        report.render_smoke(_out(False), result)
+    return 0 if result.ok else 1
+
 
 
 # -- commands: bisect, refresh, bump, edit, export (issue 6) --

@@ -69,6 +69,10 @@ class GitRepo:
         except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError) as exc:
             raise GitError(f"{self.path} is not a git repository", "check the path") from exc
         self._repo.git.update_environment(**_config_env(extra_config))
+        if not (self.path / ".git").exists():
+            # A bare repository, possibly without a config file (a mirror snapshot):
+            # name it outright, or git would search the parent folders.
+            self._repo.git.update_environment(GIT_DIR=str(self.path.resolve()))
 
     @classmethod
     def init(cls, path: Path, bare: bool = False) -> GitRepo:
@@ -134,6 +138,16 @@ class GitRepo:
         meta, _, _name = out.partition("\t")
         mode, kind, sha = meta.split()
         return TreeEntry(mode, kind, sha)
+
+    def missing_blobs(self, commit: str) -> list[str]:
+        """Paths at ``commit`` whose blobs this repository lacks (a mirror without its large files)."""
+        listing = self.run("ls-tree", "-r", "--full-tree", commit)
+        entries = [line.split("\t", 1) for line in listing.splitlines() if "\t" in line]
+        blobs = [(meta.split()[2], path) for meta, path in entries if meta.split()[1] == "blob"]
+        if not blobs:
+            return []
+        checked = self.run("cat-file", "--batch-check", stdin="".join(f"{sha}\n" for sha, _ in blobs).encode())
+        return [path for (_sha, path), line in zip(blobs, checked.splitlines()) if line.endswith(" missing")]
 
     def hash_blob(self, data: bytes) -> str:
         return self.run("hash-object", "--stdin", stdin=data)

@@ -28,11 +28,13 @@ class AppliedPatch:
 @dataclass
 class UpstreamLedger:
     name: str
-    base_commit: str
+    pin: str  # the manifest's commit when apply ran
+    base_commit: str  # the checkout's commit the patches sit on (the pin, or a release's import)
     head_commit: str | None
     source: str
     patches: list[AppliedPatch]
     files: dict[str, str | None]  # path -> sha256 of the patched content, None when deleted
+    absent: list[str] = field(default_factory=list)  # files the source lacked, left out of the checkout
 
 
 @dataclass
@@ -52,8 +54,9 @@ class Ledger:
         try:
             raw = json.loads(text)
             upstreams = [
-                UpstreamLedger(u["name"], u["base_commit"], u["head_commit"], u["source"],
-                               [AppliedPatch(**p) for p in u["patches"]], dict(u["files"]))
+                UpstreamLedger(u["name"], u["pin"], u["base_commit"], u["head_commit"], u["source"],
+                               [AppliedPatch(**p) for p in u["patches"]], dict(u["files"]),
+                               list(u.get("absent", [])))
                 for u in raw["upstreams"]
             ]
             return cls(raw["target"], upstreams, raw.get("format", FORMAT))

@@ -17,6 +17,7 @@ from patchmgr.checking import TargetStatus, UpstreamStatus
 from patchmgr.engine import CheckResult, State
 from patchmgr.errors import PatchmgrError
 from patchmgr.lint import LintProblem
+from patchmgr.smoke import SmokeReport
 
 STATE_STYLE = {
     State.CLEAN: "green", State.OFFSET: "green", State.FUZZ: "yellow", State.THREE_WAY: "yellow",
@@ -151,6 +152,38 @@ def render_lint(console: Console, problems: list[LintProblem], checked: int) -> 
     if not problems:
         console.print(f"lint: {checked} patches and their manifests are well-formed", style="green",
                       highlight=False)
+
+
+def smoke_json(smoke: SmokeReport) -> str:
+    return json.dumps({"target": smoke.target, "unpatched": smoke.unpatched, "ok": smoke.ok,
+                       "results": [{"patch": r.patch, "upstream": r.upstream, "test": r.test, "device": r.device,
+                                    "result": r.result, "seconds": r.seconds, "reason": r.reason}
+                                   for r in smoke.results]}, indent=2)
+
+
+def render_smoke(console: Console, smoke: SmokeReport) -> None:
+    title = f"smoke {smoke.target}" + (" (unpatched: every test must fail)" if smoke.unpatched else "")
+    table = Table(title=title, title_justify="left")
+    for column in ("patch", "test", "device", "result", "time", "reason"):
+        table.add_column(column, overflow="fold")
+    styles = {"passed": "green", "failed": "red", "skipped": "yellow"}
+    if smoke.unpatched:
+        styles = {"passed": "red", "failed": "green", "skipped": "yellow"}
+    for r in smoke.results:
+        table.add_row(r.patch, r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test, r.device,
+                      Text(r.result, style=styles[r.result]), f"{r.seconds:.1f}s", r.reason)
+    console.print(table)
+    ran = len(smoke.ran)
+    if smoke.unpatched:
+        passed = [r for r in smoke.ran if r.result == "passed"]
+        verdict = (f"every one of {ran} tests failed on the unpatched upstream: each detects its bug" if smoke.ok
+                   else f"{len(passed)} of {ran} tests pass without their patch: they do not detect the bug")
+    else:
+        failed = [r for r in smoke.results if r.result == "failed"]
+        verdict = (f"{ran} tests passed" if smoke.ok else f"{len(failed)} of {ran} tests failed")
+    skipped = len(smoke.results) - ran
+    console.print(verdict + (f"; {skipped} not run (see reasons)" if skipped else ""),
+                  style="green" if smoke.ok else "red", highlight=False)
 
 
 def render_error(console: Console, error: PatchmgrError) -> None:

@@ -120,6 +120,11 @@ class Store:
         self.fetched_from[repo.path.name.removesuffix(".git")] = url
 
     def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
+        self.configure_remote(repo, url)
+        repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", *refspecs)
+
+    def configure_remote(self, repo: GitRepo, url: str) -> None:
+        """Point ``origin`` of a (partial) clone at ``url``: a URL or a local repository."""
         problem = url_problem(url, from_command_line=True)
         if problem:
             raise SourceError(f"refusing source {url!r}: {problem}", "give a URL or a local path")
@@ -128,10 +133,6 @@ class Store:
             if not local.exists():
                 raise GitError(f"{local} does not exist")
             url = str(local.resolve())
-        self._configure_remote(repo, url, local is not None)
-        repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", *refspecs)
-
-    def _configure_remote(self, repo: GitRepo, url: str, local: bool) -> None:
         if repo.run_ok("remote", "get-url", "origin"):
             repo.run("remote", "set-url", "origin", "--", url)
         else:
@@ -140,7 +141,7 @@ class Store:
             repo.run("config", "extensions.partialClone", "origin")
             repo.run("config", "remote.origin.promisor", "true")
             repo.run("config", "remote.origin.partialclonefilter", "blob:none")
-        if local:
+        if local is not None:
             # A local source serves through a local upload-pack, which reads the
             # source's config, not ours: tell it to honour the blob filter, so
             # that a source lacking some large blobs can still serve the commit.
