@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from patchmgr.engine import CheckResult, State, check_series
 from patchmgr.errors import PatchmgrError, UsageError
+from patchmgr.evidence import explain_upstream
 from patchmgr.gitio import merge_texts
 from patchmgr.manifest import Target, Upstream
 from patchmgr.project import Project
@@ -62,7 +63,6 @@ def require_upstreams(targets: list[Target], *option_maps: Mapping[str, str]) ->
 def check_target(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
                  against: Mapping[str, str], only: Sequence[str] = ()) -> TargetStatus:
     """Check every upstream of ``target`` (or only those named in ``only``)."""
-    require_upstreams([target], {name: "" for name in only})
     upstreams = [u for u in target.upstreams if not only or u.name in only]
     statuses = [check_upstream(project, u, store, overrides, against.get(u.name)) for u in upstreams]
     return TargetStatus(target, statuses)
@@ -79,6 +79,8 @@ def check_upstream(project: Project, upstream: Upstream, store: Store, overrides
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
     results = check_series(patches, source, merge_texts)
+    if isinstance(source, GitSource) and ref is not None and source.commit != upstream.commit:
+        explain_upstream(store, upstream, overrides, source, results)  # issue 6: name the carrying commit
     status = UpstreamStatus(upstream, shown_ref, source.commit, source.description, results, reader=source)
     if isinstance(source, GitSource) and ref is None and upstream.pypi and upstream.version:
         status.notes.append(release_drift(store, upstream, source, patches))

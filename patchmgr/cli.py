@@ -61,7 +61,9 @@ def _required_target(target: Optional[str]) -> str:
 def status(
     target: TargetOpt = None,
     against: Annotated[Optional[list[str]], typer.Option(
-        "--against", help="NAME=REF: check upstream NAME at a branch, tag or commit instead of its pin.")] = None,
+        "--against", help="NAME=REF: check upstream NAME at a branch, tag or commit (or, for an upstream "
+        "with `pypi`, a release version) instead of its pin.")] = None,
+    upstream: UpstreamOpt = None,
     source: SourceOpt = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
@@ -71,10 +73,10 @@ def status(
     targets = project.targets(target)
     if not targets:
         raise UsageError(f"{project.manifests_dir} holds no manifests", "add manifests/<target>.toml")
-    require_upstreams(targets, overrides, refs)
+    require_upstreams(targets, overrides, refs, {name: "" for name in upstream or ()})
     store = _store(json_output)
     try:
-        statuses = [check_target(project, t, store, overrides, refs) for t in targets]
+        statuses = [check_target(project, t, store, overrides, refs, upstream or ()) for t in targets]
     finally:
         store.close()
     unlisted = project.unlisted_patches(targets if not target else project.targets())

@@ -127,24 +127,27 @@ def run(layer, attention_mask, attn_mask_type, target):
     return out.float().cpu(), reference(q, k, v, attn_mask_type.name == "causal").cpu()
 
 
-@pytest.mark.parametrize("handed", ["model causal mask", "no mask"])
-def test_no_mask_layer_attends_bidirectionally(mindspeed, target, handed):
+def test_no_mask_layers_attend_bidirectionally_and_causal_layers_stay_causal(mindspeed, target):
+    """One test, so that it fails on the unpatched tree as a whole.
+
+    The bug: a no_mask layer handed the model's causal mask attends causally.
+    The same test also guards the cases the pin already gets right, so a fix
+    that breaks them (vime's forced 2048x2048 causal mask on every layer, say)
+    fails here too: a no_mask layer with no mask stays bidirectional, and a
+    causal layer stays causal.
+    """
     from megatron.core.transformer.enums import AttnMaskType
 
     layer, model_mask = make_layer(mindspeed, target, AttnMaskType.no_mask)
-    attention_mask = model_mask if handed == "model causal mask" else None
-    out, expected = run(layer, attention_mask, AttnMaskType.no_mask, target)
-    torch.testing.assert_close(
-        out, expected, rtol=target[2], atol=target[2],
-        msg=lambda m: f"no_mask layer is not bidirectional within each sequence:\n{m}",
-    )
-
-
-def test_causal_layer_attends_causally(mindspeed, target):
-    from megatron.core.transformer.enums import AttnMaskType
-
-    layer, _ = make_layer(mindspeed, target, AttnMaskType.causal)
-    out, expected = run(layer, None, AttnMaskType.causal, target)
+    for handed, attention_mask in (("the model's causal mask", model_mask), ("no mask", None)):
+        out, expected = run(layer, attention_mask, AttnMaskType.no_mask, target)
+        torch.testing.assert_close(
+            out, expected, rtol=target[2], atol=target[2],
+            msg=lambda m, handed=handed: f"no_mask layer handed {handed} is not bidirectional "
+                                          f"within each sequence:\n{m}",
+        )
+    causal_layer, _ = make_layer(mindspeed, target, AttnMaskType.causal)
+    out, expected = run(causal_layer, None, AttnMaskType.causal, target)
     torch.testing.assert_close(
         out, expected, rtol=target[2], atol=target[2],
         msg=lambda m: f"causal layer is not causal within each sequence:\n{m}",
