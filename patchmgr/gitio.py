@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,8 @@ import git as gitpython
 from patchmgr.errors import GitError
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+# paths from patch files are file names, never pathspec magic such as ":(exclude)"
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 
 # Applied to every git process through GIT_CONFIG_* variables, so a hostile
 # repository's config or an inherited setting cannot run code on our behalf.
@@ -167,6 +169,91 @@ class GitRepo:
             return self.run("merge-base", a, b) or None
         except GitError:
             return None
+
+    # -- history, for bisect, refresh and patch-id evidence (issue 6) --------
+    def commits_touching(self, base: str, tip: str, paths: Sequence[str]) -> list[CommitInfo]:
+        """Commits after ``base`` up to ``tip`` on ``tip``'s first-parent line that change ``paths``.
+
+        Oldest first. A merge on that line counts when its change against its
+        first parent touches the paths (git includes it under --first-parent).
+        """
+        out = self.run("log", "--first-parent", "--reverse", "--format=%H%x00%P%x00%s",
+                       f"{base}..{tip}", "--", *paths, env=_LITERAL)
+        commits = []
+        for line in out.splitlines():
+            sha, parents, subject = line.split("\x00", 2)
+            commits.append(CommitInfo(sha, subject, tuple(parents.split())))
+        return commits
+
+    def prefetch_blobs(self, base: str, tip: str, paths: Sequence[str]) -> int:
+        """Fetch in one request the blobs of ``paths`` in base..tip that a partial clone lacks.
+
+        Reading them one by one would start one lazy fetch per blob. Best effort:
+        what cannot be fetched now is fetched (or found missing) when read.
+        """
+        out = self.run("rev-list", "--objects", "--missing=print", "--first-parent", tip, f"^{base}",
+                       "--", *paths, env=_LITERAL)
+        missing = [line[1:] for line in out.splitlines() if line.startswith("?")]
+        if not missing:
+            return 0
+        listing = self.run("ls-tree", "--full-tree", base, "--", *paths, env=_LITERAL)
+        missing += [line.split()[2] for line in listing.splitlines() if line.split()[1:2] == ["blob"]]
+        try:
+            self.run("-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
+                     "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin", "origin",
+                     stdin="".join(f"{sha}\n" for sha in dict.fromkeys(missing)).encode())
+        except GitError:
+            pass
+        return len(missing)
+
+    def path_patch_ids(self, base: str, tip: str, paths: Sequence[str], context: int = 3) -> list[tuple[str, str]]:
+        """``(patch-id, commit)`` for each commit of ``commits_touching``, its diff limited to ``paths``.
+
+        Stable patch-ids (``git patch-id --stable``) ignore line numbers and
+        whitespace, so a commit carrying a patch's change has the patch's id.
+        """
+        log = self.run("log", "--first-parent", "--diff-merges=first-parent", "-p", f"-U{context}", "--no-color",
+                       "--no-ext-diff", "--no-textconv", "--full-index", "--src-prefix=a/", "--dst-prefix=b/",
+                       "--format=commit %H", f"{base}..{tip}", "--", *paths, env=_LITERAL, strip=False)
+        if not log.strip():
+            return []
+        out = self.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
+        return [(pid, commit) for pid, commit in (line.split() for line in out.splitlines())]
+
+    def patch_id(self, diff: bytes) -> str | None:
+        """The stable patch-id of a diff or a format-patch mail, or None when it changes nothing."""
+        out = self.run("patch-id", "--stable", stdin=diff)
+        return out.split()[0] if out else None
+
+    def diff_texts(self, old: bytes, new: bytes, context: int) -> str:
+        """The hunks (from the first ``@@``) that turn ``old`` into ``new``, as git writes them."""
+        old_sha = self.run("hash-object", "-w", "--stdin", stdin=old)
+        new_sha = self.run("hash-object", "-w", "--stdin", stdin=new)
+        out = self.run("diff", f"-U{context}", "--no-color", "--no-ext-diff", "--no-textconv", old_sha, new_sha,
+                       strip=False)
+        start = out.find("\n@@ ")
+        return out[start + 1:] if start >= 0 else ""
+
+    def diffstat(self, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]) -> str:
+        """The diffstat lines that ``git format-patch`` writes for a change from ``before`` to ``after``."""
+        trees = []
+        with tempfile.TemporaryDirectory(prefix="patchmgr-stat-") as tmp:
+            env = {**_LITERAL, "GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            for files in (before, after):
+                self.run("read-tree", "--empty", env=env)
+                for path, data in files.items():
+                    if data is not None:
+                        sha = self.run("hash-object", "-w", "--stdin", stdin=data)
+                        self.run("update-index", "--add", "--cacheinfo", f"100644,{sha},{path}", env=env)
+                trees.append(self.run("write-tree", env=env))
+        return self.run("diff", "--stat=72", "--no-color", "--no-renames", *trees, strip=False)
+
+    def format_patch(self, commit: str) -> str:
+        """``commit`` as one patch mail in patchmgr's format, whatever the user's git config says."""
+        return self.run("format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature",
+                        "--no-numbered", "--no-color", "--no-thread", "--no-attach", "--no-cover-letter",
+                        "--no-to", "--no-cc", "--no-add-header", "--no-base", "--src-prefix=a/", "--dst-prefix=b/",
+                        "--stat=72", commit, strip=False)
 
     def close(self) -> None:
         self._repo.close()
