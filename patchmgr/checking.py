@@ -82,6 +82,8 @@ def check_upstream(project: Project, upstream: Upstream, store: Store, overrides
     if isinstance(source, GitSource) and ref is not None and source.commit != upstream.commit:
         explain_upstream(store, upstream, overrides, source, results)  # issue 6: name the carrying commit
     status = UpstreamStatus(upstream, shown_ref, source.commit, source.description, results, reader=source)
+    if isinstance(source, ReleaseSource) and source.fallback_from:
+        status.notes.append(f"git was out of reach, so the release stands in ({source.fallback_from})")
     if isinstance(source, GitSource) and ref is None and upstream.pypi and upstream.version:
         status.notes.append(release_drift(store, upstream, source, patches))
     return status

@@ -63,6 +63,7 @@ class ReleaseSource:
 
     kind = "release"
     commit = None
+    fallback_from: str | None = None  # why git could not serve, when the release stands in for it
 
     def release_path(self, path: str) -> str | None:
         """Where a git-layout ``path`` lives in this release, or None when releases do not ship it."""

@@ -84,19 +84,30 @@ def render_status(console: Console, statuses: Iterable[TargetStatus]) -> None:
             _status_rows(table, upstream_status)
         console.print(table)
         for upstream_status in status.upstreams:
-            where = upstream_status.source or "no source"
-            commit = (upstream_status.commit or "")[:12] or "-"
-            console.print(f"  {upstream_status.upstream.name}: {commit} from {where}", highlight=False)
-            for note in upstream_status.notes:
-                console.print(f"    note: {note}", style="yellow", highlight=False)
+            _upstream_lines(console, upstream_status)
         for warning in status.warnings:
             console.print(f"warning: {warning}", style="yellow", highlight=False)
+
+
+def _upstream_lines(console: Console, status: UpstreamStatus) -> None:
+    name = status.upstream.name
+    if not status.available:
+        console.print(f"  {name}: unavailable, no source could provide it:", style="red", highlight=False)
+        for reason in (status.error or "").split("; "):
+            console.print(f"    {reason}", highlight=False, markup=False)
+        if status.hint:
+            console.print(f"    hint: {status.hint}", highlight=False, markup=False)
+        return
+    commit = f"{status.commit[:12]} " if status.commit else ""
+    console.print(f"  {name}: {commit}from {status.source}", highlight=False, markup=False)
+    for note in status.notes:
+        console.print(f"    note: {note}", style="yellow", highlight=False, markup=False)
 
 
 def _status_rows(table: Table, status: UpstreamStatus) -> None:
     name = status.upstream.name
     if not status.available:
-        table.add_row(name, "-", Text("unavailable", style="red"), f"{status.error}")
+        table.add_row(name, "-", Text("unavailable", style="red"), "no source could provide it (see below)")
         return
     if not status.results:
         table.add_row(name, "-", "no patches", "")

@@ -118,7 +118,9 @@ def open_source(store: Store, upstream: Upstream, ref: str | None, overrides: Ma
     version = release_version(upstream, ref)
     if upstream.pypi and version:
         try:
-            return store.releases.open(upstream.pypi, version, upstream.package_root)
+            release = store.releases.open(upstream.pypi, version, upstream.package_root)
+            release.fallback_from = "; ".join(errors) or None
+            return release
         except SourceError as exc:
             errors.append(exc.message)
     elif upstream.pypi:

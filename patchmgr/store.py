@@ -89,7 +89,7 @@ class Store:
                 return repo
             errors.append(f"{url}: does not have commit {commit}")
         raise SourceError(
-            f"cannot get {upstream} at {commit}: " + ("; ".join(dict.fromkeys(errors)) or "no source URL"),
+            f"cannot get {upstream} at {commit[:12]}: " + ("; ".join(dict.fromkeys(errors)) or "no source URL"),
             f"pass a reachable clone with --source {upstream}=PATH_OR_URL",
         )
 
