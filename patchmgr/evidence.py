@@ -36,6 +36,7 @@ def explain_upstream(store: Store, upstream: Upstream, overrides: Mapping[str, s
     if base is None or base == to:
         return
     series = [r.patch for r in results]
+    repo.prefetch_blobs(base, to, sorted({p for r in results[: max(pending) + 1] for p in r.patch.touched_paths}))
     walk = None
     for index in pending:
         result = results[index]

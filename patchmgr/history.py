@@ -24,11 +24,11 @@ from patchmgr.project import Project
 from patchmgr.sources import GitSource, open_git_source
 from patchmgr.store import Store
 
-_PR_NUMBER = (re.compile(r"\(#(\d+)\)"), re.compile(r"^Merge pull request #(\d+)"), re.compile(r"\s!(\d+)\b"))
+_PR_NUMBER = (re.compile(r"\(#(\d+)\)"), re.compile(r"^Merge pull request #(\d+)"), re.compile(r"(?:^|\s)!(\d+)\b"))
 
 
 def pr_number(subject: str) -> int | None:
-    """The pull-request number a commit subject names: ``... (#1234)`` or ``Merge pull request #1234``."""
+    """The pull-request number a subject names: ``(#1234)``, ``Merge pull request #1234``, or gitcode's ``!1234``."""
     for pattern in _PR_NUMBER:
         found = pattern.findall(subject)
         if found:
@@ -107,6 +107,7 @@ class Bisection:
     commits_on_path: int
     patches: list[PatchHistory] = field(default_factory=list)
     applying: list[str] = field(default_factory=list)  # patches that apply at the ref: nothing to find
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -130,7 +131,11 @@ def bisect_upstream(project: Project, upstream: Upstream, store: Store, override
                          "check that the ref belongs to the same upstream")
     at_to = check_series(patches, target, merge_texts)
     chosen = [i for i, r in enumerate(at_to) if (r.patch.id in patch_ids if patch_ids else not r.state.applies)]
-    result = Bisection(upstream, ref, to, upstream.commit, base, len(repo.first_parent_path(base, to)))
+    line = repo.first_parent_path(base, to)
+    result = Bisection(upstream, ref, to, upstream.commit, base, len(line))
+    if line and repo.commit_info(line[0]).parents[:1] != (base,):
+        result.notes.append(f"the merge base {base[:12]} is not on {ref}'s first-parent line (a merge brought it "
+                            "in): the first commits of the walk compare the two lines, not one change")
     result.applying = [r.patch.id for r in at_to if r.state.applies and r.patch.id not in patch_ids]
     if not chosen:
         return result

@@ -1,0 +1,222 @@
+"""Edit patches as commits and write them back (``patchmgr edit`` / ``patchmgr export``).
+
+As Electron's git-import-patches/git-export-patches and gbp pq do it: ``edit``
+checks the upstream out at its pin with each patch as one commit (message,
+author and date from the patch); the user amends, rebases, adds or drops
+commits there; ``export`` writes each commit back as a patch file in the
+project's format (``git format-patch --zero-commit --full-index``) and sets
+the series to the commits' order.
+
+Export is stable: a commit that is still the one ``edit`` made leaves its
+patch file untouched, and a regenerated patch equal to the file is not
+rewritten. Which patch a commit is follows it through amends and rebases in
+a git note (``refs/notes/patchmgr``), so the commit message stays the patch's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchmgr import manifest_edit
+from patchmgr.checking import check_upstream
+from patchmgr.checkout import _build_checkout
+from patchmgr.errors import SourceError, StateError
+from patchmgr.gitio import GitRepo
+from patchmgr.ledger import sha256_bytes
+from patchmgr.manifest import PATCH_ID, Target, Upstream
+from patchmgr.patchfile import parse_patch
+from patchmgr.project import Project
+from patchmgr.sources import GitSource
+from patchmgr.store import Store
+
+RECORD = "patchmgr-edit.json"
+NOTES_REF = "refs/notes/patchmgr"
+_NOTE_PREFIX = "patchmgr-patch: "
+_NOTE_IDENTITY = {"GIT_AUTHOR_NAME": "patchmgr", "GIT_AUTHOR_EMAIL": "patchmgr@localhost",
+                  "GIT_COMMITTER_NAME": "patchmgr", "GIT_COMMITTER_EMAIL": "patchmgr@localhost"}
+
+
+@dataclass
+class EditOutcome:
+    target: str
+    upstream: Upstream
+    into: Path
+    pin: str
+    commits: list[tuple[str, str]]  # (patch id, commit)
+
+
+@dataclass
+class ExportedPatch:
+    id: str
+    commit: str
+    action: str  # "unchanged" | "updated" | "added"
+    path: Path
+
+
+@dataclass
+class ExportOutcome:
+    upstream: Upstream
+    source: Path
+    patches: list[ExportedPatch] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    series_changed: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.series_changed or any(p.action != "unchanged" for p in self.patches)
+
+
+def edit_checkout(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str],
+                  into: Path) -> EditOutcome:
+    """A checkout of ``name`` at its pin in ``into``, one commit per patch."""
+    upstream = target.upstream(name)
+    into = into.resolve()
+    if into.exists() and (not into.is_dir() or any(into.iterdir())):
+        raise StateError(f"{into} exists and is not an empty folder", "choose a new folder for --into")
+    status = check_upstream(project, upstream, store, overrides, None)
+    if not status.available:
+        raise SourceError(status.error or f"{name} is unavailable", status.hint)
+    if not isinstance(status.reader, GitSource):
+        raise StateError(f"{name}: edit needs a git source of the pin, not {status.source}",
+                         f"pass a clone with --source {name}=PATH_OR_URL")
+    broken = [f"{r.patch.id} ({r.state.value})" for r in status.results if not r.state.applies]
+    if broken:
+        raise StateError(f"{name}: not every patch applies at the pin: {', '.join(broken)}",
+                         "fix those patch files first; `patchmgr status` shows why")
+    staging = into.parent / f".{into.name}.patchmgr-edit"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        entry = _build_checkout(status, store, overrides, staging)
+        if into.exists():
+            into.rmdir()
+        (staging / upstream.name).rename(into)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    commits = [(p.id, p.commit or "") for p in entry.patches]
+    with GitRepo(into) as repo:
+        repo.run("config", "notes.rewriteRef", NOTES_REF)  # amend and rebase carry the notes along
+        for patch_id, commit in commits:
+            repo.run("notes", "--ref", NOTES_REF, "add", "-f", "-m", _NOTE_PREFIX + patch_id, commit,
+                     env=_NOTE_IDENTITY)
+    sums = {p.id: p.sha256 for p in entry.patches}
+    _write_record(into, target.name, upstream.name, upstream.commit, [(pid, c, sums[pid]) for pid, c in commits])
+    return EditOutcome(target.name, upstream, into, upstream.commit, commits)
+
+
+def export_checkout(project: Project, target: Target, name: str, source: Path) -> ExportOutcome:
+    """Write the commits of an ``edit`` checkout back as the upstream's patch files and series."""
+    upstream = target.upstream(name)
+    source = source.resolve()
+    record = _read_record(source)
+    if (record.get("target"), record.get("upstream")) != (target.name, upstream.name):
+        raise StateError(f"{source} was made for {record.get('target')}/{record.get('upstream')}, "
+                         f"not {target.name}/{upstream.name}", "export into the target and upstream it was made for")
+    pin = record.get("pin")
+    if pin != upstream.commit:
+        raise StateError(f"{upstream.name}: the pin moved from {str(pin)[:12]} to {upstream.commit[:12]} since edit",
+                         "run patchmgr edit again on the new pin and redo the change there")
+    outcome = ExportOutcome(upstream, source)
+    with GitRepo(source) as repo:
+        commits = _commits_since(repo, pin, source)
+        known = {p["commit"]: p["id"] for p in record.get("patches", [])}
+        # a commit that lost its note (cherry-picked) is still its patch when the subject says so
+        by_subject = {p.subject: p.id for p in reversed(project.patches(upstream)) if p.subject}
+        used: set[str] = set()
+        exported: list[tuple[ExportedPatch, bytes | None]] = []
+        for commit, subject in commits:
+            wanted = known.get(commit) or _note(repo, commit)
+            if wanted is None and by_subject.get(subject) not in used:
+                wanted = by_subject.get(subject)
+            patch_id = _patch_id(wanted, subject, used)
+            path = project.patch_path(upstream.name, patch_id)
+            if commit in known and path.is_file():
+                exported.append((ExportedPatch(patch_id, commit, "unchanged", path), None))
+                continue
+            data = repo.format_patch(commit).encode("utf-8")
+            if "\ndiff --git " not in data.decode("utf-8"):
+                raise StateError(f"commit {commit[:12]} ({subject}) changes nothing",
+                                 "drop it (git rebase -i) or give it a change, then export again")
+            parse_patch(data, path, upstream.name, patch_id)
+            action = "unchanged" if path.is_file() and path.read_bytes() == data else (
+                "updated" if path.is_file() else "added")
+            exported.append((ExportedPatch(patch_id, commit, action, path), data))
+    series = [p.id for p, _ in exported]
+    outcome.patches = [p for p, _ in exported]
+    outcome.removed = [pid for pid in upstream.patch_ids if pid not in series]
+    outcome.series_changed = series != list(upstream.patch_ids)
+    for patch, data in exported:
+        if data is not None and patch.action != "unchanged":
+            patch.path.parent.mkdir(parents=True, exist_ok=True)
+            patch.path.write_bytes(data)
+    if outcome.series_changed:
+        manifest_edit.set_series(target.path, upstream.name, series)
+    for patch_id in outcome.removed:
+        project.patch_path(upstream.name, patch_id).unlink(missing_ok=True)
+    _write_record(source, target.name, upstream.name, pin,
+                  [(p.id, p.commit, _sha256(p.path)) for p in outcome.patches])
+    return outcome
+
+
+def _commits_since(repo: GitRepo, pin: str, folder: Path) -> list[tuple[str, str]]:
+    if repo.run("status", "--porcelain", "--untracked-files=no"):
+        raise StateError(f"{folder} has uncommitted changes", "commit them (one commit per patch), then export")
+    if not repo.run_ok("merge-base", "--is-ancestor", pin, "HEAD"):
+        raise StateError(f"HEAD of {folder} does not sit on the pin {pin[:12]}", "rebase the commits onto the pin")
+    out = repo.run("log", "--reverse", "--topo-order", "--format=%H%x00%P%x00%s", f"{pin}..HEAD")
+    commits = []
+    for line in out.splitlines():
+        commit, parents, subject = line.split("\x00", 2)
+        if len(parents.split()) > 1:
+            raise StateError(f"commit {commit[:12]} is a merge; a patch series is a straight line",
+                             f"rebase the commits onto {pin[:12]} without merges")
+        commits.append((commit, subject))
+    return commits
+
+
+def _note(repo: GitRepo, commit: str) -> str | None:
+    if not repo.run_ok("notes", "--ref", NOTES_REF, "show", commit):
+        return None
+    for line in repo.run("notes", "--ref", NOTES_REF, "show", commit).splitlines():
+        if line.startswith(_NOTE_PREFIX):
+            return line[len(_NOTE_PREFIX):].strip()
+    return None
+
+
+def _patch_id(wanted: str | None, subject: str, used: set[str]) -> str:
+    """The patch id for a commit: its note's, else one made from its subject; never one already used."""
+    base = wanted if wanted and PATCH_ID.match(wanted) else slug(subject)
+    patch_id, number = base, 2
+    while patch_id in used:
+        patch_id, number = f"{base}-{number}", number + 1
+    used.add(patch_id)
+    return patch_id
+
+
+def slug(subject: str) -> str:
+    words = re.sub(r"[^a-z0-9]+", "-", subject.lower()).strip("-")
+    return words[:60].rstrip("-") or "patch"
+
+
+def _write_record(folder: Path, target: str, upstream: str, pin: str, patches: list[tuple[str, str, str]]) -> None:
+    record = {"format": 1, "target": target, "upstream": upstream, "pin": pin,
+              "patches": [{"id": pid, "commit": commit, "sha256": digest} for pid, commit, digest in patches]}
+    (folder / ".git" / RECORD).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def _read_record(folder: Path) -> dict:
+    path = folder / ".git" / RECORD
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise StateError(f"{folder} was not made by `patchmgr edit` (no readable {RECORD})",
+                         "make one with: patchmgr edit --target T --upstream NAME --into DIR") from exc
+
+
+def _sha256(path: Path) -> str:
+    return sha256_bytes(path.read_bytes())
