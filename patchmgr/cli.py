@@ -181,6 +181,150 @@ def smoke(
 
 
 # -- commands: bisect, refresh, bump, edit, export (issue 6) --
+from patchmgr.bump import bump_upstream  # noqa: E402
+from patchmgr.history import bisect_upstream  # noqa: E402
+from patchmgr.manifest import Target  # noqa: E402
+from patchmgr.refresh import plan_refresh, write_refresh  # noqa: E402
+from patchmgr.roundtrip import edit_checkout, export_checkout  # noqa: E402
+
+NameOpt = Annotated[Optional[str], typer.Option("--upstream", "-u", help="The upstream, by its name in the manifest.")]
+ToOpt = Annotated[Optional[str], typer.Option("--to", help="Branch, tag or commit of the upstream to go to.")]
+AllowThreeWayOpt = Annotated[bool, typer.Option(
+    "--allow-three-way", help="Also rewrite patches that need fuzz or a 3-way merge, after showing old and new.")]
+
+
+def _upstream_of(project: Project, target: Optional[str], upstream: Optional[str],
+                 overrides: dict[str, str]) -> Target:
+    selected = project.target(_required_target(target))
+    if not upstream:
+        raise UsageError("--upstream is required here",
+                         f"name one of: {', '.join(u.name for u in selected.upstreams)}")
+    selected.upstream(upstream)
+    require_upstreams([selected], overrides)
+    return selected
+
+
+def _required_ref(to: Optional[str]) -> str:
+    if not to:
+        raise UsageError("--to is required here", "give the branch, tag or commit to move to, e.g. --to v0.5.0")
+    return to
+
+
+@app.command(help="Name the upstream commit between the pin and --to where each patch stops applying, with its "
+             "state there and its pull request; no checkout. " + EXIT_CODES)
+def bisect(
+    target: TargetOpt = None,
+    upstream: NameOpt = None,
+    to: ToOpt = None,
+    patch: Annotated[Optional[list[str]], typer.Option(
+        "--patch", help="Only this patch, whatever its state at --to (repeatable).")] = None,
+    source: SourceOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    project, overrides = Project.at(root), parse_source_overrides(source)
+    selected = _upstream_of(project, target, upstream, overrides)
+    store = _store(json_output)
+    try:
+        result = bisect_upstream(project, selected.upstream(upstream), store, overrides, _required_ref(to),
+                                 patch or ())
+    finally:
+        store.close()
+    if json_output:
+        print(report.bisect_json(result))
+    else:
+        report.render_bisect(_out(False), result)
+    return 0 if result.ok else 1
+
+
+@app.command(help="Rewrite the patches that apply with offsets at --to so they apply exactly there, keeping "
+             "their messages; refuses fuzz and 3-way unless allowed, and conflicts. " + EXIT_CODES)
+def refresh(
+    target: TargetOpt = None,
+    upstream: NameOpt = None,
+    to: ToOpt = None,
+    allow_three_way: AllowThreeWayOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change, write nothing.")] = False,
+    source: SourceOpt = None,
+    root: RootOpt = Path("."),
+) -> int:
+    project, overrides = Project.at(root), parse_source_overrides(source)
+    selected = _upstream_of(project, target, upstream, overrides)
+    store = _store(False)
+    try:
+        plan = plan_refresh(project, selected.upstream(upstream), store, overrides, _required_ref(to),
+                            allow_three_way)
+    finally:
+        store.close()
+    if plan.ok and not dry_run:
+        write_refresh(plan)
+    report.render_refresh(_out(False), plan, dry_run)
+    return 0 if plan.ok else 1
+
+
+@app.command(help="Refresh the patches at --to, then move the pin (and version) there; drops patches that are "
+             "upstream unless --keep; refuses while a patch is conflict or missing. " + EXIT_CODES)
+def bump(
+    target: TargetOpt = None,
+    upstream: NameOpt = None,
+    to: ToOpt = None,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep patches that are already upstream.")] = False,
+    allow_three_way: AllowThreeWayOpt = False,
+    version: Annotated[Optional[str], typer.Option(
+        "--version", help="The upstream's version at --to (default: from a tag such as v0.5.0).")] = None,
+    source: SourceOpt = None,
+    root: RootOpt = Path("."),
+) -> int:
+    project, overrides = Project.at(root), parse_source_overrides(source)
+    selected = _upstream_of(project, target, upstream, overrides)
+    store = _store(False)
+    try:
+        outcome = bump_upstream(project, selected, upstream, store, overrides, _required_ref(to), keep,
+                                allow_three_way, version)
+    finally:
+        store.close()
+    report.render_bump(_out(False), outcome)
+    return 0 if outcome.ok else 1
+
+
+@app.command(help="Check the upstream out at its pin in DIR with each patch as one commit, to edit them with git; "
+             "write them back with export. " + EXIT_CODES)
+def edit(
+    target: TargetOpt = None,
+    upstream: NameOpt = None,
+    into: Annotated[Optional[Path], typer.Option("--into", help="New folder for the checkout.")] = None,
+    source: SourceOpt = None,
+    root: RootOpt = Path("."),
+) -> int:
+    project, overrides = Project.at(root), parse_source_overrides(source)
+    selected = _upstream_of(project, target, upstream, overrides)
+    if into is None:
+        raise UsageError("edit needs --into DIR", "give a new folder for the checkout")
+    store = _store(False)
+    try:
+        outcome = edit_checkout(project, selected, upstream, store, overrides, into)
+    finally:
+        store.close()
+    report.render_edit(_out(False), outcome)
+    return 0
+
+
+@app.command(help="Write the commits of an edit checkout back as patch files and update the series; an "
+             "unchanged commit leaves its file byte for byte. " + EXIT_CODES)
+def export(
+    target: TargetOpt = None,
+    upstream: NameOpt = None,
+    from_dir: Annotated[Optional[Path], typer.Option("--from", help="The folder that patchmgr edit made.")] = None,
+    root: RootOpt = Path("."),
+) -> int:
+    project = Project.at(root)
+    selected = _upstream_of(project, target, upstream, {})
+    if from_dir is None:
+        raise UsageError("export needs --from DIR", "give the folder that `patchmgr edit --into` made")
+    outcome = export_checkout(project, selected, upstream, from_dir)
+    report.render_export(_out(False), outcome)
+    return 0
+
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,10 @@ from patchmgr.engine import CheckResult, State
 from patchmgr.errors import PatchmgrError
 from patchmgr.lint import LintProblem
 from patchmgr.smoke import SmokeReport
+from patchmgr.bump import BumpOutcome
+from patchmgr.history import Bisection, Step
+from patchmgr.refresh import RefreshPlan
+from patchmgr.roundtrip import EditOutcome, ExportOutcome
 
 STATE_STYLE = {
     State.CLEAN: "green", State.OFFSET: "green", State.FUZZ: "yellow", State.THREE_WAY: "yellow",
@@ -201,3 +205,141 @@ def render_error(console: Console, error: PatchmgrError) -> None:
     console.print(f"error: {error.message}", style="red", highlight=False, markup=False)
     if error.hint:
         console.print(f"hint: {error.hint}", highlight=False, markup=False)
+
+
+# -- bisect, refresh, bump, edit, export (issue 6) ------------------------------
+def _step_json(step: Step | None) -> dict | None:
+    if step is None:
+        return None
+    return {"commit": step.commit, "state": step.state.value, "subject": step.subject, "pr": step.pr}
+
+
+def bisect_json(result: Bisection) -> str:
+    patches = []
+    for history in result.patches:
+        first = history.first_commit
+        patches.append({
+            "id": history.patch.id,
+            "state": history.state.value,
+            "first_commit": first.commit if first else None,
+            "subject": first.subject if first else None,
+            "pr": first.pr if first else None,
+            "state_at_to": history.state_at_to.value,
+            "monotonic": history.monotonic,
+            "note": history.note or None,
+            "carried_by": _step_json(history.carrier),
+            "at_base": _step_json(history.at_base),
+            "transitions": [_step_json(step) for step in history.transitions],
+            "commits_checked": history.commits_checked,
+        })
+    return json.dumps({"upstream": result.upstream.name, "ref": result.ref, "to": result.to, "pin": result.pin,
+                       "merge_base": result.base, "commits_on_path": result.commits_on_path,
+                       "patches": patches, "applying": result.applying, "notes": result.notes}, indent=2)
+
+
+def render_bisect(console: Console, result: Bisection) -> None:
+    name = result.upstream.name
+    console.print(f"{name}: pin {result.pin[:12]} .. {result.ref} ({result.to[:12]}), merge base {result.base[:12]}, "
+                  f"{result.commits_on_path} first-parent commits", highlight=False)
+    for note in result.notes:
+        console.print(f"  note: {note}", style="yellow", highlight=False, markup=False)
+    if not result.patches:
+        console.print(f"every patch applies at {result.ref}: nothing to bisect", style="green", highlight=False)
+        return
+    table = Table(title_justify="left")
+    for column in ("patch", "state", "first commit", "PR", "subject", "checked"):
+        table.add_column(column, overflow="fold")
+    for history in result.patches:
+        first = history.first_commit
+        table.add_row(history.patch.id, Text(history.state.value, style=STATE_STYLE[history.state]),
+                      first.commit[:12] if first else "-", f"#{first.pr}" if first and first.pr else "",
+                      first.subject if first else "", str(history.commits_checked))
+    console.print(table)
+    for history in result.patches:
+        first = history.first_commit
+        if first is not None and history.state_at_to is not history.state:
+            console.print(f"  {history.patch.id}: {history.state_at_to.value} at {result.ref}", highlight=False)
+        if history.note:
+            console.print(f"  {history.patch.id}: {history.note}", style="yellow", highlight=False, markup=False)
+    if result.applying:
+        console.print(f"apply at {result.ref}: {', '.join(result.applying)}", style="dim", highlight=False)
+
+
+def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, summary: bool = True) -> None:
+    for refreshed in plan.patches:
+        if refreshed.interdiff:
+            console.print(f"{refreshed.patch.id}: old and new patch ({refreshed.state.value}):", highlight=False)
+            for line in refreshed.interdiff:
+                style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+                console.print(line.rstrip("\n"), style=style, highlight=False, markup=False)
+    table = Table(title=f"refresh {plan.upstream.name} at {plan.ref} ({plan.commit[:12]})", title_justify="left")
+    for column in ("patch", "state", "action", "detail"):
+        table.add_column(column, overflow="fold")
+    styles = {"refreshed": "green", "unchanged": "green", "upstream": "cyan", "refused": "red"}
+    for refreshed in plan.patches:
+        table.add_row(refreshed.patch.id, Text(refreshed.state.value, style=STATE_STYLE[refreshed.state]),
+                      Text(refreshed.action, style=styles[refreshed.action]), refreshed.reason)
+    console.print(table)
+    if not summary:
+        return
+    if not plan.ok:
+        console.print("refused: nothing was written", style="red", highlight=False)
+    elif dry_run:
+        console.print(f"dry run: {_patches(len(plan.changed))} would be rewritten; nothing was written",
+                      highlight=False)
+    else:
+        console.print(f"rewrote {_patches(len(plan.written))}" + "".join(f"\n  {p}" for p in plan.written),
+                      style="green", highlight=False)
+
+
+def _patches(count: int) -> str:
+    return f"{count} patch" + ("" if count == 1 else "es")
+
+
+def render_bump(console: Console, outcome: BumpOutcome) -> None:
+    plan = outcome.plan
+    name = plan.upstream.name
+    if outcome.action == "refused":
+        render_refresh(console, plan, summary=False)
+        for blocker in outcome.blockers:
+            console.print(f"blocks the bump: {blocker.patch.id} is {blocker.state.value} at {plan.ref}",
+                          style="red", highlight=False, markup=False)
+        console.print(f"refused: {name} stays at {plan.upstream.commit[:12]}", style="red", highlight=False)
+        return
+    if outcome.action == "up-to-date":
+        console.print(f"{name} is already pinned at {plan.commit[:12]} ({plan.ref})", highlight=False)
+        return
+    for refreshed in plan.changed:
+        console.print(f"refreshed {refreshed.patch.id} ({refreshed.state.value})", highlight=False)
+    for dropped in outcome.dropped:
+        console.print(f"dropped {dropped.patch.id}: {dropped.reason}", style="cyan", highlight=False, markup=False)
+    for kept in outcome.kept:
+        console.print(f"kept {kept.patch.id} (--keep), although {kept.reason}", style="yellow", highlight=False,
+                      markup=False)
+    version = (f", version {outcome.old_version} -> {outcome.new_version}"
+               if outcome.new_version and outcome.new_version != outcome.old_version else "")
+    console.print(f"bumped {name}: {plan.upstream.commit[:12]} -> {plan.commit[:12]} ({plan.ref}){version} "
+                  f"in {outcome.target.path}", style="green", highlight=False)
+
+
+def render_edit(console: Console, outcome: EditOutcome) -> None:
+    console.print(f"{outcome.into}: {outcome.upstream.name} at {outcome.pin[:12]} with {len(outcome.commits)} "
+                  "patch commits:", highlight=False)
+    for patch_id, commit in outcome.commits:
+        console.print(f"  {commit[:12]} {patch_id}", highlight=False)
+    console.print(f"commit your changes there (amend, rebase -i, add commits), then: patchmgr export --target "
+                  f"{outcome.target} --upstream {outcome.upstream.name} --from {outcome.into}",
+                  style="dim", highlight=False)
+
+
+def render_export(console: Console, outcome: ExportOutcome) -> None:
+    for patch in outcome.patches:
+        style = "green" if patch.action != "unchanged" else "dim"
+        console.print(f"{patch.action:9} {patch.id} ({patch.commit[:12]})", style=style, highlight=False)
+    for patch_id in outcome.removed:
+        console.print(f"removed   {patch_id}: no commit carries it any more", style="yellow", highlight=False)
+    if not outcome.changed:
+        console.print(f"{outcome.upstream.name}: no patch changed", highlight=False)
+    elif outcome.series_changed:
+        console.print(f"{outcome.upstream.name}: series is now {', '.join(p.id for p in outcome.patches)}",
+                      highlight=False)

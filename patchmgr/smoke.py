@@ -16,14 +16,16 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import patchmgr
 from patchmgr.errors import UsageError
 from patchmgr.gitio import GitRepo
-from patchmgr.ledger import Ledger, read_ledger
+from patchmgr.ledger import read_ledger
 from patchmgr.manifest import Target, Upstream
 from patchmgr.patchfile import PatchFile
 from patchmgr.project import Project
@@ -94,36 +96,58 @@ def smoke_tests(project: Project, patch: PatchFile) -> list[str]:
     return [value.strip() for value in patch.field_values("Smoke-Test") if value.strip()]
 
 
-def run_smoke(project: Project, target: Target, into: Path, device: str, unpatched: bool,
-              python: str | None = None, only: Sequence[str] = ()) -> SmokeReport:
-    python = python or sys.executable
-    if device not in ("auto", *DEVICES):
-        raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
-    ledger = read_ledger(into.resolve()) if into.is_dir() else None
-    probe = available_devices(python)
-    devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
-    report = SmokeReport(target.name, unpatched)
+@dataclass
+class SmokeTree:
+    """Where one upstream's code is for the smoke tests, patched and (on demand) unpatched."""
+
+    upstream: Upstream
+    patched_root: Path | None  # the import root; None when the upstream is not there
+    reason: str = ""  # why it is not there
+    unpatched: Callable[[], AbstractContextManager[Path]] | None = None
+
+
+def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list[SmokeTree]:
+    """The upstreams that ``apply --into`` checked out under ``into``."""
+    into = into.resolve()
+    ledger = read_ledger(into) if into.is_dir() else None
+    trees = []
     for upstream in target.upstreams:
         if only and upstream.name not in only:
             continue
-        report.results += _smoke_upstream(project, upstream, into.resolve(), ledger, devices, probe,
-                                          device == "auto", unpatched, python)
+        entry = ledger.upstream(upstream.name) if ledger else None
+        if entry is None:
+            trees.append(SmokeTree(upstream, None, f"{upstream.name} is not applied into {into}: "
+                                                   "run `patchmgr apply` with a source for it"))
+            continue
+        checkout = into / upstream.name
+        root = checkout / upstream.package_root if upstream.package_root else checkout
+        trees.append(SmokeTree(upstream, root, unpatched=partial(_unpatched_checkout, checkout, entry.base_commit,
+                                                                  upstream.package_root)))
+    return trees
+
+
+def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: str, unpatched: bool,
+              python: str | None = None) -> SmokeReport:
+    python = python or sys.executable
+    if device not in ("auto", *DEVICES):
+        raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
+    probe = available_devices(python)
+    devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
+    report = SmokeReport(target.name, unpatched)
+    for tree in trees:
+        report.results += _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched, python)
     return report
 
 
-def _smoke_upstream(project: Project, upstream: Upstream, into: Path, ledger: Ledger | None,
-                    devices: list[str], probe: dict[str, str | None], auto: bool, unpatched: bool,
-                    python: str) -> list[SmokeResult]:
+def _smoke_upstream(project: Project, tree: SmokeTree, devices: list[str], probe: dict[str, str | None],
+                    auto: bool, unpatched: bool, python: str) -> list[SmokeResult]:
+    upstream = tree.upstream
     patches = project.patches(upstream)
-    entry = ledger.upstream(upstream.name) if ledger else None
-    if entry is None:
-        reason = f"{upstream.name} is not applied into {into}: run `patchmgr apply` with a source for it"
-        return [SmokeResult(p.id, upstream.name, t, "-", "skipped", reason=reason)
+    if tree.patched_root is None:
+        return [SmokeResult(p.id, upstream.name, t, "-", "skipped", reason=tree.reason)
                 for p in patches for t in (smoke_tests(project, p) or ["-"])]
-    checkout = into / upstream.name
     results: list[SmokeResult] = []
-    with _tree(checkout, entry.base_commit if unpatched else None) as tree:
-        root = tree / upstream.package_root if upstream.package_root else tree
+    with (tree.unpatched() if unpatched else nullcontext(tree.patched_root)) as root:
         for patch in patches:
             tests = smoke_tests(project, patch)
             if not tests:
@@ -142,35 +166,24 @@ def _smoke_upstream(project: Project, upstream: Upstream, into: Path, ledger: Le
     return results
 
 
-class _tree:
-    """The checkout itself, or a throw-away copy with the patched files put back to the base commit."""
+@contextmanager
+def _unpatched_checkout(checkout: Path, base_commit: str, package_root: str) -> Iterator[Path]:
+    """A throw-away copy of the checkout with every patched file put back to the base commit."""
+    with tempfile.TemporaryDirectory(prefix="patchmgr-unpatched-") as tmp:
+        copy = Path(tmp) / checkout.name
+        shutil.copytree(checkout, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+        with GitRepo(checkout) as repo:
+            for path in repo.run("diff", "--name-only", "--no-renames", base_commit, "HEAD").splitlines():
+                put_back(copy / path, repo.read_path(base_commit, path))
+        yield copy / package_root if package_root else copy
 
-    def __init__(self, checkout: Path, base_commit: str | None) -> None:
-        self.checkout = checkout
-        self.base = base_commit
-        self.tmp: str | None = None
 
-    def __enter__(self) -> Path:
-        if self.base is None:
-            return self.checkout
-        self.tmp = tempfile.mkdtemp(prefix="patchmgr-unpatched-")
-        copy = Path(self.tmp) / self.checkout.name
-        shutil.copytree(self.checkout, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
-        with GitRepo(self.checkout) as repo:
-            changed = repo.run("diff", "--name-only", "--no-renames", self.base, "HEAD").splitlines()
-            for path in changed:
-                original = repo.read_path(self.base, path)
-                target = copy / path
-                if original is None:
-                    target.unlink(missing_ok=True)
-                else:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(original)
-        return copy
-
-    def __exit__(self, *exc) -> None:
-        if self.tmp:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+def put_back(target: Path, original: bytes | None) -> None:
+    if original is None:
+        target.unlink(missing_ok=True)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(original)
 
 
 def _run_pytest(project: Project, patch: PatchFile, upstream: str, tests: list[str], root: Path,

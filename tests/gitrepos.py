@@ -88,3 +88,25 @@ class Project:
 
 
 BASE_TEXT = "".join(f"line {i}\n" for i in range(1, 41))
+
+
+def make_series(repo: UpstreamRepo, base: str, steps: list[tuple[dict[str, str | None], str]],
+                fields: str = "Origin: vendor\nUpstream-Status: Pending") -> list[bytes]:
+    """format-patch mails of ``steps`` committed one on top of the other from ``base``, as a real series."""
+    branch = git(repo.path, "rev-parse", "--abbrev-ref", "HEAD")
+    git(repo.path, "checkout", "-q", "--detach", base)
+    mails = []
+    try:
+        for files, subject in steps:
+            repo.commit(files, f"{subject}\n\nWhy: {subject.lower()} keeps our runs correct.\n\n{fields}\n")
+            mails.append(subprocess.run(
+                ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature",
+                 "HEAD"], cwd=repo.path, capture_output=True, check=True, env={**os.environ, **GIT_ENV}).stdout)
+    finally:
+        git(repo.path, "checkout", "-q", branch)
+    return mails
+
+
+def merge_no_ff(repo: UpstreamRepo, branch: str, message: str) -> str:
+    git(repo.path, "merge", "-q", "--no-ff", "-m", message, branch)
+    return repo.head()

@@ -1,0 +1,411 @@
+"""Apply a target into an installed Python environment (``--python PATH``), verify it, revert it.
+
+All or nothing across the target, through one journaled transaction that
+writes the patched files, the distributions' RECORD files (so pip's view stays
+consistent) and the ledger together. Stale bytecode of changed modules is
+removed. The original bytes of every touched file, and the original RECORD,
+are kept so that ``revert`` restores them exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+
+from patchmgr.checking import TargetStatus, UpstreamStatus
+from patchmgr.engine import check_series
+from patchmgr.environment import Environment, InstalledDist, InstalledSource, probe, require_dists
+from patchmgr.errors import PatchmgrError, StateError
+from patchmgr.journal import StateLock, apply_transaction, recover
+from patchmgr.ledger import sha256_bytes
+from patchmgr.manifest import Target, Upstream
+from patchmgr.patchfile import PatchFile
+from patchmgr.project import Project
+from patchmgr.smoke import SmokeTree, put_back
+from patchmgr.sources import open_source
+from patchmgr.store import Store
+
+
+@dataclass
+class EnvUpstreamLedger:
+    name: str
+    dist: str
+    version: str
+    location: str
+    editable: bool
+    pin: str
+    patches: list[dict]  # {"id", "sha256"}
+    files: dict[str, dict]  # git path -> {"installed": abs path, "original": sha256|None, "patched": sha256|None}
+    record: str | None
+    record_original: str | None  # sha256 of the RECORD before the first apply
+    bytecode: dict[str, str] = field(default_factory=dict)  # removed .pyc (abs path) -> sha256, for revert
+
+
+@dataclass
+class EnvLedger:
+    target: str
+    python: str
+    upstreams: list[EnvUpstreamLedger] = field(default_factory=list)
+
+    def upstream(self, name: str) -> EnvUpstreamLedger | None:
+        return next((u for u in self.upstreams if u.name == name), None)
+
+
+@dataclass
+class EnvOutcome:
+    target: str
+    python: str
+    action: str  # applied | already-applied | refused | dry-run | reverted | nothing-to-revert | verified | differs
+    status: TargetStatus | None = None
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.action not in ("refused", "differs")
+
+
+class EnvState:
+    """Where patchmgr keeps its ledger and the original bytes for one target in one environment."""
+
+    def __init__(self, environment: Environment, target: str) -> None:
+        self.root = environment.state_dir
+        self.folder = self.root / target
+        self.ledger_path = self.folder / "ledger.json"
+
+    def backup_path(self, upstream: str, key: str) -> Path:
+        return self.folder / "originals" / upstream / key
+
+    def read_ledger(self) -> EnvLedger | None:
+        if not self.ledger_path.is_file():
+            return None
+        try:
+            raw = json.loads(self.ledger_path.read_text())
+            return EnvLedger(raw["target"], raw["python"], [EnvUpstreamLedger(**u) for u in raw["upstreams"]])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StateError(f"{self.ledger_path} is damaged ({exc})",
+                             "reinstall the distributions, then remove that folder") from exc
+
+    def originals(self, entry: EnvUpstreamLedger | None) -> dict[str, bytes | None]:
+        if entry is None:
+            return {}
+        found: dict[str, bytes | None] = {}
+        for path, info in entry.files.items():
+            found[path] = None if info["original"] is None else self._saved(entry.name, info["original"])
+        return found
+
+    def _saved(self, upstream: str, digest: str) -> bytes:
+        data = self.backup_path(upstream, digest).read_bytes()
+        if sha256_bytes(data) != digest:
+            raise StateError(f"the saved original {digest[:12]} of {upstream} is damaged",
+                             "reinstall the distribution to get its files back")
+        return data
+
+
+def _open(python: str, target: Target, only: Sequence[str]) -> tuple[Environment, list[Upstream]]:
+    upstreams = [u for u in target.upstreams if not only or u.name in only]
+    return probe(python, upstreams), upstreams
+
+
+def check_environment(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
+                      python: str, only: Sequence[str] = ()) -> tuple[TargetStatus, list[str]]:
+    """Classify the patches against the installed files (seen unpatched when patchmgr patched them)."""
+    environment, upstreams = _open(python, target, only)
+    dists = require_dists(environment, upstreams)
+    state = EnvState(environment, target.name)
+    notes = []
+    with StateLock(environment.state_dir):
+        message = recover(environment.state_dir)
+        if message:
+            notes.append(message)
+        ledger = state.read_ledger()
+    statuses = []
+    for dist in dists:
+        entry = ledger.upstream(dist.upstream.name) if ledger else None
+        source = InstalledSource(dist, state.originals(entry) if entry else None)
+        patches = project.patches(dist.upstream)
+        status = UpstreamStatus(dist.upstream, dist.version, None, source.description,
+                                check_series(patches, source), reader=source)
+        status.notes.append(_drift(store, dist, overrides, source, patches))
+        if entry:
+            status.notes.append(f"patchmgr applied {len(entry.patches)} patches here (ledger {state.ledger_path})")
+        statuses.append(status)
+    return TargetStatus(target, statuses), notes
+
+
+def _drift(store: Store, dist: InstalledDist, overrides: Mapping[str, str], installed: InstalledSource,
+           patches: list[PatchFile]) -> str:
+    """Compare the installed originals of the touched files with the pinned commit (or release)."""
+    try:
+        pinned = open_source(store, dist.upstream, None, overrides)
+    except PatchmgrError as exc:
+        return f"drift not checked: no source of the pin ({exc.message})"
+    paths = sorted({p for patch in patches for p in patch.touched_paths if dist.installed_path(p)})
+    differing = [p for p in paths if installed.read(p) != pinned.read(p)]
+    if differing:
+        return (f"installed files differ from the pin ({pinned.description}) in {', '.join(differing)}: "
+                "this installation was not built from the pinned commit")
+    return f"installed files match the pin ({pinned.description}) in all {len(paths)} files the patches touch"
+
+
+def apply_environment(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
+                      python: str, only: Sequence[str] = (), dry_run: bool = False) -> EnvOutcome:
+    status, notes = check_environment(project, target, store, overrides, python, only)
+    outcome = EnvOutcome(target.name, python, "refused", status, notes)
+    if not status.ok:
+        return outcome
+    environment, upstreams = _open(python, target, only)
+    state = EnvState(environment, target.name)
+    with StateLock(environment.state_dir):
+        ledger = state.read_ledger() or EnvLedger(target.name, python)
+        if _same_plan(ledger, status) and not verify_environment(project, target, python, only).problems:
+            outcome.action = "already-applied"
+            return outcome
+        if dry_run:
+            outcome.action = "dry-run"
+            return outcome
+        writes, new_ledger = _plan_writes(state, ledger, status)
+        apply_transaction(environment.state_dir, writes)
+    outcome.action = "applied"
+    outcome.changed = sorted(str(p) for p in writes if p != state.ledger_path)
+    return outcome
+
+
+def _same_plan(ledger: EnvLedger, status: TargetStatus) -> bool:
+    for upstream_status in status.upstreams:
+        entry = ledger.upstream(upstream_status.upstream.name)
+        wanted = [{"id": r.patch.id, "sha256": r.patch.sha256} for r in upstream_status.results]
+        if entry is None or entry.patches != wanted or entry.pin != upstream_status.upstream.commit:
+            return False
+    return True
+
+
+def _plan_writes(state: EnvState, ledger: EnvLedger, status: TargetStatus
+                 ) -> tuple[dict[Path, bytes | None], EnvLedger]:
+    writes: dict[Path, bytes | None] = {}
+    for upstream_status in status.upstreams:
+        source = upstream_status.reader
+        assert isinstance(source, InstalledSource)
+        dist = source.dist
+        old = ledger.upstream(dist.upstream.name)
+        originals = state.originals(old)
+        final: dict[str, bytes | None] = {}
+        for result in upstream_status.results:
+            final.update(result.files)
+        # a path an earlier apply patched but this series no longer touches goes back to its original
+        for path, data in originals.items():
+            final.setdefault(path, data)
+        files: dict[str, dict] = {}
+        bytecode = dict(old.bytecode) if old else {}
+        record_updates: dict[str, bytes | None] = {}
+        for path, data in final.items():
+            installed = dist.installed_path(path)
+            if installed is None:
+                raise StateError(f"{dist.name}: {path} is not part of the installed distribution",
+                                 "the patch touches files the release does not ship")
+            original = originals[path] if path in originals else source.read(path)
+            original_digest = None if original is None else sha256_bytes(original)
+            if original is not None:
+                writes[state.backup_path(dist.upstream.name, original_digest)] = original
+            writes[installed] = data
+            record_updates[str(installed)] = data
+            files[path] = {"installed": str(installed), "original": original_digest,
+                           "patched": None if data is None else sha256_bytes(data)}
+            for stale in _bytecode_of(installed):
+                compiled = stale.read_bytes()
+                bytecode[str(stale)] = sha256_bytes(compiled)
+                writes[state.backup_path(dist.upstream.name, bytecode[str(stale)])] = compiled
+                writes[stale] = None
+                record_updates[str(stale)] = None
+        record_original = old.record_original if old else None
+        if dist.record is not None and not dist.editable:
+            current = dist.record.read_bytes()
+            if old is None:
+                record_original = sha256_bytes(current)
+                writes[state.backup_path(dist.upstream.name, record_original)] = current
+            base = state._saved(dist.upstream.name, record_original) if old else current
+            writes[dist.record] = update_record(base, dist.location, record_updates)
+        entry = EnvUpstreamLedger(
+            dist.upstream.name, dist.name, dist.version, str(dist.location), dist.editable,
+            dist.upstream.commit, [{"id": r.patch.id, "sha256": r.patch.sha256} for r in upstream_status.results],
+            files, str(dist.record) if dist.record else None, record_original, bytecode)
+        ledger.upstreams = [u for u in ledger.upstreams if u.name != entry.name] + [entry]
+    writes[state.ledger_path] = json.dumps(asdict(ledger), indent=2, sort_keys=True).encode() + b"\n"
+    return writes, ledger
+
+
+def _bytecode_of(source_file: Path) -> list[Path]:
+    """Compiled copies of a module that could shadow its new source."""
+    if source_file.suffix != ".py":
+        return []
+    cache = source_file.parent / "__pycache__"
+    return sorted(cache.glob(f"{source_file.stem}.*.pyc")) if cache.is_dir() else []
+
+
+def record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def update_record(record: bytes, location: Path, changes: Mapping[str, bytes | None]) -> bytes:
+    """RECORD with the hash and size of each changed file, new files added, removed ones dropped."""
+    rows = list(csv.reader(io.StringIO(record.decode("utf-8"))))
+    by_path = {str((location / row[0]).resolve()) if row else "": index for index, row in enumerate(rows)}
+    for absolute, data in changes.items():
+        key = str(Path(absolute).resolve())
+        relative = str(Path(absolute).resolve().relative_to(location.resolve()))
+        if data is None:
+            if key in by_path:
+                rows[by_path[key]] = []
+            continue
+        row = [relative, record_hash(data), str(len(data))]
+        if key in by_path:
+            rows[by_path[key]] = [rows[by_path[key]][0], row[1], row[2]]
+        else:
+            rows.append(row)
+    out = io.StringIO()
+    # keep the installer's line endings (pip writes CRLF), so unchanged rows stay byte-identical
+    writer = csv.writer(out, lineterminator="\r\n" if b"\r\n" in record else "\n")
+    for row in rows:
+        if row:
+            writer.writerow(row)
+    return out.getvalue().encode("utf-8")
+
+
+def verify_environment(project: Project, target: Target, python: str, only: Sequence[str] = ()) -> EnvOutcome:
+    environment, upstreams = _open(python, target, only)
+    state = EnvState(environment, target.name)
+    outcome = EnvOutcome(target.name, python, "verified")
+    message = recover(environment.state_dir) if (environment.state_dir / "journal").exists() else None
+    if message:
+        outcome.notes.append(message)
+    ledger = state.read_ledger()
+    if ledger is None:
+        outcome.problems.append(f"no patchmgr ledger for target {target.name} in {environment.prefix}")
+    else:
+        for upstream in upstreams:
+            outcome.problems += _verify_upstream(project, environment, upstream, ledger.upstream(upstream.name))
+    if outcome.problems:
+        outcome.action = "differs"
+    return outcome
+
+
+def _verify_upstream(project: Project, environment: Environment, upstream: Upstream,
+                     entry: EnvUpstreamLedger | None) -> list[str]:
+    if entry is None:
+        return [f"{upstream.name}: not applied in this environment"]
+    problems = []
+    dist = environment.dists.get(upstream.name)
+    if dist is None or dist.version != entry.version:
+        found = dist.version if dist else "nothing"
+        problems.append(f"{upstream.name}: {entry.dist} {entry.version} was patched, now {found} is installed")
+    if entry.pin != upstream.commit:
+        problems.append(f"{upstream.name}: patched for pin {entry.pin[:12]}, but the pin is now {upstream.commit[:12]}")
+    current = [{"id": p.id, "sha256": p.sha256} for p in project.patches(upstream)]
+    if current != entry.patches:
+        problems.append(f"{upstream.name}: the patch series changed since apply")
+    record_rows = _record_rows(Path(entry.record)) if entry.record and not entry.editable else {}
+    for path, info in entry.files.items():
+        installed = Path(info["installed"])
+        actual = sha256_bytes(installed.read_bytes()) if installed.is_file() else None
+        if actual != info["patched"]:
+            problems.append(f"{upstream.name}: {installed} differs from what apply wrote")
+        elif record_rows and actual is not None:
+            row = record_rows.get(str(installed.resolve()))
+            if row is None or row[1] != record_hash(installed.read_bytes()):
+                problems.append(f"{upstream.name}: RECORD does not match {installed}")
+    return problems
+
+
+def _record_rows(record: Path) -> dict[str, list[str]]:
+    if not record.is_file():
+        return {}
+    location = record.parent.parent
+    rows = csv.reader(io.StringIO(record.read_text(encoding="utf-8")))
+    return {str((location / row[0]).resolve()): row for row in rows if row}
+
+
+def revert_environment(target: Target, python: str, only: Sequence[str] = ()) -> EnvOutcome:
+    """Put back the original bytes of every file apply changed, and the original RECORD."""
+    environment, upstreams = _open(python, target, only)
+    state = EnvState(environment, target.name)
+    outcome = EnvOutcome(target.name, python, "nothing-to-revert")
+    with StateLock(environment.state_dir):
+        message = recover(environment.state_dir)
+        if message:
+            outcome.notes.append(message)
+        ledger = state.read_ledger()
+        if ledger is None:
+            return outcome
+        names = {u.name for u in upstreams}
+        writes: dict[Path, bytes | None] = {}
+        for entry in ledger.upstreams:
+            if entry.name not in names:
+                continue
+            for path, data in state.originals(entry).items():
+                installed = Path(entry.files[path]["installed"])
+                writes[installed] = data
+                for stale in _bytecode_of(installed):
+                    writes[stale] = None
+            for compiled, digest in entry.bytecode.items():
+                writes[Path(compiled)] = state._saved(entry.name, digest)
+            if entry.record and entry.record_original:
+                writes[Path(entry.record)] = state._saved(entry.name, entry.record_original)
+        remaining = [u for u in ledger.upstreams if u.name not in names]
+        if remaining:
+            ledger.upstreams = remaining
+            writes[state.ledger_path] = json.dumps(asdict(ledger), indent=2, sort_keys=True).encode() + b"\n"
+        else:
+            writes[state.ledger_path] = None
+        apply_transaction(environment.state_dir, writes)
+    outcome.action = "reverted"
+    outcome.changed = sorted(str(p) for p in writes if p != state.ledger_path)
+    return outcome
+
+
+def environment_trees(target: Target, python: str, only: Sequence[str] = ()) -> list[SmokeTree]:
+    """Each upstream's installed code for the smoke tests; unpatched means the saved originals put back."""
+    environment, upstreams = _open(python, target, only)
+    state = EnvState(environment, target.name)
+    ledger = state.read_ledger()
+    trees = []
+    for upstream in upstreams:
+        dist = environment.dists.get(upstream.name)
+        if dist is None:
+            trees.append(SmokeTree(upstream, None, f"{upstream.pypi or upstream.name} is not installed in {python}"))
+            continue
+        entry = ledger.upstream(upstream.name) if ledger else None
+        trees.append(SmokeTree(upstream, dist.import_root,
+                               unpatched=partial(_unpatched_install, dist, state.originals(entry))))
+    return trees
+
+
+@contextmanager
+def _unpatched_install(dist: InstalledDist, originals: dict[str, bytes | None]) -> Iterator[Path]:
+    """A copy of the installed top-level packages with the original bytes of patched files put back."""
+    root = dist.import_root
+    if not originals:  # patchmgr never patched it: the installed code is the unpatched code
+        yield root
+        return
+    with tempfile.TemporaryDirectory(prefix="patchmgr-unpatched-") as tmp:
+        copy = Path(tmp)
+        tops = {Path(installed).relative_to(root).parts[0]
+                for path in originals if (installed := dist.installed_path(path)) is not None}
+        for top in sorted(tops):
+            shutil.copytree(root / top, copy / top, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        for path, data in originals.items():
+            installed = dist.installed_path(path)
+            if installed is not None:
+                put_back(copy / installed.relative_to(root), data)
+        yield copy

@@ -1,0 +1,167 @@
+"""apply/verify/smoke/revert --python on a real installed wheel: Megatron-Bridge 0.4.2 from PyPI.
+
+The environment is a fresh virtual environment with the real wheel installed the
+way users install it on Python 3.11 (--no-deps --ignore-requires-python). Its
+heavy dependencies (torch, megatron-core) are borrowed from the test runner's
+environment through a .pth file instead of being installed a second time.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import json
+import os
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchmgr.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+ONLY = ("--upstream", "megatron-bridge")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("env") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--ignore-requires-python",
+                    "--only-binary=:all:", "megatron-bridge==0.4.2"], check=True)
+    site_dir = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   capture_output=True, text=True, check=True).stdout.strip())
+    (site_dir / "zz-borrowed-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return python, site_dir
+
+
+@pytest.fixture
+def run(capsys, tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("PATCHMGR_CACHE", str(tmp_path_factory.getbasetemp() / "env-cache"))
+
+    def invoke(*args: str) -> tuple[int, dict]:
+        capsys.readouterr()
+        code = main([*args, "--root", str(ROOT), "--json"])
+        return code, json.loads(capsys.readouterr().out)
+
+    return invoke
+
+
+def record_rows(site_dir: Path) -> list[list[str]]:
+    record = next(site_dir.glob("megatron_bridge-0.4.2.dist-info")) / "RECORD"
+    return [row for row in csv.reader(record.read_text().splitlines()) if row]
+
+
+def files_match_record(site_dir: Path) -> list[str]:
+    """The files whose bytes differ from the hash the wheel's RECORD gives them."""
+    wrong = []
+    for path, digest, _size in record_rows(site_dir):
+        if not digest:
+            continue
+        data = (site_dir / path).read_bytes()
+        actual = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        if actual != digest:
+            wrong.append(path)
+    return wrong
+
+
+def snapshot(site_dir: Path) -> dict[str, str]:
+    """Hashes of every file under the models the patches touch, and of RECORD."""
+    tree = site_dir / "megatron" / "bridge" / "models"
+    files = {str(p.relative_to(site_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted(tree.rglob("*")) if p.is_file()}
+    record = next(site_dir.glob("megatron_bridge-0.4.2.dist-info")) / "RECORD"
+    files["RECORD"] = hashlib.sha256(record.read_bytes()).hexdigest()
+    return files
+
+
+def test_apply_verify_smoke_revert(env, run):
+    python, site_dir = env
+    before = snapshot(site_dir)
+    assert files_match_record(site_dir) == []
+
+    code, doc = run("apply", "--target", "ascend", "--python", str(python), *ONLY)
+    assert code == 0, doc
+    assert doc["action"] == "applied"
+    assert any("match the pin" in note for u in doc["upstreams"] for note in u["notes"])
+    patched = snapshot(site_dir)
+    assert patched != before
+    # pip's view stays consistent: RECORD carries the new hashes
+    assert files_match_record(site_dir) == []
+    stale = site_dir / "megatron/bridge/models/conversion/__pycache__"
+    assert not list(stale.glob("param_mapping.*.pyc"))
+
+    code, doc = run("verify", "--target", "ascend", "--python", str(python), *ONLY)
+    assert code == 0, doc
+    code, doc = run("apply", "--target", "ascend", "--python", str(python), *ONLY)
+    assert code == 0 and doc["action"] == "already-applied"
+
+    code, smoke = run("smoke", "--target", "ascend", "--python", str(python), "--device", "cpu", *ONLY)
+    ran = [r for r in smoke["results"] if r["result"] != "skipped"]
+    assert code == 0, smoke
+    assert len(ran) == 5 and all(r["result"] == "passed" for r in ran)
+    code, smoke = run("smoke", "--target", "ascend", "--python", str(python), "--device", "cpu", "--unpatched",
+                      *ONLY)
+    ran = [r for r in smoke["results"] if r["result"] != "skipped"]
+    assert code == 0, smoke
+    assert len(ran) == 5 and all(r["result"] == "failed" for r in ran)
+    assert snapshot(site_dir) == patched  # the unpatched run worked on a copy
+
+    (site_dir / "megatron/bridge/models/qwen_vl/modelling_qwen3_vl/utils.py").write_text("# hand edit\n")
+    code, doc = run("verify", "--target", "ascend", "--python", str(python), *ONLY)
+    assert code == 1 and any("utils.py" in p for p in doc["problems"])
+
+    code, doc = run("revert", "--target", "ascend", "--python", str(python), *ONLY)
+    assert code == 0 and doc["action"] == "reverted"
+    assert snapshot(site_dir) == {k: v for k, v in before.items()}
+    assert files_match_record(site_dir) == []
+    code, doc = run("revert", "--target", "ascend", "--python", str(python), *ONLY)
+    assert doc["action"] == "nothing-to-revert"
+
+
+def test_interrupted_apply_is_all_or_nothing(env, run, tmp_path):
+    """SIGKILL at every other step of apply: afterwards the wheel is fully patched or untouched, never half.
+
+    Steps are the journal's durable writes (saving originals, the prepared mark,
+    each file, the commit mark); every second one keeps CI fast and still kills
+    in each phase."""
+    python, site_dir = env
+    before = snapshot(site_dir)
+    assert run("apply", "--target", "ascend", "--python", str(python), *ONLY)[0] == 0
+    patched = snapshot(site_dir)
+    assert run("revert", "--target", "ascend", "--python", str(python), *ONLY)[0] == 0
+    outcomes = {"patched": 0, "untouched": 0}
+    step = 1
+    while True:
+        done = subprocess.run(
+            [sys.executable, "-m", "patchmgr", "apply", "--target", "ascend", "--python", str(python), *ONLY,
+             "--root", str(ROOT)],
+            env={**os.environ, "PATCHMGR_FAULT_KILL_AT": str(step)}, capture_output=True, text=True)
+        killed = done.returncode == -9
+        code, doc = run("verify", "--target", "ascend", "--python", str(python), *ONLY)  # recovers first
+        state = snapshot(site_dir)
+        assert state in (before, patched), f"half-patched after a kill at step {step}"
+        outcomes["patched" if state == patched else "untouched"] += 1
+        if state == patched:
+            assert code == 0, doc
+        assert run("revert", "--target", "ascend", "--python", str(python), *ONLY)[0] == 0
+        assert snapshot(site_dir) == before
+        if not killed:
+            break
+        step += 2
+    assert step > 10 and outcomes["untouched"] >= 1 and outcomes["patched"] >= 1, outcomes
+
+
+def test_missing_or_wrong_version_is_named(tmp_path, run):
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", str(bare)], check=True)
+    capture = subprocess.run([sys.executable, "-m", "patchmgr", "apply", "--target", "ascend", "--python",
+                              str(bare / "bin" / "python"), "--root", str(ROOT)], capture_output=True, text=True)
+    assert capture.returncode == 1
+    assert "megatron-bridge is not installed (wanted 0.4.2)" in capture.stderr
+    assert "vllm-ascend is not installed (wanted 0.23.0)" in capture.stderr
+    assert "Traceback" not in capture.stderr
