@@ -20,7 +20,9 @@ from patchmgr.checkout import apply_into, verify_into
 from patchmgr.errors import PatchmgrError, UsageError
 from patchmgr.lint import lint_project
 from patchmgr.project import Project
-from patchmgr.smoke import run_smoke
+from patchmgr.installed import (EnvOutcome, apply_environment, check_environment, environment_trees,
+                                revert_environment, verify_environment)
+from patchmgr.smoke import checkout_trees, run_smoke
 from patchmgr.sources import parse_against, parse_source_overrides
 from patchmgr.store import Store
 
@@ -37,6 +39,8 @@ TargetOpt = Annotated[Optional[str], typer.Option("--target", "-t", help="Target
 SourceOpt = Annotated[Optional[list[str]], typer.Option(
     "--source", help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+PythonOpt = Annotated[Optional[str], typer.Option(
+    "--python", help="Interpreter of an installed environment to work on (instead of --into checkouts).")]
 UpstreamOpt = Annotated[Optional[list[str]], typer.Option(
     "--upstream", "-u", help="Restrict the run to this upstream (repeatable).")]
 
@@ -64,6 +68,7 @@ def status(
         "--against", help="NAME=REF: check upstream NAME at a branch, tag or commit (or, for an upstream "
         "with `pypi`, a release version) instead of its pin.")] = None,
     upstream: UpstreamOpt = None,
+    python: PythonOpt = None,
     source: SourceOpt = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
@@ -74,9 +79,15 @@ def status(
     if not targets:
         raise UsageError(f"{project.manifests_dir} holds no manifests", "add manifests/<target>.toml")
     require_upstreams(targets, overrides, refs, {name: "" for name in upstream or ()})
+    if python and refs:
+        raise UsageError("--python checks the installed files; it cannot be combined with --against",
+                         "drop one of the two")
     store = _store(json_output)
     try:
-        statuses = [check_target(project, t, store, overrides, refs, upstream or ()) for t in targets]
+        if python:
+            statuses = [check_environment(project, t, store, overrides, python, upstream or ())[0] for t in targets]
+        else:
+            statuses = [check_target(project, t, store, overrides, refs, upstream or ()) for t in targets]
     finally:
         store.close()
     unlisted = project.unlisted_patches(targets if not target else project.targets())
@@ -93,7 +104,9 @@ def status(
              + EXIT_CODES)
 def apply(
     target: TargetOpt = None,
-    into: Annotated[Optional[Path], typer.Option("--into", help="Folder that receives one checkout per upstream.")] = None,
+    into: Annotated[Optional[Path], typer.Option(
+        "--into", help="Folder that receives one checkout per upstream.")] = None,
+    python: PythonOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check everything, write nothing.")] = False,
     upstream: UpstreamOpt = None,
     source: SourceOpt = None,
@@ -101,16 +114,20 @@ def apply(
     root: RootOpt = Path("."),
 ) -> int:
     project = Project.at(root)
-    if into is None:
-        raise UsageError("apply needs --into DIR", "for example: patchmgr apply --target ascend --into build/")
+    _one_place("apply", into, python)
     selected = project.target(_required_target(target))
     overrides = parse_source_overrides(source)
-    require_upstreams([selected], overrides)
+    require_upstreams([selected], overrides, {name: "" for name in upstream or ()})
     store = _store(json_output)
     try:
-        outcome = apply_into(project, selected, store, overrides, into, dry_run, upstream or ())
+        if python:
+            env_outcome = apply_environment(project, selected, store, overrides, python, upstream or (), dry_run)
+        else:
+            outcome = apply_into(project, selected, store, overrides, into, dry_run, upstream or ())
     finally:
         store.close()
+    if python:
+        return _render_env(env_outcome, json_output)
     if json_output:
         print(report.apply_json(outcome))
     else:
@@ -123,15 +140,17 @@ def apply(
 def verify(
     target: TargetOpt = None,
     into: Annotated[Optional[Path], typer.Option("--into", help="Folder that apply wrote.")] = None,
+    python: PythonOpt = None,
     upstream: UpstreamOpt = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
     project = Project.at(root)
-    if into is None:
-        raise UsageError("verify needs --into DIR", "give the folder that `patchmgr apply --into` wrote")
+    _one_place("verify", into, python)
     selected = project.target(_required_target(target))
     require_upstreams([selected], {name: "" for name in upstream or ()})
+    if python:
+        return _render_env(verify_environment(project, selected, python, upstream or ()), json_output)
     outcome = verify_into(project, selected, into, upstream or ())
     if json_output:
         print(report.verify_json(outcome))
@@ -163,21 +182,57 @@ def smoke(
         "--unpatched", help="Run against the pinned upstream without the patches; exit 0 only if every test "
         "fails there.")] = False,
     upstream: UpstreamOpt = None,
+    python: PythonOpt = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
     project = Project.at(root)
-    if into is None:
-        raise UsageError("smoke needs --into DIR", "give the folder that `patchmgr apply --into` wrote")
+    _one_place("smoke", into, python)
     selected = project.target(_required_target(target))
     require_upstreams([selected], {name: "" for name in upstream or ()})
-    result = run_smoke(project, selected, into, device, unpatched, only=upstream or ())
+    only = upstream or ()
+    trees = environment_trees(selected, python, only) if python else checkout_trees(selected, into, only)
+    result = run_smoke(project, selected, trees, device, unpatched, python)
     if json_output:
         print(report.smoke_json(result))
     else:
         report.render_smoke(_out(False), result)
     return 0 if result.ok else 1
 
+
+
+@app.command(help="Put back the original bytes of every file `apply --python` changed, and the original "
+             "RECORD. " + EXIT_CODES)
+def revert(
+    target: TargetOpt = None,
+    python: PythonOpt = None,
+    upstream: UpstreamOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    project = Project.at(root)
+    if not python:
+        raise UsageError("revert needs --python PATH",
+                         "a checkout made with --into is reverted by removing it: rm -r DIR")
+    selected = project.target(_required_target(target))
+    require_upstreams([selected], {name: "" for name in upstream or ()})
+    return _render_env(revert_environment(selected, python, upstream or ()), json_output)
+
+
+def _one_place(verb: str, into: Optional[Path], python: Optional[str]) -> None:
+    if into is None and python is None:
+        raise UsageError(f"{verb} needs --into DIR or --python PATH",
+                         f"for example: patchmgr {verb} --target ascend --into build/")
+    if into is not None and python is not None:
+        raise UsageError(f"{verb} takes --into DIR or --python PATH, not both", "pick one")
+
+
+def _render_env(outcome: EnvOutcome, json_output: bool) -> int:
+    if json_output:
+        print(report.env_json(outcome))
+    else:
+        report.render_env(_out(False), outcome)
+    return 0 if outcome.ok else 1
 
 
 # -- commands: bisect, refresh, bump, edit, export (issue 6) --

@@ -16,6 +16,7 @@ from patchmgr.checkout import ApplyOutcome, VerifyOutcome
 from patchmgr.checking import TargetStatus, UpstreamStatus
 from patchmgr.engine import CheckResult, State
 from patchmgr.errors import PatchmgrError
+from patchmgr.installed import EnvOutcome
 from patchmgr.lint import LintProblem
 from patchmgr.smoke import SmokeReport
 from patchmgr.bump import BumpOutcome
@@ -199,6 +200,34 @@ def render_smoke(console: Console, smoke: SmokeReport) -> None:
     skipped = len(smoke.results) - ran
     console.print(verdict + (f"; {skipped} not run (see reasons)" if skipped else ""),
                   style="green" if smoke.ok else "red", highlight=False)
+
+
+def env_json(outcome: EnvOutcome) -> str:
+    doc = target_json(outcome.status) if outcome.status else {"target": outcome.target}
+    doc.update({"python": outcome.python, "action": outcome.action, "ok": outcome.ok, "notes": outcome.notes,
+                "problems": outcome.problems, "changed": outcome.changed})
+    return json.dumps(doc, indent=2)
+
+
+def render_env(console: Console, outcome: EnvOutcome) -> None:
+    if outcome.status:
+        render_status(console, [outcome.status])
+    for note in outcome.notes:
+        console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
+    for problem in outcome.problems:
+        console.print(f"differs: {problem}", style="red", highlight=False, markup=False)
+    messages = {
+        "applied": f"applied target {outcome.target} into {outcome.python}'s environment "
+                   f"({len(outcome.changed)} files written, originals kept for revert)",
+        "already-applied": f"{outcome.python}'s environment already holds exactly these patches: nothing to do",
+        "dry-run": "dry run: every patch applies; nothing was written",
+        "refused": "refused: not every patch applies exactly, so nothing was changed",
+        "reverted": f"reverted target {outcome.target}: {len(outcome.changed)} files restored byte for byte",
+        "nothing-to-revert": f"nothing to revert: patchmgr has not applied target {outcome.target} there",
+        "verified": f"verified: the environment holds exactly target {outcome.target}'s patches",
+        "differs": "the environment differs from what apply wrote (see above)",
+    }
+    console.print(messages[outcome.action], style="green" if outcome.ok else "red", highlight=False, markup=False)
 
 
 def render_error(console: Console, error: PatchmgrError) -> None:
