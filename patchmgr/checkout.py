@@ -163,13 +163,19 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
                   folder: Path) -> tuple[GitRepo, str, list[str]]:
     """A partial clone of the source at ``commit``; files the source lacks stay out of the work tree.
 
-    The checkout fetches from the upstream's source itself, not from patchmgr's
-    cache: a blobless cache cannot serve the blobs it has not fetched yet, and
-    the checkout must not depend on the cache once it is made.
+    The checkout fetches from patchmgr's cache only when ``patchmgr fetch`` filled
+    it with every blob of the commit (a blobless cache cannot serve blobs it never
+    fetched); otherwise from the upstream's source itself. Either way ``origin``
+    ends up naming the real upstream, so the checkout does not depend on the cache.
     """
     repo = GitRepo.init(folder)
     errors = []
-    for url in urls_for(upstream, overrides):
+    urls = list(urls_for(upstream, overrides))
+    recorded_absent = store.complete_for(upstream.name, commit)
+    if recorded_absent is not None:
+        # `patchmgr fetch` filled the cache: check out from it, with no network (an image's cached layer)
+        urls.insert(0, str(store.repo_path(upstream.name)))
+    for url in urls:
         try:
             store.configure_remote(repo, url)
             repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", commit)
@@ -180,7 +186,9 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
         repo.close()
         raise StateError(f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
                          f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
-    absent = _absent_in_local_source(repo.run("remote", "get-url", "origin"), commit)
+    origin = repo.run("remote", "get-url", "origin")
+    absent = recorded_absent if origin == str(store.repo_path(upstream.name)) else \
+        _absent_in_local_source(origin, commit)
     if absent:
         # A mirror without its large files: keep those paths in the index (so commits
         # and `git status` stay exact) but out of the work tree.
@@ -194,6 +202,9 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
         repo.close()
         raise StateError(f"cannot check out {upstream.name} at {commit}: {exc.message}",
                          "the source lacks files of that commit; use a complete clone with --source") from exc
+    real = [url for url in urls if url != str(store.repo_path(upstream.name))]
+    if real and repo.run("remote", "get-url", "origin") != real[0]:
+        store.configure_remote(repo, real[0])
     return repo, commit, absent
 
 

@@ -23,7 +23,7 @@ from patchmgr.project import Project
 from patchmgr.installed import (EnvOutcome, apply_environment, check_environment, environment_trees,
                                 revert_environment, verify_environment)
 from patchmgr.smoke import checkout_trees, run_smoke
-from patchmgr.sources import parse_against, parse_source_overrides
+from patchmgr.sources import fetch_upstream, parse_against, parse_source_overrides
 from patchmgr.store import Store
 
 EXIT_CODES = "Exit codes: 0 fine; 1 the check ran and found trouble; 2 bad input or usage."
@@ -199,6 +199,39 @@ def smoke(
         report.render_smoke(_out(False), result)
     return 0 if result.ok else 1
 
+
+
+@app.command(help="Fill the cache with each upstream at its pin (every file of the commit, or the pinned "
+             "release), so a later apply needs no network: the download layer of an image build. " + EXIT_CODES)
+def fetch(
+    target: TargetOpt = None,
+    upstream: UpstreamOpt = None,
+    source: SourceOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    project = Project.at(root)
+    selected = project.target(_required_target(target))
+    overrides = parse_source_overrides(source)
+    require_upstreams([selected], overrides, {name: "" for name in upstream or ()})
+    store = _store(json_output)
+    fetched: dict[str, dict] = {}
+    try:
+        for entry in selected.upstreams:
+            if upstream and entry.name not in upstream:
+                continue
+            try:
+                where, absent = fetch_upstream(store, entry, overrides)
+                fetched[entry.name] = {"ok": True, "source": where, "absent": absent}
+            except PatchmgrError as exc:
+                fetched[entry.name] = {"ok": False, "error": exc.message}
+    finally:
+        store.close()
+    if json_output:
+        print(report.fetch_json(selected.name, fetched))
+    else:
+        report.render_fetch(_out(False), selected.name, fetched)
+    return 0 if all(f["ok"] for f in fetched.values()) else 1
 
 
 @app.command(help="Put back the original bytes of every file `apply --python` changed, and the original "

@@ -151,6 +151,11 @@ class GitRepo:
         checked = self.run("cat-file", "--batch-check", stdin="".join(f"{sha}\n" for sha, _ in blobs).encode())
         return [path for (_sha, path), line in zip(blobs, checked.splitlines()) if line.endswith(" missing")]
 
+    def unfetched_objects(self, commit: str) -> list[str]:
+        """Objects reachable from ``commit`` that a partial clone has not fetched (no lazy fetch)."""
+        out = self.run("rev-list", "--objects", "--missing=print", commit)
+        return [line[1:] for line in out.splitlines() if line.startswith("?")]
+
     def hash_blob(self, data: bytes) -> str:
         return self.run("hash-object", "--stdin", stdin=data)
 

@@ -202,6 +202,22 @@ def render_smoke(console: Console, smoke: SmokeReport) -> None:
                   style="green" if smoke.ok else "red", highlight=False)
 
 
+def fetch_json(target: str, fetched: dict[str, dict]) -> str:
+    return json.dumps({"target": target, "ok": all(f["ok"] for f in fetched.values()), "upstreams": fetched},
+                      indent=2)
+
+
+def render_fetch(console: Console, target: str, fetched: dict[str, dict]) -> None:
+    for name, entry in fetched.items():
+        if entry["ok"]:
+            console.print(f"{name}: cached from {entry['source']}", style="green", highlight=False, markup=False)
+            if entry["absent"]:
+                console.print(f"  the source lacks {len(entry['absent'])} files; checkouts leave them out: "
+                              + ", ".join(entry["absent"]), style="yellow", highlight=False, markup=False)
+        else:
+            console.print(f"{name}: not fetched: {entry['error']}", style="red", highlight=False, markup=False)
+
+
 def env_json(outcome: EnvOutcome) -> str:
     doc = target_json(outcome.status) if outcome.status else {"target": outcome.target}
     doc.update({"python": outcome.python, "action": outcome.action, "ok": outcome.ok, "notes": outcome.notes,

@@ -127,3 +127,19 @@ def open_source(store: Store, upstream: Upstream, ref: str | None, overrides: Ma
         errors.append(f"{ref!r} names no release version, so PyPI cannot stand in")
     raise SourceError("; ".join(errors) or f"{upstream.name} has no source",
                       f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+
+
+def fetch_upstream(store: Store, upstream: Upstream, overrides: Mapping[str, str]) -> tuple[str, list[str]]:
+    """Put everything a later offline ``apply`` needs into the cache; say from where, and what is absent."""
+    try:
+        urls = urls_for(upstream, overrides)
+        if not urls:
+            raise SourceError(f"{upstream.name} has no git URL", "")
+        absent = store.prefetch(upstream.name, upstream.commit, urls)
+        fetched = store.fetched_from.get(upstream.name, urls[0])
+        return f"git {fetched}", absent
+    except SourceError as exc:
+        if upstream.name in overrides or not (upstream.pypi and upstream.version):
+            raise
+        release = store.releases.open(upstream.pypi, upstream.version, upstream.package_root)
+        return f"{release.description} (git: {exc.message})", []

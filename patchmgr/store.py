@@ -93,6 +93,40 @@ class Store:
             f"pass a reachable clone with --source {upstream}=PATH_OR_URL",
         )
 
+    def prefetch(self, upstream: str, commit: str, urls: Sequence[str]) -> list[str]:
+        """Fetch every blob of ``commit`` into the cache, so a checkout needs no network later.
+
+        Returns the paths no source could provide (a mirror without its large files).
+        """
+        repo = self.ensure_commit(upstream, commit, urls)
+        absent: list[str] = []
+        local = as_local_path(urls[0]) if urls else None
+        if local is not None and local.exists():
+            with GitRepo(local) as source:
+                absent = source.missing_blobs(commit)
+        lacking = set(repo.unfetched_objects(commit))
+        if absent:
+            lacking -= {entry.sha for path in absent if (entry := repo.tree_entry(commit, path))}
+        wanted = sorted(lacking)
+        for start in range(0, len(wanted), 2000):
+            self.progress(f"fetching {len(wanted)} files of {upstream} {commit[:12]}")
+            repo.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "origin", "--",
+                     *wanted[start:start + 2000])
+        record = self._absent_record(upstream, commit)
+        record.parent.mkdir(exist_ok=True)
+        record.write_text("".join(f"{path}\n" for path in absent))
+        return absent
+
+    def _absent_record(self, upstream: str, commit: str) -> Path:
+        return self.repo_path(upstream) / "patchmgr-absent" / commit
+
+    def complete_for(self, upstream: str, commit: str) -> list[str] | None:
+        """If ``prefetch`` filled the cache for ``commit``: the paths its source lacked; else None."""
+        record = self._absent_record(upstream, commit)
+        if not record.is_file() or not self.repo(upstream).has_commit(commit):
+            return None
+        return record.read_text().splitlines()
+
     def resolve_ref(self, upstream: str, ref: str, urls: Sequence[str]) -> tuple[GitRepo, str]:
         """The commit that ``ref`` (branch, tag or commit) names at the upstream's source."""
         validate_ref(ref)
