@@ -269,7 +269,7 @@ def _render_env(outcome: EnvOutcome, json_output: bool) -> int:
 
 
 # -- commands: bisect, refresh, bump, edit, export (issue 6) --
-from patchmgr.bump import bump_upstream  # noqa: E402
+from patchmgr.bump import plan_bump, write_bump  # noqa: E402
 from patchmgr.history import bisect_upstream  # noqa: E402
 from patchmgr.manifest import Target  # noqa: E402
 from patchmgr.refresh import plan_refresh, write_refresh  # noqa: E402
@@ -341,9 +341,10 @@ def refresh(
     store = _store(False)
     try:
         plan = plan_refresh(project, selected.upstream(upstream), store, overrides, _required_ref(to),
-                            allow_three_way)
+                            allow_three_way, selected.name)
     finally:
         store.close()
+    report.render_interdiffs(_out(False), plan)
     if plan.ok and not dry_run:
         write_refresh(plan)
     report.render_refresh(_out(False), plan, dry_run)
@@ -360,6 +361,7 @@ def bump(
     allow_three_way: AllowThreeWayOpt = False,
     version: Annotated[Optional[str], typer.Option(
         "--version", help="The upstream's version at --to (default: from a tag such as v0.5.0).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change, write nothing.")] = False,
     source: SourceOpt = None,
     root: RootOpt = Path("."),
 ) -> int:
@@ -367,10 +369,13 @@ def bump(
     selected = _upstream_of(project, target, upstream, overrides)
     store = _store(False)
     try:
-        outcome = bump_upstream(project, selected, upstream, store, overrides, _required_ref(to), keep,
-                                allow_three_way, version)
+        outcome = plan_bump(project, selected, upstream, store, overrides, _required_ref(to), keep,
+                            allow_three_way, version)
     finally:
         store.close()
+    report.render_interdiffs(_out(False), outcome.plan)
+    if outcome.action == "planned" and not dry_run:
+        write_bump(outcome)
     report.render_bump(_out(False), outcome)
     return 0 if outcome.ok else 1
 

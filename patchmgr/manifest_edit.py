@@ -15,9 +15,10 @@ from pathlib import Path
 import tomlkit
 from tomlkit.items import Array, Table
 
-from patchmgr.errors import ManifestError
+from patchmgr.errors import ManifestError, PatchmgrError
 from patchmgr.gitio import FULL_SHA
 from patchmgr.manifest import load_target
+from patchmgr.project import Project
 
 
 def set_pin(path: Path, upstream: str, commit: str, ref: str, version: str | None = None) -> None:
@@ -52,6 +53,22 @@ def set_series(path: Path, upstream: str, patch_ids: Sequence[str]) -> None:
             series.append(patch_id)
 
     _edit(path, upstream, change)
+
+
+def listed_elsewhere(project: Project, target: str, upstream: str, patch_id: str) -> list[str]:
+    """The other targets whose series for ``upstream`` list ``patch_id``: they share its file."""
+    users = []
+    for name in project.target_names():
+        if name == target:
+            continue
+        try:
+            other = project.target(name)
+        except PatchmgrError:
+            users.append(f"{name} (its manifest does not load)")  # be safe: it may list the file
+            continue
+        if any(u.name == upstream and patch_id in u.patch_ids for u in other.upstreams):
+            users.append(name)
+    return users
 
 
 def _edit(path: Path, upstream: str, change) -> None:

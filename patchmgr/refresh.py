@@ -26,6 +26,7 @@ from patchmgr.evidence import explain_upstream
 from patchmgr.gitio import GitRepo, merge_texts
 from patchmgr.history import context_size
 from patchmgr.manifest import Upstream
+from patchmgr.manifest_edit import listed_elsewhere
 from patchmgr.patchfile import FileDiff, PatchFile, parse_patch
 from patchmgr.project import Project
 from patchmgr.sources import GitSource, open_git_source
@@ -44,6 +45,7 @@ class RefreshedPatch:
     reason: str = ""
     new_data: bytes | None = field(default=None, repr=False)
     interdiff: list[str] = field(default_factory=list)  # old diff vs new diff, for fuzz and 3-way
+    shared_with: list[str] = field(default_factory=list)  # other targets whose series list this file
 
 
 @dataclass
@@ -69,8 +71,12 @@ class RefreshPlan:
 
 
 def plan_refresh(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str], ref: str,
-                 allow_three_way: bool = False) -> RefreshPlan:
-    """What refreshing the upstream's series at ``ref`` would write; writes nothing."""
+                 allow_three_way: bool = False, target: str | None = None) -> RefreshPlan:
+    """What refreshing the upstream's series at ``ref`` would write; writes nothing.
+
+    Patch files are shared by the targets that list them: the plan names, for
+    each patch it would rewrite or that is upstream, the other targets listing it.
+    """
     source = open_git_source(store, upstream, ref, overrides)
     plan = RefreshPlan(upstream, ref, source.commit, allow_three_way)
     overlay = Overlay(source)
@@ -82,6 +88,9 @@ def plan_refresh(project: Project, upstream: Upstream, store: Store, overrides: 
     if source.commit != upstream.commit:
         explain_upstream(store, upstream, overrides, source, results)
     plan.patches = [_plan_one(r.patch, r, before, source, allow_three_way) for r, before in zip(results, preimages)]
+    for refreshed in plan.patches:
+        if target is not None and refreshed.action in ("refreshed", "upstream"):
+            refreshed.shared_with = listed_elsewhere(project, target, upstream.name, refreshed.patch.id)
     return plan
 
 

@@ -310,13 +310,17 @@ def render_bisect(console: Console, result: Bisection) -> None:
         console.print(f"apply at {result.ref}: {', '.join(result.applying)}", style="dim", highlight=False)
 
 
-def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, summary: bool = True) -> None:
+def render_interdiffs(console: Console, plan: RefreshPlan) -> None:
+    """Old and new patch of each fuzz or 3-way rewrite, shown before anything is written."""
     for refreshed in plan.patches:
         if refreshed.interdiff:
             console.print(f"{refreshed.patch.id}: old and new patch ({refreshed.state.value}):", highlight=False)
             for line in refreshed.interdiff:
                 style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
                 console.print(line.rstrip("\n"), style=style, highlight=False, markup=False)
+
+
+def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, summary: bool = True) -> None:
     table = Table(title=f"refresh {plan.upstream.name} at {plan.ref} ({plan.commit[:12]})", title_justify="left")
     for column in ("patch", "state", "action", "detail"):
         table.add_column(column, overflow="fold")
@@ -325,6 +329,10 @@ def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, s
         table.add_row(refreshed.patch.id, Text(refreshed.state.value, style=STATE_STYLE[refreshed.state]),
                       Text(refreshed.action, style=styles[refreshed.action]), refreshed.reason)
     console.print(table)
+    for refreshed in plan.changed:
+        if refreshed.shared_with:
+            console.print(f"note: {refreshed.patch.id} is also listed by target {', '.join(refreshed.shared_with)}: "
+                          "check it there with patchmgr status", style="yellow", highlight=False, markup=False)
     if not summary:
         return
     if not plan.ok:
@@ -354,15 +362,25 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
     if outcome.action == "up-to-date":
         console.print(f"{name} is already pinned at {plan.commit[:12]} ({plan.ref})", highlight=False)
         return
+    planned = outcome.action == "planned"
     for refreshed in plan.changed:
-        console.print(f"refreshed {refreshed.patch.id} ({refreshed.state.value})", highlight=False)
+        console.print(f"{'would refresh' if planned else 'refreshed'} {refreshed.patch.id} "
+                      f"({refreshed.state.value})", highlight=False)
     for dropped in outcome.dropped:
-        console.print(f"dropped {dropped.patch.id}: {dropped.reason}", style="cyan", highlight=False, markup=False)
+        console.print(f"{'would drop' if planned else 'dropped'} {dropped.patch.id}: {dropped.reason}", style="cyan",
+                      highlight=False, markup=False)
+        if dropped.patch.id in outcome.shared:
+            console.print(f"  its file stays: target {', '.join(outcome.shared[dropped.patch.id])} lists it too",
+                          style="yellow", highlight=False, markup=False)
     for kept in outcome.kept:
         console.print(f"kept {kept.patch.id} (--keep), although {kept.reason}", style="yellow", highlight=False,
                       markup=False)
     version = (f", version {outcome.old_version} -> {outcome.new_version}"
                if outcome.new_version and outcome.new_version != outcome.old_version else "")
+    if planned:
+        console.print(f"dry run: would bump {name}: {plan.upstream.commit[:12]} -> {plan.commit[:12]} ({plan.ref})"
+                      f"{version}; nothing was written", highlight=False)
+        return
     console.print(f"bumped {name}: {plan.upstream.commit[:12]} -> {plan.commit[:12]} ({plan.ref}){version} "
                   f"in {outcome.target.path}", style="green", highlight=False)
 
@@ -382,7 +400,10 @@ def render_export(console: Console, outcome: ExportOutcome) -> None:
         style = "green" if patch.action != "unchanged" else "dim"
         console.print(f"{patch.action:9} {patch.id} ({patch.commit[:12]})", style=style, highlight=False)
     for patch_id in outcome.removed:
-        console.print(f"removed   {patch_id}: no commit carries it any more", style="yellow", highlight=False)
+        kept = (f" (its file stays: target {', '.join(outcome.shared[patch_id])} lists it)"
+                if patch_id in outcome.shared else "")
+        console.print(f"removed   {patch_id}: no commit carries it any more{kept}", style="yellow", highlight=False,
+                      markup=False)
     if not outcome.changed:
         console.print(f"{outcome.upstream.name}: no patch changed", highlight=False)
     elif outcome.series_changed:

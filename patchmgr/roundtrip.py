@@ -65,6 +65,7 @@ class ExportOutcome:
     patches: list[ExportedPatch] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     series_changed: bool = False
+    shared: dict[str, list[str]] = field(default_factory=dict)  # removed id -> other targets keeping its file
 
     @property
     def changed(self) -> bool:
@@ -157,7 +158,11 @@ def export_checkout(project: Project, target: Target, name: str, source: Path) -
     if outcome.series_changed:
         manifest_edit.set_series(target.path, upstream.name, series)
     for patch_id in outcome.removed:
-        project.patch_path(upstream.name, patch_id).unlink(missing_ok=True)
+        users = manifest_edit.listed_elsewhere(project, target.name, upstream.name, patch_id)
+        if users:
+            outcome.shared[patch_id] = users
+        else:
+            project.patch_path(upstream.name, patch_id).unlink(missing_ok=True)
     _write_record(source, target.name, upstream.name, pin,
                   [(p.id, p.commit, _sha256(p.path)) for p in outcome.patches])
     return outcome

@@ -175,3 +175,45 @@ def test_bump_drops_a_patch_that_landed_upstream_unless_kept(cli, project, upstr
     assert not (project.root / "patches/lib/landed.patch").exists()
     assert 'patches = ["ours"]' in manifest.read_text()
     assert status_of(cli, upstream) == [("ours", "clean")]
+
+
+def test_refresh_accepts_a_three_way_merge_when_allowed(cli, project, upstream):
+    pin = upstream.head()
+    path = project.root / "patches/lib/fix.patch"
+    # one hunk changing lines 20 and 24 with 21-23 as inner context, which upstream then edits
+    setup(project, upstream, {"fix": upstream.make_patch(
+        pin, {"src/mod.py": lines_with({20: "fixed 20", 24: "fixed 24"})}, "Fix")})
+    upstream.commit({"src/mod.py": lines_with({22: "upstream changed 22"})}, "touch inner context")
+    assert status_of(cli, upstream) == [("fix", "three-way")]
+    assert refresh(cli, upstream).code == 1
+    result = refresh(cli, upstream, "--allow-three-way")
+    assert result.code == 0, result.out
+    assert "old and new patch (three-way)" in result.out
+    assert result.out.index("fix (refreshed)") < result.out.index("rewrote 1 patch")  # shown before writing
+    assert status_of(cli, upstream) == [("fix", "clean")]
+    assert b"+fixed 24\n" in path.read_bytes() and b" upstream changed 22\n" in path.read_bytes()
+
+
+def test_bump_dry_run_writes_nothing(cli, project, upstream):
+    pin = upstream.head()
+    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")})
+    upstream.commit({"src/mod.py": lines_with({}, insert_top=2)}, "shift")
+    before = {p: p.read_bytes() for p in project.root.rglob("*") if p.is_file()}
+    result = bump(cli, upstream, "--dry-run")
+    assert result.code == 0 and "would refresh fix (offset)" in result.out and "nothing was written" in result.out
+    assert {p: p.read_bytes() for p in project.root.rglob("*") if p.is_file()} == before
+
+
+def test_bump_keeps_the_file_of_a_dropped_patch_another_target_lists(cli, project, upstream):
+    pin = upstream.head()
+    setup(project, upstream, {"landed": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "landed"})}, "L")})
+    project.manifest("other", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin,
+                                       "patches": ["landed"]}})
+    upstream.commit({"src/mod.py": lines_with({5: "landed"})}, "take it (#12)")
+    result = bump(cli, upstream)
+    assert result.code == 0, result.out
+    assert "its file stays: target other lists it too" in result.out
+    assert (project.root / "patches/lib/landed.patch").exists()
+    assert "patches = []" in (project.root / "manifests/t.toml").read_text()
+    other = cli("status", "--target", "other", "--json", "--source", f"lib={upstream.path}")
+    assert other.json["upstreams"][0]["patches"][0]["state"] == "clean"
