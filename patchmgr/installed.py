@@ -178,8 +178,13 @@ def apply_environment(project: Project, target: Target, store: Store, overrides:
         writes, new_ledger = _plan_writes(state, ledger, status)
         apply_transaction(environment.state_dir, writes)
     outcome.action = "applied"
-    outcome.changed = sorted(str(p) for p in writes if p != state.ledger_path)
+    outcome.changed = _environment_files(writes, environment)
     return outcome
+
+
+def _environment_files(writes: Mapping[Path, bytes | None], environment: Environment) -> list[str]:
+    """The distribution files written or removed (not patchmgr's own state)."""
+    return sorted(str(path) for path in writes if environment.state_dir not in path.parents)
 
 
 def _same_plan(ledger: EnvLedger, status: TargetStatus) -> bool:
@@ -370,7 +375,7 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = ()) ->
             writes[state.ledger_path] = None
         apply_transaction(environment.state_dir, writes)
     outcome.action = "reverted"
-    outcome.changed = sorted(str(p) for p in writes if p != state.ledger_path)
+    outcome.changed = _environment_files(writes, environment)
     return outcome
 
 
