@@ -234,11 +234,12 @@ def render_env(console: Console, outcome: EnvOutcome) -> None:
         console.print(f"differs: {problem}", style="red", highlight=False, markup=False)
     messages = {
         "applied": f"applied target {outcome.target} into {outcome.python}'s environment "
-                   f"({len(outcome.changed)} files written, originals kept for revert)",
+                   f"({len(outcome.changed)} files changed: sources, stale bytecode, RECORD; originals kept for revert)",
         "already-applied": f"{outcome.python}'s environment already holds exactly these patches: nothing to do",
         "dry-run": "dry run: every patch applies; nothing was written",
         "refused": "refused: not every patch applies exactly, so nothing was changed",
-        "reverted": f"reverted target {outcome.target}: {len(outcome.changed)} files restored byte for byte",
+        "reverted": f"reverted target {outcome.target}: {len(outcome.changed)} files (sources, bytecode, RECORD) "
+                    "restored byte for byte",
         "nothing-to-revert": f"nothing to revert: patchmgr has not applied target {outcome.target} there",
         "verified": f"verified: the environment holds exactly target {outcome.target}'s patches",
         "differs": "the environment differs from what apply wrote (see above)",
