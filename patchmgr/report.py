@@ -7,27 +7,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchmgr.checkout import ApplyOutcome, VerifyOutcome
-from patchmgr.checking import TargetStatus, UpstreamStatus
 from patchmgr.engine import CheckResult, State
 from patchmgr.errors import PatchmgrError
-from patchmgr.installed import EnvOutcome
-from patchmgr.lint import LintProblem
-from patchmgr.smoke import SmokeReport
-from patchmgr.bump import BumpOutcome
-from patchmgr.history import Bisection, Step
-from patchmgr.refresh import RefreshPlan
-from patchmgr.roundtrip import EditOutcome, ExportOutcome
+
+if TYPE_CHECKING:  # only for annotations: importing every command's module would slow every command's start
+    from patchmgr.bump import BumpOutcome
+    from patchmgr.checking import TargetStatus, UpstreamStatus
+    from patchmgr.checkout import ApplyOutcome, VerifyOutcome
+    from patchmgr.history import Bisection, Step
+    from patchmgr.installed import EnvOutcome
+    from patchmgr.lint import LintProblem
+    from patchmgr.refresh import RefreshPlan
+    from patchmgr.roundtrip import EditOutcome, ExportOutcome
+    from patchmgr.smoke import SmokeReport
 
 STATE_STYLE = {
     State.CLEAN: "green", State.OFFSET: "green", State.FUZZ: "yellow", State.THREE_WAY: "yellow",
     State.CONFLICT: "red", State.UPSTREAM: "cyan", State.MISSING: "red",
 }
+
+
+def _row(table: Table, *cells) -> None:
+    """A table row whose text is shown as is: test ids like ``test_x[case]`` and subjects like
+    ``[training] fix`` are not rich markup."""
+    table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells))
 
 
 def patch_json(result: CheckResult) -> dict:
@@ -112,27 +121,28 @@ def _upstream_lines(console: Console, status: UpstreamStatus) -> None:
 def _status_rows(table: Table, status: UpstreamStatus) -> None:
     name = status.upstream.name
     if not status.available:
-        table.add_row(name, "-", Text("unavailable", style="red"), "no source could provide it (see below)")
+        _row(table, name, "-", Text("unavailable", style="red"), "no source could provide it (see below)")
         return
     if not status.results:
-        table.add_row(name, "-", "no patches", "")
+        _row(table, name, "-", "no patches", "")
     for result in status.results:
         state = Text(result.state.value, style=STATE_STYLE[result.state])
-        table.add_row(name, result.patch.id, state, result.detail)
+        _row(table, name, result.patch.id, state, result.detail)
         if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT:
             lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
-            table.add_row("", "", "", Text(f"upstream at line {result.conflict.expected_line}:\n{lines}",
+            _row(table, "", "", "", Text(f"upstream at line {result.conflict.expected_line}:\n{lines}",
                                            style="dim"))
 
 
 def apply_json(outcome: ApplyOutcome) -> str:
     doc = target_json(outcome.status)
-    doc.update({"into": str(outcome.into), "action": outcome.action})
+    doc.update({"into": str(outcome.into), "action": outcome.action, "notes": outcome.notes})
     return json.dumps(doc, indent=2)
 
 
 def render_apply(console: Console, outcome: ApplyOutcome) -> None:
     render_status(console, [outcome.status])
+    _notes(console, outcome.notes)
     messages = {
         "applied": f"applied target {outcome.status.target.name} into {outcome.into}",
         "already-applied": f"{outcome.into} already holds exactly these patches: nothing to do",
@@ -145,10 +155,11 @@ def render_apply(console: Console, outcome: ApplyOutcome) -> None:
 
 def verify_json(outcome: VerifyOutcome) -> str:
     return json.dumps({"target": outcome.target, "into": str(outcome.into), "ok": outcome.ok,
-                       "checked": outcome.checked, "problems": outcome.problems}, indent=2)
+                       "checked": outcome.checked, "problems": outcome.problems, "notes": outcome.notes}, indent=2)
 
 
 def render_verify(console: Console, outcome: VerifyOutcome) -> None:
+    _notes(console, outcome.notes)
     if outcome.ok:
         console.print(f"verified: {outcome.into} holds exactly target {outcome.target} "
                       f"({', '.join(outcome.checked)})", style="green", highlight=False)
@@ -171,13 +182,14 @@ def render_lint(console: Console, problems: list[LintProblem], checked: int) -> 
 
 
 def smoke_json(smoke: SmokeReport) -> str:
-    return json.dumps({"target": smoke.target, "unpatched": smoke.unpatched, "ok": smoke.ok,
+    return json.dumps({"target": smoke.target, "unpatched": smoke.unpatched, "ok": smoke.ok, "notes": smoke.notes,
                        "results": [{"patch": r.patch, "upstream": r.upstream, "test": r.test, "device": r.device,
                                     "result": r.result, "seconds": r.seconds, "reason": r.reason}
                                    for r in smoke.results]}, indent=2)
 
 
 def render_smoke(console: Console, smoke: SmokeReport) -> None:
+    _notes(console, smoke.notes)
     title = f"smoke {smoke.target}" + (" (unpatched: every test must fail)" if smoke.unpatched else "")
     table = Table(title=title, title_justify="left")
     for column in ("patch", "test", "device", "result", "time", "reason"):
@@ -186,7 +198,7 @@ def render_smoke(console: Console, smoke: SmokeReport) -> None:
     if smoke.unpatched:
         styles = {"passed": "red", "failed": "green", "skipped": "yellow"}
     for r in smoke.results:
-        table.add_row(r.patch, r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test, r.device,
+        _row(table, r.patch, r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test, r.device,
                       Text(r.result, style=styles[r.result]), f"{r.seconds:.1f}s", r.reason)
     console.print(table)
     ran = len(smoke.ran)
@@ -228,8 +240,7 @@ def env_json(outcome: EnvOutcome) -> str:
 def render_env(console: Console, outcome: EnvOutcome) -> None:
     if outcome.status:
         render_status(console, [outcome.status])
-    for note in outcome.notes:
-        console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
+    _notes(console, outcome.notes)
     for problem in outcome.problems:
         console.print(f"differs: {problem}", style="red", highlight=False, markup=False)
     messages = {
@@ -245,6 +256,11 @@ def render_env(console: Console, outcome: EnvOutcome) -> None:
         "differs": "the environment differs from what apply wrote (see above)",
     }
     console.print(messages[outcome.action], style="green" if outcome.ok else "red", highlight=False, markup=False)
+
+
+def _notes(console: Console, notes: list[str]) -> None:
+    for note in notes:
+        console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
 
 
 def render_error(console: Console, error: PatchmgrError) -> None:
@@ -297,7 +313,7 @@ def render_bisect(console: Console, result: Bisection) -> None:
         table.add_column(column, overflow="fold")
     for history in result.patches:
         first = history.first_commit
-        table.add_row(history.patch.id, Text(history.state.value, style=STATE_STYLE[history.state]),
+        _row(table, history.patch.id, Text(history.state.value, style=STATE_STYLE[history.state]),
                       first.commit[:12] if first else "-", f"#{first.pr}" if first and first.pr else "",
                       first.subject if first else "", str(history.commits_checked))
     console.print(table)
@@ -327,7 +343,7 @@ def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, s
         table.add_column(column, overflow="fold")
     styles = {"refreshed": "green", "unchanged": "green", "upstream": "cyan", "refused": "red"}
     for refreshed in plan.patches:
-        table.add_row(refreshed.patch.id, Text(refreshed.state.value, style=STATE_STYLE[refreshed.state]),
+        _row(table, refreshed.patch.id, Text(refreshed.state.value, style=STATE_STYLE[refreshed.state]),
                       Text(refreshed.action, style=styles[refreshed.action]), refreshed.reason)
     console.print(table)
     for refreshed in plan.changed:
