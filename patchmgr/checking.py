@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from patchmgr.engine import CheckResult, State, check_series
 from patchmgr.errors import PatchmgrError, UsageError
-from patchmgr.evidence import explain_upstream
 from patchmgr.gitio import merge_texts
 from patchmgr.manifest import Target, Upstream
 from patchmgr.project import Project
@@ -80,6 +79,7 @@ def check_upstream(project: Project, upstream: Upstream, store: Store, overrides
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
     results = check_series(patches, source, merge_texts)
     if isinstance(source, GitSource) and ref is not None and source.commit != upstream.commit:
+        from patchmgr.evidence import explain_upstream  # history code, loaded only when it can be needed
         explain_upstream(store, upstream, overrides, source, results)  # issue 6: name the carrying commit
     status = UpstreamStatus(upstream, shown_ref, source.commit, source.description, results, reader=source)
     if isinstance(source, ReleaseSource) and source.fallback_from:

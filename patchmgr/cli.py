@@ -9,22 +9,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
 
-from patchmgr import report
-from patchmgr.checking import check_target, require_upstreams
-from patchmgr.checkout import apply_into, verify_into
 from patchmgr.errors import PatchmgrError, UsageError
-from patchmgr.lint import lint_project
 from patchmgr.project import Project
-from patchmgr.installed import (EnvOutcome, apply_environment, check_environment, environment_trees,
-                                revert_environment, verify_environment)
-from patchmgr.smoke import checkout_trees, run_smoke
-from patchmgr.sources import fetch_upstream, parse_against, parse_source_overrides
-from patchmgr.store import Store
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from patchmgr.installed import EnvOutcome
+    from patchmgr.manifest import Target
+    from patchmgr.store import Store
+
+# Each command imports the core modules it uses when it runs: a process that runs
+# one command should not load GitPython, rich tables, PyPI and history code for all
+# of them (benchmarks/RESULTS.md has the start-up cost that this keeps down).
 
 EXIT_CODES = "Exit codes: 0 fine; 1 the check ran and found trouble; 2 bad input or usage."
 
@@ -46,10 +47,14 @@ UpstreamOpt = Annotated[Optional[list[str]], typer.Option(
 
 
 def _out(json_mode: bool) -> Console:
+    from rich.console import Console
     return Console(stderr=json_mode, highlight=False, soft_wrap=True)
 
 
 def _store(json_mode: bool) -> Store:
+    from rich.console import Console
+
+    from patchmgr.store import Store
     err = Console(stderr=True)
     show = err.is_terminal and not json_mode
     return Store(progress=(lambda message: err.print(f"… {message}", style="dim")) if show else None)
@@ -73,6 +78,9 @@ def status(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.checking import check_target, require_upstreams
+    from patchmgr.sources import parse_against, parse_source_overrides
     project = Project.at(root)
     overrides, refs = parse_source_overrides(source), parse_against(against)
     targets = project.targets(target)
@@ -85,6 +93,7 @@ def status(
     store = _store(json_output)
     try:
         if python:
+            from patchmgr.installed import check_environment
             statuses = [check_environment(project, t, store, overrides, python, upstream or ())[0] for t in targets]
         else:
             statuses = [check_target(project, t, store, overrides, refs, upstream or ()) for t in targets]
@@ -113,6 +122,9 @@ def apply(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.checking import require_upstreams
+    from patchmgr.sources import parse_source_overrides
     project = Project.at(root)
     _one_place("apply", into, python)
     selected = project.target(_required_target(target))
@@ -121,8 +133,10 @@ def apply(
     store = _store(json_output)
     try:
         if python:
+            from patchmgr.installed import apply_environment
             env_outcome = apply_environment(project, selected, store, overrides, python, upstream or (), dry_run)
         else:
+            from patchmgr.checkout import apply_into
             outcome = apply_into(project, selected, store, overrides, into, dry_run, upstream or ())
     finally:
         store.close()
@@ -145,12 +159,16 @@ def verify(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.checking import require_upstreams
     project = Project.at(root)
     _one_place("verify", into, python)
     selected = project.target(_required_target(target))
     require_upstreams([selected], {name: "" for name in upstream or ()})
     if python:
+        from patchmgr.installed import verify_environment
         return _render_env(verify_environment(project, selected, python, upstream or ()), json_output)
+    from patchmgr.checkout import verify_into
     outcome = verify_into(project, selected, into, upstream or ())
     if json_output:
         print(report.verify_json(outcome))
@@ -162,6 +180,8 @@ def verify(
 @app.command(help="Check manifests and patch files: well-formed, documented (DEP-3), all listed. "
              + EXIT_CODES)
 def lint(json_output: JsonOpt = False, root: RootOpt = Path(".")) -> int:
+    from patchmgr import report
+    from patchmgr.lint import lint_project
     project = Project.at(root)
     problems, checked = lint_project(project)
     if json_output:
@@ -186,12 +206,20 @@ def smoke(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.checking import require_upstreams
+    from patchmgr.smoke import run_smoke
     project = Project.at(root)
     _one_place("smoke", into, python)
     selected = project.target(_required_target(target))
     require_upstreams([selected], {name: "" for name in upstream or ()})
     only = upstream or ()
-    trees = environment_trees(selected, python, only) if python else checkout_trees(selected, into, only)
+    if python:
+        from patchmgr.installed import environment_trees
+        trees = environment_trees(selected, python, only)
+    else:
+        from patchmgr.smoke import checkout_trees
+        trees = checkout_trees(selected, into, only)
     result = run_smoke(project, selected, trees, device, unpatched, python)
     if json_output:
         print(report.smoke_json(result))
@@ -210,6 +238,9 @@ def fetch(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.checking import require_upstreams
+    from patchmgr.sources import fetch_upstream, parse_source_overrides
     project = Project.at(root)
     selected = project.target(_required_target(target))
     overrides = parse_source_overrides(source)
@@ -243,6 +274,8 @@ def revert(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr.checking import require_upstreams
+    from patchmgr.installed import revert_environment
     project = Project.at(root)
     if not python:
         raise UsageError("revert needs --python PATH",
@@ -261,6 +294,7 @@ def _one_place(verb: str, into: Optional[Path], python: Optional[str]) -> None:
 
 
 def _render_env(outcome: EnvOutcome, json_output: bool) -> int:
+    from patchmgr import report
     if json_output:
         print(report.env_json(outcome))
     else:
@@ -269,12 +303,6 @@ def _render_env(outcome: EnvOutcome, json_output: bool) -> int:
 
 
 # -- commands: bisect, refresh, bump, edit, export (issue 6) --
-from patchmgr.bump import plan_bump, write_bump  # noqa: E402
-from patchmgr.history import bisect_upstream  # noqa: E402
-from patchmgr.manifest import Target  # noqa: E402
-from patchmgr.refresh import plan_refresh, write_refresh  # noqa: E402
-from patchmgr.roundtrip import edit_checkout, export_checkout  # noqa: E402
-
 NameOpt = Annotated[Optional[str], typer.Option("--upstream", "-u", help="The upstream, by its name in the manifest.")]
 ToOpt = Annotated[Optional[str], typer.Option("--to", help="Branch, tag or commit of the upstream to go to.")]
 AllowThreeWayOpt = Annotated[bool, typer.Option(
@@ -283,6 +311,7 @@ AllowThreeWayOpt = Annotated[bool, typer.Option(
 
 def _upstream_of(project: Project, target: Optional[str], upstream: Optional[str],
                  overrides: dict[str, str]) -> Target:
+    from patchmgr.checking import require_upstreams
     selected = project.target(_required_target(target))
     if not upstream:
         raise UsageError("--upstream is required here",
@@ -310,6 +339,9 @@ def bisect(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.history import bisect_upstream
+    from patchmgr.sources import parse_source_overrides
     project, overrides = Project.at(root), parse_source_overrides(source)
     selected = _upstream_of(project, target, upstream, overrides)
     store = _store(json_output)
@@ -336,6 +368,9 @@ def refresh(
     source: SourceOpt = None,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.refresh import plan_refresh, write_refresh
+    from patchmgr.sources import parse_source_overrides
     project, overrides = Project.at(root), parse_source_overrides(source)
     selected = _upstream_of(project, target, upstream, overrides)
     store = _store(False)
@@ -365,6 +400,9 @@ def bump(
     source: SourceOpt = None,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.bump import plan_bump, write_bump
+    from patchmgr.sources import parse_source_overrides
     project, overrides = Project.at(root), parse_source_overrides(source)
     selected = _upstream_of(project, target, upstream, overrides)
     store = _store(False)
@@ -389,6 +427,9 @@ def edit(
     source: SourceOpt = None,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.roundtrip import edit_checkout
+    from patchmgr.sources import parse_source_overrides
     project, overrides = Project.at(root), parse_source_overrides(source)
     selected = _upstream_of(project, target, upstream, overrides)
     if into is None:
@@ -410,6 +451,8 @@ def export(
     from_dir: Annotated[Optional[Path], typer.Option("--from", help="The folder that patchmgr edit made.")] = None,
     root: RootOpt = Path("."),
 ) -> int:
+    from patchmgr import report
+    from patchmgr.roundtrip import export_checkout
     project = Project.at(root)
     selected = _upstream_of(project, target, upstream, {})
     if from_dir is None:
@@ -425,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = command.main(args=argv, prog_name="patchmgr", standalone_mode=False)
     except PatchmgrError as error:
+        from rich.console import Console
+
+        from patchmgr import report
         report.render_error(Console(stderr=True, soft_wrap=True), error)
         return error.exit_code
     except typer.Exit as exit_:

@@ -11,12 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tarfile
 import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,6 +119,9 @@ class ReleaseCache:
         return ReleaseSource(project, version, file, _top(tree, file), package_root)
 
     def _files(self, project: str, version: str) -> list[dict]:
+        import urllib.error  # the network modules cost a noticeable share of a CLI start; only downloads need them
+        import urllib.parse
+        import urllib.request
         url = f"{index_url()}/{canonicalize_name(project)}/"
         request = urllib.request.Request(url, headers={"Accept": _SIMPLE_JSON})
         try:
@@ -139,6 +137,9 @@ class ReleaseCache:
         return [dict(f, url=urllib.parse.urljoin(url, f["url"])) for f in files]
 
     def _download_and_unpack(self, file: ReleaseFile, folder: Path, tree: Path) -> None:
+        import tarfile
+        import urllib.error
+        import urllib.request
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=folder, prefix=".unpack-") as tmp:
             archive = Path(tmp) / file.filename
@@ -163,6 +164,7 @@ class ReleaseCache:
 
 
 def _unzip(archive: Path, into: Path) -> None:
+    import zipfile
     with zipfile.ZipFile(archive) as zipped:
         for member in zipped.infolist():
             name = Path(member.filename)
