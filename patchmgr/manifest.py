@@ -21,6 +21,7 @@ PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _TARGET_KEYS = {"name", "description"}
 _UPSTREAM_KEYS = {"git", "mirrors", "commit", "version", "pypi", "package-root", "patches"}
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/].*$")
+_SCP_LIKE_HOST = re.compile(r"^[^/:]*@([^/:]*):")
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class _Validator:
             self._url(mirror, f"{key}.mirrors[{index}]")
         commit = self._string(raw, "commit", f"{key}.commit", required=True)
         if not FULL_SHA.match(commit):
-            raise self.fail(f"{key}.commit", f"{commit!r} is not a full commit id (40 hex digits)",
+            raise self.fail(f"{key}.commit", f"{commit!r} is not a full commit id (40 lower-case hex digits)",
                             "pin the full id: `git rev-parse <tag>^{commit}` prints it")
         version = self._string(raw, "version", f"{key}.version")
         if version is not None:
@@ -188,6 +189,10 @@ def url_problem(url: str, from_command_line: bool = False) -> str | None:
     if any(ch in url for ch in "\n\r\x00"):
         return "contains a control character"
     lowered = url.lower()
+    # ssh://-oProxyCommand=... (CVE-2017-1000117): a host that ssh would read as an option
+    host = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/]*)", lowered) or _SCP_LIKE_HOST.match(url)
+    if host and host.group(1).startswith("-"):
+        return f"{url!r} names a host that looks like a command-line option"
     if lowered.startswith("ext::"):
         return "the ext:: transport runs commands and is refused"
     if "::" in url.split("/")[0] and not from_command_line:

@@ -27,6 +27,12 @@ UPSTREAM_STATUSES = ("Pending", "Submitted", "Backport", "Accepted", "Denied", "
 _FIELD_LINE = re.compile(r"^(%s):[ \t]*(.*)$" % "|".join(re.escape(k) for k in DEP3_KEYS))
 _INDEX_LINE = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: (\d+))?$")
 _SUBJECT_PREFIX = re.compile(r"^\[[^\]]*PATCH[^\]]*\]\s*")
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_MAIL_START = re.compile(r"^From [0-9a-f]{40} ")
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+REGULAR_MODE = "100644"
+_SPECIAL_MODES = {"120000": "symbolic link", "160000": "submodule"}
+_COUNTS_HINT = "the hunk line counts must match the hunk's lines; regenerate the patch with git format-patch"
 
 
 @dataclass(frozen=True)
@@ -135,9 +141,17 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
             f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})",
             "patches must be UTF-8; re-export the patch with git format-patch",
         ) from exc
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise PatchFormatError(f"{path}:{line}: holds a NUL byte, so it is binary, not a text diff",
+                               "keep binary files out of patches; ship them another way")
+    # Editors on Windows start files with a byte-order mark; it is not part of
+    # the patch, and left in place it hides the first "From"/"diff" line.
+    text = text.removeprefix("\ufeff")
     header_text, diff_text, diff_line = _split_message(text)
     if not diff_text.strip():
         raise PatchFormatError(f"{path}: holds no diff", "an empty patch changes nothing; remove it from the series")
+    diff_text = _check_hunks(diff_text, path, diff_line)
     subject, body, author, date = _parse_mail(header_text)
     fields = _parse_fields(body)
     files = _parse_diff(diff_text, path, diff_line)
@@ -157,9 +171,9 @@ def _split_message(text: str) -> tuple[str, str, int]:
             message = "".join(lines[:index])
             # format-patch puts "---", a diffstat and a blank line before the diff
             message = re.split(r"(?m)^---\s*$", message, maxsplit=1)[0]
-            diff = "".join(lines[index:])
-            diff = re.sub(r"(?m)^-- \n[\s\S]*\Z", "", diff)  # mail signature
-            return message, diff, index + 1
+            # the mail signature ("-- " and git's version) is cut by _check_hunks,
+            # which alone can tell it from a removed line that reads "- "
+            return message, "".join(lines[index:]), index + 1
     return text, "", len(lines) + 1
 
 
@@ -194,14 +208,115 @@ def _parse_fields(body: str) -> list[tuple[str, str]]:
     return fields
 
 
+def _check_hunks(diff_text: str, path: Path, first_line: int) -> str:
+    """Check every hunk against its header's line counts, as git reads them; return the diff without its signature.
+
+    unidiff stops reading a hunk once its counts are met and silently skips a
+    malformed hunk header, so a wrong count would drop the rest of a hunk (a
+    removed line quietly not removed) or a whole hunk. Here any line that
+    could be part of a hunk but is not counted by one is an error.
+    """
+    lines = diff_text.splitlines(keepends=True)
+    if not lines[-1].endswith("\n"):
+        # the patch file lost its final newline (lint says so); it ends the last
+        # line of the file, it is not content, so read the line as if it were there
+        lines[-1] += "\n"
+    index, section = 0, None
+    while index < len(lines):
+        line = lines[index]
+        where = f"{path}:{first_line + index}"
+        header = _HUNK_HEADER.match(line)
+        if line.startswith("diff --git "):
+            section = [line.rstrip("\r\n")]
+            index += 1
+        elif section is not None and line.startswith(("new file mode ", "deleted file mode ")):
+            section.append(line.split(" file mode")[0])
+            index += 1
+        elif header:
+            index = _skip_hunk(lines, index, header, path, first_line)
+        elif line.startswith("@@"):
+            raise PatchFormatError(f"{where}: malformed diff: bad hunk header {line.rstrip()!r}",
+                                   "a hunk header reads @@ -START,COUNT +START,COUNT @@")
+        elif line.rstrip("\r\n") == "-- " or _MAIL_START.match(line):
+            # format-patch's signature ends the diff; another mail after it is another commit
+            later = next((i for i in range(index, len(lines)) if _MAIL_START.match(lines[i])), None)
+            if later is not None:
+                raise PatchFormatError(
+                    f"{path}:{first_line + later}: holds a second commit; a .patch file holds exactly one",
+                    "split it: git format-patch writes one file per commit")
+            return "".join(lines[:index])
+        elif line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ "):
+            if section is not None:
+                _check_names(section, line, lines[index + 1], where)
+            index, section = index + 2, None
+        elif line[:1] in (" ", "+", "-", "\\"):
+            raise PatchFormatError(
+                f"{where}: malformed diff: {line.rstrip()!r} is outside any hunk (a hunk header above counts too few lines, "
+                "or is missing)", _COUNTS_HINT)
+        else:
+            index += 1
+    return "".join(lines)
+
+
+def _check_names(section: list[str], minus: str, plus: str, where: str) -> None:
+    """The ---/+++ names of a "diff --git" section must agree with its header, as git requires.
+
+    unidiff takes the names from the "diff --git" line and ignores the "---"
+    line, so a "--- /dev/null" without "new file mode" would silently become a
+    modification, and "--- a/other" a change to another file than git reads.
+    """
+    old, new = (name.split("\t")[0].rstrip("\r\n")[4:] for name in (minus, plus))
+    header, created, deleted = section[0], "new" in section, "deleted" in section
+    consistent = (
+        (old == "/dev/null") == created and (new == "/dev/null") == deleted
+        and (created or header.startswith(f"diff --git {old} "))
+        and (deleted or header.endswith(f" {new}"))
+    )
+    if not consistent:
+        missing_mode = "/dev/null" in (old, new) and not (created or deleted)
+        raise PatchFormatError(
+            f"{where}: malformed diff: '--- {old}' and '+++ {new}' disagree with {header!r}"
+            + (" (a created or deleted file needs a 'new file mode' or 'deleted file mode' line)"
+               if missing_mode else ""),
+            "regenerate the patch with git format-patch")
+
+
+def _skip_hunk(lines: list[str], index: int, header: re.Match, path: Path, first_line: int) -> int:
+    """The index of the first line after the hunk whose header is at ``index``."""
+    old = int(header.group(2)) if header.group(2) is not None else 1
+    new = int(header.group(4)) if header.group(4) is not None else 1
+    start, want = index, (old, new)
+    index += 1
+    while old > 0 or new > 0:
+        problem = None
+        if index == len(lines):
+            problem = "the patch ends"
+        else:
+            line = lines[index]
+            # an empty line is an empty context line whose space a mailer or editor stripped (git reads it so)
+            kind = " " if line in ("\n", "\r\n") else line[:1]
+            old -= kind in (" ", "-")
+            new -= kind in (" ", "+")
+            if kind not in (" ", "-", "+", "\\"):
+                problem = f"line {first_line + index} is not a hunk line"
+            elif old < 0 or new < 0:
+                problem = f"line {first_line + index} is one more than it counts"
+        if problem:
+            raise PatchFormatError(
+                f"{path}:{first_line + start}: malformed diff: hunk {lines[start].split(' @@')[0]} @@ does not match its line "
+                f"counts ({want[0]} old, {want[1]} new lines): {problem}", _COUNTS_HINT)
+        index += 1
+    while index < len(lines) and lines[index].startswith("\\"):
+        index += 1
+    return index
+
+
 def _parse_diff(diff_text: str, path: Path, first_line: int) -> tuple[FileDiff, ...]:
     try:
         patch_set = unidiff.PatchSet(io.StringIO(diff_text, newline=""))
     except unidiff.UnidiffParseError as exc:
-        raise PatchFormatError(
-            f"{path}: malformed diff ({exc})",
-            "the hunk line counts must match the hunk's lines; regenerate it with git format-patch",
-        ) from exc
+        # unidiff's message may end with the raw line: keep the error on one line
+        raise PatchFormatError(f"{path}: malformed diff ({str(exc).strip()!r})", _COUNTS_HINT) from exc
     if not len(patch_set):
         raise PatchFormatError(f"{path}:{first_line}: no file changes found in the diff",
                                "a patch needs at least one 'diff --git' section")
@@ -209,25 +324,84 @@ def _parse_diff(diff_text: str, path: Path, first_line: int) -> tuple[FileDiff, 
 
 
 def _file_diff(patched: unidiff.PatchedFile, path: Path) -> FileDiff:
-    info = "".join(str(line) for line in patched.patch_info)
-    old_blob = new_blob = new_mode = None
-    for line in info.splitlines():
+    # a plain diff (no "diff --git" line) has no extended header at all
+    info = [str(line).rstrip("\r\n") for line in patched.patch_info or ()]
+    old_blob = new_blob = None
+    modes: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for line in info:
         match = _INDEX_LINE.match(line)
         if match:
             old_blob, new_blob = match.group(1), match.group(2)
-        elif line.startswith("new file mode ") or line.startswith("new mode "):
-            new_mode = line.split()[-1]
-        elif line.startswith("old mode ") or line.startswith("deleted file mode "):
-            pass
-    old_path = _strip_prefix(patched.source_file, "a/", path)
-    new_path = _strip_prefix(patched.target_file, "b/", path)
-    if patched.is_binary_file or "GIT binary patch" in info or "Binary files " in info:
-        raise PatchFormatError(f"{path}: binary change to {new_path or old_path} is not supported",
+            if match.group(3):
+                modes["index"] = match.group(3)
+            continue
+        for key in ("new file mode", "deleted file mode", "old mode", "new mode"):
+            if line.startswith(key + " "):
+                modes[key] = line[len(key) + 1:].strip()
+        for key in ("rename from", "rename to", "copy from", "copy to"):
+            if line.startswith(key + " "):
+                names[key] = _unquote(line[len(key) + 1:], path)
+    old_path = _strip_prefix(_unquote(patched.source_file, path), "a/", path)
+    new_path = _strip_prefix(_unquote(patched.target_file, path), "b/", path)
+    shown = new_path or old_path
+    if patched.is_binary_file or any(l.startswith(("GIT binary patch", "Binary files ")) for l in info):
+        raise PatchFormatError(f"{path}: binary change to {shown} is not supported",
                                "keep binary files out of patches; ship them another way")
+    _check_modes(modes, shown, path)
+    if "copy from" in names or "copy to" in names:
+        raise PatchFormatError(f"{path}: copies {names.get('copy from')} to {names.get('copy to')}; "
+                               "copies are not supported", "write the copy as a new file (git diff --no-renames)")
+    for key, value in (("rename from", old_path), ("rename to", new_path)):
+        if key in names and _strip_prefix(names[key], "", path) != value:
+            raise PatchFormatError(f"{path}: '{key} {names[key]}' disagrees with the diff's file name {value!r}",
+                                   "regenerate the patch with git format-patch")
     hunks = tuple(_hunk(h) for h in patched)
-    if patched.is_rename and not hunks and old_path == new_path:
-        pass
-    return FileDiff(old_path, new_path, _full(old_blob), _full(new_blob), hunks, False, new_mode)
+    if not hunks and old_path == new_path and old_path is not None:
+        raise PatchFormatError(f"{path}: the section for {shown} changes nothing (no hunks)",
+                               "a hunk starts with a '@@ -START,COUNT +START,COUNT @@' line; remove the section "
+                               "or regenerate the patch")
+    return FileDiff(old_path, new_path, _full(old_blob), _full(new_blob), hunks, False, modes.get("new file mode"))
+
+
+def _check_modes(modes: dict[str, str], shown: str, path: Path) -> None:
+    """Refuse what apply could not write faithfully: it writes regular files, and only their content."""
+    for mode in modes.values():
+        if mode in _SPECIAL_MODES:
+            raise PatchFormatError(f"{path}: {shown} is a {_SPECIAL_MODES[mode]} (mode {mode}); "
+                                   "patches may only change regular files", "leave it out of the patch")
+    if modes.get("old mode", REGULAR_MODE) != modes.get("new mode", modes.get("old mode", REGULAR_MODE)):
+        raise PatchFormatError(f"{path}: changes the mode of {shown} ({modes['old mode']} to {modes['new mode']}); "
+                               "mode changes are not supported", "leave the mode change out of the patch")
+    if modes.get("new file mode", REGULAR_MODE) != REGULAR_MODE:
+        raise PatchFormatError(f"{path}: creates {shown} with mode {modes['new file mode']}; only regular, "
+                               f"non-executable files ({REGULAR_MODE}) can be created", "create it as 100644")
+
+
+def _unquote(name: str, path: Path) -> str:
+    """A file name as git wrote it: C-quoted (``"a/\\303\\251.py"``) when it has unusual bytes."""
+    name = name.rstrip("\r")  # a patch saved with CRLF endings: the CR is not part of the name
+    if not (len(name) >= 2 and name[0] == name[-1] == '"'):
+        return name
+    body, raw, index = name[1:-1], bytearray(), 0
+    while index < len(body):
+        char = body[index]
+        octal = body[index + 1: index + 4]
+        if char != "\\":
+            raw += char.encode("utf-8", "surrogateescape")
+            index += 1
+        elif body[index + 1: index + 2] in _C_ESCAPES:
+            raw.append(_C_ESCAPES[body[index + 1]])
+            index += 2
+        elif re.fullmatch(r"[0-3][0-7][0-7]", octal):
+            raw.append(int(octal, 8))
+            index += 4
+        else:
+            raise PatchFormatError(f"{path}: file name {name} has a bad escape", "regenerate the patch with git")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatchFormatError(f"{path}: file name {name} is not UTF-8", "rename the file upstream") from exc
 
 
 def _strip_prefix(name: str, prefix: str, path: Path) -> str | None:
@@ -235,9 +409,15 @@ def _strip_prefix(name: str, prefix: str, path: Path) -> str | None:
         return None
     name = name[len(prefix):] if name.startswith(prefix) else name
     pure = PurePosixPath(name)
-    if pure.is_absolute() or ".." in pure.parts or not name or name.startswith("~"):
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts or name.startswith("~"):
         raise PatchFormatError(f"{path}: path {name!r} leaves the upstream tree",
                                "patch paths must be relative to the upstream's root")
+    # git refuses these too (verify_path): a patch must not reach into a repository's
+    # own metadata, and a name with a control character cannot be passed to git safely
+    if any(part.lower() == ".git" for part in pure.parts):
+        raise PatchFormatError(f"{path}: path {name!r} is inside a .git folder", "patch only the upstream's files")
+    if any(ord(char) < 32 or char == "\x7f" for char in name):
+        raise PatchFormatError(f"{path}: path {name!r} holds a control character", "rename the file upstream")
     return str(pure)
 
 
@@ -261,6 +441,11 @@ def _hunk(hunk: unidiff.Hunk) -> Hunk:
             if previous in (" ", "+") and new:
                 new[-1] = _strip_eol(new[-1])
             continue
+        if kind not in (" ", "-", "+"):
+            # unidiff appends a blank line that follows a hunk as an "empty" line:
+            # it is not in the hunk (git's counts end the hunk), and counting it would
+            # turn the hunk's trailing context into none, anchoring it at the file's end
+            continue
         kinds.append(kind)
         if kind in (" ", "-"):
             old.append(line.value)
@@ -273,6 +458,6 @@ def _hunk(hunk: unidiff.Hunk) -> Hunk:
 
 
 def _strip_eol(line: str) -> str:
-    if line.endswith("\r\n"):
-        return line[:-2]
+    # git drops exactly one character, the LF: a CR before it is content (a
+    # CRLF file whose last line has no LF ends in a bare CR)
     return line[:-1] if line.endswith("\n") else line
