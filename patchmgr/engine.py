@@ -141,8 +141,13 @@ def _candidates(image: list[str], preimage: tuple[str, ...], expected: int,
     return sorted(positions, key=lambda p: (abs(p - expected), p < expected))
 
 
-def place_hunk(image: list[str], hunk: Hunk, fuzz: int = 0) -> int | None:
-    """The line where ``hunk`` matches in ``image`` with ``fuzz`` context lines dropped, or None."""
+def place_hunk(image: list[str], hunk: Hunk, fuzz: int = 0, patched: list[bool] | None = None) -> int | None:
+    """The line where ``hunk`` matches in ``image`` with ``fuzz`` context lines dropped, or None.
+
+    ``patched`` marks the lines that earlier hunks of the same file wrote: like
+    git (its LINE_PATCHED flag), a hunk never matches over them, so a hunk that
+    has drifted cannot land on, and re-patch, what the hunk before it produced.
+    """
     drop_lead = min(fuzz, hunk.leading)
     drop_trail = min(fuzz, hunk.trailing)
     if fuzz and not (drop_lead or drop_trail):
@@ -153,7 +158,8 @@ def place_hunk(image: list[str], hunk: Hunk, fuzz: int = 0) -> int | None:
     at_start = not fuzz and hunk.old_start <= 1
     at_end = not fuzz and hunk.trailing == 0
     for pos in _candidates(image, preimage, expected, at_start, at_end):
-        if tuple(image[pos: pos + len(preimage)]) == preimage:
+        if tuple(image[pos: pos + len(preimage)]) == preimage and not (
+                patched and any(patched[pos: pos + len(preimage)])):
             return pos - drop_lead
     return None
 
@@ -162,32 +168,36 @@ def apply_hunks(path: str, image: list[str], hunks: tuple[Hunk, ...], max_fuzz: 
                 ) -> tuple[list[str], list[HunkPlacement]]:
     """Apply hunks in order to ``image`` (a copy); raise ``_Failure`` at the first that fails."""
     image = list(image)
+    patched = [False] * len(image)
     placements = []
     for number, hunk in enumerate(hunks, 1):
         placed = None
         for fuzz in range(0, max_fuzz + 1):
-            pos = place_hunk(image, hunk, fuzz)
+            pos = place_hunk(image, hunk, fuzz, patched)
             if pos is not None:
                 placed = (pos, fuzz)
                 break
         if placed is None:
-            raise _Failure(_conflict(path, number, hunk, image))
+            raise _Failure(_conflict(path, number, hunk, image, place_hunk(image, hunk) is not None))
         pos, fuzz = placed
         drop_lead, drop_trail = min(fuzz, hunk.leading), min(fuzz, hunk.trailing)
         start = pos + drop_lead
         stop = start + len(hunk.old_lines) - drop_lead - drop_trail
         replacement = list(hunk.new_lines[drop_lead: len(hunk.new_lines) - drop_trail])
         image[start:stop] = replacement
+        patched[start:stop] = [True] * len(replacement)
         placements.append(HunkPlacement(path, number, pos - max(hunk.new_start - 1, 0), fuzz))
     return image, placements
 
 
-def _conflict(path: str, number: int, hunk: Hunk, image: list[str]) -> Conflict:
+def _conflict(path: str, number: int, hunk: Hunk, image: list[str], overlaps: bool = False) -> Conflict:
     expected = max(hunk.new_start - 1, 0)
     excerpt = tuple(line.rstrip("\n") for line in image[expected: expected + CONFLICT_EXCERPT])
     first_removed = next((line for line in hunk.old_lines[hunk.leading:]), None)
     reason = "the hunk's lines are not in the upstream file"
-    if first_removed is not None and first_removed not in image:
+    if overlaps:
+        reason = "the hunk's lines are only where an earlier hunk of the patch wrote"
+    elif first_removed is not None and first_removed not in image:
         reason = f"line {first_removed.rstrip()!r} is not in the upstream file"
     return Conflict(path, number, hunk.header, reason, expected + 1, excerpt)
 
