@@ -38,6 +38,10 @@ class State(str, Enum):
 
 
 class TreeReader(Protocol):
+    """Files of an upstream tree. ``read`` returns None for an absent path and for a
+    folder; for a symbolic link it returns the link's target as a bytes object whose
+    ``is_symlink`` attribute is true (``gitio.LinkBlob``)."""
+
     def read(self, path: str) -> bytes | None: ...
 
     def read_blob(self, sha: str) -> bytes | None: ...
@@ -96,10 +100,12 @@ class CheckResult:
 
 
 class _Failure(Exception):
-    def __init__(self, conflict: Conflict, missing: bool = False) -> None:
+    def __init__(self, conflict: Conflict, missing: bool = False, unsafe: bool = False) -> None:
         super().__init__(conflict.reason)
         self.conflict = conflict
         self.missing = missing
+        # unsafe: the patch would write through a link; no fallback (fuzz, 3-way) may rescue it
+        self.unsafe = unsafe
 
 
 # -- text helpers -----------------------------------------------------------
@@ -229,6 +235,9 @@ def apply_file(diff: FileDiff, reader: TreeReader, staged: dict[str, bytes | Non
     def current(path: str) -> bytes | None:
         return staged[path] if path in staged else reader.read(path)
 
+    for path in (diff.old_path, diff.new_path):
+        if path is not None:
+            _refuse_links(path, current)
     if diff.kind == "add":
         existing = current(diff.new_path)
         if existing is not None:
@@ -253,6 +262,27 @@ def apply_file(diff: FileDiff, reader: TreeReader, staged: dict[str, bytes | Non
     return placements
 
 
+def _refuse_links(path: str, current: Callable[[str], "bytes | None"]) -> None:
+    """Refuse a path that is a symbolic link upstream, or lies under a link or a file.
+
+    git stores a link as a blob, so ``<link>/file`` simply reads as absent and a
+    patch creating it would look clean; written out, it would land wherever the
+    link points, possibly outside the tree. Refused outright, the patch can never
+    be applied, whatever fallback is asked for.
+    """
+    parts = path.split("/")
+    for depth in range(1, len(parts)):
+        parent = "/".join(parts[:depth])
+        data = current(parent)
+        if data is not None:
+            what = "a symbolic link" if getattr(data, "is_symlink", False) else "a file"
+            raise _Failure(Conflict(path, 0, "", f"{parent} is {what} upstream, not a folder: "
+                                    "patchmgr never writes through it", 1), unsafe=True)
+    if getattr(current(path), "is_symlink", False):
+        raise _Failure(Conflict(path, 0, "", "it is a symbolic link upstream: patchmgr patches only regular "
+                                "files", 1), unsafe=True)
+
+
 def _apply_all(diffs: Iterable[FileDiff], reader: TreeReader, max_fuzz: int
                ) -> tuple[dict[str, bytes | None], list[HunkPlacement]]:
     staged: dict[str, bytes | None] = {}
@@ -269,8 +299,9 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
         try:
             apply_file(diff, reader, staged)
             continue
-        except _Failure:
-            pass
+        except _Failure as failure:
+            if failure.unsafe:
+                return None
         if diff.kind != "modify" or not diff.old_blob:
             return None
         base = reader.read_blob(diff.old_blob)
@@ -296,6 +327,8 @@ def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = No
         return CheckResult(patch, state, placements, files=files)
     except _Failure as failure:
         first_failure = failure
+    if first_failure.unsafe:
+        return CheckResult(patch, State.CONFLICT, conflict=first_failure.conflict)
     try:
         _apply_all(patch.reversed_files(), reader, 0)
         return CheckResult(patch, State.UPSTREAM)

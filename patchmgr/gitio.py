@@ -47,6 +47,32 @@ def _config_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+SYMLINK_MODE = "120000"
+
+
+class LinkBlob(bytes):
+    """The blob of a symbolic link: its bytes are the link's target, not file content.
+
+    Readers of upstream trees return it for links (``is_symlink`` is what the
+    engine looks for), because writing a patched link's path would write
+    through the link, possibly outside the tree.
+    """
+
+    is_symlink = True
+
+
+def tree_entry_mode(tree: bytes, name: bytes, hash_size: int) -> str | None:
+    """The mode of entry ``name`` in a raw tree object (``<mode> <name>\\0<hash>`` entries), or None."""
+    pos = 0
+    while pos < len(tree):
+        space = tree.index(b" ", pos)
+        nul = tree.index(b"\0", space)
+        if tree[space + 1: nul] == name:
+            return tree[pos: space].decode("ascii")
+        pos = nul + 1 + hash_size
+    return None
+
+
 @dataclass(frozen=True)
 class TreeEntry:
     mode: str
@@ -113,18 +139,31 @@ class GitRepo:
             return None
 
     def read_path(self, commit: str, path: str) -> bytes | None:
-        """The bytes of ``path`` at ``commit``, or None when the path is absent.
+        """The bytes of ``path`` at ``commit``, or None when the path is absent (or a folder).
 
         Uses git's persistent ``cat-file --batch`` process, so reading the few
-        blobs a patch touches costs no process start each.
+        blobs a patch touches costs no process start each. A symbolic link is
+        a blob too (its bytes are the link's target): it comes back as a
+        ``LinkBlob``, so that the engine refuses to patch it or write through it.
         """
+        if any(char in path for char in "\n\r\x00"):
+            return None  # a line break would desynchronise the --batch process's protocol
         try:
             _sha, kind, _size, data = self._repo.git.get_object_data(f"{commit}:{path}")
         except ValueError:
             return None
         if kind != b"blob" and kind != "blob":
             return None
-        return data
+        return LinkBlob(data) if self._mode(commit, path) == SYMLINK_MODE else data
+
+    def _mode(self, commit: str, path: str) -> str | None:
+        """The mode of ``path`` in its folder's tree object, read through the same --batch process."""
+        parent, _, name = path.rpartition("/")
+        try:
+            sha, _kind, _size, tree = self._repo.git.get_object_data(f"{commit}:{parent}")
+        except ValueError:
+            return None
+        return tree_entry_mode(tree, name.encode("utf-8", "surrogateescape"), len(sha) // 2)
 
     def read_blob(self, sha: str) -> bytes | None:
         try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+from pathlib import Path
+
 import pytest
 
 from gitrepos import BASE_TEXT, Project, UpstreamRepo
@@ -12,6 +14,12 @@ from patchmgr.cli import main
 
 # The smoke tests run only through `patchmgr smoke`, which points them at an upstream tree.
 collect_ignore = [] if os.environ.get("PATCHMGR_SMOKE_ROOT") else ["smoke"]
+
+
+@pytest.fixture(scope="session")
+def release_cache(tmp_path_factory) -> Path:
+    """One download cache for the tests that read the real upstream releases from PyPI."""
+    return tmp_path_factory.mktemp("release-cache")
 
 
 @pytest.fixture(autouse=True)

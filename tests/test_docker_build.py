@@ -33,7 +33,7 @@ def test_dockerfile_runs_the_script_steps_in_cache_friendly_order():
     assert "ARG BASE_IMAGE=quay.io/ascend/vllm-ascend:v0.22.1rc1-a3" in text
 
 
-def test_build_script_end_to_end_cpu_variant(tmp_path):
+def test_build_script_end_to_end_cpu_variant(tmp_path, release_cache):
     venv = tmp_path / "image-python"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -44,7 +44,7 @@ def test_build_script_end_to_end_cpu_variant(tmp_path):
     build = tmp_path / "upstreams"
     env = {**os.environ, "PYTHON": str(python), "VARIANT": "cpu", "TARGET": "ascend",
            "UPSTREAMS": "megatron-bridge vllm-ascend", "BUILD_DIR": str(build),
-           "PATCHMGR_CACHE": str(tmp_path / "cache"), "COLUMNS": "160"}
+           "PATCHMGR_CACHE": str(release_cache), "COLUMNS": "160"}
     env.pop("PYTHONPATH", None)
     done = subprocess.run(["bash", str(ROOT / "docker" / "build.sh"), "all"], env=env, capture_output=True,
                           text=True, timeout=1500)

@@ -40,8 +40,8 @@ def env(tmp_path_factory):
 
 
 @pytest.fixture
-def run(capsys, tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PATCHMGR_CACHE", str(tmp_path_factory.getbasetemp() / "env-cache"))
+def run(capsys, release_cache, monkeypatch):
+    monkeypatch.setenv("PATCHMGR_CACHE", str(release_cache))
 
     def invoke(*args: str) -> tuple[int, dict]:
         capsys.readouterr()

@@ -19,14 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RELEASE_UPSTREAMS = ("megatron-bridge", "vllm-ascend")
 
 
-@pytest.fixture(scope="module")
-def shared_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("release-cache")
-
-
 @pytest.fixture
-def run(shared_cache, monkeypatch, capsys):
-    monkeypatch.setenv("PATCHMGR_CACHE", str(shared_cache))
+def run(release_cache, monkeypatch, capsys):
+    monkeypatch.setenv("PATCHMGR_CACHE", str(release_cache))
 
     def invoke(*args: str) -> tuple[int, dict]:
         capsys.readouterr()
