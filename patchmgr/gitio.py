@@ -1,25 +1,34 @@
 """The one boundary between patchmgr and git.
 
-Every git command goes through ``GitRepo`` (GitPython underneath), so that
-hardening applies everywhere: no hooks run in repositories we create or read,
-the ``ext::`` transport is refused, and a failing command becomes a
-``GitError`` carrying the command and git's own words.
+Every git command goes through ``GitRepo``, so that hardening applies
+everywhere: no hooks run in repositories we create or read, the ``ext::``
+transport is refused, and a failing command becomes a ``GitError`` carrying
+the command and git's own words.
+
+Commands run as plain subprocesses, and objects are read through one
+long-lived ``git cat-file --batch`` per repository. Trees and blobs are
+immutable, so they are kept (within a memory budget) by object id: reading
+the same paths at the next commit costs one request for the commit and only
+those that changed (GitPython was here before; importing it alone took a
+third of a second of every CLI start).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import subprocess
 import tempfile
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import git as gitpython
-
 from patchmgr.errors import GitError
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+_OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 # paths from patch files are file names, never pathspec magic such as ":(exclude)"
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 
@@ -61,18 +70,6 @@ class LinkBlob(bytes):
     is_symlink = True
 
 
-def tree_entry_mode(tree: bytes, name: bytes, hash_size: int) -> str | None:
-    """The mode of entry ``name`` in a raw tree object (``<mode> <name>\\0<hash>`` entries), or None."""
-    pos = 0
-    while pos < len(tree):
-        space = tree.index(b" ", pos)
-        nul = tree.index(b"\0", space)
-        if tree[space + 1: nul] == name:
-            return tree[pos: space].decode("ascii")
-        pos = nul + 1 + hash_size
-    return None
-
-
 @dataclass(frozen=True)
 class TreeEntry:
     mode: str
@@ -92,15 +89,14 @@ class GitRepo:
 
     def __init__(self, path: Path, extra_config: Mapping[str, str] | None = None) -> None:
         self.path = Path(path)
-        try:
-            self._repo = gitpython.Repo(self.path)
-        except (gitpython.InvalidGitRepositoryError, gitpython.NoSuchPathError) as exc:
-            raise GitError(f"{self.path} is not a git repository", "check the path") from exc
-        self._repo.git.update_environment(**_config_env(extra_config))
+        self._env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **_config_env(extra_config)}
         if not (self.path / ".git").exists():
+            if not ((self.path / "HEAD").is_file() and (self.path / "objects").is_dir()):
+                raise GitError(f"{self.path} is not a git repository", "check the path")
             # A bare repository, possibly without a config file (a mirror snapshot):
             # name it outright, or git would search the parent folders.
-            self._repo.git.update_environment(GIT_DIR=str(self.path.resolve()))
+            self._env["GIT_DIR"] = str(self.path.resolve())
+        self._objects: _ObjectReader | None = None
 
     @classmethod
     def init(cls, path: Path, bare: bool = False) -> GitRepo:
@@ -112,19 +108,13 @@ class GitRepo:
     # -- running commands -------------------------------------------------
     def run(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
             strip: bool = True) -> str:
-        try:
-            return self._repo.git.execute(
-                ["git", *args], istream=None if stdin is None else _BytesStream(stdin),
-                env=dict(env or {}), strip_newline_in_stdout=strip,
-            )
-        except gitpython.GitCommandError as exc:
-            raise _as_git_error(exc) from exc
+        return _execute(args, self.path, {**self._env, **(env or {})}, stdin, strip)
 
     def run_ok(self, *args: str) -> bool:
         try:
-            self._repo.git.execute(["git", *args])
+            self.run(*args)
             return True
-        except gitpython.GitCommandError:
+        except GitError:
             return False
 
     # -- objects ----------------------------------------------------------
@@ -141,36 +131,32 @@ class GitRepo:
     def read_path(self, commit: str, path: str) -> bytes | None:
         """The bytes of ``path`` at ``commit``, or None when the path is absent (or a folder).
 
-        Uses git's persistent ``cat-file --batch`` process, so reading the few
-        blobs a patch touches costs no process start each. A symbolic link is
-        a blob too (its bytes are the link's target): it comes back as a
-        ``LinkBlob``, so that the engine refuses to patch it or write through it.
+        Walks the commit's trees through the persistent ``cat-file --batch``
+        process, so reading the few blobs a patch touches costs no process start
+        each, and a tree or blob already read (at this commit or another) costs
+        nothing. A symbolic link is a blob too (its bytes are the link's target):
+        it comes back as a ``LinkBlob``, so that the engine refuses to patch it or
+        write through it.
         """
         if any(char in path for char in "\n\r\x00"):
             return None  # a line break would desynchronise the --batch process's protocol
-        try:
-            _sha, kind, _size, data = self._repo.git.get_object_data(f"{commit}:{path}")
-        except ValueError:
+        entry = self._objects_reader().entry(commit, path)
+        if entry is None or not (entry[0].startswith("100") or entry[0] == SYMLINK_MODE):
+            return None  # absent, a folder or a submodule
+        data = self.read_blob(entry[1])
+        if data is None:
             return None
-        if kind != b"blob" and kind != "blob":
-            return None
-        return LinkBlob(data) if self._mode(commit, path) == SYMLINK_MODE else data
-
-    def _mode(self, commit: str, path: str) -> str | None:
-        """The mode of ``path`` in its folder's tree object, read through the same --batch process."""
-        parent, _, name = path.rpartition("/")
-        try:
-            sha, _kind, _size, tree = self._repo.git.get_object_data(f"{commit}:{parent}")
-        except ValueError:
-            return None
-        return tree_entry_mode(tree, name.encode("utf-8", "surrogateescape"), len(sha) // 2)
+        return LinkBlob(data) if entry[0] == SYMLINK_MODE else data
 
     def read_blob(self, sha: str) -> bytes | None:
-        try:
-            _sha, kind, _size, data = self._repo.git.get_object_data(sha)
-        except ValueError:
+        if any(char in sha for char in "\n\r\x00"):
             return None
-        return data if kind in (b"blob", "blob") else None
+        return self._objects_reader().blob(sha)
+
+    def _objects_reader(self) -> _ObjectReader:
+        if self._objects is None:
+            self._objects = _ObjectReader(self.path, self._env)
+        return self._objects
 
     def tree_entry(self, commit: str, path: str) -> TreeEntry | None:
         out = self.run("ls-tree", "--full-tree", commit, "--", path)
@@ -300,7 +286,9 @@ class GitRepo:
                         "--stat=72", commit, strip=False)
 
     def close(self) -> None:
-        self._repo.close()
+        if self._objects is not None:
+            self._objects.close()
+            self._objects = None
 
     def __enter__(self) -> GitRepo:
         return self
@@ -309,38 +297,63 @@ class GitRepo:
         self.close()
 
 
+_MERGES: OrderedDict[bytes, bytes | None] = OrderedDict()
+_MERGES_KEPT = 256
+
+
 def merge_texts(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
-    """A 3-way merge of three texts (``git merge-file``), or None when it leaves conflicts."""
+    """A 3-way merge of three texts (``git merge-file``), or None when it leaves conflicts.
+
+    The outcome is kept for the same three texts: a patch that does not apply
+    is tried again at every commit of a sweep or a bisect walk, mostly against
+    the same file, and each merge is a process.
+    """
+    key = hashlib.sha256(b"%d %d %d\0" % (len(base), len(ours), len(theirs)) + base + ours + theirs).digest()
+    if key in _MERGES:
+        _MERGES.move_to_end(key)
+        return _MERGES[key]
     with tempfile.TemporaryDirectory(prefix="patchmgr-merge-") as tmp:
         names = []
         for label, data in (("ours", ours), ("base", base), ("theirs", theirs)):
             name = os.path.join(tmp, label)
             Path(name).write_bytes(data)
             names.append(name)
-        git_cmd = gitpython.Git(tmp)
-        git_cmd.update_environment(**_config_env())
-        try:
-            return git_cmd.execute(["git", "merge-file", "-p", *names],
-                                   strip_newline_in_stdout=False, stdout_as_string=False)
-        except gitpython.GitCommandError:
-            return None
+        done = subprocess.run(["git", "merge-file", "-p", *names], cwd=tmp, env=_plain_env(),
+                              stdin=subprocess.DEVNULL, capture_output=True)
+    merged = done.stdout if done.returncode == 0 else None
+    _MERGES[key] = merged
+    if len(_MERGES) > _MERGES_KEPT:
+        _MERGES.popitem(last=False)
+    return merged
 
 
 def _run_plain(args: Iterable[str], cwd: Path | None = None) -> str:
-    git_cmd = gitpython.Git(str(cwd) if cwd else None)
-    git_cmd.update_environment(**_config_env())
+    return _execute(tuple(args), cwd, _plain_env(), None, True)
+
+
+def _plain_env() -> dict[str, str]:
+    return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **_config_env()}
+
+
+def _execute(args: Sequence[str], cwd: Path | None, env: Mapping[str, str], stdin: bytes | None,
+             strip: bool) -> str:
+    """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError."""
     try:
-        return git_cmd.execute(["git", *args])
-    except gitpython.GitCommandError as exc:
-        raise _as_git_error(exc) from exc
+        done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True,
+                              input=stdin, stdin=subprocess.DEVNULL if stdin is None else None)
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
+    if done.returncode != 0:
+        raise _as_git_error(["git", *args], done.returncode, done.stderr)
+    out = done.stdout.decode("utf-8", "surrogateescape")
+    return out[:-1] if strip and out.endswith("\n") else out
 
 
-def _as_git_error(exc: gitpython.GitCommandError) -> GitError:
-    command = exc.command if isinstance(exc.command, list) else str(exc.command).split()
-    stderr = re.sub(r"^\s*stderr: '|'\s*$", "", _text(exc.stderr).strip()).strip()
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    detail = lines[-1] if lines else f"exit code {exc.status}"
+def _as_git_error(command: Sequence[str], status: int, stderr: bytes | str) -> GitError:
+    lines = [line.strip() for line in _text(stderr).strip().splitlines() if line.strip()]
+    detail = lines[-1] if lines else f"exit code {status}"
     detail = re.sub(r"^(fatal|error): ", "", detail)
+    detail = re.sub(r"^unable to access '[^']*': ", "", detail)  # the URL is said by whoever reports it
     verb = " ".join(str(part) for part in command[1:2])
     return GitError(f"git {verb}: {detail}", "see git's message above")
 
@@ -351,16 +364,121 @@ def _text(value) -> str:
     return str(value or "")
 
 
-class _BytesStream:
-    """What GitPython's ``istream`` needs: a file-like object for a subprocess stdin."""
+class _ObjectReader:
+    """Objects through one ``git cat-file --batch`` process, trees and blobs kept by id within a budget."""
 
-    def __init__(self, data: bytes) -> None:
-        self._file = tempfile.TemporaryFile()
-        self._file.write(data)
-        self._file.seek(0)
+    BUDGET = 64 << 20  # bytes of kept objects: a sweep's working set, far below the memory goal
 
-    def fileno(self) -> int:
-        return self._file.fileno()
+    def __init__(self, path: Path, env: Mapping[str, str]) -> None:
+        self._path, self._env = path, env
+        self._process: subprocess.Popen | None = None
+        self._kept: OrderedDict[str, tuple[str, object, int]] = OrderedDict()
+        self._kept_bytes = 0
+        self._root_trees: dict[str, str | None] = {}
+        self._last_sha = ""
 
-    def read(self, *args):
-        return self._file.read(*args)
+    def entry(self, commit: str, path: str) -> tuple[str, str] | None:
+        """``(mode, object id)`` of ``path`` at ``commit``, or None when it is not there."""
+        tree = self._root_tree(commit)
+        parts = path.split("/")
+        for depth, name in enumerate(parts):
+            if tree is None:
+                return None
+            entries = self._tree(tree)
+            if entries is None:
+                return None
+            found = entries.get(name.encode("utf-8", "surrogateescape"))
+            if found is None or depth == len(parts) - 1:
+                return found
+            mode, sha = found
+            tree = sha if mode == "40000" else None
+        return None
+
+    def blob(self, sha: str) -> bytes | None:
+        kind, data = self._object(sha)
+        return data if kind == "blob" else None
+
+    def _root_tree(self, commit: str) -> str | None:
+        if commit in self._root_trees:
+            return self._root_trees[commit]
+        kind, data = self._read(f"{commit}^{{tree}}")
+        sha = self._last_sha if kind == "tree" else None
+        if sha is not None:
+            self._keep(sha, "tree", _parse_tree(data, len(sha) // 2), len(data))
+        if _OBJECT_ID.match(commit):
+            self._root_trees[commit] = sha  # a commit id never moves; a ref may
+        return sha
+
+    def _tree(self, sha: str) -> dict[bytes, tuple[str, str]] | None:
+        kind, data = self._object(sha)
+        return data if kind == "tree" else None
+
+    def _object(self, sha: str) -> tuple[str | None, object]:
+        if sha in self._kept:
+            self._kept.move_to_end(sha)
+            kind, value, _size = self._kept[sha]
+            return kind, value
+        kind, data = self._read(sha)
+        if kind is None:
+            return None, None
+        value = _parse_tree(data, len(self._last_sha) // 2) if kind == "tree" else data
+        if kind in ("tree", "blob"):
+            self._keep(self._last_sha, kind, value, len(data))
+        return kind, value
+
+    def _keep(self, sha: str, kind: str, value: object, size: int) -> None:
+        if size > self.BUDGET // 4 or sha in self._kept:
+            return
+        self._kept[sha] = (kind, value, size)
+        self._kept_bytes += size
+        while self._kept_bytes > self.BUDGET:
+            _sha, (_kind, _value, dropped) = self._kept.popitem(last=False)
+            self._kept_bytes -= dropped
+
+    def _read(self, name: str) -> tuple[str | None, bytes]:
+        """One request: ``(type, content)``, or ``(None, b"")`` when git has no such object."""
+        process = self._start()
+        process.stdin.write(name.encode("utf-8", "surrogateescape") + b"\n")
+        process.stdin.flush()
+        header = process.stdout.readline()
+        if not header:
+            self.close()
+            raise GitError(f"git cat-file stopped while reading {name} in {self._path}", "check the repository")
+        parts = header.split()
+        if len(parts) != 3 or parts[1] == b"missing" or parts[2] == b"missing":
+            return None, b""
+        self._last_sha = parts[0].decode("ascii")
+        size = int(parts[2])
+        data = process.stdout.read(size + 1)[:size]  # the content, then one line feed
+        return parts[1].decode("ascii"), data
+
+    def _start(self) -> subprocess.Popen:
+        if self._process is None or self._process.poll() is not None:
+            self._process = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self._path, env=self._env,
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.DEVNULL)
+        return self._process
+
+    def close(self) -> None:
+        if self._process is not None:
+            try:
+                self._process.stdin.close()
+                self._process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
+            self._process.stdout.close()
+            self._process = None
+
+
+def _parse_tree(data: bytes, hash_size: int) -> dict[bytes, tuple[str, str]]:
+    """A raw tree object (``<mode> <name>\\0<hash>`` entries) as name -> (mode, object id)."""
+    entries = {}
+    pos, end = 0, len(data)
+    while pos < end:
+        space = data.index(b" ", pos)
+        nul = data.index(b"\0", space)
+        entries[data[space + 1: nul]] = (data[pos: space].decode("ascii"),
+                                         data[nul + 1: nul + 1 + hash_size].hex())
+        pos = nul + 1 + hash_size
+    return entries
