@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from patchmgr.errors import StateError, UsageError
 from patchmgr.manifest import Upstream
+from patchmgr.releases import read_tree_file
 
 _PROBE = r"""
 import json, sys
@@ -148,9 +149,7 @@ class InstalledSource:
         if self.originals is not None and path in self.originals:
             return self.originals[path]
         target = self.dist.installed_path(path)
-        if target is None or not target.is_file() or target.is_symlink():
-            return None
-        return target.read_bytes()
+        return None if target is None else read_tree_file(target)
 
     def read_blob(self, sha: str) -> bytes | None:
         return None

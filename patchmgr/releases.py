@@ -20,6 +20,7 @@ from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonic
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.errors import SourceError
+from patchmgr.gitio import LinkBlob
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TIMEOUT_S = 30
@@ -71,8 +72,7 @@ class ReleaseSource:
         mapped = self.release_path(path)
         if mapped is None:
             return None
-        file = self.tree / mapped
-        return file.read_bytes() if file.is_file() and not file.is_symlink() else None
+        return read_tree_file(self.tree / mapped)
 
     def read_blob(self, sha: str) -> bytes | None:
         return None  # a release has no history, so no 3-way merge from it
@@ -80,6 +80,14 @@ class ReleaseSource:
     @property
     def description(self) -> str:
         return f"release {self.project} {self.version} (PyPI {self.file.filename})"
+
+
+def read_tree_file(file: Path) -> bytes | None:
+    """A file of an unpacked tree as the engine reads it: a link as a ``LinkBlob`` (so the
+    engine refuses to write through it), a folder or an absent path as None."""
+    if file.is_symlink():
+        return LinkBlob(os.readlink(file).encode("utf-8", "surrogateescape"))
+    return file.read_bytes() if file.is_file() else None
 
 
 def choose_file(files: list[dict], project: str, version: str) -> ReleaseFile:
