@@ -2,8 +2,10 @@
 
 Everything is checked before anything is written: if any patch of any upstream
 would need more than an exact placement, nothing changes. Checkouts are built
-in a staging folder and moved into place at the end, then the ledger is
-written, so an existing checkout is replaced only by a complete one.
+in a staging folder, then moved into place and the ledger written through a
+journal (``patchmgr.journal``): a run killed at any point leaves DIR as it was
+or fully applied once the next command that reads DIR has recovered it. A lock
+on DIR keeps two runs from interleaving.
 
 A checkout starts from the pinned commit (through the cache) or, when git is
 out of reach, from the pinned release's files committed as the base.
@@ -12,15 +14,18 @@ out of reach, from the pinned release's files committed as the base.
 from __future__ import annotations
 
 import email.utils
+import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchmgr.checking import TargetStatus, UpstreamStatus, check_target
 from patchmgr.errors import GitError, StateError
 from patchmgr.gitio import GitRepo
-from patchmgr.ledger import AppliedPatch, Ledger, UpstreamLedger, read_ledger, sha256_bytes, write_ledger
+from patchmgr.journal import StateLock, apply_transaction, recover, step
+from patchmgr.ledger import LEDGER_NAME, AppliedPatch, Ledger, UpstreamLedger, read_ledger, sha256_bytes
 from patchmgr.manifest import Target, Upstream
 from patchmgr.patchfile import PatchFile
 from patchmgr.project import Project
@@ -28,8 +33,9 @@ from patchmgr.releases import ReleaseSource
 from patchmgr.sources import GitSource, urls_for
 from patchmgr.store import Store, as_local_path
 
-STAGING = ".patchmgr-staging"
-REPLACED = ".patchmgr-replaced"
+STATE = ".patchmgr-state"  # in DIR: the lock, the journal, and the checkouts being built or replaced
+STAGING = "staging"
+REPLACED = "replaced"
 _DEFAULT_AUTHOR = ("patchmgr", "patchmgr@localhost")
 _FIXED_DATE = "1970-01-01T00:00:00+00:00"
 
@@ -40,6 +46,7 @@ class ApplyOutcome:
     into: Path
     action: str  # "applied" | "already-applied" | "refused" | "dry-run"
     ledger: Ledger | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -52,6 +59,7 @@ class VerifyOutcome:
     into: Path
     problems: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -61,6 +69,50 @@ class VerifyOutcome:
 def apply_into(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
                into: Path, dry_run: bool = False, only: Sequence[str] = ()) -> ApplyOutcome:
     into = into.resolve()
+    notes: list[str] = []
+    with ExitStack() as stack:
+        locked = into.is_dir()
+        if locked:
+            stack.enter_context(locked_into(into, notes))
+        existing = _existing_ledger(into, target)
+        status = check_target(project, target, store, overrides, {}, only)
+        if not status.ok:
+            return ApplyOutcome(status, into, "refused", notes=notes)
+        if not locked and not dry_run:
+            # DIR is made only now, so a refused run leaves no trace; another run may have applied meanwhile
+            into.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(locked_into(into, notes))
+            existing = _existing_ledger(into, target)
+        if existing and _same_plan(existing, status) and verify_into(project, target, into, only).ok:
+            return ApplyOutcome(status, into, "already-applied", existing, notes)
+        if dry_run:
+            return ApplyOutcome(status, into, "dry-run", notes=notes)
+        ledger = _build_and_swap(status, store, overrides, into, existing)
+    return ApplyOutcome(status, into, "applied", ledger, notes)
+
+
+@contextmanager
+def locked_into(into: Path, notes: list[str]) -> Iterator[None]:
+    """Hold DIR's lock, after finishing or undoing an interrupted apply (which one is added to ``notes``)."""
+    with StateLock(into / STATE):
+        message = recover_into(into)
+        if message:
+            notes.append(message)
+        yield
+
+
+def recover_into(into: Path) -> str | None:
+    """Finish or undo an apply into ``into`` that was killed; say which. Only under DIR's lock."""
+    state = into / STATE
+    message = recover(state)
+    if message is None and (state / STAGING).exists():
+        message = "an interrupted run had not started changing it; removed its unfinished checkouts"
+    shutil.rmtree(state / STAGING, ignore_errors=True)
+    shutil.rmtree(state / REPLACED, ignore_errors=True)
+    return f"recovered {into}: {message}" if message else None
+
+
+def _existing_ledger(into: Path, target: Target) -> Ledger | None:
     existing = read_ledger(into) if into.is_dir() else None
     if existing and existing.target != target.name:
         raise StateError(f"{into} holds target {existing.target}, not {target.name}",
@@ -70,15 +122,7 @@ def apply_into(project: Project, target: Target, store: Store, overrides: Mappin
         if folder.exists() and not (existing and existing.upstream(upstream.name)):
             raise StateError(f"{folder} exists and was not made by patchmgr apply",
                              "choose an empty --into folder, or remove that one")
-    status = check_target(project, target, store, overrides, {}, only)
-    if not status.ok:
-        return ApplyOutcome(status, into, "refused")
-    if existing and _same_plan(existing, status) and verify_into(project, target, into, only).ok:
-        return ApplyOutcome(status, into, "already-applied", existing)
-    if dry_run:
-        return ApplyOutcome(status, into, "dry-run")
-    ledger = _build_and_swap(status, store, overrides, into, existing)
-    return ApplyOutcome(status, into, "applied", ledger)
+    return existing
 
 
 def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
@@ -96,30 +140,36 @@ def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
 
 def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path,
                     existing: Ledger | None) -> Ledger:
-    staging = into / STAGING
-    replaced = into / REPLACED
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    """Build every checkout in staging, then swap them in and write the ledger as one journaled transaction."""
+    state = into / STATE
+    staging = state / STAGING
+    replaced = state / REPLACED
     built: list[UpstreamLedger] = []
     try:
+        staging.mkdir(parents=True)
+        replaced.mkdir()
         for upstream_status in status.upstreams:
             built.append(_build_checkout(upstream_status, store, overrides, staging))
+    except (OSError, GitError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(replaced, ignore_errors=True)
+        detail = exc.message if isinstance(exc, GitError) else (exc.strerror or str(exc))
+        raise StateError(f"cannot build the checkouts in {staging}: {detail}; nothing in {into} was changed",
+                         "free some space on that disk (or fix the cause above), then run apply again") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(replaced, ignore_errors=True)
         raise
-    shutil.rmtree(replaced, ignore_errors=True)
-    replaced.mkdir()
+    moves: list[tuple[Path, Path]] = []
     for entry in built:
         current = into / entry.name
-        if current.exists():
-            current.rename(replaced / entry.name)
-        (staging / entry.name).rename(current)
+        if os.path.lexists(current):
+            moves.append((current, replaced / entry.name))
+        moves.append((staging / entry.name, current))
     rebuilt = {entry.name for entry in built}
     kept = [u for u in (existing.upstreams if existing else []) if u.name not in rebuilt]
     ledger = Ledger(status.target.name, sorted(kept + built, key=lambda u: u.name))
-    write_ledger(into, ledger)
-    shutil.rmtree(replaced, ignore_errors=True)
-    shutil.rmtree(staging, ignore_errors=True)
+    apply_transaction(state, {into / LEDGER_NAME: ledger.to_json().encode("utf-8")}, moves, [staging, replaced])
     return ledger
 
 
@@ -133,6 +183,7 @@ def _build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Ma
     else:
         assert isinstance(source, GitSource)
         repo, base, absent = _checkout_pin(upstream, source.commit, store, overrides, folder)
+    step()
     applied = []
     files: dict[str, str | None] = {}
     try:
@@ -142,6 +193,7 @@ def _build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Ma
             repo.run("add", "--all", "--", *result.files.keys())
             _commit(repo, result.patch)
             applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
+            step()
         head = repo.resolve("HEAD")
     finally:
         repo.close()
@@ -252,6 +304,14 @@ def verify_into(project: Project, target: Target, into: Path, only: Sequence[str
     """Prove that ``into`` holds exactly the pinned upstreams with exactly the target's patches."""
     into = into.resolve()
     outcome = VerifyOutcome(target.name, into)
+    if not (into / STATE).is_dir():  # no apply ever ran there: nothing to recover, and no lock to leave behind
+        return _verify_ledger(project, target, into, only, outcome)
+    with locked_into(into, outcome.notes):
+        return _verify_ledger(project, target, into, only, outcome)
+
+
+def _verify_ledger(project: Project, target: Target, into: Path, only: Sequence[str],
+                   outcome: VerifyOutcome) -> VerifyOutcome:
     ledger = read_ledger(into) if into.is_dir() else None
     if ledger is None:
         outcome.problems.append(f"{into} has no ledger: it was not made by `patchmgr apply`")

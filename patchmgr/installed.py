@@ -122,6 +122,11 @@ def check_environment(project: Project, target: Target, store: Store, overrides:
                       python: str, only: Sequence[str] = ()) -> tuple[TargetStatus, list[str]]:
     """Classify the patches against the installed files (seen unpatched when patchmgr patched them)."""
     environment, upstreams = _open(python, target, only)
+    return _check(project, target, store, overrides, environment, upstreams)
+
+
+def _check(project: Project, target: Target, store: Store, overrides: Mapping[str, str], environment: Environment,
+           upstreams: list[Upstream]) -> tuple[TargetStatus, list[str]]:
     dists = require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     notes = []
@@ -161,15 +166,17 @@ def _drift(store: Store, dist: InstalledDist, overrides: Mapping[str, str], inst
 
 def apply_environment(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
                       python: str, only: Sequence[str] = (), dry_run: bool = False) -> EnvOutcome:
-    status, notes = check_environment(project, target, store, overrides, python, only)
-    outcome = EnvOutcome(target.name, python, "refused", status, notes)
-    if not status.ok:
-        return outcome
     environment, upstreams = _open(python, target, only)
+    require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
+    # locked from the check to the last write: a second apply waits, then finds this one's result
     with StateLock(environment.state_dir):
+        status, notes = _check(project, target, store, overrides, environment, upstreams)
+        outcome = EnvOutcome(target.name, python, "refused", status, notes)
+        if not status.ok:
+            return outcome
         ledger = state.read_ledger() or EnvLedger(target.name, python)
-        if _same_plan(ledger, status) and not verify_environment(project, target, python, only).problems:
+        if _same_plan(ledger, status) and not _verify(project, target, environment, upstreams).problems:
             outcome.action = "already-applied"
             return outcome
         if dry_run:
@@ -290,11 +297,12 @@ def update_record(record: bytes, location: Path, changes: Mapping[str, bytes | N
 
 def verify_environment(project: Project, target: Target, python: str, only: Sequence[str] = ()) -> EnvOutcome:
     environment, upstreams = _open(python, target, only)
+    return _verify(project, target, environment, upstreams)
+
+
+def _verify(project: Project, target: Target, environment: Environment, upstreams: list[Upstream]) -> EnvOutcome:
     state = EnvState(environment, target.name)
-    outcome = EnvOutcome(target.name, python, "verified")
-    message = recover(environment.state_dir) if (environment.state_dir / "journal").exists() else None
-    if message:
-        outcome.notes.append(message)
+    outcome = EnvOutcome(target.name, environment.python, "verified", notes=_recovered(environment))
     ledger = state.read_ledger()
     if ledger is None:
         outcome.problems.append(f"no patchmgr ledger for target {target.name} in {environment.prefix}")
@@ -304,6 +312,15 @@ def verify_environment(project: Project, target: Target, python: str, only: Sequ
     if outcome.problems:
         outcome.action = "differs"
     return outcome
+
+
+def _recovered(environment: Environment) -> list[str]:
+    """Finish or undo an interrupted run first (under the lock: never a transaction a live run is writing)."""
+    if not (environment.state_dir / "journal").exists():
+        return []
+    with StateLock(environment.state_dir):
+        message = recover(environment.state_dir)
+    return [message] if message else []
 
 
 def _verify_upstream(project: Project, environment: Environment, upstream: Upstream,
@@ -383,6 +400,7 @@ def environment_trees(target: Target, python: str, only: Sequence[str] = ()) -> 
     """Each upstream's installed code for the smoke tests; unpatched means the saved originals put back."""
     environment, upstreams = _open(python, target, only)
     state = EnvState(environment, target.name)
+    notes = _recovered(environment)
     ledger = state.read_ledger()
     trees = []
     for upstream in upstreams:
@@ -393,6 +411,8 @@ def environment_trees(target: Target, python: str, only: Sequence[str] = ()) -> 
         entry = ledger.upstream(upstream.name) if ledger else None
         trees.append(SmokeTree(upstream, dist.import_root,
                                unpatched=partial(_unpatched_install, dist, state.originals(entry))))
+    if trees:
+        trees[0].notes += notes
     return trees
 
 

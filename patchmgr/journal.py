@@ -1,28 +1,38 @@
-"""Crash-safe multi-file writes: a journal makes a set of file replacements all or nothing.
+"""Crash-safe changes: a journal makes a set of folder moves and file replacements all or nothing.
 
 Before anything changes, the current bytes of every path to be written are
-saved in the journal folder and the journal is marked ``prepared`` (fsynced).
-Then each file is replaced atomically. Only when all are written is the
-journal marked ``committed`` and removed. A run killed in between leaves a
-``prepared`` journal, and the next run (``recover``) puts every path back as it
-was; a ``committed`` one is only cleaned up. Either way the files end up fully
-written or untouched, never half.
+saved in the journal folder, and the journal, listing the planned folder moves
+and file writes, is marked ``prepared`` (fsynced). Then the folders are moved
+(renames, each atomic) and each file is replaced atomically. Only when all are
+done is the journal marked ``committed``; the folders it lists to discard are
+removed, then the journal. A run killed in between leaves a ``prepared``
+journal, and the next run (``recover``) undoes the moves that happened and puts
+every file back as it was; a ``committed`` one is only cleaned up. Either way
+everything ends up fully changed or untouched, never half.
+
+A write that fails (a full disk) rolls back at once: putting the saved files
+back renames them, which needs no free space.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import shutil
 import signal
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from patchmgr.errors import StateError
 
 JOURNAL = "journal"
 _KILL_AT = "PATCHMGR_FAULT_KILL_AT"  # fault injection for the kill tests: SIGKILL at step N
+_PAUSE_AT = "PATCHMGR_FAULT_PAUSE_AT"  # for the race and full-disk tests: "N:SECONDS" waits at step N ...
+_PAUSED = "PATCHMGR_FAULT_PAUSED"  # ... and, if this names a file, creates it and waits only while it exists
+_LOCK_TIMEOUT = "PATCHMGR_LOCK_TIMEOUT"  # seconds a second run waits for a lock before it gives up
 
 
 class _Steps:
@@ -30,24 +40,53 @@ class _Steps:
 
     def __init__(self) -> None:
         self.count = 0
+        self.pid = os.getpid()
         self.kill_at = int(os.environ.get(_KILL_AT, "0") or 0)
+        pause = os.environ.get(_PAUSE_AT, "")
+        self.pause_at, _, seconds = pause.partition(":")
+        self.pause_for = float(seconds or 0)
 
     def step(self) -> None:
         self.count += 1
         if self.kill_at and self.count == self.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.pause_at == str(self.count):
+            self._pause()
+
+    def _pause(self) -> None:
+        deadline = time.monotonic() + self.pause_for
+        marker = os.environ.get(_PAUSED)
+        if marker:
+            Path(marker).touch()
+        while time.monotonic() < deadline and (not marker or os.path.exists(marker)):
+            time.sleep(0.01)
+
+
+_steps: _Steps | None = None
+
+
+def step() -> None:
+    """One more step of a run is on disk: where the kill tests stop the process (one count per process)."""
+    global _steps
+    if _steps is None or _steps.pid != os.getpid():  # a forked child counts its own steps
+        _steps = _Steps()
+    _steps.step()
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.patchmgr-tmp")
-    with open(temp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    if path.exists():
-        shutil.copymode(path, temp)
-    os.replace(temp, path)
+    try:
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if path.exists():
+            shutil.copymode(path, temp)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)  # a half-written temporary file would hold on to the space
+        raise
 
 
 def _fsync_dir(path: Path) -> None:
@@ -58,36 +97,88 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def apply_transaction(state_dir: Path, writes: Mapping[Path, bytes | None]) -> None:
-    """Write (or, for None, delete) every path in ``writes``, all or nothing across a crash."""
-    steps = _Steps()
+def apply_transaction(state_dir: Path, writes: Mapping[Path, bytes | None],
+                      moves: Sequence[tuple[Path, Path]] = (), discard: Sequence[Path] = ()) -> None:
+    """Write (or, for None, delete) every path in ``writes``, all or nothing across a crash.
+
+    ``moves`` are folder renames (source, destination), done in order before the
+    writes, each destination absent until then; ``discard`` are folders removed
+    once the outcome is settled, either way. A failure to write raises
+    ``StateError`` after putting everything back.
+    """
     journal = state_dir / JOURNAL
+    marker = journal / "journal.json"
     shutil.rmtree(journal, ignore_errors=True)
-    (journal / "saved").mkdir(parents=True)
-    entries = []
-    for index, (path, _data) in enumerate(writes.items()):
-        saved = None
-        if path.is_file():
-            saved = f"{index}"
-            shutil.copy2(path, journal / "saved" / saved)
-        entries.append({"path": str(path), "saved": saved})
-        steps.step()
-    write_atomic(journal / "journal.json", json.dumps({"state": "prepared", "entries": entries}).encode())
-    _fsync_dir(journal)
-    steps.step()
-    for path, data in writes.items():
-        if data is None:
-            path.unlink(missing_ok=True)
-        else:
-            write_atomic(path, data)
-        steps.step()
-    write_atomic(journal / "journal.json", json.dumps({"state": "committed", "entries": entries}).encode())
-    steps.step()
+    doc = {"state": "prepared", "entries": [], "moves": [[str(s), str(d)] for s, d in moves],
+           "discard": [str(path) for path in discard], "made": _missing_folders(writes)}
+    try:
+        (journal / "saved").mkdir(parents=True)
+        for index, path in enumerate(writes):
+            saved = None
+            if path.is_file():
+                saved = f"{index}"
+                shutil.copy2(path, journal / "saved" / saved)
+            doc["entries"].append({"path": str(path), "saved": saved})
+            step()
+        write_atomic(marker, json.dumps(doc).encode())
+        _fsync_dir(journal)
+    except OSError as exc:
+        _settle(journal, doc)
+        raise _failed(exc, "nothing was changed") from None
+    step()
+    try:
+        for source, destination in moves:
+            os.rename(source, destination)
+            _fsync_dir(destination.parent)
+            step()
+        for path, data in writes.items():
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                write_atomic(path, data)
+            step()
+        doc["state"] = "committed"
+        write_atomic(marker, json.dumps(doc).encode())
+    except OSError as exc:
+        try:
+            recover(state_dir)
+        except OSError:
+            raise _failed(exc, "the next patchmgr run puts everything back") from None
+        raise _failed(exc, "everything was put back as it was") from None
+    step()
+    _settle(journal, doc)
+
+
+def _missing_folders(writes: Mapping[Path, bytes | None]) -> list[str]:
+    """Folders the writes will create, deepest first: a rollback removes them again."""
+    missing = set()
+    for path in writes:
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            missing.add(folder)
+            folder = folder.parent
+    return [str(folder) for folder in sorted(missing, key=lambda f: len(f.parts), reverse=True)]
+
+
+def _failed(exc: OSError, outcome: str) -> StateError:
+    where = f" ({exc.filename})" if exc.filename else ""
+    hint = "free some space on that disk, then run again" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) \
+        else "fix the cause, then run again"
+    return StateError(f"cannot write{where}: {exc.strerror or exc}; {outcome}", hint)
+
+
+def _settle(journal: Path, doc: dict) -> None:
+    for folder in doc.get("discard", []):
+        shutil.rmtree(folder, ignore_errors=True)
     shutil.rmtree(journal, ignore_errors=True)
 
 
 def recover(state_dir: Path) -> str | None:
-    """Finish or undo an interrupted transaction; say which, or None when there was none."""
+    """Finish or undo an interrupted transaction; say which, or None when there was none.
+
+    Safe to run again if it is itself interrupted: each undo is a rename or an
+    atomic write, and the journal goes last.
+    """
     journal = state_dir / JOURNAL
     marker = journal / "journal.json"
     if not journal.exists():
@@ -101,44 +192,104 @@ def recover(state_dir: Path) -> str | None:
     except ValueError as exc:
         raise StateError(f"{marker} is damaged ({exc})", "restore the environment from a backup") from exc
     if doc["state"] == "committed":
-        shutil.rmtree(journal, ignore_errors=True)
+        _settle(journal, doc)
         return "an interrupted run had finished writing; cleaned up after it"
     for entry in doc["entries"]:
-        path = Path(entry["path"])
-        if entry["saved"] is None:
-            path.unlink(missing_ok=True)
-        else:
-            write_atomic(path, (journal / "saved" / entry["saved"]).read_bytes())
-    shutil.rmtree(journal, ignore_errors=True)
-    return f"an interrupted run was rolled back: {len(doc['entries'])} files restored as they were"
+        _put_back(Path(entry["path"]), None if entry["saved"] is None else journal / "saved" / entry["saved"])
+    undone = 0
+    for source, destination in reversed(doc.get("moves", [])):
+        if not os.path.lexists(source) and os.path.lexists(destination):
+            os.rename(destination, source)
+            undone += 1
+    for folder in doc.get("made", []):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass  # not empty (something else lives there now) or already gone
+    _settle(journal, doc)
+    moved = f" and {undone} folder moves undone" if doc.get("moves") else ""
+    return f"an interrupted run was rolled back: {len(doc['entries'])} files restored as they were{moved}"
 
 
-class StateLock:
-    """One patchmgr at a time per environment: a second waits up to ``timeout`` seconds, then fails clearly."""
+def _put_back(path: Path, saved: Path | None) -> None:
+    """Restore ``path`` from its saved copy by a rename (no free space needed); None: it did not exist."""
+    if saved is None:
+        path.unlink(missing_ok=True)
+        return
+    if not saved.exists():
+        return  # an earlier, interrupted recovery already moved it back
+    try:
+        os.replace(saved, path)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        write_atomic(path, saved.read_bytes())
+        shutil.copymode(saved, path)
+        saved.unlink()
 
-    def __init__(self, state_dir: Path, timeout: float = 60.0) -> None:
-        self.path = state_dir / "lock"
+
+def lock_timeout(default: float) -> float:
+    value = os.environ.get(_LOCK_TIMEOUT)
+    try:
+        return float(value) if value else default
+    except ValueError:
+        return default
+
+
+class FileLock:
+    """An exclusive lock on ``path`` (flock): a second holder waits up to ``timeout`` seconds, then fails clearly.
+
+    Re-entering the same lock in one process (a fetch inside a fetch) does not wait on itself.
+    """
+
+    _held: dict[str, int] = {}
+
+    def __init__(self, path: Path, timeout: float, what: str, on_wait=None) -> None:
+        self.path = path
         self.timeout = timeout
+        self.what = what
+        self.on_wait = on_wait
         self._handle = None
 
-    def __enter__(self) -> StateLock:
-        import time
-
+    def __enter__(self) -> FileLock:
+        key = str(self.path)
+        if self._held.get(key):
+            self._held[key] += 1
+            return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handle = open(self.path, "a+")
         deadline = time.monotonic() + self.timeout
+        waited = False
         while True:
             try:
                 fcntl.flock(self._handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._held[key] = 1
                 return self
             except BlockingIOError:
+                if not waited and self.on_wait:
+                    self.on_wait(f"waiting for another patchmgr run that holds {self.path}")
+                waited = True
                 if time.monotonic() >= deadline:
                     self._handle.close()
-                    raise StateError(f"another patchmgr run holds {self.path}",
+                    self._handle = None
+                    raise StateError(f"another patchmgr run holds {self.path} ({self.what}); "
+                                     f"gave up after {self.timeout:g}s",
                                      "wait for it to finish, then run again") from None
                 time.sleep(0.1)
 
     def __exit__(self, *exc) -> None:
-        if self._handle:
+        key = str(self.path)
+        self._held[key] -= 1
+        if self._held[key] == 0 and self._handle:
+            del self._held[key]
             fcntl.flock(self._handle, fcntl.LOCK_UN)
             self._handle.close()
+            self._handle = None
+
+
+class StateLock(FileLock):
+    """One patchmgr at a time per environment (or --into folder): a second waits, then fails clearly."""
+
+    def __init__(self, state_dir: Path, timeout: float | None = None) -> None:
+        super().__init__(state_dir / "lock", lock_timeout(60.0) if timeout is None else timeout,
+                         "it is changing that environment or folder")

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 
 import patchmgr
+from patchmgr.checkout import STATE, locked_into
 from patchmgr.errors import UsageError
 from patchmgr.gitio import GitRepo
 from patchmgr.ledger import read_ledger
@@ -69,6 +70,7 @@ class SmokeReport:
     target: str
     unpatched: bool
     results: list[SmokeResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ran(self) -> list[SmokeResult]:
@@ -104,11 +106,16 @@ class SmokeTree:
     patched_root: Path | None  # the import root; None when the upstream is not there
     reason: str = ""  # why it is not there
     unpatched: Callable[[], AbstractContextManager[Path]] | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. that an interrupted apply was recovered first
 
 
 def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list[SmokeTree]:
     """The upstreams that ``apply --into`` checked out under ``into``."""
     into = into.resolve()
+    notes: list[str] = []
+    if (into / STATE).is_dir():
+        with locked_into(into, notes):
+            pass
     ledger = read_ledger(into) if into.is_dir() else None
     trees = []
     for upstream in target.upstreams:
@@ -123,6 +130,8 @@ def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list
         root = checkout / upstream.package_root if upstream.package_root else checkout
         trees.append(SmokeTree(upstream, root, unpatched=partial(_unpatched_checkout, checkout, entry.base_commit,
                                                                   upstream.package_root)))
+    if trees:
+        trees[0].notes += notes
     return trees
 
 
@@ -133,7 +142,7 @@ def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: 
         raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
     probe = available_devices(python)
     devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
-    report = SmokeReport(target.name, unpatched)
+    report = SmokeReport(target.name, unpatched, notes=[note for tree in trees for note in tree.notes])
     for tree in trees:
         report.results += _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched, python)
     return report

@@ -5,6 +5,11 @@ network; otherwise each URL is tried in order (the pin first, then the whole
 history as a fallback), and a half-made clone is removed on failure. Clones
 are partial (``--filter=blob:none``): the engine reads only the blobs that
 patches touch, and git fetches those on demand.
+
+Two patchmgr runs may share a cache: whatever writes a clone (creating it,
+pointing its remote, fetching) holds a per-upstream file lock, so a second
+run waits for the first fetch and then finds the commit there. Reads take no
+lock: git's objects and packs appear atomically.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 
 from patchmgr.errors import GitError, SourceError, UsageError
 from patchmgr.gitio import FULL_SHA, GitRepo
+from patchmgr.journal import FileLock, lock_timeout
 from patchmgr.manifest import url_problem
 from patchmgr.releases import ReleaseCache
 
@@ -56,12 +62,19 @@ class Store:
     def repo_path(self, upstream: str) -> Path:
         return self.cache_dir / "git" / f"{upstream}.git"
 
+    def lock(self, upstream: str) -> FileLock:
+        """Held while writing the cached clone of ``upstream``; a fetch can take minutes, so others wait long."""
+        return FileLock(self.cache_dir / "git" / f"{upstream}.lock", lock_timeout(600.0),
+                        f"it is fetching {upstream} into the cache", self.progress)
+
     def repo(self, upstream: str) -> GitRepo:
         if upstream not in self._open:
             path = self.repo_path(upstream)
             if not (path / "HEAD").is_file():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                GitRepo.init(path, bare=True)
+                with self.lock(upstream):
+                    if not (path / "HEAD").is_file():
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        GitRepo.init(path, bare=True)
             self._open[upstream] = GitRepo(path)
         return self._open[upstream]
 
@@ -70,6 +83,12 @@ class Store:
         repo = self.repo(upstream)
         if repo.has_commit(commit):
             return repo
+        with self.lock(upstream):
+            if repo.has_commit(commit):  # another run fetched it while this one waited
+                return repo
+            return self._fetch_commit(repo, upstream, commit, urls)
+
+    def _fetch_commit(self, repo: GitRepo, upstream: str, commit: str, urls: Sequence[str]) -> GitRepo:
         errors = []
         for url in urls:
             self.progress(f"fetching {upstream} {commit[:12]} from {url}")
@@ -98,6 +117,10 @@ class Store:
 
         Returns the paths no source could provide (a mirror without its large files).
         """
+        with self.lock(upstream):
+            return self._prefetch(upstream, commit, urls)
+
+    def _prefetch(self, upstream: str, commit: str, urls: Sequence[str]) -> list[str]:
         repo = self.ensure_commit(upstream, commit, urls)
         absent: list[str] = []
         local = as_local_path(urls[0]) if urls else None
@@ -133,6 +156,10 @@ class Store:
         if FULL_SHA.match(ref):
             return self.ensure_commit(upstream, ref, urls), ref
         repo = self.repo(upstream)
+        with self.lock(upstream):
+            return self._resolve_fetched(repo, upstream, ref, urls)
+
+    def _resolve_fetched(self, repo: GitRepo, upstream: str, ref: str, urls: Sequence[str]) -> tuple[GitRepo, str]:
         errors = []
         for url in urls:
             self.progress(f"fetching {upstream} {ref} from {url}")
@@ -190,4 +217,5 @@ class Store:
 
     def remove(self, upstream: str) -> None:
         self._open.pop(upstream, None)
-        shutil.rmtree(self.repo_path(upstream), ignore_errors=True)
+        with self.lock(upstream):
+            shutil.rmtree(self.repo_path(upstream), ignore_errors=True)
