@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from patchmgr.errors import GitError
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 _OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_LINE_BREAK = re.compile("[\n\r\x00]")
 # paths from patch files are file names, never pathspec magic such as ":(exclude)"
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 
@@ -118,6 +120,25 @@ class GitRepo:
             return False
 
     # -- objects ----------------------------------------------------------
+    def index_history(self, commit: str) -> None:
+        """Add ``commit``'s history to the commit-graph, with changed-path Bloom filters (best effort).
+
+        A path-limited walk (bisect, patch-id evidence, blob prefetch) over ten
+        thousand commits then reads a few bits per commit instead of comparing
+        trees: 0.26 s became 0.05 s for one file over 10,000 commits. A cache
+        clone has no refs for ``--reachable`` to find, so the commit is named.
+        """
+        try:
+            self.run("commit-graph", "write", "--no-progress", "--stdin-commits", "--append", "--changed-paths",
+                     stdin=f"{commit}\n".encode())
+        except GitError:
+            pass
+
+    def history_indexed(self) -> bool:
+        """Whether this repository has a commit-graph (``index_history`` writes one)."""
+        info = Path(self._env.get("GIT_DIR") or self.path / ".git") / "objects" / "info"
+        return (info / "commit-graph").is_file() or (info / "commit-graphs").is_dir()
+
     def has_commit(self, sha: str) -> bool:
         return self.run_ok("cat-file", "-e", f"{sha}^{{commit}}")
 
@@ -138,7 +159,7 @@ class GitRepo:
         it comes back as a ``LinkBlob``, so that the engine refuses to patch it or
         write through it.
         """
-        if any(char in path for char in "\n\r\x00"):
+        if _LINE_BREAK.search(path):
             return None  # a line break would desynchronise the --batch process's protocol
         entry = self._objects_reader().entry(commit, path)
         if entry is None or not (entry[0].startswith("100") or entry[0] == SYMLINK_MODE):
@@ -148,8 +169,14 @@ class GitRepo:
             return None
         return LinkBlob(data) if entry[0] == SYMLINK_MODE else data
 
+    def path_entries(self, commit: str, paths: Sequence[str]) -> tuple[tuple[str, str] | None, ...]:
+        """``(mode, object id)`` of each of ``paths`` at ``commit``, None where absent: what reading them returns
+        depends on nothing else, so equal entries at two commits mean equal check results there."""
+        reader = self._objects_reader()
+        return tuple(None if _LINE_BREAK.search(path) else reader.entry(commit, path) for path in paths)
+
     def read_blob(self, sha: str) -> bytes | None:
-        if any(char in sha for char in "\n\r\x00"):
+        if _LINE_BREAK.search(sha):
             return None
         return self._objects_reader().blob(sha)
 
@@ -312,19 +339,31 @@ def merge_texts(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
     if key in _MERGES:
         _MERGES.move_to_end(key)
         return _MERGES[key]
-    with tempfile.TemporaryDirectory(prefix="patchmgr-merge-") as tmp:
-        names = []
-        for label, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-            name = os.path.join(tmp, label)
-            Path(name).write_bytes(data)
-            names.append(name)
-        done = subprocess.run(["git", "merge-file", "-p", *names], cwd=tmp, env=_plain_env(),
-                              stdin=subprocess.DEVNULL, capture_output=True)
+    tmp = _merge_folder()
+    names = []
+    for label, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+        name = os.path.join(tmp, f"{label}-{threading.get_ident()}")
+        Path(name).write_bytes(data)
+        names.append(name)
+    done = subprocess.run(["git", "merge-file", "-p", *names], cwd=tmp, env=_plain_env(),
+                          stdin=subprocess.DEVNULL, capture_output=True)
     merged = done.stdout if done.returncode == 0 else None
     _MERGES[key] = merged
     if len(_MERGES) > _MERGES_KEPT:
         _MERGES.popitem(last=False)
     return merged
+
+
+_MERGE_FOLDER: dict[int, tempfile.TemporaryDirectory] = {}
+
+
+def _merge_folder() -> str:
+    """One private folder per process for merge-file's three inputs (making and removing a folder per
+    merge cost about as much as the merge); removed when the process ends."""
+    pid = os.getpid()
+    if pid not in _MERGE_FOLDER:
+        _MERGE_FOLDER[pid] = tempfile.TemporaryDirectory(prefix="patchmgr-merge-")
+    return _MERGE_FOLDER[pid].name
 
 
 def _run_plain(args: Iterable[str], cwd: Path | None = None) -> str:
@@ -368,6 +407,7 @@ class _ObjectReader:
     """Objects through one ``git cat-file --batch`` process, trees and blobs kept by id within a budget."""
 
     BUDGET = 64 << 20  # bytes of kept objects: a sweep's working set, far below the memory goal
+    TREE_COST = 8  # a parsed tree takes ~6.5 times its raw size in memory (measured on a 3 KB tree)
 
     def __init__(self, path: Path, env: Mapping[str, str]) -> None:
         self._path, self._env = path, env
@@ -375,11 +415,24 @@ class _ObjectReader:
         self._kept: OrderedDict[str, tuple[str, object, int]] = OrderedDict()
         self._kept_bytes = 0
         self._root_trees: dict[str, str | None] = {}
+        self._entries: dict[tuple[str, str], tuple[str, str] | None] = {}  # (root tree, path) -> entry
         self._last_sha = ""
 
     def entry(self, commit: str, path: str) -> tuple[str, str] | None:
         """``(mode, object id)`` of ``path`` at ``commit``, or None when it is not there."""
-        tree = self._root_tree(commit)
+        tree = self._root_trees.get(commit) or self._root_tree(commit)
+        if tree is None:
+            return None
+        key = (tree, path)
+        try:
+            return self._entries[key]
+        except KeyError:
+            if len(self._entries) > 50_000:
+                self._entries.clear()
+            found = self._entries[key] = self._walk(tree, path)
+            return found
+
+    def _walk(self, tree: str | None, path: str) -> tuple[str, str] | None:
         parts = path.split("/")
         for depth, name in enumerate(parts):
             if tree is None:
@@ -404,7 +457,7 @@ class _ObjectReader:
         kind, data = self._read(f"{commit}^{{tree}}")
         sha = self._last_sha if kind == "tree" else None
         if sha is not None:
-            self._keep(sha, "tree", _parse_tree(data, len(sha) // 2), len(data))
+            self._keep(sha, "tree", _parse_tree(data, len(sha) // 2), len(data) * self.TREE_COST)
         if _OBJECT_ID.match(commit):
             self._root_trees[commit] = sha  # a commit id never moves; a ref may
         return sha
@@ -423,7 +476,7 @@ class _ObjectReader:
             return None, None
         value = _parse_tree(data, len(self._last_sha) // 2) if kind == "tree" else data
         if kind in ("tree", "blob"):
-            self._keep(self._last_sha, kind, value, len(data))
+            self._keep(self._last_sha, kind, value, len(data) * (self.TREE_COST if kind == "tree" else 1))
         return kind, value
 
     def _keep(self, sha: str, kind: str, value: object, size: int) -> None:

@@ -12,7 +12,7 @@ commit that a binary search would happen to land on.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from patchmgr.engine import State, check_series
@@ -145,30 +145,122 @@ def bisect_upstream(project: Project, upstream: Upstream, store: Store, override
     return result
 
 
+def _reads(patch: PatchFile) -> set[str]:
+    """The paths whose content or kind a check of ``patch`` reads: its files and the folders above them."""
+    reads = set()
+    for path in patch.touched_paths:
+        parts = path.split("/")
+        reads.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    return reads
+
+
+def independent_groups(series: list[PatchFile]) -> list[tuple[int, ...]]:
+    """The series split into groups that share no path: no patch of one group writes what another reads.
+
+    A patch's state depends on the patches before it only through the files they
+    write, so each group can be checked alone, in series order, with the same
+    results as the whole series.
+    """
+    parent = list(range(len(series)))
+
+    def root(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    readers: dict[str, list[int]] = {}
+    for index, patch in enumerate(series):
+        for path in _reads(patch):
+            readers.setdefault(path, []).append(index)
+    for index, patch in enumerate(series):
+        for path in patch.touched_paths:
+            for other in readers.get(path, ()):
+                parent[root(other)] = root(index)
+    groups: dict[int, list[int]] = {}
+    for index in range(len(series)):
+        groups.setdefault(root(index), []).append(index)
+    return sorted(tuple(group) for group in groups.values())
+
+
 class Walk:
-    """The series classified at the merge base and at each commit that touches its files."""
+    """The series classified at the merge base and at each commit that touches its files.
+
+    A check reads only the patches' files and the kinds of the folders above
+    them, so a group of patches (``independent_groups``) is classified once per
+    distinct set of those entries: a commit that changes none of them costs a
+    few lookups in the cached trees, not a check. That is what makes a sweep
+    over consecutive commits cheap, where most commits leave a patch's file alone.
+    """
 
     def __init__(self, repo: GitRepo, base: str, to: str, location: str, series: list[PatchFile]) -> None:
         self.repo, self.base, self.to, self.location, self.series = repo, base, to, location, series
-        repo.prefetch_blobs(base, to, sorted({p for patch in series for p in patch.touched_paths}))
-        self._states: dict[str, list[State]] = {}
+        self._prefetched: set[str] = set()
+        if not repo.history_indexed():  # a cache filled before patchmgr wrote commit-graphs
+            repo.index_history(to)
+        self._groups = independent_groups(series)
+        self._group_of = {index: group for group in self._groups for index in group}
+        self._inputs: dict[tuple[int, ...], tuple[list[str], int]] = {}
+        for group in self._groups:
+            files = sorted({p for i in group for p in series[i].touched_paths})
+            folders = sorted(set().union(*(_reads(series[i]) for i in group)) - set(files))
+            self._inputs[group] = (files + folders, len(files))
+        self._states: dict[tuple, list[State]] = {}
+        self.checks = 0  # groups classified by the engine, for the benchmarks
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Fetch in one request the blobs of ``paths`` between base and tip that a partial clone lacks."""
+        wanted = sorted(set(paths) - self._prefetched)
+        if wanted:
+            self.repo.prefetch_blobs(self.base, self.to, wanted)
+            self._prefetched.update(wanted)
 
     def states_at(self, commit: str) -> list[State]:
-        if commit not in self._states:
+        """The state of each patch of the series at ``commit``."""
+        self.prefetch(p for patch in self.series for p in patch.touched_paths)
+        states: list[State] = [State.CLEAN] * len(self.series)
+        for group in self._groups:
+            for index, state in zip(group, self._group_states(group, commit)):
+                states[index] = state
+        return states
+
+    def state_at(self, index: int, commit: str) -> State:
+        """The state of patch ``index`` at ``commit`` (its group alone is classified)."""
+        group = self._group_of[index]
+        return self._group_states(group, commit)[group.index(index)]
+
+    def _group_states(self, group: tuple[int, ...], commit: str) -> list[State]:
+        paths, files = self._inputs[group]
+        entries = self.repo.path_entries(commit, paths)
+        # files by content, folders above them by kind only (the engine checks that they are folders)
+        key = (group, entries[:files], tuple(entry and entry[0] for entry in entries[files:]))
+        if key not in self._states:
             source = GitSource(self.repo, commit, self.location)
-            self._states[commit] = [r.state for r in check_series(self.series, source, merge_texts)]
-        return self._states[commit]
+            results = check_series([self.series[i] for i in group], source, merge_texts)
+            self._states[key] = [r.state for r in results]
+            self.checks += len(group)
+        return self._states[key]
+
+    def related(self, index: int) -> list[int]:
+        """The patches up to ``index`` whose files can change its state: it, and those writing what it reads."""
+        reads, chosen = _reads(self.series[index]), [index]
+        for other in range(index - 1, -1, -1):
+            if reads.intersection(self.series[other].touched_paths):
+                chosen.append(other)
+                reads |= _reads(self.series[other])
+        return sorted(chosen)
 
     def history(self, index: int, state_at_to: State, carrier: CommitInfo | None) -> PatchHistory:
-        """One patch's steps, at the commits touching files of it or of the patches before it."""
-        paths = sorted({p for patch in self.series[: index + 1] for p in patch.touched_paths})
+        """One patch's steps, at the commits touching files of it or of the earlier patches it depends on."""
+        paths = sorted({p for i in self.related(index) for p in self.series[i].touched_paths})
+        self.prefetch(paths)
         commits = self.repo.commits_touching(self.base, self.to, paths)
-        at_base = Step(self.base, self.repo.commit_info(self.base).subject, self.states_at(self.base)[index])
+        at_base = Step(self.base, self.repo.commit_info(self.base).subject, self.state_at(index, self.base))
         history = PatchHistory(self.series[index], state_at_to, at_base, commits_checked=len(commits) + 1)
         carried = False
         previous = at_base.state
         for commit in commits:
-            state = self.states_at(commit.sha)[index]
+            state = self.state_at(index, commit.sha)
             carried = carried or (carrier is not None and commit.sha == carrier.sha)
             if carried and not state.applies:
                 # The patch's own change landed at the carrier; later upstream edits of

@@ -86,7 +86,9 @@ class Store:
         with self.lock(upstream):
             if repo.has_commit(commit):  # another run fetched it while this one waited
                 return repo
-            return self._fetch_commit(repo, upstream, commit, urls)
+            self._fetch_commit(repo, upstream, commit, urls)
+            repo.index_history(commit)
+            return repo
 
     def _fetch_commit(self, repo: GitRepo, upstream: str, commit: str, urls: Sequence[str]) -> GitRepo:
         errors = []
@@ -167,6 +169,7 @@ class Store:
                 self._fetch(repo, url, [f"+{ref}:refs/patchmgr/against"])
                 commit = repo.resolve("refs/patchmgr/against")
                 if commit:
+                    repo.index_history(commit)
                     return repo, commit
             except GitError as exc:
                 errors.append(f"{url}: {exc.message}")
