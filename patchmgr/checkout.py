@@ -94,7 +94,9 @@ def apply_into(project: Project, target: Target, store: Store, overrides: Mappin
 @contextmanager
 def locked_into(into: Path, notes: list[str]) -> Iterator[None]:
     """Hold DIR's lock, after finishing or undoing an interrupted apply (which one is added to ``notes``)."""
-    with StateLock(into / STATE):
+    with StateLock(into / STATE) as lock:
+        if lock.waited:
+            notes.append(f"waited {lock.waited:.1f}s for another patchmgr run on {into}")
         message = recover_into(into)
         if message:
             notes.append(message)

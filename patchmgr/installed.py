@@ -170,8 +170,10 @@ def apply_environment(project: Project, target: Target, store: Store, overrides:
     require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     # locked from the check to the last write: a second apply waits, then finds this one's result
-    with StateLock(environment.state_dir):
+    with StateLock(environment.state_dir) as lock:
         status, notes = _check(project, target, store, overrides, environment, upstreams)
+        if lock.waited:
+            notes.insert(0, f"waited {lock.waited:.1f}s for another patchmgr run on this environment")
         outcome = EnvOutcome(target.name, python, "refused", status, notes)
         if not status.ok:
             return outcome

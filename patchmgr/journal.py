@@ -207,8 +207,12 @@ def recover(state_dir: Path) -> str | None:
         except OSError:
             pass  # not empty (something else lives there now) or already gone
     _settle(journal, doc)
-    moved = f" and {undone} folder moves undone" if doc.get("moves") else ""
-    return f"an interrupted run was rolled back: {len(doc['entries'])} files restored as they were{moved}"
+    undid = _count(len(doc["entries"]), "file write") + (f" and {_count(undone, 'folder move')}" if undone else "")
+    return f"an interrupted run was rolled back ({undid} undone): everything is as it was before it"
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number} {what}" + ("" if number == 1 else "s")
 
 
 def _put_back(path: Path, saved: Path | None) -> None:
@@ -249,6 +253,7 @@ class FileLock:
         self.timeout = timeout
         self.what = what
         self.on_wait = on_wait
+        self.waited = 0.0  # seconds spent waiting for another run
         self._handle = None
 
     def __enter__(self) -> FileLock:
@@ -258,17 +263,17 @@ class FileLock:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handle = open(self.path, "a+")
-        deadline = time.monotonic() + self.timeout
-        waited = False
+        started = time.monotonic()
+        deadline = started + self.timeout
         while True:
             try:
                 fcntl.flock(self._handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self._held[key] = 1
                 return self
             except BlockingIOError:
-                if not waited and self.on_wait:
+                if not self.waited and self.on_wait:
                     self.on_wait(f"waiting for another patchmgr run that holds {self.path}")
-                waited = True
+                self.waited = time.monotonic() - started or 1e-6
                 if time.monotonic() >= deadline:
                     self._handle.close()
                     self._handle = None
