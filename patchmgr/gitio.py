@@ -31,6 +31,7 @@ from patchmgr.errors import GitError
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 _OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _LINE_BREAK = re.compile("[\n\r\x00]")
+_RECONFIGURES = {"config", "remote", "fetch"}
 # paths from patch files are file names, never pathspec magic such as ":(exclude)"
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 
@@ -110,6 +111,10 @@ class GitRepo:
     # -- running commands -------------------------------------------------
     def run(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
             strip: bool = True) -> str:
+        if self._objects is not None and _RECONFIGURES.intersection(args[:3]):
+            # the cat-file process read the config when it started: a new remote or promisor
+            # setting (lazy fetches of missing blobs) takes a fresh one; what it read stays kept
+            self._objects.close()
         return _execute(args, self.path, {**self._env, **(env or {})}, stdin, strip)
 
     def run_ok(self, *args: str) -> bool:
@@ -131,16 +136,24 @@ class GitRepo:
         try:
             self.run("commit-graph", "write", "--no-progress", "--stdin-commits", "--append", "--changed-paths",
                      stdin=f"{commit}\n".encode())
-        except GitError:
+            with open(self._indexed_record(), "a") as record:
+                record.write(f"{commit}\n")
+        except (GitError, OSError):
             pass
 
-    def history_indexed(self) -> bool:
-        """Whether this repository has a commit-graph (``index_history`` writes one)."""
-        info = Path(self._env.get("GIT_DIR") or self.path / ".git") / "objects" / "info"
-        return (info / "commit-graph").is_file() or (info / "commit-graphs").is_dir()
+    def history_indexed(self, commit: str) -> bool:
+        """Whether ``index_history`` indexed ``commit`` (a commit can also arrive by a lazy fetch, unindexed)."""
+        try:
+            return commit in self._indexed_record().read_text().split()
+        except OSError:
+            return False
+
+    def _indexed_record(self) -> Path:
+        return Path(self._env.get("GIT_DIR") or self.path / ".git") / "objects" / "info" / "patchmgr-indexed"
 
     def has_commit(self, sha: str) -> bool:
-        return self.run_ok("cat-file", "-e", f"{sha}^{{commit}}")
+        # through the cat-file --batch process that reads the files next: no process of its own
+        return not _LINE_BREAK.search(sha) and self._objects_reader().kind(f"{sha}^{{commit}}") == "commit"
 
     def resolve(self, ref: str) -> str | None:
         """The commit id of ``ref`` in this repository, or None."""
@@ -451,6 +464,11 @@ class _ObjectReader:
         kind, data = self._object(sha)
         return data if kind == "blob" else None
 
+    def kind(self, name: str) -> str | None:
+        """The type of the object ``name`` names (``<commit>^{commit}``), or None when there is none."""
+        kind, _data = self._read(name)
+        return kind
+
     def _root_tree(self, commit: str) -> str | None:
         if commit in self._root_trees:
             return self._root_trees[commit]
@@ -458,8 +476,8 @@ class _ObjectReader:
         sha = self._last_sha if kind == "tree" else None
         if sha is not None:
             self._keep(sha, "tree", _parse_tree(data, len(sha) // 2), len(data) * self.TREE_COST)
-        if _OBJECT_ID.match(commit):
-            self._root_trees[commit] = sha  # a commit id never moves; a ref may
+        if sha is not None and _OBJECT_ID.match(commit):
+            self._root_trees[commit] = sha  # a commit id never moves (a ref may); a missing one may be fetched
         return sha
 
     def _tree(self, sha: str) -> dict[bytes, tuple[str, str]] | None:

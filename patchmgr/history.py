@@ -196,7 +196,7 @@ class Walk:
     def __init__(self, repo: GitRepo, base: str, to: str, location: str, series: list[PatchFile]) -> None:
         self.repo, self.base, self.to, self.location, self.series = repo, base, to, location, series
         self._prefetched: set[str] = set()
-        if not repo.history_indexed():  # a cache filled before patchmgr wrote commit-graphs
+        if not repo.history_indexed(to):  # fetched lazily, or before patchmgr wrote commit-graphs
             repo.index_history(to)
         self._groups = independent_groups(series)
         self._group_of = {index: group for group in self._groups for index in group}

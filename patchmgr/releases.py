@@ -15,8 +15,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonicalize_name,
-                             parse_sdist_filename, parse_wheel_filename)
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.errors import SourceError
@@ -33,6 +31,8 @@ def index_url() -> str:
 
 
 def file_version(filename: str) -> Version | None:
+    # packaging.utils loads the wheel-tag machinery: only choosing a download needs it, not a CLI start
+    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
     try:
         if filename.endswith(".whl"):
             return parse_wheel_filename(filename)[1]
@@ -130,6 +130,7 @@ class ReleaseCache:
         import urllib.error  # the network modules cost a noticeable share of a CLI start; only downloads need them
         import urllib.parse
         import urllib.request
+        from packaging.utils import canonicalize_name
         url = f"{index_url()}/{canonicalize_name(project)}/"
         request = urllib.request.Request(url, headers={"Accept": _SIMPLE_JSON})
         try:
