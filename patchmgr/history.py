@@ -241,6 +241,10 @@ class Walk:
             self.checks += len(group)
         return self._states[key]
 
+    def group_paths(self, indexes: Iterable[int]) -> list[str]:
+        """The files of the groups of the patches ``indexes``: what classifying them reads at each commit."""
+        return sorted({p for index in indexes for i in self._group_of[index] for p in self.series[i].touched_paths})
+
     def related(self, index: int) -> list[int]:
         """The patches up to ``index`` whose files can change its state: it, and those writing what it reads."""
         reads, chosen = _reads(self.series[index]), [index]
@@ -252,8 +256,8 @@ class Walk:
 
     def history(self, index: int, state_at_to: State, carrier: CommitInfo | None) -> PatchHistory:
         """One patch's steps, at the commits touching files of it or of the earlier patches it depends on."""
+        self.prefetch(self.group_paths([index]))
         paths = sorted({p for i in self.related(index) for p in self.series[i].touched_paths})
-        self.prefetch(paths)
         commits = self.repo.commits_touching(self.base, self.to, paths)
         at_base = Step(self.base, self.repo.commit_info(self.base).subject, self.state_at(index, self.base))
         history = PatchHistory(self.series[index], state_at_to, at_base, commits_checked=len(commits) + 1)
@@ -281,6 +285,8 @@ def find_carrier(repo: GitRepo, base: str, to: str, patch: PatchFile) -> CommitI
     wanted = repo.patch_id(patch.data)
     if wanted is None:
         return None
+    # in one request: `git log -p` in a blobless cache would fetch the blobs commit by commit
+    repo.prefetch_blobs(base, to, patch.touched_paths)
     for patch_id, commit in repo.path_patch_ids(base, to, patch.touched_paths, context_size(patch)):
         if patch_id == wanted:
             return repo.commit_info(commit)
