@@ -89,6 +89,11 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -118,8 +123,10 @@ def apply_transaction(state_dir: Path, writes: Mapping[Path, bytes | None],
             if path.is_file():
                 saved = f"{index}"
                 shutil.copy2(path, journal / "saved" / saved)
+                _fsync_file(journal / "saved" / saved)
             doc["entries"].append({"path": str(path), "saved": saved})
             step()
+        _fsync_dir(journal / "saved")
         write_atomic(marker, json.dumps(doc).encode())
         _fsync_dir(journal)
     except OSError as exc:

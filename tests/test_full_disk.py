@@ -56,7 +56,8 @@ class Disk:
 def disk(tmp_path):
     root = tmp_path / "disk"
     root.mkdir()
-    mounted = os.geteuid() == 0 and subprocess.run(
+    # PATCHMGR_TEST_NO_TMPFS=1 runs the RLIMIT_FSIZE variant even where a tmpfs could be mounted
+    mounted = os.geteuid() == 0 and not os.environ.get("PATCHMGR_TEST_NO_TMPFS") and subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(root)], capture_output=True).returncode == 0
     try:
         yield Disk(root, mounted)
