@@ -473,6 +473,9 @@ def table(bench: Bench) -> str:
     return "\n".join(lines)
 
 
+KEPT = "<!-- kept by run.py: what follows is written by hand -->"
+
+
 def write_results(bench: Bench, path: Path, facts: dict[str, str]) -> None:
     goals = "\n".join(f"| {goal} | {measured} | {'met' if ok else '**missed**'} |" for goal, measured, ok in bench.goals)
     notes = "\n".join(f"- {note}" for note in bench.notes)
@@ -508,6 +511,9 @@ largest resident set of the process and of every process it started (git include
 
 {notes}
 """
+    previous = path.read_text() if path.is_file() else ""
+    if KEPT in previous:  # the profile history below the marker survives a new run
+        text += "\n" + previous[previous.index(KEPT):]
     path.write_text(text)
 
 
