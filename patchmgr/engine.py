@@ -85,11 +85,9 @@ class CheckResult:
     @property
     def detail(self) -> str:
         if self.state is State.OFFSET:
-            moved = [p for p in self.placements if p.offset]
-            return ", ".join(f"{p.path} hunk #{p.number} {p.offset:+d} lines" for p in moved)
+            return _per_file([p for p in self.placements if p.offset], lambda p: f"{p.offset:+d} lines")
         if self.state is State.FUZZ:
-            fuzzed = [p for p in self.placements if p.fuzz]
-            return ", ".join(f"{p.path} hunk #{p.number} fuzz {p.fuzz}" for p in fuzzed)
+            return _per_file([p for p in self.placements if p.fuzz], lambda p: f"fuzz {p.fuzz}")
         if self.state in (State.CONFLICT, State.MISSING, State.THREE_WAY) and self.conflict:
             c = self.conflict
             where = f"{c.path} hunk #{c.hunk} {c.header}" if c.hunk else c.path
@@ -97,6 +95,14 @@ class CheckResult:
         if self.state is State.UPSTREAM:
             return self.evidence or "the reverse of the patch applies: upstream already has the change"
         return ""
+
+
+def _per_file(placements: list[HunkPlacement], describe) -> str:
+    """``path: hunk #1 +3 lines, #2 +3 lines; other: ...``: each path said once."""
+    by_path: dict[str, list[str]] = {}
+    for placement in placements:
+        by_path.setdefault(placement.path, []).append(f"#{placement.number} {describe(placement)}")
+    return "; ".join(f"{path}: hunk {', '.join(items)}" for path, items in by_path.items())
 
 
 class _Failure(Exception):
