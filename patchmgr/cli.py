@@ -142,10 +142,7 @@ def apply(
         store.close()
     if python:
         return _render_env(env_outcome, json_output)
-    if json_output:
-        print(report.apply_json(outcome))
-    else:
-        report.render_apply(_out(False), outcome)
+    _emit(json_output, report.apply_json, report.render_apply, outcome)
     return 0 if outcome.ok else 1
 
 
@@ -170,10 +167,7 @@ def verify(
         return _render_env(verify_environment(project, selected, python, upstream or ()), json_output)
     from patchmgr.checkout import verify_into
     outcome = verify_into(project, selected, into, upstream or ())
-    if json_output:
-        print(report.verify_json(outcome))
-    else:
-        report.render_verify(_out(False), outcome)
+    _emit(json_output, report.verify_json, report.render_verify, outcome)
     return 0 if outcome.ok else 1
 
 
@@ -184,10 +178,7 @@ def lint(json_output: JsonOpt = False, root: RootOpt = Path(".")) -> int:
     from patchmgr.lint import lint_project
     project = Project.at(root)
     problems, checked = lint_project(project)
-    if json_output:
-        print(report.lint_json(problems, checked))
-    else:
-        report.render_lint(_out(False), problems, checked)
+    _emit(json_output, report.lint_json, report.render_lint, problems, checked)
     return 1 if problems else 0
 
 
@@ -221,10 +212,7 @@ def smoke(
         from patchmgr.smoke import checkout_trees
         trees = checkout_trees(selected, into, only)
     result = run_smoke(project, selected, trees, device, unpatched, python)
-    if json_output:
-        print(report.smoke_json(result))
-    else:
-        report.render_smoke(_out(False), result)
+    _emit(json_output, report.smoke_json, report.render_smoke, result)
     return 0 if result.ok else 1
 
 
@@ -258,10 +246,7 @@ def fetch(
                 fetched[entry.name] = {"ok": False, "error": exc.message}
     finally:
         store.close()
-    if json_output:
-        print(report.fetch_json(selected.name, fetched))
-    else:
-        report.render_fetch(_out(False), selected.name, fetched)
+    _emit(json_output, report.fetch_json, report.render_fetch, selected.name, fetched)
     return 0 if all(f["ok"] for f in fetched.values()) else 1
 
 
@@ -285,6 +270,14 @@ def revert(
     return _render_env(revert_environment(selected, python, upstream or ()), json_output)
 
 
+def _emit(json_output: bool, as_json, render, *values) -> None:
+    """One JSON document on stdout, or the rich rendering for people."""
+    if json_output:
+        print(as_json(*values))
+    else:
+        render(_out(False), *values)
+
+
 def _one_place(verb: str, into: Optional[Path], python: Optional[str]) -> None:
     if into is None and python is None:
         raise UsageError(f"{verb} needs --into DIR or --python PATH",
@@ -295,10 +288,7 @@ def _one_place(verb: str, into: Optional[Path], python: Optional[str]) -> None:
 
 def _render_env(outcome: EnvOutcome, json_output: bool) -> int:
     from patchmgr import report
-    if json_output:
-        print(report.env_json(outcome))
-    else:
-        report.render_env(_out(False), outcome)
+    _emit(json_output, report.env_json, report.render_env, outcome)
     return 0 if outcome.ok else 1
 
 
@@ -350,10 +340,7 @@ def bisect(
                                  patch or ())
     finally:
         store.close()
-    if json_output:
-        print(report.bisect_json(result))
-    else:
-        report.render_bisect(_out(False), result)
+    _emit(json_output, report.bisect_json, report.render_bisect, result)
     return 0 if result.ok else 1
 
 

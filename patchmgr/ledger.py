@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -74,13 +73,3 @@ def read_ledger(folder: Path) -> Ledger | None:
     if not path.is_file():
         return None
     return Ledger.from_json(path.read_text(encoding="utf-8"), path)
-
-
-def write_ledger(folder: Path, ledger: Ledger) -> None:
-    """Write atomically: a reader sees the old ledger or the new one, never half of one."""
-    path = folder / LEDGER_NAME
-    temp = path.with_suffix(".tmp")
-    temp.write_text(ledger.to_json(), encoding="utf-8")
-    with open(temp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
