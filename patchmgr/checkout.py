@@ -67,7 +67,7 @@ class VerifyOutcome:
 
 
 def apply_into(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-               into: Path, dry_run: bool = False, only: Sequence[str] = ()) -> ApplyOutcome:
+               into: Path, dry_run: bool = False, only: Sequence[str] = (), force: bool = False) -> ApplyOutcome:
     into = into.resolve()
     notes: list[str] = []
     with ExitStack() as stack:

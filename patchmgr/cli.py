@@ -42,6 +42,8 @@ SourceOpt = Annotated[Optional[list[str]], typer.Option(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 PythonOpt = Annotated[Optional[str], typer.Option(
     "--python", help="Interpreter of an installed environment to work on (instead of --into checkouts).")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Proceed over local work that would be lost, after saving it (the output says where).")]
 UpstreamOpt = Annotated[Optional[list[str]], typer.Option(
     "--upstream", "-u", help="Restrict the run to this upstream (repeatable).")]
 
@@ -117,6 +119,7 @@ def apply(
         "--into", help="Folder that receives one checkout per upstream.")] = None,
     python: PythonOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check everything, write nothing.")] = False,
+    force: ForceOpt = False,
     upstream: UpstreamOpt = None,
     source: SourceOpt = None,
     json_output: JsonOpt = False,
@@ -134,10 +137,11 @@ def apply(
     try:
         if python:
             from patchmgr.installed import apply_environment
-            env_outcome = apply_environment(project, selected, store, overrides, python, upstream or (), dry_run)
+            env_outcome = apply_environment(project, selected, store, overrides, python, upstream or (), dry_run,
+                                            force)
         else:
             from patchmgr.checkout import apply_into
-            outcome = apply_into(project, selected, store, overrides, into, dry_run, upstream or ())
+            outcome = apply_into(project, selected, store, overrides, into, dry_run, upstream or (), force)
     finally:
         store.close()
     if python:
@@ -255,6 +259,7 @@ def fetch(
 def revert(
     target: TargetOpt = None,
     python: PythonOpt = None,
+    force: ForceOpt = False,
     upstream: UpstreamOpt = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
@@ -267,7 +272,7 @@ def revert(
                          "a checkout made with --into is reverted by removing it: rm -r DIR")
     selected = project.target(_required_target(target))
     require_upstreams([selected], {name: "" for name in upstream or ()})
-    return _render_env(revert_environment(selected, python, upstream or ()), json_output)
+    return _render_env(revert_environment(selected, python, upstream or (), force), json_output)
 
 
 def _emit(json_output: bool, as_json, render, *values) -> None:
@@ -411,6 +416,7 @@ def edit(
     target: TargetOpt = None,
     upstream: NameOpt = None,
     into: Annotated[Optional[Path], typer.Option("--into", help="New folder for the checkout.")] = None,
+    force: ForceOpt = False,
     source: SourceOpt = None,
     root: RootOpt = Path("."),
 ) -> int:
@@ -423,7 +429,7 @@ def edit(
         raise UsageError("edit needs --into DIR", "give a new folder for the checkout")
     store = _store(False)
     try:
-        outcome = edit_checkout(project, selected, upstream, store, overrides, into)
+        outcome = edit_checkout(project, selected, upstream, store, overrides, into, force)
     finally:
         store.close()
     report.render_edit(_out(False), outcome)

@@ -165,7 +165,7 @@ def _drift(store: Store, dist: InstalledDist, overrides: Mapping[str, str], inst
 
 
 def apply_environment(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-                      python: str, only: Sequence[str] = (), dry_run: bool = False) -> EnvOutcome:
+                      python: str, only: Sequence[str] = (), dry_run: bool = False, force: bool = False) -> EnvOutcome:
     environment, upstreams = _open(python, target, only)
     require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
@@ -360,7 +360,7 @@ def _record_rows(record: Path) -> dict[str, list[str]]:
     return {str((location / row[0]).resolve()): row for row in rows if row}
 
 
-def revert_environment(target: Target, python: str, only: Sequence[str] = ()) -> EnvOutcome:
+def revert_environment(target: Target, python: str, only: Sequence[str] = (), force: bool = False) -> EnvOutcome:
     """Put back the original bytes of every file apply changed, and the original RECORD."""
     environment, upstreams = _open(python, target, only)
     state = EnvState(environment, target.name)

@@ -73,7 +73,7 @@ class ExportOutcome:
 
 
 def edit_checkout(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str],
-                  into: Path) -> EditOutcome:
+                  into: Path, force: bool = False) -> EditOutcome:
     """A checkout of ``name`` at its pin in ``into``, one commit per patch."""
     upstream = target.upstream(name)
     into = into.resolve()
