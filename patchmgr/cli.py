@@ -48,16 +48,23 @@ UpstreamOpt = Annotated[Optional[list[str]], typer.Option(
     "--upstream", "-u", help="Restrict the run to this upstream (repeatable).")]
 
 
-def _out(json_mode: bool) -> Console:
+def _console(stderr: bool) -> Console:
+    """Every console the CLI prints through: markup off, so no user-controlled text (a path such as
+    ``out/x[/]``, a header value) is ever read as rich markup; styles come only from ``style=`` and
+    ``Text``. Off a terminal (a pipe, a CI log) lines are not cut at 80 columns."""
     from rich.console import Console
-    return Console(stderr=json_mode, highlight=False, soft_wrap=True)
+    probe = Console(stderr=stderr)
+    width = None if probe.is_terminal else 4000
+    return Console(stderr=stderr, markup=False, highlight=False, soft_wrap=True, width=width)
+
+
+def _out(json_mode: bool) -> Console:
+    return _console(stderr=json_mode)
 
 
 def _store(json_mode: bool) -> Store:
-    from rich.console import Console
-
     from patchmgr.store import Store
-    err = Console(stderr=True)
+    err = _console(stderr=True)
     show = err.is_terminal and not json_mode
     return Store(progress=(lambda message: err.print(f"… {message}", style="dim")) if show else None)
 
@@ -461,10 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = command.main(args=argv, prog_name="patchmgr", standalone_mode=False)
     except PatchmgrError as error:
-        from rich.console import Console
-
         from patchmgr import report
-        report.render_error(Console(stderr=True, soft_wrap=True), error)
+        report.render_error(_console(stderr=True), error)
         return error.exit_code
     except typer.Exit as exit_:
         return exit_.exit_code
