@@ -296,6 +296,13 @@ def _one_place(verb: str, into: Optional[Path], python: Optional[str]) -> None:
                          f"for example: patchmgr {verb} --target ascend --into build/")
     if into is not None and python is not None:
         raise UsageError(f"{verb} takes --into DIR or --python PATH, not both", "pick one")
+    _folder_option("--into", into)
+
+
+def _folder_option(option: str, path: Optional[Path]) -> None:
+    """A folder option naming something else is bad input, refused before anything reads or writes there."""
+    if path is not None and (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise UsageError(f"{option} {path} is not a folder", f"give a folder for {option}")
 
 
 def _render_env(outcome: EnvOutcome, json_output: bool) -> int:
@@ -434,6 +441,7 @@ def edit(
     selected = _upstream_of(project, target, upstream, overrides)
     if into is None:
         raise UsageError("edit needs --into DIR", "give a new folder for the checkout")
+    _folder_option("--into", into)
     store = _store(False)
     try:
         outcome = edit_checkout(project, selected, upstream, store, overrides, into, force)
@@ -457,6 +465,7 @@ def export(
     selected = _upstream_of(project, target, upstream, {})
     if from_dir is None:
         raise UsageError("export needs --from DIR", "give the folder that `patchmgr edit --into` made")
+    _folder_option("--from", from_dir)
     outcome = export_checkout(project, selected, upstream, from_dir)
     report.render_export(_out(False), outcome)
     return 0

@@ -63,8 +63,15 @@ def load_target(path: Path, patches_dir: Path) -> Target:
         raise ManifestError(f"{path}: no such manifest", "list targets with `patchmgr lint`") from exc
     except UnicodeDecodeError as exc:
         raise ManifestError(f"{path}: not UTF-8 text", "save the manifest as UTF-8") from exc
+    except IsADirectoryError as exc:
+        raise ManifestError(f"{path}: a folder, not a manifest file", "remove it or rename it") from exc
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot be read ({exc.strerror or exc})", "check the file") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: invalid TOML: {exc}", "fix the syntax at that line") from exc
+    except RecursionError:
+        raise ManifestError(f"{path}: invalid TOML: arrays or tables nested too deeply to read",
+                            "a manifest needs no nesting deeper than a list of patch names") from None
     return _Validator(path, patches_dir).target(raw)
 
 
