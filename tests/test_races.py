@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 
 import pytest
 
-from gitrepos import git
 from reliability import Upstreams, pristine_environment, record, replace_tree, snapshot, start
 
 
@@ -62,11 +62,13 @@ def test_two_applies_into_one_folder(tmp_path, cli, project, upstreams):
     assert cli("apply", "--target", "t", "--into", str(reference), *upstreams.sources).code == 0
     after = snapshot(reference, git_internals=False)
     args = ["apply", "--target", "t", "--into", str(into), *upstreams.sources, "--root", str(project.root)]
-    races = 0
+    races = corrupted = 0
 
     def settled():
-        assert snapshot(into, git_internals=False) == after
-        assert cli("verify", "--target", "t", "--into", str(into)).code == 0
+        """Count a race whose end state is not exactly one uninterrupted run's; RELIABILITY.md says none is."""
+        nonlocal corrupted
+        corrupted += not (snapshot(into, git_internals=False) == after
+                          and cli("verify", "--target", "t", "--into", str(into)).code == 0)
 
     # the first holds the lock mid-build; the second waits, then finds it applied
     for start_from in (None, older):
@@ -90,7 +92,8 @@ def test_two_applies_into_one_folder(tmp_path, cli, project, upstreams):
     assert first_code == 0 and code == 1, (first_out, out)
     assert "error: another patchmgr run holds" in out and "gave up after 0.2s" in out and "Traceback" not in out
     settled()
-    record("apply --into, two at once", races=races + 1, corrupted=0)
+    record("apply --into, two at once", races=races + 1, corrupted=corrupted)
+    assert corrupted == 0
 
 
 @pytest.fixture
@@ -108,11 +111,16 @@ def test_two_applies_into_one_environment(tmp_path, cli, project, upstreams, env
     after = snapshot(env)
     args = ["apply", *python, *upstreams.sources, "--root", str(project.root)]
     applied = "applied target t into"
-    races = 0
+    assert cli("revert", *python).code == 0
+    reverted = snapshot(env)  # apply then revert, one after the other: what a revert that went last leaves
+    races = corrupted = 0
 
-    def settled():
-        assert snapshot(env) == after
-        assert cli("verify", *python).code == 0
+    def settled(*allowed):
+        """Count a race whose end state is not exactly one of the states uninterrupted runs leave."""
+        nonlocal corrupted
+        now = snapshot(env)
+        exact = now in (allowed or (after,))
+        corrupted += not (exact and (now != after or cli("verify", *python).code == 0))
 
     replace_tree(pristine, env)
     one_applied(paused_first(args, tmp_path, 5), applied)
@@ -133,25 +141,29 @@ def test_two_applies_into_one_environment(tmp_path, cli, project, upstreams, env
         results = [start(["revert", *python, "--root", str(project.root)]), start(args)]
         codes = [child.wait()[0] for child in results]
         assert codes == [0, 0]
-        assert snapshot(env) == after or cli("verify", *python).code == 1
+        settled(after, reverted)  # whichever went last decides; never a mix of the two
         assert cli("apply", *python, *upstreams.sources).code == 0
         settled()
         races += 1
-    record("apply --python, two at once", races=races + 1, corrupted=0)
+    record("apply --python, two at once", races=races + 1, corrupted=corrupted)
+    assert corrupted == 0
 
 
 def test_two_fetches_into_one_cache(tmp_path, cli, project, upstreams):
     cache = tmp_path / "cache"
     args = ["fetch", "--target", "t", *upstreams.sources, "--root", str(project.root)]
-    rounds = 4
-    for _ in range(rounds):
+    rounds = corrupted = 0
+    for _ in range(4):
         shutil.rmtree(cache, ignore_errors=True)
         results = race(args)
         assert [code for code, _ in results] == [0, 0], results
         for name, pin in (("minilib", upstreams.pin_lib), ("minitool", upstreams.pin_tool)):
             clone = cache / "git" / f"{name}.git"
-            git(clone, "fsck", "--no-progress", "--connectivity-only", pin)
-            assert (clone / "patchmgr-absent" / pin).is_file()
+            sound = (clone / "patchmgr-absent" / pin).is_file() and subprocess.run(
+                ["git", "-C", str(clone), "fsck", "--no-progress", "--connectivity-only", pin],
+                capture_output=True).returncode == 0
+            corrupted += not sound
+        rounds += 1
     # the cache is complete: with both sources gone, apply checks out from it alone
     for repo in (upstreams.lib, upstreams.tool):
         repo.path.rename(repo.path.with_name(repo.path.name + "-gone"))
@@ -159,5 +171,6 @@ def test_two_fetches_into_one_cache(tmp_path, cli, project, upstreams):
     result = cli("apply", "--target", "t", "--into", str(into))
     assert result.code == 0, result.out + result.err
     assert cli("verify", "--target", "t", "--into", str(into)).code == 0
-    record("fetch, two at once into one cache", races=rounds, corrupted=0)
+    record("fetch, two at once into one cache", races=rounds, corrupted=corrupted)
+    assert corrupted == 0
     assert os.environ["PATCHMGR_CACHE"] == str(cache)
