@@ -5,7 +5,10 @@ would need more than an exact placement, nothing changes. Checkouts are built
 in a staging folder, then moved into place and the ledger written through a
 journal (``patchmgr.journal``): a run killed at any point leaves DIR as it was
 or fully applied once the next command that reads DIR has recovered it. A lock
-on DIR keeps two runs from interleaving.
+on DIR keeps two runs from interleaving. A checkout holding local work (commits
+beyond the ledger's, changed or untracked files, other branches, stashes) is
+not rebuilt: the run refuses, or with ``force`` carries that work into the new
+checkout as branches first (``patchmgr.localwork``).
 
 A checkout starts from the pinned commit (through the cache) or, when git is
 out of reach, from the pinned release's files committed as the base.
@@ -26,6 +29,7 @@ from patchmgr.errors import GitError, StateError
 from patchmgr.gitio import GitRepo
 from patchmgr.journal import StateLock, apply_transaction, recover, step
 from patchmgr.ledger import LEDGER_NAME, AppliedPatch, Ledger, UpstreamLedger, read_ledger, sha256_bytes
+from patchmgr.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
 from patchmgr.manifest import Target, Upstream
 from patchmgr.patchfile import PatchFile
 from patchmgr.project import Project
@@ -85,9 +89,12 @@ def apply_into(project: Project, target: Target, store: Store, overrides: Mappin
             existing = _existing_ledger(into, target)
         if existing and _same_plan(existing, status) and verify_into(project, target, into, only).ok:
             return ApplyOutcome(status, into, "already-applied", existing, notes)
+        works = _local_work(into, existing, status, force)
         if dry_run:
+            notes += [f"would save local work of {w.name} ({w.counts()}) on a branch {SAVED_PREFIX}<UTC time> "
+                      f"in {w.folder} before rebuilding it" for w in works]
             return ApplyOutcome(status, into, "dry-run", notes=notes)
-        ledger = _build_and_swap(status, store, overrides, into, existing)
+        ledger = _build_and_swap(status, store, overrides, into, existing, works, notes)
     return ApplyOutcome(status, into, "applied", ledger, notes)
 
 
@@ -127,6 +134,29 @@ def _existing_ledger(into: Path, target: Target) -> Ledger | None:
     return existing
 
 
+def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force: bool) -> list[LocalWork]:
+    """The local work in each checkout this run would rebuild; refuses (changing nothing) unless ``force``."""
+    found = []
+    for upstream_status in status.upstreams:
+        name = upstream_status.upstream.name
+        entry = existing.upstream(name) if existing else None
+        if entry is None or not os.path.lexists(into / name):
+            continue
+        work = find_local_work(name, into / name, entry.head_commit or entry.base_commit)
+        if work:
+            found.append(work)
+    if found and (not force or any(w.not_a_checkout for w in found)):
+        folders = ", ".join(str(w.folder) for w in found)
+        hint = (f"move that work out of the checkout first (push or copy the commits and files elsewhere), or run "
+                f"the same apply again with --force to save it on a branch {SAVED_PREFIX}<UTC time> in the new "
+                "checkout")
+        if any(w.not_a_checkout for w in found):
+            hint = "move the files you want to keep out of that folder, then run apply again"
+        raise StateError(f"apply would rebuild {folders} and lose local work: "
+                         f"{'; '.join(w.describe() for w in found)}; nothing was changed", hint)
+    return found
+
+
 def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
     for upstream_status in status.upstreams:
         recorded = ledger.upstream(upstream_status.upstream.name)
@@ -141,8 +171,12 @@ def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
 
 
 def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path,
-                    existing: Ledger | None) -> Ledger:
-    """Build every checkout in staging, then swap them in and write the ledger as one journaled transaction."""
+                    existing: Ledger | None, works: Sequence[LocalWork] = (), notes: list[str] | None = None) -> Ledger:
+    """Build every checkout in staging, then swap them in and write the ledger as one journaled transaction.
+
+    The local ``works`` found in the checkouts being replaced are carried into the new ones as branches
+    before the swap (``patchmgr.localwork``), so discarding the old folders loses none of it.
+    """
     state = into / STATE
     staging = state / STAGING
     replaced = state / REPLACED
@@ -162,6 +196,21 @@ def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, 
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(replaced, ignore_errors=True)
         raise
+    saved: list[tuple[LocalWork, list[str]]] = []
+    stamp = utc_stamp()
+    try:
+        for work in works:
+            saved.append((work, save_local_work(work, staging / work.name, stamp)))
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(replaced, ignore_errors=True)
+        if not isinstance(exc, (OSError, GitError)):
+            raise
+        detail = exc.message if isinstance(exc, GitError) else (exc.strerror or str(exc))
+        raise StateError(f"cannot save the local work of {work.name} into its new checkout: {detail}; "
+                         f"nothing in {into} was changed",
+                         "free some space on that disk (or fix the cause above), or save that work yourself, "
+                         "then run apply again") from None
     moves: list[tuple[Path, Path]] = []
     for entry in built:
         current = into / entry.name
@@ -172,6 +221,10 @@ def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, 
     kept = [u for u in (existing.upstreams if existing else []) if u.name not in rebuilt]
     ledger = Ledger(status.target.name, sorted(kept + built, key=lambda u: u.name))
     apply_transaction(state, {into / LEDGER_NAME: ledger.to_json().encode("utf-8")}, moves, [staging, replaced])
+    for work, branches in saved:
+        if notes is not None and branches:
+            notes.append(f"saved local work of {work.name} on {'branch' if len(branches) == 1 else 'branches'} "
+                         f"{', '.join(branches)} in {work.folder} ({work.counts()})")
     return ledger
 
 
