@@ -15,7 +15,13 @@ and a patch project for them, then measures, side by side:
    check (what git alone costs);
 3. ``patchmgr bisect`` over a 10,000-commit range;
 4. ``patchmgr apply`` into a checkout and into an installed environment (a venv with
-   a generated package whose files the patches touch).
+   a generated package whose files the patches touch);
+5. hunk placement at scale: one generated patch of 20,000 hunks against an 80,000-line
+   file whose upstream moved every hunk (``synth.big_hunks_case``), read and classified
+   by patchmgr's engine in process (``read_patch`` + ``check_patch``, no git, no CLI
+   start-up) beside ``git apply --check`` on the same files, in the same run. Alone:
+
+       python benchmarks/run.py --only big-patch   # updates just its section of RESULTS.md
 
 Peak memory is the largest resident set of the measured process and every process
 it waited for (``wait4``'s rusage): patchmgr's git subprocesses count too. Figures go
@@ -46,9 +52,9 @@ import synth  # noqa: E402
 
 SIZES = {
     "full": dict(files=3000, commits=12000, hot=60, pin=1000, patches=20, sweep=200, sweep_from=2000, bisect=10000,
-                 many=200, other_files=1500, other_commits=1000, runs=5),
+                 many=200, other_files=1500, other_commits=1000, runs=5, big_lines=80_000, big_hunks=20_000),
     "tiny": dict(files=60, commits=140, hot=8, pin=10, patches=4, sweep=6, sweep_from=60, bisect=100,
-                 many=12, other_files=30, other_commits=20, runs=2),
+                 many=12, other_files=30, other_commits=20, runs=2, big_lines=800, big_hunks=200),
 }
 NO_NETWORK = {"PATCHMGR_INDEX_URL": "http://127.0.0.1:9/simple"}  # a release lookup fails at once
 ASCEND_MIRRORS = {"megatron-bridge": "NVIDIA-NeMo+Megatron-Bridge", "mindspeed": "Ascend+MindSpeed",
@@ -442,6 +448,133 @@ def make_environment(bench: Bench, up: Upstream, venv: Path) -> Path:
     return python
 
 
+# -- 5: one big patch ------------------------------------------------------------------------
+BIG_GOAL = 2.0  # patchmgr within this factor of git apply --check
+
+
+BIG_VARIANTS = {"resizing": True, "same-length": False}  # hunks that change the line count, or not
+
+
+def big_patch_files(bench: Bench, variant: str) -> tuple[Path, Path]:
+    """The upstream work tree (one file) and the patch of ``synth.big_hunks_case``, written once per size."""
+    folder = bench.cache / f"big-patch-{bench.size}-{variant}"
+    _, upstream, mail, path = synth.big_hunks_case(bench.cfg["big_lines"], bench.cfg["big_hunks"],
+                                                   resize=BIG_VARIANTS[variant])
+    tree, patch = folder / "tree", folder / "big.patch"
+    if not (patch.is_file() and patch.read_bytes() == mail and (tree / path).read_bytes() == upstream):
+        shutil.rmtree(folder, ignore_errors=True)
+        (tree / path).parent.mkdir(parents=True)
+        (tree / path).write_bytes(upstream)
+        patch.write_bytes(mail)
+    return tree, patch
+
+
+def inner_big_patch(bench: Bench, variant: str) -> None:
+    """Runs in a child process: read the patch and classify it against the tree, ``runs`` times."""
+    from patchmgr.engine import check_patch
+    from patchmgr.patchfile import read_patch
+
+    tree, patch_path = big_patch_files(bench, variant)
+
+    class Files:
+        def read(self, path: str) -> bytes | None:
+            target = tree / path
+            return target.read_bytes() if target.is_file() else None
+
+        def read_blob(self, sha: str) -> bytes | None:
+            return None
+
+    walls, state = [], ""
+    for _ in range(bench.cfg["runs"]):
+        started = time.perf_counter()
+        patch = read_patch(patch_path, "bench", "big")
+        parsed = time.perf_counter()
+        result = check_patch(patch, Files())
+        walls.append((time.perf_counter() - started, parsed - started))
+        state = result.state.value
+    wall, parse = sorted(walls)[len(walls) // 2]
+    print(json.dumps({"wall": wall, "parse": parse, "min": min(w for w, _ in walls), "state": state,
+                      "hunks": len(patch.files[0].hunks)}))
+
+
+def measure_big_patch(bench: Bench) -> None:
+    """Both variants, patchmgr then git on the same files; the goal holds for the worse ratio."""
+    lines, runs = bench.cfg["big_lines"], bench.cfg["runs"]
+    ratios, agree, what = [], True, ""
+    for variant in BIG_VARIANTS:
+        tree, patch = big_patch_files(bench, variant)
+        code, out, _, rss = spawn([sys.executable, str(Path(__file__).resolve()), "--inner", f"big-patch-{variant}",
+                                   "--size", bench.size, "--cache", str(bench.cache)], env=bench.env())
+        if code:
+            raise RuntimeError(f"big patch failed: {out}")
+        mine = json.loads(out.strip().splitlines()[-1])
+        what = f"{mine['hunks']:,} hunks, {patch.stat().st_size / 1e6:.1f} MB, on a {lines:,}-line file"
+        case = f"big patch, {variant}"
+        ours = bench.add(Row(case, "patchmgr: read_patch + check_patch, in-process", mine["wall"], None, rss,
+                             f"{what}; median of {runs} (min {mine['min']:.3f} s, parsing {mine['parse']:.3f} s); "
+                             f"state {mine['state']}"))
+        env = {**os.environ, **synth.GIT_ENV}
+        walls, peak, codes = [], 0.0, set()
+        for _ in range(runs):
+            code, out, wall, rss = spawn(["git", "apply", "--check", str(patch)], env=env, cwd=tree)
+            walls.append(wall)
+            peak = max(peak, rss)
+            codes.add(code)
+        theirs = bench.add(Row(case, "git apply --check", statistics.median(walls), None, peak,
+                               f"same files, a whole process; median of {runs} (min {min(walls):.3f} s), "
+                               f"exit {'/'.join(map(str, codes))}"))
+        ratio = ours.wall / theirs.wall
+        ratios.append((ratio, variant, ours.wall, theirs.wall))
+        print(f"  {case}: patchmgr {ours.wall:.3f} s, git {theirs.wall:.3f} s, ratio {ratio:.2f}x "
+              f"(goal <= {BIG_GOAL:g}x git)", flush=True)
+        same = (mine["state"] in ("clean", "offset")) == (codes == {0})
+        agree = agree and same
+        bench.notes.append(f"{case}: patchmgr says {mine['state']}, git apply --check exits "
+                           f"{'/'.join(map(str, codes))}: {'the same verdict' if same else 'DIFFERENT verdicts'}")
+    ratio, variant, ours_wall, git_wall = max(ratios)
+    if not agree or bench.size == "full":  # at the tiny size both take milliseconds: no goal
+        bench.goals.append((f"{what}: <= {BIG_GOAL:g}x git apply --check",
+                            f"{ratio:.2f}x at worst ({variant}: {ours_wall:.3f} s vs {git_wall:.3f} s)",
+                            ratio <= BIG_GOAL and agree))
+
+
+BIG_START = "<!-- big-patch: written by run.py --only big-patch -->"
+BIG_END = "<!-- /big-patch -->"
+
+
+def write_big_patch_section(bench: Bench, path: Path, facts: dict[str, str]) -> None:
+    """Put this run's big-patch rows in their own section of ``path``, leaving every other line as it is."""
+    goals = "\n".join(f"| {goal} | {measured} | {'met' if ok else '**missed**'} |"
+                      for goal, measured, ok in bench.goals)
+    notes = "\n".join(f"- {note}" for note in bench.notes)
+    section = f"""{BIG_START}
+## Hunk placement at scale (run alone)
+
+Made by `python benchmarks/run.py --size {bench.size} --only big-patch` on {facts['date']}, patchmgr
+{facts['commit']}, {facts['nproc']} CPUs ({facts['cpu']}), load average {bench.load_at_start} at the start
+and {facts['load']} at the end, Python {facts['python']}, git {facts['git']}. Both rows come from this one run.
+
+| goal | measured | |
+|---|---|---|
+{goals}
+
+{table(bench)}
+
+{notes}
+{BIG_END}
+"""
+    text = path.read_text() if path.is_file() else "# patchmgr benchmark results\n"
+    if BIG_START in text and BIG_END in text:
+        before, rest = text.split(BIG_START, 1)
+        text = before + section.rstrip("\n") + rest.split(BIG_END, 1)[1]
+    elif KEPT in text:
+        before, after = text.split(KEPT, 1)
+        text = before + section + "\n" + KEPT + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+
+
 # -- report --------------------------------------------------------------------------------
 def machine() -> dict[str, str]:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -512,6 +645,8 @@ largest resident set of the process and of every process it started (git include
 {notes}
 """
     previous = path.read_text() if path.is_file() else ""
+    if BIG_START in previous and BIG_END in previous:  # a run of --only big-patch keeps its own section
+        text += "\n" + previous[previous.index(BIG_START): previous.index(BIG_END) + len(BIG_END)] + "\n"
     if KEPT in previous:  # the profile history below the marker survives a new run
         text += "\n" + previous[previous.index(KEPT):]
     path.write_text(text)
@@ -530,6 +665,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"),
                         help="folder of local mirrors of the ascend upstreams (OWNER+NAME/repo)")
+    parser.add_argument("--only", choices=["big-patch"],
+                        help="run one case alone (big-patch: needs no generated history); its section of "
+                             "--results is updated, the rest of the file is kept")
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     bench = Bench(args.size, SIZES[args.size], args.cache.resolve())
@@ -537,6 +675,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.inner in ("sweep-walk", "sweep-series"):
         ups = _known_upstreams(bench)
         inner_sweep(bench, ups["bench"], args.inner.removeprefix("sweep-"))
+        return 0
+    if args.inner and args.inner.startswith("big-patch-"):
+        inner_big_patch(bench, args.inner.removeprefix("big-patch-"))
+        return 0
+    if args.only == "big-patch":
+        print(f"patchmgr benchmarks, size {args.size}, case big-patch alone, cache {bench.cache}", flush=True)
+        measure_big_patch(bench)
+        facts = machine()
+        print()
+        print(table(bench))
+        print()
+        for goal, measured, ok in bench.goals:
+            print(f"{'met   ' if ok else 'MISSED'} {goal}: {measured}")
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        write_big_patch_section(bench, args.results, facts)
+        print(f"\nwrote {args.results}")
         return 0
 
     print(f"patchmgr benchmarks, size {args.size}, cache {bench.cache}", flush=True)
@@ -560,7 +714,9 @@ def main(argv: list[str] | None = None) -> int:
     measure_sweep(bench, bench_up)
     measure_bisect(bench, bench_up)
     measure_apply(bench, bench_up)
-    patchmgr_rows = [r for r in bench.rows if r.rss_mb and not r.variant.startswith(("naive", "git alone"))]
+    measure_big_patch(bench)
+    patchmgr_rows = [r for r in bench.rows
+                     if r.rss_mb and not r.variant.startswith(("naive", "git alone", "git apply"))]
     worst = max(patchmgr_rows, key=lambda r: r.rss_mb)
     bench.goals.append(("peak memory < 200 MB in every case", f"{_mb(worst.rss_mb)} ({worst.case}: {worst.variant})",
                         worst.rss_mb < 200))

@@ -227,3 +227,48 @@ def write_manifest(path: Path, target: str, upstreams: dict[str, dict]) -> None:
         lines.append("")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
+
+
+def big_hunks_case(lines: int = 80_000, hunks: int = 20_000, shift: int = 7, resize: bool = True
+                   ) -> tuple[bytes, bytes, bytes, str]:
+    """One file of ``lines`` lines, a patch of ``hunks`` one-context-line hunks against it, and an upstream
+    that moved on by ``shift`` lines added at the top (every hunk lands at an offset).
+
+    Returns (original file, upstream file, patch mail, path). Deterministic: no randomness, no git. The
+    hunks replace one line by one, by two (the file grows) or remove one, in turn, so hunk placement
+    works on a file whose length changes as it goes (``resize=False``: every hunk replaces one line by
+    one, the case where git's own placement is fastest); every eighth line is blank (a line that
+    repeats throughout the file, as in real code).
+    """
+    path = "src/big/generated.py"
+    step = max(4, lines // hunks)
+
+    def text(number: int) -> str:
+        return "\n" if number % 8 == 7 else f"v{number} = c{number % 97}\n"
+
+    old = [text(n) for n in range(lines)]
+    parts = []
+    delta = 0
+    for k in range(min(hunks, (lines - 4) // step + 1)):
+        at = k * step + 2  # 0-based line changed, one context line on each side (none at line 1: git
+        # anchors a hunk that starts there at the file's beginning)
+        change = k % 3 if resize else 0
+        new_lines = {0: [f"v{at} = p\n"], 1: [f"v{at} = p\n", f"w{at} = 0\n"],
+                     2: []}[change]
+        body = [" " + old[at - 1], "-" + old[at], *("+" + line for line in new_lines), " " + old[at + 1]]
+        new_count = 2 + len(new_lines)
+        parts.append(f"@@ -{at},3 +{at + delta},{new_count} @@\n" + "".join(body))
+        delta += len(new_lines) - 1
+    upstream = [f"# upstream header line {n}\n" for n in range(shift)] + old
+    mail = (
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+        "From: Bench Dev <dev@bench.example>\n"
+        "Date: Thu, 1 Jan 2026 00:00:00 +0000\n"
+        f"Subject: [PATCH] {len(parts):,} hunks in one file\n\n"
+        "Why: generated for the patchmgr benchmarks (hunk placement at scale).\n\n"
+        "Origin: vendor\nUpstream-Status: Inappropriate benchmark data\n"
+        "---\n"
+        f"diff --git a/{path} b/{path}\n"
+        f"--- a/{path}\n+++ b/{path}\n" + "".join(parts) + "-- \n2.39.5\n\n"
+    )
+    return "".join(old).encode(), "".join(upstream).encode(), mail.encode(), path

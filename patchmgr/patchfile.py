@@ -3,14 +3,23 @@
 Parsing is strict: a patch that git would refuse, or whose paths leave the
 tree, is a ``PatchFormatError`` naming the file and the line. Lines are kept
 with their own endings so that CRLF patches and files without a final
-newline are compared exactly.
+newline are compared exactly; like git, only LF ends a line (a form feed,
+vertical tab, lone CR, U+0085 or U+2028 is part of the line it is in).
+
+Plain diffs (no ``diff --git`` line: ``diff -ruN old new``, ``diff -u``) are
+read as ``git apply`` reads them: one leading folder stripped from each name
+(none when the names have no folder), the shorter name when one extends the
+other (``x.py`` from ``a/x.py.orig`` and ``b/x.py``), and a side dated at the
+epoch (what ``diff -N`` writes) meaning the file is created or deleted.
 """
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import io
 import re
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -33,6 +42,26 @@ _C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 3
 REGULAR_MODE = "100644"
 _SPECIAL_MODES = {"120000": "symbolic link", "160000": "submodule"}
 _COUNTS_HINT = "the hunk line counts must match the hunk's lines; regenerate the patch with git format-patch"
+# what diff -N writes for the absent side: git's has_epoch_timestamp
+_EPOCH_STAMP = re.compile(
+    r"^(1969-12-31|1970-01-01) ([0-2][0-9]):([0-5][0-9]):00(?:\.0+)? ([-+])([0-2][0-9]):?([0-5][0-9])$")
+# git (2.39) takes author dates from 1970 to 2099; apply commits each patch with its Date
+_DATE_RANGE = (datetime(1970, 1, 1, tzinfo=timezone.utc), datetime(2100, 1, 1, tzinfo=timezone.utc))
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` split at LF only, endings kept (``str.splitlines`` also splits at FF, VT, CR, U+0085, U+2028...)."""
+    lines = text.split("\n")
+    last = lines.pop()
+    lines = [line + "\n" for line in lines]
+    if last:
+        lines.append(last)
+    return lines
+
+
+def _bare_lines(text: str) -> list[str]:
+    """``text`` split at LF only, without the LF or a CR before it (for mail headers and messages)."""
+    return [line[:-1] if line.endswith("\r") else line for line in (l.rstrip("\n") for l in _lines(text))]
 
 
 @dataclass(frozen=True)
@@ -153,17 +182,19 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
         raise PatchFormatError(f"{path}: holds no diff", "an empty patch changes nothing; remove it from the series")
     diff_text = _check_hunks(diff_text, path, diff_line)
     subject, body, author, date = _parse_mail(header_text)
+    if date is not None:
+        _check_date(date, header_text, path)
     fields = _parse_fields(body)
     files = _parse_diff(diff_text, path, diff_line)
     if not subject:
-        subject = dict(fields).get("Description", "").splitlines()[0] if dict(fields).get("Description") else ""
+        subject = _bare_lines(dict(fields).get("Description", ""))[0] if dict(fields).get("Description") else ""
     return PatchFile(patch_id or path.stem, upstream, path, data, subject, body, author, date,
                      tuple(fields), files)
 
 
 def _split_message(text: str) -> tuple[str, str, int]:
     """Split into (message part, diff part, line number where the diff starts)."""
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     for index, line in enumerate(lines):
         if line.startswith("diff --git ") or (
             line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ ")
@@ -178,7 +209,7 @@ def _split_message(text: str) -> tuple[str, str, int]:
 
 
 def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
-    lines = message.splitlines()
+    lines = _bare_lines(message)
     if not lines or not re.match(r"^From [0-9a-f]{40} ", lines[0]):
         return "", message.strip("\n"), None, None
     headers: dict[str, str] = {}
@@ -199,7 +230,7 @@ def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
 
 def _parse_fields(body: str) -> list[tuple[str, str]]:
     fields: list[tuple[str, str]] = []
-    for line in body.splitlines():
+    for line in _bare_lines(body):
         match = _FIELD_LINE.match(line)
         if match:
             fields.append((match.group(1), match.group(2).strip()))
@@ -216,7 +247,7 @@ def _check_hunks(diff_text: str, path: Path, first_line: int) -> str:
     removed line quietly not removed) or a whole hunk. Here any line that
     could be part of a hunk but is not counted by one is an error.
     """
-    lines = diff_text.splitlines(keepends=True)
+    lines = _lines(diff_text)
     if not lines[-1].endswith("\n"):
         # the patch file lost its final newline (lint says so); it ends the last
         # line of the file, it is not content, so read the line as if it were there
@@ -313,17 +344,82 @@ def _skip_hunk(lines: list[str], index: int, header: re.Match, path: Path, first
 
 def _parse_diff(diff_text: str, path: Path, first_line: int) -> tuple[FileDiff, ...]:
     try:
-        patch_set = unidiff.PatchSet(io.StringIO(diff_text, newline=""))
+        # newline="\n": lines end at LF only, as git reads them (not at a lone CR)
+        patch_set = unidiff.PatchSet(io.StringIO(diff_text, newline="\n"))
     except unidiff.UnidiffParseError as exc:
         # unidiff's message may end with the raw line: keep the error on one line
         raise PatchFormatError(f"{path}: malformed diff ({str(exc).strip()!r})", _COUNTS_HINT) from exc
     if not len(patch_set):
         raise PatchFormatError(f"{path}:{first_line}: no file changes found in the diff",
                                "a patch needs at least one 'diff --git' section")
-    return tuple(_file_diff(patched, path) for patched in patch_set)
+    strip = [None]  # git's -p for plain diffs: guessed from the first file's names, then kept
+    return tuple(_file_diff(patched, path, strip) for patched in patch_set)
 
 
-def _file_diff(patched: unidiff.PatchedFile, path: Path) -> FileDiff:
+def _check_date(date: str, message: str, path: Path) -> None:
+    """The Date header must be one git takes as an author date: apply commits each patch with it."""
+    when = None
+    try:
+        when = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        try:
+            when = datetime.fromisoformat(date)
+        except ValueError:
+            pass
+    if when is not None and when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    if when is None or not _DATE_RANGE[0] <= when < _DATE_RANGE[1]:
+        line = next((n for n, text in enumerate(_bare_lines(message), 1) if text.startswith("Date:")), 1)
+        problem = "cannot be read as a date" if when is None else "is outside the years git records"
+        raise PatchFormatError(
+            f"{path}:{line}: the Date header {date!r} {problem} (git takes RFC 2822 or ISO 8601 dates from 1970 "
+            "to 2099); apply would commit the patch with it as the author date",
+            "write an RFC 2822 date, as git format-patch does (Date: Thu, 1 Jan 2026 00:00:00 +0000)")
+
+
+def _is_epoch(stamp: str | None) -> bool:
+    """Whether a plain diff's timestamp is the epoch, which diff -N writes for an absent file (git's rule)."""
+    match = _EPOCH_STAMP.match((stamp or "").strip())
+    if not match:
+        return False
+    day, hour, minute, sign, zone_hour, zone_minute = match.groups()
+    zone = (int(zone_hour) * 60 + int(zone_minute)) * (-1 if sign == "-" else 1)
+    return int(hour) * 60 + int(minute) - zone == (24 * 60 if day == "1969-12-31" else 0)
+
+
+def _plain_names(patched: unidiff.PatchedFile, path: Path, strip: list) -> tuple[str | None, str | None]:
+    """(old path, new path) of a plain diff's file, named as ``git apply`` names it."""
+    first, second = (_unquote(name, path) for name in (patched.source_file, patched.target_file))
+    if strip[0] is None:
+        # git guesses -p0 when neither name has a folder, else keeps its default -p1
+        guesses = {name.count("/") > 0 for name in (first, second) if name != "/dev/null"}
+        strip[0] = 0 if guesses == {False} else 1
+
+    def stripped(name: str) -> str:
+        _strip_prefix(name, "", path)  # an absolute name, or one with "..", is refused as written
+        name = re.sub(r"/+", "/", name)
+        if strip[0]:
+            if "/" not in name:
+                raise PatchFormatError(f"{path}: plain diff names {name!r} without the folder the other names have",
+                                       "regenerate the patch (git diff, or diff -ruN old new from the folder above)")
+            name = name.split("/", 1)[1]
+        return name
+
+    if first == "/dev/null":
+        return None, _strip_prefix(stripped(second), "", path)
+    if second == "/dev/null":
+        return _strip_prefix(stripped(first), "", path), None
+    old, new = stripped(first), stripped(second)
+    # git prefers the shorter name when the other extends it ("x.py" and "x.py.orig" or "x.py~")
+    name = _strip_prefix(old if len(old) < len(new) and new.startswith(old) else new, "", path)
+    if _is_epoch(patched.source_timestamp):
+        return None, name
+    if _is_epoch(patched.target_timestamp):
+        return name, None
+    return name, name
+
+
+def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDiff:
     # a plain diff (no "diff --git" line) has no extended header at all
     info = [str(line).rstrip("\r\n") for line in patched.patch_info or ()]
     old_blob = new_blob = None
@@ -342,8 +438,11 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path) -> FileDiff:
         for key in ("rename from", "rename to", "copy from", "copy to"):
             if line.startswith(key + " "):
                 names[key] = _unquote(line[len(key) + 1:], path)
-    old_path = _strip_prefix(_unquote(patched.source_file, path), "a/", path)
-    new_path = _strip_prefix(_unquote(patched.target_file, path), "b/", path)
+    if any(line.startswith("diff --git ") for line in info):
+        old_path = _strip_prefix(_unquote(patched.source_file, path), "a/", path)
+        new_path = _strip_prefix(_unquote(patched.target_file, path), "b/", path)
+    else:
+        old_path, new_path = _plain_names(patched, path, strip)
     shown = new_path or old_path
     if patched.is_binary_file or any(l.startswith(("GIT binary patch", "Binary files ")) for l in info):
         raise PatchFormatError(f"{path}: binary change to {shown} is not supported",
@@ -418,6 +517,11 @@ def _strip_prefix(name: str, prefix: str, path: Path) -> str | None:
         raise PatchFormatError(f"{path}: path {name!r} is inside a .git folder", "patch only the upstream's files")
     if any(ord(char) < 32 or char == "\x7f" for char in name):
         raise PatchFormatError(f"{path}: path {name!r} holds a control character", "rename the file upstream")
+    if name.startswith(":"):
+        # apply hands the paths to git add, where ":/top" is pathspec magic (":/" = the whole tree)
+        raise PatchFormatError(f"{path}: path {name!r} starts with ':', which git reads as pathspec magic "
+                               "(':/top' would name the whole tree, not a file)",
+                               "patch files whose names do not start with ':'")
     return str(pure)
 
 
