@@ -3,14 +3,18 @@
 A commit between the pin and the ref whose change to the patch's files has
 the patch's own patch-id (``git patch-id --stable``) carries it: the patch is
 ``upstream`` then, even where later commits edited those lines again so that
-its reverse no longer applies. A patch whose reverse applies without such a
-commit is named by the first commit of the walk where it became ``upstream``.
-Both only look at commits on the first-parent line that touch the patch's files.
+its reverse no longer applies. That commit is the result's ``carrier``, and
+it is the only evidence on which ``bump`` drops a patch. A patch whose
+reverse applies at its own place (the engine's ``upstream``) without such a
+commit is named by the first commit of the walk where it became ``upstream``,
+and has no carrier. Both only look at commits on the first-parent line that
+touch the patch's files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from patchmgr.engine import CheckResult, State
 from patchmgr.errors import PatchmgrError
@@ -20,37 +24,58 @@ from patchmgr.sources import GitSource, urls_for
 from patchmgr.store import Store
 
 
-def explain_upstream(store: Store, upstream: Upstream, overrides: Mapping[str, str], source: GitSource,
-                     results: list[CheckResult]) -> None:
-    """Set ``state``/``evidence`` of the results that do not apply at ``source`` (a ref past the pin)."""
+@dataclass(frozen=True)
+class Evidence:
+    """Why a patch is ``upstream``: ``carrier`` is the commit with its patch-id (None: its reverse applies)."""
+
+    text: str
+    carrier: str | None = None
+
+
+def find_evidence(store: Store, upstream: Upstream, overrides: Mapping[str, str], source: GitSource,
+                  results: list[CheckResult]) -> dict[int, Evidence]:
+    """Evidence for the results (by index) that do not apply at ``source`` (a ref past the pin)."""
     pending = [i for i, r in enumerate(results) if not r.state.applies]
     if not pending:
-        return
+        return {}
     repo, to = source.repo, source.commit
     try:
         if not repo.has_commit(upstream.commit):
             store.ensure_commit(upstream.name, upstream.commit, urls_for(upstream, overrides))
     except PatchmgrError:
-        return  # without the pin there is no range to search; the engine's state stands
+        return {}  # without the pin there is no range to search; the engine's state stands
     base = repo.merge_base(upstream.commit, to)
     if base is None or base == to:
-        return
+        return {}
     series = [r.patch for r in results]
     repo.prefetch_blobs(base, to, sorted({p for r in results[: max(pending) + 1] for p in r.patch.touched_paths}))
     walk = None
+    found: dict[int, Evidence] = {}
     for index in pending:
         result = results[index]
         carrier = find_carrier(repo, base, to, result.patch)
         if carrier is not None:
-            result.state = State.UPSTREAM
-            result.evidence = f"upstream commit {carrier.sha} carries this change (same patch-id): " + _named(
-                carrier.subject)
+            found[index] = Evidence(f"upstream commit {carrier.sha} carries this change (same patch-id): "
+                                    + _named(carrier.subject), carrier.sha)
         elif result.state is State.UPSTREAM:
             walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1])
             first = walk.history(index, result.state, None).first_commit
             if first is not None and first.state is State.UPSTREAM:
-                result.evidence = (f"the reverse of the patch applies from upstream commit {first.commit} on: "
-                                   + _named(first.subject))
+                found[index] = Evidence(f"the reverse of the patch applies from upstream commit {first.commit} on, "
+                                        "but no upstream commit has its patch-id: " + _named(first.subject))
+    return found
+
+
+def explain_upstream(store: Store, upstream: Upstream, overrides: Mapping[str, str], source: GitSource,
+                     results: list[CheckResult]) -> None:
+    """Set ``state``/``evidence``/``carrier`` of the results that do not apply at ``source``."""
+    for index, evidence in find_evidence(store, upstream, overrides, source, results).items():
+        result = results[index]
+        result.state = State.UPSTREAM
+        result.evidence = evidence.text
+        if evidence.carrier is not None:
+            result.carrier = evidence.carrier
+            result.notes = []  # a distant look-alike no longer matters: the patch's own change landed
 
 
 def _named(subject: str) -> str:

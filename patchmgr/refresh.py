@@ -8,7 +8,8 @@ result, with the patch's own context size, so the new patch is what
 3-way merge is rewritten only when asked (``--allow-three-way``), and then the
 plan carries a diff of the old and new diffs to show before anything is
 written (quilt's ``push --refresh`` bakes a fuzzy placement in silently).
-Nothing is written unless every patch of the upstream can be refreshed.
+Nothing is written unless every patch of the upstream can be refreshed, and
+then every rewritten file in one journaled transaction (``manifest_edit.write_files``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from patchmgr.evidence import explain_upstream
 from patchmgr.gitio import GitRepo, merge_texts
 from patchmgr.history import context_size
 from patchmgr.manifest import Upstream
-from patchmgr.manifest_edit import listed_elsewhere
+from patchmgr.manifest_edit import listed_elsewhere, recover_project, write_files
 from patchmgr.patchfile import FileDiff, PatchFile, parse_patch
 from patchmgr.project import Project
 from patchmgr.sources import GitSource, open_git_source
@@ -46,6 +47,7 @@ class RefreshedPatch:
     new_data: bytes | None = field(default=None, repr=False)
     interdiff: list[str] = field(default_factory=list)  # old diff vs new diff, for fuzz and 3-way
     shared_with: list[str] = field(default_factory=list)  # other targets whose series list this file
+    carrier: str | None = None  # for "upstream": the upstream commit with the patch's patch-id, if one has it
 
 
 @dataclass
@@ -56,6 +58,8 @@ class RefreshPlan:
     allow_three_way: bool
     patches: list[RefreshedPatch] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
+    root: Path | None = None  # the project's root: where the transaction's journal lives
+    notes: list[str] = field(default_factory=list)  # e.g. an interrupted run rolled back first
 
     @property
     def refused(self) -> list[RefreshedPatch]:
@@ -69,6 +73,14 @@ class RefreshPlan:
     def ok(self) -> bool:
         return not self.refused
 
+    def writes(self) -> dict[Path, bytes | None]:
+        """The patch files the refresh rewrites, with their new bytes."""
+        return {p.patch.path: p.new_data for p in self.changed}
+
+    def expected(self) -> dict[Path, bytes | None]:
+        """What those files held when they were read: a file changed since is not overwritten."""
+        return {p.patch.path: p.patch.data for p in self.changed}
+
 
 def plan_refresh(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str], ref: str,
                  allow_three_way: bool = False, target: str | None = None) -> RefreshPlan:
@@ -77,8 +89,13 @@ def plan_refresh(project: Project, upstream: Upstream, store: Store, overrides: 
     Patch files are shared by the targets that list them: the plan names, for
     each patch it would rewrite or that is upstream, the other targets listing it.
     """
+    recovered = recover_project(project.root)
+    if recovered and target is not None:  # the manifest may have been put back: read it again
+        upstream = project.target(target).upstream(upstream.name)
     source = open_git_source(store, upstream, ref, overrides)
-    plan = RefreshPlan(upstream, ref, source.commit, allow_three_way)
+    plan = RefreshPlan(upstream, ref, source.commit, allow_three_way, root=project.root)
+    if recovered:
+        plan.notes.append(recovered)
     overlay = Overlay(source)
     results, preimages = [], []
     for patch in project.patches(upstream):
@@ -100,7 +117,7 @@ def _plan_one(patch: PatchFile, result: CheckResult, before: dict[str, bytes | N
     if state is State.CLEAN:
         return RefreshedPatch(patch, state, "unchanged")
     if state is State.UPSTREAM:
-        return RefreshedPatch(patch, state, "upstream", result.detail)
+        return RefreshedPatch(patch, state, "upstream", result.detail, carrier=result.carrier)
     if state in (State.CONFLICT, State.MISSING):
         return RefreshedPatch(patch, state, "refused", f"{state.value}: {result.detail}; fix it by hand "
                               "(patchmgr edit, then export)")
@@ -119,13 +136,19 @@ def _plan_one(patch: PatchFile, result: CheckResult, before: dict[str, bytes | N
 
 
 def write_refresh(plan: RefreshPlan) -> list[Path]:
-    """Write the refreshed patches of a plan that refuses nothing."""
+    """Write the refreshed patches of a plan that refuses nothing: all of them, or (on a failure) none."""
     if not plan.ok:
         raise StateError("refusing to write a refresh that refuses patches", "fix the refused patches first")
-    for refreshed in plan.changed:
-        refreshed.patch.path.write_bytes(refreshed.new_data)
-        plan.written.append(refreshed.patch.path)
+    writes = plan.writes()
+    write_files(_root(plan), writes, plan.expected())
+    plan.written = list(writes)
     return plan.written
+
+
+def _root(plan: RefreshPlan) -> Path:
+    if plan.root is None:
+        raise StateError("the refresh plan names no project root", "this is a bug in patchmgr; please report it")
+    return plan.root
 
 
 # -- rewriting the diff part ---------------------------------------------------

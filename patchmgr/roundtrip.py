@@ -25,9 +25,10 @@ from pathlib import Path
 from patchmgr import manifest_edit
 from patchmgr.checking import check_upstream
 from patchmgr.checkout import _build_checkout
-from patchmgr.errors import SourceError, StateError
+from patchmgr.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.gitio import GitRepo
 from patchmgr.ledger import sha256_bytes
+from patchmgr.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
 from patchmgr.manifest import PATCH_ID, Target, Upstream
 from patchmgr.patchfile import parse_patch
 from patchmgr.project import Project
@@ -48,6 +49,7 @@ class EditOutcome:
     into: Path
     pin: str
     commits: list[tuple[str, str]]  # (patch id, commit)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -66,6 +68,7 @@ class ExportOutcome:
     removed: list[str] = field(default_factory=list)
     series_changed: bool = False
     shared: dict[str, list[str]] = field(default_factory=dict)  # removed id -> other targets keeping its file
+    notes: list[str] = field(default_factory=list)  # e.g. an interrupted export rolled back first
 
     @property
     def changed(self) -> bool:
@@ -74,11 +77,17 @@ class ExportOutcome:
 
 def edit_checkout(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str],
                   into: Path, force: bool = False) -> EditOutcome:
-    """A checkout of ``name`` at its pin in ``into``, one commit per patch."""
+    """A checkout of ``name`` at its pin in ``into``, one commit per patch.
+
+    ``into`` may be empty, or an earlier edit checkout of the same upstream: that one is rebuilt only when
+    it holds nothing that export has not written back (commits, changed or untracked files, branches,
+    stashes), or with ``force`` after that work is carried into the new checkout as branches.
+    """
     upstream = target.upstream(name)
     into = into.resolve()
-    if into.exists() and (not into.is_dir() or any(into.iterdir())):
-        raise StateError(f"{into} exists and is not an empty folder", "choose a new folder for --into")
+    staging = into.parent / f".{into.name}.patchmgr-edit"
+    _recover_edit_swap(into, staging)
+    work = _edit_local_work(into, target, upstream, force)
     status = check_upstream(project, upstream, store, overrides, None)
     if not status.available:
         raise SourceError(status.error or f"{name} is unavailable", status.hint)
@@ -89,14 +98,33 @@ def edit_checkout(project: Project, target: Target, name: str, store: Store, ove
     if broken:
         raise StateError(f"{name}: not every patch applies at the pin: {', '.join(broken)}",
                          "fix those patch files first; `patchmgr status` shows why")
-    staging = into.parent / f".{into.name}.patchmgr-edit"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    notes = []
     try:
         entry = _build_checkout(status, store, overrides, staging)
-        if into.exists():
+        if work:
+            try:
+                branches = save_local_work(work, staging / upstream.name, utc_stamp())
+            except (OSError, GitError) as exc:
+                detail = exc.message if isinstance(exc, GitError) else (exc.strerror or str(exc))
+                raise StateError(f"cannot save the local work in {into} into its new checkout: {detail}; "
+                                 "nothing was changed", "fix the cause above, or save that work yourself, "
+                                 "then run edit again") from None
+            notes.append(f"saved local work of {upstream.name} on {'branch' if len(branches) == 1 else 'branches'} "
+                         f"{', '.join(branches)} in {into} ({work.counts()})")
+        moved = into.is_dir() and any(into.iterdir())
+        if moved:
+            # the old checkout goes aside first; a run killed between the two renames puts it back next time
+            into.rename(staging / _REPLACED)
+        elif into.exists():
             into.rmdir()
-        (staging / upstream.name).rename(into)
+        try:
+            (staging / upstream.name).rename(into)
+        except BaseException:
+            if moved:
+                (staging / _REPLACED).rename(into)
+            raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     commits = [(p.id, p.commit or "") for p in entry.patches]
@@ -107,11 +135,51 @@ def edit_checkout(project: Project, target: Target, name: str, store: Store, ove
                      env=_NOTE_IDENTITY)
     sums = {p.id: p.sha256 for p in entry.patches}
     _write_record(into, target.name, upstream.name, upstream.commit, [(pid, c, sums[pid]) for pid, c in commits])
-    return EditOutcome(target.name, upstream, into, upstream.commit, commits)
+    return EditOutcome(target.name, upstream, into, upstream.commit, commits, notes)
+
+
+_REPLACED = "replaced"
+
+
+def _recover_edit_swap(into: Path, staging: Path) -> None:
+    """Put back an old edit checkout that a killed run had moved aside and not yet replaced."""
+    if not into.exists() and (staging / _REPLACED).is_dir():
+        (staging / _REPLACED).rename(into)
+
+
+def _edit_local_work(into: Path, target: Target, upstream: Upstream, force: bool) -> LocalWork | None:
+    """The work in an earlier edit checkout at ``into`` that rebuilding it would lose; refuses unless forced."""
+    if not into.exists() or (into.is_dir() and not any(into.iterdir())):
+        return None
+    record = _read_record(into) if into.is_dir() and (into / ".git" / RECORD).is_file() else None
+    if record is None:
+        raise UsageError(f"{into} exists and is not an empty folder (nor a checkout patchmgr edit made)",
+                         "choose a new folder for --into")
+    if (record.get("target"), record.get("upstream")) != (target.name, upstream.name):
+        raise StateError(f"{into} is an edit checkout of {record.get('target')}/{record.get('upstream')}, "
+                         f"not {target.name}/{upstream.name}", "choose another folder for --into")
+    patches = record.get("patches") or []
+    work = find_local_work(upstream.name, into, patches[-1]["commit"] if patches else record.get("pin"))
+    if work and not force:
+        raise StateError(f"edit would rebuild {into} and lose work not yet exported: {work.describe()}; "
+                         "nothing was changed",
+                         f"write it back first with: patchmgr export --target {target.name} --upstream "
+                         f"{upstream.name} --from {into} (and commit or remove other files), or run edit again "
+                         f"with --force to save it on a branch {SAVED_PREFIX}<UTC time> in the new checkout")
+    return work or None
 
 
 def export_checkout(project: Project, target: Target, name: str, source: Path) -> ExportOutcome:
-    """Write the commits of an ``edit`` checkout back as the upstream's patch files and series."""
+    """Write the commits of an ``edit`` checkout back as the upstream's patch files and series.
+
+    Every patch is generated and checked, and the new manifest text validated,
+    before anything is written; then the patch files, the removals, the
+    manifest and the checkout's record are written in one journaled
+    transaction (``manifest_edit.write_files``): all of them, or none.
+    """
+    recovered = manifest_edit.recover_project(project.root)
+    if recovered:
+        target = project.target(target.name)  # the manifest may have been put back: read it again
     upstream = target.upstream(name)
     source = source.resolve()
     record = _read_record(source)
@@ -122,7 +190,7 @@ def export_checkout(project: Project, target: Target, name: str, source: Path) -
     if pin != upstream.commit:
         raise StateError(f"{upstream.name}: the pin moved from {str(pin)[:12]} to {upstream.commit[:12]} since edit",
                          "run patchmgr edit again on the new pin and redo the change there")
-    outcome = ExportOutcome(upstream, source)
+    outcome = ExportOutcome(upstream, source, notes=[recovered] if recovered else [])
     with GitRepo(source) as repo:
         commits = _commits_since(repo, pin, source)
         known = {p["commit"]: p["id"] for p in record.get("patches", [])}
@@ -151,21 +219,67 @@ def export_checkout(project: Project, target: Target, name: str, source: Path) -
     outcome.patches = [p for p, _ in exported]
     outcome.removed = [pid for pid in upstream.patch_ids if pid not in series]
     outcome.series_changed = series != list(upstream.patch_ids)
+    writes, expected = _export_changes(project, target, outcome, exported, series)
+    sums = [(p.id, p.commit, sha256_bytes(data if data is not None else _read(p.path))) for p, data in exported]
+    if not writes:  # no project file changes: only the checkout's record, which is not the project's
+        try:
+            _write_record(source, target.name, upstream.name, pin, sums)
+        except OSError as exc:
+            raise StateError(f"cannot write {exc.filename or source}: {exc.strerror or exc}",
+                             "fix the cause, then export again") from None
+        return outcome
+    writes[source / ".git" / RECORD] = _export_record(target.name, upstream.name, pin, sums)
+    manifest_edit.write_files(project.root, writes, expected)
+    return outcome
+
+
+def _export_changes(project: Project, target: Target, outcome: ExportOutcome,
+                    exported: list[tuple[ExportedPatch, bytes | None]], series: list[str]
+                    ) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
+    """The project files an export writes (None: removes) and what each held; checks the new manifest."""
+    upstream = outcome.upstream
+    writes: dict[Path, bytes | None] = {}
+    expected: dict[Path, bytes | None] = {}
     for patch, data in exported:
         if data is not None and patch.action != "unchanged":
-            patch.path.parent.mkdir(parents=True, exist_ok=True)
-            patch.path.write_bytes(data)
-    if outcome.series_changed:
-        manifest_edit.set_series(target.path, upstream.name, series)
+            writes[patch.path] = data
+            expected[patch.path] = _read(patch.path) if patch.path.is_file() else None
     for patch_id in outcome.removed:
         users = manifest_edit.listed_elsewhere(project, target.name, upstream.name, patch_id)
         if users:
             outcome.shared[patch_id] = users
         else:
-            project.patch_path(upstream.name, patch_id).unlink(missing_ok=True)
-    _write_record(source, target.name, upstream.name, pin,
-                  [(p.id, p.commit, _sha256(p.path)) for p in outcome.patches])
-    return outcome
+            path = project.patch_path(upstream.name, patch_id)
+            if path.is_file():
+                writes[path] = None
+                expected[path] = _read(path)
+    if outcome.series_changed:
+        data = _read(target.path)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StateError(f"{target.path}: not UTF-8 text", "save the manifest as UTF-8") from exc
+        new_text = manifest_edit.series_text(text, target.path, upstream.name, series)
+        manifest_edit.check_manifest(target.path, new_text, project.patches_dir,
+                                     {p for p, d in writes.items() if d is not None})
+        if new_text != text:
+            writes[target.path] = new_text.encode("utf-8")
+            expected[target.path] = data
+    return writes, expected
+
+
+def _export_record(target: str, upstream: str, pin: str, patches: list[tuple[str, str, str]]) -> bytes:
+    """The bytes ``_write_record`` writes, for the export's transaction."""
+    record = {"format": 1, "target": target, "upstream": upstream, "pin": pin,
+              "patches": [{"id": pid, "commit": commit, "sha256": digest} for pid, commit, digest in patches]}
+    return (json.dumps(record, indent=2) + "\n").encode("utf-8")
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror}", "fix its permissions, then export again") from None
 
 
 def _commits_since(repo: GitRepo, pin: str, folder: Path) -> list[tuple[str, str]]:
@@ -222,6 +336,3 @@ def _read_record(folder: Path) -> dict:
         raise StateError(f"{folder} was not made by `patchmgr edit` (no readable {RECORD})",
                          "make one with: patchmgr edit --target T --upstream NAME --into DIR") from exc
 
-
-def _sha256(path: Path) -> str:
-    return sha256_bytes(path.read_bytes())
