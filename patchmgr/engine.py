@@ -20,9 +20,6 @@ from patchmgr.patchfile import FileDiff, Hunk, PatchFile
 
 MAX_FUZZ = 2
 CONFLICT_EXCERPT = 6
-# How far (in lines) the reverse of a hunk without context lines may sit from where the patch
-# places it and still count as the change being upstream; hunks with context go by it. See check_patch.
-UPSTREAM_WINDOW = 100
 
 
 class State(str, Enum):
@@ -506,8 +503,10 @@ def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = No
     with its context. A block that reads like the patched lines elsewhere while
     the patch's context is still nearer its place (the change not made there)
     is another function that happens to read the same, not the change. A hunk
-    without context lines (``-U0``) has nothing to tell its place by: it counts
-    within ``UPSTREAM_WINDOW`` lines only. A reverse that does not place at
+    without context lines (``-U0``, or blank lines only) has nothing to tell its
+    place by: its reverse counts only exactly where the patch says (git anchors
+    such a hunk at the file's end, so a deletion's reverse "applies" there even
+    where the lines were never removed). A reverse that does not place at
     the patch's own place leaves the patch to the forward checks (missing,
     fuzz, three-way, conflict), with a note naming where the lines were seen.
     The forward search itself keeps git's unbounded offsets. A commit with the
@@ -581,9 +580,7 @@ def _not_own_place(image: list[str], hunk: Hunk, at: int, distance: int) -> str 
     blocks = [(hunk.old_lines[:hunk.leading], at), (hunk.old_lines[size - hunk.trailing:], at + size - hunk.trailing)]
     blocks = [(block, home) for block, home in blocks if block and any(line.strip() for line in block)]
     if not blocks:
-        if distance <= UPSTREAM_WINDOW:
-            return None
-        return f"more than {UPSTREAM_WINDOW}, and the hunk has no context lines to tell its place by"
+        return "and the hunk has no context lines to tell its place by"
     for block, home in blocks:
         nearer = _nearest(image, block, home, distance)
         if nearer is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 import threading
@@ -50,13 +51,111 @@ _HARDENING = {
 }
 
 
-def _config_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    items = {**_HARDENING, **(extra or {})}
-    env = {"GIT_CONFIG_COUNT": str(len(items)), "GIT_TERMINAL_PROMPT": "0"}
-    for index, (key, value) in enumerate(items.items()):
+ConfigItems = Mapping[str, str] | Sequence[tuple[str, str]]
+
+
+def _config_env(extra: ConfigItems | None = None) -> dict[str, str]:
+    pairs = list(_HARDENING.items())
+    pairs += list(extra.items()) if isinstance(extra, Mapping) else list(extra or ())
+    env = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_TERMINAL_PROMPT": "0"}
+    for index, (key, value) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
+
+
+# -- a repository whose config patchmgr does not trust (the cache) ------------------
+# Keys that make git run a program, with the value git uses when nobody sets them. In a
+# repository of the cache each one is set on the command line (the last, winning scope) to
+# the user's own value (system or global config) or else to that default, so whatever the
+# repository's own config says is never run. Defaults are git's own: what runs is what
+# would run with no repository config at all.
+_PROGRAM_DEFAULTS = {
+    "core.sshcommand": None,  # git's default depends on GIT_SSH: computed in _program_default
+    "core.askpass": None,
+    "core.pager": "cat",
+    "core.editor": None,
+    "sequence.editor": None,
+    "core.alternaterefscommand": 'f() { git --git-dir="$1" for-each-ref --format="%(objectname)"; }; f',
+    "gpg.program": "gpg",
+    "gpg.openpgp.program": "gpg",
+    "gpg.x509.program": "gpgsm",
+    "gpg.ssh.program": "ssh-keygen",
+    "remote.origin.receivepack": "git-receive-pack",
+}
+_PROGRAM_KEYS = re.compile(r"^(" + "|".join(re.escape(key) for key in _PROGRAM_DEFAULTS)
+                           + r"|credential\..*\.?helper|core\.gitproxy)$")
+_TRUSTED: dict[tuple, list[tuple[str, str]]] = {}
+
+
+def _program_default(key: str) -> str:
+    if _PROGRAM_DEFAULTS.get(key) is not None:
+        return _PROGRAM_DEFAULTS[key]
+    if key == "core.sshcommand":
+        return shlex.quote(os.environ["GIT_SSH"]) if os.environ.get("GIT_SSH") else "ssh"
+    if key == "core.askpass":
+        return os.environ.get("SSH_ASKPASS", "")  # empty: no askpass program (git then fails, prompting nothing)
+    return os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"  # the editors (never started here)
+
+
+def _trusted_config() -> list[tuple[str, str]]:
+    """The program keys set in the system and global config (the user's own), in git's order.
+
+    Read with one ``git config`` (again only when the variables naming those files
+    change); entries from a repository's own config (scope ``local``/``worktree``)
+    are dropped, whatever folder this runs in.
+    """
+    key = tuple(os.environ.get(name) for name in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL",
+                                                  "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"))
+    if key not in _TRUSTED:
+        pairs = []
+        try:
+            done = subprocess.run(["git", "config", "-z", "--show-scope", "--includes", "--get-regexp",
+                                   _PROGRAM_KEYS.pattern], env=_plain_env(), capture_output=True,
+                                  stdin=subprocess.DEVNULL, cwd=os.path.abspath(os.sep))
+            fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+            for scope, entry in zip(fields[0::2], fields[1::2]):
+                name, _, value = entry.partition("\n")
+                if scope in ("system", "global"):
+                    pairs.append((name, value))
+        except OSError:
+            pass
+        _TRUSTED[key] = pairs
+    return _TRUSTED[key]
+
+
+def untrusted_repo_config() -> list[tuple[str, str]]:
+    """Command-line config for git in a repository whose own config may not be trusted.
+
+    Every key that runs a program is overridden: single-valued keys take the user's
+    own value or git's default; the credential helper list is emptied and then given
+    the user's own helpers again; ``core.gitProxy`` (where the first match wins, so a
+    later setting cannot override it) is neutralised through GIT_PROXY_COMMAND in
+    ``GitRepo``. Keys that only run a program through attributes or options patchmgr
+    never uses (``diff.external``, ``diff.<driver>.*``, ``filter.<driver>.*``,
+    ``merge.<driver>.*``) cannot be overridden this way; patchmgr passes
+    ``--no-ext-diff --no-textconv``, never checks out or merges in the cache, and the
+    cache refuses any config key it did not write (``store.check_cache_config``).
+    """
+    trusted = _trusted_config()
+    pairs = [(key, _last(trusted, key) or _program_default(key)) for key in _PROGRAM_DEFAULTS]
+    pairs.append(("credential.helper", ""))
+    pairs += [(key, value) for key, value in trusted if key.startswith("credential.") and key.endswith("helper")]
+    return pairs
+
+
+def _last(pairs: Sequence[tuple[str, str]], key: str) -> str | None:
+    values = [value for name, value in pairs if name == key]
+    return values[-1] if values else None
+
+
+# -- credentials never reach the output ---------------------------------------------
+_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:'\"]*):([^/\s'\"]*)@")  # to the authority's last @
+
+
+def mask_url(text: str) -> str:
+    """``text`` with the password of every URL in it masked: https://user:***@host/x."""
+    return _CREDENTIALS.sub(r"\1:***@", text) if text and "@" in text else text
 
 
 SYMLINK_MODE = "120000"
@@ -71,6 +170,21 @@ class LinkBlob(bytes):
     """
 
     is_symlink = True
+
+
+SUBMODULE_MODE = "160000"
+
+
+class SubmoduleEntry(bytes):
+    """A submodule (gitlink) in an upstream tree: no file content (its bytes are empty).
+
+    Readers return it for the submodule's own path (``is_submodule`` is what the
+    engine looks for), so that a patch touching the submodule or a path inside
+    it is refused the same way by ``status`` and ``apply``: the superproject's
+    tree has no blobs below a gitlink, and a checkout leaves the folder empty.
+    """
+
+    is_submodule = True
 
 
 @dataclass(frozen=True)
@@ -90,9 +204,16 @@ class CommitInfo:
 class GitRepo:
     """A git repository (bare or not) that patchmgr reads and writes."""
 
-    def __init__(self, path: Path, extra_config: Mapping[str, str] | None = None) -> None:
+    def __init__(self, path: Path, extra_config: ConfigItems | None = None, untrusted: bool = False) -> None:
         self.path = Path(path)
+        self.untrusted = untrusted
+        if untrusted:
+            extra_config = untrusted_repo_config() + _pairs(extra_config)
         self._env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **_config_env(extra_config)}
+        if untrusted and not any(name == "core.gitproxy" for name, _value in _trusted_config()):
+            # core.gitProxy: the first matching entry wins, so no later setting overrides the
+            # repository's; the variable is read first (empty: no proxy) unless the user set one
+            self._env.setdefault("GIT_PROXY_COMMAND", "")
         if not (self.path / ".git").exists():
             if not ((self.path / "HEAD").is_file() and (self.path / "objects").is_dir()):
                 raise GitError(f"{self.path} is not a git repository", "check the path")
@@ -100,6 +221,20 @@ class GitRepo:
             # name it outright, or git would search the parent folders.
             self._env["GIT_DIR"] = str(self.path.resolve())
         self._objects: _ObjectReader | None = None
+
+    def local_config(self) -> list[tuple[str, str]]:
+        """The repository's own config file as (key, value) pairs, includes not followed.
+
+        Reading config runs nothing. A GitError when git cannot read the repository
+        (a damaged HEAD or config, a half-made folder).
+        """
+        out = self.run("config", "--local", "--no-includes", "-z", "--list", strip=False)
+        pairs = []
+        for entry in out.split("\0"):
+            if entry:
+                key, _, value = entry.partition("\n")
+                pairs.append((key, value))
+        return pairs
 
     @classmethod
     def init(cls, path: Path, bare: bool = False) -> GitRepo:
@@ -115,7 +250,8 @@ class GitRepo:
             # the cat-file process read the config when it started: a new remote or promisor
             # setting (lazy fetches of missing blobs) takes a fresh one; what it read stays kept
             self._objects.close()
-        return _execute(args, self.path, {**self._env, **(env or {})}, stdin, strip)
+        return _execute(args, self.path, {**self._env, **(env or {})}, stdin, strip,
+                        self.path if self.untrusted else None)
 
     def run_ok(self, *args: str) -> bool:
         try:
@@ -170,13 +306,15 @@ class GitRepo:
         each, and a tree or blob already read (at this commit or another) costs
         nothing. A symbolic link is a blob too (its bytes are the link's target):
         it comes back as a ``LinkBlob``, so that the engine refuses to patch it or
-        write through it.
+        write through it; a submodule as an empty ``SubmoduleEntry``.
         """
         if _LINE_BREAK.search(path):
             return None  # a line break would desynchronise the --batch process's protocol
         entry = self._objects_reader().entry(commit, path)
+        if entry is not None and entry[0] == SUBMODULE_MODE:
+            return SubmoduleEntry()
         if entry is None or not (entry[0].startswith("100") or entry[0] == SYMLINK_MODE):
-            return None  # absent, a folder or a submodule
+            return None  # absent or a folder
         data = self.read_blob(entry[1])
         if data is None:
             return None
@@ -195,7 +333,7 @@ class GitRepo:
 
     def _objects_reader(self) -> _ObjectReader:
         if self._objects is None:
-            self._objects = _ObjectReader(self.path, self._env)
+            self._objects = _ObjectReader(self.path, self._env, self.untrusted)
         return self._objects
 
     def tree_entry(self, commit: str, path: str) -> TreeEntry | None:
@@ -379,6 +517,10 @@ def _merge_folder() -> str:
     return _MERGE_FOLDER[pid].name
 
 
+def _pairs(items: ConfigItems | None) -> list[tuple[str, str]]:
+    return list(items.items()) if isinstance(items, Mapping) else list(items or ())
+
+
 def _run_plain(args: Iterable[str], cwd: Path | None = None) -> str:
     return _execute(tuple(args), cwd, _plain_env(), None, True)
 
@@ -388,7 +530,7 @@ def _plain_env() -> dict[str, str]:
 
 
 def _execute(args: Sequence[str], cwd: Path | None, env: Mapping[str, str], stdin: bytes | None,
-             strip: bool) -> str:
+             strip: bool, repository: Path | None = None) -> str:
     """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError."""
     try:
         done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True,
@@ -396,18 +538,52 @@ def _execute(args: Sequence[str], cwd: Path | None, env: Mapping[str, str], stdi
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
     if done.returncode != 0:
-        raise _as_git_error(["git", *args], done.returncode, done.stderr)
+        raise _as_git_error(["git", *args], done.returncode, done.stderr, repository)
     out = done.stdout.decode("utf-8", "surrogateescape")
     return out[:-1] if strip and out.endswith("\n") else out
 
 
-def _as_git_error(command: Sequence[str], status: int, stderr: bytes | str) -> GitError:
-    lines = [line.strip() for line in _text(stderr).strip().splitlines() if line.strip()]
-    detail = lines[-1] if lines else f"exit code {status}"
+def _as_git_error(command: Sequence[str], status: int, stderr: bytes | str,
+                  repository: Path | None = None) -> GitError:
+    lines = [mask_url(line.strip()) for line in _text(stderr).strip().splitlines() if line.strip()]
+    # git's first fatal line is the cause ("'/x' does not appear to be a git repository"); what follows
+    # is advice ("Please make sure you have the correct access rights / and the repository exists.")
+    fatal = [line for line in lines if line.startswith("fatal: ")]
+    detail = fatal[0] if fatal else lines[-1] if lines else f"exit code {status}"
     detail = re.sub(r"^(fatal|error): ", "", detail)
     detail = re.sub(r"^unable to access '[^']*': ", "", detail)  # the URL is said by whoever reports it
     verb = " ".join(str(part) for part in command[1:2])
+    damage = damage_in(stderr) if repository is not None else None
+    if damage:
+        return RepositoryDamaged(repository, damage)
     return GitError(f"git {verb}: {detail}", "see git's message above")
+
+
+# What git says when a repository's own files are broken (not when a remote fails).
+_DAMAGE = re.compile(
+    r"does not match index|is corrupt|corrupt (?:loose|packed) object|object file \S+ is empty|inflate: "
+    r"|unable to unpack|bad config line|bad config variable|not a git repository|invalid object type"
+    r"|packfile \S+ (?:cannot be accessed|is far too short|has unknown|is version)|index file \S+ is too small"
+    r"|non-monotonic index|garbage at end of loose object|bad numeric config value|unknown repository extension"
+    r"|invalid (?:gitfile|HEAD)|expected format version|loose object \S+ .*is corrupt")
+
+
+def damage_in(stderr: bytes | str) -> str | None:
+    """The line of git's error output that says the repository itself is damaged, or None."""
+    for line in _text(stderr).splitlines():
+        if _DAMAGE.search(line):
+            return re.sub(r"^(fatal|error|warning): ", "", line.strip())
+    return None
+
+
+class RepositoryDamaged(GitError):
+    """A repository's own files are broken (a garbage HEAD or config, a truncated pack, a half-made folder)."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(f"the git repository {path} is damaged: {mask_url(detail)}",
+                         f"remove it (rm -rf {path}) and run again")
+        self.path = Path(path)
+        self.detail = mask_url(detail)
 
 
 def _text(value) -> str:
@@ -422,9 +598,11 @@ class _ObjectReader:
     BUDGET = 64 << 20  # bytes of kept objects: a sweep's working set, far below the memory goal
     TREE_COST = 8  # a parsed tree takes ~6.5 times its raw size in memory (measured on a 3 KB tree)
 
-    def __init__(self, path: Path, env: Mapping[str, str]) -> None:
-        self._path, self._env = path, env
+    def __init__(self, path: Path, env: Mapping[str, str], untrusted: bool = False) -> None:
+        self._path, self._env, self._untrusted = path, env, untrusted
         self._process: subprocess.Popen | None = None
+        self._stderr = None  # git's error output, in a file (a pipe nobody reads could fill and stall it)
+        self._stderr_seen = 0
         self._kept: OrderedDict[str, tuple[str, object, int]] = OrderedDict()
         self._kept_bytes = 0
         self._root_trees: dict[str, str | None] = {}
@@ -507,27 +685,67 @@ class _ObjectReader:
             self._kept_bytes -= dropped
 
     def _read(self, name: str) -> tuple[str | None, bytes]:
-        """One request: ``(type, content)``, or ``(None, b"")`` when git has no such object."""
+        """One request: ``(type, content)``, or ``(None, b"")`` when git has no such object.
+
+        A damaged repository shows in two ways: the process dies (a garbage HEAD or
+        config, an unreadable pack: a broken pipe or an early end of output), or it
+        answers ``missing`` for an object whose pack it cannot read. Both raise
+        ``RepositoryDamaged`` with git's own words, never an absent file.
+        """
         process = self._start()
-        process.stdin.write(name.encode("utf-8", "surrogateescape") + b"\n")
-        process.stdin.flush()
-        header = process.stdout.readline()
+        try:
+            process.stdin.write(name.encode("utf-8", "surrogateescape") + b"\n")
+            process.stdin.flush()
+            header = process.stdout.readline()
+        except (BrokenPipeError, ConnectionResetError):
+            header = b""
         if not header:
-            self.close()
-            raise GitError(f"git cat-file stopped while reading {name} in {self._path}", "check the repository")
+            raise self._stopped(f"stopped while reading {name}")
         parts = header.split()
         if len(parts) != 3 or parts[1] == b"missing" or parts[2] == b"missing":
+            damage = damage_in(self._new_stderr())
+            if damage:
+                self.close()
+                raise RepositoryDamaged(self._path, damage)
             return None, b""
         self._last_sha = parts[0].decode("ascii")
         size = int(parts[2])
         data = process.stdout.read(size + 1)[:size]  # the content, then one line feed
+        if len(data) < size:
+            raise self._stopped(f"stopped in the middle of {name}")
         return parts[1].decode("ascii"), data
+
+    def _stopped(self, what: str) -> GitError:
+        try:
+            self._process.wait(timeout=5)  # its last words reach the file before it exits
+        except (subprocess.TimeoutExpired, AttributeError):
+            pass
+        said = self._new_stderr()
+        self.close()
+        lines = [line.strip() for line in said.splitlines() if line.strip()]
+        detail = damage_in(said) or (re.sub(r"^(fatal|error): ", "", lines[-1]) if lines else "no message")
+        if self._untrusted or damage_in(said):
+            return RepositoryDamaged(self._path, f"git cat-file {what}: {detail}")
+        return GitError(f"git cat-file {what} in {self._path}: {mask_url(detail)}", "check the repository")
+
+    def _new_stderr(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(self._stderr_seen)
+            said = self._stderr.read()
+            self._stderr_seen += len(said)
+            return said.decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
 
     def _start(self) -> subprocess.Popen:
         if self._process is None or self._process.poll() is not None:
+            if self._stderr is None:
+                self._stderr = tempfile.TemporaryFile()
             self._process = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self._path, env=self._env,
                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             stderr=subprocess.DEVNULL)
+                                             stderr=self._stderr)
         return self._process
 
     def close(self) -> None:
@@ -540,6 +758,9 @@ class _ObjectReader:
                 self._process.wait()
             self._process.stdout.close()
             self._process = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr, self._stderr_seen = None, 0
 
 
 def _parse_tree(data: bytes, hash_size: int) -> dict[bytes, tuple[str, str]]:

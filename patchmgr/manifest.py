@@ -14,13 +14,13 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.errors import ManifestError
-from patchmgr.gitio import FULL_SHA
+from patchmgr.gitio import FULL_SHA, mask_url
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _TARGET_KEYS = {"name", "description"}
 _UPSTREAM_KEYS = {"git", "mirrors", "commit", "version", "pypi", "package-root", "patches"}
-_SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/].*$")
+_SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.-]+:[^/].*$")  # git's scp-like ssh: host:path
 _SCP_LIKE_HOST = re.compile(r"^[^/:]*@([^/:]*):")
 
 
@@ -191,15 +191,16 @@ def url_problem(url: str, from_command_line: bool = False) -> str | None:
     accepted from the command line, and nothing that git could read as an
     option is accepted at all.
     """
+    shown = mask_url(url)
     if url.startswith("-"):
-        return f"{url!r} looks like a command-line option"
+        return f"{shown!r} looks like a command-line option"
     if any(ch in url for ch in "\n\r\x00"):
         return "contains a control character"
     lowered = url.lower()
     # ssh://-oProxyCommand=... (CVE-2017-1000117): a host that ssh would read as an option
     host = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/]*)", lowered) or _SCP_LIKE_HOST.match(url)
     if host and host.group(1).startswith("-"):
-        return f"{url!r} names a host that looks like a command-line option"
+        return f"{shown!r} names a host that looks like a command-line option"
     if lowered.startswith("ext::"):
         return "the ext:: transport runs commands and is refused"
     if "::" in url.split("/")[0] and not from_command_line:
@@ -208,4 +209,4 @@ def url_problem(url: str, from_command_line: bool = False) -> str | None:
         return None
     if re.match(r"^(https?|ssh|git)://", lowered) or _SCP_LIKE.match(url):
         return None
-    return f"{url!r} is not an https://, ssh:// or git:// URL"
+    return f"{shown!r} is not an https://, ssh:// or git:// URL"

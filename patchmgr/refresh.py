@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchmgr.engine import CheckResult, Overlay, State, check_patch
+from patchmgr.engine import CheckResult, Overlay, State, check_patch, split_lines
 from patchmgr.errors import StateError
 from patchmgr.evidence import explain_upstream
 from patchmgr.gitio import GitRepo, merge_texts
@@ -155,7 +155,7 @@ def _root(plan: RefreshPlan) -> Path:
 def regenerate(patch: PatchFile, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None],
                repo: GitRepo) -> bytes:
     """``patch`` with each file's hunks turning ``before`` into ``after``; everything else kept."""
-    lines = patch.data.decode("utf-8").splitlines(keepends=True)
+    lines = split_lines(patch.data.decode("utf-8"))  # LF only: a form feed is part of its line
     start = diff_start(lines)
     sections, epilogue = _sections(lines[start:], patch.files)
     context = context_size(patch)
@@ -165,7 +165,7 @@ def regenerate(patch: PatchFile, before: Mapping[str, bytes | None], after: Mapp
         new = after.get(diff.new_path) if diff.new_path else None
         out += [_index_line(line, old, new) for line in header]
         if diff.hunks:
-            out += repo.diff_texts(old or b"", new or b"", context).splitlines(keepends=True)
+            out += split_lines(repo.diff_texts(old or b"", new or b"", context))
     prologue = lines[:start]
     if _counts(lines[start:]) != _counts(out):
         prologue = _restat(prologue, repo.diffstat(dict(before), dict(after)))
@@ -235,13 +235,12 @@ def _restat(prologue: list[str], stat: str) -> list[str]:
         end = next(i for i in range(separator, len(prologue)) if _STAT_SUMMARY.match(prologue[i]))
     except (ValueError, StopIteration):
         return prologue  # a plain diff without a diffstat
-    return prologue[: separator + 1] + stat.splitlines(keepends=True) + prologue[end + 1:]
+    return prologue[: separator + 1] + split_lines(stat) + prologue[end + 1:]
 
 
 def interdiff(old: bytes, new: bytes, patch_id: str) -> list[str]:
     """The old and new diff parts side by side, as one diff of the two (``git range-diff`` style)."""
-    old_lines = old.decode("utf-8").splitlines(keepends=True)
-    new_lines = new.decode("utf-8").splitlines(keepends=True)
+    old_lines, new_lines = split_lines(old.decode("utf-8")), split_lines(new.decode("utf-8"))
     return list(difflib.unified_diff(old_lines[diff_start(old_lines):], new_lines[diff_start(new_lines):],
                                      f"{patch_id} (now)", f"{patch_id} (refreshed)"))
 

@@ -8,15 +8,14 @@ always says which one was used.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.errors import SourceError, UsageError
-from patchmgr.gitio import GitRepo
+from patchmgr.gitio import GitRepo, RepositoryDamaged, mask_url
 from patchmgr.manifest import Upstream, url_problem
 from patchmgr.releases import ReleaseSource
 from patchmgr.store import Store
@@ -32,16 +31,29 @@ class GitSource:
     kind = "git"
 
     def read(self, path: str) -> bytes | None:
-        return self.repo.read_path(self.commit, path)
+        return self._repairing(lambda: self.repo.read_path(self.commit, path))
 
     def read_blob(self, sha: str) -> bytes | None:
-        return self.repo.read_blob(sha)
+        return self._repairing(lambda: self.repo.read_blob(sha))
 
     fetched: bool = False
+    # makes the cached clone again when a read finds it damaged (a truncated pack): a damaged
+    # cache is the cache's problem, never a file reported `missing`
+    repair: Callable[[RepositoryDamaged], GitRepo] | None = None
+
+    def _repairing(self, read):
+        try:
+            return read()
+        except RepositoryDamaged as exc:
+            if self.repair is None:
+                raise
+            self.repo = self.repair(exc)
+            self.repair = None
+            return read()
 
     @property
     def description(self) -> str:
-        return f"git {self.location}" + ("" if self.fetched else " (cached)")
+        return f"git {mask_url(self.location)}" + ("" if self.fetched else " (cached)")
 
 
 def parse_source_overrides(values: list[str] | None) -> dict[str, str]:
@@ -54,7 +66,7 @@ def parse_source_overrides(values: list[str] | None) -> dict[str, str]:
                              "for example --source mindspeed=/srv/mirrors/MindSpeed")
         problem = url_problem(location, from_command_line=True)
         if problem:
-            raise UsageError(f"--source {value!r}: {problem}", "give a URL or a local path")
+            raise UsageError(f"--source {mask_url(value)!r}: {problem}", "give a URL or a local path")
         overrides[name] = location
     return overrides
 
@@ -87,7 +99,8 @@ def open_git_source(store: Store, upstream: Upstream, ref: str | None,
     else:
         repo, commit = store.resolve_ref(upstream.name, ref, urls)
     fetched = store.fetched_from.get(upstream.name)
-    return GitSource(repo, commit, fetched or urls[0], fetched=fetched is not None)
+    return GitSource(repo, commit, fetched or urls[0], fetched=fetched is not None,
+                     repair=lambda exc: store.repair(upstream.name, commit, urls, exc))
 
 
 def release_version(upstream: Upstream, ref: str | None) -> str | None:
@@ -137,9 +150,9 @@ def fetch_upstream(store: Store, upstream: Upstream, overrides: Mapping[str, str
             raise SourceError(f"{upstream.name} has no git URL", "")
         absent = store.prefetch(upstream.name, upstream.commit, urls)
         fetched = store.fetched_from.get(upstream.name, urls[0])
-        return f"git {fetched}", absent
+        return f"git {mask_url(fetched)}", absent
     except SourceError as exc:
         if upstream.name in overrides or not (upstream.pypi and upstream.version):
             raise
         release = store.releases.open(upstream.pypi, upstream.version, upstream.package_root)
-        return f"{release.description} (git: {exc.message})", []
+        return f"{release.description} (git: {mask_url(exc.message)})", []

@@ -6,6 +6,14 @@ history as a fallback), and a half-made clone is removed on failure. Clones
 are partial (``--filter=blob:none``): the engine reads only the blobs that
 patches touch, and git fetches those on demand.
 
+The cache is trusted only as far as patchmgr made it (``Store._clone_problem``):
+git runs in a cached clone only when the cache folder, the clone and its config
+belong to the user running patchmgr (git's ``safe.directory`` rule), and when
+that config holds nothing but the keys patchmgr itself writes; every config key
+that runs a program is overridden besides (``gitio.untrusted_repo_config``). A
+clone git cannot read (a garbage HEAD or config, a truncated pack, a folder a
+killed run left half-made) is removed and fetched again, once, with a note.
+
 Two patchmgr runs may share a cache: whatever writes a clone (creating it,
 pointing its remote, fetching) holds a per-upstream file lock, so a second
 run waits for the first fetch and then finds the commit there. Reads take no
@@ -14,14 +22,17 @@ lock: git's objects and packs appear atomically.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
-from patchmgr.errors import GitError, SourceError, UsageError
-from patchmgr.gitio import FULL_SHA, GitRepo
+from patchmgr.errors import GitError, SourceError, StateError, UsageError
+from patchmgr.gitio import FULL_SHA, GitRepo, RepositoryDamaged, mask_url
 from patchmgr.journal import FileLock, lock_timeout
 from patchmgr.manifest import url_problem
 from patchmgr.releases import ReleaseCache
@@ -29,6 +40,18 @@ from patchmgr.releases import ReleaseCache
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
+_ABSENT = "(no clone yet)"  # what _clone_problem says when there is nothing to check (compared by identity)
+
+# The config keys (lower-cased, as git lists them) a cached clone may hold: what `git init --bare`
+# and `Store.configure_remote` write. Anything else (core.sshCommand, include.path, url.*.insteadOf,
+# credential.helper, filter.*, ...) was written by someone else, and the clone is refused.
+CACHE_CONFIG_KEYS = frozenset({
+    "core.repositoryformatversion", "core.filemode", "core.bare", "core.ignorecase", "core.precomposeunicode",
+    "core.symlinks", "core.logallrefupdates", "extensions.partialclone", "extensions.objectformat",
+    "remote.origin.url", "remote.origin.fetch", "remote.origin.promisor", "remote.origin.partialclonefilter",
+})
+CACHE_CONFIG_VALUES = {"remote.origin.uploadpack": LOCAL_UPLOAD_PACK}  # runs a program: only patchmgr's own
 
 
 def default_cache_dir() -> Path:
@@ -45,41 +68,220 @@ def validate_ref(ref: str) -> str:
 
 
 def as_local_path(location: str) -> Path | None:
-    """A --source location that names a folder on this machine, or None for a URL."""
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", location) or location.startswith("file::"):
+    """A location that names a folder on this machine, or None for a URL.
+
+    Git's rules (``url_is_local_not_ssh``): ``scheme://...`` and ``transport::...``
+    are URLs; otherwise a location with a colon before any slash is scp-like ssh
+    (``git@host:org/repo.git``, ``host:repo``); the rest is a path.
+    """
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", location) or "::" in location.split("/")[0]:
+        return None
+    colon, slash = location.find(":"), location.find("/")
+    if colon >= 0 and (slash < 0 or colon < slash):
         return None
     return Path(location).expanduser()
 
 
+def _os_problem(exc: OSError, path: Path) -> str:
+    """What an OSError on ``path`` really means: a full disk, no free inodes, a read-only disk, ..."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        try:
+            stats = os.statvfs(_existing_parent(path))
+            if stats.f_files and stats.f_favail == 0:
+                return "no free inodes on that file system"
+            if exc.errno == errno.ENOSPC:
+                return "no space left on that disk"
+        except OSError:
+            pass
+    if exc.errno == errno.EROFS:
+        return "the file system is read-only"
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        return "a file is in the way of a folder"
+    return exc.strerror or str(exc)
+
+
+def _existing_parent(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 class Store:
-    def __init__(self, cache_dir: Path | None = None, progress: Progress | None = None) -> None:
+    def __init__(self, cache_dir: Path | None = None, progress: Progress | None = None,
+                 note: Progress | None = None) -> None:
         self.cache_dir = cache_dir or default_cache_dir()
         self.progress = progress or (lambda message: None)
+        self.note = note or (lambda message: print(f"note: {message}", file=sys.stderr))
         self._open: dict[str, GitRepo] = {}
-        self.releases = ReleaseCache(self.cache_dir)
+        self._root_checked = False
+        self._repaired: set[str] = set()
+        self._releases = ReleaseCache(self.cache_dir)
         self.fetched_from: dict[str, str] = {}  # upstream -> URL fetched from in this run
+        self._check_root()  # a cache patchmgr cannot use or trust stops the whole run, with one error
+
+    @property
+    def releases(self) -> ReleaseCache:
+        self._check_root()
+        return self._releases
 
     def repo_path(self, upstream: str) -> Path:
         return self.cache_dir / "git" / f"{upstream}.git"
 
     def lock(self, upstream: str) -> FileLock:
         """Held while writing the cached clone of ``upstream``; a fetch can take minutes, so others wait long."""
-        return FileLock(self.cache_dir / "git" / f"{upstream}.lock", lock_timeout(600.0),
-                        f"it is fetching {upstream} into the cache", self.progress)
+        self._check_root()
+        return _CacheLock(self.cache_dir / "git" / f"{upstream}.lock", lock_timeout(600.0),
+                          f"it is fetching {upstream} into the cache", self.progress)
+
+    # -- the cache folder, trusted only when it is the user's own ------------------
+    def _check_root(self) -> None:
+        """The cache folder and its ``git`` folder exist, are folders, and belong to this user."""
+        if self._root_checked:
+            return
+        where = "PATCHMGR_CACHE" if os.environ.get("PATCHMGR_CACHE") else "the patchmgr cache"
+        for folder in (self.cache_dir, self.cache_dir / "git"):
+            if os.path.lexists(folder) and not folder.is_dir():
+                what = f"{where} points at a file" if folder == self.cache_dir else "the patchmgr cache holds a file"
+                raise StateError(f"{what}, not a folder: {folder}",
+                                 "point PATCHMGR_CACHE at a folder of your own (or remove that file)")
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StateError(f"cannot create the patchmgr cache {folder}: {_os_problem(exc, folder)}",
+                                 "point PATCHMGR_CACHE at a writable folder of your own") from None
+            _check_owner(folder, "the patchmgr cache", "point PATCHMGR_CACHE at a folder of your own, "
+                         "or give this one to your user (chown)")
+        self._root_checked = True
+
+    def _check_clone(self, upstream: str) -> GitRepo | None:
+        """The cached clone of ``upstream`` if it is sound; None when it must be made (again).
+
+        Refuses (StateError) a clone another user owns or whose config holds a key
+        patchmgr did not write. A clone git cannot read is damaged: looked at again
+        under the lock (another run may be making it right now), then removed, with
+        a note, so that it is made and fetched again.
+        """
+        why = self._clone_problem(upstream)
+        if why is None or why is _ABSENT:
+            return None if why else GitRepo(self.repo_path(upstream), untrusted=True)
+        with self.lock(upstream):
+            why = self._clone_problem(upstream)
+            if why is None or why is _ABSENT:
+                return None if why else GitRepo(self.repo_path(upstream), untrusted=True)
+            self._discard(upstream, why)
+        return None
+
+    def _clone_problem(self, upstream: str) -> str | None:
+        """Why the cached clone is damaged, ``_ABSENT``, or None when it is sound; StateError when refused."""
+        path = self.repo_path(upstream)
+        if not os.path.lexists(path):
+            return _ABSENT
+        if not path.is_dir():
+            return "it is not a folder"
+        hint = f"remove it (rm -rf {path}): patchmgr fetches it again"
+        _check_owner(path, f"the cached clone of {upstream}", hint)
+        if (path / "config").exists():
+            _check_owner(path / "config", f"the config file of the cached clone of {upstream}", hint)
+        for name in ("objects/info/alternates", "objects/info/http-alternates", "commondir", "info/attributes"):
+            if os.path.lexists(path / name):
+                raise StateError(f"the cached clone {path} has {name}, which patchmgr never writes", hint)
+        if not ((path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()):
+            return "a run stopped while making it"
+        try:
+            head, text = (path / "HEAD").read_bytes(), (path / "config").read_bytes()
+        except OSError as exc:
+            return f"cannot read it: {exc.strerror}"
+        if not re.match(rb"^(ref: refs/\S+|[0-9a-f]{40}|[0-9a-f]{64})\n?$", head):
+            return "its HEAD names no branch or commit"
+        if not text.endswith(b"\n"):  # git writes whole lines: a config that stops mid-line was cut off
+            return "its config is cut off"
+        repo = GitRepo(path, untrusted=True)
+        try:
+            config = repo.local_config()
+        except GitError as exc:
+            return exc.detail if isinstance(exc, RepositoryDamaged) else exc.message
+        finally:
+            repo.close()
+        check_cache_config(path, config)
+        keys = {key for key, _value in config}
+        if "remote.origin.url" in keys and not {"extensions.partialclone", "remote.origin.promisor"} <= keys:
+            return "a run stopped while setting it up"
+        return None
+
+    def _discard(self, upstream: str, why: str) -> None:
+        """Remove a damaged cached clone (under the lock), so that it is made and fetched again."""
+        path = self.repo_path(upstream)
+        old = self._open.pop(upstream, None)
+        if old is not None:
+            old.close()
+        self.note(f"the cached clone of {upstream} ({path}) was damaged ({mask_url(why)}); fetching it again")
+        with self.lock(upstream):
+            try:
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                elif os.path.lexists(path):
+                    path.unlink()
+            except OSError as exc:
+                raise StateError(f"cannot remove the damaged cached clone {path}: {_os_problem(exc, path)}",
+                                 f"remove it by hand (rm -rf {path}), then run again") from None
 
     def repo(self, upstream: str) -> GitRepo:
         if upstream not in self._open:
-            path = self.repo_path(upstream)
-            if not (path / "HEAD").is_file():
+            self._check_root()
+            repo = self._check_clone(upstream)
+            if repo is None:
+                path = self.repo_path(upstream)
                 with self.lock(upstream):
                     if not (path / "HEAD").is_file():
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        GitRepo.init(path, bare=True)
-            self._open[upstream] = GitRepo(path)
+                        try:
+                            GitRepo.init(path, bare=True)
+                        except GitError as exc:
+                            raise StateError(f"cannot create the cached clone {path}: {exc.message}",
+                                             "point PATCHMGR_CACHE at a writable folder with free space") from None
+                        except OSError as exc:
+                            raise StateError(f"cannot create the cached clone {path}: {_os_problem(exc, path)}",
+                                             "point PATCHMGR_CACHE at a writable folder with free space") from None
+                repo = GitRepo(path, untrusted=True)
+            self._open[upstream] = repo
         return self._open[upstream]
+
+    def _repairing(self, upstream: str, action: Callable[[], T]) -> T:
+        """``action`` on the cached clone; if the clone turns out damaged, it is made and fetched again, once."""
+        try:
+            return action()
+        except RepositoryDamaged as exc:
+            self._start_over(upstream, exc)
+        try:
+            return action()
+        except RepositoryDamaged as exc:
+            raise self._damaged(upstream, exc) from None
+
+    def repair(self, upstream: str, commit: str, urls: Sequence[str], exc: RepositoryDamaged) -> GitRepo:
+        """After a read found the cached clone damaged (a truncated pack): make it again with ``commit``, once."""
+        self._start_over(upstream, exc)
+        try:
+            return self.ensure_commit(upstream, commit, urls)
+        except RepositoryDamaged as again:
+            raise self._damaged(upstream, again) from None
+
+    def _start_over(self, upstream: str, exc: RepositoryDamaged) -> None:
+        if exc.path != self.repo_path(upstream) or upstream in self._repaired:
+            raise self._damaged(upstream, exc) from None
+        self._repaired.add(upstream)
+        self._discard(upstream, exc.detail)
+
+    def _damaged(self, upstream: str, exc: RepositoryDamaged) -> StateError:
+        path = self.repo_path(upstream)
+        if exc.path != path:
+            return StateError(exc.message, exc.hint)
+        return StateError(f"the cached clone of {upstream} ({path}) is damaged and fetching it again did not "
+                          f"help: {exc.detail}", f"remove it (rm -rf {path}) and check the disk, then run again")
 
     def ensure_commit(self, upstream: str, commit: str, urls: Sequence[str]) -> GitRepo:
         """The cached clone of ``upstream`` holding ``commit``, fetched if need be."""
+        return self._repairing(upstream, lambda: self._ensure_commit(upstream, commit, urls))
+
+    def _ensure_commit(self, upstream: str, commit: str, urls: Sequence[str]) -> GitRepo:
         repo = self.repo(upstream)
         if repo.has_commit(commit):
             return repo
@@ -93,22 +295,28 @@ class Store:
     def _fetch_commit(self, repo: GitRepo, upstream: str, commit: str, urls: Sequence[str]) -> GitRepo:
         errors = []
         for url in urls:
-            self.progress(f"fetching {upstream} {commit[:12]} from {url}")
+            self.progress(f"fetching {upstream} {commit[:12]} from {mask_url(url)}")
             try:
                 self._fetch(repo, url, [commit])
+            except RepositoryDamaged:
+                raise
             except GitError as exc:
                 # servers that refuse a bare commit id still serve their branches and tags
-                errors.append(f"{url}: {exc.message}")
+                errors.append(_said(url, exc))
+                if isinstance(exc, NotARepository):
+                    continue
             if repo.has_commit(commit):
                 return repo
             try:
                 self._fetch(repo, url, ["+refs/heads/*:refs/patchmgr/heads/*", "+refs/tags/*:refs/tags/*"])
+            except RepositoryDamaged:
+                raise
             except GitError as exc:
-                errors.append(f"{url}: {exc.message}")
+                errors.append(_said(url, exc))
                 continue
             if repo.has_commit(commit):
                 return repo
-            errors.append(f"{url}: does not have commit {commit}")
+            errors.append(f"{mask_url(url)}: does not have commit {commit}")
         raise SourceError(
             f"cannot get {upstream} at {commit[:12]}: " + ("; ".join(dict.fromkeys(errors)) or "no source URL"),
             f"pass a reachable clone with --source {upstream}=PATH_OR_URL",
@@ -120,13 +328,14 @@ class Store:
         Returns the paths no source could provide (a mirror without its large files).
         """
         with self.lock(upstream):
-            return self._prefetch(upstream, commit, urls)
+            return self._repairing(upstream, lambda: self._prefetch(upstream, commit, urls))
 
     def _prefetch(self, upstream: str, commit: str, urls: Sequence[str]) -> list[str]:
         repo = self.ensure_commit(upstream, commit, urls)
         absent: list[str] = []
         local = as_local_path(urls[0]) if urls else None
         if local is not None and local.exists():
+            _require_repository(local)
             with GitRepo(local) as source:
                 absent = source.missing_blobs(commit)
         lacking = set(repo.unfetched_objects(commit))
@@ -157,22 +366,26 @@ class Store:
         validate_ref(ref)
         if FULL_SHA.match(ref):
             return self.ensure_commit(upstream, ref, urls), ref
-        repo = self.repo(upstream)
-        with self.lock(upstream):
-            return self._resolve_fetched(repo, upstream, ref, urls)
+        def resolve() -> tuple[GitRepo, str]:
+            repo = self.repo(upstream)
+            with self.lock(upstream):
+                return self._resolve_fetched(repo, upstream, ref, urls)
+        return self._repairing(upstream, resolve)
 
     def _resolve_fetched(self, repo: GitRepo, upstream: str, ref: str, urls: Sequence[str]) -> tuple[GitRepo, str]:
         errors = []
         for url in urls:
-            self.progress(f"fetching {upstream} {ref} from {url}")
+            self.progress(f"fetching {upstream} {ref} from {mask_url(url)}")
             try:
                 self._fetch(repo, url, [f"+{ref}:refs/patchmgr/against"])
                 commit = repo.resolve("refs/patchmgr/against")
                 if commit:
                     repo.index_history(commit)
                     return repo, commit
+            except RepositoryDamaged:
+                raise
             except GitError as exc:
-                errors.append(f"{url}: {exc.message}")
+                errors.append(_said(url, exc))
         local = repo.resolve(ref) if not urls else None
         if local:
             return repo, local
@@ -191,11 +404,13 @@ class Store:
         """Point ``origin`` of a (partial) clone at ``url``: a URL or a local repository."""
         problem = url_problem(url, from_command_line=True)
         if problem:
-            raise SourceError(f"refusing source {url!r}: {problem}", "give a URL or a local path")
+            raise SourceError(f"refusing source {mask_url(url)!r}: {mask_url(problem)}",
+                              "give a URL or a local path")
         local = as_local_path(url)
         if local is not None:
             if not local.exists():
-                raise GitError(f"{local} does not exist")
+                raise NotARepository(f"{local} does not exist", "give the folder of a git clone, or a URL")
+            _require_repository(local)
             url = str(local.resolve())
         if repo.run_ok("remote", "get-url", "origin"):
             repo.run("remote", "set-url", "origin", "--", url)
@@ -222,3 +437,53 @@ class Store:
         self._open.pop(upstream, None)
         with self.lock(upstream):
             shutil.rmtree(self.repo_path(upstream), ignore_errors=True)
+
+
+class _CacheLock(FileLock):
+    """The per-upstream lock of the cache; a lock file that cannot be made (a read-only or full disk) is one error."""
+
+    def __enter__(self) -> FileLock:
+        try:
+            return super().__enter__()
+        except OSError as exc:
+            raise StateError(f"cannot lock {self.path} in the patchmgr cache: {_os_problem(exc, self.path)}",
+                             "point PATCHMGR_CACHE at a writable folder of your own") from None
+
+
+class NotARepository(GitError):
+    """A local source that is not a git repository (or not there): no git command was run on it."""
+
+
+def _require_repository(local: Path) -> None:
+    if not ((local / ".git").exists() or ((local / "HEAD").is_file() and (local / "objects").is_dir())):
+        raise NotARepository(f"{local} is not a git repository",
+                             "give the folder of a git clone (or a bare repository), or a URL")
+
+
+def _said(url: str, exc: GitError) -> str:
+    """``url: what went wrong``, the URL said once and its password masked."""
+    shown, message = mask_url(url), mask_url(exc.message)
+    return message if message.startswith(shown) or message.startswith(str(as_local_path(url))) \
+        else f"{shown}: {message}"
+
+
+def _check_owner(path: Path, what: str, hint: str) -> None:
+    """Refuse ``path`` unless this user owns it (git's ``safe.directory`` rule): another user's config runs
+    programs as this one."""
+    try:
+        owner = os.stat(path).st_uid
+    except OSError as exc:
+        raise StateError(f"cannot read {what} {path}: {_os_problem(exc, path)}", hint) from None
+    if owner != os.geteuid():
+        raise StateError(f"{what} ({path}) belongs to another user (uid {owner}, not {os.geteuid()}): "
+                         "refusing to run git there", hint)
+
+
+def check_cache_config(path: Path, config: Sequence[tuple[str, str]]) -> None:
+    """Refuse a cached clone whose config holds anything patchmgr does not write there."""
+    for key, value in config:
+        if key in CACHE_CONFIG_KEYS or CACHE_CONFIG_VALUES.get(key) == value:
+            continue
+        raise StateError(f"the cached clone {path} has config {key} = {mask_url(value)!r}, which patchmgr "
+                         "never writes: refusing to run git there",
+                         f"remove it (rm -rf {path}): patchmgr fetches it again")
