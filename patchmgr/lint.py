@@ -74,6 +74,41 @@ def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
     if len(_FULL_INDEX.findall(text)) != len(indexes) or not indexes:
         messages.append("index lines lack full 40-hex blob ids: regenerate with git format-patch --full-index")
     for smoke in patch.field_values("Smoke-Test"):
-        if not (project.root / smoke.split("::")[0]).is_file():
-            messages.append(f"Smoke-Test {smoke} does not exist")
+        problem = smoke_test_problem(project, patch.upstream, smoke.strip())
+        if problem:
+            messages.append(f"Smoke-Test {smoke.strip()!r} {problem}")
     return messages
+
+
+SMOKE_DIR = ("tests", "smoke")
+# A Smoke-Test value: a pytest node id, relative to the project root, of a .py file under
+# tests/smoke/<upstream>/, optionally followed by ::names (identifiers) and, on the last name,
+# one [parameter id] without whitespace or control characters.
+_PATH_PART = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+_NAMES = r"(?:(?:::[A-Za-z_][A-Za-z0-9_]*)+(?:\[[^\s\x00-\x1f\x7f]+\])?)?"
+
+
+def smoke_test_problem(project: Project, upstream: str, value: str) -> str | None:
+    """Why ``value`` is not an acceptable Smoke-Test for a patch of ``upstream``; None when it is."""
+    folder = "/".join((*SMOKE_DIR, upstream)) + "/"
+    form = f"a test id of the form {folder}<file>.py[::name...]"
+    if not value:
+        return f"is empty: give {form}"
+    if value.startswith("-"):
+        return f"looks like a pytest option, not {form}"
+    path = value.split("::", 1)[0]
+    if path.startswith(("/", "~", "\\")) or re.match(r"[A-Za-z]:", path):
+        return f"is an absolute path: give {form}, relative to the project root"
+    if ".." in re.split(r"[/\\]", path):
+        return f"climbs out with '..': give {form}"
+    match = re.fullmatch(rf"(?P<path>{re.escape(folder)}(?:{_PATH_PART}/)*{_PATH_PART}\.py){_NAMES}", value)
+    if match is None:
+        return f"is not {form}"
+    root = project.root.resolve()
+    smoke_dir = root.joinpath(*SMOKE_DIR)
+    file = (root / match["path"]).resolve()
+    if not file.is_relative_to(smoke_dir):
+        return f"leaves {'/'.join(SMOKE_DIR)}/ (it resolves outside it through a link)"
+    if not file.is_file():
+        return "does not exist"
+    return None

@@ -60,6 +60,10 @@ def patch_json(result: CheckResult) -> dict:
                            "line": c.expected_line, "upstream_lines": list(c.upstream_lines)}
     if result.evidence:
         doc["evidence"] = result.evidence
+    if result.state is State.UPSTREAM:
+        doc["carrier"] = result.carrier  # the commit with the patch's patch-id; null: only its reverse applies
+    if result.notes:
+        doc["notes"] = list(result.notes)
     return doc
 
 
@@ -183,6 +187,9 @@ def render_lint(console: Console, problems: list[LintProblem], checked: int) -> 
 
 def smoke_json(smoke: SmokeReport) -> str:
     return json.dumps({"target": smoke.target, "unpatched": smoke.unpatched, "ok": smoke.ok, "notes": smoke.notes,
+                       "summary": {v: len(smoke.with_verdict(v)) for v in ("proven", "failed", "not-proven")},
+                       "patches": [{"patch": v.patch, "upstream": v.upstream, "verdict": v.verdict,
+                                    "reason": v.reason} for v in smoke.verdicts],
                        "results": [{"patch": r.patch, "upstream": r.upstream, "test": r.test, "device": r.device,
                                     "result": r.result, "seconds": r.seconds, "reason": r.reason}
                                    for r in smoke.results]}, indent=2)
@@ -190,28 +197,40 @@ def smoke_json(smoke: SmokeReport) -> str:
 
 def render_smoke(console: Console, smoke: SmokeReport) -> None:
     _notes(console, smoke.notes)
-    title = f"smoke {smoke.target}" + (" (unpatched: every test must fail)" if smoke.unpatched else "")
+    title = f"smoke {smoke.target}" + (" (unpatched: every test must fail its assertions)" if smoke.unpatched
+                                       else "")
     table = Table(title=title, title_justify="left")
     for column in ("patch", "test", "device", "result", "time", "reason"):
         table.add_column(column, overflow="fold")
-    styles = {"passed": "green", "failed": "red", "skipped": "yellow"}
+    styles = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow"}
     if smoke.unpatched:
-        styles = {"passed": "red", "failed": "green", "skipped": "yellow"}
+        styles = {**styles, "passed": "red", "failed": "green"}
     for r in smoke.results:
         _row(table, r.patch, r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test, r.device,
-                      Text(r.result, style=styles[r.result]), f"{r.seconds:.1f}s", r.reason)
+             Text(r.result, style=styles.get(r.result, "")), f"{r.seconds:.1f}s", r.reason)
     console.print(table)
-    ran = len(smoke.ran)
+    # one line per patch that is not proven, saying which and why
+    for v in smoke.verdicts:
+        if v.verdict != "proven":
+            label = "failed" if v.verdict == "failed" else "not proven"
+            console.print(f"{label}: {v.upstream}/{v.patch}: {v.reason}", style="red", highlight=False,
+                          markup=False)
+    counts = {result: sum(r.result == result for r in smoke.results)
+              for result in ("passed", "failed", "error", "skipped")}
+    proven, failed, not_proven = (len(smoke.with_verdict(v)) for v in ("proven", "failed", "not-proven"))
     if smoke.unpatched:
-        passed = [r for r in smoke.ran if r.result == "passed"]
-        verdict = (f"every one of {ran} tests failed on the unpatched upstream: each detects its bug" if smoke.ok
-                   else f"{len(passed)} of {ran} tests pass without their patch: they do not detect the bug")
+        patches = (f"{proven} proven (each detects its bug), {failed} failed (a test passes without the patch), "
+                   f"{not_proven} not proven")
+        tests = (f"{counts['failed']} tests failed their assertions on the unpatched upstream, "
+                 f"{counts['passed']} passed")
     else:
-        failed = [r for r in smoke.results if r.result == "failed"]
-        verdict = (f"{ran} tests passed" if smoke.ok else f"{len(failed)} of {ran} tests failed")
-    skipped = len(smoke.results) - ran
-    console.print(verdict + (f"; {skipped} not run (see reasons)" if skipped else ""),
-                  style="green" if smoke.ok else "red", highlight=False)
+        patches = f"{proven} proven, {failed} failed, {not_proven} not proven"
+        tests = f"{counts['passed']} tests passed, {counts['failed']} failed"
+    tests += (f", {counts['error']} errors" if counts["error"] else "") + (
+        f", {counts['skipped']} not run" if counts["skipped"] else "")
+    if not smoke.verdicts:
+        patches = "no patch selected: nothing proven"
+    console.print(f"{patches} ({tests})", style="green" if smoke.ok else "red", highlight=False, markup=False)
 
 
 def fetch_json(target: str, fetched: dict[str, dict]) -> str:
@@ -264,9 +283,10 @@ def _notes(console: Console, notes: list[str]) -> None:
 
 
 def render_error(console: Console, error: PatchmgrError) -> None:
-    console.print(f"error: {error.message}", style="red", highlight=False, markup=False)
+    from patchmgr.gitio import mask_url  # a password in a URL is never printed
+    console.print(f"error: {mask_url(error.message)}", style="red", highlight=False, markup=False)
     if error.hint:
-        console.print(f"hint: {error.hint}", highlight=False, markup=False)
+        console.print(f"hint: {mask_url(error.hint)}", highlight=False, markup=False)
 
 
 # -- bisect, refresh, bump, edit, export (issue 6) ------------------------------
@@ -338,6 +358,8 @@ def render_interdiffs(console: Console, plan: RefreshPlan) -> None:
 
 
 def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, summary: bool = True) -> None:
+    if summary:  # render_bump prints them itself
+        _notes(console, plan.notes)
     table = Table(title=f"refresh {plan.upstream.name} at {plan.ref} ({plan.commit[:12]})", title_justify="left")
     for column in ("patch", "state", "action", "detail"):
         table.add_column(column, overflow="fold")
@@ -369,10 +391,18 @@ def _patches(count: int) -> str:
 def render_bump(console: Console, outcome: BumpOutcome) -> None:
     plan = outcome.plan
     name = plan.upstream.name
+    _notes(console, plan.notes)
     if outcome.action == "refused":
         render_refresh(console, plan, summary=False)
         for blocker in outcome.blockers:
             console.print(f"blocks the bump: {blocker.patch.id} is {blocker.state.value} at {plan.ref}",
+                          style="red", highlight=False, markup=False)
+        for unproven in outcome.review:
+            console.print(f"needs review: {unproven.patch.id} looks upstream at {plan.ref} (its reverse applies "
+                          "where the patch puts it), but no upstream commit has its patch-id, so bump does not "
+                          f"drop it on that alone. Check that upstream really carries the change; then remove "
+                          f"{unproven.patch.id} from the series in {outcome.target.path} and delete "
+                          f"{unproven.patch.path}, or keep it with bump --keep; then bump again",
                           style="red", highlight=False, markup=False)
         console.print(f"refused: {name} stays at {plan.upstream.commit[:12]}", style="red", highlight=False)
         return
@@ -403,6 +433,7 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
 
 
 def render_edit(console: Console, outcome: EditOutcome) -> None:
+    _notes(console, outcome.notes)
     console.print(f"{outcome.into}: {outcome.upstream.name} at {outcome.pin[:12]} with {len(outcome.commits)} "
                   "patch commits:", highlight=False)
     for patch_id, commit in outcome.commits:
@@ -413,6 +444,7 @@ def render_edit(console: Console, outcome: EditOutcome) -> None:
 
 
 def render_export(console: Console, outcome: ExportOutcome) -> None:
+    _notes(console, outcome.notes)
     for patch in outcome.patches:
         style = "green" if patch.action != "unchanged" else "dim"
         console.print(f"{patch.action:9} {patch.id} ({patch.commit[:12]})", style=style, highlight=False)

@@ -5,11 +5,22 @@ process per patch and device, pointed at the upstream's import root through
 PATCHMGR_SMOKE_ROOT, so the function a patch changes is imported from the tree
 under test. ``unpatched`` runs the same tests against the pinned upstream
 without the patches: the red check that proves each test detects its bug.
+
+Each patch gets one verdict. Patched, it is *proven* when at least one of its
+tests ran and every test that ran passed; *failed* when a test failed its
+assertions; *not proven* otherwise (nothing ran, every test was skipped, a
+test errored in collection, a fixture or an import, pytest did not run).
+Unpatched, it is *proven* (the tests detect its bug) when at least one test
+ran and every test that ran failed its assertions; a test that passes without
+the patch makes it *failed*; an error is never a red result. ``Smoke-Test``
+values are pytest node ids under ``tests/smoke/<upstream>/``, checked before
+anything runs and handed to pytest after ``--``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +38,7 @@ from patchmgr.checkout import STATE, locked_into
 from patchmgr.errors import UsageError
 from patchmgr.gitio import GitRepo
 from patchmgr.ledger import read_ledger
+from patchmgr.lint import smoke_test_problem
 from patchmgr.manifest import Target, Upstream
 from patchmgr.patchfile import PatchFile
 from patchmgr.project import Project
@@ -60,9 +72,24 @@ class SmokeResult:
     upstream: str
     test: str
     device: str
-    result: str  # "passed" | "failed" | "skipped"
+    # "passed" | "failed" (an assertion failure: a junit <failure>) | "error" (a collection, fixture or
+    # import error, or pytest not running: it proves nothing either way) | "skipped"
+    result: str
     seconds: float = 0.0
     reason: str = ""
+
+
+VERDICTS = ("proven", "failed", "not-proven")
+
+
+@dataclass(frozen=True)
+class PatchVerdict:
+    """What one smoke run proved about one patch, and why."""
+
+    patch: str
+    upstream: str
+    verdict: str  # one of VERDICTS
+    reason: str
 
 
 @dataclass
@@ -71,17 +98,57 @@ class SmokeReport:
     unpatched: bool
     results: list[SmokeResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    verdicts: list[PatchVerdict] = field(default_factory=list)
 
     @property
     def ran(self) -> list[SmokeResult]:
-        return [r for r in self.results if r.result != "skipped"]
+        """The tests that ran to an outcome (passed or failed); errors and skips proved nothing."""
+        return [r for r in self.results if r.result in ("passed", "failed")]
+
+    def with_verdict(self, verdict: str) -> list[PatchVerdict]:
+        return [v for v in self.verdicts if v.verdict == verdict]
 
     @property
     def ok(self) -> bool:
-        """Patched: nothing failed. Unpatched: every test that ran failed (each detects its bug)."""
-        if self.unpatched:
-            return all(r.result == "failed" for r in self.ran)
-        return not any(r.result == "failed" for r in self.results)
+        """Every selected patch proven by tests that ran in this invocation (and there was one to prove)."""
+        return bool(self.verdicts) and all(v.verdict == "proven" for v in self.verdicts)
+
+
+def patch_verdict(patch: str, upstream: str, results: Sequence[SmokeResult], unpatched: bool,
+                  not_run: str = "") -> PatchVerdict:
+    """The verdict on one patch from all its results (every test on every device)."""
+    def where(r: SmokeResult) -> str:
+        name = r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test
+        return name + (f" on {r.device}" if r.device != "-" else "")
+
+    if not_run:
+        return PatchVerdict(patch, upstream, "not-proven", not_run)
+    passed = [r for r in results if r.result == "passed"]
+    failed = [r for r in results if r.result == "failed"]
+    errors = [r for r in results if r.result == "error"]
+    if unpatched and passed:
+        first = passed[0]
+        return PatchVerdict(patch, upstream, "failed",
+                            f"{where(first)} passes without the patch: it does not detect the bug"
+                            + (f" ({len(passed)} tests pass)" if len(passed) > 1 else ""))
+    if not unpatched and failed:
+        first = failed[0]
+        return PatchVerdict(patch, upstream, "failed", f"{where(first)} failed: {first.reason}")
+    if errors:
+        first = errors[0]
+        return PatchVerdict(patch, upstream, "not-proven",
+                            f"{where(first)} did not run to an outcome: {first.reason}"
+                            + (f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""))
+    proof = failed if unpatched else passed
+    if not proof:
+        skips = list(dict.fromkeys(r.reason or "skipped" for r in results if r.result == "skipped"))
+        return PatchVerdict(patch, upstream, "not-proven",
+                            "no test ran" + (f": {'; '.join(skips)}" if skips else ""))
+    devices = sorted({r.device for r in proof})
+    if unpatched:
+        return PatchVerdict(patch, upstream, "proven", f"{len(proof)} tests fail their assertions without the "
+                            f"patch on {', '.join(devices)}: they detect its bug")
+    return PatchVerdict(patch, upstream, "proven", f"{len(proof)} tests passed on {', '.join(devices)}")
 
 
 def available_devices(python: str) -> dict[str, str | None]:
@@ -96,6 +163,26 @@ def available_devices(python: str) -> dict[str, str | None]:
 
 def smoke_tests(project: Project, patch: PatchFile) -> list[str]:
     return [value.strip() for value in patch.field_values("Smoke-Test") if value.strip()]
+
+
+def check_smoke_tests(project: Project, trees: Sequence[SmokeTree]) -> None:
+    """Refuse the run, before anything runs, when a selected patch names a Smoke-Test that is not a test id."""
+    bad = [(patch, value, problem) for tree in trees for patch in project.patches(tree.upstream)
+           for value in smoke_tests(project, patch)
+           if (problem := smoke_test_problem(project, tree.upstream.name, value)) is not None]
+    if bad:
+        patch, value, problem = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise UsageError(f"{_shown(project, patch.path)}: Smoke-Test {value!r} {problem}{more}; nothing was run",
+                         "Smoke-Test values are pytest node ids under tests/smoke/<upstream>/; "
+                         "`patchmgr lint` lists every bad one")
+
+
+def _shown(project: Project, path: Path) -> str:
+    try:
+        return str(path.relative_to(project.root))
+    except ValueError:
+        return str(path)
 
 
 @dataclass
@@ -140,39 +227,48 @@ def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: 
     python = python or sys.executable
     if device not in ("auto", *DEVICES):
         raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
+    check_smoke_tests(project, trees)
     probe = available_devices(python)
     devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
     report = SmokeReport(target.name, unpatched, notes=[note for tree in trees for note in tree.notes])
     for tree in trees:
-        report.results += _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched, python)
+        results, verdicts = _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched, python)
+        report.results += results
+        report.verdicts += verdicts
     return report
 
 
 def _smoke_upstream(project: Project, tree: SmokeTree, devices: list[str], probe: dict[str, str | None],
-                    auto: bool, unpatched: bool, python: str) -> list[SmokeResult]:
+                    auto: bool, unpatched: bool, python: str) -> tuple[list[SmokeResult], list[PatchVerdict]]:
     upstream = tree.upstream
     patches = project.patches(upstream)
     if tree.patched_root is None:
-        return [SmokeResult(p.id, upstream.name, t, "-", "skipped", reason=tree.reason)
-                for p in patches for t in (smoke_tests(project, p) or ["-"])]
+        return ([SmokeResult(p.id, upstream.name, t, "-", "skipped", reason=tree.reason)
+                 for p in patches for t in (smoke_tests(project, p) or ["-"])],
+                [patch_verdict(p.id, upstream.name, [], unpatched, not_run=tree.reason) for p in patches])
     results: list[SmokeResult] = []
+    verdicts: list[PatchVerdict] = []
     with (tree.unpatched() if unpatched else nullcontext(tree.patched_root)) as root:
         for patch in patches:
             tests = smoke_tests(project, patch)
             if not tests:
-                results.append(SmokeResult(patch.id, upstream.name, "-", "-", "skipped",
-                                           reason="the patch names no Smoke-Test"))
+                reason = "the patch names no Smoke-Test"
+                results.append(SmokeResult(patch.id, upstream.name, "-", "-", "skipped", reason=reason))
+                verdicts.append(patch_verdict(patch.id, upstream.name, [], unpatched, not_run=reason))
                 continue
+            mine: list[SmokeResult] = []
             for dev in devices:
                 if probe.get(dev) is not None and not auto:
-                    results += [SmokeResult(patch.id, upstream.name, t, dev, "skipped", reason=probe[dev])
-                                for t in tests]
+                    mine += [SmokeResult(patch.id, upstream.name, t, dev, "skipped", reason=f"{dev}: {probe[dev]}")
+                             for t in tests]
                     continue
-                results += _run_pytest(project, patch, upstream.name, tests, root, dev, python)
+                mine += _run_pytest(project, patch, upstream.name, tests, root, dev, python)
             if auto:
-                results += [SmokeResult(patch.id, upstream.name, "-", d, "skipped", reason=probe[d])
-                            for d in DEVICES if probe[d] is not None]
-    return results
+                mine += [SmokeResult(patch.id, upstream.name, "-", d, "skipped", reason=f"{d}: {probe[d]}")
+                         for d in DEVICES if probe[d] is not None]
+            results += mine
+            verdicts.append(patch_verdict(patch.id, upstream.name, mine, unpatched))
+    return results, verdicts
 
 
 @contextmanager
@@ -195,6 +291,10 @@ def put_back(target: Path, original: bytes | None) -> None:
         target.write_bytes(original)
 
 
+_PYTEST_EXITS = {2: "interrupted, e.g. by a collection error", 3: "internal error", 4: "usage error",
+                 5: "no tests were collected"}
+
+
 def _run_pytest(project: Project, patch: PatchFile, upstream: str, tests: list[str], root: Path,
                 device: str, python: str) -> list[SmokeResult]:
     with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-") as tmp:
@@ -203,32 +303,69 @@ def _run_pytest(project: Project, patch: PatchFile, upstream: str, tests: list[s
         env = {**os.environ, "PATCHMGR_SMOKE_ROOT": str(root), "PATCHMGR_SMOKE_DEVICE": device,
                "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])),
                "PYTHONDONTWRITEBYTECODE": "1"}
+        # the ids were checked by check_smoke_tests; after "--" pytest takes them as paths, never options
         command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-                   "--rootdir", str(project.root), *tests]
+                   "--rootdir", str(project.root), "--", *tests]
         started = time.monotonic()
         done = subprocess.run(command, cwd=project.root, env=env, capture_output=True, text=True)
-        elapsed = time.monotonic() - started
-        if not junit.is_file():
-            tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
-            return [SmokeResult(patch.id, upstream, " ".join(tests), device, "failed", elapsed,
-                                f"pytest did not run (exit {done.returncode}): {tail[0]}")]
-        return _parse_junit(junit, patch.id, upstream, device)
+        elapsed = round(time.monotonic() - started, 2)
+        results = _parse_junit(junit, patch.id, upstream, device) if junit.is_file() else []
+        code = done.returncode
+        # pytest's exit status must agree with what the report says: anything but 0 (all passed) or 1
+        # (tests failed) without a reported error, or 1 with nothing failing, is an error of its own
+        failing = any(r.result in ("failed", "error") for r in results)
+        erring = any(r.result == "error" for r in results)
+        if (code not in (0, 1) and not erring) or not results or (code == 1 and not failing):
+            meaning = _PYTEST_EXITS.get(code, "tests failed" if code == 1 else "")
+            what = "pytest did not run" if not junit.is_file() else "pytest"
+            reason = f"{what} (exit {code}{': ' + meaning if meaning else ''}): {_tail(done.stdout + done.stderr)}"
+            if not results and code in (0, 1):
+                reason = f"no test was collected: {_tail(done.stdout + done.stderr)}"
+            results.append(SmokeResult(patch.id, upstream, " ".join(tests), device, "error", elapsed, reason))
+        return results
+
+
+def _tail(output: str, lines: int = 3) -> str:
+    """The last lines pytest printed, on one line: what a reason can quote when pytest itself went wrong."""
+    kept = [line.strip() for line in output.strip().splitlines() if line.strip()][-lines:]
+    return (" | ".join(kept) or "no output")[-400:]
+
+
+_IMPORT_FAILURE = re.compile(r"^(?:E\s+)?(?:\w+\.)*(?:ModuleNotFoundError|ImportError)\b")
 
 
 def _parse_junit(junit: Path, patch_id: str, upstream: str, device: str) -> list[SmokeResult]:
     results = []
-    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+    try:
+        cases = list(ElementTree.parse(junit).getroot().iter("testcase"))
+    except ElementTree.ParseError:
+        return []
+    for case in cases:
         name = f"{case.get('classname', '')}::{case.get('name')}"
         seconds = float(case.get("time") or 0)
         outcome, reason = "passed", ""
         for child in case:
-            if child.tag in ("failure", "error"):
-                outcome = "failed"
-                reason = (child.get("message") or child.text or "").strip().splitlines()[0][:300] if (
-                    child.get("message") or child.text) else child.tag
-            elif child.tag == "skipped":
+            if child.tag == "failure":
+                outcome, reason = "failed", _message(child)
+                if _IMPORT_FAILURE.match(reason):  # an import failing is not the bug's own reason
+                    outcome = "error"
+            elif child.tag == "error":
+                outcome, reason = "error", _message(child)
+            elif child.tag == "skipped" and outcome == "passed":
                 outcome, reason = "skipped", (child.get("message") or "").strip()
         results.append(SmokeResult(patch_id, upstream, name, device, outcome, round(seconds, 2), reason))
-    if not results:
-        results.append(SmokeResult(patch_id, upstream, "-", device, "failed", 0.0, "no test was collected"))
     return results
+
+
+def _message(element: ElementTree.Element) -> str:
+    """One line saying why a test failed or errored: pytest's message, or the error line of its traceback."""
+    message = (element.get("message") or "").strip()
+    text = element.text or ""
+    error_lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()]
+    if error_lines and (not message or message == "collection failure" or "\n" in message):
+        # the first line alone says too little: pytest's own error line (an exception, a missing fixture) does
+        head = message.split(" with ", 1)[0] if message.startswith("failed on ") else message
+        message = f"{head}: {error_lines[-1]}" if head else error_lines[-1]
+    elif not message:
+        message = next((line.strip() for line in text.splitlines() if line.strip()), element.tag)
+    return message.splitlines()[0][:300] if message else element.tag

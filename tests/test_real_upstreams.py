@@ -83,7 +83,7 @@ def test_git_only_upstreams_are_unavailable_not_skipped_without_git(run):
         assert "git.invalid" in upstream["error"]
 
 
-def test_apply_and_smoke_against_the_releases(run, tmp_path):
+def test_apply_and_smoke_against_the_releases(run, tmp_path, smoke_extras):
     """The smoke tests pass on the patched releases and every one fails on the unpatched ones."""
     into = tmp_path / "build"
     only = [arg for name in RELEASE_UPSTREAMS for arg in ("--upstream", name)]
@@ -93,19 +93,28 @@ def test_apply_and_smoke_against_the_releases(run, tmp_path):
     code, doc = run("verify", "--target", "ascend", "--into", str(into), *only)
     assert code == 0, doc
 
-    code, patched = run("smoke", "--target", "ascend", "--into", str(into), "--device", "cpu")
+    code, patched = run("smoke", "--target", "ascend", "--into", str(into), "--device", "cpu", *only)
     ran = [r for r in patched["results"] if r["result"] != "skipped"]
     assert code == 0, patched
     assert {r["patch"] for r in ran} == {"automapping-mindspeed-te-column", "thd-bool-attention-mask",
                                           "nvtx-megatron-core-ranges", "packed-broadcast-wait-source-stream"}
     assert all(r["result"] == "passed" for r in ran)
-    not_run = {r["patch"]: r["reason"] for r in patched["results"] if r["upstream"] in ("mindspeed", "mbridge")}
+    assert {p["patch"]: p["verdict"] for p in patched["patches"]} == dict.fromkeys(
+        {r["patch"] for r in ran}, "proven")
+
+    # the upstreams that were not applied prove nothing: smoke says which patches and why, and fails
+    code, absent = run("smoke", "--target", "ascend", "--into", str(into), "--device", "cpu",
+                       "--upstream", "mindspeed", "--upstream", "mbridge")
+    assert code == 1, absent
+    not_run = {p["patch"]: (p["verdict"], p["reason"]) for p in absent["patches"]}
     assert set(not_run) == {"varlen-honor-no-mask", "vlm-forward-kwargs-passthrough"}
-    assert all("is not applied into" in reason for reason in not_run.values())
+    assert all(verdict == "not-proven" and "is not applied into" in reason for verdict, reason in not_run.values())
 
     code, unpatched = run("smoke", "--target", "ascend", "--into", str(into), "--device", "cpu", "--unpatched",
                           *only)
     ran = [r for r in unpatched["results"] if r["result"] != "skipped"]
     assert code == 0, unpatched
     assert len(ran) == 6
+    # each fails by its assertions (a red result), never by an error that proves nothing
     assert all(r["result"] == "failed" for r in ran), [r for r in ran if r["result"] != "failed"]
+    assert {p["verdict"] for p in unpatched["patches"]} == {"proven"} and len(unpatched["patches"]) == 4
