@@ -194,15 +194,16 @@ def lint(json_output: JsonOpt = False, root: RootOpt = Path(".")) -> int:
 
 
 # -- commands: smoke, installed environments (lead) --
-@app.command(help="Run each patch's smoke tests against the upstream code in DIR (--unpatched: against the "
-             "pinned upstream without the patches, which must fail). " + EXIT_CODES)
+@app.command(help="Run each patch's smoke tests against the upstream code in DIR; exit 0 only when every patch is "
+             "proven by tests that ran (--unpatched: against the pinned upstream without the patches, which must "
+             "fail). " + EXIT_CODES)
 def smoke(
     target: TargetOpt = None,
     into: Annotated[Optional[Path], typer.Option("--into", help="Folder that apply wrote.")] = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or npu.")] = "auto",
     unpatched: Annotated[bool, typer.Option(
-        "--unpatched", help="Run against the pinned upstream without the patches; exit 0 only if every test "
-        "fails there.")] = False,
+        "--unpatched", help="Run against the pinned upstream without the patches; exit 0 only if every "
+        "patch's tests fail there by assertion (each detects its bug).")] = False,
     upstream: UpstreamOpt = None,
     python: PythonOpt = None,
     json_output: JsonOpt = False,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -19,7 +20,15 @@ from packaging.version import InvalidVersion, Version
 
 from patchmgr.errors import StateError, UsageError
 from patchmgr.manifest import Upstream
+from patchmgr.patchfile import PatchFile
 from patchmgr.releases import read_tree_file
+
+# a file with one of these suffixes directly in site-packages is importable as a top-level module
+_MODULE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
+# repository tooling at the root that is never imported at run time: left out, not refused, when a patch adds it
+_REPO_TOOLING = ("setup.py", "conftest.py", "noxfile.py")
+_PTH_REASON = ("a .pth file runs its code at every interpreter start; patchmgr never writes one into an installed "
+               "environment")
 
 _PROBE = r"""
 import json, sys
@@ -43,6 +52,7 @@ for name in names:
         "record": record,
         "editable": bool(info.get("dir_info", {}).get("editable")),
         "url": info.get("url"),
+        "files": [str(f) for f in (dist.files or [])],
     }
 print(json.dumps(found))
 """
@@ -56,6 +66,7 @@ class InstalledDist:
     location: Path  # site-packages, or the source checkout of an editable install
     record: Path | None
     editable: bool
+    files: frozenset[str] = frozenset()  # what the distribution lists as its own (RECORD), relative to location
 
     def installed_path(self, path: str) -> Path | None:
         """Where the git-layout ``path`` lives in this installation, or None when it is not shipped."""
@@ -65,6 +76,50 @@ class InstalledDist:
         if root and not path.startswith(root + "/"):
             return None
         return self.location / (path[len(root) + 1:] if root else path)
+
+    @cached_property
+    def package_folders(self) -> frozenset[str]:
+        """Folders (relative to ``location``) that hold files of this distribution's own import packages."""
+        folders = set()
+        for name in self.files:
+            parts = name.split("/")
+            if len(parts) < 2 or parts[0] in ("..", "__pycache__") or "__pycache__" in parts \
+                    or parts[0].endswith((".dist-info", ".egg-info", ".data")):
+                continue
+            folders.add("/".join(parts[:-1]))
+        return frozenset(folders)
+
+    def verdict(self, path: str, added: bool) -> tuple[str, str]:
+        """Whether apply may write the git-layout ``path`` here: ("write"|"left-out"|"refused", why).
+
+        Only files inside the distribution's own import packages (the folders its
+        RECORD lists files in), or files it lists itself, are written into an
+        installed environment. A repository file it does not install (tests/,
+        docs/, setup.py, or anything outside ``package-root``) is left out. A
+        ``.pth`` anywhere, and a new module directly in site-packages, are refused.
+        """
+        if path.rsplit("/", 1)[-1].endswith(".pth"):
+            return "refused", _PTH_REASON
+        if self.editable:  # the source checkout is patched like a git checkout
+            return "write", ""
+        installed = self.installed_path(path)
+        if installed is None:
+            return "left-out", f"outside package-root {self.upstream.package_root!r}"
+        relative = installed.relative_to(self.location).as_posix()
+        parts = relative.split("/")
+        if not self.files:
+            return "refused", (f"{self.name} lists no installed files (no RECORD), so patchmgr cannot tell its own "
+                               "packages from the rest of the environment")
+        if parts[0].endswith((".dist-info", ".egg-info", ".data")):
+            return "refused", f"{parts[0]} is the installer's metadata, not the distribution's code"
+        if relative in self.files and len(parts) == 1:
+            return "write", ""  # a top-level module the distribution installs itself
+        if any("/".join(parts[:depth]) in self.package_folders for depth in range(1, len(parts))):
+            return "write", ""
+        if len(parts) == 1 and added and relative.endswith(_MODULE_SUFFIXES) and relative not in _REPO_TOOLING:
+            return "refused", (f"it would be a new top-level module in {self.location}, which {self.name} does not "
+                               "install; patchmgr writes only inside the distribution's own packages")
+        return "left-out", f"not part of {self.name}'s installed packages"
 
     @property
     def import_root(self) -> Path:
@@ -82,6 +137,38 @@ class Environment:
     @property
     def state_dir(self) -> Path:
         return self.prefix / "patchmgr-state"
+
+
+@dataclass
+class Placed:
+    """One patch as it goes into an installed environment."""
+
+    patch: PatchFile  # the patch with only the files that are written there
+    left_out: list[str] = field(default_factory=list)  # git paths of files the installation does not hold
+    refused: tuple[str, str] | None = None  # (git path, why) when the patch cannot go into the environment
+
+
+def place_patch(dist: InstalledDist, patch: PatchFile) -> Placed:
+    """Split ``patch`` into the files written into the installation and those left out; or refuse it."""
+    kept, left_out = [], []
+    for diff in patch.files:
+        verdicts = []
+        for path in (diff.old_path, diff.new_path):
+            if path is not None:
+                added = path == diff.new_path and path != diff.old_path
+                verdicts.append((path, *dist.verdict(path, added)))
+        for path, kind, why in verdicts:
+            if kind == "refused":
+                return Placed(patch, left_out, (path, why))
+        kinds = {kind for _, kind, _ in verdicts}
+        if kinds == {"write"}:
+            kept.append(diff)
+        elif kinds == {"left-out"}:
+            left_out += [path for path, _, _ in verdicts if path not in left_out]
+        else:
+            return Placed(patch, left_out, (diff.path, f"it moves a file between {dist.name}'s installed packages "
+                                                       "and files the installation does not hold"))
+    return Placed(replace(patch, files=tuple(kept)), left_out)
 
 
 def dist_name(upstream: Upstream) -> str:
@@ -108,7 +195,8 @@ def probe(python: str, upstreams: list[Upstream]) -> Environment:
         if entry["editable"] and (entry.get("url") or "").startswith("file://"):
             location = Path(entry["url"][len("file://"):])
         dists[upstream.name] = InstalledDist(upstream, dist_name(upstream), entry["version"], location,
-                                             Path(entry["record"]) if entry["record"] else None, entry["editable"])
+                                             Path(entry["record"]) if entry["record"] else None, entry["editable"],
+                                             frozenset(Path(f).as_posix() for f in entry.get("files", [])))
     return Environment(python, Path(raw["prefix"]), dists)
 
 

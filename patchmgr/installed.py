@@ -5,6 +5,12 @@ writes the patched files, the distributions' RECORD files (so pip's view stays
 consistent) and the ledger together. Stale bytecode of changed modules is
 removed. The original bytes of every touched file, and the original RECORD,
 are kept so that ``revert`` restores them exactly.
+
+Only files inside the distribution's own packages are written (other paths
+of a patch are left out with a note; a ``.pth`` or a new top-level module is
+refused). A file edited since apply is never overwritten by ``revert`` or a
+re-``apply`` unless ``--force``, which first saves it, in the same
+transaction, under ``<state>/<target>/saved/<UTC time>/``.
 """
 
 from __future__ import annotations
@@ -19,14 +25,16 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
 from patchmgr.checking import TargetStatus, UpstreamStatus
-from patchmgr.engine import check_series
-from patchmgr.environment import Environment, InstalledDist, InstalledSource, probe, require_dists
+from patchmgr.engine import CheckResult, Conflict, State, check_series
+from patchmgr.environment import (Environment, InstalledDist, InstalledSource, Placed, place_patch, probe,
+                                  require_dists)
 from patchmgr.errors import PatchmgrError, StateError
-from patchmgr.journal import StateLock, apply_transaction, recover
+from patchmgr.journal import StateLock, apply_transaction, recover, require_real_folder
 from patchmgr.ledger import sha256_bytes
 from patchmgr.manifest import Target, Upstream
 from patchmgr.patchfile import PatchFile
@@ -88,6 +96,8 @@ class EnvState:
         return self.folder / "originals" / upstream / key
 
     def read_ledger(self) -> EnvLedger | None:
+        # every command reads the ledger first: a link anywhere in the state folder stops it here
+        require_real_folder(self.root, walk=True)
         if not self.ledger_path.is_file():
             return None
         try:
@@ -139,14 +149,37 @@ def _check(project: Project, target: Target, store: Store, overrides: Mapping[st
     for dist in dists:
         entry = ledger.upstream(dist.upstream.name) if ledger else None
         source = InstalledSource(dist, state.originals(entry) if entry else None)
-        patches = project.patches(dist.upstream)
+        placed = [place_patch(dist, patch) for patch in project.patches(dist.upstream)]
         status = UpstreamStatus(dist.upstream, dist.version, None, source.description,
-                                check_series(patches, source), reader=source)
-        status.notes.append(_drift(store, dist, overrides, source, patches))
+                                _check_placed(placed, source), reader=source)
+        status.notes.append(_drift(store, dist, overrides, source, [p.patch for p in placed if not p.refused]))
+        left_out = [path for p in placed for path in p.left_out]
+        if left_out:
+            status.notes.append(f"left out: {', '.join(dict.fromkeys(left_out))} (not part of {dist.name}'s installed "
+                                "packages, so apply does not write them into this environment)")
         if entry:
             status.notes.append(f"patchmgr applied {len(entry.patches)} patches here (ledger {state.ledger_path})")
         statuses.append(status)
     return TargetStatus(target, statuses), notes
+
+
+def _check_placed(placed: list[Placed], source: InstalledSource) -> list[CheckResult]:
+    """The series checked in order over the files each patch writes here.
+
+    A patch with a file that must never be written into an installed
+    environment (a ``.pth``, a new top-level module) is a conflict naming that
+    file, and the later patches are checked without it, so ``status`` and
+    ``apply`` agree.
+    """
+    checked = iter(check_series([item.patch for item in placed if not item.refused], source))
+    results = []
+    for item in placed:
+        if item.refused:
+            path, why = item.refused
+            results.append(CheckResult(item.patch, State.CONFLICT, conflict=Conflict(path, 0, "", why, 1)))
+        else:
+            results.append(next(checked))
+    return results
 
 
 def _drift(store: Store, dist: InstalledDist, overrides: Mapping[str, str], installed: InstalledSource,
@@ -181,11 +214,16 @@ def apply_environment(project: Project, target: Target, store: Store, overrides:
         if _same_plan(ledger, status) and not _verify(project, target, environment, upstreams).problems:
             outcome.action = "already-applied"
             return outcome
+        names = {u.name for u in upstreams}
+        saved, saved_note = _keep_edits(state, [u for u in ledger.upstreams if u.name in names], force,
+                                        "apply", dry_run)
+        if saved_note:
+            outcome.notes.append(saved_note)
         if dry_run:
             outcome.action = "dry-run"
             return outcome
         writes, new_ledger = _plan_writes(state, ledger, status)
-        apply_transaction(environment.state_dir, writes)
+        apply_transaction(environment.state_dir, {**saved, **writes})
     outcome.action = "applied"
     outcome.changed = _environment_files(writes, environment)
     return outcome
@@ -203,6 +241,59 @@ def _same_plan(ledger: EnvLedger, status: TargetStatus) -> bool:
         if entry is None or entry.patches != wanted or entry.pin != upstream_status.upstream.commit:
             return False
     return True
+
+
+def _edited(entries: list[EnvUpstreamLedger]) -> list[tuple[EnvUpstreamLedger, str, Path, bytes | None]]:
+    """Files patchmgr wrote whose bytes are no longer what it wrote: someone edited (or removed) them since."""
+    found = []
+    for entry in entries:
+        for path, info in entry.files.items():
+            installed = Path(info["installed"])
+            data = installed.read_bytes() if installed.is_file() else None
+            if (None if data is None else sha256_bytes(data)) != info["patched"]:
+                found.append((entry, path, installed, data))
+    return found
+
+
+def _keep_edits(state: EnvState, entries: list[EnvUpstreamLedger], force: bool, verb: str,
+                dry_run: bool = False) -> tuple[dict[Path, bytes], str | None]:
+    """Refuse to overwrite files edited since apply, unless forced; forced, the writes that save them first.
+
+    Returns the writes (for the same journaled transaction, so the copies exist
+    exactly when the overwrite happened) and a note saying where they are.
+    """
+    edited = _edited(entries)
+    if not edited:
+        return {}, None
+    listed = ", ".join(str(installed) for _, _, installed, _ in edited)
+    saved_root = state.folder / "saved"
+    if not force:
+        raise StateError(f"{_files(len(edited))} that patchmgr patched changed since apply ({listed}); {verb} would "
+                         "overwrite them, so nothing was changed",
+                         f"keep your edits elsewhere, or run again with --force to save them under {saved_root}/"
+                         "<UTC time>/ first")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder, number = saved_root / stamp, 1
+    while folder.exists():
+        number += 1
+        folder = saved_root / f"{stamp}-{number}"
+    writes: dict[Path, bytes] = {}
+    manifest = {}
+    for entry, path, installed, data in edited:
+        key = f"{entry.name}/{path}"
+        manifest[key] = {"installed": str(installed), "sha256": None if data is None else sha256_bytes(data),
+                         "patched": entry.files[path]["patched"]}
+        if data is not None:
+            writes[folder / entry.name / path] = data
+    writes[folder / "manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
+    if dry_run:
+        return {}, f"--force would save {_files(len(edited))} changed since apply ({listed}) under {folder}/ first"
+    return writes, (f"saved {_files(len(edited))} changed since apply ({listed}) under {folder}/ before the {verb} "
+                    "(manifest.json there names where each was; a removed file has sha256 null)")
+
+
+def _files(number: int) -> str:
+    return f"{number} file" + ("" if number == 1 else "s")
 
 
 def _plan_writes(state: EnvState, ledger: EnvLedger, status: TargetStatus
@@ -373,7 +464,10 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
         if ledger is None:
             return outcome
         names = {u.name for u in upstreams}
-        writes: dict[Path, bytes | None] = {}
+        saved, saved_note = _keep_edits(state, [u for u in ledger.upstreams if u.name in names], force, "revert")
+        if saved_note:
+            outcome.notes.append(saved_note)
+        writes: dict[Path, bytes | None] = dict(saved)
         for entry in ledger.upstreams:
             if entry.name not in names:
                 continue

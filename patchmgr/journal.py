@@ -11,7 +11,11 @@ every file back as it was; a ``committed`` one is only cleaned up. Either way
 everything ends up fully changed or untouched, never half.
 
 A write that fails (a full disk) rolls back at once: putting the saved files
-back renames them, which needs no free space.
+back renames them, which needs no free space. A run killed between writing a
+file's temporary copy and renaming it leaves that ``.<name>.patchmgr-tmp``;
+recovery removes it. A symbolic link anywhere in a state or journal path
+stops every run before it writes (``require_real_folder``), and no removal
+here ever follows a link.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from patchmgr.errors import StateError
@@ -73,9 +77,16 @@ def step() -> None:
     _steps.step()
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def temp_path(path: Path) -> Path:
+    """The temporary file ``write_atomic`` writes next to ``path`` before it renames it into place."""
+    return path.with_name(f".{path.name}.patchmgr-tmp")
+
+
+def write_atomic(path: Path, data: bytes, written: Callable[[], None] | None = None) -> None:
+    """Replace ``path`` with ``data`` by a rename; ``written()`` is called between writing the temporary
+    file and the rename (a kill point of the transactions)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.patchmgr-tmp")
+    temp = temp_path(path)
     try:
         with open(temp, "wb") as handle:
             handle.write(data)
@@ -83,10 +94,66 @@ def write_atomic(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         if path.exists():
             shutil.copymode(path, temp)
+        if written is not None:
+            written()
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)  # a half-written temporary file would hold on to the space
         raise
+
+
+LINK_HINT = "remove that link (and put a real folder there, or nothing), then run again"
+
+
+def require_real_folder(root: Path, *below: str | Path, children: bool = False, walk: bool = False) -> None:
+    """Refuse a symbolic link at ``root`` or on the way down from it to each of ``below``.
+
+    ``below`` are paths relative to ``root`` (or absolute ones inside it); each
+    component that exists is checked, from ``root`` down. With ``children``,
+    every entry directly inside ``root`` is checked too; with ``walk``, every
+    entry anywhere below it. patchmgr creates, replaces and removes folders and
+    files there: through a link it would do so wherever the link points.
+    """
+    candidates = [root]
+    for path in below:
+        relative = Path(path)
+        if relative.is_absolute():
+            try:
+                relative = relative.relative_to(root)
+            except ValueError:
+                continue  # not inside the state folder: not ours to police
+        current = root
+        for part in relative.parts:
+            current = current / part
+            candidates.append(current)
+    if (children or walk) and root.is_dir() and not root.is_symlink():
+        candidates += sorted(root.iterdir())
+    for path in candidates:
+        if path.is_symlink():
+            raise StateError(f"{path} is a symbolic link; patchmgr never writes through links in its state folder",
+                             LINK_HINT)
+    if walk and root.is_dir():
+        for folder, dirs, files in os.walk(root):  # never follows a link (and any link was refused above)
+            for name in dirs + files:
+                path = Path(folder) / name
+                if path.is_symlink():
+                    raise StateError(f"{path} is a symbolic link; patchmgr never writes through links in its "
+                                     "state folder", LINK_HINT)
+
+
+def _journal_paths(state_dir: Path) -> None:
+    require_real_folder(state_dir, Path(JOURNAL) / "saved", Path(JOURNAL) / "journal.json", children=True)
+    saved = state_dir / JOURNAL / "saved"
+    if saved.is_dir():
+        require_real_folder(saved, children=True)
+
+
+def _remove_tree(path: Path | str) -> None:
+    """Remove a folder patchmgr made; a symbolic link in its place is removed itself, never followed."""
+    if os.path.islink(path):
+        os.unlink(path)
+        return
+    shutil.rmtree(path, ignore_errors=True)  # removes links inside as links, never what they point to
 
 
 def _fsync_file(path: Path) -> None:
@@ -113,7 +180,9 @@ def apply_transaction(state_dir: Path, writes: Mapping[Path, bytes | None],
     """
     journal = state_dir / JOURNAL
     marker = journal / "journal.json"
-    shutil.rmtree(journal, ignore_errors=True)
+    _journal_paths(state_dir)
+    require_real_folder(state_dir, *[path for path in writes if state_dir in path.parents])
+    _remove_tree(journal)
     doc = {"state": "prepared", "entries": [], "moves": [[str(s), str(d)] for s, d in moves],
            "discard": [str(path) for path in discard], "made": _missing_folders(writes)}
     try:
@@ -142,7 +211,7 @@ def apply_transaction(state_dir: Path, writes: Mapping[Path, bytes | None],
             if data is None:
                 path.unlink(missing_ok=True)
             else:
-                write_atomic(path, data)
+                write_atomic(path, data, written=step)  # a kill there leaves the temporary file: recover removes it
             step()
         doc["state"] = "committed"
         write_atomic(marker, json.dumps(doc).encode())
@@ -175,9 +244,18 @@ def _failed(exc: OSError, outcome: str) -> StateError:
 
 
 def _settle(journal: Path, doc: dict) -> None:
+    for entry in doc.get("entries", []):
+        _remove_temp(Path(entry["path"]))
     for folder in doc.get("discard", []):
-        shutil.rmtree(folder, ignore_errors=True)
-    shutil.rmtree(journal, ignore_errors=True)
+        _remove_tree(folder)
+    _remove_tree(journal)
+
+
+def _remove_temp(path: Path) -> None:
+    """A temporary file a killed ``write_atomic`` left next to ``path``."""
+    temp = temp_path(path)
+    if os.path.lexists(temp):
+        temp.unlink()
 
 
 def recover(state_dir: Path) -> str | None:
@@ -188,11 +266,12 @@ def recover(state_dir: Path) -> str | None:
     """
     journal = state_dir / JOURNAL
     marker = journal / "journal.json"
-    if not journal.exists():
+    if not os.path.lexists(journal):
         return None
+    _journal_paths(state_dir)
     if not marker.is_file():
         # killed while saving: nothing was written yet
-        shutil.rmtree(journal, ignore_errors=True)
+        _remove_tree(journal)
         return "an interrupted run had not started writing; nothing to undo"
     try:
         doc = json.loads(marker.read_text())
@@ -202,6 +281,7 @@ def recover(state_dir: Path) -> str | None:
         _settle(journal, doc)
         return "an interrupted run had finished writing; cleaned up after it"
     for entry in doc["entries"]:
+        _remove_temp(Path(entry["path"]))
         _put_back(Path(entry["path"]), None if entry["saved"] is None else journal / "saved" / entry["saved"])
     undone = 0
     for source, destination in reversed(doc.get("moves", [])):
@@ -305,3 +385,10 @@ class StateLock(FileLock):
     def __init__(self, state_dir: Path, timeout: float | None = None) -> None:
         super().__init__(state_dir / "lock", lock_timeout(60.0) if timeout is None else timeout,
                          "it is changing that environment or folder")
+        self.state_dir = state_dir
+
+    def __enter__(self) -> StateLock:
+        # before the folder is made or the lock opened: a linked state folder is never written through
+        _journal_paths(self.state_dir)
+        super().__enter__()
+        return self

@@ -27,12 +27,22 @@ ONLY = ("--upstream", "megatron-bridge")
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("env") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+def wheel(tmp_path_factory, release_cache) -> Path:
+    """The real wheel, downloaded once; each test installs it into an environment of its own."""
+    folder = tmp_path_factory.mktemp("wheels")
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--ignore-requires-python",
+                    "--only-binary=:all:", "-d", str(folder), "megatron-bridge==0.4.2"], check=True)
+    return next(folder.glob("megatron_bridge-0.4.2-*.whl"))
+
+
+@pytest.fixture
+def env(tmp_path, wheel, smoke_extras):
+    """A fresh environment per test, so one test's failure cannot leave the next a half-patched wheel."""
+    folder = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     python = folder / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--ignore-requires-python",
-                    "--only-binary=:all:", "megatron-bridge==0.4.2"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                    "--ignore-requires-python", "--no-index", str(wheel)], check=True)
     site_dir = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                    capture_output=True, text=True, check=True).stdout.strip())
     (site_dir / "zz-borrowed-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
@@ -109,6 +119,7 @@ def test_apply_verify_smoke_revert(env, run):
     ran = [r for r in smoke["results"] if r["result"] != "skipped"]
     assert code == 0, smoke
     assert len(ran) == 5 and all(r["result"] == "failed" for r in ran)
+    assert {p["verdict"] for p in smoke["patches"]} == {"proven"} and len(smoke["patches"]) == 3
     assert snapshot(site_dir) == patched  # the unpatched run worked on a copy
 
     (site_dir / "megatron/bridge/models/qwen_vl/modelling_qwen3_vl/utils.py").write_text("# hand edit\n")
@@ -116,7 +127,10 @@ def test_apply_verify_smoke_revert(env, run):
     assert code == 1 and any("utils.py" in p for p in doc["problems"])
 
     code, doc = run("revert", "--target", "ascend", "--python", str(python), *ONLY)
+    assert code == 1  # the hand edit would be lost: refused, nothing changed
+    code, doc = run("revert", "--target", "ascend", "--python", str(python), "--force", *ONLY)
     assert code == 0 and doc["action"] == "reverted"
+    assert any("saved 1 file" in note and "utils.py" in note for note in doc["notes"]), doc["notes"]
     assert snapshot(site_dir) == {k: v for k, v in before.items()}
     assert files_match_record(site_dir) == []
     code, doc = run("revert", "--target", "ascend", "--python", str(python), *ONLY)
