@@ -126,8 +126,8 @@ def test_apply_verify_smoke_revert(env, run):
     code, doc = run("verify", "--target", "ascend", "--python", str(python), *ONLY)
     assert code == 1 and any("utils.py" in p for p in doc["problems"])
 
-    code, doc = run("revert", "--target", "ascend", "--python", str(python), *ONLY)
-    assert code == 1  # the hand edit would be lost: refused, nothing changed
+    # the hand edit would be lost: refused with one error, nothing changed
+    assert main(["revert", "--target", "ascend", "--python", str(python), *ONLY, "--root", str(ROOT)]) == 1
     code, doc = run("revert", "--target", "ascend", "--python", str(python), "--force", *ONLY)
     assert code == 0 and doc["action"] == "reverted"
     assert any("saved 1 file" in note and "utils.py" in note for note in doc["notes"]), doc["notes"]
