@@ -11,13 +11,20 @@ not rebuilt: the run refuses, or with ``force`` carries that work into the new
 checkout as branches first (``patchmgr.localwork``).
 
 A checkout starts from the pinned commit (through the cache) or, when git is
-out of reach, from the pinned release's files committed as the base.
+out of reach, from the pinned release's files committed as the base. Each
+patch's files enter the index as blobs of exactly the bytes ``status``
+computed, so the upstream's .gitignore and .gitattributes change nothing that
+is committed; the work tree is then written from the index as any checkout of
+that commit is. A refused run or a dry run writes nothing in DIR, not even the
+lock; a run that fails removes the DIR (or state folder) it made.
 """
 
 from __future__ import annotations
 
 import email.utils
+import errno
 import os
+import re
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -25,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchmgr.checking import TargetStatus, UpstreamStatus, check_target
-from patchmgr.errors import GitError, StateError
+from patchmgr.errors import GitError, StateError, UsageError
 from patchmgr.gitio import GitRepo
 from patchmgr.journal import StateLock, apply_transaction, recover, step
 from patchmgr.ledger import LEDGER_NAME, AppliedPatch, Ledger, UpstreamLedger, read_ledger, sha256_bytes
@@ -42,6 +49,18 @@ STAGING = "staging"
 REPLACED = "replaced"
 _DEFAULT_AUTHOR = ("patchmgr", "patchmgr@localhost")
 _FIXED_DATE = "1970-01-01T00:00:00+00:00"
+# verify's git commands must not write the checkout (``git status`` would refresh .git/index)
+_READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
+# what git says when the disk is full (its first fatal line often names only the file it could not write)
+_DISK_FULL = re.compile(r"No space left on device|Out of diskspace|Disk quota exceeded|File too large", re.I)
+_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+# what git says when an object of the commit is not there and no remote can provide it
+_MISSING_OBJECT = re.compile(r"from promisor remote|unable to read sha1 file|unable to read [0-9a-f]{7,}"
+                             r"|missing (?:blob|tree|object)|bad object|not our ref|did not send all necessary"
+                             r"|is not a valid object|could not read object", re.I)
+_DISK_HINT = "free some space on that disk, then run apply again"
+_LACKS_HINT = "the source lacks files of that commit; use a complete clone with --source {name}=PATH_OR_URL"
+_CAUSE_HINT = "fix the cause above, then run apply again"
 
 
 @dataclass
@@ -73,41 +92,121 @@ class VerifyOutcome:
 def apply_into(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
                into: Path, dry_run: bool = False, only: Sequence[str] = (), force: bool = False) -> ApplyOutcome:
     into = into.resolve()
+    _refuse_project_folder(project, into)
     notes: list[str] = []
     with ExitStack() as stack:
-        locked = into.is_dir()
+        # Only a DIR that an apply already wrote has a state folder (and in it the lock and any journal
+        # to recover); any other is read without a lock, so a refused run or a dry run creates nothing
+        locked = (into / STATE).is_dir()
         if locked:
             stack.enter_context(locked_into(into, notes))
         existing = _existing_ledger(into, target)
         status = check_target(project, target, store, overrides, {}, only)
         if not status.ok:
             return ApplyOutcome(status, into, "refused", notes=notes)
+        made = None
         if not locked and not dry_run:
-            # DIR is made only now, so a refused run leaves no trace; another run may have applied meanwhile
-            into.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(locked_into(into, notes))
-            existing = _existing_ledger(into, target)
-        if existing and _same_plan(existing, status) and verify_into(project, target, into, only).ok:
-            return ApplyOutcome(status, into, "already-applied", existing, notes)
-        works = _local_work(into, existing, status, force)
-        if dry_run:
-            notes += [f"would save local work of {w.name} ({w.counts()}) on a branch {SAVED_PREFIX}<UTC time> "
-                      f"in {w.folder} before rebuilding it" for w in works]
-            return ApplyOutcome(status, into, "dry-run", notes=notes)
-        ledger = _build_and_swap(status, store, overrides, into, existing, works, notes)
+            # DIR (and its state folder) is made only now; another run may have applied meanwhile
+            made = _make_folder(into)  # with the state folder, removed again when this run fails
+            try:
+                stack.enter_context(locked_into(into, notes))
+            except BaseException as exc:
+                _remove_made(made, into)
+                if isinstance(exc, OSError):
+                    raise StateError(f"cannot lock {into / STATE}: {_detail(exc)}; nothing was changed",
+                                     _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT) from None
+                raise
+        try:
+            if not locked and not dry_run:
+                existing = _existing_ledger(into, target)  # re-read under the lock
+            if existing and _same_plan(existing, status) and verify_into(project, target, into, only).ok:
+                return ApplyOutcome(status, into, "already-applied", existing, notes)
+            works = _local_work(into, existing, status, force)
+            if dry_run:
+                notes += [f"would save local work of {w.name} ({w.counts()}) on a branch "
+                          f"{SAVED_PREFIX}<UTC time> in {w.folder} before rebuilding it" for w in works]
+                return ApplyOutcome(status, into, "dry-run", notes=notes)
+            ledger = _build_and_swap(status, store, overrides, into, existing, works, notes)
+        except BaseException:
+            if not locked and not dry_run:
+                _remove_made(made, into)  # a DIR (or state folder) this run created goes again when it fails
+            raise
     return ApplyOutcome(status, into, "applied", ledger, notes)
+
+
+def _refuse_project_folder(project: Project, into: Path) -> None:
+    """``--into`` must not be the project root, nor inside its manifests/ or patches/ folder."""
+    root = project.root.resolve()
+    if into == root:
+        raise UsageError(f"--into {into} is the project root itself: apply writes checkouts and its state there",
+                         "give a folder of its own, for example --into build/")
+    for folder in (project.manifests_dir, project.patches_dir):
+        folder = folder.resolve()
+        if into == folder or folder in into.parents:
+            raise UsageError(f"--into {into} is inside the project's {folder.name}/ folder",
+                             f"give a folder outside {folder.name}/, for example --into build/")
+
+
+def _make_folder(into: Path) -> Path | None:
+    """Create ``into`` (and missing parents); the topmost folder this created, or None when it existed."""
+    missing = None
+    folder = into
+    while not folder.exists() and folder != folder.parent:
+        missing = folder
+        folder = folder.parent
+    try:
+        into.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _remove_made(missing, into)
+        raise StateError(f"cannot create {into}: {_detail(exc)}; nothing was changed",
+                         _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT) from None
+    return missing
+
+
+def _remove_made(made: Path | None, into: Path) -> None:
+    """Undo what a failed run made before writing: the state folder (when it holds nothing but the lock),
+    then ``into`` and the parents up to ``made`` (the topmost folder ``_make_folder`` created), if empty."""
+    state = into / STATE
+    if state.is_dir() and not state.is_symlink() and all(e.name == "lock" for e in state.iterdir()):
+        shutil.rmtree(state, ignore_errors=True)
+    if made is None:
+        return
+    folder = into
+    while made == folder or made in folder.parents:
+        try:
+            folder.rmdir()  # only an empty folder: anything else living there now stays
+        except OSError:
+            return
+        folder = folder.parent
 
 
 @contextmanager
 def locked_into(into: Path, notes: list[str]) -> Iterator[None]:
     """Hold DIR's lock, after finishing or undoing an interrupted apply (which one is added to ``notes``)."""
-    with StateLock(into / STATE) as lock:
-        if lock.waited:
-            notes.append(f"waited {lock.waited:.1f}s for another patchmgr run on {into}")
-        message = recover_into(into)
-        if message:
-            notes.append(message)
-        yield
+    waited = 0.0
+    while True:
+        with StateLock(into / STATE) as lock:
+            waited += lock.waited
+            if not _lock_file_current(lock):
+                continue  # a failed run removed the DIR it had made while this one waited: lock it anew
+            if waited:
+                notes.append(f"waited {waited:.1f}s for another patchmgr run on {into}")
+            message = recover_into(into)
+            if message:
+                notes.append(message)
+            yield
+            return
+
+
+def _lock_file_current(lock: StateLock) -> bool:
+    """Whether the file this process locked is still the one at the lock's path."""
+    handle = getattr(lock, "_handle", None)
+    if handle is None:
+        return True  # held already by this process (re-entered)
+    try:
+        return os.stat(lock.path).st_ino == os.fstat(handle.fileno()).st_ino
+    except OSError:
+        return False
 
 
 def recover_into(into: Path) -> str | None:
@@ -187,11 +286,11 @@ def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, 
         for upstream_status in status.upstreams:
             built.append(_build_checkout(upstream_status, store, overrides, staging))
     except (OSError, GitError) as exc:
+        full = _disk_full(exc, staging)
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(replaced, ignore_errors=True)
-        detail = exc.message if isinstance(exc, GitError) else (exc.strerror or str(exc))
-        raise StateError(f"cannot build the checkouts in {staging}: {detail}; nothing in {into} was changed",
-                         "free some space on that disk (or fix the cause above), then run apply again") from None
+        raise StateError(f"cannot build the checkouts in {staging}: {_detail(exc)}; nothing in {into} was changed",
+                         _DISK_HINT if full else _CAUSE_HINT) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(replaced, ignore_errors=True)
@@ -202,15 +301,15 @@ def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, 
         for work in works:
             saved.append((work, save_local_work(work, staging / work.name, stamp)))
     except BaseException as exc:
+        full = isinstance(exc, (OSError, GitError)) and _disk_full(exc, staging)
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(replaced, ignore_errors=True)
         if not isinstance(exc, (OSError, GitError)):
             raise
-        detail = exc.message if isinstance(exc, GitError) else (exc.strerror or str(exc))
-        raise StateError(f"cannot save the local work of {work.name} into its new checkout: {detail}; "
+        raise StateError(f"cannot save the local work of {work.name} into its new checkout: {_detail(exc)}; "
                          f"nothing in {into} was changed",
-                         "free some space on that disk (or fix the cause above), or save that work yourself, "
-                         "then run apply again") from None
+                         ("free some space on that disk" if full else "fix the cause above") +
+                         ", or save that work yourself, then run apply again") from None
     moves: list[tuple[Path, Path]] = []
     for entry in built:
         current = into / entry.name
@@ -228,6 +327,30 @@ def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, 
     return ledger
 
 
+def _detail(exc: OSError | GitError) -> str:
+    if isinstance(exc, GitError):
+        return exc.message
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+def _disk_full(exc: OSError | GitError | str, folder: Path) -> bool:
+    """Whether a failure while writing under ``folder`` was the disk (or the quota, or the file size limit)."""
+    if isinstance(exc, OSError):
+        return exc.errno in _DISK_ERRNOS
+    if _DISK_FULL.search(exc if isinstance(exc, str) else exc.message):
+        return True
+    # git often names only the file it could not write ("failed to write commit object"): ask the disk
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        stats = os.statvfs(probe)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < (64 << 10) or (stats.f_files and stats.f_favail == 0)
+
+
 def _build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Mapping[str, str],
                     staging: Path) -> UpstreamLedger:
     upstream = upstream_status.upstream
@@ -243,9 +366,7 @@ def _build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Ma
     files: dict[str, str | None] = {}
     try:
         for result in upstream_status.results:
-            for path, data in result.files.items():
-                files[path] = _write(folder, path, data)
-            repo.run("add", "--all", "--", *result.files.keys())
+            files.update(_stage(repo, folder, result.patch, result.files))
             _commit(repo, result.patch)
             applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
             step()
@@ -256,14 +377,46 @@ def _build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Ma
                           (upstream_status.source or "").removesuffix(" (cached)"), applied, files, absent)
 
 
-def _write(folder: Path, path: str, data: bytes | None) -> str | None:
-    target_path = folder / path
-    if data is None:
-        target_path.unlink(missing_ok=True)
-        return None
-    target_path.parent.mkdir(parents=True, exist_ok=True)
-    target_path.write_bytes(data)
-    return sha256_bytes(data)
+def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]
+           ) -> dict[str, str | None]:
+    """Put the engine's bytes for one patch into the index as they are, then into the work tree.
+
+    Each file becomes a blob of exactly the bytes ``status`` computed (``hash-object --no-filters``),
+    entered in the index directly, so neither the upstream's .gitignore (a created file it ignores)
+    nor its .gitattributes (``eol``, ``text``, ``working-tree-encoding``, filters) changes what is
+    committed. The work tree is then written from the index with the upstream's attributes applied,
+    as any checkout of that commit is. The sha256 of each file's bytes (None: deleted), for the ledger.
+    """
+    if not changes:
+        return {}
+    paths = list(changes)
+    sources = {d.new_path: d.old_path for d in patch.files if d.new_path and d.old_path}
+    new_modes = {d.new_path: d.new_mode for d in patch.files if d.new_path and d.new_mode}
+    listed = repo.run("ls-files", "-s", "-z", "--", *paths, *[sources[p] for p in paths if p in sources],
+                      env={"GIT_LITERAL_PATHSPECS": "1"}, strip=False)
+    modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
+    zero = "0" * len(repo.resolve("HEAD") or "0" * 40)
+    removals, additions, digests = [], [], {}
+    for path, data in changes.items():
+        if data is None:
+            removals.append(f"0 {zero}\t{path}\0")
+            digests[path] = None
+            continue
+        mode = modes.get(path) or modes.get(sources.get(path, "")) or \
+            ("100755" if new_modes.get(path) == "100755" else "100644")
+        blob = repo.run("hash-object", "-w", "--no-filters", "--stdin", stdin=data)
+        additions.append(f"{mode} {blob}\t{path}\0")
+        digests[path] = sha256_bytes(data)
+    repo.run("update-index", "-z", "--index-info", stdin="".join(removals + additions).encode())
+    for path, data in changes.items():
+        if data is None:
+            target_path = folder / path
+            if target_path.is_symlink() or target_path.is_file():
+                target_path.unlink()
+    written = [path for path, data in changes.items() if data is not None]
+    if written:
+        repo.run("checkout-index", "--force", "-z", "--stdin", stdin="".join(f"{p}\0" for p in written).encode())
+    return digests
 
 
 def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapping[str, str],
@@ -291,8 +444,9 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
             errors.append(f"{url}: {exc.message}")
     else:
         repo.close()
+        full = any(_disk_full(error, folder) for error in errors)
         raise StateError(f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
-                         f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+                         _DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
     origin = repo.run("remote", "get-url", "origin")
     absent = recorded_absent if origin == str(store.repo_path(upstream.name)) else \
         _absent_in_local_source(origin, commit)
@@ -307,8 +461,9 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
         repo.run("checkout", "--quiet", "-B", "patchmgr", commit)
     except GitError as exc:
         repo.close()
-        raise StateError(f"cannot check out {upstream.name} at {commit}: {exc.message}",
-                         "the source lacks files of that commit; use a complete clone with --source") from exc
+        hint = _DISK_HINT if _disk_full(exc, folder) else \
+            _LACKS_HINT.format(name=upstream.name) if _MISSING_OBJECT.search(exc.message) else _CAUSE_HINT
+        raise StateError(f"cannot check out {upstream.name} at {commit}: {exc.message}", hint) from None
     real = [url for url in urls if url != str(store.repo_path(upstream.name))]
     if real and repo.run("remote", "get-url", "origin") != real[0]:
         store.configure_remote(repo, real[0])
@@ -329,7 +484,12 @@ def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, 
     destination = folder / (source.package_root if source.file.kind == "wheel" else "")
     shutil.copytree(source.tree, destination, dirs_exist_ok=True, symlinks=True,
                     ignore=shutil.ignore_patterns("*.dist-info", "*.data", "__pycache__"))
-    repo.run("add", "--all")
+    # the release's files as they are, which is what status read: none left out by a .gitignore it
+    # ships, none converted by its .gitattributes (info/attributes overrides the tree's own)
+    info = folder / ".git" / "info"
+    info.mkdir(exist_ok=True)
+    (info / "attributes").write_text("* -text -eol -crlf -filter -ident -working-tree-encoding\n")
+    repo.run("add", "--all", "--force")
     message = (f"{source.project} {source.version} from {source.file.filename}\n\n"
                f"Imported by patchmgr from the package index (sha256 {source.file.sha256}),\n"
                f"because no git source of the pin was reachable.\n")
@@ -405,11 +565,36 @@ def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger
             problems.append(f"{name}: HEAD is {str(head)[:12]}, the ledger says {str(entry.head_commit)[:12]}")
         elif repo.resolve(f"HEAD~{len(entry.patches)}") != entry.base_commit:
             problems.append(f"{name}: the patches do not sit on the base commit {entry.base_commit[:12]}")
-        changed = [line[3:] for line in repo.run("status", "--porcelain", "--untracked-files=no").splitlines()]
-    problems += [f"{name}: {path} was changed after apply" for path in changed]
-    for path, digest in entry.files.items():
-        file = folder / path
-        actual = sha256_bytes(file.read_bytes()) if file.is_file() else None
-        if actual != digest and path not in changed:
-            problems.append(f"{name}: {path} differs from what apply wrote")
+        out = repo.run("status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=_READ_ONLY,
+                       strip=False)
+        codes = {item[3:]: item[:2] for item in out.split("\0") if len(item) > 3}
+        differs = []
+        for path, digest in entry.files.items():
+            file = folder / path
+            actual = sha256_bytes(file.read_bytes()) if file.is_file() and not file.is_symlink() else None
+            if actual == digest:
+                if codes.get(path) == " M":
+                    # exactly the bytes apply committed, which git reads otherwise under the upstream's
+                    # `text` rule (a blob with CRLF line ends): not a change
+                    del codes[path]
+                continue
+            if path not in codes and digest is not None and actual is not None and \
+                    _checked_out_from(repo, path, file, digest):
+                continue  # the committed blob, written out through the upstream's .gitattributes
+            if path not in codes:
+                differs.append(path)
+    problems += [f"{name}: {path} was changed after apply" for path in codes]
+    problems += [f"{name}: {path} differs from what apply wrote" for path in differs]
     return problems
+
+
+def _checked_out_from(repo: GitRepo, path: str, file: Path, digest: str) -> bool:
+    """Whether ``file`` is HEAD's blob of ``path`` (whose bytes hash to ``digest``) as git's attributes write it."""
+    committed = repo.path_entries("HEAD", [path])[0]
+    if committed is None or not committed[0].startswith("100"):
+        return False
+    blob = repo.read_blob(committed[1])
+    if blob is None or sha256_bytes(blob) != digest:
+        return False
+    cleaned = repo.run("hash-object", f"--path={path}", "--", str(file), env=_READ_ONLY)
+    return cleaned == committed[1]

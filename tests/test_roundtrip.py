@@ -140,4 +140,4 @@ def test_edit_refuses_a_folder_in_use(tmp_path, cli, project, upstream):
     into.mkdir()
     (into / "x").write_text("x")
     result = edit(cli, upstream, into)
-    assert result.code == 1 and "not an empty folder" in result.err
+    assert result.code == 2 and "not an empty folder" in result.err

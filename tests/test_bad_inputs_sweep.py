@@ -1,0 +1,268 @@
+"""The second sweep of the bad-input corpus: the classes a hostile probe found past the first one.
+
+Same contract as tests/test_bad_inputs.py, whose scene every case runs in: the
+exit code of the policy (2 bad input or usage, 1 a check that ran and found
+trouble or an environment that is not as needed), exactly one `error:` line
+plus one `hint:` line, never a traceback, and every tree (project, upstream, an
+outside folder, an earlier `apply --into` folder) hashed unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_bad_inputs import Scene, assert_one_error, earlier_apply, good_patch, manifest, scene  # noqa: F401
+
+PY_COMMANDS = ("status", "apply", "verify", "revert", "smoke")
+
+
+def _script(scene: Scene, name: str, body: bytes) -> Path:
+    path = scene.outside.parent / "interpreters" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b"#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def _interpreter(scene: Scene, kind: str) -> str:
+    if kind == "true":
+        return "/bin/true"
+    if kind == "garbage":
+        return str(_script(scene, "garbage", b"echo 'Python 3.11 says hello'\n"))
+    if kind == "non-utf8":
+        return str(_script(scene, "latin", b"printf '\\377\\376{\\n'\n"))
+    if kind == "empty-json":
+        return str(_script(scene, "empty", b"echo '{}'\n"))
+    if kind == "json-list":
+        return str(_script(scene, "list", b"echo '[1, 2]'\n"))
+    if kind == "wrong-types":
+        return str(_script(scene, "types", b'echo \'{"prefix": 5, "executable": null, "dists": []}\'\n'))
+    if kind == "missing":
+        return str(scene.outside.parent / "no-such-python")
+    if kind == "folder":
+        return str(scene.outside)
+    if kind == "not-executable":
+        path = scene.outside.parent / "plain.txt"
+        path.write_text("print('hi')\n")
+        return str(path)
+    raise AssertionError(kind)
+
+
+INTERPRETERS = ("true", "garbage", "non-utf8", "empty-json", "json-list", "wrong-types", "missing", "folder",
+                "not-executable")
+
+
+@pytest.mark.parametrize("command", PY_COMMANDS)
+@pytest.mark.parametrize("kind", INTERPRETERS)
+def test_python_that_is_not_a_usable_interpreter(scene, command, kind):
+    scene.patch(good_patch(scene))
+    python = _interpreter(scene, kind)
+    result = scene.run(command, "--target", "t", "--python", python)
+    assert_one_error(result, 2, f"--python {python}")
+
+
+# -- --into that is not a folder, or has a name full of brackets ----------------
+@pytest.mark.parametrize("command", ["apply", "verify", "smoke"])
+def test_into_naming_a_file(scene, command):
+    scene.patch(good_patch(scene))
+    result = scene.run(command, "--target", "t", "--into", str(scene.outside / "target.txt"))
+    assert_one_error(result, 2, "target.txt", "not a folder")
+
+
+def test_edit_into_a_file(scene):
+    scene.patch(good_patch(scene))
+    result = scene.run("edit", "--target", "t", "--upstream", "lib", "--into", str(scene.outside / "target.txt"),
+                       "--source", f"lib={scene.upstream.path}")
+    assert_one_error(result, 2, "target.txt", "not a folder")
+
+
+def test_export_from_a_file(scene):
+    scene.patch(good_patch(scene))
+    result = scene.run("export", "--target", "t", "--upstream", "lib", "--from", str(scene.outside / "target.txt"))
+    assert_one_error(result, 2, "target.txt")
+
+
+@pytest.mark.parametrize("name", ["x[/]", "[bold]x", "x[/red]y", "[link=file:///etc]x"])
+def test_bracketed_into_folder_is_plain_text(tmp_path, scene, name):
+    scene.patch(good_patch(scene))
+    into = tmp_path / "out" / name
+    applied = scene.cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={scene.upstream.path}")
+    assert applied.code == 0 and str(into) in applied.out, applied.out + applied.err
+    verified = scene.cli("verify", "--target", "t", "--into", str(into))
+    assert verified.code == 0 and str(into) in verified.out, verified.out + verified.err
+
+
+@pytest.mark.parametrize("field, value", [("Upstream-Status", "[/x]"), ("Origin", "[bold]vendor[/bold"),
+                                           ("Description", "[/]")])
+def test_lint_prints_header_values_as_they_are(scene, field, value):
+    data = good_patch(scene).replace(b"Origin: vendor\nUpstream-Status: Pending",
+                                     f"Origin: vendor\nUpstream-Status: Pending\n{field}: {value}".encode())
+    scene.patch(data)
+    result = scene.run("lint")
+    assert "Traceback" not in result.err and result.code in (0, 1)
+
+
+# -- manifests the loader must refuse cleanly ------------------------------------
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+NASTY_MANIFESTS = [
+    ("deeply nested arrays", manifest(f"patches = {_nested(5000)}\n"), "manifests/t.toml"),
+    ("deeply nested inline tables", manifest("x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n"), "manifests/t.toml"),
+    ("empty file", "", "at key target"),
+    ("target that is a list", "target = [1]\n", "at key target"),
+    ("upstreams that is a list", '[target]\nname = "t"\nupstreams = [1]\n', "upstreams"),
+    ("upstream name with a slash", manifest().replace("[upstreams.lib]", '[upstreams."a/b"]'), "a/b"),
+    ("upstream name with dots", manifest().replace("[upstreams.lib]", '[upstreams.".."]'), ".."),
+    ("patch id leaving the folder", manifest('patches = ["../../x"]\n'), "../../x"),
+    ("patch id with a NUL", manifest('patches = ["a\\u0000b"]\n'), "patches"),
+    ("package-root that is absolute", manifest('package-root = "/etc"\n'), "package-root"),
+    ("package-root that leaves", manifest('package-root = "../x"\n'), "package-root"),
+    ("version that is not a version", manifest('version = "not a version!"\npypi = "lib"\n'), "version"),
+    ("pypi name that is not a name", manifest('pypi = "lib; rm -rf /"\nversion = "1.0"\n'), "pypi"),
+    ("git URL with a newline", manifest(git_url="https://example.invalid/a\\nb.git"), "git"),
+]
+
+
+@pytest.mark.parametrize("text, expected", [c[1:] for c in NASTY_MANIFESTS], ids=[c[0] for c in NASTY_MANIFESTS])
+def test_nasty_manifest(scene, text, expected):
+    (scene.project.root / "manifests/t.toml").write_text(text)
+    for result in (scene.status(), scene.apply()):
+        assert_one_error(result, 2, "manifests/t.toml", expected)
+
+
+def test_manifest_that_is_a_folder(scene):
+    os.remove(scene.project.root / "manifests/t.toml") if (scene.project.root / "manifests/t.toml").exists() else None
+    (scene.project.root / "manifests/t.toml").mkdir()
+    assert_one_error(scene.status(), 2, "manifests/t.toml")
+
+
+def test_patch_file_that_is_a_folder(scene):
+    scene.patch(good_patch(scene))
+    bad = scene.project.root / "patches/lib/bad.patch"
+    bad.unlink()
+    bad.mkdir()
+    assert_one_error(scene.status(), 2, "patches/lib/bad.patch")
+
+
+def test_patch_file_missing(scene):
+    scene.patch(good_patch(scene))
+    (scene.project.root / "patches/lib/bad.patch").unlink()
+    assert_one_error(scene.status(), 2, "patches/lib/bad.patch")
+
+
+# -- command-line values ---------------------------------------------------------
+BAD_VALUES = [
+    ("source without a name", ["status", "--source", "/tmp"], 2, "NAME=LOCATION"),
+    ("source with an empty location", ["status", "--source", "lib="], 2, "lib"),
+    ("against without a ref", ["status", "--against", "lib="], 2, "lib"),
+    ("against without a name", ["status", "--against", "main"], 2, "NAME=REF"),
+    ("a ref the upstream does not have", ["status", "--against", "lib=no-such-branch"], 2, "no-such-branch"),
+    ("unknown target", ["status", "--target", "nope"], 2, "nope"),
+    ("unknown device", ["smoke", "--device", "tpu"], 2, "tpu"),
+    ("bisect without --to", ["bisect", "--upstream", "lib"], 2, "--to"),
+    ("bisect to a ref that is not there", ["bisect", "--upstream", "lib", "--to", "v9.9.9"], 2, "v9.9.9"),
+    ("refresh of an unknown upstream", ["refresh", "--upstream", "nope", "--to", "main"], 2, "nope"),
+    ("bump to a ref that is an option", ["bump", "--upstream", "lib", "--to", "--help=x"], 2, "--help=x"),
+    ("bump with a bad version", ["bump", "--upstream", "lib", "--to", "main", "--version", "not-a-version!"], 2,
+     "not-a-version!"),
+]
+
+
+@pytest.mark.parametrize("args, code, expected", [c[1:] for c in BAD_VALUES], ids=[c[0] for c in BAD_VALUES])
+def test_bad_command_line_value(scene, args, code, expected):
+    scene.patch(good_patch(scene))
+    command, *rest = args
+    extra = [] if "--target" in rest else ["--target", "t"]
+    source = ["--source", f"lib={scene.upstream.path}"] if command in ("status", "bisect", "refresh", "bump") \
+        and "--source" not in rest else []
+    into = ["--into", str(scene.into)] if command == "smoke" else []
+    result = scene.run(command, *extra, *rest, *source, *into)
+    assert_one_error(result, code, expected)
+
+
+def test_root_that_is_a_file(scene, capsys):
+    from patchmgr.cli import main
+    code = main(["status", "--root", str(scene.outside / "target.txt")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "target.txt" in err and "Traceback" not in err
+
+
+# -- damaged state in an --into folder: the ledger and the journal ----------------
+LEDGER = "patchmgr-ledger.json"
+DAMAGED_LEDGERS = [
+    ("not JSON", "{not json"),
+    ("a list", "[1, 2]"),
+    ("target is a number", {"target": 5, "upstreams": []}),
+    ("upstreams is an object", {"target": "t", "upstreams": {"lib": 1}}),
+    ("patches is a string", {"target": "t", "upstreams": [{"name": "lib", "pin": "a", "base_commit": "a",
+                                                            "head_commit": "a", "source": "x", "patches": "p",
+                                                            "files": {}}]}),
+    ("files is a list", {"target": "t", "upstreams": [{"name": "lib", "pin": "a", "base_commit": "a",
+                                                        "head_commit": "a", "source": "x", "patches": [],
+                                                        "files": ["a"]}]}),
+    ("a file hash is a number", {"target": "t", "upstreams": [{"name": "lib", "pin": "a", "base_commit": "a",
+                                                                "head_commit": "a", "source": "x", "patches": [],
+                                                                "files": {"src/mod.py": 5}}]}),
+]
+
+
+@pytest.mark.parametrize("command", ["apply", "verify", "smoke"])
+@pytest.mark.parametrize("content", [c[1] for c in DAMAGED_LEDGERS], ids=[c[0] for c in DAMAGED_LEDGERS])
+def test_damaged_ledger(scene, command, content):
+    scene.patch(good_patch(scene))
+    (scene.into / LEDGER).write_text(content if isinstance(content, str) else json.dumps(content))
+    args = ["--source", f"lib={scene.upstream.path}"] if command == "apply" else []
+    result = scene.run(command, "--target", "t", "--into", str(scene.into), *args)
+    assert_one_error(result, 1, LEDGER, "damaged")
+
+
+DAMAGED_JOURNALS = [
+    ("not JSON", "{"),
+    ("a list", "[]"),
+    ("state is a number", {"state": 5, "entries": []}),
+    ("entries is not a list", {"state": "prepared", "entries": 5}),
+    ("an entry without a path", {"state": "prepared", "entries": [{"saved": None}]}),
+]
+
+
+@pytest.mark.parametrize("content", [c[1] for c in DAMAGED_JOURNALS], ids=[c[0] for c in DAMAGED_JOURNALS])
+def test_damaged_journal(scene, content):
+    scene.patch(good_patch(scene))
+    journal = scene.into / ".patchmgr-state" / "journal"
+    journal.mkdir(parents=True, exist_ok=True)
+    (journal / "journal.json").write_text(content if isinstance(content, str) else json.dumps(content))
+    result = scene.run("verify", "--target", "t", "--into", str(scene.into))
+    assert_one_error(result, 1, "journal.json", "damaged")
+
+
+# -- refusals leave nothing behind --------------------------------------------
+def test_refused_apply_leaves_no_folder_and_no_lock(scene, tmp_path):
+    patch = good_patch(scene)  # made while src/mod.py exists: after the drop it would create the file instead
+    scene.upstream.commit({"src/mod.py": None}, "drop mod.py")  # the patch is `missing` now
+    scene.patch(patch, pin=scene.pin)
+    into = tmp_path / "fresh"
+    result = scene.cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={scene.upstream.path}")
+    assert result.code == 1 and not into.exists()
+
+
+def test_dry_run_leaves_no_lock_in_an_existing_folder(scene, tmp_path):
+    scene.patch(good_patch(scene))
+    into = tmp_path / "empty"
+    into.mkdir()
+    result = scene.cli("apply", "--target", "t", "--into", str(into), "--dry-run",
+                       "--source", f"lib={scene.upstream.path}")
+    assert result.code == 0 and list(into.iterdir()) == []
+
+
+def test_apply_into_the_patches_folder_is_refused(scene):
+    scene.patch(good_patch(scene))
+    result = scene.run("apply", "--target", "t", "--into", str(scene.project.root / "patches"),
+                       "--source", f"lib={scene.upstream.path}")
+    assert_one_error(result, 2, "patches")
