@@ -13,7 +13,7 @@ from patchmgr.project import Project
 from patchmgr.patchfile import PatchFile
 from patchmgr.releases import ReleaseSource
 from patchmgr.sources import GitSource, open_source
-from patchmgr.store import Store
+from patchmgr.store import CacheError, Store
 
 
 @dataclass
@@ -73,8 +73,8 @@ def check_upstream(project: Project, upstream: Upstream, store: Store, overrides
     shown_ref = ref or upstream.commit
     try:
         source = open_source(store, upstream, ref, overrides)
-    except UsageError:
-        raise
+    except (UsageError, CacheError):
+        raise  # bad input (a ref the upstream does not have), or a cache this machine cannot use: one error
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
     results = check_series(patches, source, merge_texts)

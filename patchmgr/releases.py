@@ -77,6 +77,14 @@ class ReleaseSource:
     def read_blob(self, sha: str) -> bytes | None:
         return None  # a release has no history, so no 3-way merge from it
 
+    def is_folder(self, path: str) -> bool:
+        """Whether a git-layout ``path`` is a folder in this release (a link to one is a link, not a folder)."""
+        mapped = self.release_path(path)
+        if mapped is None:
+            return False
+        file = self.tree / mapped
+        return file.is_dir() and not file.is_symlink()
+
     @property
     def description(self) -> str:
         return f"release {self.project} {self.version} (PyPI {self.file.filename})"
@@ -88,6 +96,10 @@ def read_tree_file(file: Path) -> bytes | None:
     if file.is_symlink():
         return LinkBlob(os.readlink(file).encode("utf-8", "surrogateescape"))
     return file.read_bytes() if file.is_file() else None
+
+
+class ReleaseNotFound(SourceError):
+    """The package index was reached and lists no file at all of that version of the project."""
 
 
 def choose_file(files: list[dict], project: str, version: str) -> ReleaseFile:
@@ -105,6 +117,9 @@ def choose_file(files: list[dict], project: str, version: str) -> ReleaseFile:
     for group in (pure, sdists, wheels):
         if group:
             return as_release(group[0])
+    if not any(file_version(f["filename"]) == wanted for f in files if isinstance(f.get("filename"), str)):
+        raise ReleaseNotFound(f"the package index has no release {version} of {project}",
+                              "check `version` in the manifest (or the version given to --against)")
     raise SourceError(f"the package index has no wheel or sdist of {project} {version}",
                       "check `version` in the manifest (or the version given to --against)")
 
@@ -116,14 +131,19 @@ class ReleaseCache:
     def open(self, project: str, version: str, package_root: str) -> ReleaseSource:
         folder = self.root / project.lower() / version
         meta = folder / "release.json"
-        if meta.is_file():
-            file = ReleaseFile(**json.loads(meta.read_text()))
-        else:
-            file = choose_file(self._files(project, version), project, version)
         tree = folder / "tree"
-        if not tree.is_dir():
-            self._download_and_unpack(file, folder, tree)
-            meta.write_text(json.dumps(file.__dict__))
+        file = _read_meta(meta)
+        if file is None:
+            file = choose_file(self._files(project, version), project, version)
+        try:
+            if not tree.is_dir():
+                self._download_and_unpack(file, folder, tree)
+            if _read_meta(meta) != file:
+                meta.write_text(json.dumps(file.__dict__))
+        except OSError as exc:  # the network's errors are SourceErrors by now: this is the cache's disk
+            from patchmgr.store import CacheError, _os_problem, disk_hint  # store imports this module
+            problem = _os_problem(exc, folder)
+            raise CacheError(f"cannot write the release cache {folder}: {problem}", disk_hint(problem)) from None
         return ReleaseSource(project, version, file, _top(tree, file), package_root)
 
     def _files(self, project: str, version: str) -> list[dict]:
@@ -154,12 +174,19 @@ class ReleaseCache:
             archive = Path(tmp) / file.filename
             digest = hashlib.sha256()
             try:
-                with urllib.request.urlopen(file.url, timeout=TIMEOUT_S) as response, open(archive, "wb") as out:
-                    for chunk in iter(lambda: response.read(1 << 20), b""):
-                        digest.update(chunk)
-                        out.write(chunk)
+                response = urllib.request.urlopen(file.url, timeout=TIMEOUT_S)
             except (urllib.error.URLError, OSError) as exc:
                 raise SourceError(f"cannot download {file.url}: {exc}", "check the network") from exc
+            with response, open(archive, "wb") as out:  # an error writing is the disk's, not the network's
+                while True:
+                    try:
+                        chunk = response.read(1 << 20)
+                    except (urllib.error.URLError, OSError) as exc:
+                        raise SourceError(f"cannot download {file.url}: {exc}", "check the network") from exc
+                    if not chunk:
+                        break
+                    digest.update(chunk)
+                    out.write(chunk)
             if digest.hexdigest() != file.sha256:
                 raise SourceError(f"{file.filename}: sha256 {digest.hexdigest()} differs from PyPI's {file.sha256}",
                                   "the download was damaged or tampered with; try again")
@@ -170,6 +197,14 @@ class ReleaseCache:
                 with tarfile.open(archive) as tar:
                     tar.extractall(unpacked, filter="data")
             os.replace(unpacked, tree)
+
+
+def _read_meta(meta: Path) -> ReleaseFile | None:
+    """The release file recorded when the release was unpacked; None when absent or damaged."""
+    try:
+        return ReleaseFile(**json.loads(meta.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _unzip(archive: Path, into: Path) -> None:

@@ -17,9 +17,10 @@ from packaging.version import InvalidVersion, Version
 from patchmgr.errors import SourceError, UsageError
 from patchmgr.gitio import GitRepo, RepositoryDamaged, mask_url
 from patchmgr.manifest import Upstream, url_problem
-from patchmgr.releases import ReleaseSource
-from patchmgr.store import Store
+from patchmgr.releases import DEFAULT_INDEX, ReleaseNotFound, ReleaseSource, index_url
+from patchmgr.store import Store, UnknownRef
 
+TREE_MODE = "40000"  # a folder's mode in a git tree object
 
 
 @dataclass
@@ -35,6 +36,11 @@ class GitSource:
 
     def read_blob(self, sha: str) -> bytes | None:
         return self._repairing(lambda: self.repo.read_blob(sha))
+
+    def is_folder(self, path: str) -> bool:
+        """Whether ``path`` is a folder (a tree) at the commit: creating a file there is a conflict."""
+        entry = self._repairing(lambda: self.repo.path_entries(self.commit, [path])[0])
+        return entry is not None and entry[0] == TREE_MODE
 
     fetched: bool = False
     # makes the cached clone again when a read finds it damaged (a truncated pack): a damaged
@@ -118,10 +124,17 @@ def release_version(upstream: Upstream, ref: str | None) -> str | None:
 
 def open_source(store: Store, upstream: Upstream, ref: str | None, overrides: Mapping[str, str]
                 ) -> GitSource | ReleaseSource:
-    """Git first; the PyPI release of the same version when no git source answers."""
+    """Git first; the PyPI release of the same version when no git source answers.
+
+    A ref (``--against``) that a reached source does not have is bad input (``UnknownRef``,
+    exit 2): a git source that answered without it (``Store.resolve_ref``), or, for an
+    upstream with no git source, a version the package index does not list. When git
+    is out of reach the ref may still be there: the upstream is unavailable (exit 1).
+    """
     errors: list[str] = []
     explicit = upstream.name in overrides
-    if explicit or upstream.urls:
+    tried_git = explicit or bool(upstream.urls)
+    if tried_git:
         try:
             return open_git_source(store, upstream, ref, overrides)
         except SourceError as exc:
@@ -134,12 +147,28 @@ def open_source(store: Store, upstream: Upstream, ref: str | None, overrides: Ma
             release = store.releases.open(upstream.pypi, version, upstream.package_root)
             release.fallback_from = "; ".join(errors) or None
             return release
+        except ReleaseNotFound as exc:
+            if ref is not None and not tried_git:
+                raise UnknownRef(f"upstream {upstream.name} has no ref {ref!r}: {exc.message}, and it has no "
+                                 "git source", f"see the released versions with `{_versions_command(upstream.pypi)}`"
+                                 ) from None
+            errors.append(exc.message)
         except SourceError as exc:
             errors.append(exc.message)
     elif upstream.pypi:
+        if ref is not None and not tried_git:
+            raise UnknownRef(f"upstream {upstream.name} has no ref {ref!r}: it has no git source, and {ref!r} names "
+                             "no release version", f"give a release version (see `{_versions_command(upstream.pypi)}`)"
+                             f", or pass a clone with --source {upstream.name}=PATH_OR_URL")
         errors.append(f"{ref!r} names no release version, so PyPI cannot stand in")
     raise SourceError("; ".join(errors) or f"{upstream.name} has no source",
                       f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+
+
+def _versions_command(project: str) -> str:
+    index = index_url()
+    where = "" if index == DEFAULT_INDEX else f" --index-url {mask_url(index)}"
+    return f"pip index versions{where} {project}"
 
 
 def fetch_upstream(store: Store, upstream: Upstream, overrides: Mapping[str, str]) -> tuple[str, list[str]]:

@@ -13,6 +13,9 @@ that config holds nothing but the keys patchmgr itself writes; every config key
 that runs a program is overridden besides (``gitio.untrusted_repo_config``). A
 clone git cannot read (a garbage HEAD or config, a truncated pack, a folder a
 killed run left half-made) is removed and fetched again, once, with a note.
+A cache that cannot be made or written (a full disk, no free inodes, a
+read-only file system) is one ``CacheError`` with that cause, for the whole
+run: never an upstream reported unavailable.
 
 Two patchmgr runs may share a cache: whatever writes a clone (creating it,
 pointing its remote, fetching) holds a per-upstream file lock, so a second
@@ -22,6 +25,7 @@ lock: git's objects and packs appear atomically.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -82,6 +86,48 @@ def as_local_path(location: str) -> Path | None:
     return Path(location).expanduser()
 
 
+class CacheError(StateError):
+    """The cache cannot be used (made, written, locked, trusted): a problem of this machine for the whole run.
+
+    Never an upstream reported unavailable: ``checking.check_upstream`` lets it through as one error.
+    """
+
+
+# What git says when it cannot write to the disk, as the errno that says it (git runs with LC_ALL=C).
+_GIT_DISK_ERRORS = {"No space left on device": errno.ENOSPC, "Disk quota exceeded": errno.EDQUOT,
+                    "Read-only file system": errno.EROFS}
+
+
+def disk_problem(said: str, path: Path) -> str | None:
+    """The real cause when git failed writing at ``path`` because of the disk, else None.
+
+    Git's message ``said`` first; its first fatal line does not always carry the errno
+    ("could not set 'remote.origin.url'"), so the file system itself is asked next.
+    """
+    for text, code in _GIT_DISK_ERRORS.items():
+        if text in said:
+            return _os_problem(OSError(code, text), path)
+    try:
+        stats = os.statvfs(_existing_parent(path))
+    except OSError:
+        return None
+    if stats.f_flag & os.ST_RDONLY:
+        return "the file system is read-only"
+    if stats.f_files and stats.f_favail == 0:
+        return "no free inodes on that file system"
+    if stats.f_blocks and stats.f_bavail == 0:
+        return "no space left on that disk"
+    return None
+
+
+def disk_hint(problem: str) -> str:
+    if "inodes" in problem:
+        return "remove files on that file system (it has no free inodes), or point PATCHMGR_CACHE at another one"
+    if "space" in problem or "quota" in problem.lower():
+        return "free some space on that disk, or point PATCHMGR_CACHE at a folder with free space"
+    return "point PATCHMGR_CACHE at a writable folder of your own"
+
+
 def _os_problem(exc: OSError, path: Path) -> str:
     """What an OSError on ``path`` really means: a full disk, no free inodes, a read-only disk, ..."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -95,6 +141,8 @@ def _os_problem(exc: OSError, path: Path) -> str:
             pass
     if exc.errno == errno.EROFS:
         return "the file system is read-only"
+    if exc.errno == errno.EDQUOT:
+        return "the disk quota is exceeded"
     if exc.errno in (errno.ENOTDIR, errno.EEXIST):
         return "a file is in the way of a folder"
     return exc.strerror or str(exc)
@@ -142,13 +190,13 @@ class Store:
         for folder in (self.cache_dir, self.cache_dir / "git"):
             if os.path.lexists(folder) and not folder.is_dir():
                 what = f"{where} points at a file" if folder == self.cache_dir else "the patchmgr cache holds a file"
-                raise StateError(f"{what}, not a folder: {folder}",
+                raise CacheError(f"{what}, not a folder: {folder}",
                                  "point PATCHMGR_CACHE at a folder of your own (or remove that file)")
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise StateError(f"cannot create the patchmgr cache {folder}: {_os_problem(exc, folder)}",
-                                 "point PATCHMGR_CACHE at a writable folder of your own") from None
+                problem = _os_problem(exc, folder)
+                raise CacheError(f"cannot create the patchmgr cache {folder}: {problem}", disk_hint(problem)) from None
             _check_owner(folder, "the patchmgr cache", "point PATCHMGR_CACHE at a folder of your own, "
                          "or give this one to your user (chown)")
         self._root_checked = True
@@ -184,7 +232,7 @@ class Store:
             _check_owner(path / "config", f"the config file of the cached clone of {upstream}", hint)
         for name in ("objects/info/alternates", "objects/info/http-alternates", "commondir", "info/attributes"):
             if os.path.lexists(path / name):
-                raise StateError(f"the cached clone {path} has {name}, which patchmgr never writes", hint)
+                raise CacheError(f"the cached clone {path} has {name}, which patchmgr never writes", hint)
         if not ((path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()):
             return "a run stopped while making it"
         try:
@@ -222,7 +270,7 @@ class Store:
                 elif os.path.lexists(path):
                     path.unlink()
             except OSError as exc:
-                raise StateError(f"cannot remove the damaged cached clone {path}: {_os_problem(exc, path)}",
+                raise CacheError(f"cannot remove the damaged cached clone {path}: {_os_problem(exc, path)}",
                                  f"remove it by hand (rm -rf {path}), then run again") from None
 
     def repo(self, upstream: str) -> GitRepo:
@@ -235,12 +283,15 @@ class Store:
                     if not (path / "HEAD").is_file():
                         try:
                             GitRepo.init(path, bare=True)
-                        except GitError as exc:
-                            raise StateError(f"cannot create the cached clone {path}: {exc.message}",
-                                             "point PATCHMGR_CACHE at a writable folder with free space") from None
-                        except OSError as exc:
-                            raise StateError(f"cannot create the cached clone {path}: {_os_problem(exc, path)}",
-                                             "point PATCHMGR_CACHE at a writable folder with free space") from None
+                        except (GitError, OSError) as exc:
+                            shutil.rmtree(path, ignore_errors=True)  # no half-made clone left behind
+                            if isinstance(exc, OSError):
+                                problem = _os_problem(exc, path)
+                            else:
+                                cause = disk_problem(exc.message, path)
+                                problem = f"{cause} ({exc.message})" if cause else exc.message
+                            raise CacheError(f"cannot create the cached clone {path}: {problem}",
+                                             disk_hint(problem)) from None
                 repo = GitRepo(path, untrusted=True)
             self._open[upstream] = repo
         return self._open[upstream]
@@ -274,7 +325,7 @@ class Store:
         path = self.repo_path(upstream)
         if exc.path != path:
             return StateError(exc.message, exc.hint)
-        return StateError(f"the cached clone of {upstream} ({path}) is damaged and fetching it again did not "
+        return CacheError(f"the cached clone of {upstream} ({path}) is damaged and fetching it again did not "
                           f"help: {exc.detail}", f"remove it (rm -rf {path}) and check the disk, then run again")
 
     def ensure_commit(self, upstream: str, commit: str, urls: Sequence[str]) -> GitRepo:
@@ -294,6 +345,7 @@ class Store:
 
     def _fetch_commit(self, repo: GitRepo, upstream: str, commit: str, urls: Sequence[str]) -> GitRepo:
         errors = []
+        lacking = []  # the URLs that answered, and do not have the commit
         for url in urls:
             self.progress(f"fetching {upstream} {commit[:12]} from {mask_url(url)}")
             try:
@@ -317,7 +369,9 @@ class Store:
             if repo.has_commit(commit):
                 return repo
             errors.append(f"{mask_url(url)}: does not have commit {commit}")
-        raise SourceError(
+            lacking.append(url)
+        error = RefNotFound if urls and len(lacking) == len(urls) else SourceError
+        raise error(
             f"cannot get {upstream} at {commit[:12]}: " + ("; ".join(dict.fromkeys(errors)) or "no source URL"),
             f"pass a reachable clone with --source {upstream}=PATH_OR_URL",
         )
@@ -342,13 +396,14 @@ class Store:
         if absent:
             lacking -= {entry.sha for path in absent if (entry := repo.tree_entry(commit, path))}
         wanted = sorted(lacking)
-        for start in range(0, len(wanted), 2000):
-            self.progress(f"fetching {len(wanted)} files of {upstream} {commit[:12]}")
-            repo.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "origin", "--",
-                     *wanted[start:start + 2000])
-        record = self._absent_record(upstream, commit)
-        record.parent.mkdir(exist_ok=True)
-        record.write_text("".join(f"{path}\n" for path in absent))
+        with self._writing(repo):
+            for start in range(0, len(wanted), 2000):
+                self.progress(f"fetching {len(wanted)} files of {upstream} {commit[:12]}")
+                repo.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "origin", "--",
+                         *wanted[start:start + 2000])
+            record = self._absent_record(upstream, commit)
+            record.parent.mkdir(exist_ok=True)
+            record.write_text("".join(f"{path}\n" for path in absent))
         return absent
 
     def _absent_record(self, upstream: str, commit: str) -> Path:
@@ -362,18 +417,26 @@ class Store:
         return record.read_text().splitlines()
 
     def resolve_ref(self, upstream: str, ref: str, urls: Sequence[str]) -> tuple[GitRepo, str]:
-        """The commit that ``ref`` (branch, tag or commit) names at the upstream's source."""
+        """The commit that ``ref`` (branch, tag or commit) names at the upstream's source.
+
+        A ref that every source was reached for and none has is bad input (``UnknownRef``,
+        exit 2); a source that could not be reached stays a ``SourceError`` (exit 1).
+        """
         validate_ref(ref)
-        if FULL_SHA.match(ref):
-            return self.ensure_commit(upstream, ref, urls), ref
-        def resolve() -> tuple[GitRepo, str]:
-            repo = self.repo(upstream)
-            with self.lock(upstream):
-                return self._resolve_fetched(repo, upstream, ref, urls)
-        return self._repairing(upstream, resolve)
+        try:
+            if FULL_SHA.match(ref):
+                return self.ensure_commit(upstream, ref, urls), ref
+            def resolve() -> tuple[GitRepo, str]:
+                repo = self.repo(upstream)
+                with self.lock(upstream):
+                    return self._resolve_fetched(repo, upstream, ref, urls)
+            return self._repairing(upstream, resolve)
+        except RefNotFound:
+            raise unknown_ref(upstream, ref, urls) from None
 
     def _resolve_fetched(self, repo: GitRepo, upstream: str, ref: str, urls: Sequence[str]) -> tuple[GitRepo, str]:
         errors = []
+        lacking = []  # the URLs that answered, and have no such ref
         for url in urls:
             self.progress(f"fetching {upstream} {ref} from {mask_url(url)}")
             try:
@@ -386,15 +449,37 @@ class Store:
                 raise
             except GitError as exc:
                 errors.append(_said(url, exc))
+                if _NO_SUCH_REF.search(exc.message):
+                    lacking.append(url)
         local = repo.resolve(ref) if not urls else None
         if local:
             return repo, local
-        raise SourceError(f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(dict.fromkeys(errors)) or "no source"),
-                          "check the ref name, or pass --source with a clone that has it")
+        error = RefNotFound if urls and len(lacking) == len(urls) else SourceError
+        raise error(f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(dict.fromkeys(errors)) or "no source"),
+                    "check the ref name, or pass --source with a clone that has it")
 
     def _fetch(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
-        self._fetch_once(repo, url, refspecs)
+        with self._writing(repo):
+            self._fetch_once(repo, url, refspecs)
         self.fetched_from[repo.path.name.removesuffix(".git")] = url
+
+    @contextlib.contextmanager
+    def _writing(self, repo: GitRepo):
+        """Git writing into the cached clone: a full or read-only disk is one ``CacheError`` with the real
+        cause, never a source that "could not provide" the upstream."""
+        try:
+            yield
+        except RepositoryDamaged:
+            raise
+        except GitError as exc:
+            problem = disk_problem(exc.message, repo.path)
+            if problem is None:
+                raise
+            raise CacheError(f"cannot write the cached clone {repo.path}: {problem} ({exc.message})",
+                             disk_hint(problem)) from None
+        except OSError as exc:
+            problem = _os_problem(exc, repo.path)
+            raise CacheError(f"cannot write the cached clone {repo.path}: {problem}", disk_hint(problem)) from None
 
     def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
         self.configure_remote(repo, url)
@@ -446,8 +531,35 @@ class _CacheLock(FileLock):
         try:
             return super().__enter__()
         except OSError as exc:
-            raise StateError(f"cannot lock {self.path} in the patchmgr cache: {_os_problem(exc, self.path)}",
-                             "point PATCHMGR_CACHE at a writable folder of your own") from None
+            problem = _os_problem(exc, self.path)
+            raise CacheError(f"cannot lock {self.path} in the patchmgr cache: {problem}", disk_hint(problem)) from None
+
+
+# What git fetch says when the source answered and has no such ref (git runs with LC_ALL=C).
+_NO_SUCH_REF = re.compile(r"couldn't find remote ref")
+
+
+class RefNotFound(SourceError):
+    """Every source of an upstream was reached, and none has the ref or commit asked for.
+
+    At the pin it stays a source problem (exit 1: the upstream is unavailable); for a ref
+    given on the command line ``resolve_ref`` turns it into ``UnknownRef`` (exit 2).
+    """
+
+
+class UnknownRef(UsageError):
+    """A ref given on the command line (``--against``, ``--to``) that the upstream does not have: bad input."""
+
+
+def unknown_ref(upstream: str, ref: str, urls: Sequence[str]) -> UnknownRef:
+    import shlex
+    where = ", ".join(mask_url(url) for url in urls)
+    hint = f"list its branches and tags with `git ls-remote --heads --tags {shlex.quote(mask_url(urls[0]))}`"
+    if re.fullmatch(r"[0-9a-fA-F]{4,39}", ref):
+        hint += ", or give the full 40-character commit id"
+    said = "was reached and has" if len(urls) == 1 else "were reached and none has"
+    return UnknownRef(f"upstream {upstream} has no ref {ref!r}: {where} {said} no branch, tag or commit of that name",
+                      hint)
 
 
 class NotARepository(GitError):
@@ -473,9 +585,9 @@ def _check_owner(path: Path, what: str, hint: str) -> None:
     try:
         owner = os.stat(path).st_uid
     except OSError as exc:
-        raise StateError(f"cannot read {what} {path}: {_os_problem(exc, path)}", hint) from None
+        raise CacheError(f"cannot read {what} {path}: {_os_problem(exc, path)}", hint) from None
     if owner != os.geteuid():
-        raise StateError(f"{what} ({path}) belongs to another user (uid {owner}, not {os.geteuid()}): "
+        raise CacheError(f"{what} ({path}) belongs to another user (uid {owner}, not {os.geteuid()}): "
                          "refusing to run git there", hint)
 
 
@@ -484,6 +596,6 @@ def check_cache_config(path: Path, config: Sequence[tuple[str, str]]) -> None:
     for key, value in config:
         if key in CACHE_CONFIG_KEYS or CACHE_CONFIG_VALUES.get(key) == value:
             continue
-        raise StateError(f"the cached clone {path} has config {key} = {mask_url(value)!r}, which patchmgr "
+        raise CacheError(f"the cached clone {path} has config {key} = {mask_url(value)!r}, which patchmgr "
                          "never writes: refusing to run git there",
                          f"remove it (rm -rf {path}): patchmgr fetches it again")

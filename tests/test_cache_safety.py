@@ -5,6 +5,7 @@ Each attack is first shown to work against plain git (the positive control), as 
 Every case goes through the real command line: its exit code (1: the environment is at fault; 2: bad
 input), one clear message plus a hint, never a traceback, and where it matters the marker file a
 configured program would write never appears, and no secret reaches stdout or stderr.
+Full, read-only and inode-less disks are real tmpfs mounts, not patched functions.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import require
 from gitrepos import git
 from patchmgr import gitio
-from patchmgr import store as store_module
 from patchmgr.errors import GitError
 from patchmgr.gitio import GitRepo
 from patchmgr.store import as_local_path
@@ -202,30 +204,129 @@ def test_a_file_in_the_way_of_the_cache_folder_is_one_error(cli, project, upstre
     refused(result, "holds a file, not a folder")
 
 
-@pytest.mark.parametrize("code, cause, wrong", [
-    (errno.ENOSPC, "no free inodes", "space"),
-    (errno.EROFS, "read-only", "space"),
-])
-def test_a_cache_that_cannot_be_made_names_the_real_cause(cli, project, upstream, cache, monkeypatch,
-                                                           code, cause, wrong):
+# The disks below are real: a tmpfs mounted full, read-only or without free inodes (root may mount one).
+# Where no tmpfs can be mounted the tests skip, with the reason; under CI=true they fail instead.
+@pytest.fixture
+def mount(tmp_path):
+    """``mount(options)``: a fresh tmpfs mounted with ``options``, unmounted after the test."""
+    mounted: list[Path] = []
+
+    def make(options: str) -> Path:
+        folder = tmp_path / f"disk{len(mounted)}"
+        folder.mkdir()
+        if os.geteuid() != 0:
+            require(False, "mounting a tmpfs takes root")
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+                              capture_output=True, text=True)
+        require(done.returncode == 0, f"cannot mount a tmpfs here: {(done.stderr or done.stdout).strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield make
+    for folder in reversed(mounted):
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def remount(folder: Path, options: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{options}", str(folder)], check=True, capture_output=True)
+
+
+def fill_bytes(disk: Path) -> None:
+    """Write one file until the disk is full to the last byte."""
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        for size in (1 << 20, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    assert os.statvfs(disk).f_bavail == 0
+
+
+def fill_inodes(disk: Path) -> None:
+    """Create empty files until the file system has no inode left (its bytes stay free)."""
+    (disk / "fillers").mkdir()
+    count = 0
+    try:
+        while True:
+            (disk / "fillers" / str(count)).touch()
+            count += 1
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    stats = os.statvfs(disk)
+    assert count > 0 and stats.f_favail == 0 and stats.f_bavail > 0
+
+
+def one_error(result, *phrases: str) -> tuple[str, str]:
+    """Exit 1, nothing on stdout, on stderr exactly one ``error:`` line holding every phrase and one ``hint:``
+    line: the cache is this machine's problem, never an upstream reported unavailable."""
+    lines = result.err.strip().splitlines()
+    assert result.code == 1 and result.out == "", result.out + result.err
+    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1].startswith("hint: "), result.err
+    for phrase in phrases:
+        assert phrase in lines[0], (phrase, lines[0])
+    return lines[0], lines[1]
+
+
+def a_project(project, upstream) -> list[str]:
     pin = upstream.head()
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed"})}, "Fix"))
     project.manifest("t", {"lib": {"git": SSH_URL, "commit": pin, "patches": ["fix"]}})
-    real_mkdir = Path.mkdir
+    return ["--target", "t", "--source", f"lib={upstream.path}"]
 
-    def mkdir(self, *args, **kwargs):
-        if str(self).startswith(str(cache)):
-            raise OSError(code, os.strerror(code), str(self))
-        return real_mkdir(self, *args, **kwargs)
 
-    class Stats:
-        f_files, f_favail, f_bavail, f_blocks = 1000, 0, 5000, 10000
+NEW_CACHE_DISKS = {
+    # what the disk is, its mount options, how it is made unusable, the cause said, the hint's phrase
+    "a full disk": ("size=64k", fill_bytes, "no space left on that disk", "free some space"),
+    "no free inodes": ("nr_inodes=64", fill_inodes, "no free inodes on that file system", "no free inodes"),
+    "a read-only disk": ("ro", None, "the file system is read-only", "writable folder"),
+}
 
-    monkeypatch.setattr(Path, "mkdir", mkdir)
-    monkeypatch.setattr(store_module.os, "statvfs", lambda path: Stats())
-    result = cli("status", "--target", "t", "--source", f"lib={upstream.path}")
-    said = refused(result, cause)
-    assert wrong not in said.lower()  # not "free some space" when the disk has space
+
+@pytest.mark.parametrize("disk", list(NEW_CACHE_DISKS))
+def test_a_cache_that_cannot_be_made_names_the_real_cause(cli, project, upstream, mount, monkeypatch, disk):
+    options, spoil, cause, hint = NEW_CACHE_DISKS[disk]
+    folder = mount(options)
+    if spoil:
+        spoil(folder)
+    cache = folder / "cache"
+    monkeypatch.setenv("PATCHMGR_CACHE", str(cache))
+    error, said_hint = one_error(cli("status", *a_project(project, upstream)), cause, str(cache))
+    assert hint in said_hint
+    if disk != "a full disk":
+        assert "space" not in (error + said_hint).lower()  # not "free some space" when the disk has space
+    assert not (cache / "git" / "lib.git").exists()  # no half-made clone left for the next run to trip on
+
+
+@pytest.mark.parametrize("spoil, cause, hint", [
+    (fill_bytes, "no space left on that disk", "free some space"),
+    (fill_inodes, "no free inodes on that file system", "no free inodes"),
+    (lambda disk: remount(disk, "ro"), "the file system is read-only", "writable folder"),
+], ids=["fills up", "runs out of inodes", "turns read-only"])
+def test_a_cache_disk_that_fills_up_names_the_real_cause(cli, project, upstream, mount, monkeypatch,
+                                                          spoil, cause, hint):
+    """The cache is made and holds the pin; then its disk fills up (or turns read-only) and a new commit is
+    asked for: one error naming the cache and the real cause, not an upstream that "could not be provided";
+    what the cache holds is still read, and once the disk is usable again the same run goes through."""
+    folder = mount("size=8m,nr_inodes=4000")
+    monkeypatch.setenv("PATCHMGR_CACHE", str(folder / "cache"))
+    args = a_project(project, upstream)
+    assert cli("status", *args).code == 0
+    upstream.commit({"src/new.py": "new\n" * 200}, "more")
+    spoil(folder)
+    error, said_hint = one_error(cli("status", *args, "--against", "lib=main"), cause, str(folder / "cache"))
+    assert hint in said_hint
+    at_pin = cli("status", *args, "--json")  # reads take no lock and write nothing
+    assert at_pin.code == 0 and at_pin.json["upstreams"][0]["patches"][0]["state"] == "clean", at_pin.err
+    remount(folder, "rw")
+    shutil.rmtree(folder / "fillers", ignore_errors=True)
+    (folder / "filler").unlink(missing_ok=True)
+    again = cli("status", *args, "--against", "lib=main", "--json")
+    assert again.code == 0 and "note:" not in again.err, again.out + again.err  # nothing damaged was left behind
+    assert again.json["upstreams"][0]["commit"] == upstream.head()
 
 
 # -- 4. URLs follow git's rules and never show a password --------------------------------------------

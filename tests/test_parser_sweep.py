@@ -317,8 +317,6 @@ def test_creating_a_file_where_a_folder_is_is_a_conflict_in_the_engine(upstream)
     assert "it is a folder upstream" in result.detail
 
 
-@pytest.mark.xfail(reason="sources.GitSource has no is_folder yet (engine.TreeReader documents it); "
-                          "without it a git tree cannot tell a folder from an absent path", strict=True)
 def test_creating_a_file_where_a_folder_is_is_a_conflict(cli, project, upstream):
     (upstream.path / "pkg").mkdir()
     (upstream.path / "pkg" / "m.py").write_text("m\n")
