@@ -10,18 +10,24 @@ wheel install holds them without the ``package-root`` prefix.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
+from typing import TypeVar
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.errors import StateError, UsageError
+from patchmgr.ledger import text_or_none, typed
 from patchmgr.manifest import Upstream
 from patchmgr.patchfile import PatchFile
 from patchmgr.releases import read_tree_file
+
+T = TypeVar("T")
 
 # a file with one of these suffixes directly in site-packages is importable as a top-level module
 _MODULE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
@@ -40,22 +46,95 @@ for name in names:
         dist = md.distribution(name)
     except md.PackageNotFoundError:
         continue
-    direct = dist.read_text("direct_url.json")
-    info = json.loads(direct) if direct else {}
-    record = None
+    entry = found["dists"][name] = {"version": "", "location": str(dist.locate_file("")), "record": None,
+                                    "editable": False, "url": None, "files": [], "damaged": None}
+    try:
+        entry["version"] = dist.version
+    except Exception as exc:
+        entry["damaged"] = "METADATA: %s: %s" % (type(exc).__name__, exc)
+    if not isinstance(entry["version"], str) or not entry["version"]:
+        entry["version"], entry["damaged"] = "", entry["damaged"] or "METADATA names no Version"
     meta_dir = getattr(dist, "_path", None)
     if meta_dir is not None and (meta_dir / "RECORD").is_file():
-        record = str(meta_dir / "RECORD")
-    found["dists"][name] = {
-        "version": dist.version,
-        "location": str(dist.locate_file("")),
-        "record": record,
-        "editable": bool(info.get("dir_info", {}).get("editable")),
-        "url": info.get("url"),
-        "files": [str(f) for f in (dist.files or [])],
-    }
+        entry["record"] = str(meta_dir / "RECORD")
+    # damaged metadata is reported, not a crash of the probe: patchmgr names the file
+    try:
+        info = json.loads(dist.read_text("direct_url.json") or "{}")
+        if isinstance(info, dict):
+            entry["editable"] = bool((info.get("dir_info") or {}).get("editable"))
+            entry["url"] = info.get("url") if isinstance(info.get("url"), str) else None
+    except Exception as exc:
+        entry["damaged"] = "direct_url.json: %s: %s" % (type(exc).__name__, exc)
+    try:
+        entry["files"] = [str(f) for f in (dist.files or [])]
+    except Exception as exc:
+        entry["damaged"] = "its list of installed files (RECORD): %s: %s" % (type(exc).__name__, exc)
 print(json.dumps(found))
 """
+_NOT_PYTHON_HINT = "give the path of a Python 3 interpreter, e.g. VENV/bin/python"
+
+
+def interpreter_answer(python: str, output: bytes, read: Callable[[object], T]) -> T:
+    """What ``python`` printed for one of patchmgr's probe scripts, read strictly by ``read``.
+
+    Anything but UTF-8 JSON of the shape ``read`` expects (it raises ``KeyError``,
+    ``TypeError`` or ``ValueError`` otherwise) means ``python`` is not a Python
+    interpreter patchmgr can work with: bad input, exit 2.
+    """
+    def refused(why: str) -> UsageError:
+        return UsageError(f"--python {python} did not answer as a Python interpreter ({why})", _NOT_PYTHON_HINT)
+
+    try:
+        text = output.decode("utf-8")
+    except UnicodeDecodeError:
+        raise refused("its output is not UTF-8 text") from None
+    if not text.strip():
+        raise refused("it printed nothing")
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError):
+        raise refused(f"its output is not JSON: {_excerpt(text)}") from None
+    try:
+        return read(raw)
+    except KeyError as exc:
+        raise refused(f"its answer has no {exc}") from None
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise refused(f"its answer is not what the probe prints: {exc}") from None
+
+
+def run_probe(python: str, script: str, *args: str, timeout: float = 120, **options) -> bytes:
+    """Run ``script`` in ``python`` and return its standard output; bad input (exit 2) when it cannot run.
+
+    ``options`` go to ``subprocess.run`` (``env``, ``cwd``).
+    """
+    try:
+        done = subprocess.run([python, "-c", script, *args], capture_output=True, timeout=timeout, **options)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"--python {python}: it did not answer within {timeout:g}s",
+                         _NOT_PYTHON_HINT) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--python {python}: cannot run it ({cannot_run(python, exc)})", _NOT_PYTHON_HINT) \
+            from None
+    if done.returncode != 0:
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        last = lines[-1].strip() if lines else f"exit status {done.returncode}, no output"
+        raise UsageError(f"--python {python}: the interpreter failed ({last[:300]})",
+                         "give a working Python 3 interpreter (3.8 or later)")
+    return done.stdout
+
+
+def cannot_run(python: str, exc: OSError | ValueError) -> str:
+    """Why running ``python`` failed, in words: a folder, a file that is not executable, or the system's reason."""
+    if os.path.isdir(python):
+        return "it is a folder"
+    if os.path.isfile(python) and not os.access(python, os.X_OK):
+        return "it is not executable"
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+def _excerpt(text: str, length: int = 60) -> str:
+    text = text.strip()
+    return repr(text[:length]) + ("..." if len(text) > length else "")
 
 
 @dataclass(frozen=True)
@@ -177,27 +256,48 @@ def dist_name(upstream: Upstream) -> str:
 
 def probe(python: str, upstreams: list[Upstream]) -> Environment:
     names = sorted({dist_name(u) for u in upstreams})
-    try:
-        done = subprocess.run([python, "-c", _PROBE, json.dumps(names)], capture_output=True, text=True,
-                              timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UsageError(f"--python {python}: cannot run it ({exc})", "give the path of a Python interpreter") from exc
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UsageError(f"--python {python}: the interpreter failed ({last})", "give a working Python 3 interpreter")
-    raw = json.loads(done.stdout)
+    raw = interpreter_answer(python, run_probe(python, _PROBE, json.dumps(names)), partial(_probe_answer, names))
     dists = {}
     for upstream in upstreams:
         entry = raw["dists"].get(dist_name(upstream))
         if entry is None:
             continue
+        if entry["damaged"]:
+            where = entry["record"] or entry["location"]
+            raise StateError(f"{python}: the installed metadata of {dist_name(upstream)} {entry['version']} is "
+                             f"damaged ({entry['damaged']}; at {where})",
+                             f"reinstall it: {python} -m pip install --force-reinstall --no-deps "
+                             f"{dist_name(upstream)}" + (f"=={entry['version']}" if entry["version"] else ""))
         location = Path(entry["location"])
-        if entry["editable"] and (entry.get("url") or "").startswith("file://"):
+        if entry["editable"] and (entry["url"] or "").startswith("file://"):
             location = Path(entry["url"][len("file://"):])
         dists[upstream.name] = InstalledDist(upstream, dist_name(upstream), entry["version"], location,
                                              Path(entry["record"]) if entry["record"] else None, entry["editable"],
-                                             frozenset(Path(f).as_posix() for f in entry.get("files", [])))
+                                             frozenset(Path(f).as_posix() for f in entry["files"]))
     return Environment(python, Path(raw["prefix"]), dists)
+
+
+def _probe_answer(names: list[str], raw: object) -> dict:
+    """The probe's answer, every field of the type the probe prints (else ``TypeError``/``KeyError``)."""
+    typed(raw, dict, "the answer")
+    if not Path(typed(raw["prefix"], str, "prefix")).is_absolute():
+        raise ValueError(f"prefix {raw['prefix']!r} is not an absolute path")
+    typed(raw["executable"], str, "executable")
+    dists = typed(raw["dists"], dict, "dists")
+    for name in names:
+        if name not in dists:
+            continue
+        entry = typed(dists[name], dict, f"dists[{name!r}]")
+        typed(entry["version"], str, f"{name}: version")
+        if not Path(typed(entry["location"], str, f"{name}: location")).is_absolute():
+            raise ValueError(f"{name}: location {entry['location']!r} is not an absolute path")
+        text_or_none(entry["record"], f"{name}: record")
+        typed(entry["editable"], bool, f"{name}: editable")
+        text_or_none(entry["url"], f"{name}: url")
+        for file in typed(entry["files"], list, f"{name}: files"):
+            typed(file, str, f"{name}: a file")
+        text_or_none(entry["damaged"], f"{name}: damaged")
+    return raw
 
 
 def require_dists(environment: Environment, upstreams: list[Upstream]) -> list[InstalledDist]:
@@ -211,7 +311,9 @@ def require_dists(environment: Environment, upstreams: list[Upstream]) -> list[I
         elif upstream.version and not _same_version(dist.version, upstream.version):
             problems.append(f"{dist.name} {dist.version} is installed, but the pin is version {upstream.version}")
     if problems:
-        raise StateError(f"{environment.python}: " + "; ".join(problems),
+        # bad input (exit 2), like an interpreter that is not one: --python names an environment that does not
+        # hold what the manifest pins, so nothing was checked
+        raise UsageError(f"{environment.python}: " + "; ".join(problems),
                          "install the pinned versions, or restrict the run with --upstream NAME")
     return [environment.dists[u.name] for u in upstreams]
 

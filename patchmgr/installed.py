@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import base64
 import csv
+import errno
 import hashlib
 import io
 import json
+import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,8 +37,8 @@ from patchmgr.engine import CheckResult, Conflict, State, check_series
 from patchmgr.environment import (Environment, InstalledDist, InstalledSource, Placed, place_patch, probe,
                                   require_dists)
 from patchmgr.errors import PatchmgrError, StateError
-from patchmgr.journal import StateLock, apply_transaction, recover, require_real_folder
-from patchmgr.ledger import sha256_bytes
+from patchmgr.journal import JOURNAL, StateLock, apply_transaction, recover, require_real_folder
+from patchmgr.ledger import sha256_bytes, text_or_none, typed
 from patchmgr.manifest import Target, Upstream
 from patchmgr.patchfile import PatchFile
 from patchmgr.project import Project
@@ -101,26 +104,118 @@ class EnvState:
         if not self.ledger_path.is_file():
             return None
         try:
-            raw = json.loads(self.ledger_path.read_text())
-            return EnvLedger(raw["target"], raw["python"], [EnvUpstreamLedger(**u) for u in raw["upstreams"]])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise StateError(f"{self.ledger_path} is damaged ({exc})",
-                             "reinstall the distributions, then remove that folder") from exc
+            raw = typed(json.loads(self.ledger_path.read_text(encoding="utf-8")), dict, "the document")
+            return EnvLedger(typed(raw["target"], str, "target"), typed(raw["python"], str, "python"),
+                             [_upstream_entry(u) for u in typed(raw["upstreams"], list, "upstreams")])
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise StateError(f"{self.ledger_path}: the ledger is damaged ({why})",
+                             f"reinstall the distributions, then remove {self.folder}") from None
 
     def originals(self, entry: EnvUpstreamLedger | None) -> dict[str, bytes | None]:
         if entry is None:
             return {}
         found: dict[str, bytes | None] = {}
         for path, info in entry.files.items():
-            found[path] = None if info["original"] is None else self._saved(entry.name, info["original"])
+            found[path] = None if info["original"] is None else self.saved(entry, info["original"], path)
         return found
 
-    def _saved(self, upstream: str, digest: str) -> bytes:
-        data = self.backup_path(upstream, digest).read_bytes()
+    def saved(self, entry: EnvUpstreamLedger, digest: str, what: str) -> bytes:
+        """The original bytes of ``what`` (a file of ``entry``'s distribution) that apply kept, checked."""
+        backup = self.backup_path(entry.name, digest)
+        hint = (f"reinstall the distribution to get its files back ({_reinstall(entry)}), then remove "
+                f"{self.folder}")
+        try:
+            data = backup.read_bytes()
+        except FileNotFoundError:
+            raise StateError(f"the saved original of {what} ({entry.name}) is gone: {backup} was removed",
+                             hint) from None
+        except OSError as exc:
+            raise StateError(f"the saved original of {what} ({entry.name}) cannot be read: {backup}: "
+                             f"{exc.strerror or exc}", hint) from None
         if sha256_bytes(data) != digest:
-            raise StateError(f"the saved original {digest[:12]} of {upstream} is damaged",
-                             "reinstall the distribution to get its files back")
+            raise StateError(f"the saved original of {what} ({entry.name}) is damaged: {backup} no longer has "
+                             "the bytes apply kept", hint)
         return data
+
+
+def _reinstall(entry: EnvUpstreamLedger) -> str:
+    return f"pip install --force-reinstall --no-deps {entry.dist}=={entry.version}"
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _digest(value, what: str, none: bool = False) -> str | None:
+    """A sha256 the ledger names: also a file name under originals/, so nothing else is taken."""
+    if none and value is None:
+        return None
+    if not _DIGEST.fullmatch(typed(value, str, what)):
+        raise ValueError(f"{what} {value[:80]!r} is not a sha256")
+    return value
+
+
+def _upstream_entry(raw) -> EnvUpstreamLedger:
+    raw = typed(raw, dict, "an upstream entry")
+    name = typed(raw["name"], str, "an upstream's name")
+    if not name or name in (".", "..") or "/" in name or "\\" in name:
+        raise ValueError(f"upstream name {name!r} is not a name")
+    patches = []
+    for patch in typed(raw["patches"], list, f"{name}: patches"):
+        typed(patch, dict, f"{name}: a patch")
+        patches.append({"id": typed(patch["id"], str, f"{name}: a patch id"),
+                        "sha256": typed(patch["sha256"], str, f"{name}: a patch sha256")})
+    files = {}
+    for path, info in typed(raw["files"], dict, f"{name}: files").items():
+        typed(info, dict, f"{name}: the entry of {path}")
+        files[path] = {"installed": typed(info["installed"], str, f"{name}: {path}: installed"),
+                       "original": _digest(info["original"], f"{name}: {path}: original", none=True),
+                       "patched": _digest(info["patched"], f"{name}: {path}: patched", none=True)}
+    bytecode = {typed(compiled, str, f"{name}: a bytecode path"): _digest(digest, f"{name}: {compiled}")
+                for compiled, digest in typed(raw.get("bytecode", {}), dict, f"{name}: bytecode").items()}
+    return EnvUpstreamLedger(
+        name, typed(raw["dist"], str, f"{name}: dist"), typed(raw["version"], str, f"{name}: version"),
+        typed(raw["location"], str, f"{name}: location"), typed(raw["editable"], bool, f"{name}: editable"),
+        typed(raw["pin"], str, f"{name}: pin"), patches, files, text_or_none(raw["record"], f"{name}: record"),
+        _digest(raw["record_original"], f"{name}: record_original", none=True), bytecode)
+
+
+_WRITE_HINT = "make the environment writable (or work on a writable copy of it), then run again"
+
+
+@contextmanager
+def _locked(environment: Environment, writing: bool) -> Iterator[StateLock | None]:
+    """The environment's lock (one patchmgr at a time), or the real cause when it cannot be taken.
+
+    An environment on a read-only file system (or one this user may not write)
+    cannot be changed by any run, so a command that only reads it (status, a
+    dry run) goes on without the lock; one that writes is refused before it
+    changes anything, naming the cause.
+    """
+    lock = StateLock(environment.state_dir)
+    try:
+        lock.__enter__()
+    except OSError as exc:
+        journal = environment.state_dir / JOURNAL
+        if not writing and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not os.path.lexists(journal):
+            yield None
+            return
+        raise StateError(f"cannot write {exc.filename or environment.state_dir}: {exc.strerror or exc}; nothing "
+                         "was changed", _WRITE_HINT) from None
+    try:
+        yield lock
+    finally:
+        lock.__exit__(None, None, None)
+
+
+def _recover(environment: Environment) -> str | None:
+    """Finish or undo an interrupted run (under the lock); one error with the cause when it cannot."""
+    try:
+        return recover(environment.state_dir)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise StateError(f"cannot finish or undo the interrupted run in {environment.state_dir} ({where}"
+                         f"{exc.strerror or exc})", _WRITE_HINT) from None
 
 
 def _open(python: str, target: Target, only: Sequence[str]) -> tuple[Environment, list[Upstream]]:
@@ -140,8 +235,8 @@ def _check(project: Project, target: Target, store: Store, overrides: Mapping[st
     dists = require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     notes = []
-    with StateLock(environment.state_dir):
-        message = recover(environment.state_dir)
+    with _locked(environment, writing=False):
+        message = _recover(environment)
         if message:
             notes.append(message)
         ledger = state.read_ledger()
@@ -203,9 +298,9 @@ def apply_environment(project: Project, target: Target, store: Store, overrides:
     require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     # locked from the check to the last write: a second apply waits, then finds this one's result
-    with StateLock(environment.state_dir) as lock:
+    with _locked(environment, writing=not dry_run) as lock:
         status, notes = _check(project, target, store, overrides, environment, upstreams)
-        if lock.waited:
+        if lock is not None and lock.waited:
             notes.insert(0, f"waited {lock.waited:.1f}s for another patchmgr run on this environment")
         outcome = EnvOutcome(target.name, python, "refused", status, notes)
         if not status.ok:
@@ -336,11 +431,13 @@ def _plan_writes(state: EnvState, ledger: EnvLedger, status: TargetStatus
         record_original = old.record_original if old else None
         if dist.record is not None and not dist.editable:
             current = dist.record.read_bytes()
-            if old is None:
+            if old is None or record_original is None:
                 record_original = sha256_bytes(current)
                 writes[state.backup_path(dist.upstream.name, record_original)] = current
-            base = state._saved(dist.upstream.name, record_original) if old else current
-            writes[dist.record] = update_record(base, dist.location, record_updates)
+                base = current
+            else:
+                base = state.saved(old, record_original, f"{dist.name}'s RECORD")
+            writes[dist.record] = update_record(base, dist.location, record_updates, dist.record)
         entry = EnvUpstreamLedger(
             dist.upstream.name, dist.name, dist.version, str(dist.location), dist.editable,
             dist.upstream.commit, [{"id": r.patch.id, "sha256": r.patch.sha256} for r in upstream_status.results],
@@ -363,9 +460,21 @@ def record_hash(data: bytes) -> str:
     return f"sha256={digest}"
 
 
-def update_record(record: bytes, location: Path, changes: Mapping[str, bytes | None]) -> bytes:
+def _record_csv(record: bytes, where: Path | str) -> list[list[str]]:
+    """The rows of a RECORD (UTF-8 CSV, PEP 376); a damaged one is one error naming it."""
+    try:
+        return list(csv.reader(io.StringIO(record.decode("utf-8"), newline="")))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"it is not CSV: {exc}"
+        raise StateError(f"{where} is damaged ({why}); nothing was changed",
+                         "reinstall the distribution (pip install --force-reinstall --no-deps NAME==VERSION), "
+                         "then run again") from None
+
+
+def update_record(record: bytes, location: Path, changes: Mapping[str, bytes | None],
+                  where: Path | str = "RECORD") -> bytes:
     """RECORD with the hash and size of each changed file, new files added, removed ones dropped."""
-    rows = list(csv.reader(io.StringIO(record.decode("utf-8"))))
+    rows = _record_csv(record, where)
     by_path = {str((location / row[0]).resolve()) if row else "": index for index, row in enumerate(rows)}
     for absolute, data in changes.items():
         key = str(Path(absolute).resolve())
@@ -411,8 +520,8 @@ def _recovered(environment: Environment) -> list[str]:
     """Finish or undo an interrupted run first (under the lock: never a transaction a live run is writing)."""
     if not (environment.state_dir / "journal").exists():
         return []
-    with StateLock(environment.state_dir):
-        message = recover(environment.state_dir)
+    with _locked(environment, writing=True):
+        message = _recover(environment)
     return [message] if message else []
 
 
@@ -438,7 +547,7 @@ def _verify_upstream(project: Project, environment: Environment, upstream: Upstr
             problems.append(f"{upstream.name}: {installed} differs from what apply wrote")
         elif record_rows and actual is not None:
             row = record_rows.get(str(installed.resolve()))
-            if row is None or row[1] != record_hash(installed.read_bytes()):
+            if row is None or len(row) < 2 or row[1] != record_hash(installed.read_bytes()):
                 problems.append(f"{upstream.name}: RECORD does not match {installed}")
     return problems
 
@@ -447,8 +556,7 @@ def _record_rows(record: Path) -> dict[str, list[str]]:
     if not record.is_file():
         return {}
     location = record.parent.parent
-    rows = csv.reader(io.StringIO(record.read_text(encoding="utf-8")))
-    return {str((location / row[0]).resolve()): row for row in rows if row}
+    return {str((location / row[0]).resolve()): row for row in _record_csv(record.read_bytes(), record) if row}
 
 
 def revert_environment(target: Target, python: str, only: Sequence[str] = (), force: bool = False) -> EnvOutcome:
@@ -456,8 +564,8 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
     environment, upstreams = _open(python, target, only)
     state = EnvState(environment, target.name)
     outcome = EnvOutcome(target.name, python, "nothing-to-revert")
-    with StateLock(environment.state_dir):
-        message = recover(environment.state_dir)
+    with _locked(environment, writing=True):
+        message = _recover(environment)
         if message:
             outcome.notes.append(message)
         ledger = state.read_ledger()
@@ -477,9 +585,9 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
                 for stale in _bytecode_of(installed):
                     writes[stale] = None
             for compiled, digest in entry.bytecode.items():
-                writes[Path(compiled)] = state._saved(entry.name, digest)
+                writes[Path(compiled)] = state.saved(entry, digest, compiled)
             if entry.record and entry.record_original:
-                writes[Path(entry.record)] = state._saved(entry.name, entry.record_original)
+                writes[Path(entry.record)] = state.saved(entry, entry.record_original, f"{entry.dist}'s RECORD")
         remaining = [u for u in ledger.upstreams if u.name not in names]
         if remaining:
             ledger.upstreams = remaining
@@ -495,15 +603,14 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
 def environment_trees(target: Target, python: str, only: Sequence[str] = ()) -> list[SmokeTree]:
     """Each upstream's installed code for the smoke tests; unpatched means the saved originals put back."""
     environment, upstreams = _open(python, target, only)
+    # like apply and status: a missing distribution, or another version than the pin, is bad input (exit 2),
+    # never smoke tests run against code the manifest does not pin
+    dists = require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     notes = _recovered(environment)
     ledger = state.read_ledger()
     trees = []
-    for upstream in upstreams:
-        dist = environment.dists.get(upstream.name)
-        if dist is None:
-            trees.append(SmokeTree(upstream, None, f"{upstream.pypi or upstream.name} is not installed in {python}"))
-            continue
+    for upstream, dist in zip(upstreams, dists):
         entry = ledger.upstream(upstream.name) if ledger else None
         trees.append(SmokeTree(upstream, dist.import_root,
                                unpatched=partial(_unpatched_install, dist, state.originals(entry))))

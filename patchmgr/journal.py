@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from patchmgr.errors import StateError
+from patchmgr.ledger import text_or_none, typed
 
 JOURNAL = "journal"
 _KILL_AT = "PATCHMGR_FAULT_KILL_AT"  # fault injection for the kill tests: SIGKILL at step N
@@ -273,10 +274,7 @@ def recover(state_dir: Path) -> str | None:
         # killed while saving: nothing was written yet
         _remove_tree(journal)
         return "an interrupted run had not started writing; nothing to undo"
-    try:
-        doc = json.loads(marker.read_text())
-    except ValueError as exc:
-        raise StateError(f"{marker} is damaged ({exc})", "restore the environment from a backup") from exc
+    doc = _read_journal(marker)
     if doc["state"] == "committed":
         _settle(journal, doc)
         return "an interrupted run had finished writing; cleaned up after it"
@@ -296,6 +294,38 @@ def recover(state_dir: Path) -> str | None:
     _settle(journal, doc)
     undid = _count(len(doc["entries"]), "file write") + (f" and {_count(undone, 'folder move')}" if undone else "")
     return f"an interrupted run was rolled back ({undid} undone): everything is as it was before it"
+
+
+DAMAGED_HINT = ("patchmgr cannot tell what the interrupted run changed: check those files (or restore them from a "
+                "backup, or reinstall), then remove the journal folder")
+
+
+def _read_journal(marker: Path) -> dict:
+    """The journal, every field checked before anything is undone: a damaged one changes nothing."""
+    try:
+        doc = json.loads(marker.read_text(encoding="utf-8"))
+        typed(doc, dict, "the document")
+        if typed(doc["state"], str, "state") not in ("prepared", "committed"):
+            raise ValueError(f"state {doc['state']!r} is neither 'prepared' nor 'committed'")
+        for entry in typed(doc["entries"], list, "entries"):
+            typed(entry, dict, "an entry")
+            typed(entry["path"], str, "an entry's path")
+            saved = text_or_none(entry["saved"], "an entry's saved copy")
+            if saved is not None and not saved.isdigit():
+                raise ValueError(f"saved copy {saved!r} is not one this journal names")
+        for move in typed(doc.get("moves", []), list, "moves"):
+            if len(typed(move, list, "a move")) != 2:
+                raise ValueError("a move is not a pair of paths")
+            for path in move:
+                typed(path, str, "a moved path")
+        for key in ("discard", "made"):
+            for path in typed(doc.get(key, []), list, key):
+                typed(path, str, f"a path in {key}")
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise StateError(f"{marker} is damaged ({why}); nothing was changed",
+                         f"{DAMAGED_HINT} {marker.parent}") from None
+    return doc
 
 
 def _count(number: int, what: str) -> str:

@@ -52,41 +52,48 @@ class Ledger:
     def from_json(cls, text: str, where: Path) -> Ledger:
         try:
             raw = json.loads(text)
-            upstreams = [_upstream_entry(u) for u in _typed(raw, dict, "the document")["upstreams"]]
-            return cls(_typed(raw["target"], str, "target"), upstreams, raw.get("format", FORMAT))
+            upstreams = [_upstream_entry(u) for u in typed(raw, dict, "the document")["upstreams"]]
+            return cls(typed(raw["target"], str, "target"), upstreams, raw.get("format", FORMAT))
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise StateError(f"{where}: the ledger is damaged ({exc})",
                              "remove the folder and run `patchmgr apply` again") from None
 
 
-def _typed(value, kind: type, what: str):
-    """``value`` when it is a ``kind``: a ledger edited by hand or by another tool is refused, not half read."""
+def typed(value, kind: type, what: str):
+    """``value`` when it is a ``kind``: a ledger edited by hand or by another tool is refused, not half read.
+
+    Raises ``TypeError`` naming ``what``; shared by every reader of patchmgr's own JSON files (the ledgers, the
+    journal) and of what an interpreter answers to ``--python``.
+    """
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise TypeError(f"{what} is {type(value).__name__}, not {kind.__name__}")
     return value
 
 
-def _text_or_none(value, what: str) -> str | None:
-    return None if value is None else _typed(value, str, what)
+def text_or_none(value, what: str) -> str | None:
+    return None if value is None else typed(value, str, what)
+
+
+_typed, _text_or_none = typed, text_or_none  # the names they had before other modules shared them
 
 
 def _upstream_entry(raw) -> UpstreamLedger:
-    raw = _typed(raw, dict, "an upstream entry")
-    name = _typed(raw["name"], str, "an upstream's name")
-    patches = [AppliedPatch(_typed(p, dict, f"{name}: a patch")["id"], p["sha256"], p.get("commit"))
-               for p in _typed(raw["patches"], list, f"{name}: patches")]
+    raw = typed(raw, dict, "an upstream entry")
+    name = typed(raw["name"], str, "an upstream's name")
+    patches = [AppliedPatch(typed(p, dict, f"{name}: a patch")["id"], p["sha256"], p.get("commit"))
+               for p in typed(raw["patches"], list, f"{name}: patches")]
     for patch in patches:
-        _typed(patch.id, str, f"{name}: a patch id")
-        _typed(patch.sha256, str, f"{name}: a patch sha256")
-        _text_or_none(patch.commit, f"{name}: a patch commit")
-    files = {_typed(path, str, f"{name}: a file path"): _text_or_none(digest, f"{name}: the hash of {path}")
-             for path, digest in _typed(raw["files"], dict, f"{name}: files").items()}
-    absent = [_typed(path, str, f"{name}: an absent path") for path in _typed(raw.get("absent", []), list,
-                                                                               f"{name}: absent")]
-    return UpstreamLedger(name, _typed(raw["pin"], str, f"{name}: pin"),
-                          _typed(raw["base_commit"], str, f"{name}: base_commit"),
-                          _text_or_none(raw["head_commit"], f"{name}: head_commit"),
-                          _typed(raw["source"], str, f"{name}: source"), patches, files, absent)
+        typed(patch.id, str, f"{name}: a patch id")
+        typed(patch.sha256, str, f"{name}: a patch sha256")
+        text_or_none(patch.commit, f"{name}: a patch commit")
+    files = {typed(path, str, f"{name}: a file path"): text_or_none(digest, f"{name}: the hash of {path}")
+             for path, digest in typed(raw["files"], dict, f"{name}: files").items()}
+    absent = [typed(path, str, f"{name}: an absent path") for path in typed(raw.get("absent", []), list,
+                                                                              f"{name}: absent")]
+    return UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"),
+                          typed(raw["base_commit"], str, f"{name}: base_commit"),
+                          text_or_none(raw["head_commit"], f"{name}: head_commit"),
+                          typed(raw["source"], str, f"{name}: source"), patches, files, absent)
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -19,8 +19,12 @@ anything runs and handed to pytest after ``--``.
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,9 +39,10 @@ from pathlib import Path
 
 import patchmgr
 from patchmgr.checkout import STATE, locked_into
+from patchmgr.environment import cannot_run, interpreter_answer, run_probe
 from patchmgr.errors import UsageError
 from patchmgr.gitio import GitRepo
-from patchmgr.ledger import read_ledger
+from patchmgr.ledger import read_ledger, text_or_none, typed
 from patchmgr.lint import smoke_test_problem
 from patchmgr.manifest import Target, Upstream
 from patchmgr.patchfile import PatchFile
@@ -152,13 +157,206 @@ def patch_verdict(patch: str, upstream: str, results: Sequence[SmokeResult], unp
 
 
 def available_devices(python: str) -> dict[str, str | None]:
-    """Each device mapped to None when usable, else the reason it is not."""
-    done = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        return {d: f"cannot probe devices: {done.stderr.strip().splitlines()[-1:]}" for d in DEVICES}
-    import json
+    """Each device mapped to None when usable, else the reason it is not.
 
-    return json.loads(done.stdout)
+    Its answer is read as strictly as the environment probe's (``--python`` that
+    prints something else is bad input, exit 2, never a traceback).
+    """
+    try:
+        done = subprocess.run([python, "-c", _PROBE], capture_output=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return {d: "cannot probe devices: importing torch took more than 300s" for d in DEVICES}
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--python {python}: cannot run it ({cannot_run(python, exc)})",
+                         "give the path of a Python 3 interpreter") from None
+    if done.returncode != 0:
+        last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        return {d: f"cannot probe devices: {last[0][:300] if last else f'exit status {done.returncode}'}"
+                for d in DEVICES}
+    return interpreter_answer(python, done.stdout, _devices_answer)
+
+
+def _devices_answer(raw: object) -> dict[str, str | None]:
+    typed(raw, dict, "the answer")
+    return {device: text_or_none(raw[device], device) for device in DEVICES}
+
+
+# Which distribution a missing import is installed from, when the names differ (megatron alone: the smoke
+# tests import megatron.core from the environment, megatron.bridge comes from the upstream under test).
+_DISTRIBUTION_OF = {"megatron": "megatron-core", "megatron.core": "megatron-core", "yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn"}
+
+_NEEDS_PROBE = r"""
+import importlib, importlib.machinery, importlib.util, json, sys
+need = json.loads(sys.argv[1])
+missing, broken = [], []
+
+
+def lacking(name):
+    # the part of dotted ``name`` that is not installed, found without importing anything; below a
+    # namespace package (megatron.bridge and megatron.core come from two distributions) each part is
+    # looked up, below a regular package its own subpackages are taken to ship with it
+    parts = name.split(".")
+    spec = importlib.util.find_spec(parts[0])
+    if spec is None:
+        return parts[0]
+    for depth in range(1, len(parts)):
+        if spec.origin not in (None, "namespace") or not spec.submodule_search_locations:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:depth + 1]),
+                                                        list(spec.submodule_search_locations))
+        if spec is None:
+            return ".".join(parts[:depth + 1])
+    return None
+
+
+for name in need["find"]:
+    try:
+        lacks = lacking(name)
+        if lacks:
+            missing.append(lacks)
+    except Exception as exc:
+        broken.append("%s: %s: %s" % (name, type(exc).__name__, exc))
+for name in need["import"]:
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top and top != "patchmgr":
+            missing.append(top)
+            if top in need["deps"]:  # one of patchmgr's own: name every one that is missing at once
+                missing += [dep for dep in need["deps"] if importlib.util.find_spec(dep) is None]
+        else:
+            broken.append("%s: %s" % (name, exc))
+    except Exception as exc:
+        broken.append("%s: %s: %s" % (name, type(exc).__name__, exc))
+print(json.dumps({"missing": missing, "broken": broken}))
+"""
+
+
+def check_smoke_needs(project: Project, trees: Sequence[SmokeTree], python: str) -> None:
+    """Before any test runs: ``python`` can import pytest and what the selected smoke tests import.
+
+    The tests and every conftest.py pytest loads for them (from the project
+    root down) are read for their imports: modules of their own folders are
+    theirs, patchmgr's modules come from this patchmgr (PYTHONPATH) and are
+    imported there for real, so that what they need (typer, rich, ... for
+    ``patchmgr.cli``) is found missing too; every other top-level module must be
+    installed in that environment. Missing ones are bad input, exit 2, like a
+    missing distribution (``require_dists``): ``--python`` names an environment
+    that does not hold what the run needs, and nothing was run.
+    """
+    files = [project.root / value.split("::", 1)[0] for tree in trees if tree.patched_root is not None
+             for patch in project.patches(tree.upstream) for value in smoke_tests(project, patch)]
+    if not files:
+        return
+    find, imports = {"pytest"}, set()
+    for path in _with_conftests(project.root, files):
+        for module in _imported_modules(path):
+            top = module.split(".")[0]
+            if top == "patchmgr":
+                imports.add(module)
+            elif not _local_module(project.root, path.parent, top):
+                find.add(module)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_package_parent(),
+                                                                      os.environ.get("PYTHONPATH")]))}
+    need = {"find": sorted(find, key=lambda name: (name != "pytest", name)), "import": sorted(imports),
+            "deps": _own_dependencies()}
+    output = run_probe(python, _NEEDS_PROBE, json.dumps(need),
+                       timeout=300, env=env, cwd=project.root)
+    answer = interpreter_answer(python, output, _needs_answer)
+    missing = list(dict.fromkeys(answer["missing"]))
+    if missing:
+        requirements = " ".join(shlex.quote(_requirement(name)) for name in missing)
+        raise UsageError(f"--python {python} lacks {', '.join(missing)} (the smoke tests import them); "
+                         "nothing was run",
+                         f"install them there, e.g. {python} -m pip install {requirements}")
+    if answer["broken"]:
+        raise UsageError(f"--python {python} cannot import what the smoke tests need ({answer['broken'][0]}); "
+                         "nothing was run", "use an interpreter of the Python version patchmgr runs on, with "
+                         "patchmgr's own dependencies installed")
+
+
+def _needs_answer(raw: object) -> dict[str, list[str]]:
+    typed(raw, dict, "the answer")
+    return {key: [typed(item, str, f"an item of {key}") for item in typed(raw[key], list, key)]
+            for key in ("missing", "broken")}
+
+
+def _with_conftests(root: Path, files: Sequence[Path]) -> list[Path]:
+    """``files`` and every conftest.py pytest loads for them: in each folder from ``root`` down to theirs."""
+    found: dict[Path, None] = {}
+    for path in files:
+        folder = root
+        for part in path.parent.relative_to(root).parts if root in path.parents else ():
+            if (folder / "conftest.py").is_file():
+                found[folder / "conftest.py"] = None
+            folder = folder / part
+        if (folder / "conftest.py").is_file():
+            found[folder / "conftest.py"] = None
+        found[path] = None
+    return list(found)
+
+
+def _imported_modules(path: Path) -> list[str]:
+    """The absolute imports of a Python file, except those inside ``try`` (an optional import guards itself)."""
+    try:
+        tree = ast.parse(path.read_bytes(), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return []  # pytest reports it as the test's own error
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try):
+            guarded.update(id(inner) for statement in node.body for inner in ast.walk(statement))
+    modules = []
+    for node in ast.walk(tree):
+        if id(node) in guarded:
+            continue
+        if isinstance(node, ast.Import):
+            modules += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and node.module != "__future__":
+            modules.append(node.module)
+            if node.module == "patchmgr":  # from patchmgr import loader
+                modules += [f"patchmgr.{alias.name}" for alias in node.names]
+    return modules
+
+
+def _local_module(root: Path, folder: Path, name: str) -> bool:
+    """Whether ``name`` is a module of the tests' own folders (pytest puts them on sys.path)."""
+    while True:
+        if (folder / f"{name}.py").is_file() or (folder / name).is_dir():
+            return True
+        if folder == root or root not in folder.parents:
+            return False
+        folder = folder.parent
+
+
+def _declared() -> list[str]:
+    """patchmgr's declared requirements (its runtime dependencies, and its extras with their markers)."""
+    try:
+        return importlib.metadata.requires("patchmgr") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return []
+
+
+def _own_dependencies() -> list[str]:
+    """The import names of patchmgr's runtime dependencies (typer, rich, ...)."""
+    names = [re.split(r"[\s<>=!~\[;(]", line.strip(), maxsplit=1)[0] for line in _declared() if ";" not in line]
+    return [name.replace("-", "_").lower() for name in names if name]
+
+
+def _requirement(module: str) -> str:
+    """What to pip install for ``module``: patchmgr's own pin when it declares one (torch==2.13.0, ...)."""
+    name = _DISTRIBUTION_OF.get(module, module)
+    for line in _declared():
+        requirement = line.split(";", 1)[0].strip()
+        if re.match(rf"{re.escape(name)}(?![\w.-])", requirement, re.IGNORECASE):
+            return requirement.replace(" ", "")
+    return name
+
+
+def _package_parent() -> str:
+    """The folder that holds this patchmgr package: on PYTHONPATH for the smoke tests' ``import patchmgr``."""
+    return str(Path(patchmgr.__file__).resolve().parent.parent)
 
 
 def smoke_tests(project: Project, patch: PatchFile) -> list[str]:
@@ -224,10 +422,13 @@ def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list
 
 def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: str, unpatched: bool,
               python: str | None = None) -> SmokeReport:
+    checked_python = python
     python = python or sys.executable
     if device not in ("auto", *DEVICES):
         raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
     check_smoke_tests(project, trees)
+    if checked_python is not None:  # --python: an environment of the user's, checked before anything runs
+        check_smoke_needs(project, trees, checked_python)
     probe = available_devices(python)
     devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
     report = SmokeReport(target.name, unpatched, notes=[note for tree in trees for note in tree.notes])
@@ -299,7 +500,7 @@ def _run_pytest(project: Project, patch: PatchFile, upstream: str, tests: list[s
                 device: str, python: str) -> list[SmokeResult]:
     with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        package_parent = str(Path(patchmgr.__file__).resolve().parent.parent)
+        package_parent = _package_parent()
         env = {**os.environ, "PATCHMGR_SMOKE_ROOT": str(root), "PATCHMGR_SMOKE_DEVICE": device,
                "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])),
                "PYTHONDONTWRITEBYTECODE": "1"}

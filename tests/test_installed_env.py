@@ -113,12 +113,12 @@ def test_apply_verify_smoke_revert(env, run):
     code, smoke = run("smoke", "--target", "ascend", "--python", str(python), "--device", "cpu", *ONLY)
     ran = [r for r in smoke["results"] if r["result"] != "skipped"]
     assert code == 0, smoke
-    assert len(ran) == 5 and all(r["result"] == "passed" for r in ran)
+    assert len(ran) >= 5 and all(r["result"] == "passed" for r in ran)
     code, smoke = run("smoke", "--target", "ascend", "--python", str(python), "--device", "cpu", "--unpatched",
                       *ONLY)
     ran = [r for r in smoke["results"] if r["result"] != "skipped"]
     assert code == 0, smoke
-    assert len(ran) == 5 and all(r["result"] == "failed" for r in ran)
+    assert len(ran) >= 5 and all(r["result"] == "failed" for r in ran)
     assert {p["verdict"] for p in smoke["patches"]} == {"proven"} and len(smoke["patches"]) == 3
     assert snapshot(site_dir) == patched  # the unpatched run worked on a copy
 
@@ -175,7 +175,7 @@ def test_missing_or_wrong_version_is_named(tmp_path, run):
     subprocess.run([sys.executable, "-m", "venv", str(bare)], check=True)
     capture = subprocess.run([sys.executable, "-m", "patchmgr", "apply", "--target", "ascend", "--python",
                               str(bare / "bin" / "python"), "--root", str(ROOT)], capture_output=True, text=True)
-    assert capture.returncode == 1
+    assert capture.returncode == 2  # bad input: --python names an environment without the pinned distributions
     assert "megatron-bridge is not installed (wanted 0.4.2)" in capture.stderr
     assert "vllm-ascend is not installed (wanted 0.23.0)" in capture.stderr
     assert "Traceback" not in capture.stderr
