@@ -185,7 +185,12 @@ def locked_into(into: Path, notes: list[str]) -> Iterator[None]:
     """Hold DIR's lock, after finishing or undoing an interrupted apply (which one is added to ``notes``)."""
     waited = 0.0
     while True:
-        with StateLock(into / STATE) as lock:
+        with ExitStack() as stack:
+            try:
+                lock = stack.enter_context(StateLock(into / STATE))
+            except OSError as exc:  # a read-only or full DIR: say so, never a traceback
+                raise StateError(f"cannot lock {into}: {exc.strerror or exc} ({exc.filename or into / STATE})",
+                                 "give a folder patchmgr can write, or fix its file system") from None
             waited += lock.waited
             if not _lock_file_current(lock):
                 continue  # a failed run removed the DIR it had made while this one waited: lock it anew
@@ -521,8 +526,20 @@ def verify_into(project: Project, target: Target, into: Path, only: Sequence[str
     outcome = VerifyOutcome(target.name, into)
     if not (into / STATE).is_dir():  # no apply ever ran there: nothing to recover, and no lock to leave behind
         return _verify_ledger(project, target, into, only, outcome)
+    if not os.access(into / STATE, os.W_OK) or _read_only(into):
+        # a read-only DIR (an image layer, a read-only mount): no run can be changing it, and nothing
+        # could be recovered there, so verify reads it as it is, unless a journal says a run was cut off
+        if os.path.lexists(into / STATE / "journal"):
+            raise StateError(f"{into} holds an interrupted apply, and its file system is read-only",
+                             "make it writable, then run verify again (it finishes or undoes that apply)")
+        outcome.notes.append(f"{into} is read-only: verified without taking its lock")
+        return _verify_ledger(project, target, into, only, outcome)
     with locked_into(into, outcome.notes):
         return _verify_ledger(project, target, into, only, outcome)
+
+
+def _read_only(folder: Path) -> bool:
+    return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
 
 
 def _verify_ledger(project: Project, target: Target, into: Path, only: Sequence[str],

@@ -266,3 +266,32 @@ def test_apply_into_the_patches_folder_is_refused(scene):
     result = scene.run("apply", "--target", "t", "--into", str(scene.project.root / "patches"),
                        "--source", f"lib={scene.upstream.path}")
     assert_one_error(result, 2, "patches")
+
+
+# -- a read-only --into folder (a real read-only mount) ----------------------------
+@pytest.fixture
+def read_only_into(scene, tmp_path):
+    """``scene.into`` copied onto a tmpfs that is then remounted read-only."""
+    import shutil
+    import subprocess
+
+    from conftest import require
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True)
+    require(made.returncode == 0, f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        shutil.copytree(scene.into, mount / "build", symlinks=True)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        yield mount / "build"
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_read_only_into(scene, read_only_into):
+    scene.patch(good_patch(scene))
+    scene.into = read_only_into
+    applied = scene.run("apply", "--target", "t", "--into", str(read_only_into), "--source", f"lib={scene.upstream.path}")
+    assert_one_error(applied, 1, "Read-only file system")
+    verified = scene.run("verify", "--target", "t", "--into", str(read_only_into))
+    assert "Traceback" not in verified.err and "read-only" in verified.out + verified.err
