@@ -1,24 +1,45 @@
 # The Ascend training image, built the way users build it today, but through patchmgr.
 #
 #   docker build -t qwen3vl-ascend .
-#   docker build -t qwen3vl-cpu --build-arg BASE_IMAGE=python:3.11-slim --build-arg VARIANT=cpu \
-#       --build-arg UPSTREAMS="megatron-bridge vllm-ascend" .
+#   docker build -t qwen3vl-cpu --build-arg BASE_IMAGE=python:3.12 --build-arg VARIANT=cpu \
+#       --build-arg UPSTREAMS="megatron-bridge vllm-ascend" \
+#       --build-arg PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu .
 #
-# Every step is docker/build.sh, which tests run end to end without Docker.
-ARG BASE_IMAGE=quay.io/ascend/vllm-ascend:v0.22.1rc1-a3
+# Every step is docker/build.sh STEP, one per layer. The base needs python3 (with its
+# venv module) and git; patchmgr and what it installs go into a virtual environment created with
+# --system-site-packages, so a base whose Python is externally managed (PEP 668: Debian,
+# Ubuntu 24.04) works as well as one whose Python is not, and the base's torch and
+# torch_npu stay visible.
+#
+# The base's vllm-ascend is the manifest's pin (manifests/ascend.toml: 0.23.0, commit
+# 5cb98caa): `apply --python` on the image refuses any other installed version, so keep
+# this tag and that pin moving together.
+ARG BASE_IMAGE=quay.io/ascend/vllm-ascend:v0.23.0-a3
 FROM ${BASE_IMAGE}
 
 ARG VARIANT=ascend
 ARG TARGET=ascend
 ARG UPSTREAMS=""
+# Where pip and patchmgr download from, for this build only (not kept in the image):
+# a PyPI mirror (PIP_INDEX_URL, PATCHMGR_INDEX_URL), the PyTorch CPU index or a folder or
+# page of local wheels for the cpu variant (PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS).
+# Unset ones stay unset; proxies come through Docker's predefined HTTPS_PROXY etc.
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_FIND_LINKS
+ARG PIP_TRUSTED_HOST
+ARG PIP_DEFAULT_TIMEOUT
+ARG PATCHMGR_INDEX_URL
 ENV PATCHMGR_HOME=/opt/patchmgr \
     PATCHMGR_CACHE=/opt/patchmgr/cache \
     BUILD_DIR=/opt/upstreams \
-    PYTHON=python3 \
+    VENV=/opt/venv \
+    PYTHON=/opt/venv/bin/python \
+    PATH=/opt/venv/bin:$PATH \
     VARIANT=${VARIANT} TARGET=${TARGET} UPSTREAMS=${UPSTREAMS}
 WORKDIR /opt/patchmgr
 
-# 1. patchmgr itself: rebuilt only when the tool changes
+# 1. patchmgr itself in its virtual environment: rebuilt only when the tool changes
 COPY pyproject.toml README.md requirements-smoke-nodeps.txt ./
 COPY patchmgr/ patchmgr/
 COPY docker/build.sh docker/build.sh

@@ -237,12 +237,12 @@ def inner_sweep(bench: Bench, up: Upstream, mode: str) -> None:
     patches again only at a commit that changed one of its files. ``series``: the
     engine's ``check_series`` at every commit, nothing kept between commits.
     """
-    from patchmgr.engine import check_series
-    from patchmgr.gitio import merge_texts
-    from patchmgr.history import Walk
-    from patchmgr.project import Project
-    from patchmgr.sources import GitSource, open_git_source
-    from patchmgr.store import Store
+    from patchmgr.engine.classify import check_series
+    from patchmgr.io.git import merge_texts
+    from patchmgr.history.walk import Walk
+    from patchmgr.model.project import Project
+    from patchmgr.sources.upstream import GitSource, open_git_source
+    from patchmgr.sources.store import Store
 
     commits = sweep_commits(bench, up)
     started, cpu = time.perf_counter(), time.process_time()
@@ -471,8 +471,8 @@ def big_patch_files(bench: Bench, variant: str) -> tuple[Path, Path]:
 
 def inner_big_patch(bench: Bench, variant: str) -> None:
     """Runs in a child process: read the patch and classify it against the tree, ``runs`` times."""
-    from patchmgr.engine import check_patch
-    from patchmgr.patchfile import read_patch
+    from patchmgr.engine.classify import check_patch
+    from patchmgr.model.patchfile import read_patch
 
     tree, patch_path = big_patch_files(bench, variant)
 
@@ -663,8 +663,9 @@ def main(argv: list[str] | None = None) -> int:
                                                            Path.home() / ".cache") / "patchmgr-bench",
                         help="where generated histories, clones and environments are kept between runs")
     parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md")
-    parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"),
-                        help="folder of local mirrors of the ascend upstreams (OWNER+NAME/repo)")
+    parser.add_argument("--mirrors", type=Path, default=Path(os.environ.get("PATCHMGR_MIRRORS", "~/src/mirrors")).expanduser(),
+                        help="folder of local mirrors of the ascend upstreams (OWNER+NAME/repo); "
+                        "default $PATCHMGR_MIRRORS or ~/src/mirrors")
     parser.add_argument("--only", choices=["big-patch"],
                         help="run one case alone (big-patch: needs no generated history); its section of "
                              "--results is updated, the rest of the file is kept")

@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
-# The image build's steps. The Dockerfile runs them one per layer; tests run `all`
-# end to end in a fresh virtual environment, since no Docker engine runs there.
+# The image build's steps. The Dockerfile runs them one per layer; `all` runs them in
+# order outside Docker (into a virtual environment, say).
 #
 #   docker/build.sh install-tool | fetch | apply | install-upstreams | verify | smoke | all
 #
-# Settings (environment): PYTHON (interpreter of the environment being built),
-# TARGET (manifest), VARIANT (ascend: the base image brings torch and torch_npu;
-# cpu: install the CPU smoke stack), UPSTREAMS (space-separated subset of the
-# target's upstreams, empty for all), BUILD_DIR (where patched checkouts go),
-# PATCHMGR_CACHE (patchmgr's download cache).
+# Settings (environment):
+#   VENV         install-tool creates a virtual environment there (--system-site-packages,
+#                from BASE_PYTHON, default python3): an externally managed (PEP 668) base
+#                Python is never installed into, and the base's torch/torch_npu stay visible
+#   PYTHON       interpreter of the environment being built (default VENV's, else python3)
+#   TARGET       manifest; UPSTREAMS: space-separated subset of its upstreams (empty: all)
+#   VARIANT      ascend: the base brings torch and torch_npu; cpu: install the CPU smoke stack
+#   BUILD_DIR    where patched checkouts go; PATCHMGR_CACHE: patchmgr's download cache
+#   PIP_*        pip's own settings (index, mirrors, local wheels), as pip reads them
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 PATCHMGR_HOME=${PATCHMGR_HOME:-$here}
-PYTHON=${PYTHON:-python3}
+VENV=${VENV:-}
+BASE_PYTHON=${BASE_PYTHON:-python3}
+if [ -n "$VENV" ]; then PYTHON=${PYTHON:-$VENV/bin/python}; else PYTHON=${PYTHON:-python3}; fi
 TARGET=${TARGET:-ascend}
 VARIANT=${VARIANT:-ascend}
 UPSTREAMS=${UPSTREAMS:-}
 BUILD_DIR=${BUILD_DIR:-/opt/upstreams}
 export PATCHMGR_CACHE=${PATCHMGR_CACHE:-$PATCHMGR_HOME/.cache}
+
+# build arguments that were not given arrive empty: an empty pip setting is no setting
+for var in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_FIND_LINKS PIP_TRUSTED_HOST PIP_DEFAULT_TIMEOUT PATCHMGR_INDEX_URL; do
+    if [ -z "${!var:-}" ]; then unset "$var"; fi
+done
 
 only=()
 for name in $UPSTREAMS; do only+=(--upstream "$name"); done
@@ -27,10 +38,15 @@ say() { printf '\n== %s\n' "$*"; }
 pm() { "$PYTHON" -m patchmgr "$@" --root "$PATCHMGR_HOME"; }
 
 install_tool() {
-    say "install patchmgr ($VARIANT)"
+    if [ -n "$VENV" ] && [ ! -x "$VENV/bin/python" ]; then
+        say "virtual environment $VENV (--system-site-packages, from $BASE_PYTHON)"
+        "$BASE_PYTHON" -m venv --system-site-packages "$VENV"
+    fi
+    say "install patchmgr ($VARIANT) into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
     case "$VARIANT" in
         cpu)
-            # torch pinned exactly: a CPU build; megatron-core declares Python >= 3.12
+            # torch comes from wherever pip is pointed (PIP_EXTRA_INDEX_URL=the PyTorch CPU
+            # index, or PIP_FIND_LINKS=local wheels) or else PyPI; megatron-core declares Python >= 3.12
             # but the modules the smoke tests load import on 3.11.
             "$PYTHON" -m pip install --quiet "$PATCHMGR_HOME[smoke]"
             "$PYTHON" -m pip install --quiet --no-deps --ignore-requires-python \
@@ -44,7 +60,27 @@ install_tool() {
 
 fetch_upstreams() {
     say "fetch each upstream at its pin into $PATCHMGR_CACHE"
-    pm fetch --target "$TARGET" "${only[@]}"
+    # This layer must not depend on the patches (a patch edit would re-download every
+    # upstream), but loading a manifest checks that its patch files exist. So fetch runs
+    # on a copy of the manifests with an empty stand-in for each patch file they list;
+    # fetch reads no patch, and the copy is gone before the layer is committed.
+    local stage
+    stage=$(mktemp -d)
+    cp -R "$PATCHMGR_HOME/manifests" "$stage/manifests"
+    "$PYTHON" - "$stage" <<'PY'
+import sys, tomllib
+from pathlib import Path
+stage = Path(sys.argv[1])
+for manifest in (stage / "manifests").glob("*.toml"):
+    for name, upstream in tomllib.loads(manifest.read_text()).get("upstreams", {}).items():
+        for patch_id in upstream.get("patches", []):
+            (stage / "patches" / name).mkdir(parents=True, exist_ok=True)
+            (stage / "patches" / name / f"{patch_id}.patch").touch()
+PY
+    local status=0
+    "$PYTHON" -m patchmgr fetch --target "$TARGET" "${only[@]}" --root "$stage" || status=$?
+    rm -rf "$stage"
+    return "$status"
 }
 
 apply_patches() {
