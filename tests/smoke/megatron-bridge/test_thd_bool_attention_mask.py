@@ -20,6 +20,35 @@ import torch
 import torch.cuda.nvtx
 from megatron.core.packed_seq_params import PackedSeqParams
 
+# The half-fixes these tests catch, each a plausible wrong or partial version of the patch:
+# tests/halffixes/megatron-bridge/thd-bool-attention-mask/<name>.patch.
+# tests/test_half_fixes.py applies each in its place and requires smoke to fail by assertion with a
+# reason containing HALF_FIX_REASONS[name].
+HALF_FIXES = {
+    "int32-only": (
+        "preprocess_packed_seqs converts only int32 masks: the int64 0/1 mask of a tokenizer is still a fancy "
+        "index, which the integer-mask test packs in every dtype"
+    ),
+    "first-stage-only": (
+        "only the pre_process branch builds a bool mask: on a later pipeline stage the THD ids and mrope "
+        "positions still collapse, which the later-stage forward checks"
+    ),
+    "cp1-index-only": (
+        "the .bool() is added at the cp_size == 1 indexing only: the context-parallel split still "
+        "fancy-indexes, which the integer-mask test checks on two CP ranks"
+    ),
+    "model-only": (
+        "model.py builds bool masks but preprocess_packed_seqs takes a caller's 0/1 integer mask as indices, "
+        "which the integer-mask test passes it"
+    ),
+}
+HALF_FIX_REASONS = {
+    "int32-only": "as a fancy index",
+    "first-stage-only": "THD packing collapsed",
+    "cp1-index-only": "as a fancy index",
+    "model-only": "as a fancy index",
+}
+
 MODEL = "megatron.bridge.models.qwen_vl.modelling_qwen3_vl.model"
 UTILS = "megatron.bridge.models.qwen_vl.modelling_qwen3_vl.utils"
 
@@ -89,23 +118,62 @@ def test_forward_packs_thd_with_true_mrope_positions(load_upstream, monkeypatch,
 
     (call,) = model.language_model.calls
     # Unpatched: every position is 1 ([1, 1, 1, ...]), every packed id the row's 2nd token.
-    assert call["position_ids"].tolist() == [[PACKED_POSITIONS.tolist()]] * 3
-    assert call["input_ids"].tolist() == [PACKED_IDS.tolist()]
+    positions = call["position_ids"].tolist()
+    assert positions == [[PACKED_POSITIONS.tolist()]] * 3, (
+        f"THD packing collapsed: mrope positions {positions[0][0]} instead of {PACKED_POSITIONS.tolist()}")
+    packed_ids = call["input_ids"].tolist()
+    assert packed_ids == [PACKED_IDS.tolist()], (
+        f"THD packing collapsed: packed input ids {packed_ids} instead of {[PACKED_IDS.tolist()]}")
     assert call["attention_mask"] is None
     if pre_process:
-        assert call["decoder_input"].flatten().tolist() == PACKED_IDS.float().tolist()
+        embedded = call["decoder_input"].flatten().tolist()
+        assert embedded == PACKED_IDS.float().tolist(), (
+            f"THD packing collapsed: packed embeddings {embedded} instead of {PACKED_IDS.float().tolist()}")
 
 
-def test_preprocess_packed_seqs_accepts_a_0_1_integer_mask(load_upstream):
+class _Rank:
+    def __init__(self, rank: int, size: int) -> None:
+        self._rank, self._size = rank, size
+
+    def rank(self) -> int:
+        return self._rank
+
+    def size(self) -> int:
+        return self._size
+
+
+# A caller's keep-mask as 0/1: the second sequence is right-padded by 2.
+KEEP = [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]
+# What preprocess_packed_seqs packs for KEEP, per layout (tp 1). With context parallelism of 2 each
+# sequence is padded to a multiple of 4 and split into 4 chunks; rank r keeps chunks r and 3 - r.
+PACKED_BY_LAYOUT = {
+    "cp 1": [11, 12, 13, 14, 15, 16, 21, 22, 23, 24],
+    "cp 2, rank 0": [11, 12, 0, 0, 21, 24],
+    "cp 2, rank 1": [13, 14, 15, 16, 22, 23],
+}
+LAYOUTS = {"cp 1": (0, 1), "cp 2, rank 0": (0, 2), "cp 2, rank 1": (1, 2)}
+
+
+def test_preprocess_packed_seqs_packs_a_0_1_integer_mask_like_a_bool_mask(load_upstream):
+    """Every integer dtype a caller's mask comes in (int64 from tokenizers, int32, uint8), with and without
+    context parallelism: one test, so that it fails on the unpatched tree as a whole."""
     utils = load_upstream("megatron.bridge", UTILS)
-    pg_collection = types.SimpleNamespace(cp=_SingleRankGroup(), tp=_SingleRankGroup())
-    # A caller's keep-mask as 0/1 integers: the second sequence is right-padded by 2.
-    attention_mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]], dtype=torch.int32)
-
-    # Unpatched: fancy indexing picks 6 elements for a 4-token slot and raises.
-    packed, params = utils.preprocess_packed_seqs(
-        INPUT_IDS, attention_mask, pre_process=True, pg_collection=pg_collection
-    )
-
-    assert packed.tolist() == [[11, 12, 13, 14, 15, 16, 21, 22, 23, 24]]
-    assert params.cu_seqlens_q.tolist() == [0, 6, 10]
+    wrong = []
+    for layout, (cp_rank, cp_size) in LAYOUTS.items():
+        pg_collection = types.SimpleNamespace(cp=_Rank(cp_rank, cp_size), tp=_Rank(0, 1))
+        want = PACKED_BY_LAYOUT[layout]
+        for dtype in (torch.int64, torch.int32, torch.uint8, torch.bool):
+            try:
+                packed, params = utils.preprocess_packed_seqs(
+                    INPUT_IDS, torch.tensor(KEEP, dtype=dtype), pre_process=True, pg_collection=pg_collection
+                )
+            except (RuntimeError, IndexError) as exc:
+                # unpatched, cp 1: the fancy index picks 6 elements for a 4-token slot
+                wrong.append(f"{dtype} ({layout}) raised {type(exc).__name__}: {exc}")
+                continue
+            if packed.tolist() != [want]:
+                wrong.append(f"{dtype} ({layout}) packed {packed.tolist()[0]} instead of {want}")
+            elif layout == "cp 1" and params.cu_seqlens_q.tolist() != [0, 6, 10]:
+                wrong.append(f"{dtype} ({layout}) gave cu_seqlens {params.cu_seqlens_q.tolist()}")
+    assert not wrong, (
+        "preprocess_packed_seqs used a 0/1 integer mask as a fancy index, not as a mask: " + "; ".join(wrong))

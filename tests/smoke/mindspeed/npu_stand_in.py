@@ -5,8 +5,11 @@ machine without an Ascend NPU. It stands in only for what cannot exist here:
 
 - ``torch_npu.npu_fusion_attention``: the fused attention kernel, computed in plain
   torch following its documented semantics (below);
-- ``torch_npu.npu.Stream`` and ``torch.npu.Stream``: MindSpeed names them in type
-  annotations at import time and creates one only for context parallelism.
+- ``torch_npu.npu`` (also ``torch.npu``): ``Stream``, ``Event``, ``stream()``,
+  ``current_stream``, ``default_stream``, ``synchronize`` and the device queries that
+  MindSpeed's attention and context-parallel code call. It names the stream types in
+  annotations at import time and creates a stream only for context parallelism; on CPU
+  nothing runs asynchronously, so every ordering call is a no-op.
 
 Semantics of ``npu_fusion_attention`` are those of the torch_npu API reference,
 ``docs/context/torch_npu-npu_fusion_attention.md`` in Ascend/op-plugin
@@ -51,7 +54,7 @@ _SOFTMAX_STAT_WIDTH = 8
 
 
 class Stream:
-    """``torch_npu.npu.Stream``: nothing runs asynchronously on CPU."""
+    """``torch_npu.npu.Stream``: nothing runs asynchronously on CPU, so every ordering call is a no-op."""
 
     def __init__(self, device=None, priority: int = 0, **kwargs) -> None:
         self.device = device
@@ -60,8 +63,74 @@ class Stream:
     def wait_stream(self, stream: "Stream") -> None:
         return None
 
+    def wait_event(self, event: "Event") -> None:
+        return None
+
+    def record_event(self, event: "Event | None" = None) -> "Event":
+        return event or Event()
+
     def synchronize(self) -> None:
         return None
+
+    def query(self) -> bool:
+        return True
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+class Event:
+    """``torch.npu.Event``: work on CPU is done when issued."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+        self.enable_timing = enable_timing
+
+    def record(self, stream: Stream | None = None) -> None:
+        return None
+
+    def wait(self, stream: Stream | None = None) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        return None
+
+    def elapsed_time(self, end_event: "Event") -> float:
+        return 0.0
+
+
+_DEFAULT_STREAM = Stream()
+_current = [_DEFAULT_STREAM]
+
+
+def current_stream(device=None) -> Stream:
+    return _current[-1]
+
+
+def default_stream(device=None) -> Stream:
+    return _DEFAULT_STREAM
+
+
+@contextlib.contextmanager
+def stream(chosen: Stream | None) -> Iterator[Stream | None]:
+    """``torch.npu.stream(s)``: s is the current stream inside; None leaves it as it is."""
+    if chosen is None:
+        yield None
+        return
+    _current.append(chosen)
+    try:
+        yield chosen
+    finally:
+        _current.pop()
+
+
+def npu_fusion_attention_grad(*args, **kwargs):
+    raise NotImplementedError("stand-in: npu_fusion_attention_grad (the backward kernel) is not implemented")
 
 
 def npu_fusion_attention(
@@ -233,8 +302,17 @@ def installed() -> Iterator[types.ModuleType]:
     torch_npu = types.ModuleType("torch_npu")
     torch_npu.__file__ = __file__
     torch_npu.npu_fusion_attention = npu_fusion_attention
+    torch_npu.npu_fusion_attention_grad = npu_fusion_attention_grad
     torch_npu.npu = types.ModuleType("torch_npu.npu")
-    torch_npu.npu.Stream = Stream
+    # what MindSpeed's attention and context-parallel code call on torch.npu / torch_npu.npu
+    npu = torch_npu.npu
+    npu.Stream, npu.Event, npu.stream = Stream, Event, stream
+    npu.current_stream, npu.default_stream = current_stream, default_stream
+    npu.synchronize = lambda device=None: None
+    npu.current_device = lambda: 0
+    npu.set_device = lambda device: None
+    npu.device_count = lambda: 1
+    npu.is_available = lambda: True
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(sys.modules, "torch_npu", torch_npu)
         patch.setitem(sys.modules, "torch_npu.npu", torch_npu.npu)

@@ -11,8 +11,9 @@ patch gives a no_mask layer its own mask type and no mask.
 
 MindSpeed's real forward, backend and mask generator run from the tree; only
 torch_npu (the kernel and the stream type) is stood in for, see npu_stand_in.py.
-Packed sequences (THD, the TND layout) of different lengths are checked
-against plain attention within each sequence.
+Packed sequences (THD, the TND layout) of different lengths, and unpacked
+[s, b, n, d] ones (SBHD, the SBH layout), are checked against plain
+attention within each sequence.
 """
 
 from __future__ import annotations
@@ -24,6 +25,30 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+
+# The half-fixes these tests catch, each a plausible wrong or partial version of the patch:
+# tests/halffixes/mindspeed/varlen-honor-no-mask/<name>.patch.
+# tests/test_half_fixes.py applies each in its place and requires smoke to fail by assertion with a
+# reason containing HALF_FIX_REASONS[name].
+HALF_FIXES = {
+    "mask-type-only": (
+        "passes the layer's mask type (sparse_mode 0) but keeps the mask the layer is handed: sparse_mode 0 "
+        "with the causal mask is still causal, which the packed no_mask layer handed the model's mask shows"
+    ),
+    "mask-still-built": (
+        "passes the layer's mask type but builds the causal mask for every layer handed none (vime's forced "
+        "mask): the packed no_mask layer handed no mask attends causally"
+    ),
+    "thd-only": (
+        "honors no_mask only with packed_seq_params: the unpacked SBHD no_mask layer handed the model's "
+        "causal mask still attends causally"
+    ),
+}
+HALF_FIX_REASONS = {
+    "mask-type-only": "handed the model's causal mask (packed THD) is not bidirectional",
+    "mask-still-built": "handed no mask (packed THD) is not bidirectional",
+    "thd-only": "handed the model's causal mask (unpacked SBHD) is not bidirectional",
+}
 
 DPA_MODULE = "mindspeed.te.pytorch.attention.dot_product_attention.dot_product_attention"
 MASK_MODULE = "mindspeed.core.transformer.flash_attention.generate_mask.generate_mask"
@@ -127,28 +152,48 @@ def run(layer, attention_mask, attn_mask_type, target):
     return out.float().cpu(), reference(q, k, v, attn_mask_type.name == "causal").cpu()
 
 
+SBHD_SEQ, SBHD_BATCH = 5, 2
+
+
+def run_unpacked(layer, attention_mask, attn_mask_type, target):
+    """The same layer on unpacked [s, b, n, d] sequences (the SBHD path, layout SBH): plain attention per batch."""
+    device, dtype, _ = target
+    generator = torch.Generator().manual_seed(1)
+    q, k, v = (
+        torch.randn(SBHD_SEQ, SBHD_BATCH, heads, HEAD_DIM, generator=generator).to(device, dtype)
+        for heads in (HEADS, GROUPS, GROUPS)
+    )
+    out = layer(q, k, v, attention_mask, attn_mask_type, packed_seq_params=None)
+    qs, ks, vs = (t.float().permute(1, 2, 0, 3) for t in (q, k, v))  # [b, n, s, d]
+    ks, vs = (t.repeat_interleave(HEADS // GROUPS, dim=1) for t in (ks, vs))
+    expected = F.scaled_dot_product_attention(qs, ks, vs, is_causal=attn_mask_type.name == "causal")
+    expected = expected.permute(2, 0, 1, 3).reshape(SBHD_SEQ, SBHD_BATCH, -1)
+    return out.float().cpu().reshape(SBHD_SEQ, SBHD_BATCH, -1), expected.cpu()
+
+
 def test_no_mask_layers_attend_bidirectionally_and_causal_layers_stay_causal(mindspeed, target):
     """One test, so that it fails on the unpatched tree as a whole.
 
-    The bug: a no_mask layer handed the model's causal mask attends causally.
-    The same test also guards the cases the pin already gets right, so a fix
-    that breaks them (vime's forced 2048x2048 causal mask on every layer, say)
-    fails here too: a no_mask layer with no mask stays bidirectional, and a
-    causal layer stays causal.
+    The bug: a no_mask layer handed the model's causal mask attends causally, on packed (THD) and
+    unpacked (SBHD) sequences alike. The same test also guards the cases the pin already gets right, so
+    a fix that breaks them (vime's forced 2048x2048 causal mask on every layer, say) fails here too: a
+    no_mask layer handed no mask stays bidirectional, and a causal layer stays causal.
     """
     from megatron.core.transformer.enums import AttnMaskType
 
     layer, model_mask = make_layer(mindspeed, target, AttnMaskType.no_mask)
-    for handed, attention_mask in (("the model's causal mask", model_mask), ("no mask", None)):
-        out, expected = run(layer, attention_mask, AttnMaskType.no_mask, target)
+    for runner, layout in ((run, "packed THD"), (run_unpacked, "unpacked SBHD")):
+        for handed, attention_mask in (("no mask", None), ("the model's causal mask", model_mask)):
+            out, expected = runner(layer, attention_mask, AttnMaskType.no_mask, target)
+            torch.testing.assert_close(
+                out, expected, rtol=target[2], atol=target[2],
+                msg=lambda m, handed=handed, layout=layout: (
+                    f"no_mask layer handed {handed} ({layout}) is not bidirectional within each sequence:\n{m}"),
+            )
+    causal_layer, _ = make_layer(mindspeed, target, AttnMaskType.causal)
+    for runner, layout in ((run, "packed THD"), (run_unpacked, "unpacked SBHD")):
+        out, expected = runner(causal_layer, None, AttnMaskType.causal, target)
         torch.testing.assert_close(
             out, expected, rtol=target[2], atol=target[2],
-            msg=lambda m, handed=handed: f"no_mask layer handed {handed} is not bidirectional "
-                                          f"within each sequence:\n{m}",
+            msg=lambda m, layout=layout: f"causal layer ({layout}) is not causal within each sequence:\n{m}",
         )
-    causal_layer, _ = make_layer(mindspeed, target, AttnMaskType.causal)
-    out, expected = run(causal_layer, None, AttnMaskType.causal, target)
-    torch.testing.assert_close(
-        out, expected, rtol=target[2], atol=target[2],
-        msg=lambda m: f"causal layer is not causal within each sequence:\n{m}",
-    )

@@ -25,6 +25,34 @@ from torch.utils._pytree import tree_flatten
 
 PACKED_TENSOR = "vllm_ascend.distributed.weight_transfer.packed_tensor"
 
+# The half-fixes this test catches, each a plausible wrong or partial
+# version of the patch: tests/halffixes/vllm-ascend/packed-broadcast-wait-source-stream/<name>.patch.
+# tests/test_half_fixes.py applies each in its place and requires smoke to fail by assertion with a
+# reason containing HALF_FIX_REASONS[name].
+HALF_FIXES = {
+    "wait-default-stream": (
+        "waits for torch.npu.default_stream(), not the caller's current stream: when the trainer writes the "
+        "weights on its own stream the pack is unordered, which the second scenario runs"
+    ),
+    "wait-after-cat": (
+        "waits for the caller's stream only after the with-block that ran torch.cat: the log shows the cat "
+        "before the wait"
+    ),
+    "wait-first-buffer-only": (
+        "waits once before the loop, on the first buffer's stream only: the bias packed on the second "
+        "buffer's stream is unordered"
+    ),
+    "current-stream-inside-context": (
+        "takes current_stream() inside `with torch.npu.stream(...)`, so the packing stream waits for itself"
+    ),
+}
+HALF_FIX_REASONS = {
+    "wait-default-stream": "without waiting for the caller's stream trainer",
+    "wait-after-cat": "without waiting for the caller's stream default",
+    "wait-first-buffer-only": "without waiting for the caller's stream default",
+    "current-stream-inside-context": "without waiting for the caller's stream default",
+}
+
 
 class TorchWithNpu(types.ModuleType):
     """Real torch plus what torch_npu registers: ``torch.npu`` and device "npu"."""
@@ -59,7 +87,7 @@ def take_last_argument(item):
 class Entry:
     """One line of the log: a stream operation or an aten op run on a stream."""
 
-    kind: str  # "op", "wait_stream", "synchronize", "device_synchronize", "record", "wait_event"
+    kind: str  # "op", "wait_stream", "synchronize", "device_synchronize", "record", "wait_event", "record_stream"
     stream: RecordingStream | None = None
     other: object = None  # the stream waited for, or the event
     op: str = ""
@@ -77,7 +105,10 @@ class Entry:
 
 
 class RecordingEvent:
-    def __init__(self, npu: RecordingNpu) -> None:
+    """torch.npu.Event: record, wait, query, synchronize, elapsed_time."""
+
+    def __init__(self, npu: RecordingNpu, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False) -> None:
         self._npu = npu
 
     def record(self, stream=None) -> None:
@@ -92,6 +123,9 @@ class RecordingEvent:
     def query(self) -> bool:
         return True
 
+    def elapsed_time(self, end_event) -> float:
+        return 0.0
+
 
 class RecordingStream:
     """A stream whose work runs eagerly on CPU; only the ordering calls are logged.
@@ -99,12 +133,15 @@ class RecordingStream:
     The semantics of torch.npu.Stream (the same as torch.cuda.Stream): work on
     one stream runs in issue order; ``a.wait_stream(b)`` orders a's later work
     after all work issued to b so far; ``b.synchronize()`` blocks the host
-    until b's issued work is done.
+    until b's issued work is done; an event recorded on b and waited for by a
+    orders a's later work after b's work issued before the record.
     """
 
-    def __init__(self, npu: RecordingNpu, name: str) -> None:
+    def __init__(self, npu: RecordingNpu, name: str, priority: int = 0) -> None:
         self._npu = npu
         self.name = name
+        self.priority = priority
+        self.device = torch.device("cpu")
 
     def __repr__(self) -> str:
         return f"<stream {self.name}>"
@@ -126,28 +163,57 @@ class RecordingStream:
     def query(self) -> bool:
         return True
 
+    def __enter__(self) -> RecordingStream:  # `with stream:` is `with torch.npu.stream(stream):`
+        self._context = self._npu.stream(self)
+        return self._context.__enter__()
+
+    def __exit__(self, *exc) -> None:
+        self._context.__exit__(*exc)
+
 
 class RecordingNpu:
-    """Stands in for ``torch.npu``: current_stream, Stream, stream(), Event, synchronize."""
+    """Stands in for ``torch.npu``, every stream call of it the producer could make.
 
-    def __init__(self) -> None:
+    Streams: ``Stream``, ``current_stream``, ``default_stream``, ``set_stream``,
+    ``stream()`` (a context; ``None`` leaves the stream as it is), ``synchronize``;
+    ``Event``; device queries. ``Tensor.record_stream`` is logged by the test. A
+    call this model lacks fails the test with a NotImplementedError naming it, not
+    an AttributeError that could pass for the bug being caught.
+    """
+
+    def __init__(self, caller_on_default: bool = True) -> None:
         self.log: list[Entry] = []
-        self.caller_stream = RecordingStream(self, "caller")
-        self._current = self.caller_stream
+        self.default = RecordingStream(self, "default")
+        self.caller_stream = self.default if caller_on_default else RecordingStream(self, "trainer")
+        self._current = self.default
         self._created = 0
 
-    def Stream(self, *args, **kwargs) -> RecordingStream:  # noqa: N802 (torch's name)
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise NotImplementedError(f"the torch.npu stand-in does not model torch.npu.{name}: add it to RecordingNpu")
+
+    def Stream(self, device=None, priority: int = 0, **kwargs) -> RecordingStream:  # noqa: N802 (torch's name)
         self._created += 1
-        return RecordingStream(self, f"side{self._created}")
+        return RecordingStream(self, f"side{self._created}", priority)
 
     def Event(self, *args, **kwargs) -> RecordingEvent:  # noqa: N802
-        return RecordingEvent(self)
+        return RecordingEvent(self, *args, **kwargs)
 
     def current_stream(self, device=None) -> RecordingStream:
         return self._current
 
+    def default_stream(self, device=None) -> RecordingStream:
+        return self.default
+
+    def set_stream(self, stream: RecordingStream) -> None:
+        self._current = stream
+
     @contextlib.contextmanager
-    def stream(self, stream: RecordingStream):
+    def stream(self, stream: RecordingStream | None):
+        if stream is None:
+            yield None
+            return
         previous, self._current = self._current, stream
         try:
             yield stream
@@ -156,6 +222,18 @@ class RecordingNpu:
 
     def synchronize(self, device=None) -> None:
         self.log.append(Entry("device_synchronize"))
+
+    def current_device(self) -> int:
+        return 0
+
+    def device_count(self) -> int:
+        return 1
+
+    def is_available(self) -> bool:
+        return True
+
+    def set_device(self, device) -> None:
+        return None
 
     def ordered(self, write: int, read: int) -> bool:
         """Whether log entry ``read`` is ordered after log entry ``write``."""
@@ -211,8 +289,19 @@ class StreamOpRecorder(TorchDispatchMode):
 
 
 def test_packing_stream_waits_for_caller_stream_before_cat(packed_tensor, monkeypatch):
-    npu = RecordingNpu()
+    """The trainer writes the weights on the default stream, or on a stream of its own (converting weights
+    on a side stream): either way the pack must be ordered after those writes. One test for both, so that it
+    fails on the unpatched tree as a whole."""
+    for caller_on_default in (True, False):
+        check_pack_is_ordered_after_the_callers_writes(packed_tensor, monkeypatch, caller_on_default)
+
+
+def check_pack_is_ordered_after_the_callers_writes(packed_tensor, monkeypatch, caller_on_default):
+    npu = RecordingNpu(caller_on_default)
+    scenario = "caller on the default stream" if caller_on_default else "caller on its own stream"
     monkeypatch.setattr(packed_tensor, "torch", TorchWithNpu(npu, "cpu"))
+    monkeypatch.setattr(torch.Tensor, "record_stream",
+                        lambda tensor, stream: npu.log.append(Entry("record_stream", stream)), raising=False)
     weights = [
         ("layer.weight", torch.zeros(4, 3)),  # 48 bytes: fills the first buffer
         ("layer.bias", torch.zeros(5, dtype=torch.bfloat16)),  # goes to the second
@@ -223,7 +312,8 @@ def test_packing_stream_waits_for_caller_stream_before_cat(packed_tensor, monkey
         def broadcast(self, tensor, src):
             received.append(tensor.clone())
 
-    with StreamOpRecorder(npu):
+    caller = npu.caller_stream
+    with StreamOpRecorder(npu), npu.stream(caller):
         for value, (_, weight) in enumerate(weights, start=1):
             weight.fill_(value)  # the trainer's last write, on the caller's stream
         packed_tensor.packed_broadcast_producer(
@@ -231,11 +321,10 @@ def test_packing_stream_waits_for_caller_stream_before_cat(packed_tensor, monkey
             buffer_size_bytes=16, num_buffers=2,
         )
 
-    assert [t.numel() for t in received] == [48, 10]
+    assert [t.numel() for t in received] == [48, 10], scenario
     for (name, weight), packed in zip(weights, received):
-        assert torch.equal(packed, weight.contiguous().view(torch.uint8).view(-1)), name
+        assert torch.equal(packed, weight.contiguous().view(torch.uint8).view(-1)), (name, scenario)
 
-    caller = npu.caller_stream
     log = npu.log
     for name, weight in weights:
         storage = weight.untyped_storage().data_ptr()
@@ -251,8 +340,8 @@ def test_packing_stream_waits_for_caller_stream_before_cat(packed_tensor, monkey
         assert packing is not caller, "the pack is expected to run on the producer's own stream"
         ordering = [e for e in log[fill + 1 : cat] if e.kind != "op"]
         assert npu.ordered(fill, cat), (
-            f"{packing} read {name} in {log[cat].op} without waiting for {caller}, which "
-            f"wrote it in {log[fill].op}; stream operations in between: {ordering}"
+            f"{name} was packed on {packing.name} without waiting for the caller's stream {caller.name} "
+            f"({scenario}), which wrote it in {log[fill].op}; stream operations in between: {ordering}"
         )
 
 
