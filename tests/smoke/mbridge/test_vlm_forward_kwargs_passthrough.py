@@ -48,6 +48,11 @@ HALF_FIXES = {
         "extras sends the language model a keyword its forward does not accept."
     ),
 }
+HALF_FIX_REASONS = {
+    "explicit-temperature": "unexpected keyword argument",
+    "kwargs-to-vision-model": "did not pass its extra keywords on to the language model",
+    "default-temperature": "unexpected keyword argument 'temperature'",
+}
 
 NO_SEQUENCE_PARALLEL = SimpleNamespace(sequence_parallel=False)
 

@@ -82,6 +82,14 @@ HALF_FIXES = {
         "'Cannot determine parallelism type'."
     ),
 }
+HALF_FIX_REASONS = {
+    "te-column-only": "Cannot determine parallelism type",
+    "layernorm-as-column": "MindSpeedTELayerNormColumnParallelLinear",
+    "layernorm-as-replicated": "MindSpeedTELayerNormColumnParallelLinear",
+    "substring-mindspeed-column": "MindSpeed shards",
+    "mc2-coc-rows-as-column": "MindSpeed shards",
+    "without-mc2-coc": "Cannot determine parallelism type",
+}
 
 
 # ---------------------------------------------------------------------------
