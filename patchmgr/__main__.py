@@ -1,3 +1,3 @@
-from patchmgr.cli import run
+from patchmgr.cli.app import run
 
 run()

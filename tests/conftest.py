@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitrepos import BASE_TEXT, Project, UpstreamRepo
-from patchmgr.cli import main
+from patchmgr.cli.app import main
 
 # The smoke tests run only through `patchmgr smoke`, which points them at an upstream tree.
 collect_ignore = [] if os.environ.get("PATCHMGR_SMOKE_ROOT") else ["smoke"]
@@ -34,7 +34,7 @@ def _pypi_problem() -> str | None:
     if "pypi" not in _REACHED:
         import urllib.request
 
-        from patchmgr.releases import index_url
+        from patchmgr.sources.release import index_url
         try:
             with urllib.request.urlopen(f"{index_url()}/pip/", timeout=20):
                 _REACHED["pypi"] = None

@@ -67,7 +67,7 @@ class Child:
 
 def start(args: list[str], env: dict[str, str] | None = None, fsize: int | None = None) -> Child:
     """``patchmgr ARGS`` in a forked child; ``fsize`` caps the bytes any file it writes may hold."""
-    from patchmgr.cli import main
+    from patchmgr.cli.app import main
 
     sys.stdout.flush()
     sys.stderr.flush()

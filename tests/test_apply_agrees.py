@@ -248,8 +248,8 @@ def test_a_source_that_lacks_a_blob_says_so(tmp_path, cli, upstream, project):
 @pytest.mark.parametrize("existing", [False, True], ids=["new folder", "empty folder"])
 def test_build_failure_names_its_cause_not_the_disk(tmp_path, cli, upstream, project, monkeypatch, existing):
     """A git failure in the build that is not the disk gets no disk hint, and leaves DIR as it was."""
-    from patchmgr import checkout
-    from patchmgr.errors import GitError
+    from patchmgr.targets import build as checkout
+    from patchmgr.model.errors import GitError
     write_target(project, upstream.head(),
                  upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"))
 

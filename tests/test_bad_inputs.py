@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from gitrepos import BASE_TEXT, Project, UpstreamRepo, git
-from patchmgr.cli import main
+from patchmgr.cli.app import main
 from test_status_states import lines_with
 
 URL = "https://example.invalid/lib.git"

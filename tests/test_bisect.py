@@ -130,7 +130,7 @@ def test_pin_on_a_release_branch_walks_from_the_merge_base(cli, project, upstrea
 
 
 def test_pull_request_numbers_in_subjects():
-    from patchmgr.history import pr_number
+    from patchmgr.history.walk import pr_number
 
     assert pr_number("fix(qwen 35): fix qwen35 thd attention mask dtype to bool (#3314)") == 3314
     assert pr_number("cp: `fix: x (4361)` into `r0.5.0` (#4382)") == 4382

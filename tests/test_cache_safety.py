@@ -20,10 +20,10 @@ import pytest
 
 from conftest import require
 from gitrepos import git
-from patchmgr import gitio
-from patchmgr.errors import GitError
-from patchmgr.gitio import GitRepo
-from patchmgr.store import as_local_path
+from patchmgr.model import urls as gitio
+from patchmgr.model.errors import GitError
+from patchmgr.io.git import GitRepo
+from patchmgr.model.urls import as_local_path
 from test_git_hardening import plain_git, spy
 from test_status_states import lines_with
 

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from patchmgr.engine import State, _apply_all, check_patch
-from patchmgr.patchfile import parse_patch
+from patchmgr.engine.classify import _apply_all, check_patch
+from patchmgr.engine.results import State
+from patchmgr.model.patchfile import parse_patch
 
 # CI runs a fixed set of 60 examples per property; benchmarks/properties.py runs thousands with random
 # seeds (PATCHMGR_PROPERTY_EXAMPLES, PATCHMGR_PROPERTY_SEED) as a long run outside the test suite.

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from gitrepos import BASE_TEXT, GIT_ENV, git
-from patchmgr.errors import GitError
-from patchmgr.gitio import GitRepo
+from patchmgr.model.errors import GitError
+from patchmgr.io.git import GitRepo
 from test_status_states import lines_with
 
 URL = "https://example.invalid/lib.git"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from patchmgr.cli import main
+from patchmgr.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
 ONLY = ("--upstream", "megatron-bridge")

@@ -18,9 +18,9 @@ import shutil
 import pytest
 
 from gitrepos import git
-from patchmgr.installed import environment_trees
-from patchmgr.project import Project
-from patchmgr.smoke import checkout_trees
+from patchmgr.targets.installed import environment_trees
+from patchmgr.model.project import Project
+from patchmgr.targets.trees import checkout_trees
 from reliability import Upstreams, pristine_environment, record, replace_tree, run, said, snapshot
 from test_refresh_bump import status_of
 from test_roundtrip import series_project
@@ -325,10 +325,6 @@ def kill_project_command(name, cli, project, args, observer, extra_state=None, e
 
 
 BUMP = ["bump", "--target", "t", "--upstream", "lib", "--to", "main"]
-REMOVAL_BUG = ("a kill after the transaction removed a patch file and before it rewrote the manifest leaves the "
-               "manifest listing a missing file; the next bump/refresh/export loads the target (and fails, exit 2: "
-               "'patch file ... does not exist') before it calls recover_project, so nothing recovers it")
-
 
 def test_kill_bump(cli, project, upstream):
     """Refreshes 5 offset patches and moves the pin and the version: 6 files, one transaction."""
@@ -343,7 +339,6 @@ def test_kill_bump(cli, project, upstream):
     assert counts["kill_points"] == 6 * 3 + 2  # 6 files saved, prepared, 6 written (temp, rename), committed
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=REMOVAL_BUG)
 def test_bump_that_drops_a_patch_killed_at_every_step(cli, project, upstream):
     """Refreshes 4 offset patches, drops 1 that upstream took (its file removed) and moves the pin."""
     offset_patches(project, upstream, carried=True)
@@ -393,7 +388,6 @@ def test_kill_export(tmp_path, cli, project, upstream):
     assert counts["kill_points"] == 5 * 3 + 2  # 5 files saved, prepared, 5 written (temp, rename), committed
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=REMOVAL_BUG)
 def test_export_that_removes_a_patch_killed_at_every_step(tmp_path, cli, project, upstream):
     into, args, observer = edited_series(tmp_path, cli, project, upstream, drop=True)
     kill_project_command("export, removing a patch", cli, project, args, observer, into / ".git/patchmgr-edit.json")

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from gitrepos import GIT_ENV, BASE_TEXT, UpstreamRepo, git
-from patchmgr.engine import State, check_patch
-from patchmgr.patchfile import parse_patch
+from patchmgr.engine.classify import check_patch
+from patchmgr.engine.results import State
+from patchmgr.model.patchfile import parse_patch
 
 FIELDS = "Origin: vendor\nUpstream-Status: Pending"
 

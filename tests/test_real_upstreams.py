@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patchmgr.cli import main
+from patchmgr.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASE_UPSTREAMS = ("megatron-bridge", "vllm-ascend")

@@ -99,9 +99,9 @@ def real_probe_scene(tmp_path, project, cli) -> Scene:
 @pytest.fixture
 def scene(tmp_path, project, cli, monkeypatch) -> Scene:
     """The device probe (seconds of importing torch) answered with what this machine has: a CPU."""
-    import patchmgr.smoke
+    import patchmgr.smoke.runner
 
-    monkeypatch.setattr(patchmgr.smoke, "available_devices", lambda python: dict(CPU_ONLY))
+    monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
     return Scene(tmp_path, project, cli)
 
 
@@ -237,9 +237,9 @@ def test_a_device_that_is_not_there_runs_nothing_and_proves_nothing(scene):
 
 
 def test_a_test_skipped_on_one_device_and_run_on_another_counts_as_run(scene, monkeypatch):
-    import patchmgr.smoke
+    import patchmgr.smoke.runner
 
-    monkeypatch.setattr(patchmgr.smoke, "available_devices",
+    monkeypatch.setattr(patchmgr.smoke.runner, "available_devices",
                         lambda python: {"cpu": None, "cuda": None, "npu": "no NPU (torch_npu is not installed)"})
     scene.patch()
     scene.manifest()
@@ -311,8 +311,8 @@ def test_a_smoke_test_value_that_is_not_a_test_id_is_flagged_by_lint_and_refused
 
 
 def test_the_shipped_patches_name_valid_smoke_tests():
-    from patchmgr.lint import smoke_test_problem
-    from patchmgr.project import Project
+    from patchmgr.model.lint import smoke_test_problem
+    from patchmgr.model.project import Project
 
     project = Project.at(Path(__file__).resolve().parent.parent)
     values = [(patch, value) for target in project.targets() for upstream in target.upstreams

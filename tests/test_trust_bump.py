@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from gitrepos import git
-from patchmgr import journal
+from patchmgr.io import journal
 from test_refresh_bump import bump, refresh, status_of
 from test_roundtrip import edit, export, series_project
 from test_status_states import lines_with, setup

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitrepos import BASE_TEXT, make_series
-from patchmgr.engine import check_series
-from patchmgr.gitio import GitRepo, merge_texts
-from patchmgr.history import Walk, independent_groups
-from patchmgr.patchfile import parse_patch
-from patchmgr.sources import GitSource
+from patchmgr.engine.classify import check_series
+from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.history.walk import Walk, independent_groups
+from patchmgr.model.patchfile import parse_patch
+from patchmgr.sources.upstream import GitSource
 from test_status_states import lines_with
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patchmgr.loader import UpstreamTree
+from patchmgr.smoke.loader import UpstreamTree
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,106 @@
+"""Check a target's patch series against its upstreams: the values that ``status`` reports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from patchmgr.engine.classify import check_series
+from patchmgr.engine.results import CheckResult, TreeReader
+from patchmgr.io.git import merge_texts
+from patchmgr.model.errors import PatchmgrError, UsageError
+from patchmgr.model.manifest import Target, Upstream
+from patchmgr.model.patchfile import PatchFile
+from patchmgr.model.project import Project
+from patchmgr.sources.cache_errors import CacheError
+from patchmgr.sources.environment import InstalledDist
+from patchmgr.sources.release import ReleaseSource
+from patchmgr.sources.store import Store
+from patchmgr.sources.upstream import GitSource, open_source
+
+
+@dataclass
+class UpstreamStatus:
+    upstream: Upstream
+    ref: str  # what was asked for: the pin, or an --against ref
+    commit: str | None
+    source: str | None
+    results: list[CheckResult] = field(default_factory=list)
+    error: str | None = None  # set when no source could provide the upstream
+    hint: str | None = None
+    notes: list[str] = field(default_factory=list)
+    # what the results were read from, as values (no live reader travels on): the release that stood in for
+    # git, or the installed distribution that ``--python`` checked; neither: the git commit ``commit``
+    release: ReleaseSource | None = field(default=None, repr=False)
+    installed: InstalledDist | None = field(default=None, repr=False)
+
+    @property
+    def available(self) -> bool:
+        return self.error is None
+
+    @property
+    def ok(self) -> bool:
+        return self.available and all(r.state.applies for r in self.results)
+
+
+@dataclass
+class TargetStatus:
+    target: Target
+    upstreams: list[UpstreamStatus]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(u.ok for u in self.upstreams)
+
+
+def check_target(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
+                 against: Mapping[str, str], only: Sequence[str] = ()) -> TargetStatus:
+    """Check every upstream of ``target`` (or only those named in ``only``)."""
+    upstreams = [u for u in target.upstreams if not only or u.name in only]
+    statuses = [check_upstream(project, u, store, overrides, against.get(u.name)) for u in upstreams]
+    return TargetStatus(target, statuses)
+
+
+def check_upstream(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str],
+                   ref: str | None) -> UpstreamStatus:
+    patches = project.patches(upstream)
+    shown_ref = ref or upstream.commit
+    try:
+        source = open_source(store, upstream, ref, overrides)
+    except (UsageError, CacheError):
+        raise  # bad input (a ref the upstream does not have), or a cache this machine cannot use: one error
+    except PatchmgrError as exc:
+        return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
+    results = check_series(patches, source, merge_texts)
+    if source.kind == "git" and ref is not None and source.commit != upstream.commit:
+        from patchmgr.history.evidence import explain_upstream  # history code, loaded only when it can be needed
+        results = explain_upstream(store, upstream, overrides, source, results)  # name the carrying commit
+    status = UpstreamStatus(upstream, shown_ref, source.commit, source.description, results,
+                            release=source if source.kind == "release" else None)
+    if source.kind == "release" and source.fallback_from:
+        status.notes.append(f"git was out of reach, so the release stands in ({source.fallback_from})")
+    if source.kind == "git" and ref is None and upstream.pypi and upstream.version:
+        status.notes.append(release_drift(store, upstream, source, patches))
+    return status
+
+
+def drift(ours: TreeReader, theirs: TreeReader, patches: list[PatchFile], shipped: Callable[[str], bool]
+          ) -> tuple[list[str], list[str]]:
+    """The files the patches touch that ``ours`` ships, and those of them whose bytes differ in ``theirs``: the
+    one comparison behind both drift notes (a release against the pin; an installation against the pin)."""
+    paths = [p for p in sorted({p for patch in patches for p in patch.touched_paths}) if shipped(p)]
+    return paths, [p for p in paths if ours.read(p) != theirs.read(p)]
+
+
+def release_drift(store: Store, upstream: Upstream, source: GitSource, patches: list[PatchFile]) -> str:
+    """Compare the files the patches touch between the pinned commit and the pinned release."""
+    try:
+        release = store.releases.open(upstream.pypi, upstream.version, upstream.package_root)
+    except PatchmgrError as exc:
+        return f"release {upstream.version} not compared with the pin: {exc.message}"
+    shipped, differing = drift(release, source, patches, lambda path: release.release_path(path) is not None)
+    if differing:
+        return (f"release {upstream.version} differs from the pinned commit in {len(differing)} of the "
+                f"{len(shipped)} files the patches touch: {', '.join(differing)}")
+    return f"release {upstream.version} matches the pinned commit in all {len(shipped)} files the patches touch"

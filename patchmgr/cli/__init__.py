@@ -1,0 +1,3 @@
+from patchmgr.cli.app import main, run
+
+__all__ = ["main", "run"]

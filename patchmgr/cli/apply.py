@@ -1,0 +1,40 @@
+"""patchmgr apply: check out each upstream at its pin under DIR (or patch an environment), all or nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from patchmgr.cli.options import (ForceOpt, JsonOpt, NeededTargetOpt, NewIntoOpt, PythonOpt, RootOpt, SourceOpt,
+                                  UpstreamsOpt, source_overrides)
+from patchmgr.cli.session import Session
+
+HELP = "Check out each upstream at its pin under DIR and apply the series, all or nothing."
+
+
+def command(
+    target: NeededTargetOpt = None,
+    into: NewIntoOpt = None,
+    python: PythonOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check everything, write nothing.")] = False,
+    force: ForceOpt = False,
+    upstream: UpstreamsOpt = None,
+    source: SourceOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    session = Session("apply", root, json_output)
+    overrides, only = source_overrides(source), upstream or []
+    selected = session.placed_target(target, into, python, overrides, only)
+    with session.store() as store:
+        if python:
+            from patchmgr.render.status import env_json, render_env
+            from patchmgr.targets.installed import apply_environment
+            env = apply_environment(session.project, selected, store, overrides, python, only, dry_run, force)
+            return session.emit(0 if env.ok else 1, env_json, render_env, env)
+        from patchmgr.render.status import apply_json, render_apply
+        from patchmgr.targets.checkout import apply_into
+        outcome = apply_into(session.project, selected, store, overrides, into, dry_run, only, force)
+    return session.emit(0 if outcome.ok else 1, apply_json, render_apply, outcome)

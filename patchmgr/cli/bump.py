@@ -1,0 +1,43 @@
+"""patchmgr bump: refresh the patches at --to, then move the pin (and version) there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from patchmgr.cli.options import (AllowThreeWayOpt, DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, ToOpt,
+                                  UpstreamOpt, required_ref, source_overrides)
+from patchmgr.cli.session import Session
+
+HELP = ("Refresh the patches at --to, then move the pin (and version) there; drops patches that are upstream unless "
+        "--keep; refuses while a patch is conflict or missing.")
+
+
+def command(
+    target: NeededTargetOpt = None,
+    upstream: UpstreamOpt = None,
+    to: ToOpt = None,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep patches that are already upstream.")] = False,
+    allow_three_way: AllowThreeWayOpt = False,
+    version: Annotated[Optional[str], typer.Option(
+        "--version", help="The upstream's version at --to (default: from a tag such as v0.5.0).")] = None,
+    dry_run: DryRunOpt = False,
+    source: SourceOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    from patchmgr.maintain.bump import plan_bump, write_bump
+    from patchmgr.render.maintain import bump_json, render_bump, render_interdiffs
+    session = Session("bump", root, json_output)
+    overrides = source_overrides(source)
+    selected = session.upstream_target(target, upstream, overrides)
+    ref = required_ref("bump", to)
+    with session.store() as store:
+        outcome = plan_bump(session.project, selected, upstream, store, overrides, ref, keep, allow_three_way, version)
+    if not session.json:
+        render_interdiffs(session.out, outcome.plan)
+    if outcome.action == "planned" and not dry_run:
+        write_bump(outcome)
+    return session.emit(0 if outcome.ok else 1, bump_json, render_bump, outcome)

@@ -1,0 +1,31 @@
+"""patchmgr export: the commits of an edit checkout back as patch files, and the series updated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from patchmgr.cli.options import REQUIRED, JsonOpt, NeededTargetOpt, RootOpt, UpstreamOpt, required_folder
+from patchmgr.cli.session import Session
+
+HELP = ("Write the commits of an edit checkout back as patch files and update the series; an unchanged commit "
+        "leaves its file byte for byte.")
+
+
+def command(
+    target: NeededTargetOpt = None,
+    upstream: UpstreamOpt = None,
+    from_dir: Annotated[Optional[Path], typer.Option(
+        "--from", help="The folder that patchmgr edit made." + REQUIRED)] = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    from patchmgr.maintain.roundtrip import export_checkout
+    from patchmgr.render.maintain import export_json, render_export
+    session = Session("export", root, json_output)
+    selected = session.upstream_target(target, upstream)
+    from_dir = required_folder("export", "--from", from_dir, "give the folder that `patchmgr edit --into` made")
+    outcome = export_checkout(session.project, selected, upstream, from_dir)
+    return session.emit(0, export_json, render_export, outcome)

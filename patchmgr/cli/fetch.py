@@ -1,0 +1,38 @@
+"""patchmgr fetch: fill the cache with each upstream at its pin, so a later apply needs no network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchmgr.cli.options import JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, UpstreamsOpt, source_overrides
+from patchmgr.cli.session import Session
+from patchmgr.model.errors import PatchmgrError
+
+HELP = ("Fill the cache with each upstream at its pin (every file of the commit, or the pinned release), so a later "
+        "apply needs no network: the download layer of an image build.")
+
+
+def command(
+    target: NeededTargetOpt = None,
+    upstream: UpstreamsOpt = None,
+    source: SourceOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    from patchmgr.render.status import fetch_json, render_fetch
+    from patchmgr.sources.upstream import fetch_upstream
+    session = Session("fetch", root, json_output)
+    overrides, only = source_overrides(source), upstream or []
+    selected = session.target(target, overrides, only)
+    fetched: dict[str, dict] = {}
+    with session.store() as store:
+        for entry in selected.upstreams:
+            if only and entry.name not in only:
+                continue
+            try:
+                where, absent = fetch_upstream(store, entry, overrides)
+                fetched[entry.name] = {"ok": True, "source": where, "absent": absent}
+            except PatchmgrError as exc:
+                fetched[entry.name] = {"ok": False, "error": exc.message}
+    code = 0 if all(f["ok"] for f in fetched.values()) else 1
+    return session.emit(code, fetch_json, render_fetch, selected.name, fetched)

@@ -1,0 +1,125 @@
+"""The options the commands share, and the parsing and checking of their values.
+
+A value that is wrong is a ``UsageError`` (exit 2) with the same wording whichever command got it.
+Options that a command cannot run without say ``[required]`` in their help; patchmgr checks them
+itself (not typer), so that a missing one gets patchmgr's own ``error:``/``hint:`` lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from patchmgr.model.errors import UsageError
+from patchmgr.model.manifest import Target, url_problem
+from patchmgr.model.urls import mask_url
+
+REQUIRED = " \\[required]"  # escaped: typer reads help text as rich markup
+
+RootOpt = Annotated[Path, typer.Option("--root", help="Project root (holds manifests/ and patches/).")]
+TargetOpt = Annotated[Optional[str], typer.Option("--target", "-t", help="Target name (manifests/<target>.toml).")]
+NeededTargetOpt = Annotated[Optional[str], typer.Option(
+    "--target", "-t", help="Target name (manifests/<target>.toml)." + REQUIRED)]
+SourceOpt = Annotated[Optional[list[str]], typer.Option(
+    "--source", help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+PythonOpt = Annotated[Optional[str], typer.Option(
+    "--python", help="Interpreter of an installed environment to work on (instead of --into checkouts).")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Proceed over local work that would be lost, after saving it (the output says where).")]
+UpstreamsOpt = Annotated[Optional[list[str]], typer.Option(
+    "--upstream", "-u", help="Restrict the run to this upstream (repeatable).")]
+UpstreamOpt = Annotated[Optional[str], typer.Option(
+    "--upstream", "-u", help="The upstream, by its name in the manifest." + REQUIRED)]
+ToOpt = Annotated[Optional[str], typer.Option(
+    "--to", help="Branch, tag or commit of the upstream to go to." + REQUIRED)]
+AllowThreeWayOpt = Annotated[bool, typer.Option(
+    "--allow-three-way", help="Also rewrite patches that need fuzz or a 3-way merge, after showing old and new.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change, write nothing.")]
+NewIntoOpt = Annotated[Optional[Path], typer.Option(
+    "--into", help="Folder that receives one checkout per upstream (or --python)." + REQUIRED)]
+EnvPythonOpt = Annotated[Optional[str], typer.Option(
+    "--python", help="Interpreter of the installed environment that apply --python patched." + REQUIRED)]
+AppliedIntoOpt = Annotated[Optional[Path], typer.Option(
+    "--into", help="Folder that apply wrote (or --python)." + REQUIRED)]
+
+
+def missing(command: str, usage: str, hint: str) -> UsageError:
+    """A required option left out, one wording for every command: ``--into is required: edit needs --into DIR``."""
+    options = " or ".join(part.split()[0] for part in usage.split(" or "))
+    return UsageError(f"{options} is required: {command} needs {usage}", hint)
+
+
+def required_target(command: str, target: Optional[str]) -> str:
+    if not target:
+        raise missing(command, "--target NAME", "name a target: patchmgr status lists them")
+    return target
+
+
+def required_ref(command: str, to: Optional[str]) -> str:
+    if not to:
+        raise missing(command, "--to REF", "give the branch, tag or commit to move to, e.g. --to v0.5.0")
+    return to
+
+
+def required_folder(command: str, option: str, path: Optional[Path], hint: str) -> Path:
+    if path is None:
+        raise missing(command, f"{option} DIR", hint)
+    folder_option(option, path)
+    return path
+
+
+def one_place(command: str, into: Optional[Path], python: Optional[str]) -> None:
+    """``--into DIR`` or ``--python PATH``: exactly one of them."""
+    if into is None and python is None:
+        raise missing(command, "--into DIR or --python PATH",
+                      f"for example: patchmgr {command} --target ascend --into build/")
+    if into is not None and python is not None:
+        raise UsageError(f"{command} takes --into DIR or --python PATH, not both", "pick one")
+    folder_option("--into", into)
+
+
+def folder_option(option: str, path: Optional[Path]) -> None:
+    """A folder option naming something else is bad input, refused before anything reads or writes there."""
+    if path is not None and (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise UsageError(f"{option} {path} is not a folder", f"give a folder for {option}")
+
+
+def source_overrides(values: list[str] | None) -> dict[str, str]:
+    """``--source NAME=LOCATION`` options as a mapping; a malformed one is a usage error."""
+    overrides: dict[str, str] = {}
+    for value in values or []:
+        name, sep, location = value.partition("=")
+        if not sep or not name or not location:
+            raise UsageError(f"--source {value!r} is not NAME=LOCATION",
+                             "for example --source mindspeed=/srv/mirrors/MindSpeed")
+        problem = url_problem(location, from_command_line=True)
+        if problem:
+            raise UsageError(f"--source {mask_url(value)!r}: {problem}", "give a URL or a local path")
+        overrides[name] = location
+    return overrides
+
+
+def against_refs(values: list[str] | None) -> dict[str, str]:
+    """``--against NAME=REF`` options as a mapping; a malformed one is a usage error."""
+    refs: dict[str, str] = {}
+    for value in values or []:
+        name, sep, ref = value.partition("=")
+        if not sep or not name or not ref:
+            raise UsageError(f"--against {value!r} is not NAME=REF", "for example --against mbridge=main")
+        refs[name] = ref
+    return refs
+
+
+def require_upstreams(targets: list[Target], *option_maps: Mapping[str, str] | list[str] | tuple[str, ...]) -> None:
+    """An option naming an upstream that no selected target has is a usage error, not a silent no-op."""
+    known = {u.name for t in targets for u in t.upstreams}
+    for names in option_maps:
+        for name in names:
+            if name not in known:
+                where = ", ".join(t.name for t in targets)
+                raise UsageError(f"no upstream {name!r} in target {where} (it has: {', '.join(sorted(known))})",
+                                 "use an upstream name from the manifest")

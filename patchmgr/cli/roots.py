@@ -1,0 +1,34 @@
+"""patchmgr roots: the import root of each upstream applied into DIR, one per line (for an image build)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from patchmgr.cli.options import REQUIRED, JsonOpt, NeededTargetOpt, RootOpt, UpstreamsOpt, required_folder
+from patchmgr.cli.session import Session
+
+HELP = ("Print `NAME ROOT` for each upstream that apply checked out into DIR: ROOT is the folder to put on sys.path "
+        "(the checkout, or its package-root). Exit 1 when none is applied there.")
+
+
+def command(
+    target: NeededTargetOpt = None,
+    into: Annotated[Optional[Path], typer.Option("--into", help="Folder that apply --into wrote." + REQUIRED)] = None,
+    upstream: UpstreamsOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    from patchmgr.render.status import render_roots, roots_json
+    from patchmgr.targets.trees import checkout_trees
+    session = Session("roots", root, json_output, data_on_stdout=True)
+    into = required_folder("roots", "--into", into, "give the folder that `patchmgr apply --into` wrote")
+    selected = session.target(target, upstream or [])
+    trees = checkout_trees(selected, into, upstream or [])
+    code = 0 if any(tree.patched_root is not None for tree in trees) else 1
+    if not session.json:  # on stderr: stdout is read line by line (`while read -r name root`)
+        session.say_notes([note for tree in trees for note in tree.notes] +
+                          [tree.reason for tree in trees if tree.patched_root is None])
+    return session.emit(code, roots_json, render_roots, trees)

@@ -1,0 +1,112 @@
+"""The one setup path of every command: project, recovery, target, options, store, output.
+
+``Session`` opens the project, rolls back (or finishes) a refresh, bump or export that was
+killed mid-write before any manifest is read, selects the target, checks the upstream names
+the options give, opens and closes the cache, and prints the result for people or as one
+JSON document. Each command module only calls the core with what it gets here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patchmgr.cli.options import missing, one_place, require_upstreams, required_target
+from patchmgr.model.errors import UsageError
+from patchmgr.model.project import Project
+from patchmgr.targets.project_files import recover_project
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from patchmgr.model.manifest import Target
+    from patchmgr.sources.store import Store
+
+
+class Session:
+    def __init__(self, command: str, root: Path, json_output: bool = False, data_on_stdout: bool = False) -> None:
+        self.command = command
+        self.json = json_output
+        self.data_on_stdout = data_on_stdout  # stdout carries only data lines (roots): notes go to stderr
+        self.project = Project.at(root)
+        self.notes: list[str] = []
+        recovered = recover_project(self.project.root)  # before any manifest is read: takes the lock only then
+        if recovered:
+            self.notes.append(recovered)
+            if not json_output:
+                self.say_notes()
+
+    # -- what the command works on --------------------------------------------------
+    def target(self, name: str | None, *option_maps: Mapping[str, str] | list[str] | tuple[str, ...]) -> Target:
+        """The one target the command needs (``--target``), with the upstreams the options name checked."""
+        selected = self.project.target(required_target(self.command, name))
+        require_upstreams([selected], *option_maps)
+        return selected
+
+    def placed_target(self, name: str | None, into: Path | None, python: str | None,
+                      *option_maps: Mapping[str, str] | list[str] | tuple[str, ...]) -> Target:
+        """The target of a command that works on ``--into DIR`` or ``--python PATH`` (exactly one of them)."""
+        one_place(self.command, into, python)
+        return self.target(name, *option_maps)
+
+    def targets(self, name: str | None, *option_maps: Mapping[str, str] | list[str] | tuple[str, ...]
+                ) -> list[Target]:
+        """``--target`` or, without it, every target of the project."""
+        targets = self.project.targets(name)
+        if not targets:
+            raise UsageError(f"{self.project.manifests_dir} holds no manifests", "add manifests/<target>.toml")
+        require_upstreams(targets, *option_maps)
+        return targets
+
+    def upstream_target(self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]) -> Target:
+        """The target of a command on one upstream (``--upstream NAME``, required)."""
+        selected = self.project.target(required_target(self.command, name))
+        if not upstream:
+            raise missing(self.command, "--upstream NAME",
+                          f"name one of: {', '.join(u.name for u in selected.upstreams)}")
+        selected.upstream(upstream)
+        require_upstreams([selected], *option_maps)
+        return selected
+
+    @contextmanager
+    def store(self) -> Iterator[Store]:
+        """The cache of upstreams; progress on a terminal, quiet with --json or off a terminal."""
+        from patchmgr.sources.store import Store
+        err = self.console(stderr=True)
+        show = err.is_terminal and not self.json
+        store = Store(progress=(lambda message: err.print(f"… {message}", style="dim")) if show else None)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    # -- output -----------------------------------------------------------------------
+    @staticmethod
+    def console(stderr: bool = False) -> Console:
+        from patchmgr.render.console import make_console
+        return make_console(stderr)
+
+    @property
+    def out(self) -> Console:
+        """Where people's output goes: stdout, or stderr while stdout carries the JSON document."""
+        return self.console(stderr=self.json)
+
+    def say_notes(self, more: list[str] | None = None) -> None:
+        from patchmgr.render.console import notes
+        notes(self.console(stderr=True) if self.data_on_stdout else self.out, self.notes if more is None else more)
+
+    def emit(self, code: int, as_json: Callable[..., dict], render: Callable[..., None], *values) -> int:
+        """Print the result (one JSON document on stdout, or the rendering for people); return ``code``.
+
+        Every JSON document carries ``command``, ``ok`` and ``notes`` (the recovery note first)."""
+        if self.json:
+            doc = as_json(*values)
+            doc = {"command": self.command, "ok": code == 0, **doc}
+            doc["notes"] = self.notes + list(doc.get("notes") or [])
+            print(json.dumps(doc, indent=2))
+        else:
+            render(self.out, *values)
+        return code

@@ -1,0 +1,41 @@
+"""patchmgr smoke: run each patch's smoke tests against the upstream code in DIR (or an environment)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from patchmgr.cli.options import AppliedIntoOpt, JsonOpt, NeededTargetOpt, PythonOpt, RootOpt, UpstreamsOpt
+from patchmgr.cli.session import Session
+
+HELP = ("Run each patch's smoke tests against the upstream code in DIR; exit 0 only when every patch is proven by "
+        "tests that ran (--unpatched: against the pinned upstream without the patches, which must fail).")
+
+
+def command(
+    target: NeededTargetOpt = None,
+    into: AppliedIntoOpt = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or npu.")] = "auto",
+    unpatched: Annotated[bool, typer.Option(
+        "--unpatched", help="Run against the pinned upstream without the patches; exit 0 only if every "
+        "patch's tests fail there by assertion (each detects its bug).")] = False,
+    upstream: UpstreamsOpt = None,
+    python: PythonOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    from patchmgr.render.smoke import render_smoke, smoke_json
+    from patchmgr.smoke.runner import run_smoke
+    session = Session("smoke", root, json_output)
+    only = upstream or []
+    selected = session.placed_target(target, into, python, only)
+    if python:
+        from patchmgr.targets.installed import environment_trees
+        trees = environment_trees(selected, python, only)
+    else:
+        from patchmgr.targets.trees import checkout_trees
+        trees = checkout_trees(selected, into, only)
+    result = run_smoke(session.project, selected, trees, device, unpatched, python)
+    return session.emit(0 if result.ok else 1, smoke_json, render_smoke, result)

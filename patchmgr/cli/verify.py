@@ -1,0 +1,32 @@
+"""patchmgr verify: prove that DIR (or an environment) holds exactly the pinned upstreams and the target's patches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchmgr.cli.options import AppliedIntoOpt, JsonOpt, NeededTargetOpt, PythonOpt, RootOpt, UpstreamsOpt
+from patchmgr.cli.session import Session
+
+HELP = "Prove that DIR holds exactly the pinned upstreams with exactly the target's patches."
+
+
+def command(
+    target: NeededTargetOpt = None,
+    into: AppliedIntoOpt = None,
+    python: PythonOpt = None,
+    upstream: UpstreamsOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    session = Session("verify", root, json_output)
+    only = upstream or []
+    selected = session.placed_target(target, into, python, only)
+    if python:
+        from patchmgr.render.status import env_json, render_env
+        from patchmgr.targets.env_verify import verify_environment
+        env = verify_environment(session.project, selected, python, only)
+        return session.emit(0 if env.ok else 1, env_json, render_env, env)
+    from patchmgr.render.status import render_verify, verify_json
+    from patchmgr.targets.checkout_verify import verify_into
+    outcome = verify_into(session.project, selected, into, only)
+    return session.emit(0 if outcome.ok else 1, verify_json, render_verify, outcome)

@@ -1,0 +1,272 @@
+"""The patch engine: classify and apply patches against file contents, purely.
+
+It never touches disk or git: it reads through a ``TreeReader`` (a cached
+clone, a release, an installed environment, or an overlay of earlier patches)
+and returns values. Hunks are placed the way ``git apply`` places them (the
+expected line first, then outward, forward before backward; a hunk at line 1
+must match at the beginning, one without trailing context at the end), so
+``clean``/``offset`` agree with ``git apply --check``. Fuzz and 3-way merges
+are only ever reported, never applied without being asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from patchmgr.engine.place import MAX_FUZZ, _Failure, apply_hunks, decode, encode, split_lines
+from patchmgr.engine.results import CheckResult, Conflict, HunkPlacement, Merge3, State, TreeReader
+from patchmgr.model.diff import FileDiff, Hunk
+from patchmgr.model.patchfile import PatchFile
+
+
+# -- file and patch level -----------------------------------------------------
+class Overlay:
+    """A ``TreeReader`` with the results of earlier patches in the series laid over it."""
+
+    def __init__(self, base: TreeReader) -> None:
+        self.base = base
+        self.changes: dict[str, bytes | None] = {}
+
+    def read(self, path: str) -> bytes | None:
+        if path in self.changes:
+            return self.changes[path]
+        return self.base.read(path)
+
+    def read_blob(self, sha: str) -> bytes | None:
+        return self.base.read_blob(sha)
+
+    def update(self, files: dict[str, bytes | None]) -> None:
+        self.changes.update(files)
+
+    def is_folder(self, path: str) -> bool:
+        return _is_folder(self.base, self.changes, path)
+
+
+def _is_folder(reader: TreeReader, staged: dict[str, bytes | None], path: str) -> bool:
+    """Whether ``path`` is a folder: a file staged under it, or the reader says so (see ``TreeReader``)."""
+    prefix = path + "/"
+    if any(name.startswith(prefix) and data is not None for name, data in staged.items()):
+        return True
+    probe = getattr(reader, "is_folder", None)
+    return bool(probe(path)) if probe is not None else False
+
+
+def apply_file(diff: FileDiff, reader: TreeReader, staged: dict[str, bytes | None], max_fuzz: int = 0
+               ) -> list[HunkPlacement]:
+    """Apply one file's diff on top of ``staged`` (earlier files of the same patch)."""
+
+    def current(path: str) -> bytes | None:
+        return staged[path] if path in staged else reader.read(path)
+
+    for path in (diff.old_path, diff.new_path):
+        if path is not None:
+            _refuse_links(path, current)
+    if diff.kind in ("add", "rename") and _is_folder(reader, staged, diff.new_path):
+        raise _Failure(Conflict(diff.new_path, 0, "", "the patch creates it as a file, but it is a folder upstream", 1))
+    if diff.kind == "add":
+        existing = current(diff.new_path)
+        if existing is not None:
+            raise _Failure(Conflict(diff.new_path, 0, "", "the patch creates it, but it already exists", 1))
+        lines, placements = apply_hunks(diff.new_path, [], diff.hunks, 0)
+        staged[diff.new_path] = encode("".join(lines))
+        return placements
+    old = current(diff.old_path)
+    if old is None:
+        raise _Failure(Conflict(diff.old_path, 0, "", "the file is gone from the upstream", 1), missing=True)
+    if diff.kind == "rename" and current(diff.new_path) is not None:
+        raise _Failure(Conflict(diff.new_path, 0, "", "the rename's target already exists", 1))
+    lines, placements = apply_hunks(diff.old_path, split_lines(decode(old)), diff.hunks, max_fuzz)
+    if diff.kind == "delete":
+        if lines:
+            raise _Failure(Conflict(diff.old_path, 0, "", "the file to delete has other content upstream", 1))
+        staged[diff.old_path] = None
+        return placements
+    if diff.kind == "rename":
+        staged[diff.old_path] = None
+    staged[diff.new_path] = encode("".join(lines))
+    return placements
+
+
+def _refuse_links(path: str, current: Callable[[str], "bytes | None"]) -> None:
+    """Refuse a path that is a symbolic link or a submodule upstream, or lies under one or under a file.
+
+    git stores a link as a blob, so ``<link>/file`` simply reads as absent and a
+    patch creating it would look clean; written out, it would land wherever the
+    link points, possibly outside the tree. Refused outright, the patch can never
+    be applied, whatever fallback is asked for.
+    """
+    parts = path.split("/")
+    for depth in range(1, len(parts)):
+        parent = "/".join(parts[:depth])
+        data = current(parent)
+        if getattr(data, "is_submodule", False):
+            raise _Failure(Conflict(path, 0, "", f"{parent} is a submodule upstream: patchmgr does not patch "
+                                    "inside submodules", 1), unsafe=True)
+        if data is not None:
+            what = "a symbolic link" if getattr(data, "is_symlink", False) else "a file"
+            raise _Failure(Conflict(path, 0, "", f"{parent} is {what} upstream, not a folder: "
+                                    "patchmgr never writes through it", 1), unsafe=True)
+    data = current(path)
+    if getattr(data, "is_submodule", False):
+        raise _Failure(Conflict(path, 0, "", "it is a submodule upstream: patchmgr patches only regular "
+                                "files", 1), unsafe=True)
+    if getattr(data, "is_symlink", False):
+        raise _Failure(Conflict(path, 0, "", "it is a symbolic link upstream: patchmgr patches only regular "
+                                "files", 1), unsafe=True)
+
+
+def _apply_all(diffs: Iterable[FileDiff], reader: TreeReader, max_fuzz: int
+               ) -> tuple[dict[str, bytes | None], list[HunkPlacement]]:
+    staged: dict[str, bytes | None] = {}
+    placements: list[HunkPlacement] = []
+    for diff in diffs:
+        placements += apply_file(diff, reader, staged, max_fuzz)
+    return staged, placements
+
+
+def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str, bytes | None] | None:
+    """Merge each file that does not apply exactly with the patch's recorded preimage blob."""
+    staged: dict[str, bytes | None] = {}
+    for diff in patch.files:
+        try:
+            apply_file(diff, reader, staged)
+            continue
+        except _Failure as failure:
+            if failure.unsafe:
+                return None
+        if diff.kind != "modify" or not diff.old_blob:
+            return None
+        base = reader.read_blob(diff.old_blob)
+        ours = staged.get(diff.old_path, reader.read(diff.old_path))
+        if base is None or ours is None:
+            return None
+        try:
+            theirs_lines, _ = apply_hunks(diff.old_path, split_lines(decode(base)), diff.hunks)
+        except _Failure:
+            return None
+        merged = merge3(base, ours, encode("".join(theirs_lines)))
+        if merged is None:
+            return None
+        staged[diff.old_path] = merged
+    return staged
+
+
+def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = None) -> CheckResult:
+    """Classify one patch against ``reader``: the first state that holds, from best to worst.
+
+    ``upstream`` from the engine alone needs the patch's reverse to apply at the
+    patch's own place, in the same file: every reversed hunk placed exactly,
+    with full context, and for each hunk that placed at an offset, no copy of
+    its leading context, nor of its trailing context, nearer to the line the
+    patch gives it (a context of blank lines only tells nothing and is not
+    used). When upstream takes a change, the code around it moves, even by a
+    hundred lines (Megatron-Bridge 0.5.0 moved this project's
+    thd-bool-attention-mask hunks by 105 and 107 lines), and the change moves
+    with its context. A block that reads like the patched lines elsewhere while
+    the patch's context is still nearer its place (the change not made there)
+    is another function that happens to read the same, not the change. A hunk
+    without context lines (``-U0``, or blank lines only) has nothing to tell its
+    place by: its reverse counts only exactly where the patch says (git anchors
+    such a hunk at the file's end, so a deletion's reverse "applies" there even
+    where the lines were never removed). A reverse that does not place at
+    the patch's own place leaves the patch to the forward checks (missing,
+    fuzz, three-way, conflict), with a note naming where the lines were seen.
+    The forward search itself keeps git's unbounded offsets. A commit with the
+    patch's own patch-id (``evidence.explain_upstream``) is the stronger
+    evidence and overrides this; ``bump`` drops a patch only on it.
+    """
+    try:
+        files, placements = _apply_all(patch.files, reader, 0)
+        state = State.OFFSET if any(p.offset for p in placements) else State.CLEAN
+        return CheckResult(patch, state, placements, files=files)
+    except _Failure as failure:
+        first_failure = failure
+    if first_failure.unsafe:
+        return CheckResult(patch, State.CONFLICT, conflict=first_failure.conflict)
+    notes: list[str] = []
+    try:
+        _, back = _apply_all(patch.reversed_files(), reader, 0)
+        notes = _elsewhere(patch, back, reader)
+        if not notes:
+            return CheckResult(patch, State.UPSTREAM)
+    except _Failure:
+        pass
+    if first_failure.missing:
+        return CheckResult(patch, State.MISSING, conflict=first_failure.conflict, notes=notes)
+    try:
+        files, placements = _apply_all(patch.files, reader, MAX_FUZZ)
+        return CheckResult(patch, State.FUZZ, placements, files=files, notes=notes)
+    except _Failure:
+        pass
+    if merge3 is not None:
+        merged = _three_way(patch, reader, merge3)
+        if merged is not None:
+            return CheckResult(patch, State.THREE_WAY, conflict=first_failure.conflict, files=merged, notes=notes)
+    return CheckResult(patch, State.CONFLICT, conflict=first_failure.conflict, notes=notes)
+
+
+def _elsewhere(patch: PatchFile, placements: list[HunkPlacement], reader: TreeReader) -> list[str]:
+    """Notes for the reversed hunks that placed away from the patch's own place (see ``check_patch``).
+
+    A reversed hunk's offset counts from where the patch says the hunk's result
+    is (its ``+`` line number): the result sits at ``old_start - 1 + offset`` of
+    the upstream file as read, and its context around it.
+    """
+    hunks = {}
+    for diff in patch.reversed_files():
+        for number, hunk in enumerate(diff.hunks, 1):
+            for path in (diff.old_path, diff.new_path):
+                if path is not None:
+                    hunks[(path, number)] = hunk
+    images: dict[str, list[str]] = {}
+    notes = []
+    for placement in placements:
+        if not placement.offset:
+            continue
+        path, hunk, distance = placement.path, hunks[(placement.path, placement.number)], abs(placement.offset)
+        if path not in images:
+            data = reader.read(path)
+            images[path] = split_lines(decode(data)) if data is not None else []
+        at = max(hunk.old_start - 1, 0)
+        why = _not_own_place(images[path], hunk, at, distance)
+        if why:
+            notes.append(f"the lines hunk #{placement.number} produces appear at line {at + placement.offset + 1} "
+                         f"of {path}, {distance} lines from where the patch places them, {why}: "
+                         "not counted as upstream")
+    return notes
+
+
+def _not_own_place(image: list[str], hunk: Hunk, at: int, distance: int) -> str | None:
+    """Why the reversed ``hunk``, ``distance`` lines from line ``at`` (0-based), is not at the patch's place."""
+    size = len(hunk.old_lines)
+    blocks = [(hunk.old_lines[:hunk.leading], at), (hunk.old_lines[size - hunk.trailing:], at + size - hunk.trailing)]
+    blocks = [(block, home) for block, home in blocks if block and any(line.strip() for line in block)]
+    if not blocks:
+        return "and the hunk has no context lines to tell its place by"
+    for block, home in blocks:
+        nearer = _nearest(image, block, home, distance)
+        if nearer is not None:
+            return f"while the hunk's context is nearer, at line {nearer + 1}"
+    return None
+
+
+def _nearest(image: list[str], block: tuple[str, ...], home: int, distance: int) -> int | None:
+    """The start of a copy of ``block`` in ``image`` less than ``distance`` lines from ``home``, nearest first."""
+    first, size = block[0], len(block)
+    for step in range(distance):
+        for pos in ((home,) if not step else (home + step, home - step)):
+            if 0 <= pos < len(image) and image[pos] == first and tuple(image[pos: pos + size]) == block:
+                return pos
+    return None
+
+
+def check_series(patches: Iterable[PatchFile], reader: TreeReader, merge3: Merge3 | None = None
+                 ) -> list[CheckResult]:
+    """Check patches in series order, each on top of the ones before it that could apply."""
+    overlay = Overlay(reader)
+    results = []
+    for patch in patches:
+        result = check_patch(patch, overlay, merge3)
+        overlay.update(result.files)
+        results.append(result)
+    return results

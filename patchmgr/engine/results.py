@@ -1,0 +1,98 @@
+"""The engine's values: a patch's state at a tree, where its hunks went, and why it does not apply."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+from patchmgr.model.patchfile import PatchFile
+
+
+class State(str, Enum):
+    CLEAN = "clean"
+    OFFSET = "offset"
+    FUZZ = "fuzz"
+    THREE_WAY = "three-way"
+    CONFLICT = "conflict"
+    UPSTREAM = "upstream"
+    MISSING = "missing"
+
+    @property
+    def applies(self) -> bool:
+        """Whether ``apply`` may apply a patch in this state without being told to."""
+        return self in (State.CLEAN, State.OFFSET)
+
+
+class TreeReader(Protocol):
+    """Files of an upstream tree. ``read`` returns None for an absent path and for a
+    folder; for a symbolic link it returns the link's target as a bytes object whose
+    ``is_symlink`` attribute is true (``gitio.LinkBlob``). A reader may also have
+    ``is_folder(path) -> bool``: with it, a patch that creates a file where a folder
+    is is a conflict, as in ``git apply --check``; without it the engine cannot tell."""
+
+    def read(self, path: str) -> bytes | None: ...
+
+    def read_blob(self, sha: str) -> bytes | None: ...
+
+
+Merge3 = Callable[[bytes, bytes, bytes], "bytes | None"]
+
+
+@dataclass(frozen=True)
+class HunkPlacement:
+    path: str
+    number: int  # 1-based, as git -v counts hunks
+    offset: int
+    fuzz: int = 0
+
+
+@dataclass(frozen=True)
+class Conflict:
+    path: str
+    hunk: int  # 1-based; 0 when the whole file is the problem
+    header: str
+    reason: str
+    expected_line: int
+    upstream_lines: tuple[str, ...] = ()
+
+
+@dataclass
+class CheckResult:
+    patch: PatchFile
+    state: State
+    placements: list[HunkPlacement] = field(default_factory=list)
+    conflict: Conflict | None = None
+    # path -> new bytes (None = deleted) when the patch can be applied in its state
+    files: dict[str, bytes | None] = field(default_factory=dict)
+    evidence: str | None = None  # why it is ``upstream``, for people
+    # the upstream commit with the patch's own patch-id (full sha), in a result that history.evidence returns:
+    # the only evidence on which ``bump`` drops a patch
+    carrier: str | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. the patched lines found away from the patch's place
+
+    @property
+    def detail(self) -> str:
+        return "; ".join(part for part in (self._state_detail(), *self.notes) if part)
+
+    def _state_detail(self) -> str:
+        if self.state is State.OFFSET:
+            return _per_file([p for p in self.placements if p.offset], lambda p: f"{p.offset:+d} lines")
+        if self.state is State.FUZZ:
+            return _per_file([p for p in self.placements if p.fuzz], lambda p: f"fuzz {p.fuzz}")
+        if self.state in (State.CONFLICT, State.MISSING, State.THREE_WAY) and self.conflict:
+            c = self.conflict
+            where = f"{c.path} hunk #{c.hunk} {c.header}" if c.hunk else c.path
+            return f"{where}: {c.reason}"
+        if self.state is State.UPSTREAM:
+            return self.evidence or "the reverse of the patch applies: upstream already has the change"
+        return ""
+
+
+def _per_file(placements: list[HunkPlacement], describe) -> str:
+    """``path: hunk #1 +3 lines, #2 +3 lines; other: ...``: each path said once."""
+    by_path: dict[str, list[str]] = {}
+    for placement in placements:
+        by_path.setdefault(placement.path, []).append(f"#{placement.number} {describe(placement)}")
+    return "; ".join(f"{path}: hunk {', '.join(items)}" for path, items in by_path.items())

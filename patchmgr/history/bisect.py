@@ -1,0 +1,63 @@
+"""bisect: for each patch, the first commit between the pin and a ref where its state changes, from one walk."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from patchmgr.engine.classify import check_series
+from patchmgr.history.walk import PatchHistory, Walk, find_carrier
+from patchmgr.io.git import merge_texts
+from patchmgr.model.errors import StateError, UsageError
+from patchmgr.model.manifest import Upstream
+from patchmgr.model.project import Project
+from patchmgr.sources.store import Store
+from patchmgr.sources.upstream import open_git_source
+
+
+@dataclass
+class Bisection:
+    upstream: Upstream
+    ref: str
+    to: str
+    pin: str
+    base: str
+    commits_on_path: int
+    patches: list[PatchHistory] = field(default_factory=list)
+    applying: list[str] = field(default_factory=list)  # patches that apply at the ref: nothing to find
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(p.state_at_to.applies for p in self.patches)
+
+
+def bisect_upstream(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str],
+                    ref: str, patch_ids: Sequence[str] = ()) -> Bisection:
+    """For each patch that does not apply at ``ref`` (or each of ``patch_ids``), walk the history."""
+    patches = project.patches(upstream)
+    unknown = [pid for pid in patch_ids if pid not in upstream.patch_ids]
+    if unknown:
+        raise UsageError(f"no patch {', '.join(unknown)} in upstream {upstream.name} "
+                         f"(it has: {', '.join(upstream.patch_ids) or 'none'})", "use a patch id from the manifest")
+    open_git_source(store, upstream, None, overrides)
+    target = open_git_source(store, upstream, ref, overrides)
+    repo, to = target.repo, target.commit
+    base = repo.merge_base(upstream.commit, to)
+    if base is None:
+        raise StateError(f"{upstream.name}: the pin {upstream.commit[:12]} and {ref} share no history",
+                         "check that the ref belongs to the same upstream")
+    at_to = check_series(patches, target, merge_texts)
+    chosen = [i for i, r in enumerate(at_to) if (r.patch.id in patch_ids if patch_ids else not r.state.applies)]
+    line = repo.first_parent_path(base, to)
+    result = Bisection(upstream, ref, to, upstream.commit, base, len(line))
+    if line and repo.commit_info(line[0]).parents[:1] != (base,):
+        result.notes.append(f"the merge base {base[:12]} is not on {ref}'s first-parent line (a merge brought it "
+                            "in): the first commits of the walk compare the two lines, not one change")
+    result.applying = [r.patch.id for r in at_to if r.state.applies and r.patch.id not in patch_ids]
+    if not chosen:
+        return result
+    walk = Walk(repo, base, to, target.location, patches[: max(chosen) + 1])
+    carriers = {i: find_carrier(repo, base, to, patches[i]) for i in chosen}
+    result.patches = [walk.history(i, at_to[i].state, carriers[i]) for i in chosen]
+    return result

@@ -1,0 +1,248 @@
+"""Walk an upstream's history between the pin and a ref: which commit broke a patch, or absorbed it.
+
+No checkout and no binary search. Only a commit that changes one of the files
+a patch (or an earlier patch of its series) touches can change the patch's
+state, so the walk classifies the merge base and then each such commit on the
+first-parent line, oldest first, with the engine reading blobs from the cache.
+Those commits are few, so every one is checked, and a history where a patch
+breaks, recovers and breaks again is reported as such instead of naming a
+commit that a binary search would happen to land on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from patchmgr.engine.classify import check_series
+from patchmgr.engine.results import State
+from patchmgr.io.git import CommitInfo, GitRepo, merge_texts
+from patchmgr.model.patchfile import PatchFile
+from patchmgr.sources.upstream import GitSource
+
+_PR_NUMBER = (re.compile(r"\(#(\d+)\)"), re.compile(r"^Merge pull request #(\d+)"), re.compile(r"(?:^|\s)!(\d+)\b"))
+
+
+def pr_number(subject: str) -> int | None:
+    """The pull-request number a subject names: ``(#1234)``, ``Merge pull request #1234``, or gitcode's ``!1234``."""
+    for pattern in _PR_NUMBER:
+        found = pattern.findall(subject)
+        if found:
+            return int(found[-1])
+    return None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A patch's state at one commit of the walk."""
+
+    commit: str
+    subject: str
+    state: State
+
+    @property
+    def pr(self) -> int | None:
+        return pr_number(self.subject)
+
+    @property
+    def applies(self) -> bool:
+        return self.state.applies
+
+
+@dataclass
+class PatchHistory:
+    patch: PatchFile
+    state_at_to: State
+    at_base: Step
+    transitions: list[Step] = field(default_factory=list)  # each commit where the state changed
+    carrier: Step | None = None  # the commit with the patch's own patch-id, if any
+    commits_checked: int = 0
+
+    @property
+    def monotonic(self) -> bool:
+        """The patch applied at the merge base and, once it stopped, never applied again."""
+        flips, applied = 0, self.at_base.applies
+        for step in self.transitions:
+            flips += step.applies != applied
+            applied = step.applies
+        return self.at_base.applies and flips <= 1
+
+    @property
+    def first_commit(self) -> Step | None:
+        """The commit where the patch stops applying; None when the history cannot name one."""
+        if not self.monotonic:
+            return None
+        return next((s for s in self.transitions if not s.applies), None)
+
+    @property
+    def state(self) -> State:
+        first = self.first_commit
+        return first.state if first else self.state_at_to
+
+    @property
+    def note(self) -> str:
+        if not self.at_base.applies and not any(s.applies for s in self.transitions):
+            return (f"already {self.at_base.state.value} at the merge base {self.at_base.commit[:12]}: "
+                    f"the pin's own branch has changes this patch needs")
+        if not self.monotonic:
+            path = " -> ".join([self.at_base.state.value] + [f"{s.state.value} at {s.commit[:12]}"
+                                                              for s in self.transitions])
+            return f"not monotonic ({path}): it stops applying more than once, so no single commit broke it"
+        if self.carrier is not None:
+            return f"commit {self.carrier.commit[:12]} carries the change (same patch-id)"
+        return ""
+
+
+def _reads(patch: PatchFile) -> set[str]:
+    """The paths whose content or kind a check of ``patch`` reads: its files and the folders above them."""
+    reads = set()
+    for path in patch.touched_paths:
+        parts = path.split("/")
+        reads.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    return reads
+
+
+def independent_groups(series: list[PatchFile]) -> list[tuple[int, ...]]:
+    """The series split into groups that share no path: no patch of one group writes what another reads.
+
+    A patch's state depends on the patches before it only through the files they
+    write, so each group can be checked alone, in series order, with the same
+    results as the whole series.
+    """
+    parent = list(range(len(series)))
+
+    def root(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    readers: dict[str, list[int]] = {}
+    for index, patch in enumerate(series):
+        for path in _reads(patch):
+            readers.setdefault(path, []).append(index)
+    for index, patch in enumerate(series):
+        for path in patch.touched_paths:
+            for other in readers.get(path, ()):
+                parent[root(other)] = root(index)
+    groups: dict[int, list[int]] = {}
+    for index in range(len(series)):
+        groups.setdefault(root(index), []).append(index)
+    return sorted(tuple(group) for group in groups.values())
+
+
+class Walk:
+    """The series classified at the merge base and at each commit that touches its files.
+
+    A check reads only the patches' files and the kinds of the folders above
+    them, so a group of patches (``independent_groups``) is classified once per
+    distinct set of those entries: a commit that changes none of them costs a
+    few lookups in the cached trees, not a check. That is what makes a sweep
+    over consecutive commits cheap, where most commits leave a patch's file alone.
+    """
+
+    def __init__(self, repo: GitRepo, base: str, to: str, location: str, series: list[PatchFile]) -> None:
+        self.repo, self.base, self.to, self.location, self.series = repo, base, to, location, series
+        self._prefetched: set[str] = set()
+        if not repo.history_indexed(to):  # fetched lazily, or before patchmgr wrote commit-graphs
+            repo.index_history(to)
+        self._groups = independent_groups(series)
+        self._group_of = {index: group for group in self._groups for index in group}
+        self._inputs: dict[tuple[int, ...], tuple[list[str], int]] = {}
+        for group in self._groups:
+            files = sorted({p for i in group for p in series[i].touched_paths})
+            folders = sorted(set().union(*(_reads(series[i]) for i in group)) - set(files))
+            self._inputs[group] = (files + folders, len(files))
+        self._states: dict[tuple, list[State]] = {}
+        self.checks = 0  # groups classified by the engine, for the benchmarks
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Fetch in one request the blobs of ``paths`` between base and tip that a partial clone lacks."""
+        wanted = sorted(set(paths) - self._prefetched)
+        if wanted:
+            self.repo.prefetch_blobs(self.base, self.to, wanted)
+            self._prefetched.update(wanted)
+
+    def states_at(self, commit: str) -> list[State]:
+        """The state of each patch of the series at ``commit``."""
+        self.prefetch(p for patch in self.series for p in patch.touched_paths)
+        states: list[State] = [State.CLEAN] * len(self.series)
+        for group in self._groups:
+            for index, state in zip(group, self._group_states(group, commit)):
+                states[index] = state
+        return states
+
+    def state_at(self, index: int, commit: str) -> State:
+        """The state of patch ``index`` at ``commit`` (its group alone is classified)."""
+        group = self._group_of[index]
+        return self._group_states(group, commit)[group.index(index)]
+
+    def _group_states(self, group: tuple[int, ...], commit: str) -> list[State]:
+        paths, files = self._inputs[group]
+        entries = self.repo.path_entries(commit, paths)
+        # files by content, folders above them by kind only (the engine checks that they are folders)
+        key = (group, entries[:files], tuple(entry and entry[0] for entry in entries[files:]))
+        if key not in self._states:
+            source = GitSource(self.repo, commit, self.location)
+            results = check_series([self.series[i] for i in group], source, merge_texts)
+            self._states[key] = [r.state for r in results]
+            self.checks += len(group)
+        return self._states[key]
+
+    def group_paths(self, indexes: Iterable[int]) -> list[str]:
+        """The files of the groups of the patches ``indexes``: what classifying them reads at each commit."""
+        return sorted({p for index in indexes for i in self._group_of[index] for p in self.series[i].touched_paths})
+
+    def related(self, index: int) -> list[int]:
+        """The patches up to ``index`` whose files can change its state: it, and those writing what it reads."""
+        reads, chosen = _reads(self.series[index]), [index]
+        for other in range(index - 1, -1, -1):
+            if reads.intersection(self.series[other].touched_paths):
+                chosen.append(other)
+                reads |= _reads(self.series[other])
+        return sorted(chosen)
+
+    def history(self, index: int, state_at_to: State, carrier: CommitInfo | None) -> PatchHistory:
+        """One patch's steps, at the commits touching files of it or of the earlier patches it depends on."""
+        self.prefetch(self.group_paths([index]))
+        paths = sorted({p for i in self.related(index) for p in self.series[i].touched_paths})
+        commits = self.repo.commits_touching(self.base, self.to, paths)
+        at_base = Step(self.base, self.repo.commit_info(self.base).subject, self.state_at(index, self.base))
+        history = PatchHistory(self.series[index], state_at_to, at_base, commits_checked=len(commits) + 1)
+        carried = False
+        previous = at_base.state
+        for commit in commits:
+            state = self.state_at(index, commit.sha)
+            carried = carried or (carrier is not None and commit.sha == carrier.sha)
+            if carried and not state.applies:
+                # The patch's own change landed at the carrier; later upstream edits of
+                # the same lines make its reverse fail, but the change is upstream's.
+                state = State.UPSTREAM
+            if state is not previous:
+                history.transitions.append(Step(commit.sha, commit.subject, state))
+                previous = state
+        if carrier is not None:
+            history.carrier = Step(carrier.sha, carrier.subject, State.UPSTREAM)
+            if not state_at_to.applies:
+                history.state_at_to = State.UPSTREAM
+        return history
+
+
+def find_carrier(repo: GitRepo, base: str, to: str, patch: PatchFile) -> CommitInfo | None:
+    """The first commit after ``base`` up to ``to`` whose change to the patch's files has its patch-id."""
+    wanted = repo.patch_id(patch.data)
+    if wanted is None:
+        return None
+    # in one request: `git log -p` in a blobless cache would fetch the blobs commit by commit
+    repo.prefetch_blobs(base, to, patch.touched_paths)
+    for patch_id, commit in repo.path_patch_ids(base, to, patch.touched_paths, context_size(patch)):
+        if patch_id == wanted:
+            return repo.commit_info(commit)
+    return None
+
+
+def context_size(patch: PatchFile) -> int:
+    """The context size the patch was made with (3 unless it says otherwise)."""
+    sizes = [max(h.leading, h.trailing) for d in patch.files for h in d.hunks if d.kind == "modify"]
+    return max(sizes, default=3) or 3

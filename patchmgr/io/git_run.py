@@ -1,0 +1,188 @@
+"""Running git: the hardened configuration every git process gets, one subprocess wrapper, git's errors.
+
+Applied to every git process through ``GIT_CONFIG_*`` variables, so a hostile repository's
+config or an inherited setting cannot run code on our behalf.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from patchmgr.model.errors import GitError
+from patchmgr.model.urls import mask_url
+
+# Applied to every git process through GIT_CONFIG_* variables, so a hostile
+# repository's config or an inherited setting cannot run code on our behalf.
+_HARDENING = {
+    "core.hooksPath": os.devnull,
+    "protocol.ext.allow": "never",
+    "core.fsmonitor": "false",
+    "advice.detachedHead": "false",
+    "init.defaultBranch": "main",
+    "gc.auto": "0",
+    # a stalled server fails the fetch instead of hanging an image build
+    "http.lowSpeedLimit": "1000",
+    "http.lowSpeedTime": "60",
+}
+
+
+ConfigItems = Mapping[str, str] | Sequence[tuple[str, str]]
+
+
+def config_env(extra: ConfigItems | None = None) -> dict[str, str]:
+    pairs = list(_HARDENING.items())
+    pairs += list(extra.items()) if isinstance(extra, Mapping) else list(extra or ())
+    env = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_TERMINAL_PROMPT": "0"}
+    for index, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
+# -- a repository whose config patchmgr does not trust (the cache) ------------------
+# Keys that make git run a program, with the value git uses when nobody sets them. In a
+# repository of the cache each one is set on the command line (the last, winning scope) to
+# the user's own value (system or global config) or else to that default, so whatever the
+# repository's own config says is never run. Defaults are git's own: what runs is what
+# would run with no repository config at all.
+PROGRAM_DEFAULTS = {
+    "core.sshcommand": None,  # git's default depends on GIT_SSH: computed in program_default
+    "core.askpass": None,
+    "core.pager": "cat",
+    "core.editor": None,
+    "sequence.editor": None,
+    "core.alternaterefscommand": 'f() { git --git-dir="$1" for-each-ref --format="%(objectname)"; }; f',
+    "gpg.program": "gpg",
+    "gpg.openpgp.program": "gpg",
+    "gpg.x509.program": "gpgsm",
+    "gpg.ssh.program": "ssh-keygen",
+    "remote.origin.receivepack": "git-receive-pack",
+}
+
+
+_PROGRAM_KEYS = re.compile(r"^(" + "|".join(re.escape(key) for key in PROGRAM_DEFAULTS)
+                           + r"|credential\..*\.?helper|core\.gitproxy)$")
+
+
+_TRUSTED: dict[tuple, list[tuple[str, str]]] = {}
+
+
+def program_default(key: str) -> str:
+    if PROGRAM_DEFAULTS.get(key) is not None:
+        return PROGRAM_DEFAULTS[key]
+    if key == "core.sshcommand":
+        return shlex.quote(os.environ["GIT_SSH"]) if os.environ.get("GIT_SSH") else "ssh"
+    if key == "core.askpass":
+        return os.environ.get("SSH_ASKPASS", "")  # empty: no askpass program (git then fails, prompting nothing)
+    return os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"  # the editors (never started here)
+
+
+def trusted_config() -> list[tuple[str, str]]:
+    """The program keys set in the system and global config (the user's own), in git's order.
+
+    Read with one ``git config`` (again only when the variables naming those files
+    change); entries from a repository's own config (scope ``local``/``worktree``)
+    are dropped, whatever folder this runs in.
+    """
+    key = tuple(os.environ.get(name) for name in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL",
+                                                  "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"))
+    if key not in _TRUSTED:
+        pairs = []
+        try:
+            done = subprocess.run(["git", "config", "-z", "--show-scope", "--includes", "--get-regexp",
+                                   _PROGRAM_KEYS.pattern], env=plain_env(), capture_output=True,
+                                  stdin=subprocess.DEVNULL, cwd=os.path.abspath(os.sep))
+            fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+            for scope, entry in zip(fields[0::2], fields[1::2]):
+                name, _, value = entry.partition("\n")
+                if scope in ("system", "global"):
+                    pairs.append((name, value))
+        except OSError:
+            pass
+        _TRUSTED[key] = pairs
+    return _TRUSTED[key]
+
+
+def last_value(pairs: Sequence[tuple[str, str]], key: str) -> str | None:
+    values = [value for name, value in pairs if name == key]
+    return values[-1] if values else None
+
+
+def config_pairs(items: ConfigItems | None) -> list[tuple[str, str]]:
+    return list(items.items()) if isinstance(items, Mapping) else list(items or ())
+
+
+def run_plain(args: Iterable[str], cwd: Path | None = None) -> str:
+    return execute(tuple(args), cwd, plain_env(), None, True)
+
+
+def plain_env() -> dict[str, str]:
+    return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **config_env()}
+
+
+def execute(args: Sequence[str], cwd: Path | None, env: Mapping[str, str], stdin: bytes | None,
+             strip: bool, repository: Path | None = None) -> str:
+    """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True,
+                              input=stdin, stdin=subprocess.DEVNULL if stdin is None else None)
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
+    if done.returncode != 0:
+        raise _as_git_error(["git", *args], done.returncode, done.stderr, repository)
+    out = done.stdout.decode("utf-8", "surrogateescape")
+    return out[:-1] if strip and out.endswith("\n") else out
+
+
+def _as_git_error(command: Sequence[str], status: int, stderr: bytes | str,
+                  repository: Path | None = None) -> GitError:
+    lines = [mask_url(line.strip()) for line in as_text(stderr).strip().splitlines() if line.strip()]
+    # git's first fatal line is the cause ("'/x' does not appear to be a git repository"); what follows
+    # is advice ("Please make sure you have the correct access rights / and the repository exists.")
+    fatal = [line for line in lines if line.startswith("fatal: ")]
+    detail = fatal[0] if fatal else lines[-1] if lines else f"exit code {status}"
+    detail = re.sub(r"^(fatal|error): ", "", detail)
+    detail = re.sub(r"^unable to access '[^']*': ", "", detail)  # the URL is said by whoever reports it
+    verb = " ".join(str(part) for part in command[1:2])
+    damage = damage_in(stderr) if repository is not None else None
+    if damage:
+        return RepositoryDamaged(repository, damage)
+    return GitError(f"git {verb}: {detail}", "see git's message above")
+
+
+# What git says when a repository's own files are broken (not when a remote fails).
+_DAMAGE = re.compile(
+    r"does not match index|is corrupt|corrupt (?:loose|packed) object|object file \S+ is empty|inflate: "
+    r"|unable to unpack|bad config line|bad config variable|not a git repository|invalid object type"
+    r"|packfile \S+ (?:cannot be accessed|is far too short|has unknown|is version)|index file \S+ is too small"
+    r"|non-monotonic index|garbage at end of loose object|bad numeric config value|unknown repository extension"
+    r"|invalid (?:gitfile|HEAD)|expected format version|loose object \S+ .*is corrupt")
+
+
+def damage_in(stderr: bytes | str) -> str | None:
+    """The line of git's error output that says the repository itself is damaged, or None."""
+    for line in as_text(stderr).splitlines():
+        if _DAMAGE.search(line):
+            return re.sub(r"^(fatal|error|warning): ", "", line.strip())
+    return None
+
+
+class RepositoryDamaged(GitError):
+    """A repository's own files are broken (a garbage HEAD or config, a truncated pack, a half-made folder)."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(f"the git repository {path} is damaged: {mask_url(detail)}",
+                         f"remove it (rm -rf {path}) and run again")
+        self.path = Path(path)
+        self.detail = mask_url(detail)
+
+
+def as_text(value) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value or "")

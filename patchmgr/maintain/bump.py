@@ -1,0 +1,140 @@
+"""Move an upstream's pin to a new ref (``patchmgr bump``): refresh, drop what landed, rewrite the pin.
+
+A bump refuses while any patch is ``conflict`` or ``missing`` (naming each),
+and while a patch needs fuzz or a 3-way merge unless that was allowed, so a
+pin never moves to a commit its series does not apply to exactly. A patch
+that is ``upstream`` leaves the series, its file removed, only on patch-id
+evidence: an upstream commit whose change has the patch's own patch-id, named.
+A patch that reads ``upstream`` only because its reverse applies (upstream
+wrote the change its own way, or wrote something that merely looks like it)
+is not dropped on that guess: the bump refuses and asks for a review, unless
+``--keep`` keeps such patches. Only the ``commit`` and ``version`` lines (and
+``patches`` when one is dropped) of the manifest change.
+
+Everything is computed and validated first (the version, the refreshed
+patches, the new manifest text); then the patch files, the removals and the
+manifest are written in one journaled transaction: all of them, or none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from patchmgr.engine.results import State
+from patchmgr.maintain import manifest_edit
+from patchmgr.maintain.refresh import RefreshedPatch, RefreshPlan, plan_refresh
+from patchmgr.model.errors import StateError, UsageError
+from patchmgr.model.manifest import Target
+from patchmgr.model.project import Project
+from patchmgr.sources.store import Store
+from patchmgr.sources.upstream import release_version
+from patchmgr.targets.project_files import write_files
+
+
+@dataclass
+class BumpOutcome:
+    target: Target
+    plan: RefreshPlan
+    action: str  # "planned" | "bumped" | "refused" | "up-to-date"
+    old_version: str | None = None
+    new_version: str | None = None
+    dropped: list[RefreshedPatch] = field(default_factory=list)
+    kept: list[RefreshedPatch] = field(default_factory=list)  # upstream, but kept by --keep
+    shared: dict[str, list[str]] = field(default_factory=dict)  # dropped patch id -> other targets listing it
+    # upstream by their reverse only (no commit has their patch-id): the bump refuses until they are reviewed
+    review: list[RefreshedPatch] = field(default_factory=list)
+    writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)  # the whole change, computed
+    expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)  # what those files held
+
+    @property
+    def blockers(self) -> list[RefreshedPatch]:
+        return [p for p in self.plan.patches if p.state in (State.CONFLICT, State.MISSING)]
+
+    @property
+    def ok(self) -> bool:
+        return self.action != "refused"
+
+
+def plan_bump(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str], ref: str,
+              keep: bool = False, allow_three_way: bool = False, version: str | None = None) -> BumpOutcome:
+    """What bumping ``name`` to ``ref`` would do, every byte of it computed and checked; writes nothing.
+
+    (The command line has already rolled back an interrupted refresh, bump or export.)
+    """
+    if version is not None:
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise UsageError(f"--version {version!r} is not a PEP 440 version; nothing was written",
+                             "give the upstream's release version at that ref, e.g. --version 0.5.0") from None
+    upstream = target.upstream(name)
+    new_version = version or release_version(upstream, ref)
+    if upstream.version and new_version is None:
+        raise UsageError(f"{ref!r} names no release version, and {upstream.name} pins version {upstream.version}",
+                         "pass --version X.Y.Z (the upstream's version at that ref)")
+    plan = plan_refresh(project, upstream, store, overrides, ref, allow_three_way, target.name)
+    outcome = BumpOutcome(target, plan, "refused", upstream.version, new_version if upstream.version or version
+                          else None)
+    if outcome.blockers or not plan.ok:
+        return outcome
+    if plan.commit == upstream.commit:
+        outcome.action = "up-to-date"
+        return outcome
+    landed = [p for p in plan.patches if p.action == "upstream"]
+    if not keep:
+        outcome.review = [p for p in landed if p.carrier is None]
+        if outcome.review:
+            return outcome
+    if keep:
+        outcome.kept = landed
+    else:
+        outcome.dropped = landed
+        outcome.shared = {p.patch.id: p.shared_with for p in landed if p.shared_with}
+    outcome.writes, outcome.expected = _changes(project, outcome)
+    outcome.action = "planned"
+    return outcome
+
+
+def _changes(project: Project, outcome: BumpOutcome) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
+    """Every file the bump writes (None: removes), and what each held when read; checks the new manifest."""
+    plan, target = outcome.plan, outcome.target
+    upstream = plan.upstream
+    writes, expected = plan.writes(), plan.expected()
+    for dropped in outcome.dropped:
+        if dropped.patch.id not in outcome.shared:  # another target still lists the file
+            writes[dropped.patch.path] = None
+            expected[dropped.patch.path] = dropped.patch.data
+    try:
+        data = target.path.read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StateError(f"cannot read {target.path}: {exc}", "fix the file, then run again") from None
+    new_text = text
+    if outcome.dropped:
+        gone = {p.patch.id for p in outcome.dropped}
+        new_text = manifest_edit.series_text(new_text, target.path, upstream.name,
+                                             [pid for pid in upstream.patch_ids if pid not in gone])
+    new_text = manifest_edit.pin_text(new_text, target.path, upstream.name, plan.commit, plan.ref,
+                                      outcome.new_version)
+    manifest_edit.check_manifest(target.path, new_text, project.patches_dir)
+    if new_text != text:
+        writes[target.path] = new_text.encode("utf-8")
+        expected[target.path] = data
+    return writes, expected
+
+
+def write_bump(outcome: BumpOutcome) -> BumpOutcome:
+    """Carry out a planned bump: patch files, removals and the manifest, in one transaction."""
+    if outcome.action != "planned":
+        raise StateError(f"nothing to write: the bump is {outcome.action}", "run patchmgr bump without --dry-run")
+    plan = outcome.plan
+    if plan.root is None:
+        raise StateError("the bump plan names no project root", "this is a bug in patchmgr; please report it")
+    write_files(plan.root, outcome.writes, outcome.expected)
+    plan.written = [p.patch.path for p in plan.changed]
+    outcome.action = "bumped"
+    return outcome

@@ -1,0 +1,106 @@
+"""Rewrite single values of a target manifest, keeping its comments and layout (tomlkit).
+
+Like pre-commit's ``autoupdate``, which rewrites only the ``rev:`` line: a
+bump moves ``commit`` (and ``version``), an export or a dropped patch changes
+``patches``, and every other byte of the file stays. The edits only compute
+the new text; ``check_manifest`` validates it as a manifest before anything is
+written, and ``write_files`` writes it together with the patch files that go
+with it (refresh, bump, export) in one journaled transaction: all or nothing,
+across a crash (an interrupted run is rolled back by the next one).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import tomlkit
+from tomlkit.items import Array, Table
+
+from patchmgr.model.errors import ManifestError, PatchmgrError
+from patchmgr.model.manifest import PATCH_ID, _Validator
+from patchmgr.model.project import Project
+from patchmgr.model.urls import FULL_SHA
+
+
+def pin_text(text: str, path: Path, upstream: str, commit: str, ref: str, version: str | None = None) -> str:
+    """``text`` with ``upstream`` pointed at ``commit``; the line's comment names ``ref`` (none for a bare id)."""
+
+    def change(table: Table) -> None:
+        table["commit"] = commit
+        item = table["commit"]
+        item.trivia.comment_ws, item.trivia.comment = ("  ", f"# {ref}") if not FULL_SHA.match(ref) else ("", "")
+        if version is not None:
+            table["version"] = version
+
+    return _edit(text, path, upstream, change)
+
+
+def series_text(text: str, path: Path, upstream: str, patch_ids: Sequence[str]) -> str:
+    """``text`` with ``patches`` of ``upstream`` exactly ``patch_ids``, touching only what differs."""
+
+    def change(table: Table) -> None:
+        series = table.get("patches")
+        if not isinstance(series, Array):
+            table["patches"] = list(patch_ids)
+            return
+        if list(series) == list(patch_ids):
+            return
+        for index in reversed(range(len(series))):
+            if series[index] not in patch_ids:
+                del series[index]
+        if list(series) != list(patch_ids)[: len(series)]:
+            series.clear()
+        for patch_id in patch_ids[len(series):]:
+            series.append(patch_id)
+
+    return _edit(text, path, upstream, change)
+
+
+def check_manifest(path: Path, text: str, patches_dir: Path, planned: Collection[Path] = ()) -> None:
+    """Refuse ``text`` unless it loads as the manifest at ``path``; ``planned``: patch files the same
+    transaction creates (they need not exist yet)."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: the edit would not be valid TOML: {exc}", "this is a bug in patchmgr") from exc
+    for name, table in (raw.get("upstreams") or {}).items():
+        listed = table.get("patches") if isinstance(table, dict) else None
+        if not isinstance(listed, list):
+            continue
+        fresh = {pid for pid in listed if isinstance(pid, str) and patches_dir / name / f"{pid}.patch" in planned}
+        for pid in fresh:  # the validator below checks the others, with their files
+            if not PATCH_ID.match(pid):
+                raise ManifestError(f"{path}: {pid!r} is not a patch id (letters, digits, '.', '_', '+', '-')",
+                                    "rename the commit's patch (its git note) and run again")
+        if fresh and len(set(listed)) != len(listed):
+            raise ManifestError(f"{path}: upstreams.{name}.patches would list a patch twice", "list each patch once")
+        table["patches"] = [pid for pid in listed if pid not in fresh]
+    _Validator(path, patches_dir).target(raw)
+
+
+def listed_elsewhere(project: Project, target: str, upstream: str, patch_id: str) -> list[str]:
+    """The other targets whose series for ``upstream`` list ``patch_id``: they share its file."""
+    users = []
+    for name in project.target_names():
+        if name == target:
+            continue
+        try:
+            other = project.target(name)
+        except PatchmgrError:
+            users.append(f"{name} (its manifest does not load)")  # be safe: it may list the file
+            continue
+        if any(u.name == upstream and patch_id in u.patch_ids for u in other.upstreams):
+            users.append(name)
+    return users
+
+
+def _edit(text: str, path: Path, upstream: str, change) -> str:
+    document = tomlkit.parse(text)
+    table = document.get("upstreams", {}).get(upstream)
+    if not isinstance(table, Table):
+        raise ManifestError(f"{path}: no [upstreams.{upstream}] table to edit", f"see {path}")
+    change(table)
+    new_text = tomlkit.dumps(document)
+    return text if new_text == text else new_text

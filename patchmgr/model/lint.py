@@ -1,0 +1,114 @@
+"""``patchmgr lint``: manifests and patch files well-formed, every patch documented."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchmgr.model.errors import PatchmgrError
+from patchmgr.model.manifest import Target
+from patchmgr.model.patchfile import UPSTREAM_STATUSES, PatchFile, read_patch
+from patchmgr.model.project import Project
+
+_FULL_INDEX = re.compile(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}", re.M)
+_ANY_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)", re.M)
+
+
+@dataclass(frozen=True)
+class LintProblem:
+    path: Path
+    message: str
+
+
+def lint_project(project: Project) -> tuple[list[LintProblem], int]:
+    """All problems found, and how many patch files were checked."""
+    problems: list[LintProblem] = []
+    targets: list[Target] = []
+    for name in project.target_names():
+        try:
+            targets.append(project.target(name))
+        except PatchmgrError as exc:
+            problems.append(LintProblem(project.manifests_dir / f"{name}.toml", exc.message))
+    checked: set[Path] = set()
+    for target in targets:
+        for upstream in target.upstreams:
+            for patch_id in upstream.patch_ids:
+                path = project.patch_path(upstream.name, patch_id)
+                if path in checked:
+                    continue
+                checked.add(path)
+                problems += lint_patch(project, path, upstream.name, patch_id)
+    for path in project.unlisted_patches(targets):
+        problems.append(LintProblem(path, "no manifest lists this patch"))
+    return problems, len(checked)
+
+
+def lint_patch(project: Project, path: Path, upstream: str, patch_id: str) -> list[LintProblem]:
+    try:
+        patch = read_patch(path, upstream, patch_id)
+    except PatchmgrError as exc:
+        return [LintProblem(path, exc.message)]
+    return [LintProblem(path, message) for message in _patch_messages(project, patch)]
+
+
+def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
+    messages = []
+    text = patch.data.decode("utf-8")
+    if not text.endswith("\n"):
+        messages.append("no newline at the end of the file")
+    if not patch.subject:
+        messages.append("no subject or Description: say what the patch does")
+    if len(patch.body.replace("\n", " ").split()) < 12:
+        messages.append("the message does not say why the patch exists (what broke, how it showed)")
+    status = patch.field("Upstream-Status")
+    if not status:
+        messages.append("no Upstream-Status field (Pending, Submitted <url>, Backport <url>, ...)")
+    elif status.split()[0] not in UPSTREAM_STATUSES:
+        messages.append(f"Upstream-Status {status.split()[0]!r} is not one of {', '.join(UPSTREAM_STATUSES)}")
+    elif status.split()[0] in ("Submitted", "Backport", "Accepted") and len(status.split()) < 2:
+        messages.append(f"Upstream-Status {status} needs the URL or ref it refers to")
+    if not patch.field("Origin"):
+        messages.append("no Origin field (vendor, upstream or backport, and where from)")
+    indexes = _ANY_INDEX.findall(text)
+    if len(_FULL_INDEX.findall(text)) != len(indexes) or not indexes:
+        messages.append("index lines lack full 40-hex blob ids: regenerate with git format-patch --full-index")
+    for smoke in patch.field_values("Smoke-Test"):
+        problem = smoke_test_problem(project, patch.upstream, smoke.strip())
+        if problem:
+            messages.append(f"Smoke-Test {smoke.strip()!r} {problem}")
+    return messages
+
+
+SMOKE_DIR = ("tests", "smoke")
+# A Smoke-Test value: a pytest node id, relative to the project root, of a .py file under
+# tests/smoke/<upstream>/, optionally followed by ::names (identifiers) and, on the last name,
+# one [parameter id] without whitespace or control characters.
+_PATH_PART = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+_NAMES = r"(?:(?:::[A-Za-z_][A-Za-z0-9_]*)+(?:\[[^\s\x00-\x1f\x7f]+\])?)?"
+
+
+def smoke_test_problem(project: Project, upstream: str, value: str) -> str | None:
+    """Why ``value`` is not an acceptable Smoke-Test for a patch of ``upstream``; None when it is."""
+    folder = "/".join((*SMOKE_DIR, upstream)) + "/"
+    form = f"a test id of the form {folder}<file>.py[::name...]"
+    if not value:
+        return f"is empty: give {form}"
+    if value.startswith("-"):
+        return f"looks like a pytest option, not {form}"
+    path = value.split("::", 1)[0]
+    if path.startswith(("/", "~", "\\")) or re.match(r"[A-Za-z]:", path):
+        return f"is an absolute path: give {form}, relative to the project root"
+    if ".." in re.split(r"[/\\]", path):
+        return f"climbs out with '..': give {form}"
+    match = re.fullmatch(rf"(?P<path>{re.escape(folder)}(?:{_PATH_PART}/)*{_PATH_PART}\.py){_NAMES}", value)
+    if match is None:
+        return f"is not {form}"
+    root = project.root.resolve()
+    smoke_dir = root.joinpath(*SMOKE_DIR)
+    file = (root / match["path"]).resolve()
+    if not file.is_relative_to(smoke_dir):
+        return f"leaves {'/'.join(SMOKE_DIR)}/ (it resolves outside it through a link)"
+    if not file.is_file():
+        return "does not exist"
+    return None

@@ -1,0 +1,212 @@
+"""Target manifests (``manifests/<target>.toml``), validated on load.
+
+A bad manifest fails here, before anything reaches git or the disk, with a
+message naming the file, the key path and the expected form.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from patchmgr.model.errors import ManifestError
+from patchmgr.model.urls import FULL_SHA, mask_url
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_TARGET_KEYS = {"name", "description"}
+_UPSTREAM_KEYS = {"git", "mirrors", "commit", "version", "pypi", "package-root", "patches"}
+_SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.-]+:[^/].*$")  # git's scp-like ssh: host:path
+_SCP_LIKE_HOST = re.compile(r"^[^/:]*@([^/:]*):")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    name: str
+    git: str | None
+    mirrors: tuple[str, ...]
+    commit: str
+    version: str | None
+    pypi: str | None
+    package_root: str
+    patch_ids: tuple[str, ...]
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        return ((self.git,) if self.git else ()) + self.mirrors
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    path: Path
+    upstreams: tuple[Upstream, ...]
+
+    def upstream(self, name: str) -> Upstream:
+        for upstream in self.upstreams:
+            if upstream.name == name:
+                return upstream
+        known = ", ".join(u.name for u in self.upstreams) or "none"
+        raise ManifestError(f"target {self.name} has no upstream {name!r} (it has: {known})",
+                            f"see {self.path}")
+
+
+def load_target(path: Path, patches_dir: Path) -> Target:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ManifestError(f"{path}: no such manifest", "list targets with `patchmgr lint`") from exc
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not UTF-8 text", "save the manifest as UTF-8") from exc
+    except IsADirectoryError as exc:
+        raise ManifestError(f"{path}: a folder, not a manifest file", "remove it or rename it") from exc
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot be read ({exc.strerror or exc})", "check the file") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: invalid TOML: {exc}", "fix the syntax at that line") from exc
+    except RecursionError:
+        raise ManifestError(f"{path}: invalid TOML: arrays or tables nested too deeply to read",
+                            "a manifest needs no nesting deeper than a list of patch names") from None
+    return _Validator(path, patches_dir).target(raw)
+
+
+class _Validator:
+    def __init__(self, path: Path, patches_dir: Path) -> None:
+        self.path = path
+        self.patches_dir = patches_dir
+
+    def fail(self, key: str, problem: str, hint: str) -> ManifestError:
+        return ManifestError(f"{self.path}: at key {key}: {problem}", hint)
+
+    def target(self, raw: dict) -> Target:
+        self._only(raw, {"target", "upstreams"}, "")
+        section = raw.get("target")
+        if not isinstance(section, dict):
+            raise self.fail("target", "missing [target] table", 'add [target] with name = "<target>"')
+        self._only(section, _TARGET_KEYS, "target.")
+        name = self._string(section, "name", "target.name", required=True)
+        if name != self.path.stem:
+            raise self.fail("target.name", f"{name!r} differs from the file name {self.path.stem!r}",
+                            f'set name = "{self.path.stem}" or rename the file')
+        description = self._string(section, "description", "target.description") or ""
+        upstreams = raw.get("upstreams", {})
+        if not isinstance(upstreams, dict):
+            raise self.fail("upstreams", "must be a table of [upstreams.<name>] tables",
+                            "see README.md for the manifest format")
+        parsed = tuple(self.upstream(n, u) for n, u in upstreams.items())
+        return Target(name, description, self.path, parsed)
+
+    def upstream(self, name: str, raw) -> Upstream:
+        key = f"upstreams.{name}"
+        if not NAME.match(name):
+            raise self.fail(key, "an upstream name is lower-case letters, digits, '.', '_' or '-'",
+                            "rename the table")
+        if not isinstance(raw, dict):
+            raise self.fail(key, "must be a table", f"write it as [{key}]")
+        self._only(raw, _UPSTREAM_KEYS, key + ".")
+        git = self._string(raw, "git", f"{key}.git")
+        if git is not None:
+            self._url(git, f"{key}.git")
+        mirrors = tuple(self._strings(raw, "mirrors", f"{key}.mirrors"))
+        for index, mirror in enumerate(mirrors):
+            self._url(mirror, f"{key}.mirrors[{index}]")
+        commit = self._string(raw, "commit", f"{key}.commit", required=True)
+        if not FULL_SHA.match(commit):
+            raise self.fail(f"{key}.commit", f"{commit!r} is not a full commit id (40 lower-case hex digits)",
+                            "pin the full id: `git rev-parse <tag>^{commit}` prints it")
+        version = self._string(raw, "version", f"{key}.version")
+        if version is not None:
+            try:
+                Version(version)
+            except InvalidVersion as exc:
+                raise self.fail(f"{key}.version", f"{version!r} is not a PEP 440 version",
+                                'write it like "0.4.2"') from exc
+        pypi = self._string(raw, "pypi", f"{key}.pypi")
+        if pypi is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", pypi):
+            raise self.fail(f"{key}.pypi", f"{pypi!r} is not a PyPI project name", "check the name on PyPI")
+        package_root = self._string(raw, "package-root", f"{key}.package-root") or ""
+        if package_root.startswith("/") or ".." in Path(package_root).parts:
+            raise self.fail(f"{key}.package-root", f"{package_root!r} leaves the repository",
+                            'give a folder inside the repository, like "src"')
+        if not git and not mirrors and not pypi:
+            raise self.fail(key, "no source: needs `git`, `mirrors` or `pypi`", "add the upstream's git URL")
+        patch_ids = self._patches(raw, name, key)
+        return Upstream(name, git, mirrors, commit, version, pypi, package_root.strip("/"), patch_ids)
+
+    def _patches(self, raw: dict, upstream: str, key: str) -> tuple[str, ...]:
+        ids = self._strings(raw, "patches", f"{key}.patches")
+        seen: set[str] = set()
+        for index, patch_id in enumerate(ids):
+            where = f"{key}.patches[{index}]"
+            if not PATCH_ID.match(patch_id):
+                raise self.fail(where, f"{patch_id!r} is not a patch id (letters, digits, '.', '_', '+', '-')",
+                                "name the patch file without its .patch suffix")
+            if patch_id in seen:
+                raise self.fail(where, f"duplicate patch id {patch_id!r}", "list each patch once")
+            seen.add(patch_id)
+            file = self.patches_dir / upstream / f"{patch_id}.patch"
+            if not file.is_file():
+                raise self.fail(where, f"patch file {file} does not exist",
+                                f"create it, or remove {patch_id!r} from the list")
+        return tuple(ids)
+
+    def _only(self, table: dict, allowed: set[str], prefix: str) -> None:
+        for name in table:
+            if name not in allowed:
+                raise self.fail(prefix + name, "unknown key",
+                                "allowed here: " + ", ".join(sorted(allowed)))
+
+    def _string(self, table: dict, name: str, key: str, required: bool = False) -> str | None:
+        if name not in table:
+            if required:
+                raise self.fail(key, "missing", f"add {name} = \"...\"")
+            return None
+        value = table[name]
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, f"must be a non-empty string, not {value!r}", f'write {name} = "..."')
+        return value.strip()
+
+    def _strings(self, table: dict, name: str, key: str) -> list[str]:
+        value = table.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "must be a list of strings", f'write {name} = ["...", "..."]')
+        return value
+
+    def _url(self, url: str, key: str) -> None:
+        problem = url_problem(url)
+        if problem:
+            raise self.fail(key, problem, "use an https:// URL, or pass a local path with --source")
+
+
+def url_problem(url: str, from_command_line: bool = False) -> str | None:
+    """Why ``url`` may not be given to git, or None.
+
+    URLs in manifests are data from many hands: transports that run commands
+    (``ext::``) or read arbitrary local files (``file::``/``file://``) are only
+    accepted from the command line, and nothing that git could read as an
+    option is accepted at all.
+    """
+    shown = mask_url(url)
+    if url.startswith("-"):
+        return f"{shown!r} looks like a command-line option"
+    if any(ch in url for ch in "\n\r\x00"):
+        return "contains a control character"
+    lowered = url.lower()
+    # ssh://-oProxyCommand=... (CVE-2017-1000117): a host that ssh would read as an option
+    host = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/]*)", lowered) or _SCP_LIKE_HOST.match(url)
+    if host and host.group(1).startswith("-"):
+        return f"{shown!r} names a host that looks like a command-line option"
+    if lowered.startswith("ext::"):
+        return "the ext:: transport runs commands and is refused"
+    if "::" in url.split("/")[0] and not from_command_line:
+        return f"the {url.split('::')[0]}:: transport helper is refused in manifests"
+    if from_command_line:
+        return None
+    if re.match(r"^(https?|ssh|git)://", lowered) or _SCP_LIKE.match(url):
+        return None
+    return f"{shown!r} is not an https://, ssh:// or git:// URL"

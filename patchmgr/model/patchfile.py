@@ -1,0 +1,189 @@
+"""Patch files: git format-patch mails or plain diffs, with DEP-3 fields.
+
+Parsing is strict: a patch that git would refuse, or whose paths leave the
+tree, is a ``PatchFormatError`` naming the file and the line. Lines are kept
+with their own endings so that CRLF patches and files without a final
+newline are compared exactly; like git, only LF ends a line (a form feed,
+vertical tab, lone CR, U+0085 or U+2028 is part of the line it is in).
+
+Plain diffs (no ``diff --git`` line: ``diff -ruN old new``, ``diff -u``) are
+read as ``git apply`` reads them: one leading folder stripped from each name
+(none when the names have no folder), the shorter name when one extends the
+other (``x.py`` from ``a/x.py.orig`` and ``b/x.py``), and a side dated at the
+epoch (what ``diff -N`` writes) meaning the file is created or deleted.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from patchmgr.model.diff import _DATE_RANGE, FileDiff, _bare_lines, _check_hunks, _lines, _parse_diff
+from patchmgr.model.errors import PatchFormatError
+
+DEP3_KEYS = (
+    "Description", "Subject", "Origin", "Upstream-Status", "Forwarded", "Bug", "Applied-Upstream",
+    "Last-Update", "Author", "From", "Reviewed-by", "Acked-by", "Signed-off-by", "Smoke-Test",
+)
+
+
+UPSTREAM_STATUSES = ("Pending", "Submitted", "Backport", "Accepted", "Denied", "Inappropriate",
+                     "Inactive-Upstream")
+
+
+_FIELD_LINE = re.compile(r"^(%s):[ \t]*(.*)$" % "|".join(re.escape(k) for k in DEP3_KEYS))
+_SUBJECT_PREFIX = re.compile(r"^\[[^\]]*PATCH[^\]]*\]\s*")
+
+
+@dataclass(frozen=True)
+class PatchFile:
+    id: str
+    upstream: str
+    path: Path
+    data: bytes = field(repr=False)
+    subject: str
+    body: str
+    author: str | None
+    date: str | None
+    fields: tuple[tuple[str, str], ...]
+    files: tuple[FileDiff, ...]
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    def field(self, key: str) -> str | None:
+        for name, value in self.fields:
+            if name == key:
+                return value
+        return None
+
+    def field_values(self, key: str) -> list[str]:
+        return [value for name, value in self.fields if name == key]
+
+    @property
+    def description(self) -> str:
+        return self.field("Description") or self.subject
+
+    @property
+    def touched_paths(self) -> list[str]:
+        paths: list[str] = []
+        for diff in self.files:
+            for p in (diff.old_path, diff.new_path):
+                if p and p not in paths:
+                    paths.append(p)
+        return paths
+
+    def reversed_files(self) -> tuple[FileDiff, ...]:
+        return tuple(d.reversed() for d in reversed(self.files))
+
+
+def read_patch(path: Path, upstream: str, patch_id: str) -> PatchFile:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PatchFormatError(f"{path}: cannot be read ({exc.strerror})", "check the file") from exc
+    return parse_patch(data, path, upstream, patch_id)
+
+
+def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "") -> PatchFile:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise PatchFormatError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})",
+            "patches must be UTF-8; re-export the patch with git format-patch",
+        ) from exc
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise PatchFormatError(f"{path}:{line}: holds a NUL byte, so it is binary, not a text diff",
+                               "keep binary files out of patches; ship them another way")
+    # Editors on Windows start files with a byte-order mark; it is not part of
+    # the patch, and left in place it hides the first "From"/"diff" line.
+    text = text.removeprefix("\ufeff")
+    header_text, diff_text, diff_line = _split_message(text)
+    if not diff_text.strip():
+        raise PatchFormatError(f"{path}: holds no diff", "an empty patch changes nothing; remove it from the series")
+    diff_text = _check_hunks(diff_text, path, diff_line)
+    subject, body, author, date = _parse_mail(header_text)
+    if date is not None:
+        _check_date(date, header_text, path)
+    fields = _parse_fields(body)
+    files = _parse_diff(diff_text, path, diff_line)
+    if not subject:
+        subject = _bare_lines(dict(fields).get("Description", ""))[0] if dict(fields).get("Description") else ""
+    return PatchFile(patch_id or path.stem, upstream, path, data, subject, body, author, date,
+                     tuple(fields), files)
+
+
+def _split_message(text: str) -> tuple[str, str, int]:
+    """Split into (message part, diff part, line number where the diff starts)."""
+    lines = _lines(text)
+    for index, line in enumerate(lines):
+        if line.startswith("diff --git ") or (
+            line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ ")
+        ):
+            message = "".join(lines[:index])
+            # format-patch puts "---", a diffstat and a blank line before the diff
+            message = re.split(r"(?m)^---\s*$", message, maxsplit=1)[0]
+            # the mail signature ("-- " and git's version) is cut by _check_hunks,
+            # which alone can tell it from a removed line that reads "- "
+            return message, "".join(lines[index:]), index + 1
+    return text, "", len(lines) + 1
+
+
+def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
+    lines = _bare_lines(message)
+    if not lines or not re.match(r"^From [0-9a-f]{40} ", lines[0]):
+        return "", message.strip("\n"), None, None
+    headers: dict[str, str] = {}
+    index, last = 1, None
+    while index < len(lines) and lines[index].strip():
+        line = lines[index]
+        if line[:1] in (" ", "\t") and last:
+            headers[last] += " " + line.strip()
+        else:
+            key, _, value = line.partition(":")
+            last = key.strip()
+            headers[last] = value.strip()
+        index += 1
+    subject = _SUBJECT_PREFIX.sub("", headers.get("Subject", ""))
+    body = "\n".join(lines[index + 1:]).strip("\n")
+    return subject, body, headers.get("From"), headers.get("Date")
+
+
+def _parse_fields(body: str) -> list[tuple[str, str]]:
+    fields: list[tuple[str, str]] = []
+    for line in _bare_lines(body):
+        match = _FIELD_LINE.match(line)
+        if match:
+            fields.append((match.group(1), match.group(2).strip()))
+        elif fields and line[:1] == " " and fields[-1][0] == "Description":
+            fields[-1] = (fields[-1][0], fields[-1][1] + "\n" + line.strip())
+    return fields
+
+
+def _check_date(date: str, message: str, path: Path) -> None:
+    """The Date header must be one git takes as an author date: apply commits each patch with it."""
+    when = None
+    try:
+        when = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        try:
+            when = datetime.fromisoformat(date)
+        except ValueError:
+            pass
+    if when is not None and when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    if when is None or not _DATE_RANGE[0] <= when < _DATE_RANGE[1]:
+        line = next((n for n, text in enumerate(_bare_lines(message), 1) if text.startswith("Date:")), 1)
+        problem = "cannot be read as a date" if when is None else "is outside the years git records"
+        raise PatchFormatError(
+            f"{path}:{line}: the Date header {date!r} {problem} (git takes RFC 2822 or ISO 8601 dates from 1970 "
+            "to 2099); apply would commit the patch with it as the author date",
+            "write an RFC 2822 date, as git format-patch does (Date: Thu, 1 Jan 2026 00:00:00 +0000)")

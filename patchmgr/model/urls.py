@@ -1,0 +1,31 @@
+"""Shapes of names that reach git and the output: full commit ids, URLs whose passwords are never printed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+# -- credentials never reach the output ---------------------------------------------
+_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:'\"]*):([^/\s'\"]*)@")  # to the authority's last @
+
+
+def mask_url(text: str) -> str:
+    """``text`` with the password of every URL in it masked: https://user:***@host/x."""
+    return _CREDENTIALS.sub(r"\1:***@", text) if text and "@" in text else text
+
+
+def as_local_path(location: str) -> Path | None:
+    """A location that names a folder on this machine, or None for a URL.
+
+    Git's rules (``url_is_local_not_ssh``): ``scheme://...`` and ``transport::...``
+    are URLs; otherwise a location with a colon before any slash is scp-like ssh
+    (``git@host:org/repo.git``, ``host:repo``); the rest is a path.
+    """
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", location) or "::" in location.split("/")[0]:
+        return None
+    colon, slash = location.find(":"), location.find("/")
+    if colon >= 0 and (slash < 0 or colon < slash):
+        return None
+    return Path(location).expanduser()

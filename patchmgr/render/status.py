@@ -1,0 +1,225 @@
+"""status, apply, verify, lint, fetch and the installed-environment commands: tables for people, JSON documents."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from patchmgr.engine.results import CheckResult, State
+from patchmgr.render.console import STATE_STYLE, notes, row
+
+if TYPE_CHECKING:  # only for annotations: importing every command's module would slow every command's start
+    from patchmgr.check.status import TargetStatus, UpstreamStatus
+    from patchmgr.model.lint import LintProblem
+    from patchmgr.targets.checkout import ApplyOutcome
+    from patchmgr.targets.checkout_verify import VerifyOutcome
+    from patchmgr.targets.env_state import EnvOutcome
+    from patchmgr.targets.trees import SmokeTree
+
+
+def patch_json(result: CheckResult) -> dict:
+    patch = result.patch
+    doc = {
+        "id": patch.id,
+        "state": result.state.value,
+        "detail": result.detail,
+        "sha256": patch.sha256,
+        "description": patch.description,
+        "upstream_status": patch.field("Upstream-Status"),
+        "origin": patch.field("Origin"),
+        "files": patch.touched_paths,
+    }
+    if result.placements:
+        doc["hunks"] = [{"file": p.path, "hunk": p.number, "offset": p.offset, "fuzz": p.fuzz}
+                        for p in result.placements]
+    if result.conflict:
+        c = result.conflict
+        doc["conflict"] = {"file": c.path, "hunk": c.hunk, "header": c.header, "reason": c.reason,
+                           "line": c.expected_line, "upstream_lines": list(c.upstream_lines)}
+    if result.evidence:
+        doc["evidence"] = result.evidence
+    if result.state is State.UPSTREAM:
+        doc["carrier"] = result.carrier  # the commit with the patch's patch-id; null: only its reverse applies
+    if result.notes:
+        doc["notes"] = list(result.notes)
+    return doc
+
+
+def upstream_json(status: UpstreamStatus) -> dict:
+    return {
+        "name": status.upstream.name,
+        "ref": status.ref,
+        "commit": status.commit,
+        "source": status.source,
+        "available": status.available,
+        "error": status.error,
+        "notes": status.notes,
+        "patches": [patch_json(r) for r in status.results],
+    }
+
+
+def target_json(status: TargetStatus) -> dict:
+    return {"target": status.target.name, "ok": status.ok,
+            "upstreams": [upstream_json(u) for u in status.upstreams], "warnings": status.warnings}
+
+
+def status_json(statuses: list[TargetStatus], single: bool) -> dict:
+    if single and len(statuses) == 1:
+        return target_json(statuses[0])
+    return {"targets": [target_json(s) for s in statuses]}
+
+
+def render_status(console: Console, statuses: Iterable[TargetStatus]) -> None:
+    for status in statuses:
+        table = Table(title=f"target {status.target.name}", title_justify="left", expand=False)
+        table.add_column("upstream")
+        table.add_column("patch")
+        table.add_column("state")
+        table.add_column("detail", overflow="fold")
+        for upstream_status in status.upstreams:
+            _status_rows(table, upstream_status)
+        console.print(table)
+        for upstream_status in status.upstreams:
+            _upstream_lines(console, upstream_status)
+        for warning in status.warnings:
+            console.print(f"warning: {warning}", style="yellow", highlight=False)
+
+
+def _upstream_lines(console: Console, status: UpstreamStatus) -> None:
+    name = status.upstream.name
+    if not status.available:
+        console.print(f"  {name}: unavailable, no source could provide it:", style="red", highlight=False)
+        for reason in (status.error or "").split("; "):
+            console.print(f"    {reason}", highlight=False, markup=False)
+        if status.hint:
+            console.print(f"    hint: {status.hint}", highlight=False, markup=False)
+        return
+    commit = f"{status.commit[:12]} " if status.commit else ""
+    console.print(f"  {name}: {commit}from {status.source}", highlight=False, markup=False)
+    for note in status.notes:
+        console.print(f"    note: {note}", style="yellow", highlight=False, markup=False)
+
+
+def _status_rows(table: Table, status: UpstreamStatus) -> None:
+    name = status.upstream.name
+    if not status.available:
+        row(table, name, "-", Text("unavailable", style="red"), "no source could provide it (see below)")
+        return
+    if not status.results:
+        row(table, name, "-", "no patches", "")
+    for result in status.results:
+        state = Text(result.state.value, style=STATE_STYLE[result.state])
+        row(table, name, result.patch.id, state, result.detail)
+        if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT:
+            lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
+            row(table, "", "", "", Text(f"upstream at line {result.conflict.expected_line}:\n{lines}",
+                                           style="dim"))
+
+
+def apply_json(outcome: ApplyOutcome) -> dict:
+    doc = target_json(outcome.status)
+    doc.update({"into": str(outcome.into), "action": outcome.action, "notes": outcome.notes})
+    return doc
+
+
+def render_apply(console: Console, outcome: ApplyOutcome) -> None:
+    render_status(console, [outcome.status])
+    notes(console, outcome.notes)
+    messages = {
+        "applied": f"applied target {outcome.status.target.name} into {outcome.into}",
+        "already-applied": f"{outcome.into} already holds exactly these patches: nothing to do",
+        "dry-run": f"dry run: every patch applies; nothing was written to {outcome.into}",
+        "refused": "refused: not every patch applies exactly, so nothing was changed "
+                   "(fix or refresh the patches listed above)",
+    }
+    console.print(messages[outcome.action], style="green" if outcome.ok else "red", highlight=False)
+
+
+def verify_json(outcome: VerifyOutcome) -> dict:
+    return {"target": outcome.target, "into": str(outcome.into), "ok": outcome.ok,
+                       "checked": outcome.checked, "problems": outcome.problems, "notes": outcome.notes}
+
+
+def render_verify(console: Console, outcome: VerifyOutcome) -> None:
+    notes(console, outcome.notes)
+    if outcome.ok:
+        console.print(f"verified: {outcome.into} holds exactly target {outcome.target} "
+                      f"({', '.join(outcome.checked)})", style="green", highlight=False)
+        return
+    for problem in outcome.problems:
+        console.print(f"differs: {problem}", style="red", highlight=False)
+
+
+def lint_json(problems: list[LintProblem], checked: int) -> dict:
+    return {"ok": not problems, "patches_checked": checked,
+                       "problems": [{"path": str(p.path), "message": p.message} for p in problems]}
+
+
+def render_lint(console: Console, problems: list[LintProblem], checked: int) -> None:
+    for problem in problems:
+        console.print(f"{problem.path}: {problem.message}", style="red", highlight=False)
+    if not problems:
+        console.print(f"lint: {checked} patches and their manifests are well-formed", style="green",
+                      highlight=False)
+
+
+def fetch_json(target: str, fetched: dict[str, dict]) -> dict:
+    """``upstreams`` is a list of named entries, as in status."""
+    return {"target": target, "ok": all(f["ok"] for f in fetched.values()),
+            "upstreams": [{"name": name, **entry} for name, entry in fetched.items()]}
+
+
+def render_fetch(console: Console, target: str, fetched: dict[str, dict]) -> None:
+    for name, entry in fetched.items():
+        if entry["ok"]:
+            console.print(f"{name}: cached from {entry['source']}", style="green", highlight=False, markup=False)
+            if entry["absent"]:
+                console.print(f"  the source lacks {len(entry['absent'])} files; checkouts leave them out: "
+                              + ", ".join(entry["absent"]), style="yellow", highlight=False, markup=False)
+        else:
+            console.print(f"{name}: not fetched: {entry['error']}", style="red", highlight=False, markup=False)
+
+
+def env_json(outcome: EnvOutcome) -> dict:
+    doc = target_json(outcome.status) if outcome.status else {"target": outcome.target}
+    doc.update({"python": outcome.python, "action": outcome.action, "ok": outcome.ok, "notes": outcome.notes,
+                "problems": outcome.problems, "changed": outcome.changed})
+    return doc
+
+
+def render_env(console: Console, outcome: EnvOutcome) -> None:
+    if outcome.status:
+        render_status(console, [outcome.status])
+    notes(console, outcome.notes)
+    for problem in outcome.problems:
+        console.print(f"differs: {problem}", style="red", highlight=False, markup=False)
+    messages = {
+        "applied": f"applied target {outcome.target} into {outcome.python}'s environment "
+                   f"({len(outcome.changed)} files changed: sources, stale bytecode, RECORD; originals kept for revert)",
+        "already-applied": f"{outcome.python}'s environment already holds exactly these patches: nothing to do",
+        "dry-run": "dry run: every patch applies; nothing was written",
+        "refused": "refused: not every patch applies exactly, so nothing was changed",
+        "reverted": f"reverted target {outcome.target}: {len(outcome.changed)} files (sources, bytecode, RECORD) "
+                    "restored byte for byte",
+        "nothing-to-revert": f"nothing to revert: patchmgr has not applied target {outcome.target} there",
+        "verified": f"verified: the environment holds exactly target {outcome.target}'s patches",
+        "differs": "the environment differs from what apply wrote (see above)",
+    }
+    console.print(messages[outcome.action], style="green" if outcome.ok else "red", highlight=False, markup=False)
+
+
+def roots_json(trees: list[SmokeTree]) -> dict:
+    return {"roots": [{"name": t.upstream.name, "root": str(t.patched_root)} for t in trees if t.patched_root],
+            "missing": [{"name": t.upstream.name, "reason": t.reason} for t in trees if t.patched_root is None],
+            "notes": [note for t in trees for note in t.notes]}
+
+
+def render_roots(console: Console, trees: list[SmokeTree]) -> None:
+    """``NAME ROOT`` per applied upstream and nothing else: a shell reads it with ``while read -r name root``."""
+    for tree in trees:
+        if tree.patched_root is not None:
+            console.print(f"{tree.upstream.name} {tree.patched_root}", highlight=False, markup=False, soft_wrap=True)

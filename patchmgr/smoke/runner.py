@@ -1,0 +1,219 @@
+"""Smoke tests: prove that each patch fixes its bug, against the upstream's real code.
+
+Each patch names its tests (``Smoke-Test:`` fields). They run in a fresh pytest
+process per patch and device, pointed at the upstream's import root through
+PATCHMGR_SMOKE_ROOT, so the function a patch changes is imported from the tree
+under test. ``unpatched`` runs the same tests against the pinned upstream
+without the patches: the red check that proves each test detects its bug.
+
+Each patch gets one verdict. Patched, it is *proven* when at least one of its
+tests ran and every test that ran passed; *failed* when a test failed its
+assertions; *not proven* otherwise (nothing ran, every test was skipped, a
+test errored in collection, a fixture or an import, pytest did not run).
+Unpatched, it is *proven* (the tests detect its bug) when at least one test
+ran and every test that ran failed its assertions; a test that passes without
+the patch makes it *failed*; an error is never a red result. ``Smoke-Test``
+values are pytest node ids under ``tests/smoke/<upstream>/``, checked before
+anything runs and handed to pytest after ``--``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from contextlib import nullcontext
+from pathlib import Path
+
+from patchmgr.model.errors import UsageError
+from patchmgr.model.manifest import Target
+from patchmgr.model.patchfile import PatchFile
+from patchmgr.model.project import Project
+from patchmgr.model.records import text_or_none, typed
+from patchmgr.smoke.needs import _package_parent, check_smoke_needs, check_smoke_tests, smoke_tests
+from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, patch_verdict
+from patchmgr.sources.environment import cannot_run, interpreter_answer
+from patchmgr.targets.trees import SmokeTree
+
+DEVICES = ("cpu", "cuda", "npu")
+_PROBE = """
+import json
+found = {"cpu": None, "cuda": "no CUDA device", "npu": "no NPU (torch_npu is not installed)"}
+try:
+    import torch
+except ImportError:
+    found["cpu"] = "torch is not installed in this environment"
+else:
+    if torch.cuda.is_available():
+        found["cuda"] = None
+    try:
+        import torch_npu  # noqa: F401
+        if torch.npu.is_available():
+            found["npu"] = None
+        else:
+            found["npu"] = "torch_npu is installed but sees no NPU"
+    except ImportError:
+        pass
+print(json.dumps(found))
+"""
+
+
+def available_devices(python: str) -> dict[str, str | None]:
+    """Each device mapped to None when usable, else the reason it is not.
+
+    Its answer is read as strictly as the environment probe's (``--python`` that
+    prints something else is bad input, exit 2, never a traceback).
+    """
+    try:
+        done = subprocess.run([python, "-c", _PROBE], capture_output=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return {d: "cannot probe devices: importing torch took more than 300s" for d in DEVICES}
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--python {python}: cannot run it ({cannot_run(python, exc)})",
+                         "give the path of a Python 3 interpreter") from None
+    if done.returncode != 0:
+        last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        return {d: f"cannot probe devices: {last[0][:300] if last else f'exit status {done.returncode}'}"
+                for d in DEVICES}
+    return interpreter_answer(python, done.stdout, _devices_answer)
+
+
+def _devices_answer(raw: object) -> dict[str, str | None]:
+    typed(raw, dict, "the answer")
+    return {device: text_or_none(raw[device], device) for device in DEVICES}
+
+
+def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: str, unpatched: bool,
+              python: str | None = None) -> SmokeReport:
+    checked_python = python
+    python = python or sys.executable
+    if device not in ("auto", *DEVICES):
+        raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
+    check_smoke_tests(project, trees)
+    if checked_python is not None:  # --python: an environment of the user's, checked before anything runs
+        check_smoke_needs(project, trees, checked_python)
+    probe = available_devices(python)
+    devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
+    report = SmokeReport(target.name, unpatched, notes=[note for tree in trees for note in tree.notes])
+    for tree in trees:
+        results, verdicts = _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched, python)
+        report.results += results
+        report.verdicts += verdicts
+    return report
+
+
+def _smoke_upstream(project: Project, tree: SmokeTree, devices: list[str], probe: dict[str, str | None],
+                    auto: bool, unpatched: bool, python: str) -> tuple[list[SmokeResult], list[PatchVerdict]]:
+    upstream = tree.upstream
+    patches = project.patches(upstream)
+    if tree.patched_root is None:
+        return ([SmokeResult(p.id, upstream.name, t, "-", "skipped", reason=tree.reason)
+                 for p in patches for t in (smoke_tests(p) or ["-"])],
+                [patch_verdict(p.id, upstream.name, [], unpatched, not_run=tree.reason) for p in patches])
+    results: list[SmokeResult] = []
+    verdicts: list[PatchVerdict] = []
+    with (tree.unpatched() if unpatched else nullcontext(tree.patched_root)) as root:
+        for patch in patches:
+            tests = smoke_tests(patch)
+            if not tests:
+                reason = "the patch names no Smoke-Test"
+                results.append(SmokeResult(patch.id, upstream.name, "-", "-", "skipped", reason=reason))
+                verdicts.append(patch_verdict(patch.id, upstream.name, [], unpatched, not_run=reason))
+                continue
+            mine: list[SmokeResult] = []
+            for dev in devices:
+                if probe.get(dev) is not None and not auto:
+                    mine += [SmokeResult(patch.id, upstream.name, t, dev, "skipped", reason=f"{dev}: {probe[dev]}")
+                             for t in tests]
+                    continue
+                mine += _run_pytest(project, patch, upstream.name, tests, root, dev, python)
+            if auto:
+                mine += [SmokeResult(patch.id, upstream.name, "-", d, "skipped", reason=f"{d}: {probe[d]}")
+                         for d in DEVICES if probe[d] is not None]
+            results += mine
+            verdicts.append(patch_verdict(patch.id, upstream.name, mine, unpatched))
+    return results, verdicts
+
+
+_PYTEST_EXITS = {2: "interrupted, e.g. by a collection error", 3: "internal error", 4: "usage error",
+                 5: "no tests were collected"}
+
+
+def _run_pytest(project: Project, patch: PatchFile, upstream: str, tests: list[str], root: Path,
+                device: str, python: str) -> list[SmokeResult]:
+    with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        package_parent = _package_parent()
+        env = {**os.environ, "PATCHMGR_SMOKE_ROOT": str(root), "PATCHMGR_SMOKE_DEVICE": device,
+               "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        # the ids were checked by check_smoke_tests; after "--" pytest takes them as paths, never options
+        command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+                   "--rootdir", str(project.root), "--", *tests]
+        started = time.monotonic()
+        done = subprocess.run(command, cwd=project.root, env=env, capture_output=True, text=True)
+        elapsed = round(time.monotonic() - started, 2)
+        results = _parse_junit(junit, patch.id, upstream, device) if junit.is_file() else []
+        code = done.returncode
+        # pytest's exit status must agree with what the report says: anything but 0 (all passed) or 1
+        # (tests failed) without a reported error, or 1 with nothing failing, is an error of its own
+        failing = any(r.result in ("failed", "error") for r in results)
+        erring = any(r.result == "error" for r in results)
+        if (code not in (0, 1) and not erring) or not results or (code == 1 and not failing):
+            meaning = _PYTEST_EXITS.get(code, "tests failed" if code == 1 else "")
+            what = "pytest did not run" if not junit.is_file() else "pytest"
+            reason = f"{what} (exit {code}{': ' + meaning if meaning else ''}): {_tail(done.stdout + done.stderr)}"
+            if not results and code in (0, 1):
+                reason = f"no test was collected: {_tail(done.stdout + done.stderr)}"
+            results.append(SmokeResult(patch.id, upstream, " ".join(tests), device, "error", elapsed, reason))
+        return results
+
+
+def _tail(output: str, lines: int = 3) -> str:
+    """The last lines pytest printed, on one line: what a reason can quote when pytest itself went wrong."""
+    kept = [line.strip() for line in output.strip().splitlines() if line.strip()][-lines:]
+    return (" | ".join(kept) or "no output")[-400:]
+
+
+_IMPORT_FAILURE = re.compile(r"^(?:E\s+)?(?:\w+\.)*(?:ModuleNotFoundError|ImportError)\b")
+
+
+def _parse_junit(junit: Path, patch_id: str, upstream: str, device: str) -> list[SmokeResult]:
+    results = []
+    try:
+        cases = list(ElementTree.parse(junit).getroot().iter("testcase"))
+    except ElementTree.ParseError:
+        return []
+    for case in cases:
+        name = f"{case.get('classname', '')}::{case.get('name')}"
+        seconds = float(case.get("time") or 0)
+        outcome, reason = "passed", ""
+        for child in case:
+            if child.tag == "failure":
+                outcome, reason = "failed", _message(child)
+                if _IMPORT_FAILURE.match(reason):  # an import failing is not the bug's own reason
+                    outcome = "error"
+            elif child.tag == "error":
+                outcome, reason = "error", _message(child)
+            elif child.tag == "skipped" and outcome == "passed":
+                outcome, reason = "skipped", (child.get("message") or "").strip()
+        results.append(SmokeResult(patch_id, upstream, name, device, outcome, round(seconds, 2), reason))
+    return results
+
+
+def _message(element: ElementTree.Element) -> str:
+    """One line saying why a test failed or errored: pytest's message, or the error line of its traceback."""
+    message = (element.get("message") or "").strip()
+    text = element.text or ""
+    error_lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()]
+    if error_lines and (not message or message == "collection failure" or "\n" in message):
+        # the first line alone says too little: pytest's own error line (an exception, a missing fixture) does
+        head = message.split(" with ", 1)[0] if message.startswith("failed on ") else message
+        message = f"{head}: {error_lines[-1]}" if head else error_lines[-1]
+    elif not message:
+        message = next((line.strip() for line in text.splitlines() if line.strip()), element.tag)
+    return message.splitlines()[0][:300] if message else element.tag

@@ -1,0 +1,83 @@
+"""Smoke results and the verdict per patch: proven only by its own tests that ran in this invocation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    patch: str
+    upstream: str
+    test: str
+    device: str
+    # "passed" | "failed" (an assertion failure: a junit <failure>) | "error" (a collection, fixture or
+    # import error, or pytest not running: it proves nothing either way) | "skipped"
+    result: str
+    seconds: float = 0.0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class PatchVerdict:
+    """What one smoke run proved about one patch, and why."""
+
+    patch: str
+    upstream: str
+    verdict: str  # "proven" | "failed" | "not-proven"
+    reason: str
+
+
+@dataclass
+class SmokeReport:
+    target: str
+    unpatched: bool
+    results: list[SmokeResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    verdicts: list[PatchVerdict] = field(default_factory=list)
+
+    def with_verdict(self, verdict: str) -> list[PatchVerdict]:
+        return [v for v in self.verdicts if v.verdict == verdict]
+
+    @property
+    def ok(self) -> bool:
+        """Every selected patch proven by tests that ran in this invocation (and there was one to prove)."""
+        return bool(self.verdicts) and all(v.verdict == "proven" for v in self.verdicts)
+
+
+def patch_verdict(patch: str, upstream: str, results: Sequence[SmokeResult], unpatched: bool,
+                  not_run: str = "") -> PatchVerdict:
+    """The verdict on one patch from all its results (every test on every device)."""
+    def where(r: SmokeResult) -> str:
+        name = r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test
+        return name + (f" on {r.device}" if r.device != "-" else "")
+
+    if not_run:
+        return PatchVerdict(patch, upstream, "not-proven", not_run)
+    passed = [r for r in results if r.result == "passed"]
+    failed = [r for r in results if r.result == "failed"]
+    errors = [r for r in results if r.result == "error"]
+    if unpatched and passed:
+        first = passed[0]
+        return PatchVerdict(patch, upstream, "failed",
+                            f"{where(first)} passes without the patch: it does not detect the bug"
+                            + (f" ({len(passed)} tests pass)" if len(passed) > 1 else ""))
+    if not unpatched and failed:
+        first = failed[0]
+        return PatchVerdict(patch, upstream, "failed", f"{where(first)} failed: {first.reason}")
+    if errors:
+        first = errors[0]
+        return PatchVerdict(patch, upstream, "not-proven",
+                            f"{where(first)} did not run to an outcome: {first.reason}"
+                            + (f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""))
+    proof = failed if unpatched else passed
+    if not proof:
+        skips = list(dict.fromkeys(r.reason or "skipped" for r in results if r.result == "skipped"))
+        return PatchVerdict(patch, upstream, "not-proven",
+                            "no test ran" + (f": {'; '.join(skips)}" if skips else ""))
+    devices = sorted({r.device for r in proof})
+    if unpatched:
+        return PatchVerdict(patch, upstream, "proven", f"{len(proof)} tests fail their assertions without the "
+                            f"patch on {', '.join(devices)}: they detect its bug")
+    return PatchVerdict(patch, upstream, "proven", f"{len(proof)} tests passed on {', '.join(devices)}")

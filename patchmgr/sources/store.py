@@ -1,0 +1,364 @@
+"""The cache of upstream clones: bare, blobless where the source allows, one per upstream.
+
+Like pre-commit's store, a pinned commit that is already cached costs no
+network; otherwise each URL is tried in order (the pin first, then the whole
+history as a fallback), and a half-made clone is removed on failure. Clones
+are partial (``--filter=blob:none``): the engine reads only the blobs that
+patches touch, and git fetches those on demand.
+
+The cache is trusted only as far as patchmgr made it (``CacheHealth._clone_problem``, in cache_trust):
+git runs in a cached clone only when the cache folder, the clone and its config
+belong to the user running patchmgr (git's ``safe.directory`` rule), and when
+that config holds nothing but the keys patchmgr itself writes; every config key
+that runs a program is overridden besides (``gitio.untrusted_repo_config``). A
+clone git cannot read (a garbage HEAD or config, a truncated pack, a folder a
+killed run left half-made) is removed and fetched again, once, with a note.
+A cache that cannot be made or written (a full disk, no free inodes, a
+read-only file system) is one ``CacheError`` with that cause, for the whole
+run: never an upstream reported unavailable.
+
+Two patchmgr runs may share a cache: whatever writes a clone (creating it,
+pointing its remote, fetching) holds a per-upstream file lock, so a second
+run waits for the first fetch and then finds the commit there. Reads take no
+lock: git's objects and packs appear atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from patchmgr.io.git import GitRepo, RepositoryDamaged
+from patchmgr.io.locks import FileLock, lock_timeout
+from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
+from patchmgr.model.manifest import url_problem
+from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
+from patchmgr.sources.cache_errors import (_NO_SUCH_REF, CacheError, NotARepository, RefNotFound, _os_problem,
+                                           _require_repository, _said, disk_hint, disk_problem, unknown_ref)
+from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
+from patchmgr.sources.release import ReleaseCache
+
+Progress = Callable[[str], None]
+
+
+T = TypeVar("T")
+
+
+def default_cache_dir() -> Path:
+    if os.environ.get("PATCHMGR_CACHE"):
+        return Path(os.environ["PATCHMGR_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "patchmgr"
+
+
+def validate_ref(ref: str) -> str:
+    if not ref or ref.startswith("-") or any(c in ref for c in " \t\n\r\x00~^:?*[\\") or ".." in ref:
+        raise UsageError(f"{ref!r} is not a valid git ref", "give a branch, a tag or a commit id")
+    return ref
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """The cached clone holding ``commit``; ``url`` is where this call fetched it from (None: the cache had it)."""
+
+    repo: GitRepo
+    commit: str
+    url: str | None = None
+
+
+class Store(CacheHealth):
+    """The cache of blobless clones, one per upstream, shared by every run on this machine."""
+
+    def __init__(self, cache_dir: Path | None = None, progress: Progress | None = None,
+                 note: Progress | None = None) -> None:
+        self.cache_dir = cache_dir or default_cache_dir()
+        self.progress = progress or (lambda message: None)
+        self.note = note or (lambda message: print(f"note: {message}", file=sys.stderr))
+        self._open: dict[str, GitRepo] = {}
+        self._root_checked = False
+        self._repaired: set[str] = set()
+        self._releases = ReleaseCache(self.cache_dir)
+        self._check_root()  # a cache patchmgr cannot use or trust stops the whole run, with one error
+
+    @property
+    def releases(self) -> ReleaseCache:
+        self._check_root()
+        return self._releases
+
+    def repo_path(self, upstream: str) -> Path:
+        return self.cache_dir / "git" / f"{upstream}.git"
+
+    def lock(self, upstream: str) -> FileLock:
+        """Held while writing the cached clone of ``upstream``; a fetch can take minutes, so others wait long."""
+        self._check_root()
+        return _CacheLock(self.cache_dir / "git" / f"{upstream}.lock", lock_timeout(600.0),
+                          f"it is fetching {upstream} into the cache", self.progress)
+
+    # -- the cache folder, trusted only when it is the user's own ------------------
+    def repo(self, upstream: str) -> GitRepo:
+        if upstream not in self._open:
+            self._check_root()
+            repo = self._check_clone(upstream)
+            if repo is None:
+                path = self.repo_path(upstream)
+                with self.lock(upstream):
+                    if not (path / "HEAD").is_file():
+                        try:
+                            GitRepo.init(path, bare=True)
+                        except (GitError, OSError) as exc:
+                            shutil.rmtree(path, ignore_errors=True)  # no half-made clone left behind
+                            if isinstance(exc, OSError):
+                                problem = _os_problem(exc, path)
+                            else:
+                                cause = disk_problem(exc.message, path)
+                                problem = f"{cause} ({exc.message})" if cause else exc.message
+                            raise CacheError(f"cannot create the cached clone {path}: {problem}",
+                                             disk_hint(problem)) from None
+                repo = GitRepo(path, untrusted=True)
+            self._open[upstream] = repo
+        return self._open[upstream]
+
+    def _repairing(self, upstream: str, action: Callable[[], T]) -> T:
+        """``action`` on the cached clone; if the clone turns out damaged, it is made and fetched again, once."""
+        try:
+            return action()
+        except RepositoryDamaged as exc:
+            self._start_over(upstream, exc)
+        try:
+            return action()
+        except RepositoryDamaged as exc:
+            raise self._damaged(upstream, exc) from None
+
+    def repair(self, upstream: str, commit: str, urls: Sequence[str], exc: RepositoryDamaged) -> GitRepo:
+        """After a read found the cached clone damaged (a truncated pack): make it again with ``commit``, once."""
+        self._start_over(upstream, exc)
+        try:
+            return self.ensure_commit(upstream, commit, urls)
+        except RepositoryDamaged as again:
+            raise self._damaged(upstream, again) from None
+
+    def _start_over(self, upstream: str, exc: RepositoryDamaged) -> None:
+        if exc.path != self.repo_path(upstream) or upstream in self._repaired:
+            raise self._damaged(upstream, exc) from None
+        self._repaired.add(upstream)
+        self._discard(upstream, exc.detail)
+
+    def _damaged(self, upstream: str, exc: RepositoryDamaged) -> StateError:
+        path = self.repo_path(upstream)
+        if exc.path != path:
+            return StateError(exc.message, exc.hint)
+        return CacheError(f"the cached clone of {upstream} ({path}) is damaged and fetching it again did not "
+                          f"help: {exc.detail}", f"remove it (rm -rf {path}) and check the disk, then run again")
+
+    def ensure_commit(self, upstream: str, commit: str, urls: Sequence[str]) -> GitRepo:
+        """The cached clone of ``upstream`` holding ``commit``, fetched if need be."""
+        return self.fetch_commit(upstream, commit, urls).repo
+
+    def fetch_commit(self, upstream: str, commit: str, urls: Sequence[str]) -> Fetched:
+        """``ensure_commit``, saying where the commit was fetched from."""
+        return self._repairing(upstream, lambda: self._ensure_commit(upstream, commit, urls))
+
+    def _ensure_commit(self, upstream: str, commit: str, urls: Sequence[str]) -> Fetched:
+        repo = self.repo(upstream)
+        if repo.has_commit(commit):
+            return Fetched(repo, commit)
+        with self.lock(upstream):
+            if repo.has_commit(commit):  # another run fetched it while this one waited
+                return Fetched(repo, commit)
+            url = self._fetch_commit(repo, upstream, commit, urls)
+            repo.index_history(commit)
+            return Fetched(repo, commit, url)
+
+    def _fetch_commit(self, repo: GitRepo, upstream: str, commit: str, urls: Sequence[str]) -> str:
+        """Fetch ``commit`` from the first of ``urls`` that has it; return that URL."""
+        errors = []
+        lacking = []  # the URLs that answered, and do not have the commit
+        for url in urls:
+            self.progress(f"fetching {upstream} {commit[:12]} from {mask_url(url)}")
+            try:
+                self._fetch(repo, url, [commit])
+            except RepositoryDamaged:
+                raise
+            except GitError as exc:
+                # servers that refuse a bare commit id still serve their branches and tags
+                errors.append(_said(url, exc))
+                if isinstance(exc, NotARepository):
+                    continue
+            if repo.has_commit(commit):
+                return url
+            try:
+                self._fetch(repo, url, ["+refs/heads/*:refs/patchmgr/heads/*", "+refs/tags/*:refs/tags/*"])
+            except RepositoryDamaged:
+                raise
+            except GitError as exc:
+                errors.append(_said(url, exc))
+                continue
+            if repo.has_commit(commit):
+                return url
+            errors.append(f"{mask_url(url)}: does not have commit {commit}")
+            lacking.append(url)
+        error = RefNotFound if urls and len(lacking) == len(urls) else SourceError
+        raise error(
+            f"cannot get {upstream} at {commit[:12]}: " + ("; ".join(dict.fromkeys(errors)) or "no source URL"),
+            f"pass a reachable clone with --source {upstream}=PATH_OR_URL",
+        )
+
+    def prefetch(self, upstream: str, commit: str, urls: Sequence[str]) -> tuple[list[str], str | None]:
+        """Fetch every blob of ``commit`` into the cache, so a checkout needs no network later.
+
+        Returns the paths no source could provide (a mirror without its large files), and the URL the
+        commit was fetched from (None: the cache had it).
+        """
+        with self.lock(upstream):
+            return self._repairing(upstream, lambda: self._prefetch(upstream, commit, urls))
+
+    def _prefetch(self, upstream: str, commit: str, urls: Sequence[str]) -> tuple[list[str], str | None]:
+        fetched = self.fetch_commit(upstream, commit, urls)
+        repo = fetched.repo
+        absent: list[str] = []
+        local = as_local_path(urls[0]) if urls else None
+        if local is not None and local.exists():
+            _require_repository(local)
+            with GitRepo(local) as source:
+                absent = source.missing_blobs(commit)
+        lacking = set(repo.unfetched_objects(commit))
+        if absent:
+            lacking -= {entry.sha for path in absent if (entry := repo.tree_entry(commit, path))}
+        wanted = sorted(lacking)
+        with self._writing(repo):
+            for start in range(0, len(wanted), 2000):
+                self.progress(f"fetching {len(wanted)} files of {upstream} {commit[:12]}")
+                repo.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "origin", "--",
+                         *wanted[start:start + 2000])
+            record = self._absent_record(upstream, commit)
+            record.parent.mkdir(exist_ok=True)
+            record.write_text("".join(f"{path}\n" for path in absent))
+        return absent, fetched.url
+
+    def _absent_record(self, upstream: str, commit: str) -> Path:
+        return self.repo_path(upstream) / "patchmgr-absent" / commit
+
+    def complete_for(self, upstream: str, commit: str) -> list[str] | None:
+        """If ``prefetch`` filled the cache for ``commit``: the paths its source lacked; else None."""
+        record = self._absent_record(upstream, commit)
+        if not record.is_file() or not self.repo(upstream).has_commit(commit):
+            return None
+        return record.read_text().splitlines()
+
+    def resolve_ref(self, upstream: str, ref: str, urls: Sequence[str]) -> Fetched:
+        """The commit that ``ref`` (branch, tag or commit) names at the upstream's source.
+
+        A ref that every source was reached for and none has is bad input (``UnknownRef``,
+        exit 2); a source that could not be reached stays a ``SourceError`` (exit 1).
+        """
+        validate_ref(ref)
+        try:
+            if FULL_SHA.match(ref):
+                return self.fetch_commit(upstream, ref, urls)
+            def resolve() -> Fetched:
+                repo = self.repo(upstream)
+                with self.lock(upstream):
+                    return self._resolve_fetched(repo, upstream, ref, urls)
+            return self._repairing(upstream, resolve)
+        except RefNotFound:
+            raise unknown_ref(upstream, ref, urls) from None
+
+    def _resolve_fetched(self, repo: GitRepo, upstream: str, ref: str, urls: Sequence[str]) -> Fetched:
+        errors = []
+        lacking = []  # the URLs that answered, and have no such ref
+        for url in urls:
+            self.progress(f"fetching {upstream} {ref} from {mask_url(url)}")
+            try:
+                self._fetch(repo, url, [f"+{ref}:refs/patchmgr/against"])
+                commit = repo.resolve("refs/patchmgr/against")
+                if commit:
+                    repo.index_history(commit)
+                    return Fetched(repo, commit, url)
+            except RepositoryDamaged:
+                raise
+            except GitError as exc:
+                errors.append(_said(url, exc))
+                if _NO_SUCH_REF.search(exc.message):
+                    lacking.append(url)
+        local = repo.resolve(ref) if not urls else None
+        if local:
+            return Fetched(repo, local)
+        error = RefNotFound if urls and len(lacking) == len(urls) else SourceError
+        raise error(f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(dict.fromkeys(errors)) or "no source"),
+                    "check the ref name, or pass --source with a clone that has it")
+
+    def _fetch(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
+        with self._writing(repo):
+            self._fetch_once(repo, url, refspecs)
+
+    @contextlib.contextmanager
+    def _writing(self, repo: GitRepo):
+        """Git writing into the cached clone: a full or read-only disk is one ``CacheError`` with the real
+        cause, never a source that "could not provide" the upstream."""
+        try:
+            yield
+        except RepositoryDamaged:
+            raise
+        except GitError as exc:
+            problem = disk_problem(exc.message, repo.path)
+            if problem is None:
+                raise
+            raise CacheError(f"cannot write the cached clone {repo.path}: {problem} ({exc.message})",
+                             disk_hint(problem)) from None
+        except OSError as exc:
+            problem = _os_problem(exc, repo.path)
+            raise CacheError(f"cannot write the cached clone {repo.path}: {problem}", disk_hint(problem)) from None
+
+    def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
+        self.configure_remote(repo, url)
+        repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", *refspecs)
+
+    def configure_remote(self, repo: GitRepo, url: str) -> None:
+        """Point ``origin`` of a (partial) clone at ``url``: a URL or a local repository."""
+        problem = url_problem(url, from_command_line=True)
+        if problem:
+            raise SourceError(f"refusing source {mask_url(url)!r}: {mask_url(problem)}",
+                              "give a URL or a local path")
+        local = as_local_path(url)
+        if local is not None:
+            if not local.exists():
+                raise NotARepository(f"{local} does not exist", "give the folder of a git clone, or a URL")
+            _require_repository(local)
+            url = str(local.resolve())
+        if repo.run_ok("remote", "get-url", "origin"):
+            repo.run("remote", "set-url", "origin", "--", url)
+        else:
+            repo.run("remote", "add", "origin", "--", url)
+            repo.run("config", "core.repositoryformatversion", "1")
+            repo.run("config", "extensions.partialClone", "origin")
+            repo.run("config", "remote.origin.promisor", "true")
+            repo.run("config", "remote.origin.partialclonefilter", "blob:none")
+        if local is not None:
+            # A local source serves through a local upload-pack, which reads the
+            # source's config, not ours: tell it to honour the blob filter, so
+            # that a source lacking some large blobs can still serve the commit.
+            repo.run("config", "remote.origin.uploadpack", LOCAL_UPLOAD_PACK)
+        else:
+            repo.run_ok("config", "--unset", "remote.origin.uploadpack")
+
+    def close(self) -> None:
+        for repo in self._open.values():
+            repo.close()
+        self._open.clear()
+
+
+class _CacheLock(FileLock):
+    """The per-upstream lock of the cache; a lock file that cannot be made (a read-only or full disk) is one error."""
+
+    def __enter__(self) -> FileLock:
+        try:
+            return super().__enter__()
+        except OSError as exc:
+            problem = _os_problem(exc, self.path)
+            raise CacheError(f"cannot lock {self.path} in the patchmgr cache: {problem}", disk_hint(problem)) from None

@@ -1,0 +1,161 @@
+"""Where an upstream's files come from at a ref: a cached git clone, or a PyPI release.
+
+A source is a ``TreeReader`` plus the facts a report needs: which commit (None
+for a release), and a description of where the bytes came from. Git is tried
+first; a release stands in only when no git source answers, and the report
+always says which one was used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from packaging.version import InvalidVersion, Version
+
+from patchmgr.io.git import GitRepo, RepositoryDamaged
+from patchmgr.model.errors import SourceError
+from patchmgr.model.manifest import Upstream
+from patchmgr.model.urls import mask_url
+from patchmgr.sources.cache_errors import UnknownRef
+from patchmgr.sources.release import DEFAULT_INDEX, ReleaseNotFound, ReleaseSource, index_url
+from patchmgr.sources.store import Store
+
+TREE_MODE = "40000"  # a folder's mode in a git tree object
+
+
+@dataclass
+class GitSource:
+    repo: GitRepo
+    commit: str
+    location: str
+
+    kind = "git"
+
+    def read(self, path: str) -> bytes | None:
+        return self._repairing(lambda: self.repo.read_path(self.commit, path))
+
+    def read_blob(self, sha: str) -> bytes | None:
+        return self._repairing(lambda: self.repo.read_blob(sha))
+
+    def is_folder(self, path: str) -> bool:
+        """Whether ``path`` is a folder (a tree) at the commit: creating a file there is a conflict."""
+        entry = self._repairing(lambda: self.repo.path_entries(self.commit, [path])[0])
+        return entry is not None and entry[0] == TREE_MODE
+
+    fetched: bool = False
+    # makes the cached clone again when a read finds it damaged (a truncated pack): a damaged
+    # cache is the cache's problem, never a file reported `missing`
+    repair: Callable[[RepositoryDamaged], GitRepo] | None = None
+
+    def _repairing(self, read):
+        try:
+            return read()
+        except RepositoryDamaged as exc:
+            if self.repair is None:
+                raise
+            self.repo = self.repair(exc)
+            self.repair = None
+            return read()
+
+    @property
+    def description(self) -> str:
+        return f"git {mask_url(self.location)}" + ("" if self.fetched else " (cached)")
+
+
+def urls_for(upstream: Upstream, overrides: Mapping[str, str]) -> tuple[str, ...]:
+    if upstream.name in overrides:
+        return (overrides[upstream.name],)
+    return upstream.urls
+
+
+def open_git_source(store: Store, upstream: Upstream, ref: str | None,
+                    overrides: Mapping[str, str]) -> GitSource:
+    """The upstream at ``ref`` (its pin when None) from the cache, fetched if need be."""
+    urls = urls_for(upstream, overrides)
+    if not urls:
+        raise SourceError(f"{upstream.name} has no git URL", f"pass --source {upstream.name}=PATH_OR_URL")
+    if ref is None:
+        fetched = store.fetch_commit(upstream.name, upstream.commit, urls)
+    else:
+        fetched = store.resolve_ref(upstream.name, ref, urls)
+    commit = fetched.commit
+    return GitSource(fetched.repo, commit, fetched.url or urls[0], fetched=fetched.url is not None,
+                     repair=lambda exc: store.repair(upstream.name, commit, urls, exc))
+
+
+def release_version(upstream: Upstream, ref: str | None) -> str | None:
+    """The release version that stands for ``ref`` (the pin's ``version`` when ref is None)."""
+    if ref is None:
+        return upstream.version
+    candidate = ref[1:] if re.match(r"^v\d", ref) else ref
+    if re.match(r"^[0-9a-f]{7,40}$", candidate):
+        return None
+    try:
+        return str(Version(candidate))
+    except InvalidVersion:
+        return None
+
+
+def open_source(store: Store, upstream: Upstream, ref: str | None, overrides: Mapping[str, str]
+                ) -> GitSource | ReleaseSource:
+    """Git first; the PyPI release of the same version when no git source answers.
+
+    A ref (``--against``) that a reached source does not have is bad input (``UnknownRef``,
+    exit 2): a git source that answered without it (``Store.resolve_ref``), or, for an
+    upstream with no git source, a version the package index does not list. When git
+    is out of reach the ref may still be there: the upstream is unavailable (exit 1).
+    """
+    errors: list[str] = []
+    explicit = upstream.name in overrides
+    tried_git = explicit or bool(upstream.urls)
+    if tried_git:
+        try:
+            return open_git_source(store, upstream, ref, overrides)
+        except SourceError as exc:
+            if explicit:
+                raise
+            errors.append(exc.message)
+    version = release_version(upstream, ref)
+    if upstream.pypi and version:
+        try:
+            release = store.releases.open(upstream.pypi, version, upstream.package_root)
+            return replace(release, fallback_from="; ".join(errors) or None)  # a new value, the cache's is left as is
+        except ReleaseNotFound as exc:
+            if ref is not None and not tried_git:
+                raise UnknownRef(f"upstream {upstream.name} has no ref {ref!r}: {exc.message}, and it has no "
+                                 "git source", f"see the released versions with `{_versions_command(upstream.pypi)}`"
+                                 ) from None
+            errors.append(exc.message)
+        except SourceError as exc:
+            errors.append(exc.message)
+    elif upstream.pypi:
+        if ref is not None and not tried_git:
+            raise UnknownRef(f"upstream {upstream.name} has no ref {ref!r}: it has no git source, and {ref!r} names "
+                             "no release version", f"give a release version (see `{_versions_command(upstream.pypi)}`)"
+                             f", or pass a clone with --source {upstream.name}=PATH_OR_URL")
+        errors.append(f"{ref!r} names no release version, so PyPI cannot stand in")
+    raise SourceError("; ".join(errors) or f"{upstream.name} has no source",
+                      f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+
+
+def _versions_command(project: str) -> str:
+    index = index_url()
+    where = "" if index == DEFAULT_INDEX else f" --index-url {mask_url(index)}"
+    return f"pip index versions{where} {project}"
+
+
+def fetch_upstream(store: Store, upstream: Upstream, overrides: Mapping[str, str]) -> tuple[str, list[str]]:
+    """Put everything a later offline ``apply`` needs into the cache; say from where, and what is absent."""
+    try:
+        urls = urls_for(upstream, overrides)
+        if not urls:
+            raise SourceError(f"{upstream.name} has no git URL", "")
+        absent, fetched = store.prefetch(upstream.name, upstream.commit, urls)
+        return f"git {mask_url(fetched or urls[0])}", absent
+    except SourceError as exc:
+        if upstream.name in overrides or not (upstream.pypi and upstream.version):
+            raise
+        release = store.releases.open(upstream.pypi, upstream.version, upstream.package_root)
+        return f"{release.description} (git: {mask_url(exc.message)})", []

@@ -1,0 +1,223 @@
+"""Building one checkout: the pinned commit (or an imported release), then one commit per patch."""
+
+from __future__ import annotations
+
+import email.utils
+import errno
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from patchmgr.check.status import UpstreamStatus
+from patchmgr.io.faults import step
+from patchmgr.io.git import PATCHMGR_AUTHOR, GitRepo, identity_env
+from patchmgr.model.errors import GitError, StateError
+from patchmgr.model.manifest import Upstream
+from patchmgr.model.patchfile import PatchFile
+from patchmgr.model.records import sha256_bytes
+from patchmgr.model.urls import as_local_path
+from patchmgr.sources.release import ReleaseSource
+from patchmgr.sources.store import Store
+from patchmgr.sources.upstream import urls_for
+from patchmgr.targets.ledger import AppliedPatch, UpstreamLedger
+
+_FIXED_DATE = "1970-01-01T00:00:00+00:00"
+
+
+# what git says when the disk is full (its first fatal line often names only the file it could not write)
+_DISK_FULL = re.compile(r"No space left on device|Out of diskspace|Disk quota exceeded|File too large", re.I)
+_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+# what git says when an object of the commit is not there and no remote can provide it
+_MISSING_OBJECT = re.compile(r"from promisor remote|unable to read sha1 file|unable to read [0-9a-f]{7,}"
+                             r"|missing (?:blob|tree|object)|bad object|not our ref|did not send all necessary"
+                             r"|is not a valid object|could not read object", re.I)
+
+
+_DISK_HINT = "free some space on that disk, then run apply again"
+_LACKS_HINT = "the source lacks files of that commit; use a complete clone with --source {name}=PATH_OR_URL"
+_CAUSE_HINT = "fix the cause above, then run apply again"
+
+
+def _detail(exc: OSError | GitError) -> str:
+    if isinstance(exc, GitError):
+        return exc.message
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+def _disk_full(exc: OSError | GitError | str, folder: Path) -> bool:
+    """Whether a failure while writing under ``folder`` was the disk (or the quota, or the file size limit)."""
+    if isinstance(exc, OSError):
+        return exc.errno in _DISK_ERRNOS
+    if _DISK_FULL.search(exc if isinstance(exc, str) else exc.message):
+        return True
+    # git often names only the file it could not write ("failed to write commit object"): ask the disk
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        stats = os.statvfs(probe)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < (64 << 10) or (stats.f_files and stats.f_favail == 0)
+
+
+def build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Mapping[str, str],
+                    staging: Path) -> UpstreamLedger:
+    upstream = upstream_status.upstream
+    folder = staging / upstream.name
+    if upstream_status.release is not None:
+        repo, base, absent = _import_release(upstream_status.release, folder)
+    else:
+        repo, base, absent = _checkout_pin(upstream, upstream_status.commit, store, overrides, folder)
+    step()
+    applied = []
+    files: dict[str, str | None] = {}
+    try:
+        for result in upstream_status.results:
+            files.update(_stage(repo, folder, result.patch, result.files))
+            _commit(repo, result.patch)
+            applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
+            step()
+        head = repo.resolve("HEAD")
+    finally:
+        repo.close()
+    return UpstreamLedger(upstream.name, upstream.commit, base, head,
+                          (upstream_status.source or "").removesuffix(" (cached)"), applied, files, absent)
+
+
+def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]
+           ) -> dict[str, str | None]:
+    """Put the engine's bytes for one patch into the index as they are, then into the work tree.
+
+    Each file becomes a blob of exactly the bytes ``status`` computed (``hash-object --no-filters``),
+    entered in the index directly, so neither the upstream's .gitignore (a created file it ignores)
+    nor its .gitattributes (``eol``, ``text``, ``working-tree-encoding``, filters) changes what is
+    committed. The work tree is then written from the index with the upstream's attributes applied,
+    as any checkout of that commit is. The sha256 of each file's bytes (None: deleted), for the ledger.
+    """
+    if not changes:
+        return {}
+    paths = list(changes)
+    sources = {d.new_path: d.old_path for d in patch.files if d.new_path and d.old_path}
+    new_modes = {d.new_path: d.new_mode for d in patch.files if d.new_path and d.new_mode}
+    listed = repo.run("ls-files", "-s", "-z", "--", *paths, *[sources[p] for p in paths if p in sources],
+                      env={"GIT_LITERAL_PATHSPECS": "1"}, strip=False)
+    modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
+    zero = "0" * len(repo.resolve("HEAD") or "0" * 40)
+    removals, additions, digests = [], [], {}
+    for path, data in changes.items():
+        if data is None:
+            removals.append(f"0 {zero}\t{path}\0")
+            digests[path] = None
+            continue
+        mode = modes.get(path) or modes.get(sources.get(path, "")) or \
+            ("100755" if new_modes.get(path) == "100755" else "100644")
+        blob = repo.run("hash-object", "-w", "--no-filters", "--stdin", stdin=data)
+        additions.append(f"{mode} {blob}\t{path}\0")
+        digests[path] = sha256_bytes(data)
+    repo.run("update-index", "-z", "--index-info", stdin="".join(removals + additions).encode())
+    for path, data in changes.items():
+        if data is None:
+            target_path = folder / path
+            if target_path.is_symlink() or target_path.is_file():
+                target_path.unlink()
+    written = [path for path, data in changes.items() if data is not None]
+    if written:
+        repo.run("checkout-index", "--force", "-z", "--stdin", stdin="".join(f"{p}\0" for p in written).encode())
+    return digests
+
+
+def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapping[str, str],
+                  folder: Path) -> tuple[GitRepo, str, list[str]]:
+    """A partial clone of the source at ``commit``; files the source lacks stay out of the work tree.
+
+    The checkout fetches from patchmgr's cache only when ``patchmgr fetch`` filled
+    it with every blob of the commit (a blobless cache cannot serve blobs it never
+    fetched); otherwise from the upstream's source itself. Either way ``origin``
+    ends up naming the real upstream, so the checkout does not depend on the cache.
+    """
+    repo = GitRepo.init(folder)
+    errors = []
+    urls = list(urls_for(upstream, overrides))
+    recorded_absent = store.complete_for(upstream.name, commit)
+    if recorded_absent is not None:
+        # `patchmgr fetch` filled the cache: check out from it, with no network (an image's cached layer)
+        urls.insert(0, str(store.repo_path(upstream.name)))
+    for url in urls:
+        try:
+            store.configure_remote(repo, url)
+            repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", commit)
+            break
+        except GitError as exc:
+            errors.append(f"{url}: {exc.message}")
+    else:
+        repo.close()
+        full = any(_disk_full(error, folder) for error in errors)
+        raise StateError(f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
+                         _DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+    origin = repo.run("remote", "get-url", "origin")
+    absent = recorded_absent if origin == str(store.repo_path(upstream.name)) else \
+        _absent_in_local_source(origin, commit)
+    if absent:
+        # A mirror without its large files: keep those paths in the index (so commits
+        # and `git status` stay exact) but out of the work tree.
+        repo.run("config", "core.sparseCheckout", "true")
+        patterns = ["/*"] + ["!/" + path for path in absent]
+        (folder / ".git" / "info").mkdir(exist_ok=True)
+        (folder / ".git" / "info" / "sparse-checkout").write_text("\n".join(patterns) + "\n")
+    try:
+        repo.run("checkout", "--quiet", "-B", "patchmgr", commit)
+    except GitError as exc:
+        repo.close()
+        hint = _DISK_HINT if _disk_full(exc, folder) else \
+            _LACKS_HINT.format(name=upstream.name) if _MISSING_OBJECT.search(exc.message) else _CAUSE_HINT
+        raise StateError(f"cannot check out {upstream.name} at {commit}: {exc.message}", hint) from None
+    real = [url for url in urls if url != str(store.repo_path(upstream.name))]
+    if real and repo.run("remote", "get-url", "origin") != real[0]:
+        store.configure_remote(repo, real[0])
+    return repo, commit, absent
+
+
+def _absent_in_local_source(url: str, commit: str) -> list[str]:
+    local = as_local_path(url)
+    if local is None or not local.exists():
+        return []
+    with GitRepo(local) as source:
+        return source.missing_blobs(commit)
+
+
+def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, list[str]]:
+    """A git repository whose first commit is the release's files in the upstream's git layout."""
+    repo = GitRepo.init(folder)
+    destination = folder / (source.package_root if source.file.kind == "wheel" else "")
+    shutil.copytree(source.tree, destination, dirs_exist_ok=True, symlinks=True,
+                    ignore=shutil.ignore_patterns("*.dist-info", "*.data", "__pycache__"))
+    # the release's files as they are, which is what status read: none left out by a .gitignore it
+    # ships, none converted by its .gitattributes (info/attributes overrides the tree's own)
+    info = folder / ".git" / "info"
+    info.mkdir(exist_ok=True)
+    (info / "attributes").write_text("* -text -eol -crlf -filter -ident -working-tree-encoding\n")
+    repo.run("add", "--all", "--force")
+    message = (f"{source.project} {source.version} from {source.file.filename}\n\n"
+               f"Imported by patchmgr from the package index (sha256 {source.file.sha256}),\n"
+               f"because no git source of the pin was reachable.\n")
+    env = identity_env(date=_FIXED_DATE)
+    repo.run("commit", "--quiet", "--no-verify", "-F", "-", stdin=message.encode(), env=env)
+    repo.run("branch", "-M", "patchmgr")
+    return repo, repo.resolve("HEAD"), []
+
+
+def _commit(repo: GitRepo, patch: PatchFile) -> None:
+    """One commit per patch, author and date from the patch, so the same series gives the same ids."""
+    name, address = PATCHMGR_AUTHOR
+    if patch.author:
+        parsed_name, parsed_address = email.utils.parseaddr(patch.author)
+        name, address = parsed_name or name, parsed_address or address
+    message = f"{patch.subject or patch.id}\n\n{patch.body}".strip() + "\n"
+    env = identity_env(name, address, patch.date or _FIXED_DATE)
+    repo.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=message.encode(), env=env)

@@ -1,0 +1,245 @@
+"""Apply a target into git checkouts (``apply --into DIR``) and verify them.
+
+Everything is checked before anything is written: if any patch of any upstream
+would need more than an exact placement, nothing changes. Checkouts are built
+in a staging folder, then moved into place and the ledger written through a
+journal (``patchmgr.journal``): a run killed at any point leaves DIR as it was
+or fully applied once the next command that reads DIR has recovered it. A lock
+on DIR keeps two runs from interleaving. A checkout holding local work (commits
+beyond the ledger's, changed or untracked files, other branches, stashes) is
+not rebuilt: the run refuses, or with ``force`` carries that work into the new
+checkout as branches first (``patchmgr.localwork``).
+
+A checkout starts from the pinned commit (through the cache) or, when git is
+out of reach, from the pinned release's files committed as the base. Each
+patch's files enter the index as blobs of exactly the bytes ``status``
+computed, so the upstream's .gitignore and .gitattributes change nothing that
+is committed; the work tree is then written from the index as any checkout of
+that commit is. A refused run or a dry run writes nothing in DIR, not even the
+lock; a run that fails removes the DIR (or state folder) it made.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchmgr.check.status import TargetStatus, check_target
+from patchmgr.io.journal import apply_transaction
+from patchmgr.model.errors import GitError, StateError, UsageError
+from patchmgr.model.manifest import Target
+from patchmgr.model.project import Project
+from patchmgr.sources.store import Store
+from patchmgr.targets.build import _CAUSE_HINT, _DISK_HINT, _detail, _disk_full, build_checkout
+from patchmgr.targets.checkout_verify import verify_into
+from patchmgr.targets.into_lock import REPLACED, STAGING, STATE, locked_into
+from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_ledger, same_plan
+from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
+
+
+@dataclass
+class ApplyOutcome:
+    status: TargetStatus
+    into: Path
+    action: str  # "applied" | "already-applied" | "refused" | "dry-run"
+    ledger: Ledger | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.action != "refused"
+
+
+def apply_into(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
+               into: Path, dry_run: bool = False, only: Sequence[str] = (), force: bool = False) -> ApplyOutcome:
+    into = into.resolve()
+    _refuse_project_folder(project, into)
+    notes: list[str] = []
+    with ExitStack() as stack:
+        # Only a DIR that an apply already wrote has a state folder (and in it the lock and any journal
+        # to recover); any other is read without a lock, so a refused run or a dry run creates nothing
+        locked = (into / STATE).is_dir()
+        if locked:
+            stack.enter_context(locked_into(into, notes))
+        existing = _existing_ledger(into, target)
+        status = check_target(project, target, store, overrides, {}, only)
+        if not status.ok:
+            return ApplyOutcome(status, into, "refused", notes=notes)
+        made = None
+        if not locked and not dry_run:
+            # DIR (and its state folder) is made only now; another run may have applied meanwhile
+            made = _make_folder(into)  # with the state folder, removed again when this run fails
+            try:
+                stack.enter_context(locked_into(into, notes))
+            except BaseException as exc:
+                _remove_made(made, into)
+                if isinstance(exc, OSError):
+                    raise StateError(f"cannot lock {into / STATE}: {_detail(exc)}; nothing was changed",
+                                     _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT) from None
+                raise
+        try:
+            if not locked and not dry_run:
+                existing = _existing_ledger(into, target)  # re-read under the lock
+            if existing and _same_plan(existing, status) and verify_into(project, target, into, only).ok:
+                return ApplyOutcome(status, into, "already-applied", existing, notes)
+            works = _local_work(into, existing, status, force)
+            if dry_run:
+                notes += [f"would save local work of {w.name} ({w.counts()}) on a branch "
+                          f"{SAVED_PREFIX}<UTC time> in {w.folder} before rebuilding it" for w in works]
+                return ApplyOutcome(status, into, "dry-run", notes=notes)
+            ledger = _build_and_swap(status, store, overrides, into, existing, works, notes)
+        except BaseException:
+            if not locked and not dry_run:
+                _remove_made(made, into)  # a DIR (or state folder) this run created goes again when it fails
+            raise
+    return ApplyOutcome(status, into, "applied", ledger, notes)
+
+
+def _refuse_project_folder(project: Project, into: Path) -> None:
+    """``--into`` must not be the project root, nor inside its manifests/ or patches/ folder."""
+    root = project.root.resolve()
+    if into == root:
+        raise UsageError(f"--into {into} is the project root itself: apply writes checkouts and its state there",
+                         "give a folder of its own, for example --into build/")
+    for folder in (project.manifests_dir, project.patches_dir):
+        folder = folder.resolve()
+        if into == folder or folder in into.parents:
+            raise UsageError(f"--into {into} is inside the project's {folder.name}/ folder",
+                             f"give a folder outside {folder.name}/, for example --into build/")
+
+
+def _make_folder(into: Path) -> Path | None:
+    """Create ``into`` (and missing parents); the topmost folder this created, or None when it existed."""
+    missing = None
+    folder = into
+    while not folder.exists() and folder != folder.parent:
+        missing = folder
+        folder = folder.parent
+    try:
+        into.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _remove_made(missing, into)
+        raise StateError(f"cannot create {into}: {_detail(exc)}; nothing was changed",
+                         _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT) from None
+    return missing
+
+
+def _remove_made(made: Path | None, into: Path) -> None:
+    """Undo what a failed run made before writing: the state folder (when it holds nothing but the lock),
+    then ``into`` and the parents up to ``made`` (the topmost folder ``_make_folder`` created), if empty."""
+    state = into / STATE
+    if state.is_dir() and not state.is_symlink() and all(e.name == "lock" for e in state.iterdir()):
+        shutil.rmtree(state, ignore_errors=True)
+    if made is None:
+        return
+    folder = into
+    while made == folder or made in folder.parents:
+        try:
+            folder.rmdir()  # only an empty folder: anything else living there now stays
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def _existing_ledger(into: Path, target: Target) -> Ledger | None:
+    existing = read_ledger(into) if into.is_dir() else None
+    if existing and existing.target != target.name:
+        raise StateError(f"{into} holds target {existing.target}, not {target.name}",
+                         "apply each target into its own folder")
+    for upstream in target.upstreams:
+        folder = into / upstream.name
+        if folder.exists() and not (existing and existing.upstream(upstream.name)):
+            raise StateError(f"{folder} exists and was not made by patchmgr apply",
+                             "choose an empty --into folder, or remove that one")
+    return existing
+
+
+def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force: bool) -> list[LocalWork]:
+    """The local work in each checkout this run would rebuild; refuses (changing nothing) unless ``force``."""
+    found = []
+    for upstream_status in status.upstreams:
+        name = upstream_status.upstream.name
+        entry = existing.upstream(name) if existing else None
+        if entry is None or not os.path.lexists(into / name):
+            continue
+        work = find_local_work(name, into / name, entry.head_commit or entry.base_commit)
+        if work:
+            found.append(work)
+    if found and (not force or any(w.not_a_checkout for w in found)):
+        folders = ", ".join(str(w.folder) for w in found)
+        hint = (f"move that work out of the checkout first (push or copy the commits and files elsewhere), or run "
+                f"the same apply again with --force to save it on a branch {SAVED_PREFIX}<UTC time> in the new "
+                "checkout")
+        if any(w.not_a_checkout for w in found):
+            hint = "move the files you want to keep out of that folder, then run apply again"
+        raise StateError(f"apply would rebuild {folders} and lose local work: "
+                         f"{'; '.join(w.describe() for w in found)}; nothing was changed", hint)
+    return found
+
+
+def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
+    """The same series (``same_plan``), built from the same source."""
+    return same_plan(ledger.series, status) and all(
+        ledger.upstream(u.upstream.name).source == u.source.removesuffix(" (cached)") for u in status.upstreams)
+
+
+def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path,
+                    existing: Ledger | None, works: Sequence[LocalWork] = (), notes: list[str] | None = None) -> Ledger:
+    """Build every checkout in staging, then swap them in and write the ledger as one journaled transaction.
+
+    The local ``works`` found in the checkouts being replaced are carried into the new ones as branches
+    before the swap (``patchmgr.localwork``), so discarding the old folders loses none of it.
+    """
+    state = into / STATE
+    staging = state / STAGING
+    replaced = state / REPLACED
+    built: list[UpstreamLedger] = []
+    try:
+        staging.mkdir(parents=True)
+        replaced.mkdir()
+        for upstream_status in status.upstreams:
+            built.append(build_checkout(upstream_status, store, overrides, staging))
+    except (OSError, GitError) as exc:
+        full = _disk_full(exc, staging)
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(replaced, ignore_errors=True)
+        raise StateError(f"cannot build the checkouts in {staging}: {_detail(exc)}; nothing in {into} was changed",
+                         _DISK_HINT if full else _CAUSE_HINT) from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(replaced, ignore_errors=True)
+        raise
+    saved: list[tuple[LocalWork, list[str]]] = []
+    stamp = utc_stamp()
+    try:
+        for work in works:
+            saved.append((work, save_local_work(work, staging / work.name, stamp)))
+    except BaseException as exc:
+        full = isinstance(exc, (OSError, GitError)) and _disk_full(exc, staging)
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(replaced, ignore_errors=True)
+        if not isinstance(exc, (OSError, GitError)):
+            raise
+        raise StateError(f"cannot save the local work of {work.name} into its new checkout: {_detail(exc)}; "
+                         f"nothing in {into} was changed",
+                         ("free some space on that disk" if full else "fix the cause above") +
+                         ", or save that work yourself, then run apply again") from None
+    moves: list[tuple[Path, Path]] = []
+    for entry in built:
+        current = into / entry.name
+        if os.path.lexists(current):
+            moves.append((current, replaced / entry.name))
+        moves.append((staging / entry.name, current))
+    rebuilt = {entry.name for entry in built}
+    kept = [u for u in (existing.upstreams if existing else []) if u.name not in rebuilt]
+    ledger = Ledger(status.target.name, sorted(kept + built, key=lambda u: u.name))
+    apply_transaction(state, {into / LEDGER_NAME: ledger.to_json().encode("utf-8")}, moves, [staging, replaced])
+    for work, branches in saved:
+        if notes is not None and branches:
+            notes.append(f"saved local work of {work.name} on {'branch' if len(branches) == 1 else 'branches'} "
+                         f"{', '.join(branches)} in {work.folder} ({work.counts()})")
+    return ledger

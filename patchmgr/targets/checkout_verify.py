@@ -1,0 +1,126 @@
+"""verify of ``apply --into``: the ledger, HEAD, the base commit and every touched file's hash."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchmgr.io.git import GitRepo
+from patchmgr.model.errors import StateError
+from patchmgr.model.manifest import Target, Upstream
+from patchmgr.model.project import Project
+from patchmgr.model.records import sha256_bytes
+from patchmgr.targets.into_lock import _READ_ONLY, STATE, locked_into
+from patchmgr.targets.ledger import UpstreamLedger, read_ledger
+
+
+@dataclass
+class VerifyOutcome:
+    target: str
+    into: Path
+    problems: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_into(project: Project, target: Target, into: Path, only: Sequence[str] = ()) -> VerifyOutcome:
+    """Prove that ``into`` holds exactly the pinned upstreams with exactly the target's patches."""
+    into = into.resolve()
+    outcome = VerifyOutcome(target.name, into)
+    if not (into / STATE).is_dir():  # no apply ever ran there: nothing to recover, and no lock to leave behind
+        return _verify_ledger(project, target, into, only, outcome)
+    if not os.access(into / STATE, os.W_OK) or _read_only(into):
+        # a read-only DIR (an image layer, a read-only mount): no run can be changing it, and nothing
+        # could be recovered there, so verify reads it as it is, unless a journal says a run was cut off
+        if os.path.lexists(into / STATE / "journal"):
+            raise StateError(f"{into} holds an interrupted apply, and its file system is read-only",
+                             "make it writable, then run verify again (it finishes or undoes that apply)")
+        outcome.notes.append(f"{into} is read-only: verified without taking its lock")
+        return _verify_ledger(project, target, into, only, outcome)
+    with locked_into(into, outcome.notes):
+        return _verify_ledger(project, target, into, only, outcome)
+
+
+def _read_only(folder: Path) -> bool:
+    return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+
+
+def _verify_ledger(project: Project, target: Target, into: Path, only: Sequence[str],
+                   outcome: VerifyOutcome) -> VerifyOutcome:
+    ledger = read_ledger(into) if into.is_dir() else None
+    if ledger is None:
+        outcome.problems.append(f"{into} has no ledger: it was not made by `patchmgr apply`")
+        return outcome
+    if ledger.target != target.name:
+        outcome.problems.append(f"{into} holds target {ledger.target}, not {target.name}")
+        return outcome
+    for upstream in target.upstreams:
+        if only and upstream.name not in only:
+            continue
+        entry = ledger.upstream(upstream.name)
+        if entry is None:
+            outcome.problems.append(f"{upstream.name}: not applied into {into}")
+            continue
+        outcome.problems += _verify_upstream(project, upstream, entry, into / upstream.name)
+        outcome.checked.append(upstream.name)
+    return outcome
+
+
+def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger, folder: Path) -> list[str]:
+    name = upstream.name
+    problems = []
+    if entry.pin != upstream.commit:
+        problems.append(f"{name}: applied for pin {entry.pin[:12]}, but the pin is now {upstream.commit[:12]}")
+    current = [(p.id, p.sha256) for p in project.patches(upstream)]
+    recorded = [(p.id, p.sha256) for p in entry.patches]
+    if current != recorded:
+        changed = sorted({pid for pid, _ in current} ^ {pid for pid, _ in recorded}
+                         | {pid for pid, sha in current if (pid, sha) not in recorded})
+        problems.append(f"{name}: the patch series changed since apply ({', '.join(changed)})")
+    if not (folder / ".git").is_dir():
+        return problems + [f"{name}: {folder} is missing or not a git checkout"]
+    with GitRepo(folder) as repo:
+        head = repo.resolve("HEAD")
+        if head != entry.head_commit:
+            problems.append(f"{name}: HEAD is {str(head)[:12]}, the ledger says {str(entry.head_commit)[:12]}")
+        elif repo.resolve(f"HEAD~{len(entry.patches)}") != entry.base_commit:
+            problems.append(f"{name}: the patches do not sit on the base commit {entry.base_commit[:12]}")
+        out = repo.run("status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=_READ_ONLY,
+                       strip=False)
+        codes = {item[3:]: item[:2] for item in out.split("\0") if len(item) > 3}
+        differs = []
+        for path, digest in entry.files.items():
+            file = folder / path
+            actual = sha256_bytes(file.read_bytes()) if file.is_file() and not file.is_symlink() else None
+            if actual == digest:
+                if codes.get(path) == " M":
+                    # exactly the bytes apply committed, which git reads otherwise under the upstream's
+                    # `text` rule (a blob with CRLF line ends): not a change
+                    del codes[path]
+                continue
+            if path not in codes and digest is not None and actual is not None and \
+                    _checked_out_from(repo, path, file, digest):
+                continue  # the committed blob, written out through the upstream's .gitattributes
+            if path not in codes:
+                differs.append(path)
+    problems += [f"{name}: {path} was changed after apply" for path in codes]
+    problems += [f"{name}: {path} differs from what apply wrote" for path in differs]
+    return problems
+
+
+def _checked_out_from(repo: GitRepo, path: str, file: Path, digest: str) -> bool:
+    """Whether ``file`` is HEAD's blob of ``path`` (whose bytes hash to ``digest``) as git's attributes write it."""
+    committed = repo.path_entries("HEAD", [path])[0]
+    if committed is None or not committed[0].startswith("100"):
+        return False
+    blob = repo.read_blob(committed[1])
+    if blob is None or sha256_bytes(blob) != digest:
+        return False
+    cleaned = repo.run("hash-object", f"--path={path}", "--", str(file), env=_READ_ONLY)
+    return cleaned == committed[1]

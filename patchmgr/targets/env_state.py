@@ -1,0 +1,184 @@
+"""An installed environment under patchmgr's lock: its state folder, ledger, and edits made since apply."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from patchmgr.check.status import TargetStatus
+from patchmgr.io.files import require_real_folder
+from patchmgr.io.journal import JOURNAL, StateLock, recover_or_fail
+from patchmgr.model.errors import StateError
+from patchmgr.model.manifest import Target, Upstream
+from patchmgr.model.records import sha256_bytes, typed
+from patchmgr.sources.environment import Environment, probe
+from patchmgr.targets.env_ledger import EnvLedger, EnvUpstreamLedger, _reinstall, _upstream_entry
+
+
+@dataclass
+class EnvOutcome:
+    target: str
+    python: str
+    action: str  # applied | already-applied | refused | dry-run | reverted | nothing-to-revert | verified | differs
+    status: TargetStatus | None = None
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.action not in ("refused", "differs")
+
+
+class EnvState:
+    """Where patchmgr keeps its ledger and the original bytes for one target in one environment."""
+
+    def __init__(self, environment: Environment, target: str) -> None:
+        self.root = environment.state_dir
+        self.folder = self.root / target
+        self.ledger_path = self.folder / "ledger.json"
+
+    def backup_path(self, upstream: str, key: str) -> Path:
+        return self.folder / "originals" / upstream / key
+
+    def read_ledger(self) -> EnvLedger | None:
+        # every command reads the ledger first: a link anywhere in the state folder stops it here
+        require_real_folder(self.root, walk=True)
+        if not self.ledger_path.is_file():
+            return None
+        try:
+            raw = typed(json.loads(self.ledger_path.read_text(encoding="utf-8")), dict, "the document")
+            return EnvLedger(typed(raw["target"], str, "target"), typed(raw["python"], str, "python"),
+                             [_upstream_entry(u) for u in typed(raw["upstreams"], list, "upstreams")])
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise StateError(f"{self.ledger_path}: the ledger is damaged ({why})",
+                             f"reinstall the distributions, then remove {self.folder}") from None
+
+    def originals(self, entry: EnvUpstreamLedger | None) -> dict[str, bytes | None]:
+        if entry is None:
+            return {}
+        found: dict[str, bytes | None] = {}
+        for path, info in entry.files.items():
+            found[path] = None if info["original"] is None else self.saved(entry, info["original"], path)
+        return found
+
+    def saved(self, entry: EnvUpstreamLedger, digest: str, what: str) -> bytes:
+        """The original bytes of ``what`` (a file of ``entry``'s distribution) that apply kept, checked."""
+        backup = self.backup_path(entry.name, digest)
+        hint = (f"reinstall the distribution to get its files back ({_reinstall(entry)}), then remove "
+                f"{self.folder}")
+        try:
+            data = backup.read_bytes()
+        except FileNotFoundError:
+            raise StateError(f"the saved original of {what} ({entry.name}) is gone: {backup} was removed",
+                             hint) from None
+        except OSError as exc:
+            raise StateError(f"the saved original of {what} ({entry.name}) cannot be read: {backup}: "
+                             f"{exc.strerror or exc}", hint) from None
+        if sha256_bytes(data) != digest:
+            raise StateError(f"the saved original of {what} ({entry.name}) is damaged: {backup} no longer has "
+                             "the bytes apply kept", hint)
+        return data
+
+
+_WRITE_HINT = "make the environment writable (or work on a writable copy of it), then run again"
+
+
+@contextmanager
+def _locked(environment: Environment, writing: bool) -> Iterator[StateLock | None]:
+    """The environment's lock (one patchmgr at a time), or the real cause when it cannot be taken.
+
+    An environment on a read-only file system (or one this user may not write)
+    cannot be changed by any run, so a command that only reads it (status, a
+    dry run) goes on without the lock; one that writes is refused before it
+    changes anything, naming the cause.
+    """
+    lock = StateLock(environment.state_dir)
+    try:
+        lock.__enter__()
+    except OSError as exc:
+        journal = environment.state_dir / JOURNAL
+        if not writing and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not os.path.lexists(journal):
+            yield None
+            return
+        raise StateError(f"cannot write {exc.filename or environment.state_dir}: {exc.strerror or exc}; nothing "
+                         "was changed", _WRITE_HINT) from None
+    try:
+        yield lock
+    finally:
+        lock.__exit__(None, None, None)
+
+
+def _recover(environment: Environment) -> str | None:
+    """Finish or undo an interrupted run (under the lock); one error with the cause when it cannot."""
+    return recover_or_fail(environment.state_dir, _WRITE_HINT)
+
+
+def _open(python: str, target: Target, only: Sequence[str]) -> tuple[Environment, list[Upstream]]:
+    upstreams = [u for u in target.upstreams if not only or u.name in only]
+    return probe(python, upstreams), upstreams
+
+
+def _environment_files(writes: Mapping[Path, bytes | None], environment: Environment) -> list[str]:
+    """The distribution files written or removed (not patchmgr's own state)."""
+    return sorted(str(path) for path in writes if environment.state_dir not in path.parents)
+
+
+def _edited(entries: list[EnvUpstreamLedger]) -> list[tuple[EnvUpstreamLedger, str, Path, bytes | None]]:
+    """Files patchmgr wrote whose bytes are no longer what it wrote: someone edited (or removed) them since."""
+    found = []
+    for entry in entries:
+        for path, info in entry.files.items():
+            installed = Path(info["installed"])
+            data = installed.read_bytes() if installed.is_file() else None
+            if (None if data is None else sha256_bytes(data)) != info["patched"]:
+                found.append((entry, path, installed, data))
+    return found
+
+
+def _keep_edits(state: EnvState, entries: list[EnvUpstreamLedger], force: bool, verb: str,
+                dry_run: bool = False) -> tuple[dict[Path, bytes], str | None]:
+    """Refuse to overwrite files edited since apply, unless forced; forced, the writes that save them first.
+
+    Returns the writes (for the same journaled transaction, so the copies exist
+    exactly when the overwrite happened) and a note saying where they are.
+    """
+    edited = _edited(entries)
+    if not edited:
+        return {}, None
+    listed = ", ".join(str(installed) for _, _, installed, _ in edited)
+    saved_root = state.folder / "saved"
+    if not force:
+        raise StateError(f"{_files(len(edited))} that patchmgr patched changed since apply ({listed}); {verb} would "
+                         "overwrite them, so nothing was changed",
+                         f"keep your edits elsewhere, or run again with --force to save them under {saved_root}/"
+                         "<UTC time>/ first")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder, number = saved_root / stamp, 1
+    while folder.exists():
+        number += 1
+        folder = saved_root / f"{stamp}-{number}"
+    writes: dict[Path, bytes] = {}
+    manifest = {}
+    for entry, path, installed, data in edited:
+        key = f"{entry.name}/{path}"
+        manifest[key] = {"installed": str(installed), "sha256": None if data is None else sha256_bytes(data),
+                         "patched": entry.files[path]["patched"]}
+        if data is not None:
+            writes[folder / entry.name / path] = data
+    writes[folder / "manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
+    if dry_run:
+        return {}, f"--force would save {_files(len(edited))} changed since apply ({listed}) under {folder}/ first"
+    return writes, (f"saved {_files(len(edited))} changed since apply ({listed}) under {folder}/ before the {verb} "
+                    "(manifest.json there names where each was; a removed file has sha256 null)")
+
+
+def _files(number: int) -> str:
+    return f"{number} file" + ("" if number == 1 else "s")

@@ -1,0 +1,113 @@
+"""verify and revert of an installed environment: prove what apply wrote, or put the originals back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from patchmgr.io.journal import apply_transaction
+from patchmgr.model.manifest import Target, Upstream
+from patchmgr.model.project import Project
+from patchmgr.model.records import sha256_bytes
+from patchmgr.sources.environment import Environment
+from patchmgr.targets.env_ledger import EnvUpstreamLedger
+from patchmgr.targets.env_state import EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open, _recover
+from patchmgr.targets.record import _bytecode_of, _record_rows, record_hash
+
+
+def verify_environment(project: Project, target: Target, python: str, only: Sequence[str] = ()) -> EnvOutcome:
+    environment, upstreams = _open(python, target, only)
+    return _verify(project, target, environment, upstreams)
+
+
+def _verify(project: Project, target: Target, environment: Environment, upstreams: list[Upstream]) -> EnvOutcome:
+    state = EnvState(environment, target.name)
+    outcome = EnvOutcome(target.name, environment.python, "verified", notes=_recovered(environment))
+    ledger = state.read_ledger()
+    if ledger is None:
+        outcome.problems.append(f"no patchmgr ledger for target {target.name} in {environment.prefix}")
+    else:
+        for upstream in upstreams:
+            outcome.problems += _verify_upstream(project, environment, upstream, ledger.upstream(upstream.name))
+    if outcome.problems:
+        outcome.action = "differs"
+    return outcome
+
+
+def _recovered(environment: Environment) -> list[str]:
+    """Finish or undo an interrupted run first (under the lock: never a transaction a live run is writing)."""
+    if not (environment.state_dir / "journal").exists():
+        return []
+    with _locked(environment, writing=True):
+        message = _recover(environment)
+    return [message] if message else []
+
+
+def _verify_upstream(project: Project, environment: Environment, upstream: Upstream,
+                     entry: EnvUpstreamLedger | None) -> list[str]:
+    if entry is None:
+        return [f"{upstream.name}: not applied in this environment"]
+    problems = []
+    dist = environment.dists.get(upstream.name)
+    if dist is None or dist.version != entry.version:
+        found = dist.version if dist else "nothing"
+        problems.append(f"{upstream.name}: {entry.dist} {entry.version} was patched, now {found} is installed")
+    if entry.pin != upstream.commit:
+        problems.append(f"{upstream.name}: patched for pin {entry.pin[:12]}, but the pin is now {upstream.commit[:12]}")
+    current = [{"id": p.id, "sha256": p.sha256} for p in project.patches(upstream)]
+    if current != entry.patches:
+        problems.append(f"{upstream.name}: the patch series changed since apply")
+    record_rows = _record_rows(Path(entry.record)) if entry.record and not entry.editable else {}
+    for path, info in entry.files.items():
+        installed = Path(info["installed"])
+        actual = sha256_bytes(installed.read_bytes()) if installed.is_file() else None
+        if actual != info["patched"]:
+            problems.append(f"{upstream.name}: {installed} differs from what apply wrote")
+        elif record_rows and actual is not None:
+            row = record_rows.get(str(installed.resolve()))
+            if row is None or len(row) < 2 or row[1] != record_hash(installed.read_bytes()):
+                problems.append(f"{upstream.name}: RECORD does not match {installed}")
+    return problems
+
+
+def revert_environment(target: Target, python: str, only: Sequence[str] = (), force: bool = False) -> EnvOutcome:
+    """Put back the original bytes of every file apply changed, and the original RECORD."""
+    environment, upstreams = _open(python, target, only)
+    state = EnvState(environment, target.name)
+    outcome = EnvOutcome(target.name, python, "nothing-to-revert")
+    with _locked(environment, writing=True):
+        message = _recover(environment)
+        if message:
+            outcome.notes.append(message)
+        ledger = state.read_ledger()
+        if ledger is None:
+            return outcome
+        names = {u.name for u in upstreams}
+        saved, saved_note = _keep_edits(state, [u for u in ledger.upstreams if u.name in names], force, "revert")
+        if saved_note:
+            outcome.notes.append(saved_note)
+        writes: dict[Path, bytes | None] = dict(saved)
+        for entry in ledger.upstreams:
+            if entry.name not in names:
+                continue
+            for path, data in state.originals(entry).items():
+                installed = Path(entry.files[path]["installed"])
+                writes[installed] = data
+                for stale in _bytecode_of(installed):
+                    writes[stale] = None
+            for compiled, digest in entry.bytecode.items():
+                writes[Path(compiled)] = state.saved(entry, digest, compiled)
+            if entry.record and entry.record_original:
+                writes[Path(entry.record)] = state.saved(entry, entry.record_original, f"{entry.dist}'s RECORD")
+        remaining = [u for u in ledger.upstreams if u.name not in names]
+        if remaining:
+            ledger.upstreams = remaining
+            writes[state.ledger_path] = json.dumps(asdict(ledger), indent=2, sort_keys=True).encode() + b"\n"
+        else:
+            writes[state.ledger_path] = None
+        apply_transaction(environment.state_dir, writes)
+    outcome.action = "reverted"
+    outcome.changed = _environment_files(writes, environment)
+    return outcome

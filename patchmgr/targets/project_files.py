@@ -1,0 +1,88 @@
+"""The project's own files as a target of writes: the journaled transaction of refresh, bump and export.
+
+Every command recovers an interrupted one first (``recover_project``, called by the command line
+before any manifest is read), so that nothing is ever planned from half-written files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from patchmgr.io.journal import JOURNAL, StateLock, apply_transaction, recover, recover_or_fail
+from patchmgr.model.errors import StateError
+
+STATE = ".patchmgr-state"  # in the project root: the lock and the journal of refresh, bump and export
+
+
+def state_dir(root: Path) -> Path:
+    return root / STATE
+
+
+_RECOVER_HINT = "fix the cause (permissions, space), then run again"
+
+
+def recover_project(root: Path) -> str | None:
+    """Roll back (or finish) a refresh, bump or export that was killed while writing; say which.
+
+    Run before anything is read, so that a plan never starts from half-written files.
+    Takes the lock only when there is a journal: a run that finds none writes nothing.
+    """
+    state = state_dir(root)
+    if not os.path.lexists(state / JOURNAL):
+        return None
+    try:
+        with StateLock(state):
+            return recover_or_fail(state, _RECOVER_HINT)
+    except OSError as exc:  # the lock itself
+        raise StateError(f"cannot lock {state}: {exc.strerror or exc}", _RECOVER_HINT) from None
+
+
+def write_files(root: Path, writes: Mapping[Path, bytes | None], expected: Mapping[Path, bytes | None]) -> None:
+    """Write each of ``writes`` (None: remove it) in one journaled transaction, after checking them all.
+
+    ``expected`` holds the bytes each file had when the plan read it (None:
+    absent); a file that changed since (another run, an editor) refuses the
+    whole write, so a plan never overwrites work it did not see. Every path must
+    be a regular file or absent, in a folder patchmgr may write. Only then is
+    anything written, all of it or (on any failure, or a crash) none.
+    """
+    if not writes:
+        return
+    _check_paths(writes)
+    state = state_dir(root)
+    try:
+        with StateLock(state):
+            recover(state)  # a run killed since this one planned: put its files back first
+            for path, data in expected.items():
+                if _current(path) != data:
+                    raise StateError(f"{path} changed while patchmgr was working on it; nothing was written",
+                                     "run the command again")
+            apply_transaction(state, writes)
+    except OSError as exc:  # the lock or the journal folder could not be made
+        where = f" {exc.filename}" if exc.filename else ""
+        raise StateError(f"cannot write{where}: {exc.strerror or exc}; nothing was changed",
+                         "fix the cause, then run again") from None
+
+
+def _check_paths(writes: Mapping[Path, bytes | None]) -> None:
+    for path in writes:
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise StateError(f"{path} is not a regular file; nothing was written",
+                             "put the file back as a plain file, then run again")
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise StateError(f"{folder} is not a folder; nothing was written", "fix the project layout")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise StateError(f"cannot write in {folder}: permission denied; nothing was written",
+                             "make the folder writable, then run again")
+
+
+def _current(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror}", "fix its permissions, then run again") from None
