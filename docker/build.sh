@@ -94,19 +94,8 @@ install_upstreams() {
     purelib=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     pth="$purelib/patchmgr-upstreams.pth"
     : > "$pth"
-    # import roots from the ledger, in the manifest's layout (package-root)
-    "$PYTHON" - "$PATCHMGR_HOME" "$TARGET" "$BUILD_DIR" <<'PY' | while read -r name root; do
-import sys
-from pathlib import Path
-from patchmgr.project import Project
-from patchmgr.ledger import read_ledger
-project, target, build = Project.at(Path(sys.argv[1])), sys.argv[2], Path(sys.argv[3])
-ledger = read_ledger(build)
-for upstream in project.target(target).upstreams:
-    if ledger and ledger.upstream(upstream.name):
-        root = build / upstream.name / upstream.package_root if upstream.package_root else build / upstream.name
-        print(upstream.name, root)
-PY
+    # each applied upstream's import root (in the manifest's layout: package-root), from the ledger
+    pm roots --target "$TARGET" --into "$BUILD_DIR" "${only[@]}" | while read -r name root; do
         local checkout="$BUILD_DIR/$name"
         if [ "$VARIANT" = ascend ] && { [ -f "$checkout/pyproject.toml" ] || [ -f "$checkout/setup.py" ]; }; then
             "$PYTHON" -m pip install --quiet --no-deps --no-build-isolation -e "$checkout"

@@ -114,7 +114,7 @@ def test_apply_and_smoke_against_the_releases(run, tmp_path, smoke_extras):
                           *only)
     ran = [r for r in unpatched["results"] if r["result"] != "skipped"]
     assert code == 0, unpatched
-    assert len(ran) == 6
+    assert len(ran) >= 6  # every test of the four patches that runs on the CPU
     # each fails by its assertions (a red result), never by an error that proves nothing
     assert all(r["result"] == "failed" for r in ran), [r for r in ran if r["result"] != "failed"]
     assert {p["verdict"] for p in unpatched["patches"]} == {"proven"} and len(unpatched["patches"]) == 4

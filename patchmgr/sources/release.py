@@ -167,7 +167,6 @@ class ReleaseCache:
         return [dict(f, url=urllib.parse.urljoin(url, f["url"])) for f in files]
 
     def _download_and_unpack(self, file: ReleaseFile, folder: Path, tree: Path) -> None:
-        import tarfile
         import urllib.error
         import urllib.request
         folder.mkdir(parents=True, exist_ok=True)
@@ -195,8 +194,7 @@ class ReleaseCache:
             if file.kind == "wheel" or file.filename.endswith(".zip"):
                 _unzip(archive, unpacked)
             else:
-                with tarfile.open(archive) as tar:
-                    tar.extractall(unpacked, filter="data")
+                _untar(archive, unpacked)
             os.replace(unpacked, tree)
 
 
@@ -206,6 +204,23 @@ def _read_meta(meta: Path) -> ReleaseFile | None:
         return ReleaseFile(**json.loads(meta.read_text()))
     except (OSError, ValueError, TypeError):
         return None
+
+
+def _untar(archive: Path, into: Path) -> None:
+    """An sdist unpacked with nothing outside ``into``: Python's "data" filter where it exists (3.11.4 on);
+    before that (Debian bookworm's 3.11.2) the same refusals by hand: absolute paths, ``..``, links, devices."""
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(into, filter="data")
+            return
+        for member in tar.getmembers():
+            name = Path(member.name)
+            if name.is_absolute() or ".." in name.parts or not (member.isfile() or member.isdir()):
+                raise SourceError(f"{archive.name}: member {member.name!r} is not a plain file or folder inside "
+                                  "the archive", "the release file is unsafe to unpack; report it upstream")
+        tar.extractall(into)
 
 
 def _unzip(archive: Path, into: Path) -> None:
