@@ -111,28 +111,11 @@ def git_sources() -> dict[str, str]:
     return {name: location for name, location in pairs}
 
 
-def _transformers_4_57() -> bool:
-    import importlib.metadata
-    try:
-        return importlib.metadata.version("transformers").startswith("4.57.")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-
-
-# verl's smoke tests need transformers 4.57.x while Megatron-Bridge's need 5.x: they run in an environment
-# of their own (`smoke --python`); patchmgr building such environments per upstream is not done yet.
-NEEDS_OWN_ENVIRONMENT = {"verl": _transformers_4_57}
-NEEDS_OWN_ENVIRONMENT_WHY = {"verl": "verl's smoke tests need transformers 4.57.x, this environment has another "
-                                     "(per-upstream smoke environments are not built by patchmgr yet)"}
-
-
 def unavailable(upstream: str) -> str | None:
     """Why this upstream's code cannot be had here; None when it can."""
     entry = manifest_upstreams().get(upstream)
     if entry is None:
         return f"the {TARGET} manifest has no upstream {upstream!r}"
-    if upstream in NEEDS_OWN_ENVIRONMENT and not NEEDS_OWN_ENVIRONMENT[upstream]():
-        return NEEDS_OWN_ENVIRONMENT_WHY[upstream]
     if "pypi" in entry or upstream in git_sources():
         return None
     return (f"{upstream} is git only (no PyPI release at its pin) and git is out of reach in CI: "

@@ -37,5 +37,8 @@ def command(
     else:
         from patchmgr.targets.trees import checkout_trees
         trees = checkout_trees(selected, into, only)
-    result = run_smoke(session.project, selected, trees, device, unpatched, python)
+    err = session.console(stderr=True)
+    progress = (lambda message: err.print(f"… {message}", style="dim", highlight=False, markup=False)) \
+        if err.is_terminal and not json_output else None
+    result = run_smoke(session.project, selected, trees, device, unpatched, python, progress)
     return session.emit(0 if result.ok else 1, smoke_json, render_smoke, result)

@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.model.errors import ManifestError
@@ -19,7 +20,7 @@ from patchmgr.model.urls import FULL_SHA, mask_url
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _TARGET_KEYS = {"name", "description"}
-_UPSTREAM_KEYS = {"git", "mirrors", "commit", "version", "pypi", "package-root", "patches"}
+_UPSTREAM_KEYS = {"git", "mirrors", "commit", "version", "pypi", "package-root", "patches", "smoke-requirements"}
 _SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.-]+:[^/].*$")  # git's scp-like ssh: host:path
 _SCP_LIKE_HOST = re.compile(r"^[^/:]*@([^/:]*):")
 
@@ -34,6 +35,8 @@ class Upstream:
     pypi: str | None
     package_root: str
     patch_ids: tuple[str, ...]
+    # PEP 508 requirements of this upstream's smoke tests: `smoke` runs them in an environment of their own
+    smoke_requirements: tuple[str, ...] = ()
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -136,7 +139,23 @@ class _Validator:
         if not git and not mirrors and not pypi:
             raise self.fail(key, "no source: needs `git`, `mirrors` or `pypi`", "add the upstream's git URL")
         patch_ids = self._patches(raw, name, key)
-        return Upstream(name, git, mirrors, commit, version, pypi, package_root.strip("/"), patch_ids)
+        requirements = self._requirements(raw, f"{key}.smoke-requirements")
+        return Upstream(name, git, mirrors, commit, version, pypi, package_root.strip("/"), patch_ids,
+                        requirements)
+
+    def _requirements(self, raw: dict, key: str) -> tuple[str, ...]:
+        values = self._strings(raw, "smoke-requirements", key)
+        for index, value in enumerate(values):
+            where = f"{key}[{index}]"
+            if value.strip().startswith("-") or any(ch in value for ch in "\n\r\x00"):
+                raise self.fail(where, f"{value!r} is not a PEP 508 requirement (pip options are refused)",
+                                'write it like "transformers==4.57.1"')
+            try:
+                Requirement(value)
+            except InvalidRequirement as exc:
+                raise self.fail(where, f"{value!r} is not a PEP 508 requirement ({exc})",
+                                'write it like "transformers==4.57.1"') from None
+        return tuple(v.strip() for v in values)
 
     def _patches(self, raw: dict, upstream: str, key: str) -> tuple[str, ...]:
         ids = self._strings(raw, "patches", f"{key}.patches")

@@ -34,6 +34,7 @@ from patchmgr.model.manifest import Target
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import text_or_none, typed
+from patchmgr.smoke.envs import Progress, smoke_env
 from patchmgr.smoke.needs import _package_parent, check_smoke_needs, check_smoke_tests, smoke_tests
 from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, patch_verdict
 from patchmgr.sources.environment import cannot_run, interpreter_answer
@@ -88,7 +89,7 @@ def _devices_answer(raw: object) -> dict[str, str | None]:
 
 
 def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: str, unpatched: bool,
-              python: str | None = None) -> SmokeReport:
+              python: str | None = None, progress: Progress | None = None) -> SmokeReport:
     checked_python = python
     python = python or sys.executable
     if device not in ("auto", *DEVICES):
@@ -99,8 +100,20 @@ def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: 
     probe = available_devices(python)
     devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
     report = SmokeReport(target.name, unpatched, notes=[note for tree in trees for note in tree.notes])
+    own = [t.upstream for t in trees if t.upstream.smoke_requirements and t.patched_root is not None]
+    if checked_python is not None and own:
+        report.notes.append(f"--python {checked_python}: every upstream's smoke tests ran in it; the smoke "
+                            f"requirements of {', '.join(u.name for u in own)} were not installed")
     for tree in trees:
-        results, verdicts = _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched, python)
+        upstream_python = python
+        if checked_python is None and tree.upstream in own:
+            env = smoke_env(tree.upstream, progress)
+            upstream_python = env.python
+            how = f"built in {env.seconds:g}s" if env.built else "reused"
+            report.notes.append(f"{tree.upstream.name}: smoke tests ran in the smoke environment {env.path} "
+                                f"({', '.join(tree.upstream.smoke_requirements)}; {how})")
+        results, verdicts = _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched,
+                                            upstream_python)
         report.results += results
         report.verdicts += verdicts
     return report

@@ -1,0 +1,116 @@
+"""Smoke environments per upstream: one virtual environment for each set of ``smoke-requirements``.
+
+An upstream whose smoke tests need versions other than the running environment's (verl's transformers
+4.57.x beside Megatron-Bridge's 5.x) names them in its manifest (``smoke-requirements``). ``smoke`` then
+runs its tests in ``<cache>/smoke-envs/<key>``: a venv holding those requirements with their dependencies
+(installed by the running interpreter's pip, so the machine's pip configuration applies), then a ``.pth``
+file that appends the running interpreter's site-packages, so torch, pytest and the rest are borrowed, not
+downloaded, and the environment's own packages come first. The key is a hash of the Python version, the
+sorted requirements and that site-packages path. It is built in a folder beside it and renamed into place
+when complete (a killed build is never reused), under a lock, so two runs never build it twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchmgr.io.locks import FileLock, lock_timeout
+from patchmgr.model.errors import StateError
+from patchmgr.model.manifest import Upstream
+from patchmgr.sources.store import default_cache_dir
+
+Progress = Callable[[str], None]
+_PTH = "patchmgr-smoke-host.pth"
+_DONE = "patchmgr-smoke-env.json"  # written last: an environment without it is not complete
+
+
+@dataclass(frozen=True)
+class SmokeEnv:
+    python: str
+    path: Path
+    built: bool  # built in this run (else reused)
+    seconds: float
+
+
+def host_site_packages() -> list[str]:
+    paths = sysconfig.get_paths()
+    return list(dict.fromkeys(p for p in (paths["purelib"], paths["platlib"]) if p))
+
+
+def env_key(requirements: tuple[str, ...]) -> str:
+    data = json.dumps({"python": list(sys.version_info[:3]), "implementation": sys.implementation.name,
+                       "requirements": sorted(requirements), "host": host_site_packages()}, sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def env_python(path: Path) -> Path:
+    return path / "bin" / "python"
+
+
+def smoke_env(upstream: Upstream, progress: Progress | None = None, cache: Path | None = None) -> SmokeEnv:
+    """The environment for ``upstream``'s smoke requirements: reused when built, else built now."""
+    requirements = upstream.smoke_requirements
+    root = (cache or default_cache_dir()) / "smoke-envs"
+    path = root / env_key(requirements)
+    if (path / _DONE).is_file():
+        return SmokeEnv(str(env_python(path)), path, False, 0.0)
+    root.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda message: None)
+    with FileLock(root / f"{path.name}.lock", lock_timeout(1800), f"building smoke environment {path.name}",
+                  on_wait=say):
+        if (path / _DONE).is_file():  # another run built it while this one waited
+            return SmokeEnv(str(env_python(path)), path, False, 0.0)
+        started = time.monotonic()
+        shown = ", ".join(requirements)
+        say(f"building the smoke environment for {upstream.name} ({shown}) in {path}")
+        if path.exists():  # incomplete: never reused
+            shutil.rmtree(path)
+        for stale in root.glob(f"{path.name}.building-*"):  # a killed build's (this run holds the lock)
+            shutil.rmtree(stale, ignore_errors=True)
+        building = Path(tempfile.mkdtemp(prefix=f"{path.name}.building-", dir=root))
+        try:
+            _build(building, requirements, say)
+            os.replace(building, path)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        seconds = round(time.monotonic() - started, 1)
+        say(f"built the smoke environment for {upstream.name} in {seconds:g}s")
+        return SmokeEnv(str(env_python(path)), path, True, seconds)
+
+
+def _build(building: Path, requirements: tuple[str, ...], say: Progress) -> None:
+    # the venv is made in place and renamed: its scripts name the folder, but `python` and the .pth need no path
+    say("creating the virtual environment")
+    _run([sys.executable, "-m", "venv", "--without-pip", str(building)], "python -m venv")
+    python = env_python(building)
+    say(f"installing {', '.join(requirements)} with their dependencies (pip)")
+    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--disable-pip-version-check",
+          "--no-input", "--quiet", "--", *requirements], "pip install")
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    # appended after the environment's own packages (site.addsitedir also reads the host's .pth files)
+    lines = [f"import site; site.addsitedir({p!r})" for p in host_site_packages()]
+    Path(purelib, _PTH).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (building / _DONE).write_text(json.dumps({"requirements": list(requirements), "python": sys.version.split()[0],
+                                              "host-site-packages": host_site_packages()}, indent=1) + "\n",
+                                  encoding="utf-8")
+
+
+def _run(command: list[str], what: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = " | ".join(line.strip() for line in (done.stdout + done.stderr).strip().splitlines()[-4:])
+        raise StateError(f"cannot build the smoke environment: {what} failed (exit {done.returncode}): {tail[-600:]}",
+                         "check the requirement and pip's index (PIP_INDEX_URL, pip.conf), then run again")
