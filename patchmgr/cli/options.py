@@ -27,7 +27,7 @@ SourceOpt = Annotated[Optional[list[str]], typer.Option(
     "--source", help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 PythonOpt = Annotated[Optional[str], typer.Option(
-    "--python", help="Interpreter of an installed environment to work on (instead of --into checkouts).")]
+    "--python", help="Interpreter of an installed environment to work on (instead of --into DIR).")]
 ForceOpt = Annotated[bool, typer.Option(
     "--force", help="Proceed over local work that would be lost, after saving it (the output says where).")]
 UpstreamsOpt = Annotated[Optional[list[str]], typer.Option(
@@ -40,11 +40,11 @@ AllowThreeWayOpt = Annotated[bool, typer.Option(
     "--allow-three-way", help="Also rewrite patches that need fuzz or a 3-way merge, after showing old and new.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change, write nothing.")]
 NewIntoOpt = Annotated[Optional[Path], typer.Option(
-    "--into", help="Folder that receives one checkout per upstream (or --python)." + REQUIRED)]
+    "--into", help="Folder that receives one checkout per upstream. --into DIR or --python PATH is required.")]
 EnvPythonOpt = Annotated[Optional[str], typer.Option(
     "--python", help="Interpreter of the installed environment that apply --python patched." + REQUIRED)]
 AppliedIntoOpt = Annotated[Optional[Path], typer.Option(
-    "--into", help="Folder that apply wrote (or --python)." + REQUIRED)]
+    "--into", help="Folder that apply wrote. --into DIR or --python PATH is required.")]
 
 
 def missing(command: str, usage: str, hint: str) -> UsageError:

@@ -24,7 +24,9 @@ import errno
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchmgr.io.faults import step
@@ -138,9 +140,13 @@ def recover_or_fail(state_dir: Path, hint: str) -> str | None:
     try:
         return recover(state_dir)
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        raise StateError(f"cannot finish or undo the interrupted run in {state_dir} ({where}{exc.strerror or exc})",
-                         hint) from None
+        raise _recovery_failed(state_dir, exc, hint) from None
+
+
+def _recovery_failed(state_dir: Path, exc: OSError, hint: str) -> StateError:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return StateError(f"cannot finish or undo the interrupted run in {state_dir} ({where}{exc.strerror or exc})",
+                      hint)
 
 
 def recover(state_dir: Path) -> str | None:
@@ -246,3 +252,61 @@ class StateLock(FileLock):
         _journal_paths(self.state_dir)
         super().__enter__()
         return self
+
+
+@dataclass
+class Recovered:
+    """What ``locked_recovery`` did: the note on an interrupted run it finished or undid (None: there was none),
+    the seconds it waited for another run, and whether it holds the lock (False: a read-only place read as is)."""
+    message: str | None = None
+    waited: float = 0.0
+    locked: bool = True
+
+
+@contextmanager
+def locked_recovery(state_dir: Path, hint: str, *, leftovers: Callable[[], str | None] | None = None,
+                    lock_error: Callable[[OSError], StateError | None] | None = None) -> Iterator[Recovered]:
+    """Lock, recover, report: the one way every state folder is recovered (DIR's, an environment's, the
+    project's, an edit checkout's staging).
+
+    Holds ``state_dir``'s lock (a lock file a failed run removed while this one waited is locked anew), then
+    finishes or undoes an interrupted journal (``recover_or_fail``), then runs ``leftovers`` (a target's own
+    clean-up of what a killed run left outside the journal, saying what it did), and yields what was done.
+    A lock that cannot be taken is ``lock_error``'s error (or, when it returns None, the body runs without the
+    lock and without recovering: a read-only place nothing can be changing); by default "cannot lock".
+    """
+    waited = 0.0
+    while True:
+        with ExitStack() as stack:
+            try:
+                lock = stack.enter_context(StateLock(state_dir))
+            except OSError as exc:
+                error = lock_error(exc) if lock_error else StateError(
+                    f"cannot lock {state_dir}: {exc.strerror or exc} ({exc.filename or state_dir / 'lock'})", hint)
+                if error is not None:
+                    raise error from None
+                yield Recovered(locked=False)
+                return
+            waited += lock.waited
+            if not _lock_file_current(lock):
+                continue  # a failed run removed the folder it had made while this one waited: lock it anew
+            message = recover_or_fail(state_dir, hint)
+            if leftovers is not None:
+                try:
+                    extra = leftovers()
+                    message = message or extra
+                except OSError as exc:
+                    raise _recovery_failed(state_dir, exc, hint) from None
+            yield Recovered(message, waited)
+            return
+
+
+def _lock_file_current(lock: StateLock) -> bool:
+    """Whether the file this process locked is still the one at the lock's path."""
+    handle = getattr(lock, "_handle", None)
+    if handle is None:
+        return True  # held already by this process (re-entered)
+    try:
+        return os.stat(lock.path).st_ino == os.fstat(handle.fileno()).st_ino
+    except OSError:
+        return False

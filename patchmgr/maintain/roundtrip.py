@@ -20,10 +20,12 @@ import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from patchmgr.check.status import check_upstream
 from patchmgr.io.git import GitRepo, identity_env
+from patchmgr.io.journal import locked_recovery
 from patchmgr.maintain import manifest_edit
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import PATCH_ID, Target, Upstream
@@ -83,8 +85,19 @@ def edit_checkout(project: Project, target: Target, name: str, store: Store, ove
     """
     upstream = target.upstream(name)
     into = into.resolve()
-    staging = into.parent / f".{into.name}.patchmgr-edit"
-    _recover_edit_swap(into, staging)
+    staging = into.parent / f".{into.name}.patchmgr-edit"  # the lock, the checkout being built, the old one aside
+    with locked_recovery(staging, "fix the cause (permissions, space), then run edit again",
+                         leftovers=partial(_recover_edit_swap, into, staging)) as done:
+        try:
+            return _edit_locked(project, target, upstream, store, overrides, into, staging, force,
+                                [done.message] if done.message else [])
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # under the lock: a run waiting for it locks anew
+
+
+def _edit_locked(project: Project, target: Target, upstream: Upstream, store: Store, overrides: Mapping[str, str],
+                 into: Path, staging: Path, force: bool, notes: list[str]) -> EditOutcome:
+    name = upstream.name
     work = _edit_local_work(into, target, upstream, force)
     status = check_upstream(project, upstream, store, overrides, None)
     if not status.available:
@@ -96,9 +109,7 @@ def edit_checkout(project: Project, target: Target, name: str, store: Store, ove
     if broken:
         raise StateError(f"{name}: not every patch applies at the pin: {', '.join(broken)}",
                          "fix those patch files first; `patchmgr status` shows why")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    notes = []
+    _clear(staging)
     try:
         entry = build_checkout(status, store, overrides, staging)
         if work:
@@ -124,7 +135,7 @@ def edit_checkout(project: Project, target: Target, name: str, store: Store, ove
                 (staging / _REPLACED).rename(into)
             raise
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        _clear(staging)
     commits = [(p.id, p.commit or "") for p in entry.patches]
     with GitRepo(into) as repo:
         repo.run("config", "notes.rewriteRef", NOTES_REF)  # amend and rebase carry the notes along
@@ -139,10 +150,26 @@ def edit_checkout(project: Project, target: Target, name: str, store: Store, ove
 _REPLACED = "replaced"
 
 
-def _recover_edit_swap(into: Path, staging: Path) -> None:
-    """Put back an old edit checkout that a killed run had moved aside and not yet replaced."""
+def _recover_edit_swap(into: Path, staging: Path) -> str | None:
+    """Put back an old edit checkout that a killed run had moved aside and not yet replaced (this edit's own undo,
+    run by ``locked_recovery``); say so."""
+    message = None
     if not into.exists() and (staging / _REPLACED).is_dir():
         (staging / _REPLACED).rename(into)
+        message = f"recovered {into}: an interrupted edit had moved it aside; put it back"
+    _clear(staging)
+    return message
+
+
+def _clear(staging: Path) -> None:
+    """The checkouts in ``staging`` (being built, or moved aside), not its lock."""
+    for child in staging.iterdir() if staging.is_dir() else ():
+        if child.name == "lock":
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink()
 
 
 def _edit_local_work(into: Path, target: Target, upstream: Upstream, force: bool) -> LocalWork | None:

@@ -21,7 +21,7 @@ from patchmgr.model.urls import as_local_path
 from patchmgr.sources.release import ReleaseSource
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import urls_for
-from patchmgr.targets.ledger import AppliedPatch, UpstreamLedger
+from patchmgr.targets.ledger import AppliedPatch, CheckoutPart, UpstreamLedger
 
 _FIXED_DATE = "1970-01-01T00:00:00+00:00"
 
@@ -86,8 +86,9 @@ def build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Map
         head = repo.resolve("HEAD")
     finally:
         repo.close()
-    return UpstreamLedger(upstream.name, upstream.commit, base, head,
-                          (upstream_status.source or "").removesuffix(" (cached)"), applied, files, absent)
+    return UpstreamLedger(upstream.name, upstream.commit, applied, files,
+                          checkout=CheckoutPart(base, head, (upstream_status.source or "").removesuffix(" (cached)"),
+                                                absent))
 
 
 def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]

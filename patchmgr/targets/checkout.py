@@ -37,7 +37,7 @@ from patchmgr.sources.store import Store
 from patchmgr.targets.build import _CAUSE_HINT, _DISK_HINT, _detail, _disk_full, build_checkout
 from patchmgr.targets.checkout_verify import verify_into
 from patchmgr.targets.into_lock import REPLACED, STAGING, STATE, locked_into
-from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_ledger, same_plan
+from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_into_ledger, same_plan
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
 
 
@@ -146,7 +146,7 @@ def _remove_made(made: Path | None, into: Path) -> None:
 
 
 def _existing_ledger(into: Path, target: Target) -> Ledger | None:
-    existing = read_ledger(into) if into.is_dir() else None
+    existing = read_into_ledger(into) if into.is_dir() else None
     if existing and existing.target != target.name:
         raise StateError(f"{into} holds target {existing.target}, not {target.name}",
                          "apply each target into its own folder")
@@ -166,7 +166,7 @@ def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force
         entry = existing.upstream(name) if existing else None
         if entry is None or not os.path.lexists(into / name):
             continue
-        work = find_local_work(name, into / name, entry.head_commit or entry.base_commit)
+        work = find_local_work(name, into / name, entry.checkout.head_commit or entry.checkout.base_commit)
         if work:
             found.append(work)
     if found and (not force or any(w.not_a_checkout for w in found)):
@@ -183,8 +183,8 @@ def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force
 
 def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
     """The same series (``same_plan``), built from the same source."""
-    return same_plan(ledger.series, status) and all(
-        ledger.upstream(u.upstream.name).source == u.source.removesuffix(" (cached)") for u in status.upstreams)
+    return same_plan(ledger.series, status) and all(ledger.upstream(u.upstream.name).checkout.source ==
+                                                    u.source.removesuffix(" (cached)") for u in status.upstreams)
 
 
 def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path,

@@ -13,7 +13,7 @@ from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.targets.into_lock import _READ_ONLY, STATE, locked_into
-from patchmgr.targets.ledger import UpstreamLedger, read_ledger
+from patchmgr.targets.ledger import UpstreamLedger, read_into_ledger, verify_recorded
 
 
 @dataclass
@@ -53,7 +53,7 @@ def _read_only(folder: Path) -> bool:
 
 def _verify_ledger(project: Project, target: Target, into: Path, only: Sequence[str],
                    outcome: VerifyOutcome) -> VerifyOutcome:
-    ledger = read_ledger(into) if into.is_dir() else None
+    ledger = read_into_ledger(into) if into.is_dir() else None
     if ledger is None:
         outcome.problems.append(f"{into} has no ledger: it was not made by `patchmgr apply`")
         return outcome
@@ -73,38 +73,29 @@ def _verify_ledger(project: Project, target: Target, into: Path, only: Sequence[
 
 
 def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger, folder: Path) -> list[str]:
-    name = upstream.name
-    problems = []
-    if entry.pin != upstream.commit:
-        problems.append(f"{name}: applied for pin {entry.pin[:12]}, but the pin is now {upstream.commit[:12]}")
-    current = [(p.id, p.sha256) for p in project.patches(upstream)]
-    recorded = [(p.id, p.sha256) for p in entry.patches]
-    if current != recorded:
-        changed = sorted({pid for pid, _ in current} ^ {pid for pid, _ in recorded}
-                         | {pid for pid, sha in current if (pid, sha) not in recorded})
-        problems.append(f"{name}: the patch series changed since apply ({', '.join(changed)})")
+    """The common checks (``verify_recorded``), then HEAD, the base commit, git's view of changes."""
+    name, checkout = upstream.name, entry.checkout
+    problems, hashes_differ = verify_recorded(project, upstream, entry, lambda path: folder / path)
     if not (folder / ".git").is_dir():
         return problems + [f"{name}: {folder} is missing or not a git checkout"]
     with GitRepo(folder) as repo:
         head = repo.resolve("HEAD")
-        if head != entry.head_commit:
-            problems.append(f"{name}: HEAD is {str(head)[:12]}, the ledger says {str(entry.head_commit)[:12]}")
-        elif repo.resolve(f"HEAD~{len(entry.patches)}") != entry.base_commit:
-            problems.append(f"{name}: the patches do not sit on the base commit {entry.base_commit[:12]}")
+        if head != checkout.head_commit:
+            problems.append(f"{name}: HEAD is {str(head)[:12]}, the ledger says {str(checkout.head_commit)[:12]}")
+        elif repo.resolve(f"HEAD~{len(entry.patches)}") != checkout.base_commit:
+            problems.append(f"{name}: the patches do not sit on the base commit {checkout.base_commit[:12]}")
         out = repo.run("status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=_READ_ONLY,
                        strip=False)
         codes = {item[3:]: item[:2] for item in out.split("\0") if len(item) > 3}
+        for path in entry.files:
+            if path not in hashes_differ and codes.get(path) == " M":
+                # exactly the bytes apply committed, which git reads otherwise under the upstream's
+                # `text` rule (a blob with CRLF line ends): not a change
+                del codes[path]
         differs = []
-        for path, digest in entry.files.items():
-            file = folder / path
-            actual = sha256_bytes(file.read_bytes()) if file.is_file() and not file.is_symlink() else None
-            if actual == digest:
-                if codes.get(path) == " M":
-                    # exactly the bytes apply committed, which git reads otherwise under the upstream's
-                    # `text` rule (a blob with CRLF line ends): not a change
-                    del codes[path]
-                continue
-            if path not in codes and digest is not None and actual is not None and \
+        for path in hashes_differ:
+            digest, file = entry.files[path], folder / path
+            if path not in codes and digest is not None and file.is_file() and not file.is_symlink() and \
                     _checked_out_from(repo, path, file, digest):
                 continue  # the committed blob, written out through the upstream's .gitattributes
             if path not in codes:

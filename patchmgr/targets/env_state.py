@@ -13,12 +13,12 @@ from pathlib import Path
 
 from patchmgr.check.status import TargetStatus
 from patchmgr.io.files import require_real_folder
-from patchmgr.io.journal import JOURNAL, StateLock, recover_or_fail
+from patchmgr.io.journal import JOURNAL, Recovered, locked_recovery
 from patchmgr.model.errors import StateError
 from patchmgr.model.manifest import Target, Upstream
-from patchmgr.model.records import sha256_bytes, typed
+from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.environment import Environment, probe
-from patchmgr.targets.env_ledger import EnvLedger, EnvUpstreamLedger, _reinstall, _upstream_entry
+from patchmgr.targets.ledger import Ledger, UpstreamLedger, read_ledger
 
 
 @dataclass
@@ -47,32 +47,21 @@ class EnvState:
     def backup_path(self, upstream: str, key: str) -> Path:
         return self.folder / "originals" / upstream / key
 
-    def read_ledger(self) -> EnvLedger | None:
+    def read_ledger(self) -> Ledger | None:
         # every command reads the ledger first: a link anywhere in the state folder stops it here
         require_real_folder(self.root, walk=True)
-        if not self.ledger_path.is_file():
-            return None
-        try:
-            raw = typed(json.loads(self.ledger_path.read_text(encoding="utf-8")), dict, "the document")
-            return EnvLedger(typed(raw["target"], str, "target"), typed(raw["python"], str, "python"),
-                             [_upstream_entry(u) for u in typed(raw["upstreams"], list, "upstreams")])
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise StateError(f"{self.ledger_path}: the ledger is damaged ({why})",
-                             f"reinstall the distributions, then remove {self.folder}") from None
+        return read_ledger(self.ledger_path, "env", f"reinstall the distributions, then remove {self.folder}")
 
-    def originals(self, entry: EnvUpstreamLedger | None) -> dict[str, bytes | None]:
+    def originals(self, entry: UpstreamLedger | None) -> dict[str, bytes | None]:
         if entry is None:
             return {}
-        found: dict[str, bytes | None] = {}
-        for path, info in entry.files.items():
-            found[path] = None if info["original"] is None else self.saved(entry, info["original"], path)
-        return found
+        return {path: None if digest is None else self.saved(entry, digest, path)
+                for path, digest in entry.env.originals.items()}
 
-    def saved(self, entry: EnvUpstreamLedger, digest: str, what: str) -> bytes:
+    def saved(self, entry: UpstreamLedger, digest: str, what: str) -> bytes:
         """The original bytes of ``what`` (a file of ``entry``'s distribution) that apply kept, checked."""
         backup = self.backup_path(entry.name, digest)
-        hint = (f"reinstall the distribution to get its files back ({_reinstall(entry)}), then remove "
+        hint = (f"reinstall the distribution to get its files back ({entry.env.reinstall()}), then remove "
                 f"{self.folder}")
         try:
             data = backup.read_bytes()
@@ -92,33 +81,23 @@ _WRITE_HINT = "make the environment writable (or work on a writable copy of it),
 
 
 @contextmanager
-def _locked(environment: Environment, writing: bool) -> Iterator[StateLock | None]:
-    """The environment's lock (one patchmgr at a time), or the real cause when it cannot be taken.
+def _locked(environment: Environment, writing: bool) -> Iterator[Recovered]:
+    """The environment's lock (one patchmgr at a time), an interrupted run finished or undone under it
+    (``locked_recovery``), or the real cause when the lock cannot be taken.
 
     An environment on a read-only file system (or one this user may not write)
     cannot be changed by any run, so a command that only reads it (status, a
     dry run) goes on without the lock; one that writes is refused before it
     changes anything, naming the cause.
     """
-    lock = StateLock(environment.state_dir)
-    try:
-        lock.__enter__()
-    except OSError as exc:
+    def lock_error(exc: OSError) -> StateError | None:
         journal = environment.state_dir / JOURNAL
         if not writing and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not os.path.lexists(journal):
-            yield None
-            return
-        raise StateError(f"cannot write {exc.filename or environment.state_dir}: {exc.strerror or exc}; nothing "
-                         "was changed", _WRITE_HINT) from None
-    try:
-        yield lock
-    finally:
-        lock.__exit__(None, None, None)
-
-
-def _recover(environment: Environment) -> str | None:
-    """Finish or undo an interrupted run (under the lock); one error with the cause when it cannot."""
-    return recover_or_fail(environment.state_dir, _WRITE_HINT)
+            return None
+        return StateError(f"cannot write {exc.filename or environment.state_dir}: {exc.strerror or exc}; nothing "
+                          "was changed", _WRITE_HINT)
+    with locked_recovery(environment.state_dir, _WRITE_HINT, lock_error=lock_error) as done:
+        yield done
 
 
 def _open(python: str, target: Target, only: Sequence[str]) -> tuple[Environment, list[Upstream]]:
@@ -131,19 +110,19 @@ def _environment_files(writes: Mapping[Path, bytes | None], environment: Environ
     return sorted(str(path) for path in writes if environment.state_dir not in path.parents)
 
 
-def _edited(entries: list[EnvUpstreamLedger]) -> list[tuple[EnvUpstreamLedger, str, Path, bytes | None]]:
+def _edited(entries: list[UpstreamLedger]) -> list[tuple[UpstreamLedger, str, Path, bytes | None]]:
     """Files patchmgr wrote whose bytes are no longer what it wrote: someone edited (or removed) them since."""
     found = []
     for entry in entries:
-        for path, info in entry.files.items():
-            installed = Path(info["installed"])
+        for path, patched in entry.files.items():
+            installed = Path(entry.env.installed[path])
             data = installed.read_bytes() if installed.is_file() else None
-            if (None if data is None else sha256_bytes(data)) != info["patched"]:
+            if (None if data is None else sha256_bytes(data)) != patched:
                 found.append((entry, path, installed, data))
     return found
 
 
-def _keep_edits(state: EnvState, entries: list[EnvUpstreamLedger], force: bool, verb: str,
+def _keep_edits(state: EnvState, entries: list[UpstreamLedger], force: bool, verb: str,
                 dry_run: bool = False) -> tuple[dict[Path, bytes], str | None]:
     """Refuse to overwrite files edited since apply, unless forced; forced, the writes that save them first.
 
@@ -170,7 +149,7 @@ def _keep_edits(state: EnvState, entries: list[EnvUpstreamLedger], force: bool, 
     for entry, path, installed, data in edited:
         key = f"{entry.name}/{path}"
         manifest[key] = {"installed": str(installed), "sha256": None if data is None else sha256_bytes(data),
-                         "patched": entry.files[path]["patched"]}
+                         "patched": entry.files[path]}
         if data is not None:
             writes[folder / entry.name / path] = data
     writes[folder / "manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 from patchmgr.io.journal import apply_transaction
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
-from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.environment import Environment
-from patchmgr.targets.env_ledger import EnvUpstreamLedger
-from patchmgr.targets.env_state import EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open, _recover
+from patchmgr.targets.env_state import EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open
+from patchmgr.targets.ledger import UpstreamLedger, verify_recorded
 from patchmgr.targets.record import _bytecode_of, _record_rows, record_hash
 
 
@@ -40,32 +37,28 @@ def _recovered(environment: Environment) -> list[str]:
     """Finish or undo an interrupted run first (under the lock: never a transaction a live run is writing)."""
     if not (environment.state_dir / "journal").exists():
         return []
-    with _locked(environment, writing=True):
-        message = _recover(environment)
-    return [message] if message else []
+    with _locked(environment, writing=True) as done:
+        return [done.message] if done.message else []
 
 
 def _verify_upstream(project: Project, environment: Environment, upstream: Upstream,
-                     entry: EnvUpstreamLedger | None) -> list[str]:
+                     entry: UpstreamLedger | None) -> list[str]:
+    """The common checks (``verify_recorded``), then the distribution's version and its RECORD rows."""
     if entry is None:
         return [f"{upstream.name}: not applied in this environment"]
+    env = entry.env
     problems = []
     dist = environment.dists.get(upstream.name)
-    if dist is None or dist.version != entry.version:
+    if dist is None or dist.version != env.version:
         found = dist.version if dist else "nothing"
-        problems.append(f"{upstream.name}: {entry.dist} {entry.version} was patched, now {found} is installed")
-    if entry.pin != upstream.commit:
-        problems.append(f"{upstream.name}: patched for pin {entry.pin[:12]}, but the pin is now {upstream.commit[:12]}")
-    current = [{"id": p.id, "sha256": p.sha256} for p in project.patches(upstream)]
-    if current != entry.patches:
-        problems.append(f"{upstream.name}: the patch series changed since apply")
-    record_rows = _record_rows(Path(entry.record)) if entry.record and not entry.editable else {}
-    for path, info in entry.files.items():
-        installed = Path(info["installed"])
-        actual = sha256_bytes(installed.read_bytes()) if installed.is_file() else None
-        if actual != info["patched"]:
-            problems.append(f"{upstream.name}: {installed} differs from what apply wrote")
-        elif record_rows and actual is not None:
+        problems.append(f"{upstream.name}: {env.dist} {env.version} was patched, now {found} is installed")
+    common, differs = verify_recorded(project, upstream, entry, lambda path: Path(env.installed[path]))
+    problems += common
+    problems += [f"{upstream.name}: {env.installed[path]} differs from what apply wrote" for path in differs]
+    record_rows = _record_rows(Path(env.record)) if env.record and not env.editable else {}
+    for path, patched in entry.files.items():
+        installed = Path(env.installed[path])
+        if record_rows and path not in differs and patched is not None:
             row = record_rows.get(str(installed.resolve()))
             if row is None or len(row) < 2 or row[1] != record_hash(installed.read_bytes()):
                 problems.append(f"{upstream.name}: RECORD does not match {installed}")
@@ -77,10 +70,9 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
     environment, upstreams = _open(python, target, only)
     state = EnvState(environment, target.name)
     outcome = EnvOutcome(target.name, python, "nothing-to-revert")
-    with _locked(environment, writing=True):
-        message = _recover(environment)
-        if message:
-            outcome.notes.append(message)
+    with _locked(environment, writing=True) as done:
+        if done.message:
+            outcome.notes.append(done.message)
         ledger = state.read_ledger()
         if ledger is None:
             return outcome
@@ -93,18 +85,19 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
             if entry.name not in names:
                 continue
             for path, data in state.originals(entry).items():
-                installed = Path(entry.files[path]["installed"])
+                installed = Path(entry.env.installed[path])
                 writes[installed] = data
                 for stale in _bytecode_of(installed):
                     writes[stale] = None
-            for compiled, digest in entry.bytecode.items():
+            env = entry.env
+            for compiled, digest in env.bytecode.items():
                 writes[Path(compiled)] = state.saved(entry, digest, compiled)
-            if entry.record and entry.record_original:
-                writes[Path(entry.record)] = state.saved(entry, entry.record_original, f"{entry.dist}'s RECORD")
+            if env.record and env.record_original:
+                writes[Path(env.record)] = state.saved(entry, env.record_original, f"{env.dist}'s RECORD")
         remaining = [u for u in ledger.upstreams if u.name not in names]
         if remaining:
             ledger.upstreams = remaining
-            writes[state.ledger_path] = json.dumps(asdict(ledger), indent=2, sort_keys=True).encode() + b"\n"
+            writes[state.ledger_path] = ledger.to_json().encode()
         else:
             writes[state.ledger_path] = None
         apply_transaction(environment.state_dir, writes)

@@ -15,12 +15,10 @@ transaction, under ``<state>/<target>/saved/<UTC time>/``.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
@@ -36,10 +34,9 @@ from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.environment import Environment, InstalledDist, InstalledSource, Placed, place_patch, require_dists
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import open_source
-from patchmgr.targets.env_ledger import EnvLedger, EnvUpstreamLedger
-from patchmgr.targets.env_state import EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open, _recover
+from patchmgr.targets.env_state import EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open
 from patchmgr.targets.env_verify import _recovered, _verify
-from patchmgr.targets.ledger import same_plan
+from patchmgr.targets.ledger import AppliedPatch, InstalledPart, Ledger, UpstreamLedger, same_plan
 from patchmgr.targets.record import _bytecode_of, update_record
 from patchmgr.targets.trees import SmokeTree, put_back
 
@@ -56,10 +53,9 @@ def _check(project: Project, target: Target, store: Store, overrides: Mapping[st
     dists = require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     notes = []
-    with _locked(environment, writing=False):
-        message = _recover(environment)
-        if message:
-            notes.append(message)
+    with _locked(environment, writing=False) as done:
+        if done.message:
+            notes.append(done.message)
         ledger = state.read_ledger()
     statuses = []
     for dist in dists:
@@ -118,14 +114,16 @@ def apply_environment(project: Project, target: Target, store: Store, overrides:
     require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     # locked from the check to the last write: a second apply waits, then finds this one's result
-    with _locked(environment, writing=not dry_run) as lock:
+    with _locked(environment, writing=not dry_run) as done:
         status, notes = _check(project, target, store, overrides, environment, upstreams)
-        if lock is not None and lock.waited:
-            notes.insert(0, f"waited {lock.waited:.1f}s for another patchmgr run on this environment")
+        if done.message:  # recovered here, before _check looked
+            notes.insert(0, done.message)
+        if done.waited:
+            notes.insert(0, f"waited {done.waited:.1f}s for another patchmgr run on this environment")
         outcome = EnvOutcome(target.name, python, "refused", status, notes)
         if not status.ok:
             return outcome
-        ledger = state.read_ledger() or EnvLedger(target.name, python)
+        ledger = state.read_ledger() or Ledger(target.name, python=python)
         if same_plan(ledger.series, status) and not _verify(project, target, environment, upstreams).problems:
             outcome.action = "already-applied"
             return outcome
@@ -144,8 +142,8 @@ def apply_environment(project: Project, target: Target, store: Store, overrides:
     return outcome
 
 
-def _plan_writes(state: EnvState, ledger: EnvLedger, status: TargetStatus
-                 ) -> tuple[dict[Path, bytes | None], EnvLedger]:
+def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
+                 ) -> tuple[dict[Path, bytes | None], Ledger]:
     writes: dict[Path, bytes | None] = {}
     for upstream_status in status.upstreams:
         dist = upstream_status.installed
@@ -158,8 +156,10 @@ def _plan_writes(state: EnvState, ledger: EnvLedger, status: TargetStatus
         # a path an earlier apply patched but this series no longer touches goes back to its original
         for path, data in originals.items():
             final.setdefault(path, data)
-        files: dict[str, dict] = {}
-        bytecode = dict(old.bytecode) if old else {}
+        files: dict[str, str | None] = {}
+        installed_at: dict[str, str] = {}
+        original_digests: dict[str, str | None] = {}
+        bytecode = dict(old.env.bytecode) if old else {}
         record_updates: dict[str, bytes | None] = {}
         for path, data in final.items():
             installed = dist.installed_path(path)
@@ -172,15 +172,15 @@ def _plan_writes(state: EnvState, ledger: EnvLedger, status: TargetStatus
                 writes[state.backup_path(dist.upstream.name, original_digest)] = original
             writes[installed] = data
             record_updates[str(installed)] = data
-            files[path] = {"installed": str(installed), "original": original_digest,
-                           "patched": None if data is None else sha256_bytes(data)}
+            files[path] = None if data is None else sha256_bytes(data)
+            installed_at[path], original_digests[path] = str(installed), original_digest
             for stale in _bytecode_of(installed):
                 compiled = stale.read_bytes()
                 bytecode[str(stale)] = sha256_bytes(compiled)
                 writes[state.backup_path(dist.upstream.name, bytecode[str(stale)])] = compiled
                 writes[stale] = None
                 record_updates[str(stale)] = None
-        record_original = old.record_original if old else None
+        record_original = old.env.record_original if old else None
         if dist.record is not None and not dist.editable:
             current = dist.record.read_bytes()
             if old is None or record_original is None:
@@ -190,12 +190,14 @@ def _plan_writes(state: EnvState, ledger: EnvLedger, status: TargetStatus
             else:
                 base = state.saved(old, record_original, f"{dist.name}'s RECORD")
             writes[dist.record] = update_record(base, dist.location, record_updates, dist.record)
-        entry = EnvUpstreamLedger(
-            dist.upstream.name, dist.name, dist.version, str(dist.location), dist.editable,
-            dist.upstream.commit, [{"id": r.patch.id, "sha256": r.patch.sha256} for r in upstream_status.results],
-            files, str(dist.record) if dist.record else None, record_original, bytecode)
+        entry = UpstreamLedger(
+            dist.upstream.name, dist.upstream.commit,
+            [AppliedPatch(r.patch.id, r.patch.sha256) for r in upstream_status.results], files,
+            env=InstalledPart(dist.name, dist.version, str(dist.location), dist.editable, installed_at,
+                              original_digests, str(dist.record) if dist.record else None, record_original,
+                              bytecode))
         ledger.upstreams = [u for u in ledger.upstreams if u.name != entry.name] + [entry]
-    writes[state.ledger_path] = json.dumps(asdict(ledger), indent=2, sort_keys=True).encode() + b"\n"
+    writes[state.ledger_path] = ledger.to_json().encode()
     return writes, ledger
 
 

@@ -1,25 +1,33 @@
-"""The ledger ``apply`` writes: what was applied, so that ``verify`` can prove it later.
+"""The one ledger ``apply`` writes, for both targets: what was applied, so that ``verify`` can prove it later.
 
-It records, per upstream, the base commit, each patch's sha256 and the commit
-it became, and the sha256 of every file the patches touched.
+One schema, one reader and one writer for ``apply --into`` (``DIR/patchmgr-ledger.json``) and
+``apply --python`` (``PREFIX/patchmgr-state/<target>/ledger.json``). Every upstream entry records
+the pin, each patch's id and sha256, and the sha256 of every file the patches touched (None when
+deleted); then one target-specific part: ``checkout`` (``--into``: the base commit, HEAD, the
+source, the files the source lacked) or ``installed`` (``--python``: the distribution, where each
+file is installed, its original's sha256, the RECORD and the bytecode removed). The ledgers of
+older patchmgr versions (format 1 for ``--into``, the unversioned one for ``--python``) are read too.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchmgr.model.errors import StateError
-from patchmgr.model.records import text_or_none, typed
+from patchmgr.model.records import sha256_bytes, text_or_none, typed
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus
+    from patchmgr.model.manifest import Upstream
+    from patchmgr.model.project import Project
 
-LEDGER_NAME = "patchmgr-ledger.json"
-FORMAT = 1
+LEDGER_NAME = "patchmgr-ledger.json"  # in DIR, for --into
+FORMAT = 2
 
 Series = tuple[str, list[tuple[str, str]]]  # what an upstream was applied as: the pin, and (patch id, sha256) in order
 
@@ -38,25 +46,53 @@ def same_plan(recorded: Callable[[str], Series | None], status: TargetStatus) ->
 class AppliedPatch:
     id: str
     sha256: str
-    commit: str | None = None
+    commit: str | None = None  # the commit it became (--into)
+
+
+@dataclass
+class CheckoutPart:
+    """``--into`` only: where the checkout's patches sit."""
+    base_commit: str  # the checkout's commit the patches sit on (the pin, or a release's import)
+    head_commit: str | None
+    source: str
+    absent: list[str] = field(default_factory=list)  # files the source lacked, left out of the checkout
+
+
+@dataclass
+class InstalledPart:
+    """``--python`` only: the distribution patched, and what revert needs to put it back."""
+    dist: str
+    version: str
+    location: str
+    editable: bool
+    installed: dict[str, str]  # git path -> the installed file (absolute path)
+    originals: dict[str, str | None]  # git path -> sha256 of the original (kept under originals/), None: absent
+    record: str | None
+    record_original: str | None  # sha256 of the RECORD before the first apply
+    bytecode: dict[str, str] = field(default_factory=dict)  # removed .pyc (abs path) -> sha256, for revert
+
+    def reinstall(self) -> str:
+        return f"pip install --force-reinstall --no-deps {self.dist}=={self.version}"
 
 
 @dataclass
 class UpstreamLedger:
     name: str
     pin: str  # the manifest's commit when apply ran
-    base_commit: str  # the checkout's commit the patches sit on (the pin, or a release's import)
-    head_commit: str | None
-    source: str
     patches: list[AppliedPatch]
     files: dict[str, str | None]  # path -> sha256 of the patched content, None when deleted
-    absent: list[str] = field(default_factory=list)  # files the source lacked, left out of the checkout
+    checkout: CheckoutPart | None = None
+    env: InstalledPart | None = None
+
+    def series(self) -> Series:
+        return self.pin, [(p.id, p.sha256) for p in self.patches]
 
 
 @dataclass
 class Ledger:
     target: str
     upstreams: list[UpstreamLedger] = field(default_factory=list)
+    python: str | None = None  # the interpreter, for --python
     format: int = FORMAT
 
     def upstream(self, name: str) -> UpstreamLedger | None:
@@ -64,43 +100,158 @@ class Ledger:
 
     def series(self, name: str) -> Series | None:
         entry = self.upstream(name)
-        return None if entry is None else (entry.pin, [(p.id, p.sha256) for p in entry.patches])
+        return None if entry is None else entry.series()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_json(cls, text: str, where: Path) -> Ledger:
+    def from_json(cls, text: str, where: Path, hint: str) -> Ledger:
         try:
-            raw = json.loads(text)
-            upstreams = [_upstream_entry(u) for u in typed(raw, dict, "the document")["upstreams"]]
-            return cls(typed(raw["target"], str, "target"), upstreams, raw.get("format", FORMAT))
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise StateError(f"{where}: the ledger is damaged ({exc})",
-                             "remove the folder and run `patchmgr apply` again") from None
+            raw = typed(json.loads(text), dict, "the document")
+            version = raw.get("format")
+            if version == FORMAT:
+                entry = _upstream_entry
+            elif version in (None, 1):  # an older patchmgr's: format 1 (--into), unversioned (--python)
+                entry = _old_env_entry if "python" in raw else _old_into_entry
+            else:
+                raise ValueError(f"format {version!r} is not one this patchmgr reads")
+            upstreams = [entry(u) for u in typed(raw["upstreams"], list, "upstreams")]
+            return cls(typed(raw["target"], str, "target"), upstreams, text_or_none(raw.get("python"), "python"))
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise StateError(f"{where}: the ledger is damaged ({why})", hint) from None
+
+
+def read_ledger(path: Path, part: str, hint: str) -> Ledger | None:
+    """The ledger at ``path`` (None when there is none), each entry with its ``part`` (``checkout`` or ``env``);
+    a damaged one is one error naming it, with ``hint``."""
+    if not path.is_file():
+        return None
+    ledger = Ledger.from_json(path.read_text(encoding="utf-8"), path, hint)
+    for entry in ledger.upstreams:
+        if getattr(entry, part) is None:
+            raise StateError(f"{path}: the ledger is damaged ({entry.name}: no {part} part)", hint)
+    return ledger
+
+
+def read_into_ledger(into: Path) -> Ledger | None:
+    """``apply --into``'s ledger in DIR."""
+    return read_ledger(into / LEDGER_NAME, "checkout", "remove the folder and run `patchmgr apply` again")
+
+
+def verify_recorded(project: Project, upstream: Upstream, entry: UpstreamLedger,
+                    where: Callable[[str], Path]) -> tuple[list[str], list[str]]:
+    """What every target's verify checks the same way: the pin moved, the series changed, and each file's bytes
+    against the ledger (``where`` gives a ledger path's file). Returns the problems, and the paths whose bytes
+    differ, for the target to judge (a checkout may explain some by git's attributes)."""
+    name = upstream.name
+    problems = []
+    if entry.pin != upstream.commit:
+        problems.append(f"{name}: applied for pin {entry.pin[:12]}, but the pin is now {upstream.commit[:12]}")
+    current = [(p.id, p.sha256) for p in project.patches(upstream)]
+    recorded = entry.series()[1]
+    if current != recorded:
+        changed = sorted({pid for pid, _ in current} ^ {pid for pid, _ in recorded}
+                         | {pid for pid, sha in current if (pid, sha) not in recorded})
+        problems.append(f"{name}: the patch series changed since apply ({', '.join(changed)})")
+    differs = []
+    for path, digest in entry.files.items():
+        file = where(path)
+        actual = sha256_bytes(file.read_bytes()) if file.is_file() else None
+        if actual != digest:
+            differs.append(path)
+    return problems, differs
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _digest(value, what: str, none: bool = False) -> str | None:
+    """A sha256 the ledger names (also a file name under originals/, so nothing else is taken)."""
+    if none and value is None:
+        return None
+    if not _DIGEST.fullmatch(typed(value, str, what)):
+        raise ValueError(f"{what} {value[:80]!r} is not a sha256")
+    return value
+
+
+def _name(raw: dict) -> str:
+    name = typed(raw["name"], str, "an upstream's name")
+    if not name or name in (".", "..") or "/" in name or "\\" in name:
+        raise ValueError(f"upstream name {name!r} is not a name")
+    return name
+
+
+def _patches(raw: dict, name: str) -> list[AppliedPatch]:
+    patches = []
+    for patch in typed(raw["patches"], list, f"{name}: patches"):
+        typed(patch, dict, f"{name}: a patch")
+        patches.append(AppliedPatch(typed(patch["id"], str, f"{name}: a patch id"),
+                                    typed(patch["sha256"], str, f"{name}: a patch sha256"),
+                                    text_or_none(patch.get("commit"), f"{name}: a patch commit")))
+    return patches
+
+
+def _files(raw, name: str) -> dict[str, str | None]:
+    return {typed(path, str, f"{name}: a file path"): _digest(digest, f"{name}: the hash of {path}", none=True)
+            for path, digest in typed(raw, dict, f"{name}: files").items()}
+
+
+def _checkout_part(raw: dict, name: str) -> CheckoutPart:
+    absent = [typed(path, str, f"{name}: an absent path")
+              for path in typed(raw.get("absent", []), list, f"{name}: absent")]
+    return CheckoutPart(typed(raw["base_commit"], str, f"{name}: base_commit"),
+                        text_or_none(raw["head_commit"], f"{name}: head_commit"),
+                        typed(raw["source"], str, f"{name}: source"), absent)
+
+
+def _installed_part(raw: dict, name: str, installed: dict, originals: dict) -> InstalledPart:
+    bytecode = {typed(compiled, str, f"{name}: a bytecode path"): _digest(digest, f"{name}: {compiled}")
+                for compiled, digest in typed(raw.get("bytecode", {}), dict, f"{name}: bytecode").items()}
+    return InstalledPart(
+        typed(raw["dist"], str, f"{name}: dist"), typed(raw["version"], str, f"{name}: version"),
+        typed(raw["location"], str, f"{name}: location"), typed(raw["editable"], bool, f"{name}: editable"),
+        {typed(path, str, f"{name}: a file path"): typed(where, str, f"{name}: {path}: installed")
+         for path, where in typed(installed, dict, f"{name}: installed").items()},
+        {typed(path, str, f"{name}: a file path"): _digest(digest, f"{name}: {path}: original", none=True)
+         for path, digest in typed(originals, dict, f"{name}: originals").items()},
+        text_or_none(raw["record"], f"{name}: record"),
+        _digest(raw["record_original"], f"{name}: record_original", none=True), bytecode)
 
 
 def _upstream_entry(raw) -> UpstreamLedger:
     raw = typed(raw, dict, "an upstream entry")
-    name = typed(raw["name"], str, "an upstream's name")
-    patches = [AppliedPatch(typed(p, dict, f"{name}: a patch")["id"], p["sha256"], p.get("commit"))
-               for p in typed(raw["patches"], list, f"{name}: patches")]
-    for patch in patches:
-        typed(patch.id, str, f"{name}: a patch id")
-        typed(patch.sha256, str, f"{name}: a patch sha256")
-        text_or_none(patch.commit, f"{name}: a patch commit")
-    files = {typed(path, str, f"{name}: a file path"): text_or_none(digest, f"{name}: the hash of {path}")
-             for path, digest in typed(raw["files"], dict, f"{name}: files").items()}
-    absent = [typed(path, str, f"{name}: an absent path") for path in typed(raw.get("absent", []), list,
-                                                                              f"{name}: absent")]
-    return UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"),
-                          typed(raw["base_commit"], str, f"{name}: base_commit"),
-                          text_or_none(raw["head_commit"], f"{name}: head_commit"),
-                          typed(raw["source"], str, f"{name}: source"), patches, files, absent)
+    name = _name(raw)
+    entry = UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name),
+                           _files(raw["files"], name))
+    if raw.get("checkout") is not None:
+        entry.checkout = _checkout_part(typed(raw["checkout"], dict, f"{name}: checkout"), name)
+    if raw.get("env") is not None:
+        part = typed(raw["env"], dict, f"{name}: env")
+        entry.env = _installed_part(part, name, part["installed"], part["originals"])
+    if (entry.checkout is None) == (entry.env is None):
+        raise ValueError(f"{name}: the entry has neither or both of checkout and env")
+    if entry.env is not None and set(entry.env.installed) != set(entry.files):
+        raise ValueError(f"{name}: installed does not name every file")
+    return entry
 
 
-def read_ledger(folder: Path) -> Ledger | None:
-    path = folder / LEDGER_NAME
-    if not path.is_file():
-        return None
-    return Ledger.from_json(path.read_text(encoding="utf-8"), path)
+def _old_into_entry(raw) -> UpstreamLedger:
+    """An ``--into`` entry of format 1: the checkout's fields beside the common ones."""
+    raw = typed(raw, dict, "an upstream entry")
+    name = _name(raw)
+    return UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name),
+                          _files(raw["files"], name), checkout=_checkout_part(raw, name))
+
+
+def _old_env_entry(raw) -> UpstreamLedger:
+    """An ``--python`` entry of the unversioned format: files as {installed, original, patched} each."""
+    raw = typed(raw, dict, "an upstream entry")
+    name = _name(raw)
+    installed, originals, patched = {}, {}, {}
+    for path, info in typed(raw["files"], dict, f"{name}: files").items():
+        typed(info, dict, f"{name}: the entry of {path}")
+        installed[path], originals[path], patched[path] = info["installed"], info["original"], info["patched"]
+    return UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name),
+                          _files(patched, name), env=_installed_part(raw, name, installed, originals))

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from patchmgr.io.journal import JOURNAL, StateLock, apply_transaction, recover, recover_or_fail
+from patchmgr.io.journal import JOURNAL, apply_transaction, locked_recovery
 from patchmgr.model.errors import StateError
 
 STATE = ".patchmgr-state"  # in the project root: the lock and the journal of refresh, bump and export
@@ -32,11 +32,8 @@ def recover_project(root: Path) -> str | None:
     state = state_dir(root)
     if not os.path.lexists(state / JOURNAL):
         return None
-    try:
-        with StateLock(state):
-            return recover_or_fail(state, _RECOVER_HINT)
-    except OSError as exc:  # the lock itself
-        raise StateError(f"cannot lock {state}: {exc.strerror or exc}", _RECOVER_HINT) from None
+    with locked_recovery(state, _RECOVER_HINT) as done:
+        return done.message
 
 
 def write_files(root: Path, writes: Mapping[Path, bytes | None], expected: Mapping[Path, bytes | None]) -> None:
@@ -53,17 +50,21 @@ def write_files(root: Path, writes: Mapping[Path, bytes | None], expected: Mappi
     _check_paths(writes)
     state = state_dir(root)
     try:
-        with StateLock(state):
-            recover(state)  # a run killed since this one planned: put its files back first
+        # a run killed since this one planned: its files are put back first
+        with locked_recovery(state, _RECOVER_HINT, lock_error=_cannot_write):
             for path, data in expected.items():
                 if _current(path) != data:
                     raise StateError(f"{path} changed while patchmgr was working on it; nothing was written",
                                      "run the command again")
             apply_transaction(state, writes)
-    except OSError as exc:  # the lock or the journal folder could not be made
-        where = f" {exc.filename}" if exc.filename else ""
-        raise StateError(f"cannot write{where}: {exc.strerror or exc}; nothing was changed",
-                         "fix the cause, then run again") from None
+    except OSError as exc:  # the journal folder could not be made
+        raise _cannot_write(exc) from None
+
+
+def _cannot_write(exc: OSError) -> StateError:
+    where = f" {exc.filename}" if exc.filename else ""
+    return StateError(f"cannot write{where}: {exc.strerror or exc}; nothing was changed",
+                      "fix the cause, then run again")
 
 
 def _check_paths(writes: Mapping[Path, bytes | None]) -> None:

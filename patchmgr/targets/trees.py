@@ -16,7 +16,7 @@ from pathlib import Path
 from patchmgr.io.git import GitRepo
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.targets.into_lock import STATE, locked_into
-from patchmgr.targets.ledger import read_ledger
+from patchmgr.targets.ledger import read_into_ledger
 
 
 @dataclass
@@ -37,7 +37,7 @@ def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list
     if (into / STATE).is_dir():
         with locked_into(into, notes):
             pass
-    ledger = read_ledger(into) if into.is_dir() else None
+    ledger = read_into_ledger(into) if into.is_dir() else None
     trees = []
     for upstream in target.upstreams:
         if only and upstream.name not in only:
@@ -49,8 +49,8 @@ def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list
             continue
         checkout = into / upstream.name
         root = checkout / upstream.package_root if upstream.package_root else checkout
-        trees.append(SmokeTree(upstream, root, unpatched=partial(_unpatched_checkout, checkout, entry.base_commit,
-                                                                  upstream.package_root)))
+        trees.append(SmokeTree(upstream, root, unpatched=partial(_unpatched_checkout, checkout,
+                                                                  entry.checkout.base_commit, upstream.package_root)))
     if trees:
         trees[0].notes += notes
     return trees
