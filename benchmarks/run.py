@@ -683,16 +683,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only == "big-patch":
         print(f"patchmgr benchmarks, size {args.size}, case big-patch alone, cache {bench.cache}", flush=True)
         measure_big_patch(bench)
-        facts = machine()
-        print()
-        print(table(bench))
-        print()
-        for goal, measured, ok in bench.goals:
-            print(f"{'met   ' if ok else 'MISSED'} {goal}: {measured}")
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        write_big_patch_section(bench, args.results, facts)
-        print(f"\nwrote {args.results}")
-        return 0
+        return report(bench, args.results, write_big_patch_section)
 
     print(f"patchmgr benchmarks, size {args.size}, cache {bench.cache}", flush=True)
     ups = prepare(bench)
@@ -721,15 +712,20 @@ def main(argv: list[str] | None = None) -> int:
     worst = max(patchmgr_rows, key=lambda r: r.rss_mb)
     bench.goals.append(("peak memory < 200 MB in every case", f"{_mb(worst.rss_mb)} ({worst.case}: {worst.variant})",
                         worst.rss_mb < 200))
+    return report(bench, args.results, write_results)
+
+
+def report(bench: Bench, results: Path, write) -> int:
+    """Print the table and the goals, then ``write`` them into ``results`` with the machine's facts."""
     facts = machine()
     print()
     print(table(bench))
     print()
     for goal, measured, ok in bench.goals:
         print(f"{'met   ' if ok else 'MISSED'} {goal}: {measured}")
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    write_results(bench, args.results, facts)
-    print(f"\nwrote {args.results}")
+    results.parent.mkdir(parents=True, exist_ok=True)
+    write(bench, results, facts)
+    print(f"\nwrote {results}")
     return 0
 
 
