@@ -58,6 +58,15 @@ class Conflict:
     upstream_lines: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class GuardResult:
+    """One ``Guard:`` header of a patch evaluated on the patched content (see model/guards.py)."""
+    guard: str  # the header value as written
+    holds: bool
+    offenses: tuple[str, ...] = ()  # "path:line: text", each place that breaks it
+    error: str | None = None  # the guard could not be evaluated (then it does not hold)
+
+
 @dataclass
 class CheckResult:
     patch: PatchFile
@@ -71,6 +80,11 @@ class CheckResult:
     # the only evidence on which ``bump`` drops a patch
     carrier: str | None = None
     notes: list[str] = field(default_factory=list)  # e.g. the patched lines found away from the patch's place
+    guards: list[GuardResult] = field(default_factory=list)  # the patch's Guard: headers on the patched content
+
+    @property
+    def guards_hold(self) -> bool:
+        return all(g.holds for g in self.guards)
 
     @property
     def detail(self) -> str:
