@@ -13,6 +13,8 @@ from patchmgr.model.project import Project
 
 _FULL_INDEX = re.compile(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}", re.M)
 _ANY_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)", re.M)
+# the marker `patchmgr import` leaves in each piece's DEP-3 stub: lint reports it until a person describes the patch
+IMPORT_STUB = "TODO: describe"
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
         messages.append("no subject or Description: say what the patch does")
     if len(patch.body.replace("\n", " ").split()) < 12:
         messages.append("the message does not say why the patch exists (what broke, how it showed)")
+    if IMPORT_STUB in text.split("\ndiff --git ", 1)[0]:
+        messages.append(f"DEP-3 stub left by patchmgr import ({IMPORT_STUB!r}): say what the patch fixes and why "
+                        "in Description, then remove the marker")
     status = patch.field("Upstream-Status")
     if not status:
         messages.append("no Upstream-Status field (Pending, Submitted <url>, Backport <url>, ...)")

@@ -1,0 +1,90 @@
+"""patchmgr import: adopt a monolithic patch set as a pinned series of documented pieces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from patchmgr.cli.options import DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, missing, source_overrides
+from patchmgr.cli.session import Session
+from patchmgr.model.errors import UsageError
+
+HELP = ("Adopt a monolithic patch set (series.conf, per-version folder or patch files): find each patch's base "
+        "commit, split it into pieces with DEP-3 stubs, leave out what upstream carries, prove the series equals "
+        "the patch, and write the manifest and patch files.")
+
+PathsArg = Annotated[Optional[list[Path]], typer.Argument(
+    help="series.conf (or its folder), a per-version folder (<version>/<upstream>.patch), or patch files.",
+    show_default=False)]
+
+
+def _pairs(option: str, values: list[str] | None, example: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for value in values or []:
+        name, sep, rest = value.partition("=")
+        if not sep or not name or not rest:
+            raise UsageError(f"{option} {value!r} is not NAME=VALUE", f"for example {option} {example}")
+        pairs[name] = rest
+    return pairs
+
+
+def command(
+    paths: PathsArg = None,
+    target: NeededTargetOpt = None,
+    upstream: Annotated[Optional[str], typer.Option(
+        "--upstream", "-u", help="The upstream of a single patch file (default: the file's name).")] = None,
+    git: Annotated[Optional[list[str]], typer.Option(
+        "--git", help="NAME=URL: the upstream's git URL for the manifest (default: the Dockerfile's git clone)."
+    )] = None,
+    pin: Annotated[Optional[list[str]], typer.Option(
+        "--pin", help="NAME=REF: the commit the patch belongs at, if known (default: the Dockerfile's git checkout, "
+        "else found from the patch).")] = None,
+    dockerfile: Annotated[Optional[Path], typer.Option(
+        "--dockerfile", help="Read git URLs and pins from its `git clone URL DIR` and `git checkout SHA` lines."
+    )] = None,
+    search: Annotated[Optional[list[str]], typer.Option(
+        "--search", help="NAME=REF: the branch whose history is searched for the base (default: HEAD).")] = None,
+    split: Annotated[str, typer.Option("--split", help="One piece per `file` or per `hunk`.")] = "file",
+    mapping: Annotated[Optional[Path], typer.Option(
+        "--map", help="TOML file: topic = [\"path\", \"path#N\"], one piece per topic.")] = None,
+    version: Annotated[Optional[str], typer.Option(
+        "--version", help="Of a per-version folder, the version to import (default: the highest).")] = None,
+    dry_run: DryRunOpt = False,
+    source: SourceOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    from patchmgr.maintain.importing.plan import ImportOptions, plan_import
+    from patchmgr.maintain.importing.sources import read_dockerfile, read_inputs
+    from patchmgr.maintain.importing.split import MODES, read_mapping
+    from patchmgr.maintain.importing.write import write_import
+    from patchmgr.model.manifest import NAME
+    from patchmgr.render.importing import import_json, render_import
+    if not (root / "manifests").is_dir():
+        raise UsageError(f"{root.resolve()} has no manifests/ folder",
+                         "make the project first (mkdir -p manifests patches) and import there, or pass --root DIR")
+    session = Session("import", root, json_output)
+    if not target:
+        raise missing("import", "--target NAME", "name the target to create or add to: --target ascend")
+    if not NAME.match(target):
+        raise UsageError(f"--target {target!r} cannot name a manifest", "use lower-case letters, digits, '.', '_', '-'")
+    if split not in MODES:
+        raise UsageError(f"--split {split!r} is not one of: {', '.join(MODES)}", "use --split file or --split hunk")
+    if mapping is not None and split != "file":
+        raise UsageError("--map and --split hunk both say how to split", "pick one")
+    options = ImportOptions(
+        target, split, read_mapping(mapping) if mapping else None, _pairs("--git", git, "mbridge=https://..."),
+        _pairs("--pin", pin, "mbridge=v0.1.0"), _pairs("--search", search, "mbridge=main"), source_overrides(source),
+        read_dockerfile(dockerfile) if dockerfile else {})
+    monoliths = read_inputs(list(paths or []), upstream, version)
+    with session.store() as store:
+        outcome = plan_import(session.project, monoliths, store, options)
+    if outcome.action == "planned":
+        if dry_run:
+            outcome.action = "dry-run"
+        else:
+            write_import(session.project, outcome.writes, outcome.expected)
+            outcome.action = "imported"
+    return session.emit(0 if outcome.ok else 1, import_json, render_import, outcome)

@@ -1,0 +1,290 @@
+"""Plan an import, every byte of it, before anything is written: find the base, split, classify, prove.
+
+For each monolithic patch (one per upstream):
+
+1. the upstream is fetched into the cache (``--source`` or its git URL), the pin given (``--pin``, the
+   Dockerfile's ``git checkout`` or the version folder's tag) resolved, and the base found (``pin``);
+2. the patch is split into pieces at the base (``split``), each with DEP-3 stub headers;
+3. the pieces are classified at the pin, in series order. Where the pin is a later commit than the base,
+   pieces upstream already carries there are reported with their evidence (the commit with the piece's
+   patch-id, or the commit from which its reverse applies) and left out; when another piece does not
+   apply at the given pin, that pin is wrong and the base is pinned instead, with a note;
+4. the result is proven with git (``prove``), and the manifest and patch files are computed and checked
+   (``write``). Writing is the caller's next step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchmgr.engine.classify import Overlay, check_series
+from patchmgr.engine.place import _Failure
+from patchmgr.engine.results import CheckResult, State
+from patchmgr.history.evidence import explain_upstream
+from patchmgr.io.git import merge_texts
+from patchmgr.maintain.importing.pin import Base, find_base
+from patchmgr.maintain.importing.prove import Proof, prove
+from patchmgr.maintain.importing.scratch import Scratch
+from patchmgr.maintain.importing.sources import Declared, Monolith
+from patchmgr.maintain.importing.split import PieceSpec, piece_changes, plan_pieces
+from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes
+from patchmgr.model.errors import PatchmgrError, UsageError
+from patchmgr.model.lint import IMPORT_STUB
+from patchmgr.model.manifest import Upstream, url_problem
+from patchmgr.model.patchfile import PatchFile, parse_patch
+from patchmgr.model.project import Project
+from patchmgr.model.urls import mask_url
+from patchmgr.sources.cache_errors import UnknownRef
+from patchmgr.sources.store import Store
+from patchmgr.sources.upstream import GitSource
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    target: str
+    mode: str = "file"  # "file" or "hunk"
+    mapping: Mapping[str, list[str]] | None = None
+    git: Mapping[str, str] = field(default_factory=dict)
+    pins: Mapping[str, str] = field(default_factory=dict)
+    search: Mapping[str, str] = field(default_factory=dict)
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    declared: Mapping[str, Declared] = field(default_factory=dict)
+
+
+@dataclass
+class Piece:
+    id: str
+    label: str
+    state: State  # at the pin
+    imported: bool
+    path: str | None = None  # the patch file written, relative to the project root
+    evidence: str | None = None
+    carrier: str | None = None
+    detail: str = ""
+
+
+@dataclass
+class UpstreamImport:
+    name: str
+    source: str  # the monolithic patch, as named
+    git: str
+    base: Base
+    pin: str
+    pieces: list[Piece] = field(default_factory=list)
+    proofs: list[Proof] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def proven(self) -> bool:
+        return bool(self.proofs) and all(p.ok for p in self.proofs)
+
+
+@dataclass
+class ImportOutcome:
+    target: str
+    upstreams: list[UpstreamImport]
+    action: str = "planned"  # "planned" | "imported" | "dry-run" | "refused"
+    notes: list[str] = field(default_factory=list)
+    writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
+    expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.action != "refused" and all(u.proven for u in self.upstreams)
+
+
+def plan_import(project: Project, monoliths: list[Monolith], store: Store, options: ImportOptions) -> ImportOutcome:
+    existing = _existing(project, options.target)
+    outcome = ImportOutcome(options.target, [])
+    entries = []
+    unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
+    with Scratch() as scratch:
+        for monolith in monoliths:
+            result, entry, used = _one(project, monolith, store, options, existing.get(monolith.upstream), scratch)
+            unused -= used
+            outcome.upstreams.append(result)
+            entries.append(entry)
+    if unused:
+        raise UsageError(f"--map names what no imported patch changes: {', '.join(sorted(unused))}; nothing was "
+                         "written", "check the paths against the patch (hunks are numbered from 1)")
+    if not all(u.proven for u in outcome.upstreams):
+        outcome.action = "refused"
+        return outcome
+    description = f"imported from {', '.join(m.shown for m in monoliths)}"
+    outcome.writes, outcome.expected = plan_writes(project, options.target, description, entries)
+    return outcome
+
+
+def _existing(project: Project, target: str) -> dict[str, Upstream]:
+    if not (project.manifests_dir / f"{target}.toml").is_file():
+        return {}
+    return {u.name: u for u in project.target(target).upstreams}  # a manifest that does not load: its error
+
+
+def _one(project: Project, monolith: Monolith, store: Store, options: ImportOptions, existing: Upstream | None,
+         scratch: Scratch) -> tuple[UpstreamImport, UpstreamEntry, set[str]]:
+    name = monolith.upstream
+    declared = options.declared.get(name, Declared())
+    git = options.git.get(name) or declared.url or (existing.git if existing else None)
+    if not git:
+        raise UsageError(f"no git URL for upstream {name} ({monolith.shown})",
+                         f"pass --git {name}=URL, or --dockerfile with its git clone line")
+    problem = url_problem(git)
+    if problem:
+        raise UsageError(f"the git URL of {name} ({mask_url(git)}): {problem}",
+                         f"pass --git {name}=https://... (and --source {name}=PATH for a local clone)")
+    urls = (options.overrides[name],) if name in options.overrides else (git,)
+    notes: list[str] = []
+    given = _given(store, name, urls, options, declared, existing, monolith, notes)
+    searched: list[str] = []
+
+    def search() -> str:
+        if not searched:
+            searched.append(store.resolve_ref(name, options.search.get(name, "HEAD"), urls).commit)
+        return searched[0]
+
+    if given is not None:
+        fetched = store.fetch_commit(name, given, urls)
+    else:
+        fetched = store.resolve_ref(name, options.search.get(name, "HEAD"), urls)
+        searched.append(fetched.commit)
+    repo, location = fetched.repo, fetched.url or urls[0]
+
+    patch = monolith.patch
+    base = find_base(repo, location, patch, given, search)
+    specs, split_notes, used = plan_pieces(patch, options.mode, options.mapping, monolith.shown)
+    notes += split_notes
+    at = f" at commit {monolith.commit}" if monolith.commit else ""
+    origin = (f"vendor, imported from {monolith.shown}{at} (sha256 {patch.sha256[:12]}), made against {name} "
+              f"commit {base.commit}")
+    base_reader = GitSource(repo, base.commit, location)
+    base_pieces = _render(scratch, repo, base.commit, _changes(patch, specs, base_reader, monolith), origin, name)
+    paths = patch.touched_paths
+    proofs = [prove(scratch, base_reader, base.commit, patch.data, paths, [data for _, data in base_pieces])]
+    pin = existing.commit if existing else (given or base.commit)
+    results = _classify(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
+    blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
+    if blockers and pin != base.commit and not existing:
+        notes.append(f"the given pin {pin[:12]} does not fit: "
+                     + "; ".join(f"{r.patch.id} is {r.state.value} there" for r in blockers)
+                     + f"; pinned the base {base.commit[:12]} instead")
+        pin = base.commit
+        results = _classify(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
+        blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
+    if blockers:
+        raise UsageError(f"{name}: the pieces do not apply at the target's pin {pin[:12]}: "
+                         + "; ".join(f"{r.patch.id} is {r.state.value}" for r in blockers) + "; nothing was written",
+                         f"import into a new target, or bump {name} to the base {base.commit[:12]} first")
+    pieces, data = _at_pin(scratch, repo, location, pin, results, specs, origin, name, project)
+    if pin != base.commit:
+        carried = _carried_files(patch, specs, pieces)
+        if carried is None:
+            notes.append(f"part of a file is upstream at {pin[:12]}: the monolithic patch cannot be compared there")
+        else:
+            proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried))
+    result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
+    comment = f"imported from {monolith.shown}, " + (f"base found: {base.how}" if pin == base.commit
+                                                      else f"made against {base.commit[:12]}")
+    entry = UpstreamEntry(name, git, pin, comment, monolith.version if not existing else None,
+                          tuple((p.id, d) for p, d in zip([p for p in pieces if p.imported], data)))
+    return result, entry, used
+
+
+def _given(store: Store, name: str, urls: tuple[str, ...], options: ImportOptions, declared: Declared,
+           existing: Upstream | None, monolith: Monolith, notes: list[str]) -> str | None:
+    """The commit the user or the Dockerfile says the patch belongs at (None: unknown)."""
+    if existing is not None:
+        return existing.commit
+    ref = options.pins.get(name) or declared.ref
+    if ref:
+        try:
+            return store.resolve_ref(name, ref, urls).commit
+        except UnknownRef:
+            if re.fullmatch(r"[0-9a-f]{7,39}", ref):  # an abbreviated id: no server fetches those, find it on the line
+                line = store.resolve_ref(name, options.search.get(name, "HEAD"), urls)
+                commit = line.repo.resolve(ref)
+                if commit:
+                    notes.append(f"the abbreviated pin {ref} is {commit} on the line of "
+                                 f"{options.search.get(name, 'HEAD')}")
+                    return commit
+            where = f"--pin {name}={ref}" if name in options.pins else f"{declared.where}: git checkout {ref}"
+            raise UsageError(f"{where}: upstream {name} has no such commit or ref", "check the pin") from None
+    for tag in ((f"v{monolith.version}", monolith.version) if monolith.version else ()):
+        try:
+            commit = store.resolve_ref(name, tag, urls).commit
+            notes.append(f"the version folder {monolith.version} names tag {tag} ({commit[:12]})")
+            return commit
+        except PatchmgrError:
+            continue
+    return None
+
+
+def _changes(patch: PatchFile, specs: list[PieceSpec], reader: GitSource, monolith: Monolith):
+    try:
+        return piece_changes(patch, specs, reader)
+    except _Failure as failure:
+        conflict = failure.conflict
+        raise UsageError(f"{monolith.shown}: {conflict.path} hunk #{conflict.hunk} does not apply without the hunks "
+                         "before it, so it cannot be a piece of its own", "keep those hunks together (--map)") from None
+
+
+def _header(spec_label: str, origin: str) -> str:
+    return (f"Description: {IMPORT_STUB} what this fixes and why ({spec_label})\n"
+            f"Origin: {origin}\nUpstream-Status: Pending\n---\n")
+
+
+def _render(scratch: Scratch, repo, commit: str, changes, origin: str, name: str) -> list[tuple[PatchFile, bytes]]:
+    out = []
+    for change in changes:
+        paths = sorted(set(change.before) | set(change.after))
+        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(commit, paths))}
+        text = _header(change.spec.label, origin) + scratch.diff(change.before, change.after, modes)
+        data = text.encode("utf-8")
+        out.append((parse_patch(data, Path(f"{change.spec.id}.patch"), name, change.spec.id), data))
+    return out
+
+
+def _classify(store: Store, name: str, git: str, overrides: Mapping[str, str], repo, location: str, base: str,
+              pin: str, pieces: list[tuple[PatchFile, bytes]]) -> list[CheckResult]:
+    source = GitSource(repo, pin, location)
+    results = check_series([p for p, _ in pieces], source, merge_texts)
+    if pin != base:
+        upstream = Upstream(name, git, (), base, None, None, "", ())
+        results = explain_upstream(store, upstream, overrides, source, results)
+    return results
+
+
+def _at_pin(scratch: Scratch, repo, location: str, pin: str, results: list[CheckResult], specs: list[PieceSpec],
+            origin: str, name: str, project: Project) -> tuple[list[Piece], list[bytes]]:
+    """The pieces as they are written: made again at the pin (exact there), carried ones left out."""
+    overlay = Overlay(GitSource(repo, pin, location))
+    pieces, data = [], []
+    for result, spec in zip(results, specs):
+        if not result.state.applies:
+            pieces.append(Piece(spec.id, spec.label, result.state, False, evidence=result.detail,
+                                carrier=result.carrier))
+            continue
+        before = {path: overlay.read(path) for path in result.files}
+        paths = sorted(result.files)
+        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(pin, paths))}
+        text = _header(spec.label, origin) + scratch.diff(before, result.files, modes)
+        overlay.update(result.files)
+        relative = project.patch_path(name, spec.id).relative_to(project.root)
+        pieces.append(Piece(spec.id, spec.label, result.state, True, str(relative), detail=result.detail))
+        data.append(text.encode("utf-8"))
+    return pieces, data
+
+
+def _carried_files(patch: PatchFile, specs: list[PieceSpec], pieces: list[Piece]) -> list[str] | None:
+    """The files of the pieces left out, when no imported piece touches them (None: a file is split)."""
+    carried, kept = set(), set()
+    for spec, piece in zip(specs, pieces):
+        files = {path for index, _ in spec.parts for path in (patch.files[index].old_path, patch.files[index].new_path)
+                 if path}
+        (kept if piece.imported else carried).update(files)
+    if carried & kept:
+        return None
+    return sorted(carried)

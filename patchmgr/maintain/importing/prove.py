@@ -1,0 +1,54 @@
+"""The proof of an import: the imported series and the monolithic patch give the same files, by git.
+
+Both are applied with ``git apply`` to the upstream's files at one commit, in two fresh work trees,
+and every file either of them touches is compared byte for byte. At the pin the series of imported
+pieces is compared with the monolithic patch less the files the upstream already carries; at the base
+(when the pin is another commit) every piece is compared with the whole monolithic patch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from patchmgr.engine.results import TreeReader
+from patchmgr.maintain.importing.scratch import Scratch, apply, read_tree
+from patchmgr.model.errors import GitError
+
+
+@dataclass(frozen=True)
+class Proof:
+    commit: str
+    ok: bool
+    files: int  # files compared
+    detail: str  # what was compared, or where it differs
+
+
+def prove(scratch: Scratch, reader: TreeReader, commit: str, monolith: bytes, paths: list[str],
+          pieces: list[bytes], exclude: list[str] = ()) -> Proof:
+    compared = [p for p in paths if p not in exclude]
+    start = {path: reader.read(path) for path in paths}
+    whole, series = scratch.folder(start), scratch.folder(start)
+    try:
+        apply(whole, monolith, exclude)
+    except GitError as exc:
+        return Proof(commit, False, 0, f"git apply of the monolithic patch fails at {commit[:12]}: "
+                     f"{_first_line(exc.message)}")
+    for number, piece in enumerate(pieces, 1):
+        try:
+            apply(series, piece)
+        except GitError as exc:
+            return Proof(commit, False, 0, f"git apply of piece {number} fails at {commit[:12]}: "
+                         f"{_first_line(exc.message)}")
+    left, right = read_tree(whole, compared), read_tree(series, compared)
+    differ = [path for path in compared if left[path] != right[path]]
+    if differ:
+        return Proof(commit, False, len(compared), f"the files differ: {', '.join(differ)}")
+    what = "the monolithic patch" + (f" less {len(exclude)} file(s) upstream carries" if exclude else "")
+    return Proof(commit, True, len(compared), f"{len(pieces)} piece(s) and {what}, both applied with git at "
+                 f"{commit[:12]}, give byte-identical files ({len(compared)} compared)")
+
+
+def _first_line(message: str) -> str:
+    lines = [line for line in message.splitlines() if line.strip()]
+    useful = [line for line in lines if line.startswith("error:")]
+    return (useful or lines or [message])[0].strip()

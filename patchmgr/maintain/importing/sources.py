@@ -1,0 +1,310 @@
+"""What ``patchmgr import`` reads: monolithic patches and where their pins and URLs are written down.
+
+Three layouts of an existing patch set are read:
+
+- a ``series.conf`` (or a folder holding one): ordered lines ``target_worktree|image_patch|source_patch``,
+  ``#`` starting a comment; the upstream is named after the worktree's folder (``<ws>/Megatron-Bridge``:
+  ``megatron-bridge``);
+- a per-version folder ``<folder>/<upstream version>/<upstream>.patch`` (the highest version, or the one
+  asked for), or one version's folder itself;
+- single patch files, each named after its upstream (``mindspeed.patch``) unless ``--upstream`` names it.
+
+A Dockerfile's ``git clone URL DIR`` and ``git checkout SHA`` lines give URLs and pins. Everything is read
+and checked here, before anything else runs: bad input is one ``UsageError`` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+
+from packaging.version import InvalidVersion, Version
+
+from patchmgr.io.git import GitRepo
+from patchmgr.model.errors import GitError, UsageError
+from patchmgr.model.manifest import NAME
+from patchmgr.model.patchfile import PatchFile, parse_patch
+
+SERIES_CONF = "series.conf"
+
+
+@dataclass(frozen=True)
+class Monolith:
+    """One monolithic patch of one upstream, as found."""
+
+    upstream: str
+    path: Path
+    shown: str  # the path as the user wrote it or as series.conf names it
+    patch: PatchFile
+    version: str | None = None  # from a per-version folder
+    commit: str | None = None  # the last commit of the repository holding the patch file that changed it
+
+
+@dataclass(frozen=True)
+class Declared:
+    """An upstream's URL and pin as a Dockerfile writes them (either may be missing)."""
+
+    url: str | None = None
+    ref: str | None = None
+    where: str = ""
+
+
+def upstream_name(folder: str, where: str) -> str:
+    """``<workspace>/Megatron-Bridge`` -> ``megatron-bridge``; a name patchmgr cannot use is bad input."""
+    base = PurePosixPath(folder.rstrip("/")).name
+    base = base[:-4] if base.endswith(".git") else base
+    name = base.lower().replace("_", "-")
+    if not NAME.match(name):
+        raise UsageError(f"{where}: cannot name an upstream after {folder!r}",
+                         "pass --upstream NAME for a single patch, or rename the folder")
+    return name
+
+
+def read_inputs(paths: list[Path], upstream: str | None = None, version: str | None = None) -> list[Monolith]:
+    """Every monolithic patch the paths name, in series order; two for one upstream is bad input."""
+    if not paths:
+        raise UsageError("import needs the patch set to read: a series.conf, a per-version folder or patch files",
+                         "for example: patchmgr import --target ascend docker/npu_patch/series.conf")
+    found: list[Monolith] = []
+    singles = [p for p in paths if p.is_file() and p.name != SERIES_CONF]
+    if upstream and len(singles) + len([p for p in paths if not p.is_file()]) != 1:
+        raise UsageError("--upstream names the upstream of one patch file; several paths were given",
+                         "name each patch file after its upstream (mindspeed.patch), or import them one by one")
+    for path in paths:
+        if path.is_dir() and (path / SERIES_CONF).is_file():
+            found += read_series_conf(path / SERIES_CONF)
+        elif path.is_file() and path.name == SERIES_CONF:
+            found += read_series_conf(path)
+        elif path.is_dir():
+            found += read_version_folder(path, version)
+        elif path.is_file():
+            if upstream and not NAME.match(upstream):
+                raise UsageError(f"--upstream {upstream!r} is not an upstream name",
+                                 "use lower-case letters, digits, '.', '_' or '-'")
+            name = upstream or upstream_name(path.stem, str(path))
+            found.append(Monolith(name, path, str(path), read_monolith(path, name)))
+        else:
+            raise UsageError(f"{path} does not exist", "give a series.conf, a per-version folder or patch files")
+    found = [_in_repository(item) for item in found]
+    seen: dict[str, Monolith] = {}
+    for item in found:
+        if item.upstream in seen:
+            raise UsageError(f"two patches for upstream {item.upstream}: {seen[item.upstream].shown} and "
+                             f"{item.shown}", "import one patch per upstream at a time (combine them first)")
+        seen[item.upstream] = item
+    return found
+
+
+def _in_repository(item: Monolith) -> Monolith:
+    """The patch named by its path in the git repository holding it, with the last commit that changed it.
+
+    The repository is the user's own checkout, read with its configuration distrusted like any other."""
+    path = item.path.resolve()
+    top = next((folder for folder in path.parents if (folder / ".git").exists()), None)
+    if top is None:
+        return item
+    relative = path.relative_to(top).as_posix()
+    try:
+        with GitRepo(top, untrusted=True) as repo:
+            commit = repo.run("log", "-1", "--format=%H", "--", relative, env={"GIT_LITERAL_PATHSPECS": "1"})
+    except GitError:
+        return item
+    shown = item.shown if item.shown != str(item.path) else relative
+    return replace(item, shown=shown, commit=commit or None)
+
+
+def read_monolith(path: Path, upstream: str) -> PatchFile:
+    try:
+        return parse_patch(path.read_bytes(), path, upstream, upstream)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.strerror})", "check the file") from None
+
+
+def read_series_conf(conf: Path) -> list[Monolith]:
+    """The lines of a series.conf, top to bottom: ``target_worktree|image_patch|source_patch``."""
+    try:
+        text = conf.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{conf}: cannot be read ({getattr(exc, 'strerror', None) or exc})",
+                         "give a UTF-8 series.conf") from None
+    found = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{conf}:{number}"
+        parts = [part.strip() for part in line.split("|")]
+        if len(parts) != 3 or not all(parts):
+            raise UsageError(f"{where}: {raw.strip()!r} is not target_worktree|image_patch|source_patch",
+                             "write one line per upstream, e.g. "
+                             "<ws>/Megatron-Bridge|megatron-bridge.patch|docker/npu_patch/megatron-bridge.patch")
+        worktree, image_patch, source_patch = parts
+        name = upstream_name(worktree, where)
+        path = _locate(conf.parent, source_patch, image_patch)
+        if path is None:
+            raise UsageError(f"{where}: the patch {source_patch} is not found next to {conf} or above it",
+                             "run import from the repository that holds the patches, or fix the line")
+        found.append(Monolith(name, path, source_patch, read_monolith(path, name)))
+    if not found:
+        raise UsageError(f"{conf} lists no patches", "add target_worktree|image_patch|source_patch lines")
+    return found
+
+
+def _locate(folder: Path, source_patch: str, image_patch: str) -> Path | None:
+    """``source_patch`` is relative to the repository root the series.conf lives in: try each folder up."""
+    relative = PurePosixPath(source_patch)
+    if relative.is_absolute() or ".." in relative.parts:
+        return None
+    for base in (folder, *folder.resolve().parents):
+        if (base / relative).is_file():
+            return base / relative
+    for name in (relative.name, PurePosixPath(image_patch).name):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def read_version_folder(folder: Path, wanted: str | None) -> list[Monolith]:
+    """``<folder>/<version>/<upstream>.patch`` (the highest version unless ``wanted``), or a version's folder."""
+    own = sorted(folder.glob("*.patch"))
+    if own:
+        version = _version(folder.name)
+        return [Monolith(upstream_name(p.stem, str(p)), p, str(p), read_monolith(p, upstream_name(p.stem, str(p))),
+                         version) for p in own]
+    versions = {}
+    for sub in folder.iterdir():
+        if sub.is_dir() and any(sub.glob("*.patch")):
+            versions[sub.name] = sub
+    if not versions:
+        raise UsageError(f"{folder} holds no series.conf, no <version>/<upstream>.patch and no .patch files",
+                         "give the folder of the patch set, or the patch files")
+    if wanted is not None:
+        if wanted not in versions:
+            raise UsageError(f"{folder} has no version folder {wanted!r} (it has: {', '.join(sorted(versions))})",
+                             "pick one of the versions listed")
+        chosen = wanted
+    else:
+        chosen = max(versions, key=lambda v: (_version(v) is not None, Version(_version(v) or "0"), v))
+    return read_version_folder(versions[chosen], None)
+
+
+def _version(text: str) -> str | None:
+    try:
+        return str(Version(text))
+    except InvalidVersion:
+        return None
+
+
+# -- Dockerfiles ---------------------------------------------------------------------
+_CLONE_VALUE_OPTIONS = {"-b", "--branch", "--depth", "-o", "--origin", "--reference", "--filter", "-c", "--config",
+                        "--shallow-since", "--shallow-exclude", "-j", "--jobs", "--separate-git-dir", "-u",
+                        "--upload-pack", "--template"}
+
+
+def read_dockerfile(path: Path) -> dict[str, Declared]:
+    """Upstream name -> URL and pin from ``git clone URL [DIR]`` and ``git checkout SHA`` lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--dockerfile {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})",
+                         "give the Dockerfile that clones the upstreams") from None
+    declared: dict[str, Declared] = {}
+    last: str | None = None
+    cwd: str | None = None
+    workdir: str | None = None
+    for number, line in _logical_lines(text):
+        instruction = re.match(r"^\s*(WORKDIR|RUN)\s+(.*)$", line, re.I)
+        if instruction and instruction.group(1).upper() == "WORKDIR":
+            workdir = cwd = instruction.group(2).strip()
+            continue
+        if instruction:
+            cwd, line = workdir, instruction.group(2)  # each RUN starts in the WORKDIR
+        for command in re.split(r"&&|\|\||;", line):
+            try:
+                words = shlex.split(command, comments=True)
+            except ValueError:
+                continue
+            if words[:1] == ["cd"] and len(words) > 1:
+                cwd = words[1] if words[1].startswith("/") or not cwd else f"{cwd.rstrip('/')}/{words[1]}"
+                continue
+            if words[:1] != ["git"]:
+                continue
+            words, folder = _git_words(words[1:])
+            where = f"{path}:{number}"
+            if words[:1] == ["clone"]:
+                url, target = _clone_args(words[1:])
+                if url is None:
+                    continue
+                if target in (".", "./"):
+                    target = cwd
+                name = _name_or_none(target or url)
+                if name is None:
+                    continue
+                declared[name] = Declared(url, declared.get(name, Declared()).ref, where)
+                last = name
+            elif words[:1] == ["checkout"] or words[:2] == ["reset", "--hard"]:
+                refs = [w for w in words[1:] if not w.startswith("-")]
+                if len(refs) != 1 or {"--", "-b", "-B", "--orphan"} & set(words):  # a file, or a new branch
+                    continue
+                owner = folder or cwd
+                name = _name_or_none(owner) if owner else None
+                if name not in declared:
+                    name = last
+                if name is None:
+                    continue
+                declared[name] = Declared(declared.get(name, Declared()).url, refs[0], where)
+    return declared
+
+
+def _name_or_none(folder: str | None) -> str | None:
+    try:
+        return upstream_name(folder, "") if folder else None
+    except UsageError:
+        return None
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    lines, current, start = [], "", 1
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not current:
+            start = number
+        if raw.rstrip().endswith("\\"):
+            current += raw.rstrip()[:-1] + " "
+            continue
+        current += raw
+        lines.append((start, current))
+        current = ""
+    if current:
+        lines.append((start, current))
+    return lines
+
+
+def _git_words(words: list[str]) -> tuple[list[str], str | None]:
+    """git's own options dropped (``-C DIR`` kept as the folder)."""
+    folder = None
+    while words and words[0].startswith("-"):
+        if words[0] == "-C" and len(words) > 1:
+            folder = words[1]
+            words = words[2:]
+        elif words[0] == "-c" and len(words) > 1:
+            words = words[2:]
+        else:
+            words = words[1:]
+    return words, folder
+
+
+def _clone_args(words: list[str]) -> tuple[str | None, str | None]:
+    positional, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in _CLONE_VALUE_OPTIONS:
+            skip = True
+        elif not word.startswith("-"):
+            positional.append(word)
+    if not positional:
+        return None, None
+    return positional[0], positional[1] if len(positional) > 1 else None
+

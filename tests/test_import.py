@@ -1,0 +1,399 @@
+"""patchmgr import: a monolithic patch set from real histories becomes a pinned, documented series."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from gitrepos import BASE_TEXT, UpstreamRepo, git
+
+URL = "https://example.invalid/{}.git"
+
+
+def text_with(changes: dict[int, str], base: str = BASE_TEXT) -> str:
+    lines = base.splitlines(keepends=True)
+    for number, new in changes.items():
+        lines[number - 1] = new + "\n"
+    return "".join(lines)
+
+
+def dirty_diff(repo: UpstreamRepo, base: str, files: dict[str, str]) -> bytes:
+    """What `git diff` in a dirty work tree at ``base`` prints (abbreviated index lines), the tree put back."""
+    branch = git(repo.path, "rev-parse", "--abbrev-ref", "HEAD")
+    git(repo.path, "checkout", "-q", "--detach", base)
+    try:
+        for name, content in files.items():
+            (repo.path / name).parent.mkdir(parents=True, exist_ok=True)
+            (repo.path / name).write_text(content)
+        git(repo.path, "add", "-N", ".")
+        return (git(repo.path, "diff") + "\n").encode()
+    finally:
+        git(repo.path, "reset", "-q", "--hard")
+        git(repo.path, "clean", "-qfd")
+        git(repo.path, "checkout", "-q", branch)
+
+
+def fill_stubs(root: Path) -> None:
+    for path in sorted((root / "patches").glob("*/*.patch")):
+        text = path.read_text()
+        text = re.sub(r"^Description: TODO: describe .*$",
+                      f"Description: Fix {path.stem}: the upstream code breaks our training runs here, so we "
+                      "carry this change until upstream takes it.", text, count=1, flags=re.M)
+        path.write_text(text)
+
+
+def applied_monolith(repo: UpstreamRepo, commit: str, patch: bytes, dest: Path, exclude=()) -> Path:
+    """The upstream at ``commit`` with the monolithic patch applied by git, in a fresh clone."""
+    git(dest.parent, "clone", "-q", str(repo.path), dest.name)
+    git(dest, "checkout", "-q", "--detach", commit)
+    git(dest, "apply", *[f"--exclude={p}" for p in exclude], "-", input=patch)
+    return dest
+
+
+def same_files(left: Path, right: Path, paths) -> None:
+    for path in paths:
+        a, b = left / path, right / path
+        assert a.is_file() == b.is_file(), path
+        if a.is_file():
+            assert a.read_bytes() == b.read_bytes(), path
+
+
+def three_file_upstream(tmp_path: Path, name: str = "lib") -> UpstreamRepo:
+    repo = UpstreamRepo(tmp_path / name)
+    repo.commit({"src/a.py": BASE_TEXT, "src/b.py": BASE_TEXT, "src/c.py": BASE_TEXT}, "initial")
+    repo.commit({"README": "docs\n"}, "docs")
+    return repo
+
+
+MONOLITH = {"src/a.py": text_with({5: "a fix"}), "src/b.py": text_with({10: "b fix one", 32: "b fix two"}),
+            "src/c.py": text_with({20: "c fix"})}
+
+
+def test_several_fixes_one_carried_upstream_at_the_dockerfile_pin(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    made_at = lib.head()
+    mono = dirty_diff(lib, made_at, MONOLITH)
+    carrier = lib.commit({"src/c.py": MONOLITH["src/c.py"]}, "Fix c the same way (#12)")
+    pin = lib.commit({"src/a.py": "# header\n# more\n" + BASE_TEXT}, "a: header")
+    patch_file = tmp_path / "team" / "lib.patch"
+    patch_file.parent.mkdir()
+    patch_file.write_bytes(mono)
+    dockerfile = tmp_path / "team" / "Dockerfile"
+    dockerfile.write_text(f"FROM base\nRUN git clone --depth 1 {URL.format('lib')} /ws/lib && \\\n"
+                          f"    cd /ws/lib && git checkout {pin}\nRUN cd /ws/lib && git apply /tmp/lib.patch\n")
+    source = ["--source", f"lib={lib.path}"]
+    result = cli("import", str(patch_file), "--target", "t", "--dockerfile", str(dockerfile), *source, "--json")
+    assert result.code == 0, result.out + result.err
+    doc = json.loads(result.out)
+    assert doc["command"] == "import" and doc["ok"] and doc["action"] == "imported"
+    (up,) = doc["upstreams"]
+    assert up["base"]["commit"] == made_at and up["base"]["how"] == "index" and up["pin"] == pin
+    states = {p["id"]: (p["state"], p["imported"]) for p in up["pieces"]}
+    assert states == {"a": ("offset", True), "b": ("clean", True), "c": ("upstream", False)}  # a: made again at the pin
+    carried = next(p for p in up["pieces"] if p["id"] == "c")
+    assert carried["carrier"] == carrier and carrier in carried["evidence"]
+    assert all(p["ok"] for p in up["proofs"]) and [p["commit"] for p in up["proofs"]] == [pin, made_at]
+    manifest = (project.root / "manifests/t.toml").read_text()
+    assert f'commit = "{pin}"' in manifest and 'patches = ["a", "b"]' in manifest
+    assert not (project.root / "patches/lib/c.patch").exists()
+    piece = (project.root / "patches/lib/a.patch").read_text()
+    assert "Description: TODO: describe what this fixes and why (src/a.py)" in piece
+    assert f"imported from {patch_file}" in piece and made_at in piece and "Upstream-Status: Pending" in piece
+
+    lint = cli("lint")
+    assert lint.code == 1 and lint.out.count("DEP-3 stub left by patchmgr import") == 2, lint.out
+    fill_stubs(project.root)
+    lint = cli("lint")
+    assert lint.code == 0, lint.out + lint.err
+    status = cli("status", "--target", "t", *source, "--json")
+    assert status.code == 0, status.out + status.err
+    assert {r["state"] for u in status.json["upstreams"] for r in u["patches"]} == {"clean"}
+
+    into = tmp_path / "build"
+    assert cli("apply", "--target", "t", "--into", str(into), *source).code == 0
+    reference = applied_monolith(lib, pin, mono, tmp_path / "ref", exclude=["src/c.py"])
+    same_files(into / "lib", reference, ["src/a.py", "src/b.py", "src/c.py", "README"])
+    assert (into / "lib/src/c.py").read_text() == MONOLITH["src/c.py"]  # upstream's own copy of the fix
+
+
+def test_dirty_tree_patch_with_fake_index_lines_is_pinned_where_it_applies(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    made_at = lib.head()
+    mono = dirty_diff(lib, made_at, {"src/a.py": MONOLITH["src/a.py"], "src/b.py": MONOLITH["src/b.py"]})
+    fake = re.sub(rb"^index [0-9a-f]+\.\.[0-9a-f]+", b"index 1234567..89abcde", mono, flags=re.M)
+    assert fake != mono
+    lib.commit({"src/c.py": text_with({3: "later"})}, "c: later")  # the patch still applies here
+    lib.commit({"src/a.py": text_with({5: "upstream rewrote line 5"})}, "a: rewrite")  # ... and no more here
+    patch_file = tmp_path / "work.patch"
+    patch_file.write_bytes(fake)
+    source = ["--source", f"lib={lib.path}"]
+    result = cli("import", str(patch_file), "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--split", "hunk", *source, "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["base"]["how"] == "applies" and up["pin"] == git(lib.path, "rev-parse", "HEAD~1")
+    assert any("never had" in note and "src/a.py (1234567)" in note for note in up["notes"])
+    assert [p["id"] for p in up["pieces"]] == ["a", "b-hunk-1", "b-hunk-2"]
+    assert all(p["state"] == "clean" for p in up["pieces"]) and up["proven"]
+    for piece in (project.root / "patches/lib").iterdir():
+        assert "1234567" not in piece.read_text() and re.search(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}",
+                                                               piece.read_text(), re.M)
+    fill_stubs(project.root)
+    assert cli("lint").code == 0
+    status = cli("status", "--target", "t", *source, "--json")
+    assert status.code == 0 and [r["state"] for r in status.json["upstreams"][0]["patches"]] == ["clean"] * 3
+    into = tmp_path / "build"
+    assert cli("apply", "--target", "t", "--into", str(into), *source).code == 0
+    reference = applied_monolith(lib, up["pin"], fake, tmp_path / "ref")
+    same_files(into / "lib", reference, ["src/a.py", "src/b.py", "src/c.py"])
+
+
+def test_one_fake_index_line_among_real_ones_still_finds_the_base_by_blob_ids(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    made_at = lib.head()
+    mono = dirty_diff(lib, made_at, MONOLITH)
+    first = re.search(rb"^index [0-9a-f]+\.\.[0-9a-f]+", mono, re.M).group(0)
+    mono = mono.replace(first, b"index abcdef1..1234567", 1)
+    lib.commit({"README": "more docs\n"}, "docs again")
+    lib.commit({"src/b.py": text_with({1: "b head"})}, "b: head")
+    (tmp_path / "lib.patch").write_bytes(mono)
+    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--source", f"lib={lib.path}", "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["base"]["how"] == "index" and "2 of 3 files" in up["base"]["detail"]
+    assert up["pin"] == git(lib.path, "rev-parse", "HEAD~1")  # the newest commit with those blobs
+    assert any("src/a.py (abcdef1)" in note for note in up["notes"])
+
+
+def two_upstream_series(tmp_path: Path):
+    lib = three_file_upstream(tmp_path, "Megatron-Bridge")
+    tool = UpstreamRepo(tmp_path / "MindSpeed")
+    tool.commit({"tool.py": BASE_TEXT, "pkg/x.py": BASE_TEXT}, "tool initial")
+    team = tmp_path / "team"
+    folder = team / "docker" / "npu_patch"
+    folder.mkdir(parents=True)
+    monos = {"megatron-bridge": dirty_diff(lib, lib.head(), MONOLITH),
+             "mindspeed": dirty_diff(tool, tool.head(), {"tool.py": text_with({7: "t fix", 30: "t two"}),
+                                                         "pkg/x.py": text_with({2: "x"}), "pkg/new.py": "new = 1\n"})}
+    for name, data in monos.items():
+        (folder / f"{name}.patch").write_bytes(data)
+    (folder / "series.conf").write_text(
+        "# target_worktree|image_patch|source_patch\n"
+        "/ws/Megatron-Bridge|megatron-bridge.patch|docker/npu_patch/megatron-bridge.patch\n"
+        "\n  # MindSpeed after Megatron-Bridge\n"
+        "/ws/MindSpeed|mindspeed.patch|docker/npu_patch/mindspeed.patch  # the NPU fixes\n")
+    (team / "Dockerfile").write_text(
+        f"RUN git clone {URL.format('Megatron-Bridge')} /ws/Megatron-Bridge && "
+        f"git -C /ws/Megatron-Bridge checkout {lib.head()}\n"
+        f"RUN git clone -b master {URL.format('MindSpeed')} /ws/MindSpeed\n"
+        f"RUN cd /ws/MindSpeed && git checkout {tool.head()[:10]}\n")  # abbreviated, as people write them
+    git(team, "init", "-q")
+    git(team, "add", "-A")
+    git(team, "commit", "-q", "-m", "npu patches")
+    sources = ["--source", f"megatron-bridge={lib.path}", "--source", f"mindspeed={tool.path}"]
+    return lib, tool, team, monos, sources
+
+
+def test_series_conf_with_comments_and_two_upstreams(tmp_path, cli, project):
+    lib, tool, team, monos, sources = two_upstream_series(tmp_path)
+    result = cli("import", str(team / "docker/npu_patch/series.conf"), "--target", "npu", "--dockerfile",
+                 str(team / "Dockerfile"), *sources)
+    assert result.code == 0, result.out + result.err
+    assert "proven: 3 piece(s) and the monolithic patch" in result.out and "proven: 3 piece(s)" in result.out
+    assert "imported 6 piece(s) of 2 upstream(s) into target npu" in result.out
+    assert f"note: the abbreviated pin {tool.head()[:10]} is {tool.head()} on the line of HEAD" in result.out
+    doc = json.loads(cli("status", "--target", "npu", *sources, "--json").out)
+    assert [u["name"] for u in doc["upstreams"]] == ["megatron-bridge", "mindspeed"]
+    manifest = (project.root / "manifests/npu.toml").read_text()
+    comment = "# imported from docker/npu_patch/megatron-bridge.patch, base found: given"
+    assert f'commit = "{lib.head()}"  {comment}' in manifest
+    assert 'git = "https://example.invalid/MindSpeed.git"' in manifest
+    origin = f"Origin: vendor, imported from docker/npu_patch/mindspeed.patch at commit {git(team, 'rev-parse', 'HEAD')}"
+    assert origin in (project.root / "patches/mindspeed/tool.patch").read_text()
+    assert cli("lint").code == 1
+    fill_stubs(project.root)
+    assert cli("lint").code == 0
+    assert cli("status", "--target", "npu", *sources).code == 0
+    into = tmp_path / "build"
+    assert cli("apply", "--target", "npu", "--into", str(into), *sources).code == 0
+    for repo, name, paths in ((lib, "megatron-bridge", MONOLITH), (tool, "mindspeed", ["tool.py", "pkg/x.py",
+                                                                                       "pkg/new.py"])):
+        reference = applied_monolith(repo, repo.head(), monos[name], tmp_path / f"ref-{name}")
+        same_files(into / name, reference, paths)
+
+
+def test_per_version_folder_pins_the_version_tag(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    git(lib.path, "tag", "v1.0.0")
+    old = lib.head()
+    lib.commit({"src/c.py": text_with({20: "upstream moved on"})}, "later work")
+    folder = tmp_path / "docker" / "patch"
+    for version, files in (("0.9.0", {"src/a.py": MONOLITH["src/a.py"]}), ("1.0.0", MONOLITH)):
+        (folder / version).mkdir(parents=True)
+        (folder / version / "lib.patch").write_bytes(dirty_diff(lib, old, files))
+    result = cli("import", str(folder), "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--source", f"lib={lib.path}", "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["pin"] == old and up["base"]["how"] == "given" and len(up["pieces"]) == 3
+    assert any("tag v1.0.0" in note for note in up["notes"])
+    assert 'version = "1.0.0"' in (project.root / "manifests/t.toml").read_text()
+    fill_stubs(project.root)
+    assert cli("lint").code == 0 and cli("status", "--target", "t", "--source", f"lib={lib.path}").code == 0
+
+
+def test_mapping_file_topics_and_appending_keeps_the_manifest_comments(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    other = UpstreamRepo(tmp_path / "other")
+    other_pin = other.commit({"o.py": BASE_TEXT}, "o")
+    project.add_patch("other", "keep", other.make_patch(other_pin, {"o.py": text_with({3: "o"})}, "Keep"))
+    manifest = project.root / "manifests/t.toml"
+    manifest.write_text('# our target, kept by hand\n[target]\nname = "t"\ndescription = "mine"\n\n'
+                        f'[upstreams.other]  # the other one\ngit = "{URL.format("other")}"\n'
+                        f'commit = "{other_pin}"  # pinned by hand\npatches = ["keep"]\n')
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    (tmp_path / "map.toml").write_text('# topics\nfirst-fix = ["src/b.py#2", "src/a.py"]\n'
+                                       'second-fix = ["src/b.py#1"]\n')
+    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--map", str(tmp_path / "map.toml"),
+                 "--git", f"lib={URL.format('lib')}", "--source", f"lib={lib.path}", "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert [(p["id"], p["takes"]) for p in up["pieces"]] == [
+        ("first-fix", "src/a.py; src/b.py hunk #2 of 2"), ("second-fix", "src/b.py hunk #1 of 2"), ("c", "src/c.py")]
+    assert any("leaves out src/c.py" in note for note in up["notes"]) and up["proven"]
+    text = manifest.read_text()
+    assert text.startswith('# our target, kept by hand\n') and "# pinned by hand" in text and "# the other one" in text
+    assert "[upstreams.lib]" in text
+    fill_stubs(project.root)
+    assert cli("lint").code == 0
+
+
+def test_existing_patch_files_are_never_overwritten_and_nothing_is_written(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    mine = project.add_patch("lib", "b", b"mine\n")
+    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--source", f"lib={lib.path}")
+    assert result.code == 2 and "patches/lib/b.patch exists; import never overwrites" in result.err, result.err
+    assert mine.read_bytes() == b"mine\n" and not (project.root / "manifests/t.toml").exists()
+    assert sorted(p.name for p in (project.root / "patches/lib").iterdir()) == ["b.patch"]
+
+
+def test_bad_input_is_one_clear_message_and_nothing_written(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    conf = tmp_path / "series.conf"
+    conf.write_text("# ok\n/ws/lib|lib.patch\n")
+    result = cli("import", str(conf), "--target", "t")
+    assert result.code == 2 and result.err.startswith(f"error: {conf}:2: '/ws/lib|lib.patch' is not "), result.err
+    assert "Traceback" not in result.err and "hint:" in result.err
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    no_url = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--source", f"lib={lib.path}")
+    assert no_url.code == 2 and "no git URL for upstream lib" in no_url.err
+    unrelated = tmp_path / "other.patch"
+    unrelated.write_bytes(dirty_diff(lib, lib.head(), MONOLITH).replace(b"-line 5\n", b"-line 5 is not here\n"))
+    nowhere = cli("import", str(unrelated), "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
+                  "--source", f"lib={lib.path}")
+    assert nowhere.code == 2 and "found no upstream commit" in nowhere.err, nowhere.err
+    assert not list((project.root / "manifests").iterdir()) and not list((project.root / "patches").iterdir())
+
+
+def test_dry_run_writes_nothing(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--source", f"lib={lib.path}", "--dry-run")
+    assert result.code == 0 and "dry run: would import 3 piece(s)" in result.out, result.out + result.err
+    assert not list((project.root / "manifests").iterdir())
+    shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
+def test_dockerfile_clone_and_checkout_lines_give_urls_and_pins(tmp_path):
+    from patchmgr.maintain.importing.sources import read_dockerfile
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(
+        "FROM base\nWORKDIR /workspace\n"
+        "RUN git clone https://gitcode.com/Ascend/MindSpeed.git && cd MindSpeed && git checkout fc63de5c4842\n"
+        "RUN git clone -b v0.4.2 --depth 1 https://github.com/NVIDIA-NeMo/Megatron-Bridge.git \\\n"
+        "    && git -C Megatron-Bridge checkout c810129341a8\n"
+        "RUN git clone https://github.com/example/tools.git /opt/tools\n"
+        "WORKDIR /workspace/mbridge\n"
+        "RUN git clone https://github.com/ISEEKYAN/mbridge.git . && git checkout b614d7ae6faa  # the pin\n")
+    found = {name: (d.url, d.ref) for name, d in read_dockerfile(dockerfile).items()}
+    assert found == {"mindspeed": ("https://gitcode.com/Ascend/MindSpeed.git", "fc63de5c4842"),
+                     "megatron-bridge": ("https://github.com/NVIDIA-NeMo/Megatron-Bridge.git", "c810129341a8"),
+                     "tools": ("https://github.com/example/tools.git", None),
+                     "mbridge": ("https://github.com/ISEEKYAN/mbridge.git", "b614d7ae6faa")}
+
+
+def test_appending_to_an_upstream_the_target_has_keeps_its_pin_and_series(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    pin = lib.head()
+    project.add_patch("lib", "keep", lib.make_patch(pin, {"src/c.py": text_with({2: "kept"})}, "Keep"))
+    project.manifest("t", {"lib": {"git": URL.format("lib"), "commit": pin, "patches": ["keep"]}})
+    lib.commit({"src/a.py": text_with({39: "later"})}, "later")
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, pin, {"src/a.py": MONOLITH["src/a.py"]}))
+    source = ["--source", f"lib={lib.path}"]
+    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", *source, "--json")
+    assert result.code == 0, result.out + result.err
+    assert result.json["upstreams"][0]["pin"] == pin
+    text = (project.root / "manifests/t.toml").read_text()
+    assert f'commit = "{pin}"' in text and 'patches = ["keep", "a"]' in text
+    fill_stubs(project.root)
+    assert cli("lint").code == 0 and cli("status", "--target", "t", *source).code == 0
+
+
+def test_split_options_are_checked_before_anything_runs(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    args = ["import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
+            "--source", f"lib={lib.path}"]
+    (tmp_path / "map.toml").write_text('topic = ["src/nowhere.py"]\n')
+    cases = [(["--split", "line"], "--split 'line' is not one of: file, hunk"),
+             (["--split", "hunk", "--map", str(tmp_path / "map.toml")], "--map and --split hunk both say"),
+             (["--map", str(tmp_path / "map.toml")], "--map names what no imported patch changes: src/nowhere.py")]
+    for extra, message in cases:
+        result = cli(*args, *extra)
+        assert result.code == 2 and message in result.err, result.err
+    (tmp_path / "map.toml").write_text('topic = ["src/b.py#3"]\n')
+    result = cli(*args, "--map", str(tmp_path / "map.toml"))
+    assert result.code == 2 and "src/b.py has hunks #1 to #2" in result.err, result.err
+    assert not list((project.root / "manifests").iterdir())
+
+
+def test_the_proof_names_the_files_where_series_and_monolith_differ(tmp_path):
+    from patchmgr.io.git import GitRepo
+    from patchmgr.maintain.importing.prove import prove
+    from patchmgr.maintain.importing.scratch import Scratch
+    from patchmgr.sources.upstream import GitSource
+    lib = three_file_upstream(tmp_path)
+    head = lib.head()
+    mono = dirty_diff(lib, head, MONOLITH)
+    first = dirty_diff(lib, head, {"src/a.py": MONOLITH["src/a.py"]})
+    rest = dirty_diff(lib, head, {"src/b.py": MONOLITH["src/b.py"], "src/c.py": MONOLITH["src/c.py"]})
+    paths = ["src/a.py", "src/b.py", "src/c.py"]
+    with Scratch() as scratch, GitRepo(lib.path) as repo:
+        reader = GitSource(repo, head, str(lib.path))
+        short = prove(scratch, reader, head, mono, paths, [first])
+        whole = prove(scratch, reader, head, mono, paths, [first, rest])
+        broken = prove(scratch, reader, head, mono, paths, [rest, rest])
+    assert not short.ok and short.detail == "the files differ: src/b.py, src/c.py"
+    assert whole.ok and whole.files == 3
+    assert not broken.ok and "git apply of piece 2 fails" in broken.detail
+
+
+def test_a_wrong_pin_is_replaced_by_the_base_with_a_note(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    made_at = lib.head()
+    mono = dirty_diff(lib, made_at, MONOLITH)
+    wrong = lib.commit({"src/b.py": text_with({10: "upstream rewrote line 10"})}, "b: rewrite")
+    (tmp_path / "lib.patch").write_bytes(mono)
+    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--pin", f"lib={wrong}", "--source", f"lib={lib.path}", "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["pin"] == made_at and up["base"]["how"] == "index"
+    assert any(f"the given pin {wrong[:12]} does not fit: b is conflict there" in n for n in up["notes"]), up["notes"]
+    assert all(p["imported"] for p in up["pieces"]) and up["proven"]
