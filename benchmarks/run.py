@@ -23,6 +23,10 @@ and a patch project for them, then measures, side by side:
 
        python benchmarks/run.py --only big-patch   # updates just its section of RESULTS.md
 
+6. ``patchmgr matrix`` (warm): every release tag since the pin x the Megatron-Bridge patches
+   from the local mirror (``--mirrors``), or, without it, the generated upstream with five
+   tags; the goal is 2 s. Alone: ``python benchmarks/run.py --only matrix``.
+
 Peak memory is the largest resident set of the measured process and every process
 it waited for (``wait4``'s rusage): patchmgr's git subprocesses count too. Figures go
 to stdout as a table and to --results (default benchmarks/RESULTS.md) with the machine.
@@ -376,6 +380,51 @@ def measure_bisect(bench: Bench, up: Upstream) -> None:
     bench.goals.append((f"bisect over {span:,} commits < 2 s per patch", f"{worst:.2f} s", worst < 2))
 
 
+# -- 6: matrix --------------------------------------------------------------------------
+MATRIX_GOAL = 2.0  # seconds, warm: every Megatron-Bridge release tag since the pin x its patches
+
+
+def measure_matrix(bench: Bench, mirrors: Path, ups: dict[str, Upstream] | None = None) -> None:
+    """``patchmgr matrix`` warm: the real Megatron-Bridge mirror when it is here, else the generated upstream
+    with five tags after the pin (made once, ``git tag -f``)."""
+    mirror = mirrors / ASCEND_MIRRORS["megatron-bridge"] / "repo"
+    if mirror.is_dir():
+        args = ["--target", "ascend", "--upstream", "megatron-bridge", "--source", f"megatron-bridge={mirror}"]
+        root, label = ROOT, "Megatron-Bridge: release tags since the pin x 3 patches (real mirror)"
+        env = bench.env({"PATCHMGR_CACHE": str(bench.cache / "patchmgr-cache-ascend")})
+    else:
+        ups = ups or prepare(bench)  # --only matrix: the generated histories (cached) and their project
+        up = ups["bench"]
+        step = max(1, (len(up.commits) - 1 - bench.cfg["pin"]) // 5)
+        for number in range(1, 6):
+            git("tag", "-f", f"v1.{number}.0", up.commits[min(bench.cfg["pin"] + number * step, len(up.commits) - 1)],
+                cwd=up.repo)
+        args = ["--target", "bench", "--upstream", "bench", "--refs", "v1.*", *sources(ups, ["bench"])]
+        root, env = bench.project, bench.env()
+        label = f"generated upstream: 5 tags x {len(up.ids)} patches (no mirror here)"
+    first = spawn([sys.executable, "-m", "patchmgr", "matrix", *args, "--json", "--root", str(root)], env=env)
+    try:
+        doc = json.loads(first[1][first[1].index("{"):])
+        (matrix,) = doc["upstreams"]
+    except ValueError:
+        bench.add(Row("matrix", label, None, note=f"failed (exit {first[0]}): {first[1].strip()[-300:]}"))
+        return
+    cells = len(matrix["columns"]) * len(matrix["patches"])
+    walls, peak = [], 0.0
+    for _ in range(max(3, bench.cfg["runs"])):
+        code, _out, wall, rss = spawn([sys.executable, "-m", "patchmgr", "matrix", *args, "--root", str(root)],
+                                      env=env)
+        walls.append(wall)
+        peak = max(peak, rss)
+    wall = statistics.median(walls)
+    columns = ", ".join(c["name"] for c in matrix["columns"])
+    bench.add(Row("matrix", label, wall, cells, peak,
+                  f"median of {len(walls)} warm runs (min {min(walls):.3f} s), exit {code}; columns {columns}"))
+    print(f"  matrix: {wall:.3f} s warm, {wall / MATRIX_GOAL:.2f}x the {MATRIX_GOAL:g} s goal", flush=True)
+    bench.goals.append((f"matrix, {label.split(':')[0]} < {MATRIX_GOAL:g} s (warm)",
+                        f"{wall:.3f} s ({wall / MATRIX_GOAL:.2f}x the goal)", wall < MATRIX_GOAL))
+
+
 # -- 4: apply ----------------------------------------------------------------------------
 def measure_apply(bench: Bench, up: Upstream) -> None:
     src = sources({"bench": up}, ["bench"])
@@ -575,6 +624,40 @@ and {facts['load']} at the end, Python {facts['python']}, git {facts['git']}. Bo
     path.write_text(text)
 
 
+MATRIX_START = "<!-- matrix: written by run.py --only matrix -->"
+MATRIX_END = "<!-- /matrix -->"
+
+
+def write_matrix_section(bench: Bench, path: Path, facts: dict[str, str]) -> None:
+    """This run's matrix row in its own section of ``path`` (before the hand-written part); the rest is kept."""
+    goals = "\n".join(f"| {goal} | {measured} | {'met' if ok else '**missed**'} |"
+                      for goal, measured, ok in bench.goals)
+    section = f"""{MATRIX_START}
+## Compatibility matrix (run alone)
+
+Made by `python benchmarks/run.py --only matrix` on {facts['date']}, patchmgr {facts['commit']}, {facts['nproc']}
+CPUs ({facts['cpu']}), load average {bench.load_at_start} at the start and {facts['load']} at the end, Python
+{facts['python']}, git {facts['git']}. Checks: cells (columns x patches).
+
+| goal | measured | |
+|---|---|---|
+{goals}
+
+{table(bench)}
+{MATRIX_END}
+"""
+    text = path.read_text() if path.is_file() else "# patchmgr benchmark results\n"
+    if MATRIX_START in text and MATRIX_END in text:
+        before, rest = text.split(MATRIX_START, 1)
+        text = before + section.rstrip("\n") + rest.split(MATRIX_END, 1)[1]
+    elif KEPT in text:
+        before, after = text.split(KEPT, 1)
+        text = before + section + "\n" + KEPT + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+
+
 # -- report --------------------------------------------------------------------------------
 def machine() -> dict[str, str]:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -647,6 +730,8 @@ largest resident set of the process and of every process it started (git include
     previous = path.read_text() if path.is_file() else ""
     if BIG_START in previous and BIG_END in previous:  # a run of --only big-patch keeps its own section
         text += "\n" + previous[previous.index(BIG_START): previous.index(BIG_END) + len(BIG_END)] + "\n"
+    if MATRIX_START in previous and MATRIX_END in previous:  # so does a run of --only matrix
+        text += "\n" + previous[previous.index(MATRIX_START): previous.index(MATRIX_END) + len(MATRIX_END)] + "\n"
     if KEPT in previous:  # the profile history below the marker survives a new run
         text += "\n" + previous[previous.index(KEPT):]
     path.write_text(text)
@@ -666,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirrors", type=Path, default=Path(os.environ.get("PATCHMGR_MIRRORS", "~/src/mirrors")).expanduser(),
                         help="folder of local mirrors of the ascend upstreams (OWNER+NAME/repo); "
                         "default $PATCHMGR_MIRRORS or ~/src/mirrors")
-    parser.add_argument("--only", choices=["big-patch"],
+    parser.add_argument("--only", choices=["big-patch", "matrix"],
                         help="run one case alone (big-patch: needs no generated history); its section of "
                              "--results is updated, the rest of the file is kept")
     parser.add_argument("--inner", help=argparse.SUPPRESS)
@@ -684,6 +769,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"patchmgr benchmarks, size {args.size}, case big-patch alone, cache {bench.cache}", flush=True)
         measure_big_patch(bench)
         return report(bench, args.results, write_big_patch_section)
+    if args.only == "matrix":
+        print(f"patchmgr benchmarks, size {args.size}, case matrix alone, cache {bench.cache}", flush=True)
+        measure_matrix(bench, args.mirrors)
+        return report(bench, args.results, write_matrix_section)
 
     print(f"patchmgr benchmarks, size {args.size}, cache {bench.cache}", flush=True)
     ups = prepare(bench)
@@ -705,6 +794,7 @@ def main(argv: list[str] | None = None) -> int:
         bench.goals.append((f"status of {bench.cfg['many']} patches < 3 s", f"{many.wall:.3f} s", many.wall < 3))
     measure_sweep(bench, bench_up)
     measure_bisect(bench, bench_up)
+    measure_matrix(bench, args.mirrors, ups)
     measure_apply(bench, bench_up)
     measure_big_patch(bench)
     patchmgr_rows = [r for r in bench.rows

@@ -1,0 +1,66 @@
+"""patchmgr matrix: every patch at the pin, at each release tag of its upstream and at the branch tip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from patchmgr.cli.options import JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, source_overrides
+from patchmgr.cli.session import Session
+from patchmgr.model.errors import UsageError
+
+HELP = ("Show every patch (rows) at the pin, each release tag since it and the branch tip (columns), with the first "
+        "upstream commit where each changed; --html FILE writes one self-contained page. Exit 1 when a patch does "
+        "not apply (or a guard breaks) at the newest release.")
+
+MatrixUpstreamOpt = Annotated[Optional[list[str]], typer.Option(
+    "--upstream", "-u", help="Only this upstream (repeatable); default: every upstream of the target.")]
+RefsOpt = Annotated[Optional[str], typer.Option(
+    "--refs", help="Columns: the tags matching this glob (e.g. 'v0.5.*'), pre-releases included.")]
+SinceOpt = Annotated[Optional[str], typer.Option(
+    "--since", help="Columns: the release tags newer than this tag (or not contained in this branch or commit); "
+    "default: since the pin.")]
+HtmlOpt = Annotated[Optional[Path], typer.Option("--html", help="Also write the matrix as one self-contained page.")]
+
+
+def command(
+    target: NeededTargetOpt = None,
+    upstream: MatrixUpstreamOpt = None,
+    refs: RefsOpt = None,
+    since: SinceOpt = None,
+    html: HtmlOpt = None,
+    source: SourceOpt = None,
+    json_output: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> int:
+    session = Session("matrix", root, json_output)
+    overrides, only = source_overrides(source), upstream or []
+    selected = session.target(target, overrides, only)
+    if refs is not None and since is not None:
+        raise UsageError("matrix takes --refs PATTERN or --since REF, not both", "pick one")
+    if refs is not None and not refs.strip():
+        raise UsageError("--refs needs a pattern", "for example --refs 'v0.*'")
+    if html is not None:
+        _check_html_path(html)
+    from patchmgr.history.matrix import build_matrices
+    from patchmgr.render.matrix import matrix_json, render_matrix
+    with session.store() as store:
+        matrices = build_matrices(session.project, selected, store, overrides, only, refs, since)
+    written = None
+    if html is not None:
+        from patchmgr.io.files import write_atomic
+        from patchmgr.render.matrix_html import render_matrix_html
+        write_atomic(html, render_matrix_html(matrices, selected.name).encode())
+        written = str(html)
+    code = 0 if all(m.ok for m in matrices) else 1
+    return session.emit(code, matrix_json, render_matrix, matrices, selected.name, written)
+
+
+def _check_html_path(path: Path) -> None:
+    """Refused before any work: a folder, or a file in a folder that is not there."""
+    if path.is_dir():
+        raise UsageError(f"--html {path} is a folder", "give a file name, e.g. --html matrix.html")
+    if not path.parent.is_dir():
+        raise UsageError(f"--html {path}: the folder {path.parent} does not exist", "create it, or pick another path")

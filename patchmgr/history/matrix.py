@@ -1,0 +1,404 @@
+"""matrix: every patch of an upstream at its pin, at each of its release tags and at its branch tip.
+
+The columns come from one ``git ls-remote`` of the upstream's source (tags, and the
+branch its HEAD names); a tag commit the cache already holds is not fetched again.
+Each column's commit is checked as ``status --against`` checks it (the engine, then
+the patch-id evidence for a patch that stopped applying), once per distinct commit.
+Each row then names the first commit where the patch changed: for the first column
+where it stops applying (else the first where its state differs from the pin's),
+the carrying commit when one has the patch's patch-id, else the commit that
+``history.Walk`` finds between the merge base and that column, the walk that
+``bisect`` uses: only commits touching the patch's files are classified.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from packaging.version import InvalidVersion, Version
+
+from patchmgr.engine.classify import check_series
+from patchmgr.engine.results import CheckResult, State
+from patchmgr.history.evidence import explain_upstream
+from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
+from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
+from patchmgr.model.manifest import Target, Upstream, url_problem
+from patchmgr.model.patchfile import PatchFile
+from patchmgr.model.project import Project
+from patchmgr.model.urls import as_local_path, mask_url
+from patchmgr.sources.cache_errors import CacheError
+from patchmgr.sources.store import Store, validate_ref
+from patchmgr.sources.upstream import GitSource, open_git_source, urls_for
+
+_VERSION_TAG = re.compile(r"^[vV]?(\d.*)$")
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # paths from patch files are file names, never pathspec magic
+
+
+def tag_version(name: str) -> Version | None:
+    """The version a tag names (``v0.5.1``, ``0.5.1``), or None."""
+    match = _VERSION_TAG.match(name)
+    if not match:
+        return None
+    try:
+        return Version(match.group(1))
+    except InvalidVersion:
+        return None
+
+
+def is_release(name: str) -> bool:
+    """A tag that names a final release: a version, not a pre-, dev- or post-release candidate."""
+    version = tag_version(name)
+    return version is not None and not version.is_prerelease and not version.is_devrelease
+
+
+@dataclass(frozen=True)
+class RemoteRefs:
+    """What the upstream's source offers: its tags (name -> commit, peeled) and the branch its HEAD names."""
+
+    tags: dict[str, str]
+    head_branch: str | None  # "main"; None when HEAD is detached or absent
+    head: str | None  # the commit of HEAD
+
+
+@dataclass(frozen=True)
+class Column:
+    kind: str  # "pin", "tag" or "tip"
+    name: str  # the tag, the branch, or for the pin its tag (else its short commit id)
+    commit: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """The first commit where a row's patch changed, toward the column ``column``."""
+
+    column: str
+    state: State
+    commit: str | None = None
+    subject: str = ""
+    carrier: bool = False  # the commit has the patch's own patch-id
+    guards_broken: tuple[str, ...] = ()  # the patch's guards that break at the commit ("guard: offense")
+    monotonic: bool = True
+    commits_checked: int = 0
+    note: str = ""
+
+    @property
+    def pr(self) -> int | None:
+        return pr_number(self.subject) if self.subject else None
+
+
+@dataclass
+class Row:
+    patch: PatchFile
+    cells: list[CheckResult]  # one per column
+    change: Change | None = None  # None: the same state in every column
+
+
+@dataclass
+class Matrix:
+    upstream: Upstream
+    source: str
+    columns: list[Column]
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None  # set when no source could provide the upstream (as in status)
+    hint: str | None = None
+
+    @property
+    def verdict_column(self) -> int:
+        """The column that decides ``ok``: the newest release tag, else the tip, else the pin."""
+        tags = [i for i, c in enumerate(self.columns) if c.kind == "tag"]
+        if tags:
+            return tags[-1]
+        return len(self.columns) - 1
+
+    @property
+    def ok(self) -> bool:
+        """Every patch applies, its guards holding, at the newest release (``verdict_column``)."""
+        if self.error is not None:
+            return False
+        index = self.verdict_column
+        return all(row.cells[index].state.applies and row.cells[index].guards_hold for row in self.rows)
+
+
+def remote_refs(store: Store, upstream: Upstream, overrides: Mapping[str, str]) -> RemoteRefs:
+    """The tags and HEAD of the first of the upstream's sources that answers, in one ``git ls-remote``."""
+    urls = urls_for(upstream, overrides)
+    if not urls:
+        raise SourceError(f"{upstream.name} has no git URL", f"pass --source {upstream.name}=PATH_OR_URL")
+    repo = store.repo(upstream.name)
+    errors = []
+    for url in urls:
+        problem = url_problem(url, from_command_line=upstream.name in overrides)
+        if problem:
+            errors.append(f"refusing source {mask_url(url)!r}: {mask_url(problem)}")
+            continue
+        local = as_local_path(url)
+        try:
+            # asked directly, not through the cache's origin: nothing in the cache is written
+            out = repo.run("ls-remote", "--symref", "--", str(local.resolve()) if local else url, "HEAD", "refs/tags/*")
+        except GitError as exc:
+            errors.append(f"{mask_url(url)}: {exc.message}")
+            continue
+        return _parse_ls_remote(out)
+    raise SourceError(f"cannot list the tags of {upstream.name}: " + "; ".join(errors),
+                      f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+
+
+def _parse_ls_remote(out: str) -> RemoteRefs:
+    tags: dict[str, str] = {}
+    peeled: dict[str, str] = {}
+    head_branch = head = None
+    for line in out.splitlines():
+        left, _, ref = line.partition("\t")
+        if left.startswith("ref: "):
+            if ref == "HEAD" and left[5:].startswith("refs/heads/"):
+                head_branch = left[5 + len("refs/heads/"):]
+            continue
+        if ref == "HEAD":
+            head = left
+        elif ref.startswith("refs/tags/"):
+            name = ref[len("refs/tags/"):]
+            if name.endswith("^{}"):
+                peeled[name[:-3]] = left
+            else:
+                tags[name] = left
+    return RemoteRefs({name: peeled.get(name, sha) for name, sha in tags.items()}, head_branch, head)
+
+
+def _sort_key(name: str):
+    version = tag_version(name)
+    return (0, version, name) if version is not None else (1, Version("0"), name)
+
+
+def choose_tags(refs: RemoteRefs, pattern: str | None, since_version: Version | None) -> list[str]:
+    """Tag names for the columns, oldest version first: those matching ``pattern``, or else the release tags
+    newer than ``since_version`` (every release tag when None: the caller filters by ancestry)."""
+    if pattern is not None:
+        names = [n for n in refs.tags if fnmatch.fnmatchcase(n, pattern)]
+    else:
+        names = [n for n in refs.tags if is_release(n)
+                 and (since_version is None or tag_version(n) > since_version)]
+    return sorted(names, key=_sort_key)
+
+
+class _Columns:
+    """Resolving the columns' commits in the cache: fetched only when the cache lacks them."""
+
+    def __init__(self, store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo) -> None:
+        self.store, self.upstream, self.overrides, self.repo = store, upstream, overrides, repo
+
+    def commit_of(self, ref: str, advertised: str | None) -> str:
+        if advertised and self.repo.has_commit(advertised):
+            return advertised
+        fetched = self.store.resolve_ref(self.upstream.name, ref, urls_for(self.upstream, self.overrides))
+        self.repo = fetched.repo
+        return fetched.commit
+
+
+def build_matrices(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
+                   only: Sequence[str] = (), pattern: str | None = None, since: str | None = None) -> list[Matrix]:
+    """A matrix per upstream of ``target`` (or of those in ``only``). An upstream that no source provides is a
+    matrix with its ``error``, as in status; bad input (a ``--since`` ref no source has, a malformed patch)
+    stops the run."""
+    matrices = []
+    for upstream in target.upstreams:
+        if only and upstream.name not in only:
+            continue
+        try:
+            matrices.append(build_matrix(project, upstream, store, overrides, pattern, since))
+        except CacheError:
+            raise  # a cache this machine cannot use: one error, as in status
+        except (SourceError, GitError, StateError) as exc:
+            matrices.append(Matrix(upstream, "", [], error=exc.message, hint=exc.hint))
+    return matrices
+
+
+def build_matrix(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str],
+                 pattern: str | None = None, since: str | None = None) -> Matrix:
+    """The matrix of ``upstream``'s patches: pin, release tags (``pattern``, or those since ``since``), tip."""
+    if pattern is not None and since is not None:
+        raise UsageError("matrix takes --refs PATTERN or --since REF, not both", "pick one")
+    if since is not None:
+        validate_ref(since)
+    patches = project.patches(upstream)
+    pin_source = open_git_source(store, upstream, None, overrides)
+    refs = remote_refs(store, upstream, overrides)
+    repo, location = pin_source.repo, pin_source.location
+    resolver = _Columns(store, upstream, overrides, repo)
+    notes: list[str] = []
+
+    since_version, since_commit = _since(refs, upstream, since, resolver)
+    names = choose_tags(refs, pattern, since_version)
+    pin_tag = next((n for n in sorted(refs.tags, key=_sort_key) if refs.tags[n] == upstream.commit), None)
+    columns = [Column("pin", pin_tag or upstream.commit[:12], upstream.commit)]
+    for name in names:
+        try:
+            validate_ref(name)
+        except UsageError:
+            notes.append(f"tag {name!r} left out: not a name git accepts on the command line")
+            continue
+        commit = resolver.commit_of(f"refs/tags/{name}", refs.tags[name])
+        if pattern is None and since_version is None and resolver.repo.run_ok(
+                "merge-base", "--is-ancestor", commit, since_commit):
+            continue  # no version to compare: a tag the starting point already contains is not "since" it
+        if commit == upstream.commit:
+            continue  # the pin's own tag: the pin column
+        columns.append(Column("tag", name, commit))
+    if pattern is not None and not names:
+        notes.append(f"no tag of {upstream.name} matches {pattern!r}")
+    elif pattern is None and len(columns) == 1:
+        notes.append(f"no release tag of {upstream.name} is newer than "
+                     f"{since or ('the pin (' + str(upstream.version or upstream.commit[:12]) + ')')}")
+    if refs.head is not None:
+        branch = refs.head_branch or "HEAD"
+        tip = resolver.commit_of(f"refs/heads/{branch}" if refs.head_branch else "HEAD", refs.head)
+        columns.append(Column("tip", branch, tip))
+    else:
+        notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
+    repo = resolver.repo
+
+    results = _check_columns(store, upstream, overrides, repo, location, patches,
+                             list(dict.fromkeys(c.commit for c in columns)))
+    matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes)
+    walks: dict[str, Walk | None] = {}
+    for index, patch in enumerate(patches):
+        row = Row(patch, [results[c.commit][index] for c in columns])
+        row.change = _first_change(repo, location, upstream, patches, index, row, columns, walks)
+        matrix.rows.append(row)
+    return matrix
+
+
+def _check_columns(store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo, location: str,
+                   patches: list[PatchFile], commits: list[str]) -> dict[str, list[CheckResult]]:
+    """Each commit checked as ``status --against`` checks it: the engine, then ``explain_upstream``.
+
+    The evidence search (one path-limited ``git log -p`` per patch per commit) is most of the cost, and
+    almost always finds nothing. So one log over all the columns' ranges at once first says which patches
+    have any commit with their patch-id (``_carrier_candidates``). A result is then settled without
+    ``explain_upstream`` when no such commit is on its column's first-parent line (it would find none), or
+    exactly one is and another column already had it explained (the same carrier, the same evidence);
+    ``explain_upstream`` runs for the rest, and for ``upstream`` results (it names where the reverse starts
+    to apply), so each cell reads as ``status --against`` that column says.
+    """
+    checked = {commit: check_series(patches, GitSource(repo, commit, location), merge_texts) for commit in commits}
+    pending = {c: [i for i, r in enumerate(checked[c]) if not r.state.applies] for c in commits if c != upstream.commit}
+    bases = {c: repo.merge_base(upstream.commit, c) for c, indexes in pending.items() if indexes}
+    bases = {c: base for c, base in bases.items() if base is not None and base != c}  # else nothing to search
+    candidates = _carrier_candidates(repo, bases, patches, sorted({i for c in bases for i in pending[c]}))
+    known: dict[str, CheckResult] = {}  # carrier commit -> a result explained by it (its evidence text)
+    lines: dict[str, set[str]] = {}  # column -> the commits of its first-parent line from its merge base
+    for commit, base in bases.items():
+        results, settled = checked[commit], {}
+        for i in pending[commit]:
+            found = candidates.get((base, i))
+            if results[i].state is State.UPSTREAM:
+                continue  # explain_upstream names where its reverse starts to apply
+            if not found:
+                settled[i] = results[i]  # no commit has its patch-id: nothing to explain
+                continue
+            if commit not in lines:
+                lines[commit] = set(repo.first_parent_path(base, commit))
+            on_line = found & lines[commit]
+            if not on_line:
+                settled[i] = results[i]
+            elif len(on_line) == 1 and (carrier := next(iter(on_line))) in known:
+                # the one commit find_carrier can name here, already explained at another column: the same
+                # new result as evidence._explained makes
+                settled[i] = replace(results[i], state=State.UPSTREAM, evidence=known[carrier].evidence,
+                                     carrier=carrier, notes=[])
+        if len(settled) == len(pending[commit]):
+            checked[commit] = [settled.get(i, r) for i, r in enumerate(results)]
+            continue
+        # explain_upstream looks at every result that does not apply: those settled above are shown to it as
+        # applying, and keep their own results
+        shown = [replace(r, state=State.CLEAN) if i in settled else r for i, r in enumerate(results)]
+        explained = explain_upstream(store, upstream, overrides, GitSource(repo, commit, location), shown)
+        checked[commit] = [settled[i] if i in settled else r for i, r in enumerate(explained)]
+        known.update({r.carrier: r for r in explained if r.carrier})
+    return checked
+
+
+def _carrier_candidates(repo: GitRepo, bases: dict[str, str], patches: list[PatchFile], indexes: list[int]
+                        ) -> dict[tuple[str, int], set[str]]:
+    """``(merge base, patch index)`` -> the commits with the patch's patch-id on the first-parent lines from the
+    merge base to any of the columns that share it: a superset of what ``find_carrier`` searches per column.
+    The log is ``GitRepo.path_patch_ids``'s, with every column's tip at once."""
+    tips_of: dict[str, list[str]] = {}
+    for tip, base in bases.items():
+        tips_of.setdefault(base, []).append(tip)
+    found: dict[tuple[str, int], set[str]] = {}
+    for base, tips in tips_of.items():
+        every = sorted({p for i in indexes for p in patches[i].touched_paths})
+        for tip in tips:  # a blobless cache would fetch the log's blobs one by one
+            repo.prefetch_blobs(base, tip, every)
+        for index in indexes:
+            patch = patches[index]
+            wanted = repo.patch_id(patch.data)
+            if wanted is None:
+                continue
+            log = repo.run("log", "--first-parent", "--diff-merges=first-parent", "-p", f"-U{context_size(patch)}",
+                           "--no-color", "--no-ext-diff", "--no-textconv", "--full-index", "--src-prefix=a/",
+                           "--dst-prefix=b/", "--format=commit %H", *tips, f"^{base}", "--", *patch.touched_paths,
+                           env=_LITERAL, strip=False)
+            if not log.strip():
+                continue
+            ids = repo.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
+            found[(base, index)] = {commit for patch_id, commit in (line.split() for line in ids.splitlines())
+                                    if patch_id == wanted}
+    return found
+
+
+def _since(refs: RemoteRefs, upstream: Upstream, since: str | None, resolver: _Columns
+           ) -> tuple[Version | None, str]:
+    """The version the columns must be newer than (None: compare by ancestry), and the commit to start from."""
+    if since is None:
+        version = tag_version(upstream.version) if upstream.version else None
+        if version is None:
+            version = next((tag_version(n) for n, sha in refs.tags.items()
+                            if sha == upstream.commit and tag_version(n) is not None), None)
+        return version, upstream.commit
+    if since in refs.tags:
+        return tag_version(since), resolver.commit_of(f"refs/tags/{since}", refs.tags[since])
+    return None, resolver.commit_of(since, None)  # a branch or commit: unknown is UnknownRef, exit 2
+
+
+def _fine(cell: CheckResult) -> bool:
+    return cell.state.applies and cell.guards_hold
+
+
+def _first_change(repo: GitRepo, location: str, upstream: Upstream, patches: list[PatchFile], index: int, row: Row,
+                  columns: list[Column], walks: dict[str, Walk | None]) -> Change | None:
+    """Where the patch changed: toward the first column where it stops applying (or a guard breaks), else toward
+    the first column whose state differs from the pin's."""
+    cells, later = row.cells, range(1, len(columns))
+    toward = next((j for j in later if not _fine(cells[j])), None)
+    if toward is None:
+        toward = next((j for j in later if cells[j].state is not cells[0].state), None)
+    if toward is None:
+        return None
+    column, cell = columns[toward], cells[toward]
+    if cell.carrier:
+        info = repo.commit_info(cell.carrier)
+        return Change(column.name, State.UPSTREAM, info.sha, info.subject, carrier=True)
+    if column.commit not in walks:
+        base = repo.merge_base(upstream.commit, column.commit)
+        walks[column.commit] = Walk(repo, base, column.commit, location, patches) if base else None
+    walk = walks[column.commit]
+    if walk is None:
+        return Change(column.name, cell.state, note=f"the pin and {column.name} share no history")
+    history = walk.history(index, cell.state, None, broken_guards(cell))
+    stops = not _fine(cell)
+    step = history.first_commit if stops else None
+    if step is None:
+        wanted = (lambda s: not s.applies) if stops else (lambda s: s.state is cell.state)
+        step = next((s for s in history.transitions if wanted(s)), None)
+    if step is None:
+        return Change(column.name, cell.state, monotonic=history.monotonic, commits_checked=history.commits_checked,
+                      note=history.note or f"no commit from the merge base {walk.base[:12]} to {column.name} that "
+                      "touches its files changes it: the pin's own line differs")
+    return Change(column.name, step.state, step.commit, step.subject, guards_broken=step.guards_broken,
+                  monotonic=history.monotonic, commits_checked=history.commits_checked, note=history.note)

@@ -1,0 +1,136 @@
+"""matrix: the grid of patches by upstream releases, for people (a coloured table) and as a JSON document."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from patchmgr.engine.results import CheckResult, State
+from patchmgr.render.console import STATE_STYLE, notes
+
+if TYPE_CHECKING:
+    from patchmgr.history.matrix import Change, Column, Matrix
+
+LEGEND = {
+    State.CLEAN: "applies as is", State.OFFSET: "applies, hunks moved", State.FUZZ: "applies only with fuzz",
+    State.THREE_WAY: "needs a 3-way merge", State.CONFLICT: "does not apply", State.UPSTREAM: "upstream has it",
+    State.MISSING: "a file it patches is gone",
+}
+GUARD_BROKEN = "guard broken"
+
+
+def cell_label(result: CheckResult) -> str:
+    return result.state.value + ("" if result.guards_hold else f", {GUARD_BROKEN}")
+
+
+def cell_detail(result: CheckResult) -> str:
+    """What a cell says on hover: the state's detail, then each guard that does not hold."""
+    parts = [result.detail] if result.detail else []
+    for guard in result.guards:
+        if not guard.holds:
+            why = guard.error or "; ".join(guard.offenses)
+            parts.append(f"guard broken: {guard.guard}" + (f" ({why})" if why else ""))
+    return "; ".join(parts)
+
+
+def column_title(column: Column) -> str:
+    if column.kind == "pin":
+        return f"pin {column.name}"
+    if column.kind == "tip":
+        return f"{column.name} (tip)"
+    return column.name
+
+
+def change_text(change: Change | None) -> str:
+    if change is None:
+        return "unchanged"
+    if change.commit is None:
+        return f"{change.state.value} at {change.column}: {change.note}"
+    pr = f" PR #{change.pr}" if change.pr and f"#{change.pr}" not in change.subject else ""
+    guard = f", {GUARD_BROKEN}" if change.guards_broken else ""
+    how = "carried by" if change.carrier else f"{change.state.value}{guard} since"
+    return f"{how} {change.commit[:12]}{pr} {change.subject}"
+
+
+def matrix_json(matrices: list[Matrix], target: str, html: str | None) -> dict:
+    return {"target": target, "html": html, "ok": all(m.ok for m in matrices),
+            "upstreams": [_upstream_json(m) for m in matrices]}
+
+
+def _upstream_json(matrix: Matrix) -> dict:
+    return {
+        "name": matrix.upstream.name,
+        "source": matrix.source or None,
+        "pin": matrix.upstream.commit,
+        "ok": matrix.ok,
+        "available": matrix.error is None,
+        "error": matrix.error,
+        "hint": matrix.hint,
+        "verdict_column": matrix.columns[matrix.verdict_column].name if matrix.columns else None,
+        "columns": [{"kind": c.kind, "name": c.name, "commit": c.commit} for c in matrix.columns],
+        "patches": [{"id": row.patch.id, "cells": [_cell_json(c, r) for c, r in zip(matrix.columns, row.cells)],
+                     "changed": _change_json(row.change)} for row in matrix.rows],
+        "notes": matrix.notes,
+    }
+
+
+def _cell_json(column: Column, result: CheckResult) -> dict:
+    doc = {"column": column.name, "state": result.state.value, "detail": result.detail,
+           "guards_hold": result.guards_hold,
+           "guards": [{"guard": g.guard, "holds": g.holds, "offenses": list(g.offenses), "error": g.error}
+                      for g in result.guards]}
+    if result.carrier:
+        doc["carrier"] = result.carrier
+    return doc
+
+
+def _change_json(change: Change | None) -> dict | None:
+    if change is None:
+        return None
+    return {"column": change.column, "state": change.state.value, "commit": change.commit,
+            "subject": change.subject, "pr": change.pr, "carrier": change.carrier,
+            "guards_broken": list(change.guards_broken), "monotonic": change.monotonic,
+            "commits_checked": change.commits_checked, "note": change.note}
+
+
+def render_matrix(console: Console, matrices: list[Matrix], target: str, html: str | None) -> None:
+    for matrix in matrices:
+        if matrix.error is not None:
+            console.print(f"target {target}, {matrix.upstream.name}: unavailable, no source could provide it:",
+                          style="red", highlight=False, markup=False)
+            console.print(f"  {matrix.error}", highlight=False, markup=False)
+            if matrix.hint:
+                console.print(f"  hint: {matrix.hint}", highlight=False, markup=False)
+            continue
+        tip = next((c for c in matrix.columns if c.kind == "tip"), None)
+        title = (f"target {target}, {matrix.upstream.name}: pin {matrix.upstream.commit[:12]}"
+                 + (f" .. {tip.name} {tip.commit[:12]}" if tip else "") + f", from {matrix.source}")
+        table = Table(title=title, title_justify="left", expand=False)
+        table.add_column("patch")
+        for column in matrix.columns:
+            table.add_column(column_title(column), no_wrap=True)
+        table.add_column("first change", overflow="fold")
+        for row in matrix.rows:
+            cells = [_styled(result) for result in row.cells]
+            table.add_row(Text(row.patch.id), *cells, Text(change_text(row.change), style="dim"))
+        console.print(table)
+        notes(console, matrix.notes)
+    legend = Text("legend: ")
+    for state, meaning in LEGEND.items():
+        legend.append(state.value, style=STATE_STYLE[state])
+        legend.append(f" {meaning}  ")
+    legend.append(GUARD_BROKEN, style="bold red")
+    legend.append(" a Guard: header does not hold")
+    console.print(legend)
+    if html:
+        console.print(f"wrote {html}", highlight=False, markup=False)
+
+
+def _styled(result: CheckResult) -> Text:
+    text = Text(result.state.value, style=STATE_STYLE[result.state])
+    if not result.guards_hold:
+        text.append(f", {GUARD_BROKEN}", style="bold red")
+    return text

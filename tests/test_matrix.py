@@ -1,0 +1,220 @@
+"""matrix: patches by upstream release tags, on a real git upstream whose tags move a patch through its states."""
+
+from __future__ import annotations
+
+import re
+
+from gitrepos import git
+from test_status_states import lines_with, setup
+
+
+def tagged_upstream(project, upstream):
+    """fix: clean at v1.0.0, offset at v1.1.0, conflict at v1.2.0, upstream at v2.0.0; other: clean throughout.
+
+    Returns the pin and the commits that changed ``fix``: (offset, conflict, upstream)."""
+    pin = upstream.head()
+    fix = upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix line 20")
+    other = upstream.make_patch(pin, {"README": "upstream, patched\n"}, "Patch the readme")
+    setup(project, upstream, {"fix": fix, "other": other})
+    git(upstream.path, "tag", "v0.9.0")  # the pin's own release
+    upstream.commit({"docs.txt": "one\n"}, "docs: unrelated")
+    git(upstream.path, "tag", "v1.0.0")
+    moved = upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "add a header (#11)")
+    git(upstream.path, "tag", "v1.1.0")
+    broke = upstream.commit({"src/mod.py": lines_with({20: "rewritten 20"}, insert_top=3)},
+                            "refactor: rewrite line 20 (#1234)")
+    git(upstream.path, "tag", "-a", "-m", "release 1.2.0", "v1.2.0")  # an annotated tag: peeled to its commit
+    absorbed = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"}, insert_top=3)}, "take the fix (#77)")
+    git(upstream.path, "tag", "v2.0.0")
+    upstream.commit({"docs.txt": "two\n"}, "docs: more")
+    git(upstream.path, "tag", "v2.1.0rc1")  # a pre-release: not a column unless --refs asks for it
+    upstream.commit({"docs.txt": "three\n"}, "docs: tip")
+    return pin, (moved, broke, absorbed)
+
+
+def matrix(cli, upstream, *extra):
+    return cli("matrix", "--target", "t", "--source", f"lib={upstream.path}", *extra)
+
+
+def test_json_grid_has_every_release_tag_since_the_pin_and_the_tip(cli, project, upstream):
+    pin, (moved, broke, absorbed) = tagged_upstream(project, upstream)
+    result = matrix(cli, upstream, "--json")
+    doc = result.json
+    assert doc["command"] == "matrix" and doc["target"] == "t" and doc["notes"] == []
+    # the newest release (v2.0.0) has fix upstream, where it no longer applies: exit 1, as status says there
+    assert result.code == 1 and doc["ok"] is False and doc["html"] is None
+    (lib,) = doc["upstreams"]
+    assert [(c["kind"], c["name"]) for c in lib["columns"]] == [
+        ("pin", "v0.9.0"), ("tag", "v1.0.0"), ("tag", "v1.1.0"), ("tag", "v1.2.0"), ("tag", "v2.0.0"),
+        ("tip", "main")]
+    assert lib["columns"][0]["commit"] == pin and lib["columns"][-1]["commit"] == upstream.head()
+    assert lib["columns"][3]["commit"] == broke  # the annotated tag, peeled
+    fix, other = lib["patches"]
+    assert [c["state"] for c in fix["cells"]] == ["clean", "clean", "offset", "conflict", "upstream", "upstream"]
+    assert [c["state"] for c in other["cells"]] == ["clean"] * 6
+    assert fix["cells"][2]["detail"] == "src/mod.py: hunk #1 +3 lines"
+    assert fix["cells"][3]["detail"].startswith("src/mod.py hunk #1")
+    assert "reverse of the patch applies" in fix["cells"][4]["detail"]
+    # the first change: toward the first column where it stops applying (v1.2.0), the commit that broke it
+    changed = fix["changed"]
+    assert (changed["column"], changed["state"], changed["commit"]) == ("v1.2.0", "conflict", broke)
+    assert changed["pr"] == 1234 and changed["subject"] == "refactor: rewrite line 20 (#1234)"
+    assert other["changed"] is None
+    assert lib["verdict_column"] == "v2.0.0" and lib["ok"] is False
+
+
+def test_cells_agree_with_status_against_each_tag(cli, project, upstream):
+    tagged_upstream(project, upstream)
+    doc = matrix(cli, upstream, "--json").json
+    (lib,) = doc["upstreams"]
+    for index, column in enumerate(lib["columns"][1:], start=1):
+        status = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}",
+                     "--against", f"lib={column['name']}")
+        states = [p["state"] for p in status.json["upstreams"][0]["patches"]]
+        assert states == [p["cells"][index]["state"] for p in lib["patches"]], column
+
+
+def test_exit_code_follows_the_newest_release(cli, project, upstream):
+    tagged_upstream(project, upstream)
+    assert matrix(cli, upstream).code == 1  # fix is upstream at v2.0.0: drop it (bump), as status says
+    ok = matrix(cli, upstream, "--refs", "v1.[01].*", "--json")
+    assert ok.code == 0 and ok.json["ok"] is True
+    assert [c["name"] for c in ok.json["upstreams"][0]["columns"]] == ["v0.9.0", "v1.0.0", "v1.1.0", "main"]
+
+
+def test_terminal_grid_names_columns_states_and_the_breaking_commit(cli, project, upstream):
+    _pin, (_moved, broke, _absorbed) = tagged_upstream(project, upstream)
+    result = matrix(cli, upstream)
+    out = result.out
+    for header in ("pin v0.9.0", "v1.0.0", "v1.1.0", "v1.2.0", "v2.0.0", "main (tip)", "first change"):
+        assert header in out, header
+    fix_line = next(line for line in out.splitlines() if line.startswith("│ fix"))
+    assert [cell.strip() for cell in fix_line.split("│")[2:8]] == [
+        "clean", "clean", "offset", "conflict", "upstream", "upstream"]
+    assert f"conflict since {broke[:12]}" in out and "refactor: rewrite line 20 (#1234)" in out
+    other_line = next(line for line in out.splitlines() if line.startswith("│ other"))
+    assert "unchanged" in other_line
+    assert "legend:" in out and "guard broken" in out
+
+
+def test_refs_pattern_and_since(cli, project, upstream):
+    tagged_upstream(project, upstream)
+    pre = matrix(cli, upstream, "--refs", "v2*", "--json").json["upstreams"][0]
+    assert [c["name"] for c in pre["columns"]] == ["v0.9.0", "v2.0.0", "v2.1.0rc1", "main"]
+    since = matrix(cli, upstream, "--since", "v1.1.0", "--json").json["upstreams"][0]
+    assert [c["name"] for c in since["columns"]] == ["v0.9.0", "v1.2.0", "v2.0.0", "main"]
+    every = matrix(cli, upstream, "--refs", "v*", "--json").json["upstreams"][0]
+    # the pin's own tag is the pin column, not a second one
+    assert [c["name"] for c in every["columns"]] == ["v0.9.0", "v1.0.0", "v1.1.0", "v1.2.0", "v2.0.0", "v2.1.0rc1",
+                                                     "main"]
+    none = matrix(cli, upstream, "--refs", "release-*", "--json").json["upstreams"][0]
+    assert [c["kind"] for c in none["columns"]] == ["pin", "tip"]
+    assert none["notes"] == ["no tag of lib matches 'release-*'"]
+
+
+def test_since_a_commit_without_versions_compares_by_ancestry(cli, project, upstream):
+    _pin, (moved, _broke, _absorbed) = tagged_upstream(project, upstream)
+    doc = matrix(cli, upstream, "--since", moved, "--json").json["upstreams"][0]
+    # v1.1.0 is the commit itself (contained): the tags after it
+    assert [c["name"] for c in doc["columns"]] == ["v0.9.0", "v1.2.0", "v2.0.0", "main"]
+
+
+def test_html_file_is_written_with_every_row_and_column(cli, project, upstream, tmp_path):
+    tagged_upstream(project, upstream)
+    page = tmp_path / "out" / "matrix.html"
+    page.parent.mkdir()
+    result = matrix(cli, upstream, "--html", str(page), "--json")
+    assert result.code == 1 and result.json["html"] == str(page)
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and text.count('<tr data-patch="') == 2
+    assert len(re.findall(r'<td id="c-0-\d-\d" class="cell ', text)) == 12
+    assert "refactor: rewrite line 20 (#1234)" in text
+    # self-contained: nothing is fetched from anywhere
+    for fetches in ("<link", "src=", "@import", "url(", "http://", "https://"):
+        assert fetches not in text, fetches
+
+
+def test_bad_input_is_exit_2_and_writes_nothing(cli, project, upstream, tmp_path):
+    tagged_upstream(project, upstream)
+    page = tmp_path / "m.html"
+    cases = [
+        (["--upstream", "nope"], "no upstream 'nope'"),
+        (["--since", "v9.9.9"], "has no ref 'v9.9.9'"),
+        (["--since", "bad..ref"], "is not a valid git ref"),
+        (["--refs", "v1*", "--since", "v1.0.0"], "--refs PATTERN or --since REF, not both"),
+    ]
+    for args, message in cases:
+        result = matrix(cli, upstream, *args, "--html", str(page))
+        assert result.code == 2, (args, result.err)
+        assert "error: " in result.err and message in result.err, result.err
+        assert "Traceback" not in result.err and result.out == ""
+        assert not page.exists()
+    folder = matrix(cli, upstream, "--html", str(tmp_path))
+    assert folder.code == 2 and "is a folder" in folder.err
+    missing = matrix(cli, upstream, "--html", str(tmp_path / "no" / "such" / "m.html"))
+    assert missing.code == 2 and "does not exist" in missing.err
+    assert cli("matrix").code == 2 and "--target is required" in cli("matrix").err
+
+
+def test_a_broken_guard_shows_in_its_cell_and_names_the_commit(cli, project, upstream):
+    pin = upstream.head()
+    guarded = upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix line 20",
+                                  fields="Origin: vendor\nUpstream-Status: Pending\n"
+                                         r"Guard: absent /legacy\.call\(/ in src/mod.py")
+    setup(project, upstream, {"fix": guarded})
+    upstream.commit({"docs.txt": "one\n"}, "docs")
+    git(upstream.path, "tag", "v1.0.0")
+    culprit = upstream.commit({"src/mod.py": lines_with({5: "legacy.call()"})}, "bring back the legacy call (#9)")
+    git(upstream.path, "tag", "v1.1.0")
+    result = matrix(cli, upstream, "--refs", "v1.*", "--json")
+    assert result.code == 1, result.err  # applies cleanly at v1.1.0, but its guard breaks there
+    (fix,) = result.json["upstreams"][0]["patches"]
+    assert [(c["state"], c["guards_hold"]) for c in fix["cells"]] == [
+        ("clean", True), ("clean", True), ("clean", False), ("clean", False)]
+    assert fix["cells"][2]["guards"][0]["offenses"] == ["src/mod.py:5: legacy.call()"]
+    changed = fix["changed"]
+    assert (changed["column"], changed["commit"], changed["pr"]) == ("v1.1.0", culprit, 9)
+    assert changed["guards_broken"] and "legacy" in changed["guards_broken"][0]
+    out = matrix(cli, upstream, "--refs", "v1.*").out
+    assert "clean, guard broken" in out and f"since {culprit[:12]}" in out
+
+
+def test_an_unreachable_upstream_is_reported_and_the_others_still_shown(cli, project, upstream, tmp_path):
+    tagged_upstream(project, upstream)
+    manifest = project.root / "manifests" / "t.toml"
+    manifest.write_text(manifest.read_text() + '[upstreams.gone]\ngit = "https://example.invalid/gone.git"\n'
+                        f'commit = "{"1" * 40}"\npatches = []\n')
+    page = tmp_path / "m.html"
+    result = cli("matrix", "--target", "t", "--source", f"lib={upstream.path}",
+                 "--source", f"gone={tmp_path / 'no-such-clone'}", "--html", str(page), "--json")
+    assert result.code == 1, result.err
+    lib, gone = result.json["upstreams"]
+    assert lib["available"] and len(lib["patches"]) == 2
+    assert not gone["available"] and "no-such-clone" in gone["error"] and gone["columns"] == []
+    assert "unavailable, no source could provide it" in page.read_text()
+    text = cli("matrix", "--target", "t", "--source", f"lib={upstream.path}",
+               "--source", f"gone={tmp_path / 'no-such-clone'}").out
+    assert "gone: unavailable" in text and "pin v0.9.0" in text
+
+
+def test_a_carrying_commit_is_named_in_every_column_as_status_names_it(cli, project, upstream):
+    pin = upstream.head()
+    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
+    carrier = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"})}, "Take the vendor fix (#77)")
+    git(upstream.path, "tag", "v1.0.0")
+    # later upstream work edits the same lines: the patch's reverse no longer applies, the carrier stays
+    upstream.commit({"src/mod.py": lines_with({19: "reworked 19", 20: "fixed 20 better", 21: "reworked 21"})},
+                    "rework the fix")
+    git(upstream.path, "tag", "v1.1.0")
+    upstream.commit({"docs.txt": "tip\n"}, "docs")
+    doc = matrix(cli, upstream, "--refs", "v1.*", "--json").json
+    (fix,) = doc["upstreams"][0]["patches"]
+    assert [c["state"] for c in fix["cells"]] == ["clean", "upstream", "upstream", "upstream"]
+    assert [c.get("carrier") for c in fix["cells"]] == [None, carrier, carrier, carrier]
+    for cell in fix["cells"][1:]:
+        status = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}",
+                     "--against", f"lib={cell['column']}")
+        (expected,) = status.json["upstreams"][0]["patches"]
+        assert (cell["state"], cell["detail"], cell["carrier"]) == (
+            expected["state"], expected["detail"], expected["carrier"]), cell["column"]
+    assert (fix["changed"]["commit"], fix["changed"]["carrier"], fix["changed"]["pr"]) == (carrier, True, 77)
