@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional
@@ -15,6 +16,11 @@ from patchmgr.model.errors import UsageError
 
 HELP = "Classify every patch of a target at its pins (or --against refs)."
 
+FORMATS = ("text", "json", "junit", "markdown", "github")
+FormatOpt = Annotated[Optional[str], typer.Option(
+    "--format", help="Output: text (the default), json (the same as --json), or a report for CI: junit "
+    "(JUnit XML, one test case per patch), markdown (a table for a job summary) or github (workflow "
+    "annotations on the patch files). The exit code is the same whatever the format.")]
 AgainstOpt = Annotated[Optional[list[str]], typer.Option(
     "--against", help="NAME=REF: check upstream NAME at a branch, tag or commit (or, for an upstream "
     "with `pypi`, a release version) instead of its pin.")]
@@ -27,10 +33,12 @@ def command(
     python: PythonOpt = None,
     source: SourceOpt = None,
     json_output: JsonOpt = False,
+    output_format: FormatOpt = None,
     root: RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.status import render_status, status_json
-    session = Session("status", root, json_output)
+    fmt = output_format_of(output_format, json_output)
+    session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
     overrides, refs, only = source_overrides(source), against_refs(against), upstream or []
     targets = session.targets(target, overrides, refs, only)
     if python and refs:
@@ -44,8 +52,33 @@ def command(
             from patchmgr.check.status import check_target
             statuses = [check_target(session.project, t, store, overrides, refs, only) for t in targets]
     project = session.project
-    unlisted = project.unlisted_patches(targets if not target else project.targets())
+    others, broken = (targets, []) if not target else project.readable_targets()
+    unlisted = [] if broken else project.unlisted_patches(others)  # a broken manifest's list is unknown
     for status in statuses:
         status.warnings += [f"{p.relative_to(project.root)} is listed by no manifest" for p in unlisted]
+        status.warnings += [f"{line} (--target {target} does not need it; `patchmgr lint` reports it)"
+                            for line in broken]
     code = 0 if all(s.ok for s in statuses) else 1
+    if fmt not in ("text", "json"):
+        from patchmgr.render.reports import render_report
+        sys.stdout.write(render_report(fmt, statuses, report_base(project.root)))
+        return code
     return session.emit(code, partial(status_json, single=bool(target)), render_status, statuses)
+
+
+def output_format_of(value: str | None, json_output: bool) -> str:
+    """``--format`` checked; ``--json`` is ``--format json``, and asking for two outputs is bad input."""
+    if value is not None and value not in FORMATS:
+        raise UsageError(f"--format {value!r} is not one of {', '.join(FORMATS)}",
+                         "for a CI report: --format junit, --format markdown or --format github")
+    if json_output and value not in (None, "json"):
+        raise UsageError(f"--json and --format {value} ask for two different outputs",
+                         "pick one (--json is the same as --format json)")
+    return "json" if json_output else value or "text"
+
+
+def report_base(project_root: Path) -> Path:
+    """What the reports' paths are relative to: the current folder when the project is in it (CI runs in the
+    repository's checkout, and annotations name files from there), else the project root."""
+    cwd = Path.cwd().resolve()
+    return cwd if project_root.resolve().is_relative_to(cwd) else project_root
