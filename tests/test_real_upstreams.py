@@ -1,7 +1,7 @@
 """The shipped patch set against the real upstream releases on PyPI.
 
-GitHub is out of reach in CI, so these tests read Megatron-Bridge (wheels) and
-vllm-ascend (sdist) from the package index, the way `status` falls back when
+GitHub is out of reach in CI, so these tests read Megatron-Bridge and verl (wheels)
+and vllm-ascend (sdist) from the package index, the way `status` falls back when
 git is unreachable. MindSpeed and mbridge publish no release at their pins, so
 without git they must be reported unavailable, never passed over.
 """
@@ -16,7 +16,7 @@ import pytest
 from patchmgr.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
-RELEASE_UPSTREAMS = ("megatron-bridge", "vllm-ascend")
+RELEASE_UPSTREAMS = ("megatron-bridge", "vllm-ascend", "verl")
 
 
 @pytest.fixture
@@ -42,7 +42,8 @@ def states(upstream: dict) -> dict[str, str]:
 
 def test_release_pins_are_clean(run):
     code, doc = run("status", "--target", "ascend", "--upstream", "megatron-bridge", "--upstream", "vllm-ascend",
-                    "--against", "megatron-bridge=0.4.2", "--against", "vllm-ascend=0.23.0")
+                    "--upstream", "verl", "--against", "megatron-bridge=0.4.2", "--against", "vllm-ascend=0.23.0",
+                    "--against", "verl=0.7.0")
     upstreams = by_name(doc)
     assert code == 0, doc
     assert upstreams["megatron-bridge"]["source"].startswith("release megatron-bridge 0.4.2 (PyPI megatron_bridge-")
@@ -51,6 +52,9 @@ def test_release_pins_are_clean(run):
         "nvtx-megatron-core-ranges": "clean"}
     assert upstreams["vllm-ascend"]["source"] == "release vllm-ascend 0.23.0 (PyPI vllm_ascend-0.23.0.tar.gz)"
     assert states(upstreams["vllm-ascend"]) == {"packed-broadcast-wait-source-stream": "clean"}
+    assert upstreams["verl"]["source"].startswith("release verl 0.7.0 (PyPI verl-0.7.0")
+    assert states(upstreams["verl"]) == {"npu-moe-routing-scatter-always": "clean",
+                                         "vision-pos-embed-grid-device": "clean"}
 
 
 def test_megatron_bridge_0_5_0(run):
@@ -84,7 +88,10 @@ def test_git_only_upstreams_are_unavailable_not_skipped_without_git(run):
 
 
 def test_apply_and_smoke_against_the_releases(run, tmp_path, smoke_extras):
-    """The smoke tests pass on the patched releases and every one fails on the unpatched ones."""
+    """The smoke tests pass on the patched releases and every one fails on the unpatched ones.
+
+    verl's tests need transformers 4.57 (the others 5.x): smoke runs them in the environment it builds from the
+    manifest's smoke-requirements, so this also proves that environment works, patched and unpatched."""
     into = tmp_path / "build"
     only = [arg for name in RELEASE_UPSTREAMS for arg in ("--upstream", name)]
     code, doc = run("apply", "--target", "ascend", "--into", str(into), *only)
@@ -97,7 +104,8 @@ def test_apply_and_smoke_against_the_releases(run, tmp_path, smoke_extras):
     ran = [r for r in patched["results"] if r["result"] != "skipped"]
     assert code == 0, patched
     assert {r["patch"] for r in ran} == {"automapping-mindspeed-te-column", "thd-bool-attention-mask",
-                                          "nvtx-megatron-core-ranges", "packed-broadcast-wait-source-stream"}
+                                          "nvtx-megatron-core-ranges", "packed-broadcast-wait-source-stream",
+                                          "npu-moe-routing-scatter-always", "vision-pos-embed-grid-device"}
     assert all(r["result"] == "passed" for r in ran)
     assert {p["patch"]: p["verdict"] for p in patched["patches"]} == dict.fromkeys(
         {r["patch"] for r in ran}, "proven")
@@ -114,7 +122,9 @@ def test_apply_and_smoke_against_the_releases(run, tmp_path, smoke_extras):
                           *only)
     ran = [r for r in unpatched["results"] if r["result"] != "skipped"]
     assert code == 0, unpatched
-    assert len(ran) >= 6  # every test of the four patches that runs on the CPU
+    assert len(ran) >= 8  # every test of the six patches that runs on the CPU
     # each fails by its assertions (a red result), never by an error that proves nothing
     assert all(r["result"] == "failed" for r in ran), [r for r in ran if r["result"] != "failed"]
-    assert {p["verdict"] for p in unpatched["patches"]} == {"proven"} and len(unpatched["patches"]) == 4
+    assert {p["verdict"] for p in unpatched["patches"]} == {"proven"} and len(unpatched["patches"]) == 6
+    verl_tests = {r["test"] for r in ran if r["upstream"] == "verl"}
+    assert len(verl_tests) >= 2, verl_tests  # verl's own tests ran red, in their own environment
