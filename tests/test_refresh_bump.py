@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from gitrepos import git
+from patchmgr.model.dep3_edit import set_last_update
 from test_status_states import lines_with, setup
 
 MANIFEST = """# the test target: comments and layout must survive a bump
@@ -54,12 +55,12 @@ def test_refresh_rewrites_an_offset_patch_keeping_its_headers(cli, project, upst
     assert result.code == 0, result.out + result.err
     assert "rewrote 1 patch\n" in result.out
     after = path.read_bytes()
-    assert prologue(after) == prologue(before)
+    assert prologue(after) == set_last_update(prologue(before))  # only Last-Update (added: it had none) changes
     assert status_of(cli, upstream) == [("fix", "clean")]
     new_blob = git(upstream.path, "rev-parse", "main:src/mod.py")
     assert f"index {new_blob}..".encode() in after
-    # only the index line and the hunk header differ
-    assert len([line for line in changed_lines(before.decode(), after.decode()) if line.startswith("+ ")]) == 2
+    # only the index line, the hunk header and Last-Update differ
+    assert len([line for line in changed_lines(before.decode(), after.decode()) if line.startswith("+ ")]) == 3
     # a second refresh has nothing to do
     again = refresh(cli, upstream)
     assert again.code == 0 and path.read_bytes() == after
@@ -73,13 +74,15 @@ def test_refresh_refuses_fuzz_unless_allowed_and_shows_old_and_new(cli, project,
     upstream.commit({"src/mod.py": lines_with({17: "upstream changed 17"})}, "touch outer context")
     refused = refresh(cli, upstream)
     assert refused.code == 1
-    assert "refused" in refused.out and "--allow-three-way" in refused.out
+    assert "refused" in refused.out and "--allow-fuzz" in refused.out
     assert path.read_bytes() == before
-    allowed = refresh(cli, upstream, "--allow-three-way")
+    assert refresh(cli, upstream, "--allow-three-way").code == 1  # a 3-way merge allowed is not fuzz allowed
+    assert path.read_bytes() == before
+    allowed = refresh(cli, upstream, "--allow-fuzz")
     assert allowed.code == 0, allowed.out
     assert "fix (now)" in allowed.out and "fix (refreshed)" in allowed.out  # the interdiff came first
     assert "+ upstream changed 17" in allowed.out
-    assert prologue(path.read_bytes()) == prologue(before)
+    assert prologue(path.read_bytes()) == set_last_update(prologue(before))
     assert status_of(cli, upstream) == [("fix", "clean")]
 
 

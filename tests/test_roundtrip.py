@@ -6,6 +6,7 @@ import os
 import subprocess
 
 from gitrepos import GIT_ENV, git, make_series
+from patchmgr.model.dep3_edit import today
 from test_status_states import lines_with
 
 
@@ -101,7 +102,9 @@ def test_round_trip_changes_one_patch_and_leaves_the_others(tmp_path, cli, proje
     second = files_after["second.patch"]
     assert second != files_before["second.patch"]
     assert b"+line 30 is now second, better" not in second and b"+second, better\n" in second
-    assert second.split(b"\n---\n")[0] == files_before["second.patch"].split(b"\n---\n")[0]  # message kept
+    # message kept, with DEP-3 Last-Update set to today after the last field (the patch changed)
+    assert second.split(b"\n---\n")[0] == files_before["second.patch"].split(b"\n---\n")[0] + \
+        f"\nLast-Update: {today()}".encode()
     status = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}")
     assert [p["state"] for p in status.json["upstreams"][0]["patches"]] == ["clean", "clean", "clean"]
     # exporting again is a no-op

@@ -40,7 +40,8 @@ class UpstreamStatus:
 
     @property
     def ok(self) -> bool:
-        return self.available and all(r.state.applies for r in self.results)
+        """Every patch applies exactly and keeps its guards (a broken guard is not OK even when ``clean``)."""
+        return self.available and all(r.state.applies and r.guards_hold for r in self.results)
 
 
 @dataclass

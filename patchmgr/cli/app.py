@@ -11,7 +11,8 @@ import sys
 
 import typer
 
-from patchmgr.cli import apply, bisect, bump, edit, export, fetch, lint, refresh, revert, roots, smoke, status, verify
+from patchmgr.cli import (apply, bisect, bump, edit, export, fetch, import_, lint, matrix, refresh, revert, roots, smoke,
+                          status, verify)
 from patchmgr.model.errors import PatchmgrError
 
 EXIT_CODES = ("Exit codes, the same for every command: 0 fine; 1 the check ran and found trouble; "
@@ -25,7 +26,7 @@ app = typer.Typer(
 
 COMMANDS = {"status": status, "apply": apply, "verify": verify, "lint": lint, "smoke": smoke, "fetch": fetch,
             "revert": revert, "bisect": bisect, "refresh": refresh, "bump": bump, "edit": edit, "export": export,
-            "roots": roots}
+            "roots": roots, "matrix": matrix, "import": import_}
 for _name, _module in COMMANDS.items():
     app.command(name=_name, help=_module.HELP)(_module.command)
 

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (AllowThreeWayOpt, DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, ToOpt,
-                                  UpstreamOpt, required_ref, source_overrides)
+from patchmgr.cli.options import (AllowFuzzOpt, AllowThreeWayOpt, DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt,
+                                  SourceOpt, ToOpt, UpstreamOpt, required_ref, source_overrides)
 from patchmgr.cli.session import Session
 
 HELP = ("Refresh the patches at --to, then move the pin (and version) there; drops patches that are upstream unless "
@@ -20,6 +20,7 @@ def command(
     upstream: UpstreamOpt = None,
     to: ToOpt = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep patches that are already upstream.")] = False,
+    allow_fuzz: AllowFuzzOpt = False,
     allow_three_way: AllowThreeWayOpt = False,
     version: Annotated[Optional[str], typer.Option(
         "--version", help="The upstream's version at --to (default: from a tag such as v0.5.0).")] = None,
@@ -35,7 +36,8 @@ def command(
     selected = session.upstream_target(target, upstream, overrides)
     ref = required_ref("bump", to)
     with session.store() as store:
-        outcome = plan_bump(session.project, selected, upstream, store, overrides, ref, keep, allow_three_way, version)
+        outcome = plan_bump(session.project, selected, upstream, store, overrides, ref, keep, allow_three_way, version,
+                            allow_fuzz)
     if not session.json:
         render_interdiffs(session.out, outcome.plan)
     if outcome.action == "planned" and not dry_run:

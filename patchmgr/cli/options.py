@@ -7,7 +7,7 @@ itself (not typer), so that a missing one gets patchmgr's own ``error:``/``hint:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -37,7 +37,11 @@ UpstreamOpt = Annotated[Optional[str], typer.Option(
 ToOpt = Annotated[Optional[str], typer.Option(
     "--to", help="Branch, tag or commit of the upstream to go to." + REQUIRED)]
 AllowThreeWayOpt = Annotated[bool, typer.Option(
-    "--allow-three-way", help="Also rewrite patches that need fuzz or a 3-way merge, after showing old and new.")]
+    "--allow-three-way", help="Also rewrite patches that need a 3-way merge (not fuzz: see --allow-fuzz); each "
+    "one's old and new patch are shown before anything is written (with --dry-run: shown only).")]
+AllowFuzzOpt = Annotated[bool, typer.Option(
+    "--allow-fuzz", help="Also rewrite patches that apply only with fuzz (context lines ignored); each one's old "
+    "and new patch are shown before anything is written (with --dry-run: shown only).")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change, write nothing.")]
 NewIntoOpt = Annotated[Optional[Path], typer.Option(
     "--into", help="Folder that receives one checkout per upstream. --into DIR or --python PATH is required.")]
@@ -88,9 +92,20 @@ def folder_option(option: str, path: Optional[Path]) -> None:
         raise UsageError(f"{option} {path} is not a folder", f"give a folder for {option}")
 
 
+class NamedOptions(dict):
+    """``NAME=VALUE`` options by upstream name, remembering their option (``--source``, ``--against``).
+
+    A name the chosen target lacks but another target of the project has is ignored with a note (the README's
+    flags serve every target); a name no manifest has is a usage error (a typo)."""
+
+    def __init__(self, option: str) -> None:
+        super().__init__()
+        self.option = option
+
+
 def source_overrides(values: list[str] | None) -> dict[str, str]:
     """``--source NAME=LOCATION`` options as a mapping; a malformed one is a usage error."""
-    overrides: dict[str, str] = {}
+    overrides: dict[str, str] = NamedOptions("--source")
     for value in values or []:
         name, sep, location = value.partition("=")
         if not sep or not name or not location:
@@ -105,7 +120,7 @@ def source_overrides(values: list[str] | None) -> dict[str, str]:
 
 def against_refs(values: list[str] | None) -> dict[str, str]:
     """``--against NAME=REF`` options as a mapping; a malformed one is a usage error."""
-    refs: dict[str, str] = {}
+    refs: dict[str, str] = NamedOptions("--against")
     for value in values or []:
         name, sep, ref = value.partition("=")
         if not sep or not name or not ref:
@@ -114,12 +129,25 @@ def against_refs(values: list[str] | None) -> dict[str, str]:
     return refs
 
 
-def require_upstreams(targets: list[Target], *option_maps: Mapping[str, str] | list[str] | tuple[str, ...]) -> None:
-    """An option naming an upstream that no selected target has is a usage error, not a silent no-op."""
+def require_upstreams(targets: list[Target], *option_maps: Mapping[str, str] | list[str] | tuple[str, ...],
+                      elsewhere: Callable[[], set[str]] = set) -> list[str]:
+    """An option naming an upstream that no selected target has is a usage error, not a silent no-op.
+
+    Except ``--source``/``--against`` (``NamedOptions``) naming an upstream that another target of the project
+    has (``elsewhere()``: their names): that one is taken out of the mapping, and a note says so (returned)."""
     known = {u.name for t in targets for u in t.upstreams}
+    where = ", ".join(t.name for t in targets)
+    notes: list[str] = []
     for names in option_maps:
-        for name in names:
-            if name not in known:
-                where = ", ".join(t.name for t in targets)
-                raise UsageError(f"no upstream {name!r} in target {where} (it has: {', '.join(sorted(known))})",
-                                 "use an upstream name from the manifest")
+        for name in list(names):
+            if name in known:
+                continue
+            if isinstance(names, NamedOptions) and name in elsewhere():
+                del names[name]
+                notes.append(f"{names.option} {name}: target {where} has no upstream {name}; ignored")
+                continue
+            raise UsageError(f"no upstream {name!r} in target {where} (it has: {', '.join(sorted(known))})",
+                             "use an upstream name from the manifest" + (
+                                 f" ({names.option} for an upstream of another target is ignored; no manifest "
+                                 f"names {name!r})" if isinstance(names, NamedOptions) else ""))
+    return notes

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchmgr.cli.options import (AllowThreeWayOpt, DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, ToOpt,
-                                  UpstreamOpt, required_ref, source_overrides)
+from patchmgr.cli.options import (AllowFuzzOpt, AllowThreeWayOpt, DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt,
+                                  SourceOpt, ToOpt, UpstreamOpt, required_ref, source_overrides)
 from patchmgr.cli.session import Session
 
 HELP = ("Rewrite the patches that apply with offsets at --to so they apply exactly there, keeping their messages; "
-        "refuses fuzz and 3-way unless allowed, and conflicts.")
+        "refuses fuzz and 3-way merges unless allowed (--allow-fuzz, --allow-three-way), and conflicts; a rewritten "
+        "patch's Last-Update is set to today.")
 
 
 def command(
     target: NeededTargetOpt = None,
     upstream: UpstreamOpt = None,
     to: ToOpt = None,
+    allow_fuzz: AllowFuzzOpt = False,
     allow_three_way: AllowThreeWayOpt = False,
     dry_run: DryRunOpt = False,
     source: SourceOpt = None,
@@ -30,9 +32,9 @@ def command(
     ref = required_ref("refresh", to)
     with session.store() as store:
         plan = plan_refresh(session.project, selected.upstream(upstream), store, overrides, ref, allow_three_way,
-                            selected.name)
+                            selected.name, allow_fuzz)
     if not session.json:
         render_interdiffs(session.out, plan)
     if plan.ok and not dry_run:
         write_refresh(plan)
-    return session.emit(0 if plan.ok else 1, refresh_json, render_refresh, plan, dry_run)
+    return session.emit(0 if plan.ok and not plan.guards_broken else 1, refresh_json, render_refresh, plan, dry_run)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,7 @@ class Session:
     def target(self, name: str | None, *option_maps: Mapping[str, str] | list[str] | tuple[str, ...]) -> Target:
         """The one target the command needs (``--target``), with the upstreams the options name checked."""
         selected = self.project.target(required_target(self.command, name))
-        require_upstreams([selected], *option_maps)
+        self._require_upstreams([selected], option_maps)
         return selected
 
     def placed_target(self, name: str | None, into: Path | None, python: str | None,
@@ -58,7 +59,7 @@ class Session:
         targets = self.project.targets(name)
         if not targets:
             raise UsageError(f"{self.project.manifests_dir} holds no manifests", "add manifests/<target>.toml")
-        require_upstreams(targets, *option_maps)
+        self._require_upstreams(targets, option_maps)
         return targets
 
     def upstream_target(self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]) -> Target:
@@ -68,8 +69,18 @@ class Session:
             raise missing(self.command, "--upstream NAME",
                           f"name one of: {', '.join(u.name for u in selected.upstreams)}")
         selected.upstream(upstream)
-        require_upstreams([selected], *option_maps)
+        self._require_upstreams([selected], option_maps)
         return selected
+
+    def _require_upstreams(self, targets: list[Target], option_maps: tuple) -> None:
+        """The upstream names the options give, checked; ``--source``/``--against`` for an upstream only other
+        targets have are dropped with a note (said now for people, in the JSON document's notes)."""
+        names = cache(self.project.upstream_names)
+        notes = require_upstreams(targets, *option_maps, elsewhere=names)
+        if notes:
+            self.notes += notes
+            if not self.json:
+                self.say_notes(notes)
 
     @contextmanager
     def store(self) -> Iterator[Store]:

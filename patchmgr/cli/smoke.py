@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import AppliedIntoOpt, JsonOpt, NeededTargetOpt, PythonOpt, RootOpt, UpstreamsOpt
+from patchmgr.cli.options import AppliedIntoOpt, JsonOpt, NeededTargetOpt, RootOpt, UpstreamsOpt
 from patchmgr.cli.session import Session
 
 HELP = ("Run each patch's smoke tests against the upstream code in DIR; exit 0 only when every patch is proven by "
-        "tests that ran (--unpatched: against the pinned upstream without the patches, which must fail).")
+        "tests that ran (--unpatched: against the pinned upstream without the patches, which must fail). "
+        "--into DIR --python PATH runs DIR's tests on that interpreter (one the upstream's Requires-Python fits).")
 
 
 def command(
@@ -22,7 +23,9 @@ def command(
         "--unpatched", help="Run against the pinned upstream without the patches; exit 0 only if every "
         "patch's tests fail there by assertion (each detects its bug).")] = False,
     upstream: UpstreamsOpt = None,
-    python: PythonOpt = None,
+    python: Annotated[Optional[str], typer.Option(
+        "--python", help="Interpreter of an installed environment to test (instead of --into DIR); with --into DIR, "
+        "the interpreter that runs DIR's tests.")] = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
@@ -30,8 +33,9 @@ def command(
     from patchmgr.smoke.runner import run_smoke
     session = Session("smoke", root, json_output)
     only = upstream or []
-    selected = session.placed_target(target, into, python, only)
-    if python:
+    # --into with --python: the checkout's code on another interpreter (an upstream that needs a newer Python)
+    selected = session.placed_target(target, into, None if into is not None else python, only)
+    if python and into is None:
         from patchmgr.targets.installed import environment_trees
         trees = environment_trees(selected, python, only)
     else:

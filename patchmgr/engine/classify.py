@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from patchmgr.engine.place import MAX_FUZZ, _Failure, apply_hunks, decode, encode, split_lines
-from patchmgr.engine.results import CheckResult, Conflict, HunkPlacement, Merge3, State, TreeReader
+from patchmgr.engine.results import CheckResult, Conflict, GuardResult, HunkPlacement, Merge3, State, TreeReader
 from patchmgr.model.diff import FileDiff, Hunk
+from patchmgr.model.guards import GuardSyntaxError, evaluate, parse_guard
 from patchmgr.model.patchfile import PatchFile
 
 
@@ -40,6 +41,19 @@ class Overlay:
 
     def is_folder(self, path: str) -> bool:
         return _is_folder(self.base, self.changes, path)
+
+    def paths(self) -> list[str] | None:
+        """Every file's path with the changes laid over, or None when the base cannot list its files."""
+        listing = getattr(self.base, "paths", None)
+        if listing is None:
+            return None
+        names = set(listing())
+        for path, data in self.changes.items():
+            if data is None:
+                names.discard(path)
+            else:
+                names.add(path)
+        return sorted(names)
 
 
 def _is_folder(reader: TreeReader, staged: dict[str, bytes | None], path: str) -> bool:
@@ -269,4 +283,38 @@ def check_series(patches: Iterable[PatchFile], reader: TreeReader, merge3: Merge
         result = check_patch(patch, overlay, merge3)
         overlay.update(result.files)
         results.append(result)
+    check_guards(results, overlay)
     return results
+
+
+# States whose guards are evaluated: the patch's change is in the tree (applied, or upstream's own). A conflict or
+# a missing file is already not OK and its change is not in the tree, so its guards say nothing and stay empty.
+GUARDED_STATES = (State.CLEAN, State.OFFSET, State.FUZZ, State.THREE_WAY, State.UPSTREAM)
+
+
+def check_guards(results: Iterable[CheckResult], tree: TreeReader) -> None:
+    """Fill each result's ``guards``: its patch's ``Guard:`` headers evaluated on ``tree``, the series applied as
+    far as it applies (a later patch must not break an earlier patch's guard). A glob is matched against
+    ``tree.paths()`` when the tree can list, else against the paths the patch touches (see model/guards.py)."""
+    listing: list[list[str] | None] = []  # the tree's file list, read once, on the first glob
+    for result in results:
+        result.guards = patch_guards(result.patch, tree, listing) if result.state in GUARDED_STATES else []
+
+
+def patch_guards(patch: PatchFile, tree: TreeReader, listing: list[list[str] | None] | None = None
+                 ) -> list[GuardResult]:
+    """``patch``'s ``Guard:`` headers evaluated on ``tree`` (``listing``: a one-item cache of ``tree.paths()``)."""
+    listing = [] if listing is None else listing
+    found = []
+    for text in patch.field_values("Guard"):
+        try:
+            guard = parse_guard(text)
+        except GuardSyntaxError as exc:  # parse_patch refuses these; a PatchFile built otherwise may hold one
+            found.append(GuardResult(text, False, error=str(exc)))
+            continue
+        if guard.is_glob and not listing:
+            probe = getattr(tree, "paths", None)
+            listing.append(probe() if probe is not None else None)
+        verdict = evaluate(guard, tree.read, listing[0] if listing else None, patch.touched_paths)
+        found.append(GuardResult(guard.text, verdict.holds, verdict.offenses, verdict.error))
+    return found

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from patchmgr.engine.classify import check_series
-from patchmgr.history.walk import PatchHistory, Walk, find_carrier
+from patchmgr.history.walk import PatchHistory, Walk, broken_guards, find_carrier
 from patchmgr.io.git import merge_texts
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Upstream
@@ -29,12 +29,13 @@ class Bisection:
 
     @property
     def ok(self) -> bool:
-        return all(p.state_at_to.applies for p in self.patches)
+        return all(p.state_at_to.applies and not p.guards_broken_at_to for p in self.patches)
 
 
 def bisect_upstream(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str],
                     ref: str, patch_ids: Sequence[str] = ()) -> Bisection:
-    """For each patch that does not apply at ``ref`` (or each of ``patch_ids``), walk the history."""
+    """For each patch that does not apply at ``ref``, or whose guards break there (or each of ``patch_ids``),
+    walk the history: a commit where a guard breaks counts as the patch breaking there."""
     patches = project.patches(upstream)
     unknown = [pid for pid in patch_ids if pid not in upstream.patch_ids]
     if unknown:
@@ -48,16 +49,17 @@ def bisect_upstream(project: Project, upstream: Upstream, store: Store, override
         raise StateError(f"{upstream.name}: the pin {upstream.commit[:12]} and {ref} share no history",
                          "check that the ref belongs to the same upstream")
     at_to = check_series(patches, target, merge_texts)
-    chosen = [i for i, r in enumerate(at_to) if (r.patch.id in patch_ids if patch_ids else not r.state.applies)]
+    fine = [r.state.applies and r.guards_hold for r in at_to]
+    chosen = [i for i, r in enumerate(at_to) if (r.patch.id in patch_ids if patch_ids else not fine[i])]
     line = repo.first_parent_path(base, to)
     result = Bisection(upstream, ref, to, upstream.commit, base, len(line))
     if line and repo.commit_info(line[0]).parents[:1] != (base,):
         result.notes.append(f"the merge base {base[:12]} is not on {ref}'s first-parent line (a merge brought it "
                             "in): the first commits of the walk compare the two lines, not one change")
-    result.applying = [r.patch.id for r in at_to if r.state.applies and r.patch.id not in patch_ids]
+    result.applying = [r.patch.id for i, r in enumerate(at_to) if fine[i] and r.patch.id not in patch_ids]
     if not chosen:
         return result
     walk = Walk(repo, base, to, target.location, patches[: max(chosen) + 1])
     carriers = {i: find_carrier(repo, base, to, patches[i]) for i in chosen}
-    result.patches = [walk.history(i, at_to[i].state, carriers[i]) for i in chosen]
+    result.patches = [walk.history(i, at_to[i].state, carriers[i], broken_guards(at_to[i])) for i in chosen]
     return result

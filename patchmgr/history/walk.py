@@ -11,13 +11,15 @@ commit that a binary search would happen to land on.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from patchmgr.engine.classify import check_series
-from patchmgr.engine.results import State
+from patchmgr.engine.results import CheckResult, State
 from patchmgr.io.git import CommitInfo, GitRepo, merge_texts
+from patchmgr.model.guards import parse_guard
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource
 
@@ -40,6 +42,9 @@ class Step:
     commit: str
     subject: str
     state: State
+    # the patch's broken guards at this commit, each "guard: offense" (model/guards.py): a commit where one
+    # breaks counts as the patch breaking there, even when it still applies
+    guards_broken: tuple[str, ...] = ()
 
     @property
     def pr(self) -> int | None:
@@ -47,7 +52,12 @@ class Step:
 
     @property
     def applies(self) -> bool:
-        return self.state.applies
+        return self.state.applies and not self.guards_broken
+
+    @property
+    def label(self) -> str:
+        """``clean``, or ``clean, guard broken``."""
+        return self.state.value + (", guard broken" if self.guards_broken else "")
 
 
 @dataclass
@@ -58,6 +68,7 @@ class PatchHistory:
     transitions: list[Step] = field(default_factory=list)  # each commit where the state changed
     carrier: Step | None = None  # the commit with the patch's own patch-id, if any
     commits_checked: int = 0
+    guards_broken_at_to: tuple[str, ...] = ()  # as in ``Step``, at the ref
 
     @property
     def monotonic(self) -> bool:
@@ -83,27 +94,48 @@ class PatchHistory:
     @property
     def note(self) -> str:
         if not self.at_base.applies and not any(s.applies for s in self.transitions):
-            return (f"already {self.at_base.state.value} at the merge base {self.at_base.commit[:12]}: "
+            return (f"already {self.at_base.label} at the merge base {self.at_base.commit[:12]}: "
                     f"the pin's own branch has changes this patch needs")
         if not self.monotonic:
-            path = " -> ".join([self.at_base.state.value] + [f"{s.state.value} at {s.commit[:12]}"
-                                                              for s in self.transitions])
+            path = " -> ".join([self.at_base.label] + [f"{s.label} at {s.commit[:12]}" for s in self.transitions])
             return f"not monotonic ({path}): it stops applying more than once, so no single commit broke it"
         if self.carrier is not None:
             return f"commit {self.carrier.commit[:12]} carries the change (same patch-id)"
+        first = self.first_commit
+        if first is not None and first.guards_broken:
+            return f"commit {first.commit[:12]} breaks its guard: " + "; ".join(first.guards_broken)
         return ""
 
 
-def _reads(patch: PatchFile) -> set[str]:
-    """The paths whose content or kind a check of ``patch`` reads: its files and the folders above them."""
+def broken_guards(result: CheckResult) -> tuple[str, ...]:
+    """Each broken guard of ``result`` with its offenses, as one line each: ``guard: path:line: text; ...``."""
+    return tuple(f"{g.guard}: {'; '.join(g.offenses) or g.error}" for g in result.guards if not g.holds)
+
+
+def guard_paths(patch: PatchFile, listing: list[str] | None) -> list[str]:
+    """The files ``patch``'s guards read: each plain path, and what each glob matches in ``listing``."""
+    paths: list[str] = []
+    for text in patch.field_values("Guard"):
+        guard = parse_guard(text)
+        if not guard.is_glob:
+            paths.append(guard.where)
+        elif listing is not None:
+            paths += [p for p in listing if fnmatch.fnmatchcase(p, guard.where)]
+    return paths
+
+
+def _reads(patch: PatchFile, guarded: Iterable[str] = ()) -> set[str]:
+    """The paths whose content or kind a check of ``patch`` reads: its files (and ``guarded``, the files its
+    guards read) and the folders above them."""
     reads = set()
-    for path in patch.touched_paths:
+    for path in [*patch.touched_paths, *guarded]:
         parts = path.split("/")
         reads.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
     return reads
 
 
-def independent_groups(series: list[PatchFile]) -> list[tuple[int, ...]]:
+def independent_groups(series: list[PatchFile], guarded: dict[int, list[str]] | None = None
+                       ) -> list[tuple[int, ...]]:
     """The series split into groups that share no path: no patch of one group writes what another reads.
 
     A patch's state depends on the patches before it only through the files they
@@ -120,7 +152,7 @@ def independent_groups(series: list[PatchFile]) -> list[tuple[int, ...]]:
 
     readers: dict[str, list[int]] = {}
     for index, patch in enumerate(series):
-        for path in _reads(patch):
+        for path in _reads(patch, (guarded or {}).get(index, ())):
             readers.setdefault(path, []).append(index)
     for index, patch in enumerate(series):
         for path in patch.touched_paths:
@@ -147,14 +179,19 @@ class Walk:
         self._prefetched: set[str] = set()
         if not repo.history_indexed(to):  # fetched lazily, or before patchmgr wrote commit-graphs
             repo.index_history(to)
-        self._groups = independent_groups(series)
+        # a guard's glob is followed through the files it matches at the ref
+        globs = any(parse_guard(t).is_glob for patch in series for t in patch.field_values("Guard"))
+        listing = repo.file_paths(to) if globs else None
+        self._guarded = {i: guard_paths(patch, listing) for i, patch in enumerate(series)}
+        self._groups = independent_groups(series, self._guarded)
         self._group_of = {index: group for group in self._groups for index in group}
         self._inputs: dict[tuple[int, ...], tuple[list[str], int]] = {}
         for group in self._groups:
-            files = sorted({p for i in group for p in series[i].touched_paths})
-            folders = sorted(set().union(*(_reads(series[i]) for i in group)) - set(files))
+            files = sorted({p for i in group for p in [*series[i].touched_paths, *self._guarded[i]]})
+            folders = sorted(set().union(*(_reads(series[i], self._guarded[i]) for i in group)) - set(files))
             self._inputs[group] = (files + folders, len(files))
         self._states: dict[tuple, list[State]] = {}
+        self._broken: dict[tuple, list[tuple[str, ...]]] = {}
         self.checks = 0  # groups classified by the engine, for the benchmarks
 
     def prefetch(self, paths: Iterable[str]) -> None:
@@ -178,7 +215,12 @@ class Walk:
         group = self._group_of[index]
         return self._group_states(group, commit)[group.index(index)]
 
-    def _group_states(self, group: tuple[int, ...], commit: str) -> list[State]:
+    def guards_at(self, index: int, commit: str) -> tuple[str, ...]:
+        """Patch ``index``'s broken guards at ``commit`` (``broken_guards``); empty when they hold."""
+        group = self._group_of[index]
+        return self._broken[self._key(group, commit)][group.index(index)]
+
+    def _key(self, group: tuple[int, ...], commit: str) -> tuple:
         paths, files = self._inputs[group]
         entries = self.repo.path_entries(commit, paths)
         # files by content, folders above them by kind only (the engine checks that they are folders)
@@ -187,41 +229,51 @@ class Walk:
             source = GitSource(self.repo, commit, self.location)
             results = check_series([self.series[i] for i in group], source, merge_texts)
             self._states[key] = [r.state for r in results]
+            self._broken[key] = [broken_guards(r) for r in results]
             self.checks += len(group)
-        return self._states[key]
+        return key
+
+    def _group_states(self, group: tuple[int, ...], commit: str) -> list[State]:
+        return self._states[self._key(group, commit)]
 
     def group_paths(self, indexes: Iterable[int]) -> list[str]:
         """The files of the groups of the patches ``indexes``: what classifying them reads at each commit."""
-        return sorted({p for index in indexes for i in self._group_of[index] for p in self.series[i].touched_paths})
+        return sorted({p for index in indexes for i in self._group_of[index]
+                       for p in [*self.series[i].touched_paths, *self._guarded[i]]})
 
     def related(self, index: int) -> list[int]:
         """The patches up to ``index`` whose files can change its state: it, and those writing what it reads."""
-        reads, chosen = _reads(self.series[index]), [index]
+        reads, chosen = _reads(self.series[index], self._guarded[index]), [index]
         for other in range(index - 1, -1, -1):
             if reads.intersection(self.series[other].touched_paths):
                 chosen.append(other)
-                reads |= _reads(self.series[other])
+                reads |= _reads(self.series[other], self._guarded[other])
         return sorted(chosen)
 
-    def history(self, index: int, state_at_to: State, carrier: CommitInfo | None) -> PatchHistory:
-        """One patch's steps, at the commits touching files of it or of the earlier patches it depends on."""
+    def history(self, index: int, state_at_to: State, carrier: CommitInfo | None,
+                guards_broken_at_to: tuple[str, ...] = ()) -> PatchHistory:
+        """One patch's steps, at the commits touching files of it, of its guards, or of the earlier patches it
+        depends on. A step is a change of state, or of whether the patch's guards hold."""
         self.prefetch(self.group_paths([index]))
-        paths = sorted({p for i in self.related(index) for p in self.series[i].touched_paths})
+        paths = sorted({p for i in self.related(index) for p in [*self.series[i].touched_paths, *self._guarded[i]]})
         commits = self.repo.commits_touching(self.base, self.to, paths)
-        at_base = Step(self.base, self.repo.commit_info(self.base).subject, self.state_at(index, self.base))
-        history = PatchHistory(self.series[index], state_at_to, at_base, commits_checked=len(commits) + 1)
+        at_base = Step(self.base, self.repo.commit_info(self.base).subject, self.state_at(index, self.base),
+                       self.guards_at(index, self.base))
+        history = PatchHistory(self.series[index], state_at_to, at_base, commits_checked=len(commits) + 1,
+                               guards_broken_at_to=guards_broken_at_to)
         carried = False
-        previous = at_base.state
+        previous = (at_base.state, bool(at_base.guards_broken))
         for commit in commits:
             state = self.state_at(index, commit.sha)
+            broken = self.guards_at(index, commit.sha)
             carried = carried or (carrier is not None and commit.sha == carrier.sha)
             if carried and not state.applies:
                 # The patch's own change landed at the carrier; later upstream edits of
                 # the same lines make its reverse fail, but the change is upstream's.
-                state = State.UPSTREAM
-            if state is not previous:
-                history.transitions.append(Step(commit.sha, commit.subject, state))
-                previous = state
+                state, broken = State.UPSTREAM, ()
+            if (state, bool(broken)) != previous:
+                history.transitions.append(Step(commit.sha, commit.subject, state, broken))
+                previous = (state, bool(broken))
         if carrier is not None:
             history.carrier = Step(carrier.sha, carrier.subject, State.UPSTREAM)
             if not state_at_to.applies:

@@ -196,6 +196,11 @@ class GitRepo:
         mode, kind, sha = meta.split()
         return TreeEntry(mode, kind, sha)
 
+    def file_paths(self, commit: str) -> list[str]:
+        """Every path at ``commit`` that is not a folder (files, links, submodules): what a glob is matched against."""
+        out = self.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit, strip=False)
+        return [name for name in out.split("\0") if name]
+
     def missing_blobs(self, commit: str) -> list[str]:
         """Paths at ``commit`` whose blobs this repository lacks (a mirror without its large files)."""
         listing = self.run("ls-tree", "-r", "--full-tree", commit)
@@ -311,6 +316,36 @@ class GitRepo:
                         "--no-numbered", "--no-color", "--no-thread", "--no-attach", "--no-cover-letter",
                         "--no-to", "--no-cc", "--no-add-header", "--no-base", "--src-prefix=a/", "--dst-prefix=b/",
                         "--stat=72", commit, strip=False)
+
+    # -- git am, for edit --onto ----------------------------------------------
+    def am_apply(self, mail: Path, env: Mapping[str, str] | None = None) -> bool:
+        """``git am -3`` of one patch mail: True when it committed, False when it stopped for a person
+        (conflict markers in place, or no base to merge on); other failures are a GitError."""
+        try:
+            self.run("am", "--3way", "--keep-cr", "--no-scissors", "--no-message-id", "--whitespace=nowarn",
+                     "--no-gpg-sign", "--", str(mail), env=env)
+            return True
+        except GitError:
+            if self.am_in_progress():
+                return False
+            raise
+
+    def am_resume(self, action: str, env: Mapping[str, str] | None = None) -> None:
+        """``git am --continue``, ``--skip`` or ``--abort``."""
+        self.run("am", f"--{action}", env=env)
+
+    def am_in_progress(self) -> bool:
+        """Whether a ``git am`` stopped in this checkout and waits for --continue, --skip or --abort."""
+        return (Path(self.run("rev-parse", "--absolute-git-dir")) / "rebase-apply").is_dir()
+
+    def unmerged_paths(self) -> list[str]:
+        """Paths with conflicts not yet resolved (``git add``) in the index."""
+        out = self.run("diff", "--name-only", "--diff-filter=U", "-z", strip=False)
+        return list(dict.fromkeys(path for path in out.split("\0") if path))
+
+    def range_diff(self, old: str, new: str) -> str:
+        """``git range-diff old new`` (two ``base..tip`` ranges), without colour."""
+        return self.run("range-diff", "--no-color", "--no-dual-color", old, new, strip=False)
 
     def close(self) -> None:
         if self._objects is not None:

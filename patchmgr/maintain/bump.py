@@ -1,7 +1,10 @@
 """Move an upstream's pin to a new ref (``patchmgr bump``): refresh, drop what landed, rewrite the pin.
 
 A bump refuses while any patch is ``conflict`` or ``missing`` (naming each),
-and while a patch needs fuzz or a 3-way merge unless that was allowed, so a
+while a guard of a patch it keeps is broken at the ref (model/guards.py),
+and while a patch needs fuzz or a 3-way merge unless that was allowed
+(``--allow-fuzz``, ``--allow-three-way``; a rewritten patch's ``Last-Update``
+is set to today, as refresh does), so a
 pin never moves to a commit its series does not apply to exactly. A patch
 that is ``upstream`` leaves the series, its file removed, only on patch-id
 evidence: an upstream commit whose change has the patch's own patch-id, named.
@@ -55,12 +58,18 @@ class BumpOutcome:
         return [p for p in self.plan.patches if p.state in (State.CONFLICT, State.MISSING)]
 
     @property
+    def guard_blockers(self) -> list[RefreshedPatch]:
+        """Patches the series keeps whose guards break at the ref: the pin must not move to a known-broken tree."""
+        return self.plan.guards_broken
+
+    @property
     def ok(self) -> bool:
         return self.action != "refused"
 
 
 def plan_bump(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str], ref: str,
-              keep: bool = False, allow_three_way: bool = False, version: str | None = None) -> BumpOutcome:
+              keep: bool = False, allow_three_way: bool = False, version: str | None = None,
+              allow_fuzz: bool = False) -> BumpOutcome:
     """What bumping ``name`` to ``ref`` would do, every byte of it computed and checked; writes nothing.
 
     (The command line has already rolled back an interrupted refresh, bump or export.)
@@ -76,10 +85,10 @@ def plan_bump(project: Project, target: Target, name: str, store: Store, overrid
     if upstream.version and new_version is None:
         raise UsageError(f"{ref!r} names no release version, and {upstream.name} pins version {upstream.version}",
                          "pass --version X.Y.Z (the upstream's version at that ref)")
-    plan = plan_refresh(project, upstream, store, overrides, ref, allow_three_way, target.name)
+    plan = plan_refresh(project, upstream, store, overrides, ref, allow_three_way, target.name, allow_fuzz)
     outcome = BumpOutcome(target, plan, "refused", upstream.version, new_version if upstream.version or version
                           else None)
-    if outcome.blockers or not plan.ok:
+    if outcome.blockers or not plan.ok or outcome.guard_blockers:
         return outcome
     if plan.commit == upstream.commit:
         outcome.action = "up-to-date"

@@ -15,7 +15,6 @@ a git note (``refs/notes/patchmgr``), so the commit message stays the patch's.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from collections.abc import Mapping
@@ -23,23 +22,31 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from patchmgr.check.status import check_upstream
-from patchmgr.io.git import GitRepo, identity_env
+from patchmgr.engine.classify import check_patch
+from patchmgr.engine.results import State
+from patchmgr.io.git import GitRepo
 from patchmgr.io.journal import locked_recovery
 from patchmgr.maintain import manifest_edit
+from patchmgr.maintain.edit_record import (NOTES_REF, RECORD, add_note, note_of, read_record, record_bytes,
+                                           write_record)
+from patchmgr.maintain.onto import MAILS, OntoOutcome, plan_onto, start_onto
+from patchmgr.maintain.rangediff import RangeDiff, range_diff
+from patchmgr.model.dep3_edit import set_last_update
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import PATCH_ID, Target, Upstream
 from patchmgr.model.patchfile import parse_patch
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.store import Store
+from patchmgr.sources.upstream import GitSource, release_version
 from patchmgr.targets.build import build_checkout
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
 from patchmgr.targets.project_files import write_files
 
-RECORD = "patchmgr-edit.json"
-NOTES_REF = "refs/notes/patchmgr"
-_NOTE_PREFIX = "patchmgr-patch: "
+__all__ = ["NOTES_REF", "RECORD", "edit_checkout", "edit_onto", "export_checkout"]
 
 
 @dataclass
@@ -69,10 +76,18 @@ class ExportOutcome:
     series_changed: bool = False
     shared: dict[str, list[str]] = field(default_factory=dict)  # removed id -> other targets keeping its file
     notes: list[str] = field(default_factory=list)
+    moved: tuple[str, str, str] | None = None  # (old pin, new base, ref): from an edit --onto checkout
+    old_version: str | None = None
+    new_version: str | None = None  # None: the version line stays
+    dropped: dict[str, str] = field(default_factory=dict)  # removed id -> why (upstream carries it as ...)
+    carriers: dict[str, str] = field(default_factory=dict)  # removed id -> the upstream commit with its patch-id
+    range_diff: RangeDiff | None = None  # the old series against the new one
+    # patch id -> its GuardResults on the checkout's HEAD, after writing (maintain/export_guards.py)
+    guards: dict[str, list] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
-        return self.series_changed or any(p.action != "unchanged" for p in self.patches)
+        return self.series_changed or bool(self.moved) or any(p.action != "unchanged" for p in self.patches)
 
 
 def edit_checkout(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str],
@@ -140,11 +155,25 @@ def _edit_locked(project: Project, target: Target, upstream: Upstream, store: St
     with GitRepo(into) as repo:
         repo.run("config", "notes.rewriteRef", NOTES_REF)  # amend and rebase carry the notes along
         for patch_id, commit in commits:
-            repo.run("notes", "--ref", NOTES_REF, "add", "-f", "-m", _NOTE_PREFIX + patch_id, commit,
-                     env=identity_env())
+            add_note(repo, commit, patch_id)
     sums = {p.id: p.sha256 for p in entry.patches}
-    _write_record(into, target.name, upstream.name, upstream.commit, [(pid, c, sums[pid]) for pid, c in commits])
+    write_record(into, target.name, upstream.name, upstream.commit, [(pid, c, sums[pid]) for pid, c in commits])
     return EditOutcome(target.name, upstream, into, upstream.commit, commits, notes)
+
+
+def edit_onto(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str],
+              into: Path, ref: str, force: bool = False) -> OntoOutcome:
+    """``edit`` at the pin, then the series moved onto ``ref`` there as far as it applies (``maintain.onto``).
+
+    The ref is resolved, and the patches it already carries found, before anything is written: a ref the
+    upstream does not have is bad input and leaves ``into`` as it was.
+    """
+    upstream = target.upstream(name)
+    plan = plan_onto(project, upstream, store, overrides, ref)
+    edited = edit_checkout(project, target, name, store, overrides, into, force)
+    outcome = start_onto(edited.into, project, upstream, plan)
+    outcome.notes[:0] = edited.notes
+    return outcome
 
 
 _REPLACED = "replaced"
@@ -176,7 +205,7 @@ def _edit_local_work(into: Path, target: Target, upstream: Upstream, force: bool
     """The work in an earlier edit checkout at ``into`` that rebuilding it would lose; refuses unless forced."""
     if not into.exists() or (into.is_dir() and not any(into.iterdir())):
         return None
-    record = _read_record(into) if into.is_dir() and (into / ".git" / RECORD).is_file() else None
+    record = read_record(into) if into.is_dir() and (into / ".git" / RECORD).is_file() else None
     if record is None:
         raise UsageError(f"{into} exists and is not an empty folder (nor a checkout patchmgr edit made)",
                          "choose a new folder for --into")
@@ -184,19 +213,27 @@ def _edit_local_work(into: Path, target: Target, upstream: Upstream, force: bool
         raise StateError(f"{into} is an edit checkout of {record.get('target')}/{record.get('upstream')}, "
                          f"not {target.name}/{upstream.name}", "choose another folder for --into")
     patches = record.get("patches") or []
-    work = find_local_work(upstream.name, into, patches[-1]["commit"] if patches else record.get("pin"))
+    # during a move (edit --onto) not yet exported, every commit on the new base is work: none is written back
+    onto_base = (record.get("onto") or {}).get("commit")
+    work = find_local_work(upstream.name, into, onto_base or (patches[-1]["commit"] if patches else record.get("pin")))
     if work and not force:
         raise StateError(f"edit would rebuild {into} and lose work not yet exported: {work.describe()}; "
                          "nothing was changed",
                          f"write it back first with: patchmgr export --target {target.name} --upstream "
                          f"{upstream.name} --from {into} (and commit or remove other files), or run edit again "
-                         f"with --force to save it on a branch {SAVED_PREFIX}<UTC time> in the new checkout")
+                         f"with --force to save it on a branch {SAVED_PREFIX}<UTC time> in the new checkout"
+                         + (f"; a move to {record['onto'].get('ref')} is under way there: finish it with patchmgr "
+                            f"edit --continue/--skip/--abort --into {into}" if record.get("onto") else ""))
     return work or None
 
 
-def export_checkout(project: Project, target: Target, name: str, source: Path) -> ExportOutcome:
+def export_checkout(project: Project, target: Target, name: str, source: Path, version: str | None = None
+                    ) -> ExportOutcome:
     """Write the commits of an ``edit`` checkout back as the upstream's patch files and series.
 
+    From a checkout that ``edit --onto REF`` moved, the pin (and version) moves
+    to the new base too, patches that upstream carries leave the series with
+    their commit named, and ``Last-Update`` of each changed patch becomes today.
     Every patch is generated and checked, and the new manifest text validated,
     before anything is written; then the patch files, the removals, the
     manifest and the checkout's record are written in one journaled
@@ -204,7 +241,7 @@ def export_checkout(project: Project, target: Target, name: str, source: Path) -
     """
     upstream = target.upstream(name)
     source = source.resolve()
-    record = _read_record(source)
+    record = read_record(source)
     if (record.get("target"), record.get("upstream")) != (target.name, upstream.name):
         raise StateError(f"{source} was made for {record.get('target')}/{record.get('upstream')}, "
                          f"not {target.name}/{upstream.name}", "export into the target and upstream it was made for")
@@ -212,21 +249,27 @@ def export_checkout(project: Project, target: Target, name: str, source: Path) -
     if pin != upstream.commit:
         raise StateError(f"{upstream.name}: the pin moved from {str(pin)[:12]} to {upstream.commit[:12]} since edit",
                          "run patchmgr edit again on the new pin and redo the change there")
+    onto = record.get("onto")
     outcome = ExportOutcome(upstream, source)
+    _new_version(outcome, onto, version)
     with GitRepo(source) as repo:
-        commits = _commits_since(repo, pin, source)
-        known = {p["commit"]: p["id"] for p in record.get("patches", [])}
+        _refuse_unfinished(repo, source, onto)
+        base = onto["commit"] if onto else pin
+        commits = _commits_since(repo, base, source)
+        known = {p["commit"]: p for p in record.get("patches", [])}
         # a commit that lost its note (cherry-picked) is still its patch when the subject says so
         by_subject = {p.subject: p.id for p in reversed(project.patches(upstream)) if p.subject}
         used: set[str] = set()
         exported: list[tuple[ExportedPatch, bytes | None]] = []
         for commit, subject in commits:
-            wanted = known.get(commit) or _note(repo, commit)
+            entry = known.get(commit)
+            wanted = entry["id"] if entry else note_of(repo, commit)
             if wanted is None and by_subject.get(subject) not in used:
                 wanted = by_subject.get(subject)
             patch_id = _patch_id(wanted, subject, used)
             path = project.patch_path(upstream.name, patch_id)
-            if commit in known and path.is_file():
+            if entry and entry["id"] == patch_id and path.is_file() and (
+                    not onto or _file_makes(repo, commit, path, entry, upstream.name, patch_id)):
                 exported.append((ExportedPatch(patch_id, commit, "unchanged", path), None))
                 continue
             data = repo.format_patch(commit).encode("utf-8")
@@ -234,25 +277,88 @@ def export_checkout(project: Project, target: Target, name: str, source: Path) -
                 raise StateError(f"commit {commit[:12]} ({subject}) changes nothing",
                                  "drop it (git rebase -i) or give it a change, then export again")
             parse_patch(data, path, upstream.name, patch_id)
-            action = "unchanged" if path.is_file() and path.read_bytes() == data else (
-                "updated" if path.is_file() else "added")
-            exported.append((ExportedPatch(patch_id, commit, action, path), data))
-    series = [p.id for p, _ in exported]
-    outcome.patches = [p for p, _ in exported]
-    outcome.removed = [pid for pid in upstream.patch_ids if pid not in series]
-    outcome.series_changed = series != list(upstream.patch_ids)
+            if path.is_file() and path.read_bytes() == data:
+                exported.append((ExportedPatch(patch_id, commit, "unchanged", path), data))
+                continue
+            data = set_last_update(data)
+            parse_patch(data, path, upstream.name, patch_id)
+            exported.append((ExportedPatch(patch_id, commit, "updated" if path.is_file() else "added", path), data))
+        series = [p.id for p, _ in exported]
+        outcome.patches = [p for p, _ in exported]
+        outcome.removed = [pid for pid in upstream.patch_ids if pid not in series]
+        outcome.series_changed = series != list(upstream.patch_ids)
+        if onto:
+            outcome.moved = (pin, base, onto["ref"])
+            carried = {c["id"]: c for c in onto.get("carried") or []}
+            for patch_id in outcome.removed:
+                if patch_id in carried:
+                    c = carried[patch_id]
+                    outcome.dropped[patch_id] = f"upstream carries it as {c['commit'][:7]} ({c['subject']})"
+                    outcome.carriers[patch_id] = c["commit"]
+                elif patch_id in (onto.get("skipped") or []):
+                    outcome.dropped[patch_id] = f"skipped during edit --onto {onto['ref']}"
+        old_tip = onto["old_tip"] if onto else (record.get("patches") or [{}])[-1].get("commit")
+        if outcome.changed and old_tip and old_tip != pin:
+            outcome.range_diff = range_diff(repo, f"{pin}..{old_tip}", f"{base}..HEAD")
     writes, expected = _export_changes(project, target, outcome, exported, series)
     sums = [(p.id, p.commit, sha256_bytes(data if data is not None else _read(p.path))) for p, data in exported]
     if not writes:  # no project file changes: only the checkout's record, which is not the project's
         try:
-            _write_record(source, target.name, upstream.name, pin, sums)
+            write_record(source, target.name, upstream.name, base, sums)
         except OSError as exc:
             raise StateError(f"cannot write {exc.filename or source}: {exc.strerror or exc}",
                              "fix the cause, then export again") from None
         return outcome
-    writes[source / ".git" / RECORD] = _export_record(target.name, upstream.name, pin, sums)
+    writes[source / ".git" / RECORD] = record_bytes(target.name, upstream.name, base, sums)
     write_files(project.root, writes, expected)
+    if onto:
+        shutil.rmtree(source / ".git" / MAILS, ignore_errors=True)
     return outcome
+
+
+def _new_version(outcome: ExportOutcome, onto: dict | None, version: str | None) -> None:
+    """The version the pin moves to (``--version``, else the ref's tag), or a note why it stays."""
+    upstream = outcome.upstream
+    if version is not None:
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise UsageError(f"--version {version!r} is not a PEP 440 version; nothing was written",
+                             "give the upstream's release version at the new ref, e.g. --version 0.5.0") from None
+        if not onto:
+            raise UsageError("--version goes with an export from an edit --onto checkout (the pin moves there); "
+                             "nothing was written", "leave --version out, or move the series with edit --onto REF")
+    if not onto:
+        return
+    outcome.old_version = upstream.version
+    guessed = version or release_version(upstream, onto["ref"])
+    if version is not None or (upstream.version and guessed):
+        outcome.new_version = guessed
+    elif upstream.version:
+        outcome.notes.append(f"version stays {upstream.version}: {onto['ref']} names no release version; pass "
+                             "--version X.Y.Z if it changed")
+
+
+def _refuse_unfinished(repo: GitRepo, source: Path, onto: dict | None) -> None:
+    if repo.am_in_progress() or (onto and (onto.get("queue") or onto.get("current"))):
+        waiting = (onto or {}).get("current") or ((onto or {}).get("queue") or [{}])[0].get("id")
+        what = f"the move to {onto['ref']} stopped at {waiting}" if onto and waiting else "a git am is in progress"
+        raise StateError(f"{source}: {what}; export writes nothing until it is finished",
+                         f"resolve the conflicts, git add them, then patchmgr edit --continue --into {source} "
+                         f"(or --skip, or --abort), then export again")
+
+
+def _file_makes(repo: GitRepo, commit: str, path: Path, entry: dict, upstream: str, patch_id: str) -> bool:
+    """Whether the patch file, still as edit --onto applied it, applies exactly (``clean``) on ``commit``'s
+    parent: then the commit is the file's change there, and the file stays byte for byte."""
+    data = _read(path)
+    if sha256_bytes(data) != entry.get("sha256"):
+        return False
+    parents = repo.commit_info(commit).parents
+    if len(parents) != 1:
+        return False
+    patch = parse_patch(data, path, upstream, patch_id)
+    return check_patch(patch, GitSource(repo, parents[0], str(repo.path))).state is State.CLEAN
 
 
 def _export_changes(project: Project, target: Target, outcome: ExportOutcome,
@@ -275,26 +381,22 @@ def _export_changes(project: Project, target: Target, outcome: ExportOutcome,
             if path.is_file():
                 writes[path] = None
                 expected[path] = _read(path)
-    if outcome.series_changed:
+    if outcome.series_changed or outcome.moved:
         data = _read(target.path)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise StateError(f"{target.path}: not UTF-8 text", "save the manifest as UTF-8") from exc
         new_text = manifest_edit.series_text(text, target.path, upstream.name, series)
+        if outcome.moved:
+            _old, base, ref = outcome.moved
+            new_text = manifest_edit.pin_text(new_text, target.path, upstream.name, base, ref, outcome.new_version)
         manifest_edit.check_manifest(target.path, new_text, project.patches_dir,
                                      {p for p, d in writes.items() if d is not None})
         if new_text != text:
             writes[target.path] = new_text.encode("utf-8")
             expected[target.path] = data
     return writes, expected
-
-
-def _export_record(target: str, upstream: str, pin: str, patches: list[tuple[str, str, str]]) -> bytes:
-    """The bytes ``_write_record`` writes, for the export's transaction."""
-    record = {"format": 1, "target": target, "upstream": upstream, "pin": pin,
-              "patches": [{"id": pid, "commit": commit, "sha256": digest} for pid, commit, digest in patches]}
-    return (json.dumps(record, indent=2) + "\n").encode("utf-8")
 
 
 def _read(path: Path) -> bytes:
@@ -320,15 +422,6 @@ def _commits_since(repo: GitRepo, pin: str, folder: Path) -> list[tuple[str, str
     return commits
 
 
-def _note(repo: GitRepo, commit: str) -> str | None:
-    if not repo.run_ok("notes", "--ref", NOTES_REF, "show", commit):
-        return None
-    for line in repo.run("notes", "--ref", NOTES_REF, "show", commit).splitlines():
-        if line.startswith(_NOTE_PREFIX):
-            return line[len(_NOTE_PREFIX):].strip()
-    return None
-
-
 def _patch_id(wanted: str | None, subject: str, used: set[str]) -> str:
     """The patch id for a commit: its note's, else one made from its subject; never one already used."""
     base = wanted if wanted and PATCH_ID.match(wanted) else slug(subject)
@@ -342,18 +435,3 @@ def _patch_id(wanted: str | None, subject: str, used: set[str]) -> str:
 def slug(subject: str) -> str:
     words = re.sub(r"[^a-z0-9]+", "-", subject.lower()).strip("-")
     return words[:60].rstrip("-") or "patch"
-
-
-def _write_record(folder: Path, target: str, upstream: str, pin: str, patches: list[tuple[str, str, str]]) -> None:
-    record = {"format": 1, "target": target, "upstream": upstream, "pin": pin,
-              "patches": [{"id": pid, "commit": commit, "sha256": digest} for pid, commit, digest in patches]}
-    (folder / ".git" / RECORD).write_text(json.dumps(record, indent=2) + "\n")
-
-
-def _read_record(folder: Path) -> dict:
-    path = folder / ".git" / RECORD
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise StateError(f"{folder} was not made by `patchmgr edit` (no readable {RECORD})",
-                         "make one with: patchmgr edit --target T --upstream NAME --into DIR") from exc

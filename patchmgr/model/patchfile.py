@@ -24,10 +24,11 @@ from pathlib import Path
 
 from patchmgr.model.diff import _DATE_RANGE, FileDiff, _bare_lines, _check_hunks, _lines, _parse_diff
 from patchmgr.model.errors import PatchFormatError
+from patchmgr.model.guards import SYNTAX, GuardSyntaxError, parse_guard
 
 DEP3_KEYS = (
     "Description", "Subject", "Origin", "Upstream-Status", "Forwarded", "Bug", "Applied-Upstream",
-    "Last-Update", "Author", "From", "Reviewed-by", "Acked-by", "Signed-off-by", "Smoke-Test",
+    "Last-Update", "Author", "From", "Reviewed-by", "Acked-by", "Signed-off-by", "Smoke-Test", "Guard",
 )
 
 
@@ -114,6 +115,7 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
     if date is not None:
         _check_date(date, header_text, path)
     fields = _parse_fields(body)
+    _check_guards(fields, header_text, path)
     files = _parse_diff(diff_text, path, diff_line)
     if not subject:
         subject = _bare_lines(dict(fields).get("Description", ""))[0] if dict(fields).get("Description") else ""
@@ -166,6 +168,20 @@ def _parse_fields(body: str) -> list[tuple[str, str]]:
         elif fields and line[:1] == " " and fields[-1][0] == "Description":
             fields[-1] = (fields[-1][0], fields[-1][1] + "\n" + line.strip())
     return fields
+
+
+def _check_guards(fields: list[tuple[str, str]], message: str, path: Path) -> None:
+    """Each ``Guard:`` value must parse (model/guards.py): a malformed one names its line and the syntax."""
+    for name, value in fields:
+        if name != "Guard":
+            continue
+        try:
+            parse_guard(value)
+        except GuardSyntaxError as exc:
+            line = next((n for n, text in enumerate(_bare_lines(message), 1)
+                         if text.startswith("Guard:") and text[len("Guard:"):].strip() == value), 1)
+            raise PatchFormatError(f"{path}:{line}: {exc}", f"write it as {SYNTAX!r} (see the README's Guards)"
+                                   ) from exc
 
 
 def _check_date(date: str, message: str, path: Path) -> None:

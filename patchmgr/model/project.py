@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchmgr.model.errors import ManifestError, UsageError
+from patchmgr.model.errors import ManifestError, PatchmgrError, UsageError
 from patchmgr.model.manifest import Target, Upstream, load_target
 from patchmgr.model.patchfile import PatchFile, read_patch
+
+_UPSTREAM_TABLE = re.compile(r"""^\s*\[\s*upstreams\s*\.\s*("[^"]+"|'[^']+'|[A-Za-z0-9_.-]+)\s*\]""", re.M)
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,36 @@ class Project:
 
     def targets(self, name: str | None = None) -> list[Target]:
         return [self.target(name)] if name else [self.target(n) for n in self.target_names()]
+
+    def readable_targets(self) -> tuple[list[Target], list[str]]:
+        """Every target whose manifest loads, and one line for each that does not (``path: what is wrong``).
+
+        For what a command on one target reads of the others (which patch files some manifest lists, which
+        upstream names exist): only the chosen target's manifest must parse; lint reports the broken ones."""
+        targets, broken = [], []
+        for name in self.target_names():
+            try:
+                targets.append(self.target(name))
+            except PatchmgrError as exc:
+                broken.append(exc.message if exc.message.startswith(str(self.manifests_dir))
+                              else f"{self.manifests_dir / f'{name}.toml'}: {exc.message}")
+        return targets, broken
+
+    def upstream_names(self) -> set[str]:
+        """The upstream names of every manifest; a manifest that does not load is read for its
+        ``[upstreams.NAME]`` tables as text."""
+        names: set[str] = set()
+        for name in self.target_names():
+            path = self.manifests_dir / f"{name}.toml"
+            try:
+                names.update(u.name for u in self.target(name).upstreams)
+            except PatchmgrError:
+                try:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                names.update(match.group(1).strip('"\'') for match in _UPSTREAM_TABLE.finditer(text))
+        return names
 
     def patches(self, upstream: Upstream) -> list[PatchFile]:
         return [read_patch(self.patch_path(upstream.name, pid), upstream.name, pid)

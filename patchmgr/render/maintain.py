@@ -9,19 +9,23 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.render.console import STATE_STYLE, notes, patches, row
+from patchmgr.render.status import guard_json
 
 if TYPE_CHECKING:
     from patchmgr.history.bisect import Bisection
     from patchmgr.history.walk import Step
     from patchmgr.maintain.bump import BumpOutcome
     from patchmgr.maintain.refresh import RefreshPlan
+    from patchmgr.maintain.onto import OntoOutcome
+    from patchmgr.maintain.rangediff import RangeDiff
     from patchmgr.maintain.roundtrip import EditOutcome, ExportOutcome
 
 
 def _step_json(step: Step | None) -> dict | None:
     if step is None:
         return None
-    return {"commit": step.commit, "state": step.state.value, "subject": step.subject, "pr": step.pr}
+    return {"commit": step.commit, "state": step.state.value, "subject": step.subject, "pr": step.pr,
+            "guards_broken": list(step.guards_broken)}
 
 
 def bisect_json(result: Bisection) -> dict:
@@ -34,7 +38,9 @@ def bisect_json(result: Bisection) -> dict:
             "first_commit": first.commit if first else None,
             "subject": first.subject if first else None,
             "pr": first.pr if first else None,
+            "guards_broken": list(first.guards_broken) if first else [],
             "state_at_to": history.state_at_to.value,
+            "guards_broken_at_to": list(history.guards_broken_at_to),
             "monotonic": history.monotonic,
             "note": history.note or None,
             "carried_by": _step_json(history.carrier),
@@ -61,7 +67,10 @@ def render_bisect(console: Console, result: Bisection) -> None:
         table.add_column(column, overflow="fold")
     for history in result.patches:
         first = history.first_commit
-        row(table, history.patch.id, Text(history.state.value, style=STATE_STYLE[history.state]),
+        label, style = history.state.value, STATE_STYLE[history.state]
+        if first is not None and first.guards_broken:
+            label, style = first.label, "red"
+        row(table, history.patch.id, Text(label, style=style),
                       first.commit[:12] if first else "-", f"#{first.pr}" if first and first.pr else "",
                       first.subject if first else "", str(history.commits_checked))
     console.print(table)
@@ -69,6 +78,9 @@ def render_bisect(console: Console, result: Bisection) -> None:
         first = history.first_commit
         if first is not None and history.state_at_to is not history.state:
             console.print(f"  {history.patch.id}: {history.state_at_to.value} at {result.ref}", highlight=False)
+        for broken in history.guards_broken_at_to:
+            console.print(f"  {history.patch.id}: guard broken at {result.ref}: {broken}", style="red",
+                          highlight=False, markup=False)
         if history.note:
             console.print(f"  {history.patch.id}: {history.note}", style="yellow", highlight=False, markup=False)
     if result.applying:
@@ -96,6 +108,8 @@ def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, s
         row(table, refreshed.patch.id, Text(refreshed.state.value, style=STATE_STYLE[refreshed.state]),
                       Text(refreshed.action, style=styles[refreshed.action]), refreshed.reason)
     console.print(table)
+    for refreshed in plan.patches:
+        _guard_lines(console, refreshed.patch.id, refreshed.guards, plan.ref)
     for refreshed in plan.changed:
         if refreshed.shared_with:
             console.print(f"note: {refreshed.patch.id} is also listed by target {', '.join(refreshed.shared_with)}: "
@@ -110,6 +124,20 @@ def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, s
     else:
         console.print(f"rewrote {patches(len(plan.written))}" + "".join(f"\n  {p}" for p in plan.written),
                       style="green", highlight=False)
+    if plan.guards_broken:
+        console.print(f"not done: {', '.join(p.patch.id for p in plan.guards_broken)} applies at {plan.ref} but "
+                      "breaks its guard (see above); change the patch so that it holds (patchmgr edit, then export)",
+                      style="red", highlight=False, markup=False)
+
+
+def _guard_lines(console: Console, patch_id: str, guards, ref: str) -> None:
+    """Each broken guard of a patch at ``ref``, and each offending ``file:line``."""
+    for guard in guards:
+        if guard.holds:
+            continue
+        console.print(f"{patch_id}: guard broken at {ref}: {guard.guard}", style="red", highlight=False, markup=False)
+        for offense in (*guard.offenses, *([guard.error] if guard.error else [])):
+            console.print(f"  {offense}", style="red", highlight=False, markup=False)
 
 
 def render_bump(console: Console, outcome: BumpOutcome) -> None:
@@ -121,6 +149,10 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
         for blocker in outcome.blockers:
             console.print(f"blocks the bump: {blocker.patch.id} is {blocker.state.value} at {plan.ref}",
                           style="red", highlight=False, markup=False)
+        for blocker in outcome.guard_blockers:
+            console.print(f"blocks the bump: a guard of {blocker.patch.id} is broken at {plan.ref} (see above); "
+                          "change the patch so that it holds (patchmgr edit, then export)",
+                          style="red", highlight=False, markup=False)
         for unproven in outcome.review:
             console.print(f"needs review: {unproven.patch.id} looks upstream at {plan.ref} (its reverse applies "
                           "where the patch puts it), but no upstream commit has its patch-id, so bump does not "
@@ -129,6 +161,11 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
                           f"{unproven.patch.path}, or keep it with bump --keep; then bump again",
                           style="red", highlight=False, markup=False)
         console.print(f"refused: {name} stays at {plan.upstream.commit[:12]}", style="red", highlight=False)
+        if outcome.blockers or outcome.guard_blockers or not plan.ok:
+            console.print(f"resolve them in a checkout at {plan.ref}: patchmgr edit --target {outcome.target.name} "
+                          f"--upstream {name} --into DIR --onto {plan.ref}, then patchmgr export --target "
+                          f"{outcome.target.name} --upstream {name} --from DIR (it moves the pin)",
+                          style="dim", highlight=False, markup=False)
         return
     if outcome.action == "up-to-date":
         console.print(f"{name} is already pinned at {plan.commit[:12]} ({plan.ref})", highlight=False)
@@ -137,6 +174,9 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
     for refreshed in plan.changed:
         console.print(f"{'would refresh' if planned else 'refreshed'} {refreshed.patch.id} "
                       f"({refreshed.state.value})", highlight=False)
+        if refreshed.shared_with:
+            console.print(f"  note: {refreshed.patch.id} is also listed by target {', '.join(refreshed.shared_with)}"
+                          ": check it there with patchmgr status", style="yellow", highlight=False, markup=False)
     for dropped in outcome.dropped:
         console.print(f"{'would drop' if planned else 'dropped'} {dropped.patch.id}: {dropped.reason}", style="cyan",
                       highlight=False, markup=False)
@@ -169,12 +209,21 @@ def render_edit(console: Console, outcome: EditOutcome) -> None:
 
 def render_export(console: Console, outcome: ExportOutcome) -> None:
     notes(console, outcome.notes)
+    for patch_id, guards in outcome.guards.items():
+        _guard_lines(console, patch_id, guards, "the exported tree")
+    if any(not g.holds for guards in outcome.guards.values() for g in guards):
+        console.print("written, but a guard is broken (see above): change the patch in the checkout so that it "
+                      "holds, then export again", style="red", highlight=False, markup=False)
     for patch in outcome.patches:
         style = "green" if patch.action != "unchanged" else "dim"
         console.print(f"{patch.action:9} {patch.id} ({patch.commit[:12]})", style=style, highlight=False)
     for patch_id in outcome.removed:
         kept = (f" (its file stays: target {', '.join(outcome.shared[patch_id])} lists it)"
                 if patch_id in outcome.shared else "")
+        if patch_id in outcome.dropped:
+            console.print(f"dropped   {patch_id}: {outcome.dropped[patch_id]}{kept}", style="cyan", highlight=False,
+                          markup=False)
+            continue
         console.print(f"removed   {patch_id}: no commit carries it any more{kept}", style="yellow", highlight=False,
                       markup=False)
     if not outcome.changed:
@@ -182,17 +231,89 @@ def render_export(console: Console, outcome: ExportOutcome) -> None:
     elif outcome.series_changed:
         console.print(f"{outcome.upstream.name}: series is now {', '.join(p.id for p in outcome.patches)}",
                       highlight=False)
+    if outcome.moved:
+        old, new, ref = outcome.moved
+        version = (f", version {outcome.old_version} -> {outcome.new_version}"
+                   if outcome.new_version and outcome.new_version != outcome.old_version else "")
+        console.print(f"moved the pin of {outcome.upstream.name}: {old[:12]} -> {new[:12]} ({ref}){version}",
+                      style="green", highlight=False, markup=False)
+    if outcome.range_diff is not None:
+        render_range_diff(console, outcome.range_diff)
+
+
+def render_range_diff(console: Console, diff: RangeDiff) -> None:
+    """git range-diff of the old series against the new: = same, ! changed (its diff follows), < gone, > new."""
+    old_base, old_tip = diff.old.split("..", 1)
+    new_base, new_tip = diff.new.split("..", 1)
+    console.print(f"range-diff of the old series ({old_base[:12]}..{old_tip[:12]}) against the new "
+                  f"({new_base[:12]}..{new_tip[:12]}); = same, ! changed, < left the series, > new:",
+                  highlight=False, markup=False)
+    for line in diff.text.rstrip("\n").splitlines():
+        console.print("  " + line, highlight=False, markup=False, soft_wrap=True)
+
+
+def render_onto(console: Console, outcome: OntoOutcome) -> None:
+    notes(console, outcome.notes)
+    into = outcome.into
+    if outcome.action == "aborted":
+        console.print(f"aborted the move to {outcome.ref}: {into} is back at the pin {outcome.pin[:12]} with the "
+                      f"series as it was ({len(outcome.applied)} patch commits)", highlight=False, markup=False)
+        if outcome.saved:
+            console.print(f"resolved work kept on branch {outcome.saved}", style="yellow", highlight=False,
+                          markup=False)
+        return
+    console.print(f"{into}: {outcome.upstream} moving from the pin {outcome.pin[:12]} onto {outcome.ref} "
+                  f"({outcome.commit[:12]})", highlight=False, markup=False)
+    for carried in outcome.carried:
+        console.print(f"  left out {carried.id}: {carried.describe()}", style="cyan", highlight=False, markup=False)
+    for patch_id, commit in outcome.applied:
+        console.print(f"  {commit[:12]} {patch_id}", highlight=False, markup=False)
+    for patch_id in outcome.skipped:
+        console.print(f"  skipped  {patch_id}", style="yellow", highlight=False, markup=False)
+    stop = outcome.stopped
+    export = f"patchmgr export --target {outcome.target} --upstream {outcome.upstream} --from {into}"
+    if stop is None:
+        for patch_id, guards in outcome.guards.items():
+            _guard_lines(console, patch_id, guards, outcome.ref)
+        if not outcome.guards_hold:
+            broken = [pid for pid, guards in outcome.guards.items() if not all(g.holds for g in guards)]
+            console.print(f"every patch is on {outcome.ref}, but {', '.join(broken)} no longer keeps its guard "
+                          f"there: change {'its commit' if len(broken) == 1 else 'their commits'} in {into} so "
+                          f"that the guard holds (git commit --amend, or git rebase -i {outcome.commit[:12]}), "
+                          f"then: {export}", style="red", highlight=False, markup=False)
+            return
+        console.print(f"every patch is on {outcome.ref}; check the result there (tests, smoke), then: {export}",
+                      style="green", highlight=False, markup=False)
+        return
+    if stop.conflicts:
+        what = (f"git could not merge it: conflict markers (<<<<<<< ======= >>>>>>>) are in "
+                f"{', '.join(stop.conflicts)}")
+        fix = (f"edit {'that file' if len(stop.conflicts) == 1 else 'those files'} in {into} to the patch's intent "
+               f"at {outcome.ref}, then: git -C {into} add {' '.join(stop.conflicts)}")
+    else:
+        what = "git could neither apply it nor merge it (no conflict markers were written)"
+        fix = (f"make its change by hand in {into} (the patch is {stop.mail}; try git -C {into} apply --reject "
+               f"{stop.mail}), then git add the files")
+    console.print(f"stopped at patch {stop.number} of {stop.total}, {stop.id}: {what}.", style="red",
+                  highlight=False, markup=False)
+    console.print(f"next: {fix}; then: patchmgr edit --continue --into {into}\n"
+                  f"  or leave the patch out of the series: patchmgr edit --skip --into {into}\n"
+                  f"  or give up the move: patchmgr edit --abort --into {into}\n"
+                  f"  (git am --continue / --skip in {into} work too: run patchmgr edit --continue --into {into} "
+                  "after them to apply the rest)", highlight=False, markup=False, soft_wrap=True)
 
 
 def _refreshed_json(refreshed) -> dict:
     return {"id": refreshed.patch.id, "state": refreshed.state.value, "action": refreshed.action,
             "reason": refreshed.reason, "carrier": refreshed.carrier, "shared_with": refreshed.shared_with,
-            "interdiff": refreshed.interdiff}
+            "interdiff": refreshed.interdiff, "guards": [guard_json(g) for g in refreshed.guards]}
 
 
 def refresh_json(plan: RefreshPlan, dry_run: bool = False) -> dict:
     action = "refused" if not plan.ok else "dry-run" if dry_run else "refreshed"
-    return {"upstream": plan.upstream.name, "ref": plan.ref, "commit": plan.commit, "ok": plan.ok, "action": action,
+    return {"upstream": plan.upstream.name, "ref": plan.ref, "commit": plan.commit,
+            "ok": plan.ok and not plan.guards_broken, "action": action,
+            "guards_broken": [p.patch.id for p in plan.guards_broken],
             "patches": [_refreshed_json(p) for p in plan.patches], "written": [str(p) for p in plan.written],
             "notes": plan.notes}
 
@@ -205,6 +326,7 @@ def bump_json(outcome: BumpOutcome) -> dict:
             "patches": [_refreshed_json(p) for p in plan.patches],
             "dropped": [p.patch.id for p in outcome.dropped], "kept": [p.patch.id for p in outcome.kept],
             "review": [p.patch.id for p in outcome.review], "blockers": [p.patch.id for p in outcome.blockers],
+            "guards_broken": [p.patch.id for p in outcome.guard_blockers],
             "shared": outcome.shared, "written": [str(p) for p in outcome.writes] if outcome.action == "bumped" else [],
             "notes": plan.notes}
 
@@ -220,4 +342,36 @@ def export_json(outcome: ExportOutcome) -> dict:
             "series_changed": outcome.series_changed,
             "patches": [{"id": p.id, "commit": p.commit, "action": p.action, "path": str(p.path)}
                         for p in outcome.patches],
-            "removed": outcome.removed, "shared": outcome.shared, "notes": outcome.notes}
+            "removed": outcome.removed, "shared": outcome.shared,
+            "dropped": [{"id": pid, "reason": why, "carrier": outcome.carriers.get(pid)}
+                        for pid, why in outcome.dropped.items()],
+            "pin": ({"from": outcome.moved[0], "to": outcome.moved[1], "ref": outcome.moved[2],
+                     "old_version": outcome.old_version, "new_version": outcome.new_version}
+                    if outcome.moved else None),
+            "range_diff": _range_diff_json(outcome.range_diff), "notes": outcome.notes,
+            "guards": {pid: [guard_json(g) for g in guards] for pid, guards in outcome.guards.items()}}
+
+
+def _range_diff_json(diff: RangeDiff | None) -> dict | None:
+    if diff is None:
+        return None
+    return {"old": diff.old, "new": diff.new, "text": diff.text,
+            "pairs": [{"old": p.old, "old_commit": p.old_commit, "status": p.status, "new": p.new,
+                       "new_commit": p.new_commit, "subject": p.subject} for p in diff.pairs]}
+
+
+def onto_json(outcome: OntoOutcome) -> dict:
+    stop = outcome.stopped
+    return {"target": outcome.target, "upstream": outcome.upstream, "into": str(outcome.into),
+            "action": outcome.action, "ref": outcome.ref, "commit": outcome.commit, "pin": outcome.pin,
+            "finished": outcome.finished,
+            "patches": [{"id": pid, "commit": commit} for pid, commit in outcome.applied],
+            "carried": [{"id": c.id, "commit": c.commit, "subject": c.subject} for c in outcome.carried],
+            "skipped": outcome.skipped, "saved": outcome.saved,
+            "guards": {pid: [guard_json(g) for g in guards] for pid, guards in outcome.guards.items()},
+            "stopped": None if stop is None else {"id": stop.id, "number": stop.number, "total": stop.total,
+                                                  "conflicts": stop.conflicts, "patch": str(stop.mail)},
+            "next": None if stop is None else [f"patchmgr edit --continue --into {outcome.into}",
+                                               f"patchmgr edit --skip --into {outcome.into}",
+                                               f"patchmgr edit --abort --into {outcome.into}"],
+            "notes": outcome.notes}

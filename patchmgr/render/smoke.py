@@ -19,6 +19,9 @@ def smoke_json(smoke: SmokeReport) -> dict:
                        "summary": {v: len(smoke.with_verdict(v)) for v in ("proven", "failed", "not-proven")},
                        "patches": [{"patch": v.patch, "upstream": v.upstream, "verdict": v.verdict,
                                     "reason": v.reason} for v in smoke.verdicts],
+                       "python": [{"upstream": n.upstream, "requires_python": n.spec, "from": n.where or None,
+                                   "python": n.python, "version": n.version, "fits": n.fits}
+                                  for n in smoke.python_needs],
                        "results": [{"patch": r.patch, "upstream": r.upstream, "test": r.test, "device": r.device,
                                     "result": r.result, "seconds": r.seconds, "reason": r.reason}
                                    for r in smoke.results]}

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchmgr.engine.results import CheckResult, State
+from patchmgr.engine.results import CheckResult, GuardResult, State
 from patchmgr.render.console import STATE_STYLE, notes, row
 
 if TYPE_CHECKING:  # only for annotations: importing every command's module would slow every command's start
@@ -46,7 +46,33 @@ def patch_json(result: CheckResult) -> dict:
         doc["carrier"] = result.carrier  # the commit with the patch's patch-id; null: only its reverse applies
     if result.notes:
         doc["notes"] = list(result.notes)
+    doc["guards"] = [guard_json(g) for g in result.guards]
+    doc["ok"] = result.state.applies and result.guards_hold
     return doc
+
+
+def guard_json(guard: GuardResult) -> dict:
+    return {"guard": guard.guard, "holds": guard.holds, "offenses": list(guard.offenses), "error": guard.error}
+
+
+def state_text(result: CheckResult) -> Text:
+    """The state cell: ``clean``, or ``clean, guard broken`` when a guard of the patch does not hold."""
+    if result.guards_hold:
+        return Text(result.state.value, style=STATE_STYLE[result.state])
+    return Text(f"{result.state.value}, guard broken", style="red")
+
+
+def guard_lines(result: CheckResult) -> list[str]:
+    """For each broken guard: the guard, then each offending ``file:line: text`` (or why it could not be read)."""
+    lines = []
+    for guard in result.guards:
+        if guard.holds:
+            continue
+        lines.append(f"guard broken: {guard.guard}")
+        lines += [f"  {offense}" for offense in guard.offenses]
+        if guard.error:
+            lines.append(f"  {guard.error}")
+    return lines
 
 
 def upstream_json(status: UpstreamStatus) -> dict:
@@ -112,8 +138,10 @@ def _status_rows(table: Table, status: UpstreamStatus) -> None:
     if not status.results:
         row(table, name, "-", "no patches", "")
     for result in status.results:
-        state = Text(result.state.value, style=STATE_STYLE[result.state])
-        row(table, name, result.patch.id, state, result.detail)
+        row(table, name, result.patch.id, state_text(result), result.detail)
+        broken = guard_lines(result)
+        if broken:
+            row(table, "", "", "", Text("\n".join(broken), style="red"))
         if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT:
             lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
             row(table, "", "", "", Text(f"upstream at line {result.conflict.expected_line}:\n{lines}",
@@ -136,7 +164,20 @@ def render_apply(console: Console, outcome: ApplyOutcome) -> None:
         "refused": "refused: not every patch applies exactly, so nothing was changed "
                    "(fix or refresh the patches listed above)",
     }
+    if outcome.action == "refused" and guards_only(outcome.status):
+        messages["refused"] = GUARD_REFUSAL
     console.print(messages[outcome.action], style="green" if outcome.ok else "red", highlight=False)
+
+
+GUARD_REFUSAL = ("refused: every patch applies, but a guard is broken (listed above): the tree would be known "
+                 "broken, so nothing was changed (fix the patch so that its guards hold, then apply again)")
+
+
+def guards_only(status: TargetStatus) -> bool:
+    """Whether every patch applies and only guards make ``status`` not OK."""
+    results = [r for u in status.upstreams for r in u.results]
+    return (all(u.available for u in status.upstreams) and all(r.state.applies for r in results)
+            and not all(r.guards_hold for r in results))
 
 
 def verify_json(outcome: VerifyOutcome) -> dict:
@@ -202,7 +243,8 @@ def render_env(console: Console, outcome: EnvOutcome) -> None:
                    f"({len(outcome.changed)} files changed: sources, stale bytecode, RECORD; originals kept for revert)",
         "already-applied": f"{outcome.python}'s environment already holds exactly these patches: nothing to do",
         "dry-run": "dry run: every patch applies; nothing was written",
-        "refused": "refused: not every patch applies exactly, so nothing was changed",
+        "refused": (GUARD_REFUSAL if outcome.status and guards_only(outcome.status)
+                    else "refused: not every patch applies exactly, so nothing was changed"),
         "reverted": f"reverted target {outcome.target}: {len(outcome.changed)} files (sources, bytecode, RECORD) "
                     "restored byte for byte",
         "nothing-to-revert": f"nothing to revert: patchmgr has not applied target {outcome.target} there",

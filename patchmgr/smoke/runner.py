@@ -27,6 +27,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 from patchmgr.model.errors import UsageError
@@ -35,6 +36,7 @@ from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import text_or_none, typed
 from patchmgr.smoke.envs import Progress, smoke_env
+from patchmgr.smoke.interpreter import interpreter_version, python_need
 from patchmgr.smoke.needs import _package_parent, check_smoke_needs, check_smoke_tests, smoke_tests
 from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, patch_verdict
 from patchmgr.sources.environment import cannot_run, interpreter_answer
@@ -95,11 +97,16 @@ def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: 
     if device not in ("auto", *DEVICES):
         raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
     check_smoke_tests(project, trees)
+    version = interpreter_version(checked_python)[1]
+    needs = [need for tree in trees if (need := python_need(tree, python, version)) is not None]
     if checked_python is not None:  # --python: an environment of the user's, checked before anything runs
         check_smoke_needs(project, trees, checked_python)
     probe = available_devices(python)
     devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
-    report = SmokeReport(target.name, unpatched, notes=[note for tree in trees for note in tree.notes])
+    report = SmokeReport(target.name, unpatched, notes=[note for tree in trees for note in tree.notes],
+                         python_needs=needs)
+    report.notes += [n.problem for n in needs if n.problem]
+    outside = {n.upstream: n for n in needs if not n.fits}
     own = [t.upstream for t in trees if t.upstream.smoke_requirements and t.patched_root is not None]
     if checked_python is not None and own:
         report.notes.append(f"--python {checked_python}: every upstream's smoke tests ran in it; the smoke "
@@ -114,6 +121,11 @@ def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: 
                                 f"({', '.join(tree.upstream.smoke_requirements)}; {how})")
         results, verdicts = _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched,
                                             upstream_python)
+        need = outside.get(tree.upstream.name)
+        if need is not None:  # on an interpreter the upstream does not declare: only a proof counts
+            verdicts = [v if v.verdict == "proven" else replace(v, verdict="not-proven", reason=need.reason(v.reason))
+                        for v in verdicts]
+            report.notes.append(need.note(all(v.verdict == "proven" for v in verdicts)))
         report.results += results
         report.verdicts += verdicts
     return report

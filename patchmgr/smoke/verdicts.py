@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from patchmgr.smoke.interpreter import PythonNeed
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class SmokeReport:
     results: list[SmokeResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     verdicts: list[PatchVerdict] = field(default_factory=list)
+    python_needs: list[PythonNeed] = field(default_factory=list)  # each upstream's Requires-Python, checked
 
     def with_verdict(self, verdict: str) -> list[PatchVerdict]:
         return [v for v in self.verdicts if v.verdict == verdict]

@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 from patchmgr.io.git import GitRepo, RepositoryDamaged
 from patchmgr.model.errors import SourceError
 from patchmgr.model.manifest import Upstream
-from patchmgr.model.urls import mask_url
+from patchmgr.model.urls import as_local_path, mask_url
 from patchmgr.sources.cache_errors import UnknownRef
 from patchmgr.sources.release import DEFAULT_INDEX, ReleaseNotFound, ReleaseSource, index_url
 from patchmgr.sources.store import Store
@@ -44,10 +44,16 @@ class GitSource:
         entry = self._repairing(lambda: self.repo.path_entries(self.commit, [path])[0])
         return entry is not None and entry[0] == TREE_MODE
 
+    def paths(self) -> list[str]:
+        """Every file's path at the commit (for a guard's glob)."""
+        return self._repairing(lambda: self.repo.file_paths(self.commit))
+
     fetched: bool = False
     # makes the cached clone again when a read finds it damaged (a truncated pack): a damaged
     # cache is the cache's problem, never a file reported `missing`
     repair: Callable[[RepositoryDamaged], GitRepo] | None = None
+    # why ``location`` cannot be reached, when the cache served a commit it already had without asking it
+    unreachable: str | None = None
 
     def _repairing(self, read):
         try:
@@ -61,6 +67,8 @@ class GitSource:
 
     @property
     def description(self) -> str:
+        if self.unreachable:
+            return f"the cache (source {mask_url(self.location)} not reachable: {self.unreachable})"
         return f"git {mask_url(self.location)}" + ("" if self.fetched else " (cached)")
 
 
@@ -82,7 +90,23 @@ def open_git_source(store: Store, upstream: Upstream, ref: str | None,
         fetched = store.resolve_ref(upstream.name, ref, urls)
     commit = fetched.commit
     return GitSource(fetched.repo, commit, fetched.url or urls[0], fetched=fetched.url is not None,
-                     repair=lambda exc: store.repair(upstream.name, commit, urls, exc))
+                     repair=lambda exc: store.repair(upstream.name, commit, urls, exc),
+                     unreachable=None if fetched.url is not None else local_problem(urls[0]))
+
+
+def local_problem(location: str) -> str | None:
+    """Why a local ``location`` cannot serve as a git source (checked without git), or None (a URL is not
+    contacted: the cache serves what it holds without the network)."""
+    local = as_local_path(location)
+    if local is None:
+        return None
+    if not local.exists():
+        return "no such folder"
+    if not local.is_dir():
+        return "not a folder"
+    if not ((local / ".git").exists() or ((local / "HEAD").is_file() and (local / "objects").is_dir())):
+        return "not a git repository"
+    return None
 
 
 def release_version(upstream: Upstream, ref: str | None) -> str | None:
