@@ -134,7 +134,7 @@ def test_dirty_tree_patch_with_fake_index_lines_is_pinned_where_it_applies(tmp_p
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["base"]["how"] == "applies" and up["pin"] == git(lib.path, "rev-parse", "HEAD~1")
-    assert any("never had" in note and "src/a.py (1234567)" in note for note in up["notes"])
+    assert any("not found in those files' history" in note and "src/a.py (1234567)" in note for note in up["notes"])
     assert [p["id"] for p in up["pieces"]] == ["a", "b-hunk-1", "b-hunk-2"]
     assert all(p["state"] == "clean" for p in up["pieces"]) and up["proven"]
     for piece in (project.root / "patches/lib").iterdir():
@@ -163,7 +163,8 @@ def test_one_fake_index_line_among_real_ones_still_finds_the_base_by_blob_ids(tm
                  "--source", f"lib={lib.path}", "--json")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
-    assert up["base"]["how"] == "index" and "2 of 3 files" in up["base"]["detail"]
+    assert up["base"]["how"] == "index" and "only 2 of 3 files" in up["base"]["detail"]
+    assert up["base"]["partial"] is True and up["base"]["blobs_matched"] == {"files": 2, "of": 3}
     assert up["pin"] == git(lib.path, "rev-parse", "HEAD~1")  # the newest commit with those blobs
     assert any("src/a.py (abcdef1)" in note for note in up["notes"])
 
@@ -208,7 +209,8 @@ def test_series_conf_with_comments_and_two_upstreams(tmp_path, cli, project):
     doc = json.loads(cli("status", "--target", "npu", *sources, "--json").out)
     assert [u["name"] for u in doc["upstreams"]] == ["megatron-bridge", "mindspeed"]
     manifest = (project.root / "manifests/npu.toml").read_text()
-    comment = "# imported from docker/npu_patch/megatron-bridge.patch, base found: given"
+    comment = "# imported from docker/npu_patch/megatron-bridge.patch, which applies at this pin as given"
+    assert "base found" not in manifest
     assert f'commit = "{lib.head()}"  {comment}' in manifest
     assert 'git = "https://example.invalid/MindSpeed.git"' in manifest
     origin = f"Origin: vendor, imported from docker/npu_patch/mindspeed.patch at commit {git(team, 'rev-parse', 'HEAD')}"
@@ -397,3 +399,66 @@ def test_a_wrong_pin_is_replaced_by_the_base_with_a_note(tmp_path, cli, project)
     assert up["pin"] == made_at and up["base"]["how"] == "index"
     assert any(f"the given pin {wrong[:12]} does not fit: b is conflict there" in n for n in up["notes"]), up["notes"]
     assert all(p["imported"] for p in up["pieces"]) and up["proven"]
+
+
+def release_branch_upstream(tmp_path: Path):
+    """main moves on; the release v0.4.2 sits on branch r0.4, off main's first-parent line, with its own a.py."""
+    lib = three_file_upstream(tmp_path)
+    fork = lib.head()
+    git(lib.path, "checkout", "-q", "-b", "r0.4", fork)
+    release = lib.commit({"src/a.py": text_with({20: "release-only change"})}, "a: release fix")
+    git(lib.path, "tag", "-a", "-m", "v0.4.2", "v0.4.2", release)  # annotated: its commit is found peeled
+    git(lib.path, "checkout", "-q", "main")
+    lib.commit({"src/a.py": text_with({40: "main-only change"})}, "a: main change")  # b, c still match here
+    lib.commit({"src/b.py": text_with({10: "upstream rewrote line 10"})}, "b: rewrite")
+    carrier = lib.commit({"src/c.py": MONOLITH["src/c.py"]}, "Fix c the same way (#12)")
+    git(lib.path, "tag", "v0.5.0", carrier)
+    lib.commit({"README": "newer docs\n"}, "docs")
+    return lib, release, carrier
+
+
+def test_a_release_tag_off_the_line_is_the_base_when_its_blobs_all_match(tmp_path, cli, project):
+    lib, release, carrier = release_branch_upstream(tmp_path)
+    mono = dirty_diff(lib, release, {**MONOLITH, "src/a.py": text_with({5: "a fix", 20: "release-only change"})})
+    (tmp_path / "lib.patch").write_bytes(mono)
+    args = ("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
+            "--pin", "lib=v0.5.0", "--source", f"lib={lib.path}")
+    text = cli(*args, "--dry-run")
+    assert text.code == 0, text.out + text.err
+    assert "match tag v0.4.2" in text.out and "partial" not in text.out.lower()
+    assert f"c at the given pin {carrier[:12]}:" in text.out
+    result = cli(*args, "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    base = up["base"]
+    assert base["commit"] == release and base["how"] == "index" and base["tag"] == "v0.4.2", base
+    assert "the preimage blobs of 3 of 3 files (index lines) match tag v0.4.2" in base["detail"]
+    assert base["partial"] is False and base["blobs_matched"] == {"files": 3, "of": 3}
+    # a.py's preimage blob is the release's: nothing is said to be missing
+    assert not any("not found" in note or "never had" in note for note in up["notes"]), up["notes"]
+    assert up["pin"] == release and up["proven"]  # v0.5.0 rejected: b conflicts there
+    assert any(f"the given pin {carrier[:12]} does not fit: b is conflict there" in n for n in up["notes"])
+    # what each piece is at the rejected pin: upstream already carries c there
+    at_given = {p["id"]: p["at_given_pin"] for p in up["pieces"]}
+    assert at_given["b"] == f"conflict at the given pin {carrier[:12]}"
+    assert at_given["c"] == f"upstream at the given pin {carrier[:12]}: commit {carrier[:12]} carries it", at_given
+    assert all(p["imported"] for p in up["pieces"])  # at the base every piece is needed
+    manifest = (project.root / "manifests/t.toml").read_text()
+    assert (f'commit = "{release}"  # imported from {tmp_path / "lib.patch"}, which was made against this commit '
+            "(tag v0.4.2) (its index lines' blobs match)") in manifest, manifest
+
+
+def test_a_tag_inside_the_matching_stretch_is_preferred_to_the_newest_commit(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    made_at = lib.head()
+    mono = dirty_diff(lib, made_at, MONOLITH)
+    tagged = lib.commit({"README": "docs 1.0\n"}, "release 1.0")
+    git(lib.path, "tag", "v1.0.0", tagged)
+    lib.commit({"README": "docs after 1.0\n"}, "docs")  # the newest commit with the same blobs
+    (tmp_path / "lib.patch").write_bytes(mono)
+    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--source", f"lib={lib.path}", "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["base"]["commit"] == tagged and up["pin"] == tagged and up["base"]["tag"] == "v1.0.0"
+    assert "tag v1.0.0 among them" in up["base"]["detail"] and up["proven"]

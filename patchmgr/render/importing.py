@@ -20,10 +20,14 @@ def import_json(outcome: ImportOutcome) -> dict:
         "action": outcome.action,
         "upstreams": [{
             "name": u.name, "source": u.source, "git": u.git,
-            "base": {"commit": u.base.commit, "how": u.base.how, "detail": u.base.detail},
+            "base": {"commit": u.base.commit, "how": u.base.how, "detail": u.base.detail, "tag": u.base.tag,
+                     "partial": u.base.partial,
+                     "blobs_matched": ({"files": u.base.matched, "of": u.base.of} if u.base.matched is not None
+                                       else None)},
             "pin": u.pin,
             "pieces": [{"id": p.id, "takes": p.label, "state": p.state.value, "imported": p.imported,
-                        "path": p.path, "evidence": p.evidence, "carrier": p.carrier} for p in u.pieces],
+                        "path": p.path, "evidence": p.evidence, "carrier": p.carrier,
+                        "at_given_pin": p.at_given_pin} for p in u.pieces],
             "proofs": [{"commit": p.commit, "ok": p.ok, "files": p.files, "detail": p.detail} for p in u.proofs],
             "proven": u.proven,
             "notes": u.notes,
@@ -37,6 +41,10 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
     for upstream in outcome.upstreams:
         console.print(f"{upstream.name}: {upstream.source}", style="bold", highlight=False)
         console.print(f"  base {upstream.base.commit[:12]}: {upstream.base.detail}", highlight=False)
+        if upstream.base.partial:
+            console.print(f"  warning: a partial match: only {upstream.base.matched} of {upstream.base.of} files' "
+                          "index-line blobs match the base; check it, or pass --pin NAME=REF", style="red",
+                          highlight=False)
         if upstream.pin != upstream.base.commit:
             console.print(f"  pin  {upstream.pin[:12]} (given)", highlight=False)
         table = Table(title_justify="left")

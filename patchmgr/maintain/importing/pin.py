@@ -3,10 +3,13 @@
 In this order:
 
 1. the pin the user or the Dockerfile gives, when the patch applies there (clean or offset);
-2. the preimage blob ids of the patch's ``index`` lines: along the first-parent line of the search tip,
-   the newest commit at which every file whose blob id the upstream has holds exactly that blob. Blob
-   ids the upstream never had (a patch made with ``git diff`` in a dirty tree, or written by hand) are
-   left out and named;
+2. the preimage blob ids of the patch's ``index`` lines: the commit at which every file holds exactly the
+   blob its index line names. Searched first along the first-parent line of the search tip (the newest such
+   stretch, and in it a tagged commit when there is one), then at the upstream's tags (release tags first:
+   a patch is often made at a release, whose tag may sit on a release branch), then in the tags' histories.
+   A base where only some files match is taken only when no commit matches all, and says so (``partial``).
+   Blob ids found nowhere in the files' histories searched (a patch made with ``git diff`` in a dirty
+   tree, written by hand, or made on a branch no tag reaches) are left out and named, never called absent;
 3. otherwise the commit nearest the given pin (or the newest) at which the patch applies cleanly, found
    with the history walk: only commits that change the patch's files can change whether it applies, and
    each distinct state of those files is classified once.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import State
@@ -33,10 +37,26 @@ class Base:
     how: str  # "given", "index", "applies"
     detail: str
     notes: list[str] = field(default_factory=list)
+    matched: int | None = None  # "index": of the files whose index lines name a preimage blob, how many match
+    of: int | None = None
+    tag: str | None = None  # the tag naming the base commit, when one does
+
+    @property
+    def partial(self) -> bool:
+        """Found by blob ids that only some files match (no commit matches them all)."""
+        return self.how == "index" and self.matched is not None and self.matched != self.of
 
 
-def find_base(repo: GitRepo, location: str, patch: PatchFile, given: str | None, search: Callable[[], str]) -> Base:
-    """``search`` gives the tip of the line to search (fetched only when the given pin does not fit)."""
+class TagList(Protocol):
+    def held(self) -> list[tuple[str, str]]: ...
+
+    def all(self) -> list[tuple[str, str]]: ...
+
+
+def find_base(repo: GitRepo, location: str, patch: PatchFile, given: str | None, search: Callable[[], str],
+              tags: TagList | None = None) -> Base:
+    """``search`` gives the tip of the line to search (fetched only when the given pin does not fit); ``tags``
+    the upstream's tags: ``held`` those whose commits the cache has, ``all`` every one (fetched on need)."""
     notes: list[str] = []
     if given is not None:
         state = check_patch(patch, GitSource(repo, given, location)).state
@@ -46,7 +66,7 @@ def find_base(repo: GitRepo, location: str, patch: PatchFile, given: str | None,
                      "searched for its base")
     tip = search()
     line = _line(repo, tip, patch.touched_paths)
-    by_blobs = _by_blobs(repo, patch, line, tip, notes)
+    by_blobs = _by_blobs(repo, patch, line, tip, notes, tags)
     if by_blobs is not None:
         state = check_patch(patch, GitSource(repo, by_blobs.commit, location)).state
         if state.applies:
@@ -84,30 +104,86 @@ def _segments(line: list[tuple[str, str | None]], tip: str) -> list[tuple[str, s
 
 
 def _by_blobs(repo: GitRepo, patch: PatchFile, line: list[tuple[str, str | None]], tip: str,
-              notes: list[str]) -> Base | None:
+              notes: list[str], tags: TagList | None) -> Base | None:
     wanted = [(d.old_path, d.old_blob) for d in patch.files
               if d.kind != "add" and d.old_path and d.old_blob and set(d.old_blob) != {"0"}]
     if not wanted:
         return None
     paths = [path for path, _ in wanted]
-    segments = _segments(line, tip)
-    entries = [(segment, repo.path_entries(segment[0], paths)) for segment in segments]
-    known = [index for index, (path, blob) in enumerate(wanted)
-             if any(e[index] is not None and e[index][1].startswith(blob) for _, e in entries)]
-    fake = [wanted[index] for index in range(len(wanted)) if index not in known]
-    if fake:
-        notes.append("index lines name blobs the upstream never had, left out: "
-                     + ", ".join(f"{path} ({blob[:12]})" for path, blob in fake))
-    if not known:
-        return None
-    for (oldest, newest), found in entries:
-        if all(found[i] is not None and found[i][1].startswith(wanted[i][1]) for i in known):
-            span = f"{oldest[:12]}..{newest[:12]}" if oldest != newest else oldest[:12]
-            return Base(newest, "index", f"the preimage blobs of {len(known)} of {len(wanted)} files (index lines) "
-                        f"are upstream's at {span}; the newest of them")
-    notes.append(f"the preimage blobs of {len(known)} files never stand together at one upstream commit")
-    return None
+    count = len(wanted)
+    seen: set[int] = set()  # the files whose preimage blob was met anywhere searched
+    best: tuple[int, str, str, str | None] | None = None  # (files matched, commit, where, tag): the first best
 
+    def matching(commit: str) -> set[int]:
+        found = repo.path_entries(commit, paths)
+        hit = {i for i, (_, blob) in enumerate(wanted) if found[i] is not None and found[i][1].startswith(blob)}
+        seen.update(hit)
+        return hit
+
+    def consider(hit: set[int], commit: str, where: str, tag: str | None = None) -> None:
+        nonlocal best
+        if hit and (best is None or len(hit) > best[0]):
+            best = (len(hit), commit, where, tag)
+
+    for oldest, newest in _segments(line, tip):
+        hit = matching(oldest)
+        if len(hit) == count:
+            return _in_stretch(repo, oldest, newest, count, tags)
+        consider(hit, newest, f"{oldest[:12]}..{newest[:12]} (the newest of them)" if oldest != newest
+                 else oldest[:12])
+    searched = f"the first-parent line of {tip[:12]}"
+    listed = tags.all() if tags is not None else []
+    off_line = f"; not found together on {searched}"
+    for name, commit in listed:
+        hit = matching(commit)
+        if len(hit) == count:
+            return Base(commit, "index", f"the preimage blobs of {count} of {count} files (index lines) match tag "
+                        f"{name}{off_line}", matched=count, of=count, tag=name)
+        consider(hit, commit, f"tag {name}", name)
+    if listed:
+        searched += f", {len(listed)} tag(s) and their histories"
+        history = repo.run("log", "--format=%H", *dict.fromkeys(c for _, c in listed), "--", *paths,
+                           env={"GIT_LITERAL_PATHSPECS": "1"}).split()
+        for commit in history:
+            hit = matching(commit)
+            if len(hit) == count:
+                name = _containing_tag(repo, commit, listed)
+                return Base(commit, "index", f"the preimage blobs of {count} of {count} files (index lines) match "
+                            f"commit {commit[:12]}, in the history of tag {name} (no tag names it){off_line}",
+                            matched=count, of=count)
+            consider(hit, commit, f"commit {commit[:12]} (in the history of the tags)")
+    fake = [wanted[i] for i in range(count) if i not in seen]
+    if fake:
+        notes.append(f"index lines name blobs not found in those files' history (searched {searched}; a patch "
+                     "made in a dirty tree, or a blob of a branch not searched), left out: "
+                     + ", ".join(f"{path} ({blob[:12]})" for path, blob in fake))
+    if best is None:
+        return None
+    matched, commit, where, tag = best
+    if len(seen) > matched:
+        notes.append(f"the preimage blobs of {len(seen)} files are upstream's, but never all at one commit")
+    return Base(commit, "index", f"PARTIAL: the preimage blobs of only {matched} of {count} files (index lines) "
+                f"match, at {where}; no commit searched ({searched}) matches all {count}",
+                matched=matched, of=count, tag=tag)
+
+
+def _in_stretch(repo: GitRepo, oldest: str, newest: str, count: int, tags: TagList | None) -> Base:
+    """In a stretch of the line where every preimage blob matches: a tagged commit (release first), else the newest."""
+    span = f"{oldest[:12]}..{newest[:12]}" if oldest != newest else oldest[:12]
+    detail = f"the preimage blobs of {count} of {count} files (index lines) are upstream's at {span}"
+    held = tags.held() if tags is not None else []
+    if held:
+        stretch = {oldest, *repo.first_parent_path(oldest, newest)}
+        for name, commit in held:
+            if commit in stretch:
+                return Base(commit, "index", f"{detail}; tag {name} among them", matched=count, of=count, tag=name)
+    return Base(newest, "index", f"{detail}; the newest of them", matched=count, of=count)
+
+
+def _containing_tag(repo: GitRepo, commit: str, tags: list[tuple[str, str]]) -> str:
+    """The oldest-versioned tag whose history has ``commit`` (tags come newest first)."""
+    containing = [name for name, tagged in tags if repo.run_ok("merge-base", "--is-ancestor", commit, tagged)]
+    return containing[-1] if containing else "?"
 
 def _by_applying(repo: GitRepo, location: str, patch: PatchFile, line: list[tuple[str, str | None]], tip: str,
                  given: str | None) -> Base | None:

@@ -30,6 +30,7 @@ from patchmgr.maintain.importing.prove import Proof, prove
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
 from patchmgr.maintain.importing.split import PieceSpec, piece_changes, plan_pieces
+from patchmgr.maintain.importing.tags import Tags
 from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes
 from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.lint import IMPORT_STUB
@@ -64,6 +65,7 @@ class Piece:
     evidence: str | None = None
     carrier: str | None = None
     detail: str = ""
+    at_given_pin: str | None = None  # what it is at a pin that was given and rejected (the base pinned instead)
 
 
 @dataclass
@@ -154,7 +156,9 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
     repo, location = fetched.repo, fetched.url or urls[0]
 
     patch = monolith.patch
-    base = find_base(repo, location, patch, given, search)
+    tags = Tags(store, Upstream(name, git, (), given or "", None, None, "", ()), options.overrides, repo)
+    base = find_base(repo, location, patch, given, search, tags)
+    notes += tags.notes
     specs, split_notes, used = plan_pieces(patch, options.mode, options.mapping, monolith.shown)
     notes += split_notes
     at = f" at commit {monolith.commit}" if monolith.commit else ""
@@ -167,7 +171,11 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
     pin = existing.commit if existing else (given or base.commit)
     results = _classify(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
     blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
+    at_given: dict[str, str] = {}
     if blockers and pin != base.commit and not existing:
+        at_given = {r.patch.id: _at_given(r, pin) for r in results}
+        notes.extend(f"{r.patch.id} at the given pin {pin[:12]}: {r.detail or 'upstream carries it'}"
+                     for r in results if r.state is State.UPSTREAM)
         notes.append(f"the given pin {pin[:12]} does not fit: "
                      + "; ".join(f"{r.patch.id} is {r.state.value} there" for r in blockers)
                      + f"; pinned the base {base.commit[:12]} instead")
@@ -179,6 +187,8 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
                          + "; ".join(f"{r.patch.id} is {r.state.value}" for r in blockers) + "; nothing was written",
                          f"import into a new target, or bump {name} to the base {base.commit[:12]} first")
     pieces, data = _at_pin(scratch, repo, location, pin, results, specs, origin, name, project)
+    for piece in pieces:
+        piece.at_given_pin = at_given.get(piece.id)
     if pin != base.commit:
         carried = _carried_files(patch, specs, pieces)
         if carried is None:
@@ -186,11 +196,33 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
         else:
             proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried))
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
-    comment = f"imported from {monolith.shown}, " + (f"base found: {base.how}" if pin == base.commit
-                                                      else f"made against {base.commit[:12]}")
+    comment = _comment(monolith.shown, base, pin)
     entry = UpstreamEntry(name, git, pin, comment, monolith.version if not existing else None,
                           tuple((p.id, d) for p, d in zip([p for p in pieces if p.imported], data)))
     return result, entry, used
+
+
+def _at_given(result: CheckResult, pin: str) -> str:
+    """What a piece is at a given pin that was rejected: the user learns what upstream already carries there."""
+    said = f"{result.state.value} at the given pin {pin[:12]}"
+    if result.state is State.UPSTREAM:
+        said += f": commit {result.carrier[:12]} carries it" if result.carrier else ": upstream carries it"
+    return said
+
+
+def _comment(shown: str, base: Base, pin: str) -> str:
+    """The manifest comment on the imported upstream: one plain sentence."""
+    if pin != base.commit:
+        return f"imported from {shown}, which was made against commit {base.commit[:12]}"
+    if base.how == "given":
+        return f"imported from {shown}, which applies at this pin as given"
+    if base.how == "index":
+        tag = f" (tag {base.tag})" if base.tag else ""
+        if base.partial:
+            return (f"imported from {shown}; only {base.matched} of {base.of} files' index-line blobs match this "
+                    f"commit{tag}")
+        return f"imported from {shown}, which was made against this commit{tag} (its index lines' blobs match)"
+    return f"imported from {shown}, which applies at this commit (found by trying it along the history)"
 
 
 def _given(store: Store, name: str, urls: tuple[str, ...], options: ImportOptions, declared: Declared,

@@ -1,0 +1,69 @@
+"""The upstream's tags for the base search: listed once (``git ls-remote``), their commits fetched only on need.
+
+A patch is often made at a release (``git diff`` in a clone checked out at ``v0.4.2``), and a release tag
+often sits off the searched branch's first-parent line (on a release branch). ``Tags`` gives the tags whose
+commits the cache already holds (free), or, asked to, fetches the others too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from patchmgr.history.matrix import is_release, remote_refs, tag_version
+from patchmgr.io.git import GitRepo
+from patchmgr.model.errors import PatchmgrError, UsageError
+from patchmgr.model.manifest import Upstream
+from patchmgr.sources.store import Store, validate_ref
+from patchmgr.sources.upstream import urls_for
+
+
+def newest_first(names: list[str]) -> list[str]:
+    released = sorted((n for n in names if is_release(n)), key=tag_version, reverse=True)
+    versioned = sorted((n for n in names if not is_release(n) and tag_version(n) is not None), key=tag_version,
+                       reverse=True)
+    rest = sorted(n for n in names if tag_version(n) is None)
+    return released + versioned + rest
+
+
+@dataclass
+class Tags:
+    store: Store
+    upstream: Upstream
+    overrides: Mapping[str, str]
+    repo: GitRepo
+    _listed: dict[str, str] | None = None
+    _fetched: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def _list(self) -> dict[str, str]:
+        if self._listed is None:
+            try:
+                self._listed = dict(remote_refs(self.store, self.upstream, self.overrides).tags)
+            except PatchmgrError as exc:
+                self.notes.append(f"the tags of {self.upstream.name} could not be listed: {exc}")
+                self._listed = {}
+        return self._listed
+
+    def held(self) -> list[tuple[str, str]]:
+        """(name, commit) of the tags whose commits the cache holds, release tags first, newest first."""
+        tags = self._list()
+        return [(n, tags[n]) for n in newest_first(list(tags)) if self.repo.has_commit(tags[n])]
+
+    def all(self) -> list[tuple[str, str]]:
+        """(name, commit) of every tag, the missing commits fetched (trees only, as the cache always is)."""
+        tags = self._list()
+        if not self._fetched:
+            self._fetched = True
+            urls = urls_for(self.upstream, self.overrides)
+            for name in newest_first(list(tags)):
+                if self.repo.has_commit(tags[name]):
+                    continue
+                try:
+                    validate_ref(name)
+                    fetched = self.store.resolve_ref(self.upstream.name, f"refs/tags/{name}", urls)
+                except (PatchmgrError, UsageError) as exc:
+                    self.notes.append(f"tag {name} left out of the search: {exc}")
+                    continue
+                tags[name] = fetched.commit
+        return [(n, tags[n]) for n in newest_first(list(tags)) if self.repo.has_commit(tags[n])]
