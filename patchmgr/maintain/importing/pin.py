@@ -122,7 +122,8 @@ def _by_blobs(repo: GitRepo, patch: PatchFile, line: list[tuple[str, str | None]
 
     def consider(hit: set[int], commit: str, where: str, tag: str | None = None) -> None:
         nonlocal best
-        if hit and (best is None or len(hit) > best[0]):
+        # more files first; among equals a release tag, which a team is likelier to have built on than a commit
+        if hit and (best is None or len(hit) > best[0] or (len(hit) == best[0] and tag and not best[3])):
             best = (len(hit), commit, where, tag)
 
     for oldest, newest in _segments(line, tip):
