@@ -132,8 +132,8 @@ def _plan_one(patch: PatchFile, result: CheckResult, before: dict[str, bytes | N
     if state is State.UPSTREAM:
         return RefreshedPatch(patch, state, "upstream", result.detail, carrier=result.carrier)
     if state in (State.CONFLICT, State.MISSING):
-        return RefreshedPatch(patch, state, "refused", f"{state.value}: {result.detail}; fix it by hand "
-                              "(patchmgr edit, then export)")
+        return RefreshedPatch(patch, state, "refused", f"{state.value}: {result.detail}; resolve it in a "
+                              "checkout at the new ref (patchmgr edit --onto REF, then export)")
     if (state is State.FUZZ and not allow_fuzz) or (state is State.THREE_WAY and not allow_three_way):
         option = "--allow-fuzz" if state is State.FUZZ else "--allow-three-way"
         return RefreshedPatch(patch, state, "refused", f"needs {state.value} ({result.detail or 'merged'}); "

@@ -126,7 +126,8 @@ def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, s
                       style="green", highlight=False)
     if plan.guards_broken:
         console.print(f"not done: {', '.join(p.patch.id for p in plan.guards_broken)} applies at {plan.ref} but "
-                      "breaks its guard (see above); change the patch so that it holds (patchmgr edit, then export)",
+                      "breaks its guard (see above); change the patch so that it holds there (patchmgr edit --onto "
+                      f"{plan.ref}, then export)",
                       style="red", highlight=False, markup=False)
 
 
@@ -151,7 +152,7 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
                           style="red", highlight=False, markup=False)
         for blocker in outcome.guard_blockers:
             console.print(f"blocks the bump: a guard of {blocker.patch.id} is broken at {plan.ref} (see above); "
-                          "change the patch so that it holds (patchmgr edit, then export)",
+                          "change the patch so that it holds there (patchmgr edit --onto, below, then export)",
                           style="red", highlight=False, markup=False)
         for unproven in outcome.review:
             console.print(f"needs review: {unproven.patch.id} looks upstream at {plan.ref} (its reverse applies "
