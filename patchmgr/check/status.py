@@ -104,4 +104,9 @@ def release_drift(store: Store, upstream: Upstream, source: GitSource, patches: 
     if differing:
         return (f"release {upstream.version} differs from the pinned commit in {len(differing)} of the "
                 f"{len(shipped)} files the patches touch: {', '.join(differing)}")
-    return f"release {upstream.version} matches the pinned commit in all {len(shipped)} files the patches touch"
+    return f"release {upstream.version} matches the pinned commit in {every_touched_file(len(shipped))}"
+
+
+def every_touched_file(count: int) -> str:
+    """'the 1 file the patches touch' / 'all 3 files the patches touch': a note that reads as a sentence."""
+    return "the 1 file the patches touch" if count == 1 else f"all {count} files the patches touch"

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
-from patchmgr.check.status import TargetStatus, UpstreamStatus, drift
+from patchmgr.check.status import TargetStatus, UpstreamStatus, drift, every_touched_file
 from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, Conflict, State
 from patchmgr.io.journal import apply_transaction
@@ -105,7 +105,7 @@ def _drift(store: Store, dist: InstalledDist, overrides: Mapping[str, str], inst
     if differing:
         return (f"installed files differ from the pin ({pinned.description}) in {', '.join(differing)}: "
                 "this installation was not built from the pinned commit")
-    return f"installed files match the pin ({pinned.description}) in all {len(paths)} files the patches touch"
+    return f"installed files match the pin ({pinned.description}) in {every_touched_file(len(paths))}"
 
 
 def apply_environment(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
