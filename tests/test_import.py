@@ -462,3 +462,57 @@ def test_a_tag_inside_the_matching_stretch_is_preferred_to_the_newest_commit(tmp
     (up,) = result.json["upstreams"]
     assert up["base"]["commit"] == tagged and up["pin"] == tagged and up["base"]["tag"] == "v1.0.0"
     assert "tag v1.0.0 among them" in up["base"]["detail"] and up["proven"]
+
+
+def test_a_file_upstream_carries_part_of_is_proven_at_the_pin_by_what_the_series_holds(tmp_path, cli, project):
+    """One hunk of b.py is upstream at the pin, the other is imported: the monolithic patch has no result at the
+    pin for b.py, so the proof there is that all of its changes to b.py are in the series' result."""
+    lib = three_file_upstream(tmp_path)
+    made_at = lib.head()
+    mono = dirty_diff(lib, made_at, MONOLITH)
+    pin = lib.commit({"src/b.py": text_with({10: "b fix one"})}, "b: the first fix (#7)")
+    patch_file = tmp_path / "lib.patch"
+    patch_file.write_bytes(mono)
+    source = ["--source", f"lib={lib.path}"]
+    result = cli("import", str(patch_file), "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--pin", f"lib={pin}", "--split", "hunk", *source, "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    states = {p["id"]: (p["state"], p["imported"]) for p in up["pieces"]}
+    assert states["b-hunk-1"] == ("upstream", False) and states["b-hunk-2"][1], states
+    at_pin = next(p for p in up["proofs"] if p["commit"] == pin)
+    assert at_pin["ok"] and "src/b.py, which upstream carries part of" in at_pin["detail"], at_pin
+
+    # the same proof fails when the series lacks a change the monolithic patch makes to that file
+    from patchmgr.maintain.importing.prove import prove
+    from patchmgr.maintain.importing.scratch import Scratch
+    from patchmgr.sources.upstream import GitSource
+    from patchmgr.io.git import GitRepo
+    imported = [(project.root / "patches/lib" / f"{p['id']}.patch").read_bytes() for p in up["pieces"] if p["imported"]]
+    without_b = [data for data in imported if b"src/b.py" not in data]
+    reader = GitSource(GitRepo(lib.path), pin, str(lib.path))
+    paths = ["src/a.py", "src/b.py", "src/c.py"]
+    with Scratch() as scratch:
+        assert prove(scratch, reader, pin, mono, paths, imported, partly=["src/b.py"]).ok
+        short = prove(scratch, reader, pin, mono, paths, without_b, partly=["src/b.py"])
+    assert not short.ok and "lacks a change the monolithic patch makes to src/b.py" in short.detail, short
+
+
+def test_options_for_an_upstream_that_is_not_imported_are_refused(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    patch_file = tmp_path / "lib.patch"
+    patch_file.write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    common = [str(patch_file), "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
+              "--source", f"lib={lib.path}"]
+    for option, value in (("--pin", "lbi=main"), ("--git", "other=https://example.invalid/o.git"),
+                          ("--search", "lbi=main")):
+        result = cli("import", *common, option, value)
+        assert result.code == 2, (option, result.out, result.err)
+        assert f"error: {option} {value.split('=')[0]}: no patch imported here is for upstream" in result.err, result.err
+        assert "hint:" in result.err and "Traceback" not in result.err
+        assert not (project.root / "manifests/t.toml").exists() and not (project.root / "patches/lib").exists()
+    folder = tmp_path / "versions" / "1.0"
+    folder.mkdir(parents=True)
+    shutil.copy(patch_file, folder / "lib.patch")
+    result = cli("import", str(folder.parent), "--upstream", "lib", "--target", "t", "--source", f"lib={lib.path}")
+    assert result.code == 2 and "is a series.conf or a folder" in result.err, result.err

@@ -213,6 +213,7 @@ class Walk:
     def state_at(self, index: int, commit: str) -> State:
         """The state of patch ``index`` at ``commit`` (its group alone is classified)."""
         group = self._group_of[index]
+        self.prefetch(self.group_paths([index]))  # one request for the whole walk, not one blob per commit
         return self._group_states(group, commit)[group.index(index)]
 
     def guards_at(self, index: int, commit: str) -> tuple[str, ...]:

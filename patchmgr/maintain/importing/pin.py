@@ -186,6 +186,7 @@ def _containing_tag(repo: GitRepo, commit: str, tags: list[tuple[str, str]]) -> 
     containing = [name for name, tagged in tags if repo.run_ok("merge-base", "--is-ancestor", commit, tagged)]
     return containing[-1] if containing else "?"
 
+
 def _by_applying(repo: GitRepo, location: str, patch: PatchFile, line: list[tuple[str, str | None]], tip: str,
                  given: str | None) -> Base | None:
     segments = _segments(line, tip)
@@ -195,12 +196,19 @@ def _by_applying(repo: GitRepo, location: str, patch: PatchFile, line: list[tupl
     order = [newest for _oldest, newest in segments]
     if given is not None and given in [c for s in segments for c in s]:
         at = next(i for i, s in enumerate(segments) if given in s)
-        order = sorted(order, key=lambda commit: abs(order.index(commit) - at))
-    states = {commit: walk.state_at(0, commit) for commit in order}
-    for wanted in (State.CLEAN, State.OFFSET):
-        for commit in order:
-            if states[commit] is wanted:
-                near = "nearest the given pin" if given is not None else "newest"
-                return Base(commit, "applies", f"the {near} commit where the patch applies ({wanted.value}); "
-                            f"{len(order)} states of its files checked along {tip[:12]}")
-    return None
+        order = [commit for _, commit in sorted(enumerate(order), key=lambda pair: abs(pair[0] - at))]
+    # the nearest clean commit ends the search; an offset one is kept in case none is clean
+    offset: str | None = None
+    for checked, commit in enumerate(order, 1):
+        state = walk.state_at(0, commit)
+        if state is State.CLEAN:
+            return _applying(commit, state, given, checked, tip)
+        if state is State.OFFSET and offset is None:
+            offset = commit
+    return _applying(offset, State.OFFSET, given, len(order), tip) if offset else None
+
+
+def _applying(commit: str, state: State, given: str | None, checked: int, tip: str) -> Base:
+    near = "nearest the given pin" if given is not None else "newest"
+    return Base(commit, "applies", f"the {near} commit where the patch applies ({state.value}); "
+                f"{checked} states of its files checked along {tip[:12]}")

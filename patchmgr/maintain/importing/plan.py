@@ -99,6 +99,7 @@ class ImportOutcome:
 
 
 def plan_import(project: Project, monoliths: list[Monolith], store: Store, options: ImportOptions) -> ImportOutcome:
+    _check_names(options, [m.upstream for m in monoliths])
     existing = _existing(project, options.target)
     outcome = ImportOutcome(options.target, [])
     entries = []
@@ -118,6 +119,16 @@ def plan_import(project: Project, monoliths: list[Monolith], store: Store, optio
     description = f"imported from {', '.join(m.shown for m in monoliths)}"
     outcome.writes, outcome.expected = plan_writes(project, options.target, description, entries)
     return outcome
+
+
+def _check_names(options: ImportOptions, imported: list[str]) -> None:
+    """A --pin, --git or --search for an upstream no patch is imported for is a typo, not something to ignore."""
+    for option, given in (("--pin", options.pins), ("--git", options.git), ("--search", options.search)):
+        for name in given:
+            if name not in imported:
+                raise UsageError(f"{option} {name}: no patch imported here is for upstream {name!r} (the patches are "
+                                 f"for {', '.join(sorted(set(imported)))}); nothing was written",
+                                 f"check the name, or name the patch's upstream with --upstream {name}")
 
 
 def _existing(project: Project, target: str) -> dict[str, Upstream]:
@@ -190,11 +201,9 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
     for piece in pieces:
         piece.at_given_pin = at_given.get(piece.id)
     if pin != base.commit:
-        carried = _carried_files(patch, specs, pieces)
-        if carried is None:
-            notes.append(f"part of a file is upstream at {pin[:12]}: the monolithic patch cannot be compared there")
-        else:
-            proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried))
+        carried, partly = _carried_files(patch, specs, pieces)
+        proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried,
+                               partly))
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
     comment = _comment(monolith.shown, base, pin)
     entry = UpstreamEntry(name, git, pin, comment, monolith.version if not existing else None,
@@ -310,13 +319,11 @@ def _at_pin(scratch: Scratch, repo, location: str, pin: str, results: list[Check
     return pieces, data
 
 
-def _carried_files(patch: PatchFile, specs: list[PieceSpec], pieces: list[Piece]) -> list[str] | None:
-    """The files of the pieces left out, when no imported piece touches them (None: a file is split)."""
+def _carried_files(patch: PatchFile, specs: list[PieceSpec], pieces: list[Piece]) -> tuple[list[str], list[str]]:
+    """The files of the pieces left out: those no imported piece touches, and those an imported piece touches too."""
     carried, kept = set(), set()
     for spec, piece in zip(specs, pieces):
         files = {path for index, _ in spec.parts for path in (patch.files[index].old_path, patch.files[index].new_path)
                  if path}
         (kept if piece.imported else carried).update(files)
-    if carried & kept:
-        return None
-    return sorted(carried)
+    return sorted(carried - kept), sorted(carried & kept)

@@ -69,6 +69,12 @@ def apply(repo: GitRepo, patch: bytes, exclude: Iterable[str] = ()) -> None:
     repo.run("apply", "--whitespace=nowarn", *[f"--exclude={path}" for path in exclude], "-", stdin=patch)
 
 
+def holds_postimage(repo: GitRepo, patch: bytes, paths: Iterable[str]) -> None:
+    """``git apply -R --check`` of ``patch``'s changes to ``paths``: every one of them is in ``repo``'s work tree."""
+    repo.run("apply", "-R", "--check", "--whitespace=nowarn", *[f"--include={path}" for path in paths], "-",
+             stdin=patch)
+
+
 def read_tree(repo: GitRepo, paths: Iterable[str]) -> dict[str, bytes | None]:
     out = {}
     for path in paths:

@@ -69,9 +69,13 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
                          "for example: patchmgr import --target ascend docker/npu_patch/series.conf")
     found: list[Monolith] = []
     singles = [p for p in paths if p.is_file() and p.name != SERIES_CONF]
-    if upstream and len(singles) + len([p for p in paths if not p.is_file()]) != 1:
+    if upstream and len(paths) > 1:
         raise UsageError("--upstream names the upstream of one patch file; several paths were given",
                          "name each patch file after its upstream (mindspeed.patch), or import them one by one")
+    if upstream and not singles and paths[0].exists():
+        raise UsageError(f"--upstream names the upstream of a single patch file, but {paths[0]} is a series.conf or "
+                         "a folder, whose patches are named by their upstreams already",
+                         "leave --upstream out (the series.conf lines or the patch file names give the upstreams)")
     for path in paths:
         if path.is_dir() and (path / SERIES_CONF).is_file():
             found += read_series_conf(path / SERIES_CONF)
