@@ -119,6 +119,31 @@ def test_since_a_commit_without_versions_compares_by_ancestry(cli, project, upst
     assert [c["name"] for c in doc["columns"]] == ["v0.9.0", "v1.2.0", "v2.0.0", "main"]
 
 
+def test_a_release_tag_decides_even_when_refs_selects_a_newer_pre_release(cli, project, upstream):
+    tagged_upstream(project, upstream)
+    doc = matrix(cli, upstream, "--refs", "v2*", "--json").json["upstreams"][0]
+    assert [c["name"] for c in doc["columns"]][1:-1] == ["v2.0.0", "v2.1.0rc1"]
+    assert doc["verdict_column"] == "v2.0.0"
+
+
+def test_since_by_history_leaves_out_a_tag_of_an_older_release_branch(cli, project, upstream):
+    """No version to compare with: a tag the start does not contain is "since" it only when it is not older
+    (a maintenance release of an old branch, tagged before the start, is not)."""
+    import os
+    import subprocess
+
+    from gitrepos import GIT_ENV
+    pin, (moved, _broke, _absorbed) = tagged_upstream(project, upstream)
+    older = {**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull,
+             "GIT_AUTHOR_DATE": "2025-06-01T00:00:00+00:00", "GIT_COMMITTER_DATE": "2025-06-01T00:00:00+00:00"}
+    tree = git(upstream.path, "rev-parse", f"{pin}^{{tree}}")
+    side = subprocess.run(["git", "commit-tree", tree, "-p", pin, "-m", "backport to 0.9 (#5)"], cwd=upstream.path,
+                          env=older, capture_output=True, text=True, check=True).stdout.strip()
+    git(upstream.path, "tag", "v0.9.1", side)
+    doc = matrix(cli, upstream, "--since", moved, "--json").json["upstreams"][0]
+    assert [c["name"] for c in doc["columns"]] == ["v0.9.0", "v1.2.0", "v2.0.0", "main"]
+
+
 def test_html_file_is_written_with_every_row_and_column(cli, project, upstream, tmp_path):
     tagged_upstream(project, upstream)
     page = tmp_path / "out" / "matrix.html"
@@ -218,3 +243,31 @@ def test_a_carrying_commit_is_named_in_every_column_as_status_names_it(cli, proj
         assert (cell["state"], cell["detail"], cell["carrier"]) == (
             expected["state"], expected["detail"], expected["carrier"]), cell["column"]
     assert (fix["changed"]["commit"], fix["changed"]["carrier"], fix["changed"]["pr"]) == (carrier, True, 77)
+
+
+def test_status_at_the_newest_release_checks_what_the_matrix_decides_on(cli, project, upstream):
+    _pin, (_moved, _broke, absorbed) = tagged_upstream(project, upstream)
+    source = ["--source", f"lib={upstream.path}"]
+    result = cli("status", "--target", "t", "--newest-release", *source, "--json")
+    assert result.code == 1, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["ref"] == "v2.0.0" and up["commit"] == absorbed  # v2.1.0rc1 is a pre-release
+    assert {r["id"]: r["state"] for r in up["patches"]} == {"fix": "upstream", "other": "clean"}
+    assert "the newest release tag since the pin is v2.0.0" in up["notes"][0]
+    grid = matrix(cli, upstream, "--json").json["upstreams"][0]
+    assert grid["verdict_column"] == "v2.0.0"
+    # an --against ref still wins for its upstream
+    pinned = cli("status", "--target", "t", "--newest-release", "--against", "lib=v1.0.0", *source, "--json")
+    assert pinned.code == 0 and pinned.json["upstreams"][0]["ref"] == "v1.0.0"
+
+
+def test_status_at_the_newest_release_is_unavailable_when_tags_cannot_be_listed(cli, project, upstream, tmp_path):
+    tagged_upstream(project, upstream)
+    assert cli("status", "--target", "t", "--source", f"lib={upstream.path}").code == 0  # the pin is cached now
+    gone = tmp_path / "gone"
+    upstream.path.rename(gone)
+    result = cli("status", "--target", "t", "--newest-release", "--source", f"lib={upstream.path}", "--json")
+    assert result.code == 1, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["error"] and "its newest release cannot be found" in up["error"], up
+    assert not up["patches"]  # not checked at the pin in its place

@@ -56,11 +56,33 @@ class TargetStatus:
 
 
 def check_target(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-                 against: Mapping[str, str], only: Sequence[str] = ()) -> TargetStatus:
-    """Check every upstream of ``target`` (or only those named in ``only``)."""
+                 against: Mapping[str, str], only: Sequence[str] = (), newest_release: bool = False) -> TargetStatus:
+    """Check every upstream of ``target`` (or only those named in ``only``), at its pin or its ``against`` ref;
+    with ``newest_release``, an upstream without an ``against`` ref at its newest release tag since the pin."""
     upstreams = [u for u in target.upstreams if not only or u.name in only]
-    statuses = [check_upstream(project, u, store, overrides, against.get(u.name)) for u in upstreams]
+    statuses = [check_upstream(project, u, store, overrides, against[u.name]) if u.name in against
+                else check_newest_release(project, u, store, overrides) if newest_release
+                else check_upstream(project, u, store, overrides, None) for u in upstreams]
     return TargetStatus(target, statuses)
+
+
+def check_newest_release(project: Project, upstream: Upstream, store: Store,
+                         overrides: Mapping[str, str]) -> UpstreamStatus:
+    """``upstream`` at the newest release tag since its pin (the one ``matrix`` shows last), or at the pin when no
+    release is newer. Tags that cannot be listed leave it unchecked (unavailable), never checked at the pin."""
+    from patchmgr.history.releases import newest_release  # history code, loaded only when it is asked for
+    from patchmgr.sources.upstream import open_git_source
+    try:
+        found = newest_release(store, upstream, overrides, open_git_source(store, upstream, None, overrides).repo)
+    except (UsageError, CacheError):
+        raise
+    except PatchmgrError as exc:
+        return UpstreamStatus(upstream, "its newest release", None, None, error=f"its newest release cannot be "
+                              f"found: {exc.message}", hint=exc.hint)
+    status = check_upstream(project, upstream, store, overrides, found[0] if found else None)
+    status.notes.insert(0, f"the newest release tag since the pin is {found[0]} ({found[1][:12]})" if found
+                        else "no release tag is newer than the pin: checked at the pin")
+    return status
 
 
 def check_upstream(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str],

@@ -26,9 +26,15 @@ AgainstOpt = Annotated[Optional[list[str]], typer.Option(
     "with `pypi`, a release version) instead of its pin.")]
 
 
+NewestOpt = Annotated[bool, typer.Option(
+    "--newest-release", help="Check each upstream at its newest release tag since the pin (the last release column "
+    "of `patchmgr matrix`; the pin when none is newer); an --against ref still wins for its upstream.")]
+
+
 def command(
     target: TargetOpt = None,
     against: AgainstOpt = None,
+    newest_release: NewestOpt = False,
     upstream: UpstreamsOpt = None,
     python: PythonOpt = None,
     source: SourceOpt = None,
@@ -41,16 +47,17 @@ def command(
     session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
     overrides, refs, only = source_overrides(source), against_refs(against), upstream or []
     targets = session.targets(target, overrides, refs, only)
-    if python and refs:
-        raise UsageError("--python checks the installed files; it cannot be combined with --against",
-                         "drop one of the two")
+    if python and (refs or newest_release):
+        raise UsageError("--python checks the installed files; it cannot be combined with "
+                         f"{'--against' if refs else '--newest-release'}", "drop one of the two")
     with session.store() as store:
         if python:
             from patchmgr.targets.installed import check_environment
             statuses = [check_environment(session.project, t, store, overrides, python, only)[0] for t in targets]
         else:
             from patchmgr.check.status import check_target
-            statuses = [check_target(session.project, t, store, overrides, refs, only) for t in targets]
+            statuses = [check_target(session.project, t, store, overrides, refs, only, newest_release)
+                        for t in targets]
     project = session.project
     others, broken = (targets, []) if not target else project.readable_targets()
     unlisted = [] if broken else project.unlisted_patches(others)  # a broken manifest's list is unknown

@@ -13,55 +13,26 @@ the carrying commit when one has the patch's patch-id, else the commit that
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from packaging.version import InvalidVersion, Version
 
 from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.evidence import explain_upstream
+from patchmgr.history.releases import TagResolver, is_release, pin_name, release_tags, remote_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
 from patchmgr.io.git import GitRepo, merge_texts
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
-from patchmgr.model.manifest import Target, Upstream, url_problem
+from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
-from patchmgr.model.urls import as_local_path, mask_url
+from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_errors import CacheError
 from patchmgr.sources.store import Store, validate_ref
-from patchmgr.sources.upstream import GitSource, open_git_source, urls_for
+from patchmgr.sources.upstream import GitSource, open_git_source
 
-_VERSION_TAG = re.compile(r"^[vV]?(\d.*)$")
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # paths from patch files are file names, never pathspec magic
-
-
-def tag_version(name: str) -> Version | None:
-    """The version a tag names (``v0.5.1``, ``0.5.1``), or None."""
-    match = _VERSION_TAG.match(name)
-    if not match:
-        return None
-    try:
-        return Version(match.group(1))
-    except InvalidVersion:
-        return None
-
-
-def is_release(name: str) -> bool:
-    """A tag that names a final release: a version, not a pre-, dev- or post-release candidate."""
-    version = tag_version(name)
-    return version is not None and not version.is_prerelease and not version.is_devrelease
-
-
-@dataclass(frozen=True)
-class RemoteRefs:
-    """What the upstream's source offers: its tags (name -> commit, peeled) and the branch its HEAD names."""
-
-    tags: dict[str, str]
-    head_branch: str | None  # "main"; None when HEAD is detached or absent
-    head: str | None  # the commit of HEAD
 
 
 @dataclass(frozen=True)
@@ -109,10 +80,12 @@ class Matrix:
 
     @property
     def verdict_column(self) -> int:
-        """The column that decides ``ok``: the newest release tag, else the tip, else the pin."""
+        """The column that decides ``ok``: the newest release tag (with ``--refs``, a pre-release or a tag that is no
+        version decides only when no tag is a release), else the tip, else the pin."""
         tags = [i for i, c in enumerate(self.columns) if c.kind == "tag"]
-        if tags:
-            return tags[-1]
+        releases = [i for i in tags if is_release(self.columns[i].name)]
+        if releases or tags:
+            return (releases or tags)[-1]
         return len(self.columns) - 1
 
     @property
@@ -122,81 +95,6 @@ class Matrix:
             return False
         index = self.verdict_column
         return all(row.cells[index].state.applies and row.cells[index].guards_hold for row in self.rows)
-
-
-def remote_refs(store: Store, upstream: Upstream, overrides: Mapping[str, str]) -> RemoteRefs:
-    """The tags and HEAD of the first of the upstream's sources that answers, in one ``git ls-remote``."""
-    urls = urls_for(upstream, overrides)
-    if not urls:
-        raise SourceError(f"{upstream.name} has no git URL", f"pass --source {upstream.name}=PATH_OR_URL")
-    repo = store.repo(upstream.name)
-    errors = []
-    for url in urls:
-        problem = url_problem(url, from_command_line=upstream.name in overrides)
-        if problem:
-            errors.append(f"refusing source {mask_url(url)!r}: {mask_url(problem)}")
-            continue
-        local = as_local_path(url)
-        try:
-            # asked directly, not through the cache's origin: nothing in the cache is written
-            out = repo.run("ls-remote", "--symref", "--", str(local.resolve()) if local else url, "HEAD", "refs/tags/*")
-        except GitError as exc:
-            errors.append(f"{mask_url(url)}: {exc.message}")
-            continue
-        return _parse_ls_remote(out)
-    raise SourceError(f"cannot list the tags of {upstream.name}: " + "; ".join(errors),
-                      f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
-
-
-def _parse_ls_remote(out: str) -> RemoteRefs:
-    tags: dict[str, str] = {}
-    peeled: dict[str, str] = {}
-    head_branch = head = None
-    for line in out.splitlines():
-        left, _, ref = line.partition("\t")
-        if left.startswith("ref: "):
-            if ref == "HEAD" and left[5:].startswith("refs/heads/"):
-                head_branch = left[5 + len("refs/heads/"):]
-            continue
-        if ref == "HEAD":
-            head = left
-        elif ref.startswith("refs/tags/"):
-            name = ref[len("refs/tags/"):]
-            if name.endswith("^{}"):
-                peeled[name[:-3]] = left
-            else:
-                tags[name] = left
-    return RemoteRefs({name: peeled.get(name, sha) for name, sha in tags.items()}, head_branch, head)
-
-
-def _sort_key(name: str):
-    version = tag_version(name)
-    return (0, version, name) if version is not None else (1, Version("0"), name)
-
-
-def choose_tags(refs: RemoteRefs, pattern: str | None, since_version: Version | None) -> list[str]:
-    """Tag names for the columns, oldest version first: those matching ``pattern``, or else the release tags
-    newer than ``since_version`` (every release tag when None: the caller filters by ancestry)."""
-    if pattern is not None:
-        names = [n for n in refs.tags if fnmatch.fnmatchcase(n, pattern)]
-    else:
-        names = [n for n in refs.tags if is_release(n)
-                 and (since_version is None or tag_version(n) > since_version)]
-    return sorted(names, key=_sort_key)
-
-
-class _Columns:
-    """Resolving the columns' commits in the cache: fetched only when the cache lacks them."""
-
-    def __init__(self, store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo) -> None:
-        self.store, self.upstream, self.overrides, self.repo = store, upstream, overrides, repo
-
-    def commit_of(self, ref: str, advertised: str | None) -> str:
-        if advertised and self.repo.has_commit(advertised):
-            return advertised
-        fetched = self.store.resolve_ref(self.upstream.name, ref, urls_for(self.upstream, self.overrides))
-        self.repo = fetched.repo
-        return fetched.commit
 
 
 def build_matrices(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
@@ -228,31 +126,12 @@ def build_matrix(project: Project, upstream: Upstream, store: Store, overrides: 
     pin_source = open_git_source(store, upstream, None, overrides)
     refs = remote_refs(store, upstream, overrides)
     repo, location = pin_source.repo, pin_source.location
-    resolver = _Columns(store, upstream, overrides, repo)
+    resolver = TagResolver(store, upstream, overrides, repo)
     notes: list[str] = []
 
-    since_version, since_commit = _since(refs, upstream, since, resolver)
-    names = choose_tags(refs, pattern, since_version)
-    pin_tag = next((n for n in sorted(refs.tags, key=_sort_key) if refs.tags[n] == upstream.commit), None)
-    columns = [Column("pin", pin_tag or upstream.commit[:12], upstream.commit)]
-    for name in names:
-        try:
-            validate_ref(name)
-        except UsageError:
-            notes.append(f"tag {name!r} left out: not a name git accepts on the command line")
-            continue
-        commit = resolver.commit_of(f"refs/tags/{name}", refs.tags[name])
-        if pattern is None and since_version is None and resolver.repo.run_ok(
-                "merge-base", "--is-ancestor", commit, since_commit):
-            continue  # no version to compare: a tag the starting point already contains is not "since" it
-        if commit == upstream.commit:
-            continue  # the pin's own tag: the pin column
-        columns.append(Column("tag", name, commit))
-    if pattern is not None and not names:
-        notes.append(f"no tag of {upstream.name} matches {pattern!r}")
-    elif pattern is None and len(columns) == 1:
-        notes.append(f"no release tag of {upstream.name} is newer than "
-                     f"{since or ('the pin (' + str(upstream.version or upstream.commit[:12]) + ')')}")
+    columns = [Column("pin", pin_name(refs, upstream), upstream.commit)]
+    columns += [Column("tag", name, commit) for name, commit in release_tags(refs, upstream, resolver, pattern, since,
+                                                                            notes)]
     if refs.head is not None:
         branch = refs.head_branch or "HEAD"
         tip = resolver.commit_of(f"refs/heads/{branch}" if refs.head_branch else "HEAD", refs.head)
@@ -350,20 +229,6 @@ def _carrier_candidates(repo: GitRepo, bases: dict[str, str], patches: list[Patc
             found[(base, index)] = {commit for patch_id, commit in (line.split() for line in ids.splitlines())
                                     if patch_id == wanted}
     return found
-
-
-def _since(refs: RemoteRefs, upstream: Upstream, since: str | None, resolver: _Columns
-           ) -> tuple[Version | None, str]:
-    """The version the columns must be newer than (None: compare by ancestry), and the commit to start from."""
-    if since is None:
-        version = tag_version(upstream.version) if upstream.version else None
-        if version is None:
-            version = next((tag_version(n) for n, sha in refs.tags.items()
-                            if sha == upstream.commit and tag_version(n) is not None), None)
-        return version, upstream.commit
-    if since in refs.tags:
-        return tag_version(since), resolver.commit_of(f"refs/tags/{since}", refs.tags[since])
-    return None, resolver.commit_of(since, None)  # a branch or commit: unknown is UnknownRef, exit 2
 
 
 def _fine(cell: CheckResult) -> bool:

@@ -221,6 +221,10 @@ class GitRepo:
         full, parents, subject = out.split("\x00", 2)
         return CommitInfo(full, subject, tuple(parents.split()))
 
+    def commit_time(self, sha: str) -> int:
+        """The committer time of ``sha``, in seconds since the epoch."""
+        return int(self.run("show", "-s", "--format=%ct", sha))
+
     def first_parent_path(self, base: str, tip: str) -> list[str]:
         """Commits from just after ``base`` up to ``tip`` along first parents, oldest first."""
         out = self.run("rev-list", "--first-parent", "--reverse", f"{base}..{tip}")

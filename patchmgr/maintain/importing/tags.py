@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from patchmgr.history.matrix import is_release, remote_refs, tag_version
+from patchmgr.history.releases import is_release, remote_refs, tag_version
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Upstream

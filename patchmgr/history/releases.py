@@ -1,0 +1,192 @@
+"""Release tags of an upstream: which are releases, which are newer than the pin, and the newest of them.
+
+One ``git ls-remote`` of the upstream's source lists its tags and the branch its HEAD names. A tag is
+"since" the pin (or a ``--since`` tag) by version when the starting point has one (the manifest's
+``version``, or a version tag on the pin); otherwise by history: the starting point does not contain
+it and it was not committed earlier (a tag of an older release branch is neither). ``matrix`` makes its
+columns of these tags; ``status --newest-release`` checks each upstream at the newest.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from patchmgr.io.git import GitRepo
+from patchmgr.model.errors import GitError, SourceError, UsageError
+from patchmgr.model.manifest import Upstream, url_problem
+from patchmgr.model.urls import as_local_path, mask_url
+from patchmgr.sources.store import Store, validate_ref
+from patchmgr.sources.upstream import urls_for
+
+_VERSION_TAG = re.compile(r"^[vV]?(\d.*)$")
+
+
+def tag_version(name: str) -> Version | None:
+    """The version a tag names (``v0.5.1``, ``0.5.1``), or None."""
+    match = _VERSION_TAG.match(name)
+    if not match:
+        return None
+    try:
+        return Version(match.group(1))
+    except InvalidVersion:
+        return None
+
+
+def is_release(name: str) -> bool:
+    """A tag that names a final release: a version, not a pre-, dev- or post-release candidate."""
+    version = tag_version(name)
+    return version is not None and not version.is_prerelease and not version.is_devrelease
+
+
+@dataclass(frozen=True)
+class RemoteRefs:
+    """What the upstream's source offers: its tags (name -> commit, peeled) and the branch its HEAD names."""
+
+    tags: dict[str, str]
+    head_branch: str | None  # "main"; None when HEAD is detached or absent
+    head: str | None  # the commit of HEAD
+
+
+def remote_refs(store: Store, upstream: Upstream, overrides: Mapping[str, str]) -> RemoteRefs:
+    """The tags and HEAD of the first of the upstream's sources that answers, in one ``git ls-remote``."""
+    urls = urls_for(upstream, overrides)
+    if not urls:
+        raise SourceError(f"{upstream.name} has no git URL", f"pass --source {upstream.name}=PATH_OR_URL")
+    repo = store.repo(upstream.name)
+    errors = []
+    for url in urls:
+        problem = url_problem(url, from_command_line=upstream.name in overrides)
+        if problem:
+            errors.append(f"refusing source {mask_url(url)!r}: {mask_url(problem)}")
+            continue
+        local = as_local_path(url)
+        try:
+            # asked directly, not through the cache's origin: nothing in the cache is written
+            out = repo.run("ls-remote", "--symref", "--", str(local.resolve()) if local else url, "HEAD", "refs/tags/*")
+        except GitError as exc:
+            errors.append(f"{mask_url(url)}: {exc.message}")
+            continue
+        return _parse_ls_remote(out)
+    raise SourceError(f"cannot list the tags of {upstream.name}: " + "; ".join(errors),
+                      f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+
+
+def _parse_ls_remote(out: str) -> RemoteRefs:
+    tags: dict[str, str] = {}
+    peeled: dict[str, str] = {}
+    head_branch = head = None
+    for line in out.splitlines():
+        left, _, ref = line.partition("\t")
+        if left.startswith("ref: "):
+            if ref == "HEAD" and left[5:].startswith("refs/heads/"):
+                head_branch = left[5 + len("refs/heads/"):]
+            continue
+        if ref == "HEAD":
+            head = left
+        elif ref.startswith("refs/tags/"):
+            name = ref[len("refs/tags/"):]
+            if name.endswith("^{}"):
+                peeled[name[:-3]] = left
+            else:
+                tags[name] = left
+    return RemoteRefs({name: peeled.get(name, sha) for name, sha in tags.items()}, head_branch, head)
+
+
+def _sort_key(name: str):
+    version = tag_version(name)
+    return (0, version, name) if version is not None else (1, Version("0"), name)
+
+
+def choose_tags(refs: RemoteRefs, pattern: str | None, since_version: Version | None) -> list[str]:
+    """Tag names for the columns, oldest version first: those matching ``pattern``, or else the release tags
+    newer than ``since_version`` (every release tag when None: the caller filters by ancestry)."""
+    if pattern is not None:
+        names = [n for n in refs.tags if fnmatch.fnmatchcase(n, pattern)]
+    else:
+        names = [n for n in refs.tags if is_release(n)
+                 and (since_version is None or tag_version(n) > since_version)]
+    return sorted(names, key=_sort_key)
+
+
+class TagResolver:
+    """Resolving tags' commits in the cache: fetched only when the cache lacks them."""
+
+    def __init__(self, store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo) -> None:
+        self.store, self.upstream, self.overrides, self.repo = store, upstream, overrides, repo
+
+    def commit_of(self, ref: str, advertised: str | None) -> str:
+        if advertised and self.repo.has_commit(advertised):
+            return advertised
+        fetched = self.store.resolve_ref(self.upstream.name, ref, urls_for(self.upstream, self.overrides))
+        self.repo = fetched.repo
+        return fetched.commit
+
+
+def _since(refs: RemoteRefs, upstream: Upstream, since: str | None, resolver: TagResolver
+           ) -> tuple[Version | None, str]:
+    """The version the columns must be newer than (None: compare by ancestry), and the commit to start from."""
+    if since is None:
+        version = tag_version(upstream.version) if upstream.version else None
+        if version is None:
+            version = next((tag_version(n) for n, sha in refs.tags.items()
+                            if sha == upstream.commit and tag_version(n) is not None), None)
+        return version, upstream.commit
+    if since in refs.tags:
+        return tag_version(since), resolver.commit_of(f"refs/tags/{since}", refs.tags[since])
+    return None, resolver.commit_of(since, None)  # a branch or commit: unknown is UnknownRef, exit 2
+
+
+def _later(repo: GitRepo, commit: str, start: str) -> bool:
+    """With no version to compare, a tag is "since" the starting point when the start does not contain it and it
+    was committed after it: a tag of an older release branch is neither, though the start does not contain it."""
+    return (not repo.run_ok("merge-base", "--is-ancestor", commit, start)
+            and repo.commit_time(commit) >= repo.commit_time(start))
+
+
+def pin_name(refs: RemoteRefs, upstream: Upstream) -> str:
+    """The pin's tag (the lowest version naming its commit), else its short commit id."""
+    return next((n for n in sorted(refs.tags, key=_sort_key) if refs.tags[n] == upstream.commit), upstream.commit[:12])
+
+
+def release_tags(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, pattern: str | None = None,
+                 since: str | None = None, notes: list[str] | None = None) -> list[tuple[str, str]]:
+    """(tag, commit) of the tags matching ``pattern``, or else of the release tags newer than ``since`` (default:
+    the pin), oldest version first; the pin's own tag is left out. ``notes`` gets what was left out and why."""
+    notes = notes if notes is not None else []
+    since_version, since_commit = _since(refs, upstream, since, resolver)
+    names = choose_tags(refs, pattern, since_version)
+    found = []
+    for name in names:
+        try:
+            validate_ref(name)
+        except UsageError:
+            notes.append(f"tag {name!r} left out: not a name git accepts on the command line")
+            continue
+        commit = resolver.commit_of(f"refs/tags/{name}", refs.tags[name])
+        if pattern is None and since_version is None and not _later(resolver.repo, commit, since_commit):
+            continue
+        if commit == upstream.commit:
+            continue  # the pin's own tag
+        found.append((name, commit))
+    if pattern is not None and not names:
+        notes.append(f"no tag of {upstream.name} matches {pattern!r}")
+    elif pattern is None and not found:
+        notes.append(f"no release tag of {upstream.name} is newer than "
+                     f"{since or ('the pin (' + str(upstream.version or upstream.commit[:12]) + ')')}")
+    return found
+
+
+def newest_release(store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo
+                   ) -> tuple[str, str] | None:
+    """(tag, commit) of the newest release tag since the pin, as ``matrix`` would make its last tag column;
+    None when no release is newer. A source whose tags cannot be listed is a SourceError."""
+    refs = remote_refs(store, upstream, overrides)
+    tags = release_tags(refs, upstream, TagResolver(store, upstream, overrides, repo))
+    return tags[-1] if tags else None
+
+
