@@ -1,5 +1,5 @@
 """matrix --html in a real headless browser (Debian's chromium): every row and column is there, each cell carries
-its detail, a click on a cell (here: the link to it) shows that detail, and a screenshot is drawn."""
+its detail, a link to a cell and a click on one show its detail, and a screenshot is drawn, with no network."""
 
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 def chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / "chromium-profile"
+    # no network: every host name fails to resolve and every connection goes to a proxy that is not there, so
+    # the page must need nothing from anywhere (and Chromium's own background traffic is off)
     command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
                f"--user-data-dir={profile}", *args]
-    # no proxy and no network: the page must need nothing from anywhere
-    env = {**os.environ, "HOME": str(tmp_path)}
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()} | {"HOME": str(tmp_path)}
     return subprocess.run(command, capture_output=True, timeout=120, env=env)
 
 
@@ -79,6 +82,18 @@ def test_page_loads_in_chromium_with_every_row_column_and_detail(cli, project, u
     # the script ran: the linked cell's detail is in the panel
     assert dom.detail.startswith("fix at v1.2.0: conflict\nsrc/mod.py hunk #1"), dom.detail
     assert broke[:12] in done.stdout.decode()  # the bisect result of the row
+
+    # a click on the offset cell of fix at v1.1.0 (row 0, column 2), dispatched as the browser dispatches a
+    # mouse click, goes through the page's own handler to the panel
+    clicked = tmp_path / "clicked.html"
+    clicked.write_text(page.read_text().replace("</body>", "<script>document.getElementById('c-0-0-2')"
+                       ".dispatchEvent(new MouseEvent('click', {bubbles: true}));</script></body>"))
+    done = chromium(tmp_path, "--dump-dom", f"file://{clicked}")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    dom = Cells()
+    dom.feed(done.stdout.decode())
+    assert dom.detail.startswith("fix at v1.1.0: offset\n"), dom.detail
+    assert [cell["id"] for cell in dom.cells if "chosen" in cell["class"].split()] == ["c-0-0-2"]
 
     shot = tmp_path / "matrix.png"
     done = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1400,600", f"file://{page}")
