@@ -95,8 +95,10 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
     seen: dict[str, Monolith] = {}
     for item in found:
         if item.upstream in seen:
-            raise UsageError(f"two patches for upstream {item.upstream}: {seen[item.upstream].shown} and "
-                             f"{item.shown}", "import one patch per upstream at a time (combine them first)")
+            first = seen[item.upstream].shown
+            which = f"{first} twice" if first == item.shown else f"{first} and {item.shown}"
+            raise UsageError(f"two patches for upstream {item.upstream}: {which}",
+                             "import one patch per upstream at a time (combine them first)")
         seen[item.upstream] = item
     return found
 
