@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-
 from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.evidence import explain_upstream

@@ -141,11 +141,11 @@ def _since(refs: RemoteRefs, upstream: Upstream, since: str | None, resolver: Ta
     return None, resolver.commit_of(since, None)  # a branch or commit: unknown is UnknownRef, exit 2
 
 
-def _later(repo: GitRepo, commit: str, start: str) -> bool:
+def _later(repo: GitRepo, commit: str, start: str, start_time: int) -> bool:
     """With no version to compare, a tag is "since" the starting point when the start does not contain it and it
-    was committed after it: a tag of an older release branch is neither, though the start does not contain it."""
-    return (not repo.run_ok("merge-base", "--is-ancestor", commit, start)
-            and repo.commit_time(commit) >= repo.commit_time(start))
+    was not committed before it: a tag of an older release branch is neither, though the start does not contain it."""
+    return (repo.commit_time(commit) >= start_time
+            and not repo.run_ok("merge-base", "--is-ancestor", commit, start))
 
 
 def pin_name(refs: RemoteRefs, upstream: Upstream) -> str:
@@ -160,6 +160,8 @@ def release_tags(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, pa
     notes = notes if notes is not None else []
     since_version, since_commit = _since(refs, upstream, since, resolver)
     names = choose_tags(refs, pattern, since_version)
+    by_history = pattern is None and since_version is None
+    start_time = resolver.repo.commit_time(since_commit) if by_history and names else 0  # once, not per tag
     found = []
     for name in names:
         try:
@@ -168,7 +170,7 @@ def release_tags(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, pa
             notes.append(f"tag {name!r} left out: not a name git accepts on the command line")
             continue
         commit = resolver.commit_of(f"refs/tags/{name}", refs.tags[name])
-        if pattern is None and since_version is None and not _later(resolver.repo, commit, since_commit):
+        if by_history and not _later(resolver.repo, commit, since_commit, start_time):
             continue
         if commit == upstream.commit:
             continue  # the pin's own tag
