@@ -3,7 +3,7 @@
 A patch that fails is an ``::error`` on its patch file, at the line of the hunk that fails (1 when no hunk
 is to blame); one that applies with moved hunks (offset) is a ``::warning`` there; an upstream that could
 not be checked is an ``::error`` on its target's manifest. A plain line per patch keeps the log readable,
-and a closing ``::notice`` counts the verdicts. Values are escaped as the runner unescapes them: ``%``,
+each note of an upstream is a ``::notice``, and a closing ``::notice`` counts the verdicts. Values are escaped as the runner unescapes them: ``%``,
 CR and LF in messages, and also ``:`` and ``,`` in properties (file, line, title); control characters are
 shown, never passed on (``outside``).
 """
@@ -36,6 +36,8 @@ def render_github(statuses: list[TargetStatus], base: Path) -> str:
             items = upstream_rows(target, status)
             for row in items:
                 lines.append(for_github_log(f"{row.verdict}: {target}.{row.upstream} {row.patch_id}: {row.summary}"))
+            for note in status.notes:  # what was left out and why (a tag that names no commit), as text says it
+                lines.append(command("notice", note, title=f"patchmgr: {target}.{status.upstream.name}"))
             if not status.available:
                 lines.append(command(
                     "error", "\n".join(items[0].details), file=display_path(target_status.target.path, base),
