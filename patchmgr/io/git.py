@@ -189,7 +189,7 @@ class GitRepo:
         return self._objects
 
     def tree_entry(self, commit: str, path: str) -> TreeEntry | None:
-        out = self.run("ls-tree", "--full-tree", commit, "--", path)
+        out = self.run("ls-tree", "--full-tree", commit, "--", path, env=_LITERAL)
         if not out:
             return None
         meta, _, _name = out.partition("\t")
