@@ -119,6 +119,36 @@ def test_against_a_tag_at_a_tree_is_bad_input(cli, project, upstream):
     assert "Traceback" not in result.err
 
 
+SPECIALS = 'v2.3.0-<b>&"x"_|$'  # HTML and Markdown syntax: git takes all of it in a tag name
+
+
+def test_a_tag_name_with_html_and_markdown_syntax_reads_as_written(cli, project, upstream, tmp_path):
+    odd_tags(project, upstream, non_commits=False, odd_names=False)
+    git(upstream.path, "tag", SPECIALS)
+    page = tmp_path / "m.html"
+    result = matrix(cli, upstream, "--refs", "v2.3.0-*", "--json", "--html", str(page))
+    assert result.code == 1, result.err
+    assert [c["name"] for c in result.json["upstreams"][0]["columns"]][1] == SPECIALS
+    assert "<b>&" not in page.read_text() and "v2.3.0-&lt;b&gt;&amp;&quot;x&quot;_|$" in page.read_text()
+    markdown = status(cli, upstream, "--against", f"lib={SPECIALS}", "--format", "markdown").out
+    assert "checked at v2.3.0-&lt;b&gt;&amp;\"x\"\\_\\|\\$" in markdown
+    github = commands_of(status(cli, upstream, "--against", f"lib={SPECIALS}", "--format", "github").out)
+    assert any(SPECIALS in props.get("title", "") for props in github)
+    junit = ET.fromstring(status(cli, upstream, "--against", f"lib={SPECIALS}", "--format", "junit").out.encode())
+    assert SPECIALS in [p.get("value") for p in junit.iter("property")]
+
+
+def commands_of(output: str) -> list[dict[str, str]]:
+    """The properties of each workflow command, unescaped as the runner unescapes them."""
+    found = []
+    for line in output.split("\n"):
+        if line.startswith("::") and " " in line.split("::")[1]:
+            props = line.split("::")[1].split(" ", 1)[1]
+            found.append({key: value.replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
+                          for key, _, value in (pair.partition("=") for pair in props.split(","))})
+    return found
+
+
 # -- item 10: any tag name is shown safely in every format ---------------------------------------------
 def test_a_tag_name_that_is_not_utf8_is_shown_in_every_matrix_format(cli, project, upstream, tmp_path):
     odd_tags(project, upstream, non_commits=False)
