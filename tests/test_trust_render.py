@@ -54,6 +54,7 @@ def odd_tags(project, upstream, subject: str = ESC_SUBJECT, non_commits: bool = 
         git(upstream.path, "tag", "-a", "-m", "a blob", "v4.0.0", git(upstream.path, "rev-parse", "HEAD:README"))
         git(upstream.path, "tag", "v5.0.0", tree)  # a lightweight tag at a tree
         write_tag_file(upstream, b"v2.2.0-\x1b]0;T\x07", broke)  # listed with no object: a broken ref
+        write_tag_file(upstream, b"v2.4.0@{1}", broke)  # the same: a name git lists but does not fetch
     if odd_names:
         write_tag_file(upstream, b"v2.0.0-\xff\xfe", broke)
     return broke
@@ -85,8 +86,9 @@ def test_matrix_leaves_out_tags_at_a_tree_or_a_blob_with_a_note(cli, project, up
     assert "v3.0.0&#x27; left out: it names a tree" in html and "v1.1.0" in html
     every = matrix(cli, upstream, "--refs", "v*", "--json")
     assert every.code == 1 and every.json["upstreams"][0]["available"] is True
-    assert any("v2.2.0-\\x1b]0;T\\x07" in note and "not a name git accepts" in note
-               for note in every.json["upstreams"][0]["notes"])
+    notes = every.json["upstreams"][0]["notes"]
+    assert any("v2.2.0-\\x1b]0;T\\x07" in note and "left out" in note for note in notes)
+    assert "tag 'v2.4.0@{1}' left out: its source lists it with no object (a broken ref)" in notes
     text = matrix(cli, upstream)
     assert text.code == 1 and "unavailable" not in text.out
     assert "note: tag 'v4.0.0' left out: it names a blob, not a commit" in text.out

@@ -165,6 +165,9 @@ def release_tags(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, pa
     start_time = resolver.repo.commit_time(since_commit) if by_history and names else 0  # once, not per tag
     found = []
     for name in names:
+        if not refs.tags[name].strip("0"):
+            notes.append(f"tag {name!r} left out: its source lists it with no object (a broken ref)")
+            continue
         try:
             validate_ref(name)
         except UsageError:
@@ -174,6 +177,9 @@ def release_tags(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, pa
             commit = resolver.commit_of(f"refs/tags/{name}", refs.tags[name])
         except NotACommit as exc:
             notes.append(f"tag {name!r} left out: it names a {exc.kind}, not a commit")
+            continue
+        except UsageError as exc:  # every source was reached, and none serves it (a name git lists, not fetches)
+            notes.append(f"tag {name!r} left out: {exc.message}")
             continue
         if by_history and not _later(resolver.repo, commit, since_commit, start_time):
             continue
