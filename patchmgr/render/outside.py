@@ -81,7 +81,7 @@ def for_github_log(text: str) -> str:
 
 
 def for_xml(text: str) -> str:
-    """Text XML 1.0 can carry (the parser escapes ``&<>"``): nothing it forbids, not even as a reference."""
+    """Text XML 1.0 can carry (ElementTree escapes ``&<>"``): nothing it forbids, not even as a reference."""
     return visible(text)
 
 
