@@ -72,16 +72,18 @@ def check_newest_release(project: Project, upstream: Upstream, store: Store,
     release is newer. Tags that cannot be listed leave it unchecked (unavailable), never checked at the pin."""
     from patchmgr.history.releases import newest_release  # history code, loaded only when it is asked for
     from patchmgr.sources.upstream import open_git_source
+    left_out: list[str] = []
     try:
-        found = newest_release(store, upstream, overrides, open_git_source(store, upstream, None, overrides).repo)
+        found = newest_release(store, upstream, overrides, open_git_source(store, upstream, None, overrides).repo,
+                               left_out)
     except (UsageError, CacheError):
         raise
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, "its newest release", None, None, error=f"its newest release cannot be "
                               f"found: {exc.message}", hint=exc.hint)
     status = check_upstream(project, upstream, store, overrides, found[0] if found else None)
-    status.notes.insert(0, f"the newest release tag since the pin is {found[0]} ({found[1][:12]})" if found
-                        else "no release tag is newer than the pin: checked at the pin")
+    status.notes[:0] = [f"the newest release tag since the pin is {found[0]} ({found[1][:12]})" if found
+                        else "no release tag is newer than the pin: checked at the pin", *left_out]
     return status
 
 

@@ -88,7 +88,8 @@ class Session:
         from patchmgr.sources.store import Store
         err = self.console(stderr=True)
         show = err.is_terminal and not self.json
-        store = Store(progress=(lambda message: err.print(f"… {message}", style="dim")) if show else None)
+        store = Store(progress=(lambda message: err.print(f"… {message}", style="dim")) if show else None,
+                      note=lambda message: err.print(f"note: {message}", style="yellow"))
         try:
             yield store
         finally:
@@ -114,10 +115,11 @@ class Session:
 
         Every JSON document carries ``command``, ``ok`` and ``notes`` (the recovery note first)."""
         if self.json:
+            from patchmgr.render.outside import for_json
             doc = as_json(*values)
             doc = {"command": self.command, "ok": code == 0, **doc}
             doc["notes"] = self.notes + list(doc.get("notes") or [])
-            print(json.dumps(doc, indent=2))
+            print(json.dumps(for_json(doc), indent=2))  # every string valid Unicode (a tag name that is not UTF-8)
         else:
             render(self.out, *values)
         return code

@@ -225,7 +225,7 @@ def _carrier_candidates(repo: GitRepo, bases: dict[str, str], patches: list[Patc
             if not log.strip():
                 continue
             ids = repo.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
-            found[(base, index)] = {commit for patch_id, commit in (line.split() for line in ids.splitlines())
+            found[(base, index)] = {commit for patch_id, commit in (line.split() for line in ids.split("\n") if line)
                                     if patch_id == wanted}
     return found
 

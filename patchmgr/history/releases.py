@@ -20,6 +20,7 @@ from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, SourceError, UsageError
 from patchmgr.model.manifest import Upstream, url_problem
 from patchmgr.model.urls import as_local_path, mask_url
+from patchmgr.sources.cache_errors import NotACommit
 from patchmgr.sources.store import Store, validate_ref
 from patchmgr.sources.upstream import urls_for
 
@@ -80,7 +81,7 @@ def _parse_ls_remote(out: str) -> RemoteRefs:
     tags: dict[str, str] = {}
     peeled: dict[str, str] = {}
     head_branch = head = None
-    for line in out.splitlines():
+    for line in out.split("\n"):  # git's separator: a name may hold what str.splitlines also splits on
         left, _, ref = line.partition("\t")
         if left.startswith("ref: "):
             if ref == "HEAD" and left[5:].startswith("refs/heads/"):
@@ -164,12 +165,22 @@ def release_tags(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, pa
     start_time = resolver.repo.commit_time(since_commit) if by_history and names else 0  # once, not per tag
     found = []
     for name in names:
+        if not refs.tags[name].strip("0"):
+            notes.append(f"tag {name!r} left out: its source lists it with no object (a broken ref)")
+            continue
         try:
             validate_ref(name)
         except UsageError:
             notes.append(f"tag {name!r} left out: not a name git accepts on the command line")
             continue
-        commit = resolver.commit_of(f"refs/tags/{name}", refs.tags[name])
+        try:
+            commit = resolver.commit_of(f"refs/tags/{name}", refs.tags[name])
+        except NotACommit as exc:
+            notes.append(f"tag {name!r} left out: it names a {exc.kind}, not a commit")
+            continue
+        except UsageError as exc:  # every source was reached, and none serves it (a name git lists, not fetches)
+            notes.append(f"tag {name!r} left out: {exc.message}")
+            continue
         if by_history and not _later(resolver.repo, commit, since_commit, start_time):
             continue
         if commit == upstream.commit:
@@ -183,12 +194,16 @@ def release_tags(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, pa
     return found
 
 
-def newest_release(store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo
-                   ) -> tuple[str, str] | None:
+def newest_release(store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo,
+                   notes: list[str] | None = None) -> tuple[str, str] | None:
     """(tag, commit) of the newest release tag since the pin, as ``matrix`` would make its last tag column;
-    None when no release is newer. A source whose tags cannot be listed is a SourceError."""
+    None when no release is newer. A source whose tags cannot be listed is a SourceError. ``notes`` gets the
+    tags left out and why (a tag at a tree), as ``matrix`` says them."""
     refs = remote_refs(store, upstream, overrides)
-    tags = release_tags(refs, upstream, TagResolver(store, upstream, overrides, repo))
+    found: list[str] = []
+    tags = release_tags(refs, upstream, TagResolver(store, upstream, overrides, repo), notes=found)
+    if notes is not None:
+        notes += [note for note in found if note.startswith("tag ")]
     return tags[-1] if tags else None
 
 

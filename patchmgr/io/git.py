@@ -25,8 +25,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from patchmgr.io.git_objects import (SUBMODULE_MODE, SYMLINK_MODE, CommitInfo, LinkBlob, ObjectReader, SubmoduleEntry,
-                                     TreeEntry)
+from patchmgr.io.git_objects import (COMMIT_RECORD, SUBMODULE_MODE, SYMLINK_MODE, CommitInfo, LinkBlob, ObjectReader,
+                                     SubmoduleEntry, TreeEntry, commit_records)
 from patchmgr.io.git_run import (PROGRAM_DEFAULTS, ConfigItems, RepositoryDamaged, config_env, config_pairs, execute,
                                  last_value, plain_env, program_default, run_plain, trusted_config)
 from patchmgr.model.errors import GitError
@@ -189,7 +189,7 @@ class GitRepo:
         return self._objects
 
     def tree_entry(self, commit: str, path: str) -> TreeEntry | None:
-        out = self.run("ls-tree", "--full-tree", commit, "--", path)
+        out = self.run("ls-tree", "--full-tree", commit, "--", path, env=_LITERAL)
         if not out:
             return None
         meta, _, _name = out.partition("\t")
@@ -203,18 +203,23 @@ class GitRepo:
 
     def missing_blobs(self, commit: str) -> list[str]:
         """Paths at ``commit`` whose blobs this repository lacks (a mirror without its large files)."""
-        listing = self.run("ls-tree", "-r", "--full-tree", commit)
-        entries = [line.split("\t", 1) for line in listing.splitlines() if "\t" in line]
-        blobs = [(meta.split()[2], path) for meta, path in entries if meta.split()[1] == "blob"]
+        blobs = [(sha, path) for kind, sha, path in self._tree_listing(commit) if kind == "blob"]
         if not blobs:
             return []
         checked = self.run("cat-file", "--batch-check", stdin="".join(f"{sha}\n" for sha, _ in blobs).encode())
-        return [path for (_sha, path), line in zip(blobs, checked.splitlines()) if line.endswith(" missing")]
+        return [path for (_sha, path), line in zip(blobs, checked.split("\n")) if line.endswith(" missing")]
+
+    def _tree_listing(self, commit: str, *paths: str) -> list[tuple[str, str, str]]:
+        """``(type, object id, path)`` of every entry of ``git ls-tree -r -z`` (paths as they are, never quoted)."""
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", commit, *(("--", *paths) if paths else ()),
+                       env=_LITERAL, strip=False)
+        entries = [entry.split("\t", 1) for entry in out.split("\0") if "\t" in entry]
+        return [(meta.split()[1], meta.split()[2], path) for meta, path in entries]
 
     def unfetched_objects(self, commit: str) -> list[str]:
         """Objects reachable from ``commit`` that a partial clone has not fetched (no lazy fetch)."""
-        out = self.run("rev-list", "--objects", "--missing=print", commit)
-        return [line[1:] for line in out.splitlines() if line.startswith("?")]
+        out = self.run("rev-list", "--objects", "--no-object-names", "--missing=print", commit)
+        return [line[1:] for line in out.split("\n") if line.startswith("?")]
 
     def commit_info(self, sha: str) -> CommitInfo:
         out = self.run("show", "-s", "--format=%H%x00%P%x00%s", sha)
@@ -243,13 +248,12 @@ class GitRepo:
         Oldest first. A merge on that line counts when its change against its
         first parent touches the paths (git includes it under --first-parent).
         """
-        out = self.run("log", "--first-parent", "--reverse", "--format=%H%x00%P%x00%s",
-                       f"{base}..{tip}", "--", *paths, env=_LITERAL)
-        commits = []
-        for line in out.splitlines():
-            sha, parents, subject = line.split("\x00", 2)
-            commits.append(CommitInfo(sha, subject, tuple(parents.split())))
-        return commits
+        return self.log_commits("--first-parent", "--reverse", f"{base}..{tip}", "--", *paths)
+
+    def log_commits(self, *args: str) -> list[CommitInfo]:
+        """``git log args`` as commits (id, parents, subject), parsed on git's own separators (NUL, LF), never
+        on a CR or a form feed that a subject holds; paths after ``--`` are file names, never pathspec magic."""
+        return commit_records(self.run("log", "-z", f"--format={COMMIT_RECORD}", *args, env=_LITERAL, strip=False))
 
     def prefetch_blobs(self, base: str, tip: str, paths: Sequence[str]) -> int:
         """Fetch in one request the blobs of ``paths`` in base..tip that a partial clone lacks.
@@ -257,13 +261,12 @@ class GitRepo:
         Reading them one by one would start one lazy fetch per blob. Best effort:
         what cannot be fetched now is fetched (or found missing) when read.
         """
-        out = self.run("rev-list", "--objects", "--missing=print", "--first-parent", tip, f"^{base}",
-                       "--", *paths, env=_LITERAL)
-        missing = [line[1:] for line in out.splitlines() if line.startswith("?")]
+        out = self.run("rev-list", "--objects", "--no-object-names", "--missing=print", "--first-parent", tip,
+                       f"^{base}", "--", *paths, env=_LITERAL)
+        missing = [line[1:] for line in out.split("\n") if line.startswith("?")]
         if not missing:
             return 0
-        listing = self.run("ls-tree", "--full-tree", base, "--", *paths, env=_LITERAL)
-        missing += [line.split()[2] for line in listing.splitlines() if line.split()[1:2] == ["blob"]]
+        missing += [sha for kind, sha, _path in self._tree_listing(base, *paths) if kind == "blob"]
         try:
             self.run("-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
                      "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin", "origin",
@@ -284,7 +287,7 @@ class GitRepo:
         if not log.strip():
             return []
         out = self.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
-        return [(pid, commit) for pid, commit in (line.split() for line in out.splitlines())]
+        return [(pid, commit) for pid, commit in (line.split() for line in out.split("\n") if line)]
 
     def patch_id(self, diff: bytes) -> str | None:
         """The stable patch-id of a diff or a format-patch mail, or None when it changes nothing."""

@@ -63,6 +63,25 @@ class CommitInfo:
 
 _OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
+# ``git log -z --format=COMMIT_RECORD``: one NUL-terminated record per commit, its subject last on a line of its own
+COMMIT_RECORD = "%H %P%n%s"
+
+
+def commit_records(out: str) -> list[CommitInfo]:
+    """The commits of a ``git log -z --format=COMMIT_RECORD``, split only on git's own separators (NUL, then the
+    first line feed): a subject holding a CR, a form feed or U+2028 (all of which ``str.splitlines`` splits on)
+    stays one subject; a NUL in a forged message stays in its subject too."""
+    commits: list[CommitInfo] = []
+    for record in out.split("\0"):
+        head, newline, subject = record.partition("\n")
+        ids = head.split(" ")
+        if newline and _OBJECT_ID.match(ids[0]):
+            commits.append(CommitInfo(ids[0], subject, tuple(i for i in ids[1:] if i)))
+        elif commits and record:
+            last = commits[-1]
+            commits[-1] = CommitInfo(last.sha, f"{last.subject}\0{record}", last.parents)
+    return commits
+
 
 class ObjectReader:
     """Objects through one ``git cat-file --batch`` process, trees and blobs kept by id within a budget."""

@@ -61,7 +61,7 @@ def add_note(repo: GitRepo, commit: str, patch_id: str) -> None:
 def note_of(repo: GitRepo, commit: str) -> str | None:
     if not repo.run_ok("notes", "--ref", NOTES_REF, "show", commit):
         return None
-    for line in repo.run("notes", "--ref", NOTES_REF, "show", commit).splitlines():
+    for line in repo.run("notes", "--ref", NOTES_REF, "show", commit).split("\n"):
         if line.startswith(NOTE_PREFIX):
             return line[len(NOTE_PREFIX):].strip()
     return None

@@ -38,7 +38,7 @@ def range_diff(repo: GitRepo, old: str, new: str) -> RangeDiff | None:
     except GitError:
         return None
     result = RangeDiff(old, new, text=text)
-    for line in text.splitlines():
+    for line in text.split("\n"):  # git's line feeds only: a subject may hold a CR
         match = _PAIR.match(line)
         if match:
             old_no, old_commit, mark, new_no, new_commit, subject = match.groups()

@@ -411,14 +411,12 @@ def _commits_since(repo: GitRepo, pin: str, folder: Path) -> list[tuple[str, str
         raise StateError(f"{folder} has uncommitted changes", "commit them (one commit per patch), then export")
     if not repo.run_ok("merge-base", "--is-ancestor", pin, "HEAD"):
         raise StateError(f"HEAD of {folder} does not sit on the pin {pin[:12]}", "rebase the commits onto the pin")
-    out = repo.run("log", "--reverse", "--topo-order", "--format=%H%x00%P%x00%s", f"{pin}..HEAD")
     commits = []
-    for line in out.splitlines():
-        commit, parents, subject = line.split("\x00", 2)
-        if len(parents.split()) > 1:
-            raise StateError(f"commit {commit[:12]} is a merge; a patch series is a straight line",
+    for info in repo.log_commits("--reverse", "--topo-order", f"{pin}..HEAD"):
+        if len(info.parents) > 1:
+            raise StateError(f"commit {info.sha[:12]} is a merge; a patch series is a straight line",
                              f"rebase the commits onto {pin[:12]} without merges")
-        commits.append((commit, subject))
+        commits.append((info.sha, info.subject))
     return commits
 
 

@@ -1,23 +1,53 @@
-"""What every rendering shares: consoles that never read text as markup, state colours, notes, errors."""
+"""What every rendering shares: consoles that never read text as markup nor pass a control character on,
+state colours, notes, errors."""
 
 from __future__ import annotations
 
-from rich.console import Console
+from collections.abc import Iterable
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from patchmgr.engine.results import State
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.urls import mask_url
+from patchmgr.render.outside import for_terminal, one_line
+
+
+class SafeConsole(Console):
+    """A console that shows every character it prints: a string, and the text of everything it renders (tables,
+    ``Text``), goes through ``outside.for_terminal``, so an ESC or OSC sequence from an upstream line, a
+    subject or a tag name is printed as ``\\x1b...``, never acted on; rich's own styles are not text and stay.
+    Text from outside is best made visible when its ``Text`` is made (``shown``), so that a table measures
+    what it prints; this is the net under everything else."""
+
+    def render_str(self, text: str, **options) -> Text:
+        return super().render_str(for_terminal(text), **options)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment
+            else:
+                text = for_terminal(segment.text)
+                yield segment if text == segment.text else Segment(text, segment.style, segment.control)
 
 
 def make_console(stderr: bool) -> Console:
     """Every console output goes through: markup off, so no user-controlled text (a path such as
     ``out/x[/]``, a header value) is ever read as rich markup; styles come only from ``style=`` and
-    ``Text``. Off a terminal (a pipe, a CI log) lines are not cut at 80 columns."""
+    ``Text``; every control character shown, never sent (``SafeConsole``). Off a terminal (a pipe, a CI
+    log) lines are not cut at 80 columns."""
     probe = Console(stderr=stderr)
     width = None if probe.is_terminal else 4000
-    return Console(stderr=stderr, markup=False, highlight=False, soft_wrap=True, width=width)
+    return SafeConsole(stderr=stderr, markup=False, highlight=False, soft_wrap=True, width=width)
+
+
+def shown(text: str, style: str = "", lines: bool = True) -> Text:
+    """A ``Text`` of text from outside, every control character made visible (``lines``: line feeds kept)."""
+    return Text(for_terminal(text) if lines else one_line(text), style=style)
 
 
 STATE_STYLE = {
@@ -29,19 +59,20 @@ STATE_STYLE = {
 def row(table: Table, *cells) -> None:
     """A table row whose text is shown as is: test ids like ``test_x[case]`` and subjects like
     ``[training] fix`` are not rich markup."""
-    table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells))
+    table.add_row(*(shown(cell) if isinstance(cell, str) else cell for cell in cells))
 
 
 def notes(console: Console, notes: list[str]) -> None:
     for note in notes:
-        console.print(f"note: {note}", style="yellow", highlight=False, markup=False)
+        console.print(f"note: {one_line(note)}", style="yellow", highlight=False, markup=False)
 
 
 def render_error(console: Console, error: PatchmgrError) -> None:
-    """One ``error:`` line and one ``hint:`` line; a password in a URL is never printed."""
-    console.print(f"error: {mask_url(error.message)}", style="red", highlight=False, markup=False)
+    """One ``error:`` line and one ``hint:`` line (a line break from outside, in a path or git's words, is shown,
+    so it cannot forge a line); a password in a URL is never printed."""
+    console.print(f"error: {one_line(mask_url(error.message))}", style="red", highlight=False, markup=False)
     if error.hint:
-        console.print(f"hint: {mask_url(error.hint)}", highlight=False, markup=False)
+        console.print(f"hint: {one_line(mask_url(error.hint))}", highlight=False, markup=False)
 
 
 def patches(count: int) -> str:

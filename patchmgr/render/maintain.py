@@ -249,7 +249,7 @@ def render_range_diff(console: Console, diff: RangeDiff) -> None:
     console.print(f"range-diff of the old series ({old_base[:12]}..{old_tip[:12]}) against the new "
                   f"({new_base[:12]}..{new_tip[:12]}); = same, ! changed, < left the series, > new:",
                   highlight=False, markup=False)
-    for line in diff.text.rstrip("\n").splitlines():
+    for line in diff.text.rstrip("\n").split("\n"):  # git's lines: a subject's CR is shown, not a line break
         console.print("  " + line, highlight=False, markup=False, soft_wrap=True)
 
 

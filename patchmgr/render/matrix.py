@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.render.console import STATE_STYLE, notes
+from patchmgr.render.console import STATE_STYLE, notes, shown
 
 if TYPE_CHECKING:
     from patchmgr.history.matrix import Change, Column, Matrix
@@ -115,7 +115,7 @@ def render_matrix(console: Console, matrices: list[Matrix], target: str, html: s
         table.add_column("first change", overflow="fold")
         for row in matrix.rows:
             cells = [_styled(result) for result in row.cells]
-            table.add_row(Text(row.patch.id), *cells, Text(change_text(row.change), style="dim"))
+            table.add_row(shown(row.patch.id), *cells, shown(change_text(row.change), style="dim"))
         console.print(table)
         notes(console, matrix.notes)
     legend = Text("legend: ")

@@ -4,11 +4,11 @@ each cell's detail on hover (its title) and on click, and the first change of ea
 from __future__ import annotations
 
 import json
-from html import escape
 from typing import TYPE_CHECKING
 
 from patchmgr.engine.results import State
 from patchmgr.render.matrix import GUARD_BROKEN, LEGEND, cell_detail, cell_label, change_text, column_title
+from patchmgr.render.outside import for_html as escape
 
 if TYPE_CHECKING:
     from patchmgr.history.matrix import Change, Matrix
@@ -62,12 +62,12 @@ SCRIPT = """
 
 
 def _attr(text: str) -> str:
-    return escape(text, quote=True)
+    return escape(text)  # quotes too: every attribute is in double quotes
 
 
 def render_matrix_html(matrices: list[Matrix], target: str) -> str:
-    """The page: one section per upstream. Every text comes from escape(): nothing a patch or an upstream says
-    is read as markup."""
+    """The page: one section per upstream. Every text comes from escape() (``outside.for_html``): nothing a patch
+    or an upstream says is read as markup, and no control character or byte that is not UTF-8 reaches the page."""
     sections = "\n".join(_section(number, matrix) for number, matrix in enumerate(matrices))
     legend = "".join(f'<li><span class="swatch" style="background:{COLOURS[state]}"></span><b>{state.value}</b> '
                      f"{escape(meaning)}</li>" for state, meaning in LEGEND.items())

@@ -3,8 +3,9 @@
 A patch that fails is an ``::error`` on its patch file, at the line of the hunk that fails (1 when no hunk
 is to blame); one that applies with moved hunks (offset) is a ``::warning`` there; an upstream that could
 not be checked is an ``::error`` on its target's manifest. A plain line per patch keeps the log readable,
-and a closing ``::notice`` counts the verdicts. Values are escaped as the runner unescapes them: ``%``,
-CR and LF in messages, and also ``:`` and ``,`` in properties (file, line, title).
+each note of an upstream is a ``::notice``, and a closing ``::notice`` counts the verdicts. Values are escaped as the runner unescapes them: ``%``,
+CR and LF in messages, and also ``:`` and ``,`` in properties (file, line, title); control characters are
+shown, never passed on (``outside``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchmgr.render.outside import for_github_data as escape_data
+from patchmgr.render.outside import for_github_log
+from patchmgr.render.outside import for_github_property as escape_property
 from patchmgr.render.reports import ERROR, FAIL, PASS, WARN, counts, display_path, patch_file, patch_line, rows, \
     short_ref, upstream_rows
 
@@ -19,22 +23,9 @@ if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus
 
 
-def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def command(name: str, message: str, **properties: str | int) -> str:
     props = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
     return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
-
-
-def _plain(text: str) -> str:
-    """A log line that the runner cannot take for a command (commands start a line with ``::``)."""
-    return " ".join(text.split())
 
 
 def render_github(statuses: list[TargetStatus], base: Path) -> str:
@@ -44,7 +35,9 @@ def render_github(statuses: list[TargetStatus], base: Path) -> str:
         for status in target_status.upstreams:
             items = upstream_rows(target, status)
             for row in items:
-                lines.append(_plain(f"{row.verdict}: {target}.{row.upstream} {row.patch_id}: {row.summary}"))
+                lines.append(for_github_log(f"{row.verdict}: {target}.{row.upstream} {row.patch_id}: {row.summary}"))
+            for note in status.notes:  # what was left out and why (a tag that names no commit), as text says it
+                lines.append(command("notice", note, title=f"patchmgr: {target}.{status.upstream.name}"))
             if not status.available:
                 lines.append(command(
                     "error", "\n".join(items[0].details), file=display_path(target_status.target.path, base),

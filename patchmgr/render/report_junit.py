@@ -10,22 +10,14 @@ state and whose text carries the detail; an upstream that could not be checked g
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
+from patchmgr.render.outside import for_xml as xml_text
 from patchmgr.render.reports import ERROR, FAIL, WARN, Row, counts, upstream_rows
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus, UpstreamStatus
-
-# characters XML 1.0 cannot carry at all, not even as references: shown as \xNN instead
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def xml_text(text: str) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
 
 def render_junit(statuses: list[TargetStatus]) -> str:
     root = ET.Element("testsuites", {"name": "patchmgr status"})

@@ -3,30 +3,19 @@
 Per target: one line that says whether every patch applies, then a table (upstream, patch, state, verdict,
 detail) and the refs that were checked. Words only, no emoji. Every text from outside (ids, details, upstream
 lines, reasons) is escaped so that it reads as written: a ``|`` does not split a cell, ``<tag>`` is not HTML,
-``*`` and ``_`` do not emphasise, ``$`` does not start maths, and a new line is a ``<br>`` inside its cell.
+``*`` and ``_`` do not emphasise, ``$`` does not start maths, a new line is a ``<br>`` inside its cell, and a
+control character is shown, never passed on (``outside.for_markdown``).
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from patchmgr.render.outside import for_markdown as md_escape
 from patchmgr.render.reports import ERROR, FAIL, PASS, WARN, counts, rows, short_ref, upstream_rows
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus, UpstreamStatus
-
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-# punctuation that Markdown (or GitHub's extensions: tables, strikethrough, maths) may read as syntax
-_SYNTAX = re.compile(r"([\\`*_\[\]|~$!#])")
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-def md_escape(text: str, newline: str = "<br>") -> str:
-    """``text`` as literal Markdown text; new lines become ``newline`` (a ``<br>``: a table cell is one line)."""
-    text = re.sub(r"[&<>]", lambda m: _ENTITIES[m.group()], text)
-    text = _SYNTAX.sub(r"\\\1", text)
-    return _NEWLINE.sub(newline, text)
 
 
 def render_markdown(statuses: list[TargetStatus]) -> str:

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.engine.results import CheckResult, GuardResult, State
-from patchmgr.render.console import STATE_STYLE, notes, row
+from patchmgr.render.console import STATE_STYLE, notes, row, shown
 
 if TYPE_CHECKING:  # only for annotations: importing every command's module would slow every command's start
     from patchmgr.check.status import TargetStatus, UpstreamStatus
@@ -141,11 +141,11 @@ def _status_rows(table: Table, status: UpstreamStatus) -> None:
         row(table, name, result.patch.id, state_text(result), result.detail)
         broken = guard_lines(result)
         if broken:
-            row(table, "", "", "", Text("\n".join(broken), style="red"))
+            row(table, "", "", "", shown("\n".join(broken), style="red"))
         if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT:
             lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
-            row(table, "", "", "", Text(f"upstream at line {result.conflict.expected_line}:\n{lines}",
-                                           style="dim"))
+            row(table, "", "", "", shown(f"upstream at line {result.conflict.expected_line}:\n{lines}",
+                                            style="dim"))
 
 
 def apply_json(outcome: ApplyOutcome) -> dict:

@@ -107,6 +107,15 @@ def unknown_ref(upstream: str, ref: str, urls: Sequence[str]) -> UnknownRef:
                       hint)
 
 
+class NotACommit(UsageError):
+    """A ref that names a tree or a blob (a tag can point at any object), not a commit: nothing to check there."""
+
+    def __init__(self, upstream: str, ref: str, kind: str) -> None:
+        super().__init__(f"upstream {upstream}'s ref {ref!r} names a {kind}, not a commit",
+                         "give a branch, a tag or a commit id that names a commit")
+        self.kind = kind
+
+
 class NotARepository(GitError):
     """A local source that is not a git repository (or not there): no git command was run on it."""
 

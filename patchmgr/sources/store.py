@@ -39,8 +39,9 @@ from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
-from patchmgr.sources.cache_errors import (_NO_SUCH_REF, CacheError, NotARepository, RefNotFound, _os_problem,
-                                           _require_repository, _said, disk_hint, disk_problem, unknown_ref)
+from patchmgr.sources.cache_errors import (_NO_SUCH_REF, CacheError, NotACommit, NotARepository, RefNotFound,
+                                           _os_problem, _require_repository, _said, disk_hint, disk_problem,
+                                           unknown_ref)
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
 from patchmgr.sources.release import ReleaseCache
 
@@ -58,7 +59,10 @@ def default_cache_dir() -> Path:
 
 
 def validate_ref(ref: str) -> str:
-    if not ref or ref.startswith("-") or any(c in ref for c in " \t\n\r\x00~^:?*[\\") or ".." in ref:
+    """``ref`` when git takes it as a ref name on the command line (no option, no revision syntax, no control
+    character: git's own ``check-ref-format`` refuses bytes below 0x20 and DEL), else bad input."""
+    if (not ref or ref.startswith("-") or any(c in ref for c in " ~^:?*[\\") or ".." in ref
+            or any(ord(c) < 0x20 or c == "\x7f" for c in ref)):
         raise UsageError(f"{ref!r} is not a valid git ref", "give a branch, a tag or a commit id")
     return ref
 
@@ -249,7 +253,7 @@ class Store(CacheHealth):
         record = self._absent_record(upstream, commit)
         if not record.is_file() or not self.repo(upstream).has_commit(commit):
             return None
-        return record.read_text().splitlines()
+        return [path for path in record.read_text().split("\n") if path]  # a path may hold a CR
 
     def resolve_ref(self, upstream: str, ref: str, urls: Sequence[str]) -> Fetched:
         """The commit that ``ref`` (branch, tag or commit) names at the upstream's source.
@@ -280,6 +284,7 @@ class Store(CacheHealth):
                 if commit:
                     repo.index_history(commit)
                     return Fetched(repo, commit, url)
+                _require_commit(repo, upstream, ref)
             except RepositoryDamaged:
                 raise
             except GitError as exc:
@@ -351,6 +356,14 @@ class Store(CacheHealth):
         for repo in self._open.values():
             repo.close()
         self._open.clear()
+
+
+def _require_commit(repo: GitRepo, upstream: str, ref: str) -> None:
+    """A fetched ref that is no commit: a tag at a tree or a blob (or at another such tag) is ``NotACommit``.
+    The types are read from the ref and the tag object it names, so a blob is never fetched to be named."""
+    kinds = repo.run("for-each-ref", "--format=%(objecttype) %(*objecttype)", "refs/patchmgr/against").split()
+    if kinds:
+        raise NotACommit(upstream, ref, kinds[-1])
 
 
 class _CacheLock(FileLock):

@@ -114,9 +114,9 @@ def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
         work.head = repo.resolve("HEAD")
         known = recorded is not None and repo.resolve(recorded) is not None
         if work.head and work.head != recorded:
-            listing = repo.run("log", "--format=%h%x00%s", work.head, *([f"^{recorded}"] if known else ["-1"]),
-                               env=_READ_ONLY)
-            work.commits = [tuple(line.split("\x00", 1)) for line in listing.splitlines() if line]
+            listing = repo.run("log", "-z", "--format=%h%n%s", work.head, *([f"^{recorded}"] if known else ["-1"]),
+                               env=_READ_ONLY, strip=False)
+            work.commits = [tuple(record.split("\n", 1)) for record in listing.split("\x00") if "\n" in record]
             # HEAD moved back into what patchmgr made (a reset) loses nothing; commits off to one side do
             work.diverged = bool(work.commits) and not (
                 known and repo.run_ok("merge-base", "--is-ancestor", recorded, work.head))
@@ -127,7 +127,7 @@ def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
         current = repo.run("symbolic-ref", "-q", "HEAD") if repo.run_ok("symbolic-ref", "-q", "HEAD") else ""
         listing = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)",
                            "refs/heads", "refs/tags")
-        for line in listing.splitlines():
+        for line in filter(None, listing.split("\n")):
             ref, obj, peeled = line.split("\x00")
             if ref == current:
                 continue  # its commits are HEAD's, counted above

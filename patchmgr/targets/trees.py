@@ -63,7 +63,8 @@ def _unpatched_checkout(checkout: Path, base_commit: str, package_root: str) -> 
         copy = Path(tmp) / checkout.name
         shutil.copytree(checkout, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         with GitRepo(checkout) as repo:
-            for path in repo.run("diff", "--name-only", "--no-renames", base_commit, "HEAD").splitlines():
+            changed = repo.run("diff", "-z", "--name-only", "--no-renames", base_commit, "HEAD", strip=False)
+            for path in filter(None, changed.split("\0")):  # as they are: never quoted, never split on a CR
                 put_back(copy / path, repo.read_path(base_commit, path))
         yield copy / package_root if package_root else copy
 

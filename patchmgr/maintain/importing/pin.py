@@ -87,7 +87,7 @@ def _line(repo: GitRepo, tip: str, paths: list[str]) -> list[tuple[str, str | No
     """Commits on ``tip``'s first-parent line that change ``paths``, newest first, with their first parents."""
     out = repo.run("log", "--first-parent", "--format=%H %P", tip, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"})
     line = []
-    for text in out.splitlines():
+    for text in filter(None, out.split("\n")):
         parts = text.split()
         line.append((parts[0], parts[1] if len(parts) > 1 else None))
     return line
