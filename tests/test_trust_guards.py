@@ -49,6 +49,24 @@ def test_a_catastrophic_expression_finishes_on_ordinary_text(project, upstream):
     assert guard["offenses"] == ["src/notes.txt:51: a section title:"] and guard["offense_count"] == 1
 
 
+def test_whole_text_anchors_are_refused_as_guards_read_lines(cli, project, upstream):
+    """``\\A`` and ``\\z`` anchor at a whole text, but a guard's expression is searched in each line."""
+    pin = upstream.head()
+    setup(project, upstream, {"fix": guarded_patch(upstream, pin, r"Guard: absent /\Acuda/ in src/mod.py")})
+    bad = cli("status", "--target", "t", "--source", f"lib={upstream.path}")
+    assert bad.code == 2 and "Traceback" not in bad.err
+    assert "\\A, which a guard cannot use" in bad.err and "write ^" in bad.err, bad.err
+
+
+def test_the_count_stops_at_its_bound_and_says_so(cli, project, upstream, monkeypatch):
+    monkeypatch.setattr(guards, "MAX_COUNT", 50, raising=False)  # the real bound is 1,000,000 offenses
+    pin = upstream.commit({"data/many.txt": "y\n" * 5000}, "many short lines")
+    setup(project, upstream, {"fix": guarded_patch(upstream, pin, "Guard: absent /y/ in data/many.txt")})
+    result = cli("status", "--target", "t", "--source", f"lib={upstream.path}")
+    assert result.code == 1 and len(result.out) < 5000
+    assert "… and at least 40 more (counting stops at 50)" in result.out, result.out
+
+
 @pytest.mark.parametrize("regex, syntax", [
     (r"(?<=cuda\.)call", "lookbehind"),
     (r"cuda(?=\.call)", "lookahead"),
@@ -117,9 +135,10 @@ def test_bisect_and_matrix_state_the_total_too(cli, project, upstream, tmp_path)
     pin = upstream.head()
     setup(project, upstream, {"fix": guarded_patch(upstream, pin, "Guard: absent /y{100}/ in *")})
     upstream.commit({"data/many.txt": ("y" * 120 + "\n") * MANY}, "much data")
-    more = f"… and {MANY - guards.MAX_OFFENSES:,} more ({MANY:,} in all)"
     bisect = cli("bisect", "--target", "t", "--upstream", "lib", "--to", "HEAD", "--source", f"lib={upstream.path}")
-    assert bisect.code == 1 and len(bisect.out) < 20_000 and more in bisect.out, bisect.out[-3000:]
+    assert bisect.code == 1 and len(bisect.out) < 20_000
+    more = f"… and {MANY - guards.MAX_OFFENSES:,} more ({MANY:,} in all)"
+    assert more in bisect.out, bisect.out[-3000:]
     matrix = cli("matrix", "--target", "t", "--source", f"lib={upstream.path}", "--json")
     assert matrix.code == 1 and len(matrix.out) < 60_000
     (fix,) = matrix.json["upstreams"][0]["patches"]
@@ -134,7 +153,8 @@ def test_bisect_and_matrix_state_the_total_too(cli, project, upstream, tmp_path)
 
 # -- bounded reading ------------------------------------------------------------------------------------------
 def test_a_guard_that_names_too_much_to_read_breaks_and_says_so(cli, project, upstream, monkeypatch):
-    monkeypatch.setattr(guards, "MAX_BYTES", 4096)  # the real bound, 256 MiB, would take a large tree to reach
+    # the real bound, 256 MiB, would take a large tree to reach (raising=False: the old code has no bound to set)
+    monkeypatch.setattr(guards, "MAX_BYTES", 4096, raising=False)
     pin = upstream.commit({"data/a.txt": "x\n" * 1500, "data/b.txt": "x\n" * 1500}, "two files of 3 KB")
     setup(project, upstream, {"fix": guarded_patch(upstream, pin, "Guard: absent /never/ in data/*")})
     result = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}")

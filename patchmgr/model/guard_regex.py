@@ -6,9 +6,9 @@ the patch. RE2 (``google-re2``) never backtracks: a search takes time linear in 
 expression. The price is the syntax RE2 does not have (``UNSUPPORTED``), which is refused when the guard is read.
 
 A file is searched in one pass, not line by line: with ``never_nl`` no match can span a line break and with
-``(?m)`` ``^`` and ``$`` anchor at each line, so a match's first line is a line that matches on its own. An
-expression that anchors at the whole text (``\\A``, ``\\z``), reads raw bytes (``\\C``) or turns a flag off
-(``(?-m)``) is searched line by line instead, as the one-pass reading would change what it means.
+``(?m)`` ``^`` and ``$`` anchor at each line, so a match's first line is a line that matches on its own, and only
+the matches cost Python's time, not the lines. What would change that meaning is refused (``LINE_ONLY``): ``\\A``
+and ``\\z`` (the whole text's start and end), ``\\C`` (any byte, a line break too) and turning ``m`` off.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ UNSUPPORTED = (
     ("invalid perl operator: (?#", "a comment (?#...)", None),
     ("invalid perl operator: (?", "this inline flag (only i, m, s and U exist)", None),
     ("bad repetition operator: ", "a possessive quantifier (*+, ++, ?+, {n}+)", "drop the +"),
-    ("invalid escape sequence: \\Z", "\\Z", "write \\z or $"),
+    ("invalid escape sequence: \\Z", "\\Z", "write $ (a line's end)"),
     ("invalid escape sequence: \\u", "\\uXXXX", "write \\x{XXXX}"),
     ("invalid escape sequence: \\U", "\\UXXXXXXXX", "write \\x{XXXXXXXX}"),
     ("invalid escape sequence: \\N", "\\N{NAME}", "write the character, or \\x{XXXX}"),
@@ -37,7 +37,10 @@ UNSUPPORTED = (
     ("pattern too large", "an expression this large (its compiled program exceeds RE2's memory bound)", None),
 )
 GUARD_SYNTAX = "RE2 syntax (linear-time matching: no backreferences, no lookaround; see the README's Guards)"
-_LINE_BY_LINE = re.compile(r"\\[AzC]|\(\?[a-zA-Z]*-")
+# what a guard cannot say because its expression is searched in each line: the escape or flag -> what to write
+LINE_ONLY = {"A": "^ (a line's start)", "z": "$ (a line's end)", "C": ". (any character but a line break)",
+             "-m": "the expression with m left on (^ and $ anchor at each line)"}
+_ESCAPE_OR_FLAGS = re.compile(r"\\(.)|\(\?([a-zA-Z]*-[a-zA-Z]*)", re.DOTALL)
 
 
 class GuardRegexError(ValueError):
@@ -46,7 +49,7 @@ class GuardRegexError(ValueError):
 
 
 class LineRegex:
-    """A compiled guard expression; ``matching_lines`` gives each line of a text that it matches."""
+    """A compiled guard expression; ``line_starts`` finds each line of a text that it matches."""
 
     def __init__(self, pattern: str) -> None:
         import re2  # here, not at the top: a command whose patches have no guards does not load it
@@ -56,31 +59,48 @@ class LineRegex:
         options.never_nl = True
         self.pattern = pattern
         try:
-            self._line = re2.compile(pattern, options)
-            self._text = None if _LINE_BY_LINE.search(pattern) else re2.compile(f"(?m){pattern}", options)
+            re2.compile(pattern, options)
         except re2.error as exc:
             raise GuardRegexError(_explain(pattern, exc)) from None
+        _refuse_whole_text(pattern)
+        self._regex = re2.compile(f"(?m){pattern}", options)
 
-    def matching_lines(self, data: bytes) -> Iterator[tuple[int, bytes]]:
-        """``(line number, line)`` for each line of ``data`` that the expression matches, in order. A line is
-        without its ending (``\\n`` or ``\\r\\n``); bytes that are not UTF-8 read as U+FFFD, as Python decodes."""
-        text = data.decode("utf-8", "replace").encode("utf-8").replace(b"\r\n", b"\n")
-        if self._text is None:
-            for number, line in enumerate(text.split(b"\n"), 1):
-                if self._line.search(line):
-                    yield number, line
-            return
-        number, counted, position = 1, 0, 0
-        while (found := self._text.search(text, position)) is not None:
+    def line_starts(self, text: bytes) -> Iterator[int]:
+        """Where each line of ``text`` (from ``as_lines``) that the expression matches starts, in order: one
+        search per such line, none per line that does not match."""
+        search, position = self._regex.search, 0
+        while (found := search(text, position)) is not None:
             start = found.start()
-            number += text.count(b"\n", counted, start)
-            counted = start
+            yield text.rfind(b"\n", 0, start) + 1
             end = text.find(b"\n", start)
-            end = len(text) if end < 0 else end
-            yield number, text[text.rfind(b"\n", 0, start) + 1:end]
-            if end == len(text):
+            if end < 0:
                 return
             position = end + 1
+
+
+def as_lines(data: bytes) -> bytes:
+    """A file's bytes as ``LineRegex`` searches them: UTF-8 (bytes that are not read as U+FFFD, as Python decodes),
+    each line ending one ``\\n`` (a ``\\r`` before it, or at the end, is the ending's too)."""
+    text = data.decode("utf-8", "replace").encode("utf-8").replace(b"\r\n", b"\n")
+    return text.removesuffix(b"\r")
+
+
+def line_at(text: bytes, start: int) -> bytes:
+    """The line of ``text`` that starts at ``start``, without its ending."""
+    end = text.find(b"\n", start)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def _refuse_whole_text(pattern: str) -> None:
+    """``GuardRegexError`` for an escape or flag that reads past a line (``LINE_ONLY``). Escapes are read in pairs
+    from the left, as RE2 reads them, so ``\\\\A`` (a backslash, then A) is no anchor."""
+    for match in _ESCAPE_OR_FLAGS.finditer(pattern):
+        escaped, flags = match.group(1), match.group(2)
+        said = f"\\{escaped}" if escaped else f"(?{flags}"
+        key = escaped if escaped else ("-m" if "m" in flags.partition("-")[2] else None)
+        if key in LINE_ONLY:
+            raise GuardRegexError(f"the regular expression uses {said}, which a guard cannot use: its expression is "
+                                  f"searched in each line on its own; write {LINE_ONLY[key]} instead")
 
 
 def _explain(pattern: str, exc: Exception) -> str:

@@ -15,7 +15,7 @@ anchors at a line's start; flags go inline (``(?i)``). RE2 matches in time
 linear in the text, whatever the expression (see model/guard_regex.py).
 
 - ``absent``: no line matches; each line that does is an offense ``path:line: text``.
-  The first ``MAX_OFFENSES`` are kept, the others only counted.
+  The first ``MAX_OFFENSES`` are kept, the others only counted (up to ``MAX_COUNT``).
 - ``present``: some line of some file matches; none anywhere is one offense.
 - A plain path that is not a file of the patched tree, or a glob that matches
   no file, breaks the guard (an ``error``): a guard must look at something, so
@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from patchmgr.model.guard_regex import GuardRegexError, LineRegex
+from patchmgr.model.guard_regex import GuardRegexError, LineRegex, as_lines, line_at
 
 KINDS = ("absent", "present")
 SYNTAX = "Guard: absent|present /REGEX/ in PATH-OR-GLOB"
@@ -47,6 +47,7 @@ _GLOB_CHARS = set("*?[")
 MAX_TEXT = 160  # an offending line is shown up to this many characters
 MAX_OFFENSES = 10  # offenses kept per guard: enough to see what breaks it; the others are counted
 MAX_BYTES = 256 << 20  # bytes of files one guard reads at most: its time is bounded, however large the tree
+MAX_COUNT = 1_000_000  # offenses one guard counts at most: each costs Python's time, a line does not
 
 
 class GuardSyntaxError(ValueError):
@@ -99,7 +100,11 @@ class Verdict:
 
 def more_offenses(shown: int, count: int) -> str | None:
     """The line that stands for the offenses not kept (``… and 9,990 more (10,000 in all)``), or None."""
-    return f"… and {count - shown:,} more ({count:,} in all)" if count > shown else None
+    if count <= shown:
+        return None
+    if count >= MAX_COUNT:
+        return f"… and at least {count - shown:,} more (counting stops at {MAX_COUNT:,})"
+    return f"… and {count - shown:,} more ({count:,} in all)"
 
 
 def evaluate(guard: Guard, read: Callable[[str], bytes | None], listing: Iterable[str] | None,
@@ -119,12 +124,16 @@ def evaluate(guard: Guard, read: Callable[[str], bytes | None], listing: Iterabl
         if size > MAX_BYTES:
             return Verdict(False, tuple(offenses), f"{guard.where} holds more than {_size(MAX_BYTES)} of files "
                            f"(stopped at {path}); a guard reads at most that much: name fewer files", count)
-        for number, line in guard.pattern.matching_lines(data):
+        text, number, counted = as_lines(data), 1, 0
+        for start in guard.pattern.line_starts(text):
             if guard.kind == "present":
                 return Verdict(True)
             count += 1
             if len(offenses) < MAX_OFFENSES:
-                offenses.append(f"{path}:{number}: {_shown(line)}")
+                number, counted = number + text.count(b"\n", counted, start), start
+                offenses.append(f"{path}:{number}: {_shown(line_at(text, start))}")
+            if count >= MAX_COUNT:
+                return Verdict(False, tuple(offenses), count=count)
     if not looked:
         return Verdict(False, error=_nothing_to_read(guard, listing))
     if guard.kind == "absent":
