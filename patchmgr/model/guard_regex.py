@@ -32,8 +32,9 @@ UNSUPPORTED = (
     ("invalid escape sequence: \\u", "\\uXXXX", "write \\x{XXXX}"),
     ("invalid escape sequence: \\U", "\\UXXXXXXXX", "write \\x{XXXXXXXX}"),
     ("invalid escape sequence: \\N", "\\N{NAME}", "write the character, or \\x{XXXX}"),
-    ("invalid escape sequence: \\", "a backreference (\\1) or this escape", None),
-    ("invalid repetition size", "a repeat count above 1000", None),
+    *((f"invalid escape sequence: \\{digit}", "a backreference (\\1 to \\9)", None) for digit in "123456789"),
+    ("invalid escape sequence: \\", "an escape RE2 does not have", None),
+    ("invalid repetition size", "a repeat count above 1000 (nested counts multiply)", None),
     ("pattern too large", "an expression this large (its compiled program exceeds RE2's memory bound)", None),
 )
 GUARD_SYNTAX = "RE2 syntax (linear-time matching: no backreferences, no lookaround; see the README's Guards)"

@@ -51,7 +51,16 @@ MAX_COUNT = 1_000_000  # offenses one guard counts at most: each costs Python's 
 
 
 class GuardSyntaxError(ValueError):
-    """A ``Guard:`` value that cannot be read; the message says what is wrong (the caller adds where)."""
+    """A ``Guard:`` value that cannot be read; the message says what is wrong (the caller adds where), ``hint``
+    what to write when the form is right but the expression is not."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+REGEX_HINT = ("write the expression in RE2 syntax, searched in each line (^ and $ anchor at the line): no "
+              "backreferences, no lookaround (see the README's Guards)")
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,7 @@ def parse_guard(text: str) -> Guard:
     try:
         pattern = LineRegex(regex)
     except GuardRegexError as exc:
-        raise GuardSyntaxError(f"Guard {value!r}: {exc}") from None
+        raise GuardSyntaxError(f"Guard {value!r}: {exc}", REGEX_HINT) from None
     if where.startswith("/") or ".." in where.split("/") or "\\" in where:
         raise GuardSyntaxError(f"Guard {value!r}: {where!r} must be a path relative to the upstream's root, "
                                "with / and without '..'")
