@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -149,6 +150,21 @@ def test_bisect_and_matrix_state_the_total_too(cli, project, upstream, tmp_path)
     cli("matrix", "--target", "t", "--source", f"lib={upstream.path}", "--html", str(page))
     html = page.read_text(encoding="utf-8")
     assert len(html) < 200_000 and f"({MANY:,} in all)" in html
+
+
+def test_an_expression_too_costly_for_its_text_stops_at_the_time_bound_and_says_where(cli, project, upstream,
+                                                                                         monkeypatch):
+    """RE2 is linear in the text, but ``a[ab]{999}!`` on lines of a and b defeats its DFA: seconds per MiB."""
+    monkeypatch.setattr(guards, "MAX_SECONDS", 0.01, raising=False)  # the real bound is 10 s
+    rng = random.Random(0)
+    lines = "".join("".join(rng.choice("ab") for _ in range(200)) + "\n" for _ in range(5000))
+    pin = upstream.commit({"data/ab.txt": lines}, "a and b")
+    setup(project, upstream, {"fix": guarded_patch(upstream, pin, "Guard: absent /a[ab]{999}!/ in data/ab.txt")})
+    result = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}")
+    assert result.code == 1
+    (guard,) = result.json["upstreams"][0]["patches"][0]["guards"]
+    assert guard["holds"] is False and guard["error"].startswith("stopped after 0.01 s at data/ab.txt:"), guard
+    assert "make its expression simpler" in guard["error"]
 
 
 # -- bounded reading ------------------------------------------------------------------------------------------

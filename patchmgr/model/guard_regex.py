@@ -14,6 +14,7 @@ and ``\\z`` (the whole text's start and end), ``\\C`` (any byte, a line break to
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 # what RE2 says (the start of its message) -> the syntax that is missing, and what to write instead
@@ -41,7 +42,16 @@ GUARD_SYNTAX = "RE2 syntax (linear-time matching: no backreferences, no lookarou
 # what a guard cannot say because its expression is searched in each line: the escape or flag -> what to write
 LINE_ONLY = {"A": "^ (a line's start)", "z": "$ (a line's end)", "C": ". (any character but a line break)",
              "-m": "the expression with m left on (^ and $ anchor at each line)"}
+CHUNK = 64 << 10  # bytes searched between two looks at the clock: RE2 is linear, yet a large program is slow
 _ESCAPE_OR_FLAGS = re.compile(r"\\(.)|\(\?([a-zA-Z]*-[a-zA-Z]*)", re.DOTALL)
+
+
+class TooSlow(Exception):
+    """A search passed its deadline; ``position`` is where in the text it stopped."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(position)
+        self.position = position
 
 
 class GuardRegexError(ValueError):
@@ -58,6 +68,7 @@ class LineRegex:
         options = re2.Options()
         options.log_errors = False  # RE2 would also print each refused expression on stderr
         options.never_nl = True
+        options.never_capture = True  # a group's bounds cost a second, slower pass: only whether a line matches counts
         self.pattern = pattern
         try:
             re2.compile(pattern, options)
@@ -66,17 +77,24 @@ class LineRegex:
         _refuse_whole_text(pattern)
         self._regex = re2.compile(f"(?m){pattern}", options)
 
-    def line_starts(self, text: bytes) -> Iterator[int]:
+    def line_starts(self, text: bytes, deadline: float) -> Iterator[int]:
         """Where each line of ``text`` (from ``as_lines``) that the expression matches starts, in order: one
-        search per such line, none per line that does not match."""
-        search, position = self._regex.search, 0
-        while (found := search(text, position)) is not None:
-            start = found.start()
-            yield text.rfind(b"\n", 0, start) + 1
-            end = text.find(b"\n", start)
-            if end < 0:
+        search per such line, none per line that does not match. ``TooSlow`` once ``time.monotonic()`` passes
+        ``deadline``: the text is searched ``CHUNK`` bytes at a time (to a line's end), the clock read between."""
+        search, position, size = self._regex.search, 0, len(text)
+        while True:
+            stop = text.find(b"\n", position + CHUNK)
+            stop = size if stop < 0 else stop  # text[position:stop] is whole lines: no match crosses its ends
+            while position <= stop and (found := search(text, position, stop)) is not None:
+                start = found.start()
+                yield text.rfind(b"\n", 0, start) + 1
+                end = text.find(b"\n", start, stop)
+                position = (stop if end < 0 else end) + 1
+            if stop >= size:
                 return
-            position = end + 1
+            position = stop + 1
+            if time.monotonic() > deadline:
+                raise TooSlow(position)
 
 
 def as_lines(data: bytes) -> bytes:

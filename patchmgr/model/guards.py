@@ -23,10 +23,11 @@ linear in the text, whatever the expression (see model/guard_regex.py).
 - A glob is matched against the tree's file list when the reader can list
   (a git source can); otherwise (a release, an installed environment) against
   the paths of the patched tree the patch itself touches, and the result says so.
-- A guard reads at most ``MAX_BYTES`` of files; one that names more breaks (an
-  ``error`` saying so): its work is bounded however large the tree.
+- A guard reads at most ``MAX_BYTES`` of files and takes at most ``MAX_SECONDS``;
+  one that needs more breaks (an ``error`` saying where it stopped): its work is
+  bounded however large the tree and however costly the expression.
 
-All of this is pure: text in, values out. The check layer (``engine.classify``)
+All of this is pure but for the clock of ``MAX_SECONDS``: text in, values out. The check layer (``engine.classify``)
 evaluates a patch's guards on the tree after its whole series has been applied.
 """
 
@@ -34,11 +35,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from patchmgr.model.guard_regex import GuardRegexError, LineRegex, as_lines, line_at
+from patchmgr.model.guard_regex import GuardRegexError, LineRegex, TooSlow, as_lines, line_at
 
 KINDS = ("absent", "present")
 SYNTAX = "Guard: absent|present /REGEX/ in PATH-OR-GLOB"
@@ -48,6 +50,9 @@ MAX_TEXT = 160  # an offending line is shown up to this many characters
 MAX_OFFENSES = 10  # offenses kept per guard: enough to see what breaks it; the others are counted
 MAX_BYTES = 256 << 20  # bytes of files one guard reads at most: its time is bounded, however large the tree
 MAX_COUNT = 1_000_000  # offenses one guard counts at most: each costs Python's time, a line does not
+# seconds one guard may take: RE2 is linear in the text, but its factor grows with the expression (a large
+# repeat like a[ab]{999} on text that defeats RE2's DFA costs seconds per MiB), so the clock bounds it too
+MAX_SECONDS = 10.0
 
 
 class GuardSyntaxError(ValueError):
@@ -124,7 +129,10 @@ def evaluate(guard: Guard, read: Callable[[str], bytes | None], listing: Iterabl
     offenses: list[str] = []
     count = size = 0
     looked = False
+    deadline = time.monotonic() + MAX_SECONDS
     for path in _paths(guard, listing, touched):
+        if time.monotonic() > deadline:
+            return Verdict(False, tuple(offenses), _too_slow(f"before {path}"), count)
         data = read(path)
         if not _is_file(data):
             continue
@@ -134,20 +142,29 @@ def evaluate(guard: Guard, read: Callable[[str], bytes | None], listing: Iterabl
             return Verdict(False, tuple(offenses), f"{guard.where} holds more than {_size(MAX_BYTES)} of files "
                            f"(stopped at {path}); a guard reads at most that much: name fewer files", count)
         text, number, counted = as_lines(data), 1, 0
-        for start in guard.pattern.line_starts(text):
-            if guard.kind == "present":
-                return Verdict(True)
-            count += 1
-            if len(offenses) < MAX_OFFENSES:
-                number, counted = number + text.count(b"\n", counted, start), start
-                offenses.append(f"{path}:{number}: {_shown(line_at(text, start))}")
-            if count >= MAX_COUNT:
-                return Verdict(False, tuple(offenses), count=count)
+        try:
+            for start in guard.pattern.line_starts(text, deadline):
+                if guard.kind == "present":
+                    return Verdict(True)
+                count += 1
+                if len(offenses) < MAX_OFFENSES:
+                    number, counted = number + text.count(b"\n", counted, start), start
+                    offenses.append(f"{path}:{number}: {_shown(line_at(text, start))}")
+                if count >= MAX_COUNT:
+                    return Verdict(False, tuple(offenses), count=count)
+        except TooSlow as stopped:
+            line = text.count(b"\n", 0, stopped.position) + 1
+            return Verdict(False, tuple(offenses), _too_slow(f"at {path}:{line}"), count)
     if not looked:
         return Verdict(False, error=_nothing_to_read(guard, listing))
     if guard.kind == "absent":
         return Verdict(not count, tuple(offenses), count=count)
     return Verdict(False, (f"{guard.where}: no line matches /{guard.pattern.pattern}/",), count=1)
+
+
+def _too_slow(where: str) -> str:
+    return (f"stopped after {MAX_SECONDS:g} s {where}: a guard may take at most that long; make its expression "
+            "simpler (a smaller repeat count) or name fewer files")
 
 
 def _paths(guard: Guard, listing: Iterable[str] | None, touched: Iterable[str]) -> list[str]:
