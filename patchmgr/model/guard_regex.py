@@ -74,6 +74,8 @@ class LineRegex:
             re2.compile(pattern, options)
         except re2.error as exc:
             raise GuardRegexError(_explain(pattern, exc)) from None
+        except UnicodeEncodeError:  # a lone surrogate: not text RE2 can read
+            raise GuardRegexError("the regular expression is not UTF-8 text") from None
         _refuse_whole_text(pattern)
         self._regex = re2.compile(f"(?m){pattern}", options)
 
