@@ -3,7 +3,8 @@
 Python's ``re`` backtracks, so an expression like ``^(\\w+\\s?)+:$`` takes time exponential in the length of an
 ordinary line of words that does not end in ``:``: one ``Guard:`` header could stall every command that reads
 the patch. RE2 (``google-re2``) never backtracks: a search takes time linear in the text, whatever the
-expression. The price is the syntax RE2 does not have (``UNSUPPORTED``), which is refused when the guard is read.
+expression (its factor grows with the expression's size: ``guards.MAX_SECONDS`` bounds that). The price is the
+syntax RE2 does not have (``UNSUPPORTED``), which is refused when the guard is read.
 
 A file is searched in one pass, not line by line: with ``never_nl`` no match can span a line break and with
 ``(?m)`` ``^`` and ``$`` anchor at each line, so a match's first line is a line that matches on its own, and only
