@@ -167,6 +167,21 @@ def test_an_expression_too_costly_for_its_text_stops_at_the_time_bound_and_says_
     assert "make its expression simpler" in guard["error"]
 
 
+def test_bump_and_refresh_state_the_total_too(cli, project, upstream):
+    pin = upstream.head()
+    setup(project, upstream, {"fix": guarded_patch(upstream, pin, "Guard: absent /y{100}/ in *")})
+    upstream.commit({"data/many.txt": ("y" * 120 + "\n") * MANY}, "much data")
+    args = ("--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}")
+    bumped = cli("bump", *args)
+    refreshed = cli("refresh", *args)
+    as_json = cli("refresh", *args, "--json")
+    assert (bumped.code, refreshed.code, as_json.code) == (1, 1, 1)
+    assert max(len(bumped.out), len(refreshed.out), len(as_json.out)) < 20_000
+    more = f"… and {MANY - guards.MAX_OFFENSES:,} more ({MANY:,} in all)"
+    assert more in bumped.out and more in refreshed.out, bumped.out + refreshed.out
+    assert as_json.json["patches"][0]["guards"][0]["offense_count"] == MANY
+
+
 # -- bounded reading ------------------------------------------------------------------------------------------
 def test_a_guard_that_names_too_much_to_read_breaks_and_says_so(cli, project, upstream, monkeypatch):
     # the real bound, 256 MiB, would take a large tree to reach (raising=False: the old code has no bound to set)
