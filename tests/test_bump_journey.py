@@ -171,7 +171,7 @@ def test_the_whole_journey_edit_onto_resolve_continue_export(tmp_path, cli, proj
     assert [(p["id"], p["state"], p["ok"]) for p in patches] == [("nvtx-ranges", "clean", True),
                                                                  ("other-fix", "clean", True)]
     assert patches[0]["guards"] == [{"guard": "absent /range_push/ in src/mod.py", "holds": True, "offenses": [],
-                                     "error": None}]
+                                     "error": None, "offense_count": 0}]
 
     # exporting again changes nothing
     again = export(cli, into)

@@ -104,7 +104,7 @@ def test_guard_holds_at_the_pin_and_breaks_when_upstream_adds_the_line(cli, proj
     assert result.code == 0, result.out
     (patch,) = patches_of(result)
     assert patch["ok"] is True and patch["guards"] == [
-        {"guard": GUARD.removeprefix("Guard: "), "holds": True, "offenses": [], "error": None}]
+        {"guard": GUARD.removeprefix("Guard: "), "holds": True, "offenses": [], "error": None, "offense_count": 0}]
     upstream.commit({"src/mod.py": lines_with({20: "cuda.call()", 35: "    cuda.call(again)"})},
                     "call cuda at 35 too (#42)")
     git(upstream.path, "tag", "B")

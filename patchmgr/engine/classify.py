@@ -316,5 +316,5 @@ def patch_guards(patch: PatchFile, tree: TreeReader, listing: list[list[str] | N
             probe = getattr(tree, "paths", None)
             listing.append(probe() if probe is not None else None)
         verdict = evaluate(guard, tree.read, listing[0] if listing else None, patch.touched_paths)
-        found.append(GuardResult(guard.text, verdict.holds, verdict.offenses, verdict.error))
+        found.append(GuardResult(guard.text, verdict.holds, verdict.offenses, verdict.error, verdict.count))
     return found

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from patchmgr.model.guards import more_offenses
 from patchmgr.model.patchfile import PatchFile
 
 
@@ -63,8 +64,15 @@ class GuardResult:
     """One ``Guard:`` header of a patch evaluated on the patched content (see model/guards.py)."""
     guard: str  # the header value as written
     holds: bool
-    offenses: tuple[str, ...] = ()  # "path:line: text", each place that breaks it
+    offenses: tuple[str, ...] = ()  # "path:line: text", the first places that break it (model/guards.MAX_OFFENSES)
     error: str | None = None  # the guard could not be evaluated (then it does not hold)
+    offense_count: int = 0  # the places that break it, all of them: more than ``offenses`` when they were capped
+
+    @property
+    def offense_lines(self) -> tuple[str, ...]:
+        """The offenses as every format shows them: those kept, then how many more there are."""
+        more = more_offenses(len(self.offenses), max(self.offense_count, len(self.offenses)))
+        return (*self.offenses, more) if more else self.offenses
 
 
 @dataclass

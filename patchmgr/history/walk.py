@@ -109,7 +109,8 @@ class PatchHistory:
 
 def broken_guards(result: CheckResult) -> tuple[str, ...]:
     """Each broken guard of ``result`` with its offenses, as one line each: ``guard: path:line: text; ...``."""
-    return tuple(f"{g.guard}: {'; '.join(g.offenses) or g.error}" for g in result.guards if not g.holds)
+    return tuple(f"{g.guard}: {'; '.join((*g.offense_lines, *([g.error] if g.error else [])))}"
+                 for g in result.guards if not g.holds)
 
 
 def guard_paths(patch: PatchFile, listing: list[str] | None) -> list[str]:

@@ -6,14 +6,16 @@ A patch states them in its header, one ``Guard:`` field each (the field may repe
     Guard: present /"MindSpeedTELinear"/ in src/pkg/mapping.py
     Guard: absent /if not self\\.training/ in src/pkg/*.py
 
-``absent`` or ``present``, a Python regular expression between slashes (a
-slash inside it needs no escape: the expression ends at the last ``/`` before
+``absent`` or ``present``, a regular expression in RE2 syntax between slashes
+(a slash inside it needs no escape: the expression ends at the last ``/`` before
 `` in ``), then ``in`` and one path or glob (``fnmatch``: ``*`` also crosses
 ``/``), relative to the upstream's root, without spaces. The expression is
-searched in each line of each file (``re.search``, lines without their
-ending), so ``^`` anchors at a line's start; flags go inline (``(?i)``).
+searched in each line of each file (lines without their ending), so ``^``
+anchors at a line's start; flags go inline (``(?i)``). RE2 matches in time
+linear in the text, whatever the expression (see model/guard_regex.py).
 
 - ``absent``: no line matches; each line that does is an offense ``path:line: text``.
+  The first ``MAX_OFFENSES`` are kept, the others only counted (up to ``MAX_COUNT``).
 - ``present``: some line of some file matches; none anywhere is one offense.
 - A plain path that is not a file of the patched tree, or a glob that matches
   no file, breaks the guard (an ``error``): a guard must look at something, so
@@ -21,8 +23,11 @@ ending), so ``^`` anchors at a line's start; flags go inline (``(?i)``).
 - A glob is matched against the tree's file list when the reader can list
   (a git source can); otherwise (a release, an installed environment) against
   the paths of the patched tree the patch itself touches, and the result says so.
+- A guard reads at most ``MAX_BYTES`` of files and takes at most ``MAX_SECONDS``;
+  one that needs more breaks (an ``error`` saying where it stopped): its work is
+  bounded however large the tree and however costly the expression.
 
-All of this is pure: text in, values out. The check layer (``engine.classify``)
+All of this is pure but for the clock of ``MAX_SECONDS``: text in, values out. The check layer (``engine.classify``)
 evaluates a patch's guards on the tree after its whole series has been applied.
 """
 
@@ -30,26 +35,44 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+
+from patchmgr.model.guard_regex import GuardRegexError, LineRegex, TooSlow, as_lines, line_at
 
 KINDS = ("absent", "present")
 SYNTAX = "Guard: absent|present /REGEX/ in PATH-OR-GLOB"
 _FORM = re.compile(r"^(?P<kind>\S+)\s+/(?P<regex>.*)/\s+in\s+(?P<where>\S+)\s*$")
 _GLOB_CHARS = set("*?[")
 MAX_TEXT = 160  # an offending line is shown up to this many characters
+MAX_OFFENSES = 10  # offenses kept per guard: enough to see what breaks it; the others are counted
+MAX_BYTES = 256 << 20  # bytes of files one guard reads at most: its time is bounded, however large the tree
+MAX_COUNT = 1_000_000  # offenses one guard counts at most: each costs Python's time, a line does not
+# seconds one guard may take: RE2 is linear in the text, but its factor grows with the expression (a large
+# repeat like a[ab]{999} on text that defeats RE2's DFA costs seconds per MiB), so the clock bounds it too
+MAX_SECONDS = 10.0
 
 
 class GuardSyntaxError(ValueError):
-    """A ``Guard:`` value that cannot be read; the message says what is wrong (the caller adds where)."""
+    """A ``Guard:`` value that cannot be read; the message says what is wrong (the caller adds where), ``hint``
+    what to write when the form is right but the expression is not."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+REGEX_HINT = ("write the expression in RE2 syntax, searched in each line (^ and $ anchor at the line): no "
+              "backreferences, no lookaround (see the README's Guards)")
 
 
 @dataclass(frozen=True)
 class Guard:
     text: str  # the header value as written
     kind: str  # "absent" or "present"
-    pattern: re.Pattern[str]
+    pattern: LineRegex
     where: str  # a path, or a glob
 
     @property
@@ -70,9 +93,9 @@ def parse_guard(text: str) -> Guard:
     if not regex:
         raise GuardSyntaxError(f"Guard {value!r} has an empty regular expression")
     try:
-        pattern = re.compile(regex)
-    except re.error as exc:
-        raise GuardSyntaxError(f"Guard {value!r}: the regular expression does not compile ({exc})") from exc
+        pattern = LineRegex(regex)
+    except GuardRegexError as exc:
+        raise GuardSyntaxError(f"Guard {value!r}: {exc}", REGEX_HINT) from None
     if where.startswith("/") or ".." in where.split("/") or "\\" in where:
         raise GuardSyntaxError(f"Guard {value!r}: {where!r} must be a path relative to the upstream's root, "
                                "with / and without '..'")
@@ -81,35 +104,82 @@ def parse_guard(text: str) -> Guard:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A guard evaluated: whether it holds, each offense, or why it could not be evaluated."""
+    """A guard evaluated: whether it holds, its first ``MAX_OFFENSES`` offenses and how many there are in all
+    (``count``), or why it could not be evaluated."""
     holds: bool
     offenses: tuple[str, ...] = ()
     error: str | None = None
+    count: int = 0
+
+
+def more_offenses(shown: int, count: int) -> str | None:
+    """The line that stands for the offenses not kept (``… and 9,990 more (10,000 in all)``), or None."""
+    if count <= shown:
+        return None
+    if count >= MAX_COUNT:
+        return f"… and at least {count - shown:,} more (counting stops at {MAX_COUNT:,})"
+    return f"… and {count - shown:,} more ({count:,} in all)"
 
 
 def evaluate(guard: Guard, read: Callable[[str], bytes | None], listing: Iterable[str] | None,
              touched: Iterable[str] = ()) -> Verdict:
     """Evaluate ``guard`` on a tree: ``read(path)`` gives a file's bytes (None: not a file); ``listing`` is every
-    file's path, or None when the tree cannot list (a glob then looks only at ``touched``)."""
-    if guard.is_glob:
-        pool = sorted(set(listing) if listing is not None else set(touched))
-        paths = [p for p in pool if fnmatch.fnmatchcase(p, guard.where)]
-        files = [(p, data) for p in paths if _is_file(data := read(p))]
-        if not files:
-            among = ("the tree's files" if listing is not None
-                     else "the files the patch touches (this source cannot list)")
-            return Verdict(False, error=f"no file matches {guard.where} among {among}")
-    else:
-        data = read(guard.where)
+    file's path, or None when the tree cannot list (a glob then looks only at ``touched``). The files are read
+    one at a time, each let go once searched, up to ``MAX_BYTES`` in all."""
+    offenses: list[str] = []
+    count = size = 0
+    looked = False
+    deadline = time.monotonic() + MAX_SECONDS
+    for path in _paths(guard, listing, touched):
+        if time.monotonic() > deadline:
+            return Verdict(False, tuple(offenses), _too_slow(f"before {path}"), count)
+        data = read(path)
         if not _is_file(data):
-            return Verdict(False, error=f"{guard.where} is not a file of the patched tree")
-        files = [(guard.where, data)]
-    hits = [f"{path}:{number}: {_shown(line)}" for path, data in files for number, line in _matches(guard, data)]
+            continue
+        looked = True
+        size += len(data)
+        if size > MAX_BYTES:
+            return Verdict(False, tuple(offenses), f"{guard.where} holds more than {_size(MAX_BYTES)} of files "
+                           f"(stopped at {path}); a guard reads at most that much: name fewer files", count)
+        text, number, counted = as_lines(data), 1, 0
+        try:
+            for start in guard.pattern.line_starts(text, deadline):
+                if guard.kind == "present":
+                    return Verdict(True)
+                count += 1
+                if len(offenses) < MAX_OFFENSES:
+                    number, counted = number + text.count(b"\n", counted, start), start
+                    offenses.append(f"{path}:{number}: {_shown(line_at(text, start))}")
+                if count >= MAX_COUNT:
+                    return Verdict(False, tuple(offenses), count=count)
+        except TooSlow as stopped:
+            line = text.count(b"\n", 0, stopped.position) + 1
+            return Verdict(False, tuple(offenses), _too_slow(f"at {path}:{line}"), count)
+    if not looked:
+        return Verdict(False, error=_nothing_to_read(guard, listing))
     if guard.kind == "absent":
-        return Verdict(not hits, tuple(hits))
-    if hits:
-        return Verdict(True)
-    return Verdict(False, (f"{guard.where}: no line matches /{guard.pattern.pattern}/",))
+        return Verdict(not count, tuple(offenses), count=count)
+    return Verdict(False, (f"{guard.where}: no line matches /{guard.pattern.pattern}/",), count=1)
+
+
+def _too_slow(where: str) -> str:
+    return (f"stopped after {MAX_SECONDS:g} s {where}: a guard may take at most that long; make its expression "
+            "simpler (a smaller repeat count) or name fewer files")
+
+
+def _paths(guard: Guard, listing: Iterable[str] | None, touched: Iterable[str]) -> list[str]:
+    if not guard.is_glob:
+        return [guard.where]
+    pool = sorted(set(listing) if listing is not None else set(touched))
+    return [p for p in pool if fnmatch.fnmatchcase(p, guard.where)]
+
+
+def _nothing_to_read(guard: Guard, listing: Iterable[str] | None) -> str:
+    """Why a guard breaks when it found no file to read: a guard must look at something."""
+    if not guard.is_glob:
+        return f"{guard.where} is not a file of the patched tree"
+    among = "the tree's files" if listing is not None else "the files the patch touches (this source cannot list)"
+    return f"no file matches {guard.where} among {among}"
 
 
 def _is_file(data: bytes | None) -> bool:
@@ -117,14 +187,13 @@ def _is_file(data: bytes | None) -> bool:
     return data is not None and not getattr(data, "is_symlink", False) and not getattr(data, "is_submodule", False)
 
 
-def _matches(guard: Guard, data: bytes) -> Iterable[tuple[int, str]]:
-    text = data.decode("utf-8", "replace")
-    for number, line in enumerate(text.split("\n"), 1):
-        line = line.removesuffix("\r")
-        if guard.pattern.search(line):
-            yield number, line
+def _size(count: int) -> str:
+    return f"{count >> 20} MiB" if count >= 1 << 20 else f"{count:,} bytes"
 
 
-def _shown(line: str) -> str:
+def _shown(line: bytes) -> str:
+    """An offending line as shown: stripped, at most ``MAX_TEXT`` characters, decoding only that much of it."""
     line = line.strip()
-    return line if len(line) <= MAX_TEXT else line[: MAX_TEXT - 1] + "…"
+    head = 4 * (MAX_TEXT + 1)  # bytes enough for MAX_TEXT + 1 characters of up to 4 bytes each
+    text = line[:head].decode("utf-8", "replace").strip()
+    return text[: MAX_TEXT - 1] + "…" if len(text) > MAX_TEXT or len(line) > head else text

@@ -180,8 +180,8 @@ def _check_guards(fields: list[tuple[str, str]], message: str, path: Path) -> No
         except GuardSyntaxError as exc:
             line = next((n for n, text in enumerate(_bare_lines(message), 1)
                          if text.startswith("Guard:") and text[len("Guard:"):].strip() == value), 1)
-            raise PatchFormatError(f"{path}:{line}: {exc}", f"write it as {SYNTAX!r} (see the README's Guards)"
-                                   ) from exc
+            raise PatchFormatError(f"{path}:{line}: {exc}",
+                                   exc.hint or f"write it as {SYNTAX!r} (see the README's Guards)") from exc
 
 
 def _check_date(date: str, message: str, path: Path) -> None:

@@ -137,7 +137,7 @@ def _guard_lines(console: Console, patch_id: str, guards, ref: str) -> None:
         if guard.holds:
             continue
         console.print(f"{patch_id}: guard broken at {ref}: {guard.guard}", style="red", highlight=False, markup=False)
-        for offense in (*guard.offenses, *([guard.error] if guard.error else [])):
+        for offense in (*guard.offense_lines, *([guard.error] if guard.error else [])):
             console.print(f"  {offense}", style="red", highlight=False, markup=False)
 
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.render.console import STATE_STYLE, notes, shown
+from patchmgr.render.status import guard_json
 
 if TYPE_CHECKING:
     from patchmgr.history.matrix import Change, Column, Matrix
@@ -31,7 +32,7 @@ def cell_detail(result: CheckResult) -> str:
     parts = [result.detail] if result.detail else []
     for guard in result.guards:
         if not guard.holds:
-            why = guard.error or "; ".join(guard.offenses)
+            why = guard.error or "; ".join(guard.offense_lines)
             parts.append(f"guard broken: {guard.guard}" + (f" ({why})" if why else ""))
     return "; ".join(parts)
 
@@ -80,8 +81,7 @@ def _upstream_json(matrix: Matrix) -> dict:
 def _cell_json(column: Column, result: CheckResult) -> dict:
     doc = {"column": column.name, "state": result.state.value, "detail": result.detail,
            "guards_hold": result.guards_hold,
-           "guards": [{"guard": g.guard, "holds": g.holds, "offenses": list(g.offenses), "error": g.error}
-                      for g in result.guards]}
+           "guards": [guard_json(g) for g in result.guards]}
     if result.carrier:
         doc["carrier"] = result.carrier
     return doc

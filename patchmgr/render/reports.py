@@ -84,7 +84,7 @@ class Row:
                 lines.append(f"guard {guard.guard!r} could not be evaluated: {guard.error}")
             elif guard.offenses:
                 lines.append(f"guard {guard.guard!r} breaks at:")
-            lines += [f"  {offense}" for offense in guard.offenses]
+            lines += [f"  {offense}" for offense in guard.offense_lines]
         return lines
 
 

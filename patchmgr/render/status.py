@@ -52,7 +52,9 @@ def patch_json(result: CheckResult) -> dict:
 
 
 def guard_json(guard: GuardResult) -> dict:
-    return {"guard": guard.guard, "holds": guard.holds, "offenses": list(guard.offenses), "error": guard.error}
+    """A guard's result; ``offenses`` are the first ones (model/guards.MAX_OFFENSES), ``offense_count`` all."""
+    return {"guard": guard.guard, "holds": guard.holds, "offenses": list(guard.offenses), "error": guard.error,
+            "offense_count": max(guard.offense_count, len(guard.offenses))}
 
 
 def state_text(result: CheckResult) -> Text:
@@ -69,7 +71,7 @@ def guard_lines(result: CheckResult) -> list[str]:
         if guard.holds:
             continue
         lines.append(f"guard broken: {guard.guard}")
-        lines += [f"  {offense}" for offense in guard.offenses]
+        lines += [f"  {offense}" for offense in guard.offense_lines]
         if guard.error:
             lines.append(f"  {guard.error}")
     return lines

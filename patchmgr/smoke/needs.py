@@ -22,7 +22,9 @@ from patchmgr.targets.trees import SmokeTree
 
 # Which distribution a missing import is installed from, when the names differ (megatron alone: the smoke
 # tests import megatron.core from the environment, megatron.bridge comes from the upstream under test).
-_DISTRIBUTION_OF = {"megatron": "megatron-core", "megatron.core": "megatron-core", "yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn"}
+_DISTRIBUTION_OF = {"megatron": "megatron-core", "megatron.core": "megatron-core", "yaml": "pyyaml", "PIL": "pillow",
+                    "sklearn": "scikit-learn", "re2": "google-re2"}
+_MODULE_OF = {"google_re2": "re2"}  # patchmgr's own dependencies whose import name is not their distribution's
 _NEEDS_PROBE = r"""
 import importlib, importlib.machinery, importlib.util, json, sys
 need = json.loads(sys.argv[1])
@@ -179,7 +181,8 @@ def _declared() -> list[str]:
 def _own_dependencies() -> list[str]:
     """The import names of patchmgr's runtime dependencies (typer, rich, ...)."""
     names = [re.split(r"[\s<>=!~\[;(]", line.strip(), maxsplit=1)[0] for line in _declared() if ";" not in line]
-    return [name.replace("-", "_").lower() for name in names if name]
+    modules = [name.replace("-", "_").lower() for name in names if name]
+    return [_MODULE_OF.get(module, module) for module in modules]
 
 
 def _requirement(module: str) -> str:
