@@ -30,8 +30,7 @@ from patchmgr.io.git_objects import (SUBMODULE_MODE, SYMLINK_MODE, CommitInfo, L
 from patchmgr.io.git_run import (PROGRAM_DEFAULTS, ConfigItems, RepositoryDamaged, config_env, config_pairs, execute,
                                  last_value, plain_env, program_default, run_plain, trusted_config)
 from patchmgr.model.errors import GitError
-
-PATCHMGR_AUTHOR = ("patchmgr", "patchmgr@localhost")  # who patchmgr's own commits, notes and saves are by
+from patchmgr.model.mail import PATCHMGR_AUTHOR  # who patchmgr's own commits, notes and saves are by
 
 
 def identity_env(name: str = PATCHMGR_AUTHOR[0], address: str = PATCHMGR_AUTHOR[1], date: str | None = None

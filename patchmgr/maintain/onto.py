@@ -36,6 +36,7 @@ from patchmgr.io.git import GitRepo, merge_texts
 from patchmgr.maintain.edit_record import add_note, read_record, write_record_doc
 from patchmgr.maintain.export_guards import guards_at_head
 from patchmgr.model.errors import GitError, StateError, UsageError
+from patchmgr.model.mail import as_mail
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
@@ -149,7 +150,7 @@ def start_onto(folder: Path, project: Project, upstream: Upstream, plan: OntoPla
     queue = []
     for patch in project.patches(upstream):
         if patch.id not in carried:
-            (mails / f"{patch.id}.patch").write_bytes(patch.data)
+            (mails / f"{patch.id}.patch").write_bytes(as_mail(patch))  # a plain diff gets a mail's headers
             queue.append({"id": patch.id, "sha256": sha256_bytes(patch.data)})
     with GitRepo(folder) as repo:
         old_tip = repo.resolve("HEAD")

@@ -1,0 +1,163 @@
+"""Issue 24, items 4 and 5 (part): every patch form moves through edit --onto and comes back in its own form;
+blobs a source lacks are left out at every path the checked-out ref has them, and said so.
+
+Real upstream repositories and real patch files: a plain diff with DEP-3 fields (what ``patchmgr import``
+writes, and what people write by hand), the same without the ``---`` line, a ``diff -u`` with fields, a bare
+``git diff``, one that names itself with DEP-3's ``Subject``/``From`` aliases, and one with a byte-order mark.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gitrepos import BASE_TEXT, git
+from patchmgr.model.dep3_edit import today
+from test_status_states import lines_with
+
+PATCHED = lines_with({20: "line 20 patched"})
+MOVED = lines_with({}, insert_top=3)  # the new ref: three lines on top, so the patch lands 3 lines lower
+MANIFEST = """[target]
+name = "t"
+description = "test target"
+
+[upstreams.lib]
+git = "https://example.invalid/lib.git"
+commit = "{pin}"
+version = "0.4.2"
+patches = ["plain-fix"]
+"""
+FIELDS = ("Description: Fix line 20 for our training runs\n"
+          " The upstream value breaks the runs on our cluster in a specific way.\n"
+          "Author: Jane Doe <jane@example.com>\n"
+          "Origin: vendor\n"
+          "Upstream-Status: Pending\n"
+          "Last-Update: 2025-01-01\n")
+ALIASES = ("From: Jane Doe <jane@example.com>\n"
+           "Subject: Fix line 20 for our training runs\n"
+           " The upstream value breaks the runs on our cluster in a specific way.\n"
+           "Origin: vendor\n"
+           "Upstream-Status: Pending\n"
+           "Last-Update: 2025-01-01\n")
+
+
+def git_diff(upstream, pin) -> str:
+    """The real ``git diff --full-index`` of the fix at the pin (cut out of a real format-patch)."""
+    mail = upstream.make_patch(pin, {"src/mod.py": PATCHED}, "Fix line 20").decode()
+    return mail[mail.index("diff --git "):]
+
+
+def traditional(diff: str) -> str:
+    """The same change as ``diff -u`` writes it: no ``diff --git`` or ``index`` line."""
+    return "".join(line for line in diff.splitlines(keepends=True)
+                   if not line.startswith(("diff --git ", "index ")))
+
+
+FORMS = {
+    "import form (fields, ---, git diff)": lambda diff: FIELDS + "---\n" + diff,
+    "fields then git diff": lambda diff: FIELDS + diff,
+    "fields then diff -u": lambda diff: FIELDS + "diff -u a/src/mod.py b/src/mod.py\n" + traditional(diff),
+    "bare git diff": lambda diff: diff,
+    "Subject and From aliases": lambda diff: ALIASES + "---\n" + diff,
+    "byte-order mark": lambda diff: "\ufeff" + FIELDS + "---\n" + diff,
+}
+
+
+def plain_project(project, upstream, form: str) -> tuple[str, bytes]:
+    """The pin with one plain-form patch; v0.5.0 moved the patched line down (the patch applies with an offset)."""
+    git(upstream.path, "tag", "v0.4.2")
+    pin = upstream.head()
+    data = FORMS[form](git_diff(upstream, pin)).encode()
+    project.add_patch("lib", "plain-fix", data)
+    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
+    upstream.commit({"src/mod.py": MOVED}, "Three lines on top")
+    git(upstream.path, "tag", "v0.5.0")
+    return pin, data
+
+
+def head_of(data: bytes) -> bytes:
+    """A patch's message part: everything before its diff."""
+    for marker in (b"\ndiff --git ", b"\n--- "):
+        if marker in b"\n" + data:
+            return (b"\n" + data)[1:(b"\n" + data).index(marker) + 1]
+    raise AssertionError(data)
+
+
+def edit(cli, upstream, into, *more):
+    return cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source",
+               f"lib={upstream.path}", *more)
+
+
+def export(cli, into, *more):
+    return cli("export", "--target", "t", "--upstream", "lib", "--from", str(into), *more)
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_edit_onto_moves_every_plain_form_and_export_keeps_the_form(tmp_path, cli, project, upstream, form):
+    pin, data = plain_project(project, upstream, form)
+    path = project.root / "patches/lib/plain-fix.patch"
+    into = tmp_path / "work"
+    moved = edit(cli, upstream, into, "--onto", "v0.5.0")
+    assert moved.code == 0, moved.out + moved.err
+    assert "Patch format detection failed" not in moved.out + moved.err
+    assert (into / "src/mod.py").read_text() == lines_with({20: "line 20 patched"}, insert_top=3)
+    bare = form == "bare git diff"
+    subject, author = git(into, "log", "-1", "--format=%s%x00%an <%ae>").split("\0")
+    assert subject == ("plain-fix" if bare else "Fix line 20 for our training runs")
+    assert author == ("patchmgr <patchmgr@localhost>" if bare else "Jane Doe <jane@example.com>")
+
+    exported = export(cli, into)
+    assert exported.code == 0, exported.out + exported.err
+    written = path.read_bytes()
+    assert not written.startswith(b"From "), written.decode()  # it stays a plain diff, not a mail
+    if form == "bare git diff":
+        assert written.startswith(f"Last-Update: {today()}\ndiff --git ".encode()), written.decode()
+    else:
+        # its fields as they were, byte for byte, but for the day of the change
+        assert head_of(written) == head_of(data).replace(b"2025-01-01", today().encode()).replace(
+            b"diff -u a/src/mod.py b/src/mod.py\n", b"")
+    assert written.endswith(git_diff_at(upstream, "v0.5.0").encode())
+    after = cli("status", "--target", "t", "--source", f"lib={upstream.path}", "--json")
+    assert after.code == 0 and after.json["upstreams"][0]["patches"][0]["state"] == "clean", after.out
+
+
+def git_diff_at(upstream, ref: str) -> str:
+    """The fix as git writes it at ``ref``: the tail of the exported patch (its hunk at line 23)."""
+    new = lines_with({20: "line 20 patched"}, insert_top=3)
+    mail = upstream.make_patch(git(upstream.path, "rev-parse", ref), {"src/mod.py": new}, "x").decode()
+    return mail[mail.index("diff --git "):]
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_plain_edit_of_every_form_exports_byte_identical_then_keeps_the_form(tmp_path, cli, project, upstream,
+                                                                              form):
+    _pin, data = plain_project(project, upstream, form)
+    path = project.root / "patches/lib/plain-fix.patch"
+    into = tmp_path / "work"
+    made = edit(cli, upstream, into)
+    assert made.code == 0, made.out + made.err
+    assert export(cli, into).code == 0 and path.read_bytes() == data  # untouched: not a byte changed
+
+    # the change is amended: the file keeps its form and fields, gets the new diff and today's Last-Update
+    (into / "src/mod.py").write_text(lines_with({20: "line 20 patched", 21: "line 21 patched"}))
+    git(into, "commit", "-q", "-a", "--amend", "--no-edit")
+    changed = export(cli, into)
+    assert changed.code == 0, changed.out + changed.err
+    written = path.read_bytes()
+    assert not written.startswith(b"From ") and b"+line 21 patched\n" in written, written.decode()
+    if form != "bare git diff":
+        assert head_of(written) == head_of(data).replace(b"2025-01-01", today().encode()).replace(
+            b"diff -u a/src/mod.py b/src/mod.py\n", b"")
+    lint = cli("lint")
+    assert "Traceback" not in lint.out + lint.err
+
+
+def test_a_reworded_plain_patch_says_the_new_words_and_keeps_its_other_fields(tmp_path, cli, project, upstream):
+    _pin, data = plain_project(project, upstream, "import form (fields, ---, git diff)")
+    into = tmp_path / "work"
+    assert edit(cli, upstream, into).code == 0
+    git(into, "commit", "-q", "--amend", "-m", "Fix line 20 for every run\n\nThe old value overflows on 8 GPUs.")
+    assert export(cli, into).code == 0
+    written = (project.root / "patches/lib/plain-fix.patch").read_text()
+    assert written.startswith("Description: Fix line 20 for every run\n The old value overflows on 8 GPUs.\n"
+                              "Author: Jane Doe <jane@example.com>\nOrigin: vendor\nUpstream-Status: Pending\n"
+                              f"Last-Update: {today()}\n---\ndiff --git "), written
