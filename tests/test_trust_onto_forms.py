@@ -161,3 +161,93 @@ def test_a_reworded_plain_patch_says_the_new_words_and_keeps_its_other_fields(tm
     assert written.startswith("Description: Fix line 20 for every run\n The old value overflows on 8 GPUs.\n"
                               "Author: Jane Doe <jane@example.com>\nOrigin: vendor\nUpstream-Status: Pending\n"
                               f"Last-Update: {today()}\n---\ndiff --git "), written
+
+
+# -- item 5 (part): blobs a source lacks ------------------------------------------------------------------------
+
+GIF = "GIF89a a large picture, in the real mirror over 4 MiB\n"
+
+
+def mirror_without_the_picture(tmp_path, project, upstream, touching=False):
+    """The pin has docs/images/ddp.gif; v0.5.0 has the same blob under docs/fern/ too. The mirror (a copy of the
+    upstream whose loose object of that blob is deleted) lacks it: at the pin, at one path; at v0.5.0, at two."""
+    upstream.commit({"docs/images/ddp.gif": GIF}, "a picture")
+    git(upstream.path, "tag", "v0.4.2")
+    pin = upstream.head()
+    files = {"docs/images/ddp.gif": GIF + "patched\n"} if touching else {"src/mod.py": PATCHED}
+    project.add_patch("lib", "plain-fix", upstream.make_patch(pin, files, "Fix line 20"))
+    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
+    upstream.commit({"src/mod.py": MOVED, "docs/fern/ddp.gif": GIF}, "Three lines on top, and the docs for fern")
+    git(upstream.path, "tag", "v0.5.0")
+    mirror = tmp_path / "mirror"
+    import shutil
+    shutil.copytree(upstream.path, mirror)
+    git(mirror, "config", "uploadpack.allowFilter", "true")
+    git(mirror, "config", "uploadpack.allowAnySHA1InWant", "true")
+    blob = git(mirror, "rev-parse", f"{pin}:docs/images/ddp.gif")
+    (mirror / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    assert git(upstream.path, "rev-parse", "v0.5.0:docs/fern/ddp.gif") == blob
+    return pin, mirror
+
+
+def left_out(note_text: str, *paths: str) -> bool:
+    return any("left out of the checkout" in line and "the source lacks" in line and all(p in line for p in paths)
+               for line in note_text.splitlines())
+
+
+def test_apply_and_edit_say_which_files_the_source_lacks(tmp_path, cli, project, upstream):
+    _pin, mirror = mirror_without_the_picture(tmp_path, project, upstream)
+    source = f"lib={mirror}"
+    applied = cli("apply", "--target", "t", "--into", str(tmp_path / "build"), "--source", source)
+    assert applied.code == 0, applied.out + applied.err
+    assert left_out(applied.out, "docs/images/ddp.gif"), applied.out
+    as_json = cli("apply", "--target", "t", "--into", str(tmp_path / "build2"), "--source", source, "--json")
+    assert as_json.code == 0 and left_out("\n".join(as_json.json["notes"]), "docs/images/ddp.gif"), as_json.out
+
+    into = tmp_path / "work"
+    edited = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", source)
+    assert edited.code == 0 and left_out(edited.out, "docs/images/ddp.gif"), edited.out + edited.err
+    assert not (into / "docs/images/ddp.gif").exists() and git(into, "status", "--porcelain") == ""
+    again = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "w2"), "--source", source,
+                "--json")
+    assert again.code == 0 and left_out("\n".join(again.json["notes"]), "docs/images/ddp.gif"), again.out
+
+
+def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_path, cli, project, upstream):
+    _pin, mirror = mirror_without_the_picture(tmp_path, project, upstream)
+    into = tmp_path / "work"
+    source = f"lib={mirror}"
+    moved = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--onto", "v0.5.0",
+                "--source", source, "--json")
+    assert moved.code == 0, moved.out + moved.err
+    notes = "\n".join(moved.json["notes"])
+    assert left_out(notes, "docs/fern/ddp.gif", "docs/images/ddp.gif"), notes  # both paths at v0.5.0
+    assert left_out(notes, "docs/images/ddp.gif")  # and the pin's, when edit made the checkout there
+    assert (into / "src/mod.py").read_text() == lines_with({20: "line 20 patched"}, insert_top=3)
+    assert not (into / "docs/fern/ddp.gif").exists() and not (into / "docs/images/ddp.gif").exists()
+    assert git(into, "status", "--porcelain") == ""
+
+    back = cli("edit", "--abort", "--into", str(into))  # back to the pin: its lacking file still left out
+    assert back.code == 0, back.out + back.err
+    assert git(into, "status", "--porcelain") == "" and (into / "src/mod.py").read_text() == PATCHED
+
+    text = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "w2"), "--onto", "v0.5.0",
+               "--source", source)
+    assert text.code == 0 and left_out(text.out, "docs/fern/ddp.gif", "docs/images/ddp.gif"), text.out
+    exported = cli("export", "--target", "t", "--upstream", "lib", "--from", str(tmp_path / "w2"))
+    assert exported.code == 0, exported.out + exported.err
+    assert git(upstream.path, "rev-parse", "v0.5.0") in (project.root / "manifests/t.toml").read_text()
+
+
+def test_a_patch_of_a_file_the_source_lacks_is_refused_clearly(tmp_path, cli, project, upstream):
+    _pin, mirror = mirror_without_the_picture(tmp_path, project, upstream, touching=True)
+    into = tmp_path / "build"
+    for command in (["apply", "--target", "t", "--into", str(into)],
+                    ["edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "work")],
+                    ["edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "w2"), "--onto",
+                     "v0.5.0"]):
+        result = cli(*command, "--source", f"lib={mirror}")
+        assert result.code in (1, 2), (command, result.out, result.err)
+        assert "Traceback" not in result.out + result.err
+        assert "docs/images/ddp.gif" in result.out + result.err, (command, result.out, result.err)
+        assert not into.exists() and not (tmp_path / "work").exists() and not (tmp_path / "w2").exists()

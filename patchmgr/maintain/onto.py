@@ -42,6 +42,7 @@ from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import open_git_source
+from patchmgr.targets.absent import absent_note, leave_out_absent
 from patchmgr.targets.localwork import SAVED_PREFIX, utc_stamp
 
 MAILS = "patchmgr-onto"  # in the checkout's .git: the patch files still to apply, as they were
@@ -157,6 +158,7 @@ def start_onto(folder: Path, project: Project, upstream: Upstream, plan: OntoPla
         repo.run("update-ref", OLD_SERIES, old_tip)
         try:
             repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", plan.commit)
+            absent = leave_out_absent(repo, folder, plan.commit)  # the files the source lacks at the new ref
             repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
         except GitError as exc:
             raise StateError(f"cannot check {upstream.name} out at {plan.ref} ({plan.commit[:12]}) in {folder}: "
@@ -168,7 +170,7 @@ def start_onto(folder: Path, project: Project, upstream: Upstream, plan: OntoPla
         record["patches"] = []
         write_record_doc(folder, record)
         outcome = _outcome(folder, record, "started")
-        outcome.notes += plan.notes
+        outcome.notes += plan.notes + ([absent_note(upstream.name, plan.ref, absent)] if absent else [])
         return _checked(project, _run_queue(repo, folder, record, outcome))
 
 
@@ -265,6 +267,7 @@ def _abort(repo: GitRepo, folder: Path, record: dict) -> OntoOutcome:
         outcome.saved = f"{SAVED_PREFIX}{utc_stamp()}-onto"
         repo.run("branch", "-f", outcome.saved, head)
     try:
+        leave_out_absent(repo, folder, record["pin"])  # back to the files the source lacks at the pin
         repo.run("checkout", "--quiet", "-B", "patchmgr", onto["old_tip"])
     except GitError as exc:
         raise StateError(f"cannot go back to the series at the pin in {folder}: {exc.message}",

@@ -43,6 +43,7 @@ from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, release_version
+from patchmgr.targets.absent import absent_note
 from patchmgr.targets.build import build_checkout
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
 from patchmgr.targets.project_files import write_files
@@ -152,6 +153,8 @@ def _edit_locked(project: Project, target: Target, upstream: Upstream, store: St
             raise
     finally:
         _clear(staging)
+    if entry.checkout and entry.checkout.absent:
+        notes.append(absent_note(upstream.name, upstream.commit[:12], entry.checkout.absent))
     commits = [(p.id, p.commit or "") for p in entry.patches]
     with GitRepo(into) as repo:
         repo.run("config", "notes.rewriteRef", NOTES_REF)  # amend and rebase carry the notes along

@@ -17,10 +17,10 @@ from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import sha256_bytes
-from patchmgr.model.urls import as_local_path
 from patchmgr.sources.release import ReleaseSource
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import urls_for
+from patchmgr.targets.absent import leave_out_absent
 from patchmgr.targets.ledger import AppliedPatch, CheckoutPart, UpstreamLedger
 
 # what git says when the disk is full (its first fatal line often names only the file it could not write)
@@ -158,16 +158,8 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
         full = any(_disk_full(error, folder) for error in errors)
         raise StateError(f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
                          _DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
-    origin = repo.run("remote", "get-url", "origin")
-    absent = recorded_absent if origin == str(store.repo_path(upstream.name)) else \
-        _absent_in_local_source(origin, commit)
-    if absent:
-        # A mirror without its large files: keep those paths in the index (so commits
-        # and `git status` stay exact) but out of the work tree.
-        repo.run("config", "core.sparseCheckout", "true")
-        patterns = ["/*"] + ["!/" + path for path in absent]
-        (folder / ".git" / "info").mkdir(exist_ok=True)
-        (folder / ".git" / "info" / "sparse-checkout").write_text("\n".join(patterns) + "\n")
+    cached = repo.run("remote", "get-url", "origin") == str(store.repo_path(upstream.name))
+    absent = leave_out_absent(repo, folder, commit, recorded_absent if cached else None)
     try:
         repo.run("checkout", "--quiet", "-B", "patchmgr", commit)
     except GitError as exc:
@@ -179,14 +171,6 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
     if real and repo.run("remote", "get-url", "origin") != real[0]:
         store.configure_remote(repo, real[0])
     return repo, commit, absent
-
-
-def _absent_in_local_source(url: str, commit: str) -> list[str]:
-    local = as_local_path(url)
-    if local is None or not local.exists():
-        return []
-    with GitRepo(local) as source:
-        return source.missing_blobs(commit)
 
 
 def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, list[str]]:
