@@ -251,3 +251,42 @@ def test_a_patch_of_a_file_the_source_lacks_is_refused_clearly(tmp_path, cli, pr
         assert "Traceback" not in result.out + result.err
         assert "docs/images/ddp.gif" in result.out + result.err, (command, result.out, result.err)
         assert not into.exists() and not (tmp_path / "work").exists() and not (tmp_path / "w2").exists()
+
+
+def test_what_import_writes_moves_through_edit_onto_and_export_keeps_it_plain(tmp_path, cli, project):
+    """The whole way a new user goes: import a monolithic diff, describe the pieces, move them to a newer
+    upstream commit with edit --onto, export. Every piece stays the plain DEP-3 diff import wrote."""
+    from test_import import MONOLITH, URL, dirty_diff, fill_stubs, three_file_upstream
+    lib = three_file_upstream(tmp_path)
+    pin = lib.head()
+    patch_file = tmp_path / "team" / "lib.patch"
+    patch_file.parent.mkdir()
+    patch_file.write_bytes(dirty_diff(lib, pin, MONOLITH))
+    dockerfile = tmp_path / "team" / "Dockerfile"
+    dockerfile.write_text(f"FROM base\nRUN git clone {URL.format('lib')} /ws/lib && cd /ws/lib && git checkout {pin}\n"
+                          "RUN cd /ws/lib && git apply /tmp/lib.patch\n")
+    source = ["--source", f"lib={lib.path}"]
+    imported = cli("import", str(patch_file), "--target", "t", "--dockerfile", str(dockerfile), *source)
+    assert imported.code == 0, imported.out + imported.err
+    fill_stubs(project.root)
+    pieces = {p.stem: p.read_bytes() for p in (project.root / "patches/lib").iterdir()}
+    assert sorted(pieces) == ["a", "b", "c"] and not any(d.startswith(b"From ") for d in pieces.values())
+    new = lib.commit({"src/b.py": "# moved\n" + BASE_TEXT}, "b: a line on top")
+    git(lib.path, "tag", "v2")
+
+    into = tmp_path / "work"
+    moved = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--onto", "v2", *source)
+    assert moved.code == 0, moved.out + moved.err
+    assert git(into, "log", "--format=%s", f"{new}..HEAD").splitlines() == [
+        "Fix c: the upstream code breaks our training runs here, so we carry this change until upstream takes it.",
+        "Fix b: the upstream code breaks our training runs here, so we carry this change until upstream takes it.",
+        "Fix a: the upstream code breaks our training runs here, so we carry this change until upstream takes it."]
+    exported = cli("export", "--target", "t", "--upstream", "lib", "--from", str(into))
+    assert exported.code == 0, exported.out + exported.err
+    after = {p.stem: p.read_bytes() for p in (project.root / "patches/lib").iterdir()}
+    assert after["a"] == pieces["a"] and after["c"] == pieces["c"]  # unchanged there: not a byte moved
+    assert head_of(after["b"]) == head_of(pieces["b"]).replace(  # b's fields kept, dated today, new diff
+        b"Upstream-Status: Pending\n", f"Upstream-Status: Pending\nLast-Update: {today()}\n".encode(), 1)
+    assert b"\n@@ -7,7 +7,7 @@ " in pieces["b"] and b"\n@@ -8,7 +8,7 @@ " in after["b"]  # a line lower at v2
+    assert cli("lint").code == 0
+    assert cli("status", "--target", "t", *source).code == 0
