@@ -163,6 +163,31 @@ def test_a_reworded_plain_patch_says_the_new_words_and_keeps_its_other_fields(tm
                               f"Last-Update: {today()}\n---\ndiff --git "), written
 
 
+
+def test_a_plain_patch_that_conflicts_is_resolved_continued_and_exported_plain(tmp_path, cli, project, upstream):
+    """The way the issue's user went: the plain patch stops at a conflict; resolved and continued (not skipped),
+    export writes it back as the plain DEP-3 diff it was, with the resolved diff."""
+    git(upstream.path, "tag", "v0.4.2")
+    pin = upstream.head()
+    data = FORMS["import form (fields, ---, git diff)"](git_diff(upstream, pin)).encode()
+    path = project.add_patch("lib", "plain-fix", data)
+    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
+    upstream.commit({"src/mod.py": lines_with({20: "line 20 rewritten upstream"})}, "Rewrite line 20")
+    git(upstream.path, "tag", "v0.5.0")
+    into = tmp_path / "work"
+    stopped = edit(cli, upstream, into, "--onto", "v0.5.0")
+    assert stopped.code == 1 and "stopped at patch 1 of 1, plain-fix" in stopped.out, stopped.out + stopped.err
+    (into / "src/mod.py").write_text(lines_with({20: "line 20 rewritten upstream, and patched"}))
+    git(into, "add", "src/mod.py")
+    done = cli("edit", "--continue", "--into", str(into))
+    assert done.code == 0, done.out + done.err
+    assert git(into, "log", "-1", "--format=%an|%s") == "Jane Doe|Fix line 20 for our training runs"
+    exported = export(cli, into)
+    assert exported.code == 0, exported.out + exported.err
+    written = path.read_bytes()
+    assert head_of(written) == head_of(data).replace(b"2025-01-01", today().encode())
+    assert b"-line 20 rewritten upstream\n+line 20 rewritten upstream, and patched\n" in written
+
 # -- item 5 (part): blobs a source lacks ------------------------------------------------------------------------
 
 GIF = "GIF89a a large picture, in the real mirror over 4 MiB\n"

@@ -42,7 +42,7 @@ from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import open_git_source
-from patchmgr.targets.absent import absent_note, leave_out_absent
+from patchmgr.targets.absent import absent_note, leaving_out_absent
 from patchmgr.targets.localwork import SAVED_PREFIX, utc_stamp
 
 MAILS = "patchmgr-onto"  # in the checkout's .git: the patch files still to apply, as they were
@@ -158,8 +158,8 @@ def start_onto(folder: Path, project: Project, upstream: Upstream, plan: OntoPla
         repo.run("update-ref", OLD_SERIES, old_tip)
         try:
             repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", plan.commit)
-            absent = leave_out_absent(repo, folder, plan.commit)  # the files the source lacks at the new ref
-            repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
+            with leaving_out_absent(repo, folder, plan.commit) as absent:  # the files the source lacks there
+                repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
         except GitError as exc:
             raise StateError(f"cannot check {upstream.name} out at {plan.ref} ({plan.commit[:12]}) in {folder}: "
                              f"{exc.message}", f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL"
@@ -267,8 +267,8 @@ def _abort(repo: GitRepo, folder: Path, record: dict) -> OntoOutcome:
         outcome.saved = f"{SAVED_PREFIX}{utc_stamp()}-onto"
         repo.run("branch", "-f", outcome.saved, head)
     try:
-        leave_out_absent(repo, folder, record["pin"])  # back to the files the source lacks at the pin
-        repo.run("checkout", "--quiet", "-B", "patchmgr", onto["old_tip"])
+        with leaving_out_absent(repo, folder, record["pin"]):  # back to the files the source lacks at the pin
+            repo.run("checkout", "--quiet", "-B", "patchmgr", onto["old_tip"])
     except GitError as exc:
         raise StateError(f"cannot go back to the series at the pin in {folder}: {exc.message}",
                          f"commit or stash the changes git names, then patchmgr edit --abort --into {folder} again"

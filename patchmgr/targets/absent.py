@@ -10,6 +10,8 @@ command that checks out (apply, edit, edit --onto) reports the paths with ``abse
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from patchmgr.io.git import GitRepo
@@ -23,9 +25,11 @@ def leave_out_absent(repo: GitRepo, folder: Path, commit: str, absent: list[str]
     """Make the next checkout of ``commit`` in ``folder`` leave out every path of its tree whose blob the
     source (``origin``, when it is a folder on this machine) lacks, or the ``absent`` paths given (what
     ``patchmgr fetch`` recorded for the cache). Run before each checkout: the patterns are those of ``commit``
-    alone. The paths left out."""
+    alone. A source that cannot be asked (a URL) leaves the patterns as they are. The paths left out."""
     if absent is None:
         absent = missing_in_origin(repo, commit)
+        if absent is None:
+            return []
     info = folder / ".git" / "info"
     if absent:
         repo.run("config", "core.sparseCheckout", "true")
@@ -36,17 +40,31 @@ def leave_out_absent(repo: GitRepo, folder: Path, commit: str, absent: list[str]
     return sorted(absent)
 
 
-def missing_in_origin(repo: GitRepo, commit: str) -> list[str]:
-    """The paths at ``commit`` whose blobs ``origin`` lacks, when it is a folder here; [] for a URL (which
+@contextmanager
+def leaving_out_absent(repo: GitRepo, folder: Path, commit: str) -> Iterator[list[str]]:
+    """``leave_out_absent`` for a checkout of ``commit`` made in the block; the patterns as they were when the
+    block fails (the checkout stays where it was)."""
+    patterns = folder / ".git" / "info" / "sparse-checkout"
+    before = patterns.read_bytes() if patterns.is_file() else None
+    try:
+        yield leave_out_absent(repo, folder, commit)
+    except BaseException:
+        if before is not None:
+            patterns.write_bytes(before)
+        raise
+
+
+def missing_in_origin(repo: GitRepo, commit: str) -> list[str] | None:
+    """The paths at ``commit`` whose blobs ``origin`` lacks, when it is a folder here; None for a URL (which
     cannot be asked without fetching)."""
     local = as_local_path(repo.run("remote", "get-url", "origin"))
     if local is None or not local.exists():
-        return []
+        return None
     try:
         with GitRepo(local) as source:
             return source.missing_blobs(commit)
     except GitError:  # not a repository (any more), or without the commit: the checkout itself says what fails
-        return []
+        return None
 
 
 def absent_note(name: str, at: str, paths: list[str]) -> str:
