@@ -59,6 +59,7 @@ FORMS = {
     "bare git diff": lambda diff: diff,
     "Subject and From aliases": lambda diff: ALIASES + "---\n" + diff,
     "byte-order mark": lambda diff: "\ufeff" + FIELDS + "---\n" + diff,
+    "fields written with CRLF": lambda diff: (FIELDS + "---\n").replace("\n", "\r\n") + diff,
 }
 
 
@@ -187,6 +188,24 @@ def test_a_plain_patch_that_conflicts_is_resolved_continued_and_exported_plain(t
     written = path.read_bytes()
     assert head_of(written) == head_of(data).replace(b"2025-01-01", today().encode())
     assert b"-line 20 rewritten upstream\n+line 20 rewritten upstream, and patched\n" in written
+
+
+def test_fields_beyond_ascii_make_the_same_commit_in_edit_and_edit_onto(tmp_path, cli, project, upstream):
+    git(upstream.path, "tag", "v0.4.2")
+    pin = upstream.head()
+    fields = FIELDS.replace("Jane Doe", "Müller, Jörg").replace("Fix line 20", "Fix line 20 (café)")
+    project.add_patch("lib", "plain-fix", (fields + "---\n" + git_diff(upstream, pin)).encode())
+    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
+    upstream.commit({"src/mod.py": MOVED}, "Three lines on top")
+    git(upstream.path, "tag", "v0.5.0")
+    made = {}
+    for name, more in (("edit", ()), ("onto", ("--onto", "v0.5.0"))):
+        result = edit(cli, upstream, tmp_path / name, *more)
+        assert result.code == 0, result.out + result.err
+        made[name] = git(tmp_path / name, "log", "-1", "--format=%an <%ae>|%ad|%B", "--date=iso-strict")
+    assert made["edit"] == made["onto"]
+    assert made["edit"].startswith("Müller, Jörg <jane@example.com>|2025-01-01T00:00:00+00:00|"
+                                   "Fix line 20 (café) for our training runs\n\nDescription: Fix line 20 (café)")
 
 # -- item 5 (part): blobs a source lacks ------------------------------------------------------------------------
 

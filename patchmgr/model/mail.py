@@ -23,6 +23,7 @@ PATCHMGR_AUTHOR = ("patchmgr", "patchmgr@localhost")  # who patchmgr's own commi
 FIXED_DATE = "1970-01-01T00:00:00+00:00"  # a patch that names no date: the same series gives the same commit ids
 _ZERO_FROM = f"From {'0' * 40} Mon Sep 17 00:00:00 2001\n"  # what git format-patch --zero-commit writes
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NAME_ADDRESS = re.compile(r"\s*(.*?)\s*<([^<>\s]+@[^<>\s]+)>\s*")
 # lines a traditional diff puts before its ---/+++ pair (the command, svn's Index:): the new diff has its own
 _DIFF_PREAMBLE = ("diff ", "Index: ", "=" * 10)
 
@@ -41,9 +42,11 @@ def commit_spec(patch: PatchFile) -> CommitSpec:
     name, address = PATCHMGR_AUTHOR
     author = patch.author or patch.field("Author") or patch.field("From")
     if author:
-        parsed_name, parsed_address = email.utils.parseaddr(author)
+        # "Name <address>" as people write it in DEP-3 (commas and quotes unescaped), else what mail allows
+        written = _NAME_ADDRESS.fullmatch(author)
+        parsed_name, parsed_address = written.groups() if written else email.utils.parseaddr(author)
         if "@" in parsed_address:
-            name, address = parsed_name or name, parsed_address
+            name, address = parsed_name.strip() or name, parsed_address
         else:  # DEP-3 allows a bare name ("Author: Jane Doe")
             name = author.strip()
     message = f"{patch.subject or patch.id}\n\n{patch.body}".strip() + "\n"
