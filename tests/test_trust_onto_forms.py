@@ -60,7 +60,9 @@ FORMS = {
     "Subject and From aliases": lambda diff: ALIASES + "---\n" + diff,
     "byte-order mark": lambda diff: "\ufeff" + FIELDS + "---\n" + diff,
     "fields written with CRLF": lambda diff: (FIELDS + "---\n").replace("\n", "\r\n") + diff,
+    "fields, ---, a diffstat, git diff": lambda diff: FIELDS + "---\n" + STAT.format(2, "+-", 1, 1, s="") + diff,
 }
+STAT = " src/mod.py | {} {}\n 1 file changed, {} insertion{s}(+), {} deletion{s}(-)\n\n"
 
 
 def plain_project(project, upstream, form: str) -> tuple[str, bytes]:
@@ -81,6 +83,11 @@ def head_of(data: bytes) -> bytes:
         if marker in b"\n" + data:
             return (b"\n" + data)[1:(b"\n" + data).index(marker) + 1]
     raise AssertionError(data)
+
+
+def fields_of(data: bytes) -> bytes:
+    """A patch's DEP-3 fields: its message part up to the ``---`` line."""
+    return head_of(data).split(b"\n---")[0]
 
 
 def edit(cli, upstream, into, *more):
@@ -146,8 +153,10 @@ def test_plain_edit_of_every_form_exports_byte_identical_then_keeps_the_form(tmp
     written = path.read_bytes()
     assert not written.startswith(b"From ") and b"+line 21 patched\n" in written, written.decode()
     if form != "bare git diff":
-        assert head_of(written) == head_of(data).replace(b"2025-01-01", today().encode()).replace(
+        assert fields_of(written) == fields_of(data).replace(b"2025-01-01", today().encode()).replace(
             b"diff -u a/src/mod.py b/src/mod.py\n", b"")
+    if "diffstat" in form:  # the diffstat is the new diff's
+        assert STAT.format(4, "++--", 2, 2, s="s").encode() + b"diff --git " in written, written.decode()
     lint = cli("lint")
     assert "Traceback" not in lint.out + lint.err
 

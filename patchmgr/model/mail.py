@@ -80,26 +80,33 @@ def in_file_form(old: bytes, mail: bytes, reworded: str | None = None) -> bytes:
     if is_mail(old_text):
         return mail
     mail_lines = _lines(mail.decode("utf-8"))
-    diff = "".join(mail_lines[diff_line_index(mail_lines) or 0:])
+    diff_at = diff_line_index(mail_lines) or 0
     lines = _lines(old_text)
     head = lines[:diff_line_index(lines) or 0]
     while head and head[-1].startswith(_DIFF_PREAMBLE):
         head.pop()
+    fields, tail = _split_at_dashes(head)
+    if any(line.strip() for line in tail[1:]):  # a diffstat after the "---": the mail's, which is the new diff's
+        tail = _split_at_dashes(mail_lines[:diff_at])[1]
     if reworded is not None:
-        head = _reworded(head, reworded)
-    return ("".join(head) + diff).encode("utf-8")
+        fields = _reworded(fields, reworded)
+    return ("".join(fields + tail) + "".join(mail_lines[diff_at:])).encode("utf-8")
 
 
-def _reworded(head: list[str], message: str) -> list[str]:
-    """The message part of a plain patch, its fields saying ``message``: the message's own DEP-3 fields when
+def _split_at_dashes(head: list[str]) -> tuple[list[str], list[str]]:
+    """A message part split at its ``---`` line (what ends a patch's message): the lines before, and from it."""
+    end = next((i for i, line in enumerate(head) if re.match(r"---\s*$", line)), len(head))
+    return head[:end], head[end:]
+
+
+def _reworded(fields: list[str], message: str) -> list[str]:
+    """The fields of a plain patch, saying ``message``: the message's own DEP-3 fields when
     it has them (the fields were edited in the commit), else its text as the Description, the other fields
     kept."""
-    end = next((i for i, line in enumerate(head) if re.match(r"---\s*$", line)), len(head))
-    fields, tail = head[:end], head[end:]
     subject, _, body = message.strip("\n").partition("\n")
     body_lines = _bare_lines(body.strip("\n"))
     if any(re.match(r"(Description|Subject):", line) for line in body_lines):
-        return [line + "\n" for line in body_lines] + tail
+        return [line + "\n" for line in body_lines]
     kept, in_description = [], False
     for line in fields:
         if re.match(r"(Description|Subject):", line):
@@ -108,7 +115,7 @@ def _reworded(head: list[str], message: str) -> list[str]:
             in_description = False
             kept.append(line)
     described = [f"Description: {subject}\n"] + [f" {line}\n" if line.strip() else " .\n" for line in body_lines]
-    return described + kept + tail
+    return described + kept
 
 
 def _day(value: str | None) -> str | None:
