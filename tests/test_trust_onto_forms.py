@@ -219,6 +219,7 @@ def test_fields_beyond_ascii_make_the_same_commit_in_edit_and_edit_onto(tmp_path
 # -- item 5 (part): blobs a source lacks ------------------------------------------------------------------------
 
 GIF = "GIF89a a large picture, in the real mirror over 4 MiB\n"
+FERN = "docs/fern/ddp [café].gif"  # the same blob at v0.5.0, under a name git quotes and a pattern must escape
 
 
 def mirror_without_the_picture(tmp_path, project, upstream, touching=False):
@@ -230,7 +231,7 @@ def mirror_without_the_picture(tmp_path, project, upstream, touching=False):
     files = {"docs/images/ddp.gif": GIF + "patched\n"} if touching else {"src/mod.py": PATCHED}
     project.add_patch("lib", "plain-fix", upstream.make_patch(pin, files, "Fix line 20"))
     (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
-    upstream.commit({"src/mod.py": MOVED, "docs/fern/ddp.gif": GIF}, "Three lines on top, and the docs for fern")
+    upstream.commit({"src/mod.py": MOVED, FERN: GIF}, "Three lines on top, and the docs for fern")
     git(upstream.path, "tag", "v0.5.0")
     mirror = tmp_path / "mirror"
     import shutil
@@ -239,7 +240,7 @@ def mirror_without_the_picture(tmp_path, project, upstream, touching=False):
     git(mirror, "config", "uploadpack.allowAnySHA1InWant", "true")
     blob = git(mirror, "rev-parse", f"{pin}:docs/images/ddp.gif")
     (mirror / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
-    assert git(upstream.path, "rev-parse", "v0.5.0:docs/fern/ddp.gif") == blob
+    assert git(upstream.path, "rev-parse", f"v0.5.0:{FERN}") == blob
     return pin, mirror
 
 
@@ -274,10 +275,10 @@ def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_
                 "--source", source, "--json")
     assert moved.code == 0, moved.out + moved.err
     notes = "\n".join(moved.json["notes"])
-    assert left_out(notes, "docs/fern/ddp.gif", "docs/images/ddp.gif"), notes  # both paths at v0.5.0
+    assert left_out(notes, FERN, "docs/images/ddp.gif"), notes  # both paths at v0.5.0
     assert left_out(notes, "docs/images/ddp.gif")  # and the pin's, when edit made the checkout there
     assert (into / "src/mod.py").read_text() == lines_with({20: "line 20 patched"}, insert_top=3)
-    assert not (into / "docs/fern/ddp.gif").exists() and not (into / "docs/images/ddp.gif").exists()
+    assert not (into / FERN).exists() and not (into / "docs/images/ddp.gif").exists()
     assert git(into, "status", "--porcelain") == ""
 
     back = cli("edit", "--abort", "--into", str(into))  # back to the pin: its lacking file still left out
@@ -286,7 +287,7 @@ def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_
 
     text = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "w2"), "--onto", "v0.5.0",
                "--source", source)
-    assert text.code == 0 and left_out(text.out, "docs/fern/ddp.gif", "docs/images/ddp.gif"), text.out
+    assert text.code == 0 and left_out(text.out, FERN, "docs/images/ddp.gif"), text.out
     exported = cli("export", "--target", "t", "--upstream", "lib", "--from", str(tmp_path / "w2"))
     assert exported.code == 0, exported.out + exported.err
     assert git(upstream.path, "rev-parse", "v0.5.0") in (project.root / "manifests/t.toml").read_text()

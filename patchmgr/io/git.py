@@ -205,8 +205,8 @@ class GitRepo:
 
     def missing_blobs(self, commit: str) -> list[str]:
         """Paths at ``commit`` whose blobs this repository lacks (a mirror without its large files)."""
-        listing = self.run("ls-tree", "-r", "--full-tree", commit)
-        entries = [line.split("\t", 1) for line in listing.splitlines() if "\t" in line]
+        listing = self.run("ls-tree", "-r", "-z", "--full-tree", commit, strip=False)  # paths as they are, unquoted
+        entries = [entry.split("\t", 1) for entry in listing.split("\0") if "\t" in entry]
         blobs = [(meta.split()[2], path) for meta, path in entries if meta.split()[1] == "blob"]
         if not blobs:
             return []
