@@ -267,10 +267,15 @@ def test_apply_and_edit_say_which_files_the_source_lacks(tmp_path, cli, project,
     assert again.code == 0 and left_out("\n".join(again.json["notes"]), "docs/images/ddp.gif"), again.out
 
 
-def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_path, cli, project, upstream):
+@pytest.mark.parametrize("cached", [False, True], ids=["from the mirror", "after patchmgr fetch"])
+def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_path, cli, project, upstream,
+                                                                            cached):
     _pin, mirror = mirror_without_the_picture(tmp_path, project, upstream)
     into = tmp_path / "work"
     source = f"lib={mirror}"
+    if cached:  # the pin's checkout then comes from the cache, with the paths fetch recorded as lacking
+        fetched = cli("fetch", "--target", "t", "--source", source)
+        assert fetched.code == 0 and "docs/images/ddp.gif" in fetched.out, fetched.out + fetched.err
     moved = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--onto", "v0.5.0",
                 "--source", source, "--json")
     assert moved.code == 0, moved.out + moved.err
