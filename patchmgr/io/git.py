@@ -26,12 +26,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from patchmgr.io.git_objects import (COMMIT_RECORD, SUBMODULE_MODE, SYMLINK_MODE, CommitInfo, LinkBlob, ObjectReader,
-                                     SubmoduleEntry, TreeEntry, commit_records)
+                                     ObjectUnavailable, SubmoduleEntry, TreeEntry, commit_records)
 from patchmgr.io.git_run import (PROGRAM_DEFAULTS, ConfigItems, RepositoryDamaged, config_env, config_pairs, execute,
                                  last_value, plain_env, program_default, run_plain, trusted_config)
 from patchmgr.model.errors import GitError
-
-PATCHMGR_AUTHOR = ("patchmgr", "patchmgr@localhost")  # who patchmgr's own commits, notes and saves are by
+from patchmgr.model.mail import PATCHMGR_AUTHOR  # who patchmgr's own commits, notes and saves are by
 
 
 def identity_env(name: str = PATCHMGR_AUTHOR[0], address: str = PATCHMGR_AUTHOR[1], date: str | None = None
@@ -167,7 +166,10 @@ class GitRepo:
             return SubmoduleEntry()
         if entry is None or not (entry[0].startswith("100") or entry[0] == SYMLINK_MODE):
             return None  # absent or a folder
-        data = self.read_blob(entry[1])
+        try:
+            data = self.read_blob(entry[1])
+        except ObjectUnavailable as exc:
+            raise ObjectUnavailable(exc.sha, f"{path} at {commit[:12]}") from None
         if data is None:
             return None
         return LinkBlob(data) if entry[0] == SYMLINK_MODE else data

@@ -18,6 +18,23 @@ from patchmgr.io.git_run import RepositoryDamaged, damage_in
 from patchmgr.model.errors import GitError
 from patchmgr.model.urls import mask_url
 
+# what a partial clone's git says when its promisor remote (the source) does not have an object either
+_UNFETCHABLE = re.compile(r"could not fetch ([0-9a-f]{7,64}) from promisor remote")
+
+
+class ObjectUnavailable(GitError):
+    """An object that neither a partial clone nor its source has (a mirror without its large files' blobs):
+    not damage, so nothing is fetched again; what needs the object cannot be done from this source."""
+
+    def __init__(self, sha: str, what: str | None = None) -> None:
+        named = f"{what} (blob {sha[:12]})" if what else f"object {sha[:12]}"
+        super().__init__(f"cannot read {named}: the source lacks it (a mirror without its large files, or a source "
+                         "out of reach), so a patch that changes it cannot be checked or applied from there",
+                         "pass a complete clone of the upstream (one that has that file) with --source "
+                         "NAME=PATH_OR_URL")
+        self.sha = sha
+
+
 SYMLINK_MODE = "120000"
 
 
@@ -213,6 +230,9 @@ class ObjectReader:
             pass
         said = self._new_stderr()
         self.close()
+        unfetchable = _UNFETCHABLE.search(said)
+        if unfetchable:  # the source lacks the object (a partial mirror): the clone is sound
+            return ObjectUnavailable(unfetchable.group(1))
         lines = [line.strip() for line in said.splitlines() if line.strip()]
         detail = damage_in(said) or (re.sub(r"^(fatal|error): ", "", lines[-1]) if lines else "no message")
         if self._untrusted or damage_in(said):

@@ -36,11 +36,13 @@ from patchmgr.io.git import GitRepo, merge_texts
 from patchmgr.maintain.edit_record import add_note, read_record, write_record_doc
 from patchmgr.maintain.export_guards import guards_at_head
 from patchmgr.model.errors import GitError, StateError, UsageError
+from patchmgr.model.mail import as_mail
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import open_git_source
+from patchmgr.targets.absent import absent_note, leaving_out_absent
 from patchmgr.targets.localwork import SAVED_PREFIX, utc_stamp
 
 MAILS = "patchmgr-onto"  # in the checkout's .git: the patch files still to apply, as they were
@@ -149,14 +151,15 @@ def start_onto(folder: Path, project: Project, upstream: Upstream, plan: OntoPla
     queue = []
     for patch in project.patches(upstream):
         if patch.id not in carried:
-            (mails / f"{patch.id}.patch").write_bytes(patch.data)
+            (mails / f"{patch.id}.patch").write_bytes(as_mail(patch))  # a plain diff gets a mail's headers
             queue.append({"id": patch.id, "sha256": sha256_bytes(patch.data)})
     with GitRepo(folder) as repo:
         old_tip = repo.resolve("HEAD")
         repo.run("update-ref", OLD_SERIES, old_tip)
         try:
             repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", plan.commit)
-            repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
+            with leaving_out_absent(repo, folder, plan.commit) as absent:  # the files the source lacks there
+                repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
         except GitError as exc:
             raise StateError(f"cannot check {upstream.name} out at {plan.ref} ({plan.commit[:12]}) in {folder}: "
                              f"{exc.message}", f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL"
@@ -167,7 +170,7 @@ def start_onto(folder: Path, project: Project, upstream: Upstream, plan: OntoPla
         record["patches"] = []
         write_record_doc(folder, record)
         outcome = _outcome(folder, record, "started")
-        outcome.notes += plan.notes
+        outcome.notes += plan.notes + ([absent_note(upstream.name, plan.ref, absent)] if absent else [])
         return _checked(project, _run_queue(repo, folder, record, outcome))
 
 
@@ -264,7 +267,8 @@ def _abort(repo: GitRepo, folder: Path, record: dict) -> OntoOutcome:
         outcome.saved = f"{SAVED_PREFIX}{utc_stamp()}-onto"
         repo.run("branch", "-f", outcome.saved, head)
     try:
-        repo.run("checkout", "--quiet", "-B", "patchmgr", onto["old_tip"])
+        with leaving_out_absent(repo, folder, record["pin"]):  # back to the files the source lacks at the pin
+            repo.run("checkout", "--quiet", "-B", "patchmgr", onto["old_tip"])
     except GitError as exc:
         raise StateError(f"cannot go back to the series at the pin in {folder}: {exc.message}",
                          f"commit or stash the changes git names, then patchmgr edit --abort --into {folder} again"

@@ -32,6 +32,7 @@ from patchmgr.io.journal import locked_recovery
 from patchmgr.maintain import manifest_edit
 from patchmgr.maintain.edit_record import (NOTES_REF, RECORD, add_note, note_of, read_record, record_bytes,
                                            write_record)
+from patchmgr.maintain.export_form import file_form
 from patchmgr.maintain.onto import MAILS, OntoOutcome, plan_onto, start_onto
 from patchmgr.maintain.rangediff import RangeDiff, range_diff
 from patchmgr.model.dep3_edit import set_last_update
@@ -42,6 +43,7 @@ from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, release_version
+from patchmgr.targets.absent import absent_note
 from patchmgr.targets.build import build_checkout
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
 from patchmgr.targets.project_files import write_files
@@ -151,6 +153,8 @@ def _edit_locked(project: Project, target: Target, upstream: Upstream, store: St
             raise
     finally:
         _clear(staging)
+    if entry.checkout and entry.checkout.absent:
+        notes.append(absent_note(upstream.name, upstream.commit[:12], entry.checkout.absent))
     commits = [(p.id, p.commit or "") for p in entry.patches]
     with GitRepo(into) as repo:
         repo.run("config", "notes.rewriteRef", NOTES_REF)  # amend and rebase carry the notes along
@@ -276,6 +280,7 @@ def export_checkout(project: Project, target: Target, name: str, source: Path, v
             if "\ndiff --git " not in data.decode("utf-8"):
                 raise StateError(f"commit {commit[:12]} ({subject}) changes nothing",
                                  "drop it (git rebase -i) or give it a change, then export again")
+            data = file_form(repo, record, commit, patch_id, path, data)  # a plain DEP-3 diff stays one
             parse_patch(data, path, upstream.name, patch_id)
             if path.is_file() and path.read_bytes() == data:
                 exported.append((ExportedPatch(patch_id, commit, "unchanged", path), data))

@@ -117,8 +117,9 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
     fields = _parse_fields(body)
     _check_guards(fields, header_text, path)
     files = _parse_diff(diff_text, path, diff_line)
-    if not subject:
-        subject = _bare_lines(dict(fields).get("Description", ""))[0] if dict(fields).get("Description") else ""
+    described = dict(fields).get("Description") or dict(fields).get("Subject")  # DEP-3: Subject is its alias
+    if not subject and described:
+        subject = _bare_lines(described)[0]
     return PatchFile(patch_id or path.stem, upstream, path, data, subject, body, author, date,
                      tuple(fields), files)
 
@@ -126,22 +127,36 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
 def _split_message(text: str) -> tuple[str, str, int]:
     """Split into (message part, diff part, line number where the diff starts)."""
     lines = _lines(text)
+    index = diff_line_index(lines)
+    if index is None:
+        return text, "", len(lines) + 1
+    message = "".join(lines[:index])
+    # format-patch puts "---", a diffstat and a blank line before the diff
+    message = re.split(r"(?m)^---\s*$", message, maxsplit=1)[0]
+    # the mail signature ("-- " and git's version) is cut by _check_hunks,
+    # which alone can tell it from a removed line that reads "- "
+    return message, "".join(lines[index:]), index + 1
+
+
+def diff_line_index(lines: list[str]) -> int | None:
+    """The index of the line where a patch's diff begins (``diff --git``, or a ``---``/``+++`` pair); None: no diff."""
     for index, line in enumerate(lines):
         if line.startswith("diff --git ") or (
             line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ ")
         ):
-            message = "".join(lines[:index])
-            # format-patch puts "---", a diffstat and a blank line before the diff
-            message = re.split(r"(?m)^---\s*$", message, maxsplit=1)[0]
-            # the mail signature ("-- " and git's version) is cut by _check_hunks,
-            # which alone can tell it from a removed line that reads "- "
-            return message, "".join(lines[index:]), index + 1
-    return text, "", len(lines) + 1
+            return index
+    return None
+
+
+def is_mail(text: str) -> bool:
+    """Whether a patch's text is a mail (``git format-patch``'s ``From <commit> <date>`` first line), not a plain
+    diff with or without DEP-3 fields."""
+    return re.match(r"From [0-9a-f]{40} ", text.removeprefix("\ufeff")) is not None
 
 
 def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
     lines = _bare_lines(message)
-    if not lines or not re.match(r"^From [0-9a-f]{40} ", lines[0]):
+    if not lines or not is_mail(lines[0]):
         return "", message.strip("\n"), None, None
     headers: dict[str, str] = {}
     index, last = 1, None
@@ -165,7 +180,7 @@ def _parse_fields(body: str) -> list[tuple[str, str]]:
         match = _FIELD_LINE.match(line)
         if match:
             fields.append((match.group(1), match.group(2).strip()))
-        elif fields and line[:1] == " " and fields[-1][0] == "Description":
+        elif fields and line[:1] == " " and fields[-1][0] in ("Description", "Subject"):
             fields[-1] = (fields[-1][0], fields[-1][1] + "\n" + line.strip())
     return fields
 

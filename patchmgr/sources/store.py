@@ -253,7 +253,7 @@ class Store(CacheHealth):
         record = self._absent_record(upstream, commit)
         if not record.is_file() or not self.repo(upstream).has_commit(commit):
             return None
-        return [path for path in record.read_text().split("\n") if path]  # a path may hold a CR
+        return [path for path in record.read_text().split("\n") if path]  # LF only: a path may hold other breaks
 
     def resolve_ref(self, upstream: str, ref: str, urls: Sequence[str]) -> Fetched:
         """The commit that ``ref`` (branch, tag or commit) names at the upstream's source.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import errno
 import os
 import re
@@ -12,19 +11,17 @@ from pathlib import Path
 
 from patchmgr.check.status import UpstreamStatus
 from patchmgr.io.faults import step
-from patchmgr.io.git import PATCHMGR_AUTHOR, GitRepo, identity_env
+from patchmgr.io.git import GitRepo, identity_env
 from patchmgr.model.errors import GitError, StateError
+from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import sha256_bytes
-from patchmgr.model.urls import as_local_path
 from patchmgr.sources.release import ReleaseSource
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import urls_for
+from patchmgr.targets.absent import leave_out_absent
 from patchmgr.targets.ledger import AppliedPatch, CheckoutPart, UpstreamLedger
-
-_FIXED_DATE = "1970-01-01T00:00:00+00:00"
-
 
 # what git says when the disk is full (its first fatal line often names only the file it could not write)
 _DISK_FULL = re.compile(r"No space left on device|Out of diskspace|Disk quota exceeded|File too large", re.I)
@@ -161,16 +158,8 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
         full = any(_disk_full(error, folder) for error in errors)
         raise StateError(f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
                          _DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
-    origin = repo.run("remote", "get-url", "origin")
-    absent = recorded_absent if origin == str(store.repo_path(upstream.name)) else \
-        _absent_in_local_source(origin, commit)
-    if absent:
-        # A mirror without its large files: keep those paths in the index (so commits
-        # and `git status` stay exact) but out of the work tree.
-        repo.run("config", "core.sparseCheckout", "true")
-        patterns = ["/*"] + ["!/" + path for path in absent]
-        (folder / ".git" / "info").mkdir(exist_ok=True)
-        (folder / ".git" / "info" / "sparse-checkout").write_text("\n".join(patterns) + "\n")
+    cached = repo.run("remote", "get-url", "origin") == str(store.repo_path(upstream.name))
+    absent = leave_out_absent(repo, folder, commit, recorded_absent if cached else None)
     try:
         repo.run("checkout", "--quiet", "-B", "patchmgr", commit)
     except GitError as exc:
@@ -182,14 +171,6 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
     if real and repo.run("remote", "get-url", "origin") != real[0]:
         store.configure_remote(repo, real[0])
     return repo, commit, absent
-
-
-def _absent_in_local_source(url: str, commit: str) -> list[str]:
-    local = as_local_path(url)
-    if local is None or not local.exists():
-        return []
-    with GitRepo(local) as source:
-        return source.missing_blobs(commit)
 
 
 def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, list[str]]:
@@ -207,18 +188,15 @@ def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, 
     message = (f"{source.project} {source.version} from {source.file.filename}\n\n"
                f"Imported by patchmgr from the package index (sha256 {source.file.sha256}),\n"
                f"because no git source of the pin was reachable.\n")
-    env = identity_env(date=_FIXED_DATE)
+    env = identity_env(date=FIXED_DATE)
     repo.run("commit", "--quiet", "--no-verify", "-F", "-", stdin=message.encode(), env=env)
     repo.run("branch", "-M", "patchmgr")
     return repo, repo.resolve("HEAD"), []
 
 
 def _commit(repo: GitRepo, patch: PatchFile) -> None:
-    """One commit per patch, author and date from the patch, so the same series gives the same ids."""
-    name, address = PATCHMGR_AUTHOR
-    if patch.author:
-        parsed_name, parsed_address = email.utils.parseaddr(patch.author)
-        name, address = parsed_name or name, parsed_address or address
-    message = f"{patch.subject or patch.id}\n\n{patch.body}".strip() + "\n"
-    env = identity_env(name, address, patch.date or _FIXED_DATE)
-    repo.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=message.encode(), env=env)
+    """One commit per patch, message, author and date from the patch in whatever form it is (``model.mail``),
+    so the same series gives the same ids, and edit --onto's git am makes the same commit."""
+    spec = commit_spec(patch)
+    env = identity_env(spec.name, spec.address, spec.date)
+    repo.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=spec.message.encode(), env=env)

@@ -34,6 +34,7 @@ from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
 from patchmgr.sources.store import Store
+from patchmgr.targets.absent import absent_note
 from patchmgr.targets.build import _CAUSE_HINT, _DISK_HINT, _detail, _disk_full, build_checkout
 from patchmgr.targets.checkout_verify import verify_into
 from patchmgr.targets.into_lock import REPLACED, STAGING, STATE, locked_into
@@ -242,4 +243,6 @@ def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, 
         if notes is not None and branches:
             notes.append(f"saved local work of {work.name} on {'branch' if len(branches) == 1 else 'branches'} "
                          f"{', '.join(branches)} in {work.folder} ({work.counts()})")
+    if notes is not None:
+        notes += [absent_note(e.name, e.pin[:12], e.checkout.absent) for e in built if e.checkout and e.checkout.absent]
     return ledger
