@@ -7,9 +7,10 @@ before any manifest is read), so that nothing is ever planned from half-written 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from patchmgr.io.confine import leaves
 from patchmgr.io.journal import JOURNAL, apply_transaction, locked_recovery
 from patchmgr.model.errors import StateError
 
@@ -32,7 +33,7 @@ def recover_project(root: Path) -> str | None:
     state = state_dir(root)
     if not os.path.lexists(state / JOURNAL):
         return None
-    with locked_recovery(state, _RECOVER_HINT) as done:
+    with locked_recovery(state, _RECOVER_HINT, inside=root) as done:
         return done.message
 
 
@@ -42,16 +43,18 @@ def write_files(root: Path, writes: Mapping[Path, bytes | None], expected: Mappi
     ``expected`` holds the bytes each file had when the plan read it (None:
     absent); a file that changed since (another run, an editor) refuses the
     whole write, so a plan never overwrites work it did not see. Every path must
-    be a regular file or absent, in a folder patchmgr may write. Only then is
-    anything written, all of it or (on any failure, or a crash) none.
+    be a regular file or absent, in a folder patchmgr may write, inside ``root``
+    (no folder on the way a link out of it). Only then is anything written, all
+    of it or (on any failure, or a crash) none. Refresh, bump, export, edit and
+    import all write through here.
     """
     if not writes:
         return
-    _check_paths(writes)
+    check_paths(root, writes)
     state = state_dir(root)
     try:
         # a run killed since this one planned: its files are put back first
-        with locked_recovery(state, _RECOVER_HINT, lock_error=_cannot_write):
+        with locked_recovery(state, _RECOVER_HINT, lock_error=_cannot_write, inside=root):
             for path, data in expected.items():
                 if _current(path) != data:
                     raise StateError(f"{path} changed while patchmgr was working on it; nothing was written",
@@ -67,8 +70,15 @@ def _cannot_write(exc: OSError) -> StateError:
                       "fix the cause, then run again")
 
 
-def _check_paths(writes: Mapping[Path, bytes | None]) -> None:
+def check_paths(root: Path, writes: Iterable[Path]) -> None:
+    """Refuse (``StateError``, nothing written) a path that is not a regular file or absent, outside ``root``
+    or through a link out of it, or in a folder that cannot be written."""
     for path in writes:
+        why = leaves(root, path)
+        if why is not None:
+            raise StateError(f"{why}: patchmgr writes the project's files only inside its root; nothing was written",
+                             "put a real folder (or the file) inside the project in place of the link, then run "
+                             "again")
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise StateError(f"{path} is not a regular file; nothing was written",
                              "put the file back as a plain file, then run again")

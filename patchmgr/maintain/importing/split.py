@@ -41,7 +41,7 @@ class PieceSpec:
 
 def read_mapping(path: Path) -> dict[str, list[str]]:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not TOML
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--map {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})",
                          "give the TOML mapping file: topic = [\"path\", \"path#2\"]") from None
