@@ -198,6 +198,12 @@ def test_bump_inherits_it_a_manifests_folder_linked_out_of_the_project_is_not_re
     assert (outside / "t.toml").read_bytes() == before
 
 
+def test_the_one_file_outside_the_root_a_project_transaction_writes_is_the_edit_record():
+    from patchmgr.maintain.edit_record import RECORD
+    from patchmgr.targets.project_files import CHECKOUT_RECORD
+    assert CHECKOUT_RECORD == RECORD
+
+
 def test_recovery_puts_nothing_back_through_a_link_out_of_the_project(tmp_path, cli, project):
     outside = tmp_path / "outside"
     outside.mkdir()

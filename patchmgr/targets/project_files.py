@@ -2,12 +2,17 @@
 
 Every command recovers an interrupted one first (``recover_project``, called by the command line
 before any manifest is read), so that nothing is ever planned from half-written files.
+
+Every write, and every file a recovery puts back, stays inside the project root (``place_problem``):
+a ``patches/<upstream>`` or ``manifests`` folder that is a link out of the project is refused, and a
+journal naming a path outside it is damaged, so nothing is written or put back through it.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from functools import partial
 from pathlib import Path
 
 from patchmgr.io.confine import leaves
@@ -15,6 +20,9 @@ from patchmgr.io.journal import JOURNAL, apply_transaction, locked_recovery
 from patchmgr.model.errors import StateError
 
 STATE = ".patchmgr-state"  # in the project root: the lock and the journal of refresh, bump and export
+# export writes the edit checkout's record (maintain/edit_record.py RECORD) in the same transaction as the
+# patches: the one file outside the project root that a project transaction writes
+CHECKOUT_RECORD = "patchmgr-edit.json"
 
 
 def state_dir(root: Path) -> Path:
@@ -33,7 +41,7 @@ def recover_project(root: Path) -> str | None:
     state = state_dir(root)
     if not os.path.lexists(state / JOURNAL):
         return None
-    with locked_recovery(state, _RECOVER_HINT, inside=root) as done:
+    with locked_recovery(state, _RECOVER_HINT, place=partial(place_problem, root)) as done:
         return done.message
 
 
@@ -54,7 +62,7 @@ def write_files(root: Path, writes: Mapping[Path, bytes | None], expected: Mappi
     state = state_dir(root)
     try:
         # a run killed since this one planned: its files are put back first
-        with locked_recovery(state, _RECOVER_HINT, lock_error=_cannot_write, inside=root):
+        with locked_recovery(state, _RECOVER_HINT, lock_error=_cannot_write, place=partial(place_problem, root)):
             for path, data in expected.items():
                 if _current(path) != data:
                     raise StateError(f"{path} changed while patchmgr was working on it; nothing was written",
@@ -70,11 +78,19 @@ def _cannot_write(exc: OSError) -> StateError:
                       "fix the cause, then run again")
 
 
+def place_problem(root: Path, path: Path) -> str | None:
+    """Why a project transaction may not write ``path``, or None: it stays inside ``root`` (no link out of it),
+    or it is an edit checkout's record in that checkout's own ``.git`` folder."""
+    if path.name == CHECKOUT_RECORD and path.parent.name == ".git":
+        return leaves(path.parent.parent, path)
+    return leaves(root, path)
+
+
 def check_paths(root: Path, writes: Iterable[Path]) -> None:
     """Refuse (``StateError``, nothing written) a path that is not a regular file or absent, outside ``root``
     or through a link out of it, or in a folder that cannot be written."""
     for path in writes:
-        why = leaves(root, path)
+        why = place_problem(root, path)
         if why is not None:
             raise StateError(f"{why}: patchmgr writes the project's files only inside its root; nothing was written",
                              "put a real folder (or the file) inside the project in place of the link, then run "
