@@ -218,6 +218,12 @@ def test_recovery_puts_nothing_back_through_a_link_out_of_the_project(tmp_path, 
     result = cli("lint")
     assert result.code == 1 and "damaged" in result.err and "outside" in result.err, result.out + result.err
     assert (outside / "a.patch").read_bytes() == b"theirs\n"
+    # a journal that would remove a folder out of the project (a committed one is only cleaned up): nothing goes
+    (journal / "journal.json").write_text(json.dumps({"state": "committed", "moves": [], "made": [], "entries": [],
+                                                      "discard": [str(outside)]}))
+    result = cli("lint")
+    assert result.code == 1 and "damaged" in result.err, result.out + result.err
+    assert (outside / "a.patch").read_bytes() == b"theirs\n"
 
 
 # -- 13.5: odd input: a byte-order mark is ignored, control characters in paths are bad input ---------------------
@@ -265,3 +271,12 @@ def test_a_control_character_in_a_path_is_bad_input_not_a_bug(tmp_path, cli, pro
         assert not any(ch in result.err for ch in "\x01\x1b\x85"), result.err
     assert not list((project.root / "manifests").iterdir())
     assert os.listdir(project.root / "patches") == []
+
+
+def test_a_byte_order_mark_at_the_start_of_a_patch_file_is_ignored(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(b"\xef\xbb\xbf" + dirty_diff(lib, lib.head(), MONOLITH))
+    result = cli(*import_args(lib, tmp_path / "lib.patch"), "--json", "--dry-run")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert [p["id"] for p in up["pieces"]] == ["a", "b", "c"] and up["proven"], up

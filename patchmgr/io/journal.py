@@ -216,7 +216,8 @@ def _read_journal(marker: Path, place: PlaceCheck | None = None) -> dict:
                 typed(path, str, f"a path in {key}")
         if place is not None:
             named = [e["path"] for e in doc["entries"]] + [p for m in doc.get("moves", []) for p in m]
-            why = next(filter(None, (place(Path(path)) for path in named + doc.get("discard", []))), None)
+            named += doc.get("discard", []) + doc.get("made", [])
+            why = next(filter(None, (place(Path(path)) for path in named)), None)
             if why:
                 raise ValueError(f"it names a path out of its place: {why}")
     except (ValueError, KeyError, TypeError, RecursionError) as exc:

@@ -96,9 +96,9 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
             found.append(Monolith(name, path, str(path), read_monolith(path, name)))
         else:
             raise UsageError(f"{path} does not exist", "give a series.conf, a per-version folder or patch files")
-    for item in found:
-        plain_path(item.shown, "the patch")
     found = [_in_repository(item) for item in found]
+    for item in found:  # as the manifest's comment and the pieces' Origin will name it
+        plain_path(item.shown, "the patch")
     seen: dict[str, Monolith] = {}
     for item in found:
         if item.upstream in seen:
