@@ -145,11 +145,15 @@ def test_a_token_in_a_dockerfile_clone_url_is_not_written_nor_printed(tmp_path, 
 def test_a_token_given_with_git_is_not_written_nor_printed(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    for url in (f"https://{SECRET}@example.invalid/lib.git", f"https://oauth2:{SECRET}@example.invalid/lib.git"):
-        result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={url}",
-                     "--source", f"lib={lib.path}", "--dry-run")
+    for target, url in (("t1", f"https://{SECRET}@example.invalid/lib.git"),
+                        ("t2", f"https://oauth2:{SECRET}@example.invalid/lib.git")):
+        result = cli("import", str(tmp_path / "lib.patch"), "--target", target, "--git", f"lib={url}",
+                     "--source", f"lib={lib.path}")
         assert result.code == 0, result.out + result.err
         assert SECRET not in result.out + result.err and "holds credentials" in result.out, result.out
+        assert 'git = "https://example.invalid/lib.git"' in (project.root / f"manifests/{target}.toml").read_text()
+        for piece in (project.root / "patches/lib").iterdir():
+            piece.unlink()  # the next target imports the same pieces
     # fetching fails (no --source, a host that does not resolve): the error names the URL without the token
     failed = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git",
                  f"lib=https://{SECRET}@example.invalid/lib.git", "--json")
