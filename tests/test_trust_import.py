@@ -150,8 +150,9 @@ def test_a_token_given_with_git_is_not_written_nor_printed(tmp_path, cli, projec
         result = cli("import", str(tmp_path / "lib.patch"), "--target", target, "--git", f"lib={url}",
                      "--source", f"lib={lib.path}")
         assert result.code == 0, result.out + result.err
+        manifest = (project.root / f"manifests/{target}.toml").read_text()
+        assert SECRET not in manifest and 'git = "https://example.invalid/lib.git"' in manifest, manifest
         assert SECRET not in result.out + result.err and "holds credentials" in result.out, result.out
-        assert 'git = "https://example.invalid/lib.git"' in (project.root / f"manifests/{target}.toml").read_text()
         for piece in (project.root / "patches/lib").iterdir():
             piece.unlink()  # the next target imports the same pieces
     # fetching fails (no --source, a host that does not resolve): the error names the URL without the token
