@@ -285,3 +285,31 @@ def test_a_byte_order_mark_at_the_start_of_a_patch_file_is_ignored(tmp_path, cli
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert [p["id"] for p in up["pieces"]] == ["a", "b", "c"] and up["proven"], up
+
+
+def test_a_name_with_a_trailing_line_break_is_bad_input(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    (tmp_path / "map.toml").write_text('"first\\n" = ["src/a.py"]\n')
+    for extra, said in ((["--upstream", "lib\n"], "is not an upstream name"),
+                        (["--map", str(tmp_path / "map.toml")], "cannot name a patch")):
+        result = cli(*import_args(lib, tmp_path / "lib.patch"), *extra)
+        assert result.code == 2 and said in result.err, result.out + result.err
+    target = cli("import", str(tmp_path / "lib.patch"), "--target", "t\n", "--git", f"lib={URL.format('lib')}",
+                 "--source", f"lib={lib.path}")
+    assert target.code == 2 and "cannot name a manifest" in target.err, target.out + target.err
+    assert not list((project.root / "manifests").iterdir()) and not list((project.root / "patches").iterdir())
+
+
+def test_a_fifo_given_as_the_dockerfile_is_bad_input_not_a_hang(tmp_path, project):
+    import subprocess
+    import sys
+
+    import patchmgr
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    os.mkfifo(tmp_path / "Dockerfile")
+    done = subprocess.run([sys.executable, "-m", "patchmgr", "import", str(tmp_path / "lib.patch"), "--target", "t",
+                           "--dockerfile", str(tmp_path / "Dockerfile"), "--root", str(project.root)],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(patchmgr.__file__).parents[1])})
+    assert done.returncode == 2 and "not a regular file" in done.stderr, done.stdout + done.stderr

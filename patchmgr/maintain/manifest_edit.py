@@ -80,7 +80,7 @@ def check_manifest(path: Path, text: str, patches_dir: Path, planned: Collection
             continue
         fresh = {pid for pid in listed if isinstance(pid, str) and patches_dir / name / f"{pid}.patch" in planned}
         for pid in fresh:  # the validator below checks the others, with their files
-            if not PATCH_ID.match(pid):
+            if not PATCH_ID.fullmatch(pid):
                 raise ManifestError(f"{path}: {pid!r} is not a patch id (letters, digits, '.', '_', '+', '-')",
                                     "rename the commit's patch (its git note) and run again")
         if fresh and len(set(listed)) != len(listed):

@@ -59,7 +59,7 @@ def upstream_name(folder: str, where: str) -> str:
     base = PurePosixPath(folder.rstrip("/")).name
     base = base[:-4] if base.endswith(".git") else base
     name = base.lower().replace("_", "-")
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):  # fullmatch: "$" would let a trailing line break through
         raise UsageError(f"{where}: cannot name an upstream after {folder!r}",
                          "pass --upstream NAME for a single patch, or rename the folder")
     return name
@@ -89,13 +89,14 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
         elif path.is_dir():
             found += read_version_folder(path, version)
         elif path.is_file():
-            if upstream and not NAME.match(upstream):
+            if upstream and not NAME.fullmatch(upstream):
                 raise UsageError(f"--upstream {upstream!r} is not an upstream name",
                                  "use lower-case letters, digits, '.', '_' or '-'")
             name = upstream or upstream_name(path.stem, str(path))
             found.append(Monolith(name, path, str(path), read_monolith(path, name)))
         else:
-            raise UsageError(f"{path} does not exist", "give a series.conf, a per-version folder or patch files")
+            why = "is not a regular file or a folder" if path.exists() else "does not exist"
+            raise UsageError(f"{path} {why}", "give a series.conf, a per-version folder or patch files")
     found = [_in_repository(item) for item in found]
     for item in found:  # as the manifest's comment and the pieces' Origin will name it
         plain_path(item.shown, "the patch")
@@ -181,7 +182,7 @@ def read_version_folder(folder: Path, wanted: str | None, repository: Path | Non
     """``<folder>/<version>/<upstream>.patch`` (the highest version unless ``wanted``), or a version's folder;
     nothing outside ``repository`` (the folder given) is read."""
     repository = repository or folder.resolve()
-    own = [checked(repository, p, str(folder), "the patch") for p in sorted(folder.glob("*.patch"))]
+    own = [checked(repository, p, str(folder), "the patch") for p in sorted(folder.glob("*.patch")) if p.is_file()]
     if own:
         version = _version(folder.name)
         return [Monolith(upstream_name(p.stem, str(p)), p, str(p), read_monolith(p, upstream_name(p.stem, str(p))),
@@ -276,6 +277,8 @@ def _name_or_none(folder: str | None) -> str | None:
 
 def _read_text(path: Path, what: str, hint: str) -> str:
     """A UTF-8 text file; a byte-order mark at its start is not text (editors on Windows write one)."""
+    if path.exists() and not path.is_file():  # a FIFO or a device would block the read, or never end
+        raise UsageError(f"{what}: not a regular file", hint)
     try:
         return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
