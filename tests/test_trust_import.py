@@ -291,8 +291,8 @@ def test_a_name_with_a_trailing_line_break_is_bad_input(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     (tmp_path / "map.toml").write_text('"first\\n" = ["src/a.py"]\n')
-    for extra, said in ((["--upstream", "lib\n"], "is not an upstream name"),
-                        (["--map", str(tmp_path / "map.toml")], "cannot name a patch")):
+    for extra, said in ((["--map", str(tmp_path / "map.toml")], "cannot name a patch"),
+                        (["--upstream", "lib\n"], "is not an upstream name")):
         result = cli(*import_args(lib, tmp_path / "lib.patch"), *extra)
         assert result.code == 2 and said in result.err, result.out + result.err
     target = cli("import", str(tmp_path / "lib.patch"), "--target", "t\n", "--git", f"lib={URL.format('lib')}",
