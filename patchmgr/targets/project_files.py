@@ -58,7 +58,7 @@ def write_files(root: Path, writes: Mapping[Path, bytes | None], expected: Mappi
     """
     if not writes:
         return
-    check_paths(root, writes)
+    _check_paths(root, writes)
     state = state_dir(root)
     try:
         # a run killed since this one planned: its files are put back first
@@ -86,15 +86,21 @@ def place_problem(root: Path, path: Path) -> str | None:
     return leaves(root, path)
 
 
-def check_paths(root: Path, writes: Iterable[Path]) -> None:
-    """Refuse (``StateError``, nothing written) a path that is not a regular file or absent, outside ``root``
-    or through a link out of it, or in a folder that cannot be written."""
-    for path in writes:
+def check_places(root: Path, paths: Iterable[Path]) -> None:
+    """Refuse (``StateError``, nothing written) a path outside ``root`` or through a link out of it: what a plan
+    (a dry run too) can say before any work is written."""
+    for path in paths:
         why = place_problem(root, path)
         if why is not None:
             raise StateError(f"{why}: patchmgr writes the project's files only inside its root; nothing was written",
                              "put a real folder (or the file) inside the project in place of the link, then run "
                              "again")
+
+
+def _check_paths(root: Path, writes: Iterable[Path]) -> None:
+    """``check_places``, and every path a regular file or absent, in a folder that can be written."""
+    check_places(root, writes)
+    for path in writes:
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise StateError(f"{path} is not a regular file; nothing was written",
                              "put the file back as a plain file, then run again")

@@ -19,7 +19,7 @@ from tomlkit.items import Array, Table
 from patchmgr.maintain.manifest_edit import check_manifest, set_comment
 from patchmgr.model.errors import ManifestError, UsageError
 from patchmgr.model.project import Project
-from patchmgr.targets.project_files import check_paths, write_files
+from patchmgr.targets.project_files import check_places, write_files
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def plan_writes(project: Project, target: str, description: str, entries: list[U
                 raise UsageError(f"{file.relative_to(project.root)} exists; import never overwrites a patch file, "
                                  "nothing was written", "remove or rename it, or name the pieces otherwise (--map)")
             writes[file] = data
-    check_paths(project.root, [*writes, path])  # a dry run says it too: a link out of the project is refused
+    check_places(project.root, [*writes, path])  # a dry run says it too: a link out of the project is refused
     text = manifest_text(existing, path, target, description, entries)
     check_manifest(path, text, project.patches_dir, planned=set(writes))
     writes[path] = text.encode("utf-8")
