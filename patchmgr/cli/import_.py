@@ -68,7 +68,7 @@ def command(
     session = Session("import", root, json_output)
     if not target:
         raise missing("import", "--target NAME", "name the target to create or add to: --target ascend")
-    if not NAME.match(target):
+    if not NAME.fullmatch(target):
         raise UsageError(f"--target {target!r} cannot name a manifest", "use lower-case letters, digits, '.', '_', '-'")
     if split not in MODES:
         raise UsageError(f"--split {split!r} is not one of: {', '.join(MODES)}", "use --split file or --split hunk")

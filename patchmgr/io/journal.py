@@ -36,6 +36,7 @@ from patchmgr.model.errors import StateError
 from patchmgr.model.records import text_or_none, typed
 
 JOURNAL = "journal"
+PlaceCheck = Callable[[Path], "str | None"]  # why a path may not be written there, or None
 
 
 def _journal_paths(state_dir: Path) -> None:
@@ -134,11 +135,11 @@ def _remove_temp(path: Path) -> None:
         temp.unlink()
 
 
-def recover_or_fail(state_dir: Path, hint: str) -> str | None:
+def recover_or_fail(state_dir: Path, hint: str, place: PlaceCheck | None = None) -> str | None:
     """``recover`` (under the caller's lock), or one ``StateError`` naming the cause: the same words for every
     state folder (an environment's, the project's)."""
     try:
-        return recover(state_dir)
+        return recover(state_dir, place)
     except OSError as exc:
         raise _recovery_failed(state_dir, exc, hint) from None
 
@@ -149,11 +150,13 @@ def _recovery_failed(state_dir: Path, exc: OSError, hint: str) -> StateError:
                       hint)
 
 
-def recover(state_dir: Path) -> str | None:
+def recover(state_dir: Path, place: PlaceCheck | None = None) -> str | None:
     """Finish or undo an interrupted transaction; say which, or None when there was none.
 
     Safe to run again if it is itself interrupted: each undo is a rename or an
-    atomic write, and the journal goes last.
+    atomic write, and the journal goes last. With ``place``, a journal naming a
+    path that ``place`` refuses (one outside the project, or through a link out
+    of it) is damaged: nothing is put back through it.
     """
     journal = state_dir / JOURNAL
     marker = journal / "journal.json"
@@ -164,7 +167,7 @@ def recover(state_dir: Path) -> str | None:
         # killed while saving: nothing was written yet
         remove_tree(journal)
         return "an interrupted run had not started writing; nothing to undo"
-    doc = _read_journal(marker)
+    doc = _read_journal(marker, place)
     if doc["state"] == "committed":
         _settle(journal, doc)
         return "an interrupted run had finished writing; cleaned up after it"
@@ -190,7 +193,7 @@ DAMAGED_HINT = ("patchmgr cannot tell what the interrupted run changed: check th
                 "backup, or reinstall), then remove the journal folder")
 
 
-def _read_journal(marker: Path) -> dict:
+def _read_journal(marker: Path, place: PlaceCheck | None = None) -> dict:
     """The journal, every field checked before anything is undone: a damaged one changes nothing."""
     try:
         doc = json.loads(marker.read_text(encoding="utf-8"))
@@ -211,6 +214,12 @@ def _read_journal(marker: Path) -> dict:
         for key in ("discard", "made"):
             for path in typed(doc.get(key, []), list, key):
                 typed(path, str, f"a path in {key}")
+        if place is not None:
+            named = [e["path"] for e in doc["entries"]] + [p for m in doc.get("moves", []) for p in m]
+            named += doc.get("discard", []) + doc.get("made", [])
+            why = next(filter(None, (place(Path(path)) for path in named)), None)
+            if why:
+                raise ValueError(f"it names a path out of its place: {why}")
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
         raise StateError(f"{marker} is damaged ({why}); nothing was changed",
@@ -265,7 +274,8 @@ class Recovered:
 
 @contextmanager
 def locked_recovery(state_dir: Path, hint: str, *, leftovers: Callable[[], str | None] | None = None,
-                    lock_error: Callable[[OSError], StateError | None] | None = None) -> Iterator[Recovered]:
+                    lock_error: Callable[[OSError], StateError | None] | None = None,
+                    place: PlaceCheck | None = None) -> Iterator[Recovered]:
     """Lock, recover, report: the one way every state folder is recovered (DIR's, an environment's, the
     project's, an edit checkout's staging).
 
@@ -274,6 +284,8 @@ def locked_recovery(state_dir: Path, hint: str, *, leftovers: Callable[[], str |
     clean-up of what a killed run left outside the journal, saying what it did), and yields what was done.
     A lock that cannot be taken is ``lock_error``'s error (or, when it returns None, the body runs without the
     lock and without recovering: a read-only place nothing can be changing); by default "cannot lock".
+    ``place``: why a path the journal names may not be written (None: it may), for a state folder whose
+    writes stay in one place (the project's).
     """
     waited = 0.0
     while True:
@@ -290,7 +302,7 @@ def locked_recovery(state_dir: Path, hint: str, *, leftovers: Callable[[], str |
             waited += lock.waited
             if not _lock_file_current(lock):
                 continue  # a failed run removed the folder it had made while this one waited: lock it anew
-            message = recover_or_fail(state_dir, hint)
+            message = recover_or_fail(state_dir, hint, place)
             if leftovers is not None:
                 try:
                     extra = leftovers()

@@ -7,6 +7,10 @@ the new text; ``check_manifest`` validates it as a manifest before anything is
 written, and ``write_files`` writes it together with the patch files that go
 with it (refresh, bump, export) in one journaled transaction: all or nothing,
 across a crash (an interrupted run is rolled back by the next one).
+
+Every text goes into the TOML as data: values and keys through tomlkit (which
+escapes them), comments through ``set_comment`` (one line, control characters
+written as their escapes), never formatted into TOML text by hand.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import tomlkit
-from tomlkit.items import Array, Table
+from tomlkit.items import Array, Item, Table
 
+from patchmgr.io.confine import shown
 from patchmgr.model.errors import ManifestError, PatchmgrError
 from patchmgr.model.manifest import PATCH_ID, _Validator
 from patchmgr.model.project import Project
@@ -29,12 +34,16 @@ def pin_text(text: str, path: Path, upstream: str, commit: str, ref: str, versio
 
     def change(table: Table) -> None:
         table["commit"] = commit
-        item = table["commit"]
-        item.trivia.comment_ws, item.trivia.comment = ("  ", f"# {ref}") if not FULL_SHA.match(ref) else ("", "")
+        set_comment(table["commit"], ref if not FULL_SHA.match(ref) else None)
         if version is not None:
             table["version"] = version
 
     return _edit(text, path, upstream, change)
+
+
+def set_comment(item: Item, text: str | None) -> None:
+    """``item``'s end-of-line comment (None: none), as data: a line break in it would start live TOML."""
+    item.trivia.comment_ws, item.trivia.comment = ("  ", f"# {shown(text)}") if text else ("", "")
 
 
 def series_text(text: str, path: Path, upstream: str, patch_ids: Sequence[str]) -> str:
@@ -71,7 +80,7 @@ def check_manifest(path: Path, text: str, patches_dir: Path, planned: Collection
             continue
         fresh = {pid for pid in listed if isinstance(pid, str) and patches_dir / name / f"{pid}.patch" in planned}
         for pid in fresh:  # the validator below checks the others, with their files
-            if not PATCH_ID.match(pid):
+            if not PATCH_ID.fullmatch(pid):
                 raise ManifestError(f"{path}: {pid!r} is not a patch id (letters, digits, '.', '_', '+', '-')",
                                     "rename the commit's patch (its git note) and run again")
         if fresh and len(set(listed)) != len(listed):

@@ -29,3 +29,18 @@ def as_local_path(location: str) -> Path | None:
     if colon >= 0 and (slash < 0 or colon < slash):
         return None
     return Path(location).expanduser()
+
+
+_AUTHORITY = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[^/?#]*)(?P<rest>.*)$", re.S)
+
+
+def without_credentials(url: str) -> str:
+    """``url`` as a project file may hold it: no password, and over http(s) no user either (a token is often
+    given as the user: ``https://glpat-...@host``); an ssh user (``ssh://git@host``) is a login, not a secret."""
+    match = _AUTHORITY.match(url)
+    if not match or "@" not in match["authority"]:
+        return url
+    userinfo, _, host = match["authority"].rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    keep = f"{user}@" if user and "ssh" in match["scheme"].lower() else ""
+    return f"{match['scheme']}{keep}{host}{match['rest']}"

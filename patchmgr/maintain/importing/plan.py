@@ -24,6 +24,7 @@ from patchmgr.engine.classify import Overlay, check_series
 from patchmgr.engine.place import _Failure
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.evidence import explain_upstream
+from patchmgr.io.confine import control_character, shown
 from patchmgr.io.git import merge_texts
 from patchmgr.maintain.importing.pin import Base, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
@@ -37,7 +38,7 @@ from patchmgr.model.lint import IMPORT_STUB
 from patchmgr.model.manifest import Upstream, url_problem
 from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
-from patchmgr.model.urls import mask_url
+from patchmgr.model.urls import mask_url, without_credentials
 from patchmgr.sources.cache_errors import UnknownRef
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource
@@ -141,16 +142,9 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
          scratch: Scratch) -> tuple[UpstreamImport, UpstreamEntry, set[str]]:
     name = monolith.upstream
     declared = options.declared.get(name, Declared())
-    git = options.git.get(name) or declared.url or (existing.git if existing else None)
-    if not git:
-        raise UsageError(f"no git URL for upstream {name} ({monolith.shown})",
-                         f"pass --git {name}=URL, or --dockerfile with its git clone line")
-    problem = url_problem(git)
-    if problem:
-        raise UsageError(f"the git URL of {name} ({mask_url(git)}): {problem}",
-                         f"pass --git {name}=https://... (and --source {name}=PATH for a local clone)")
-    urls = (options.overrides[name],) if name in options.overrides else (git,)
     notes: list[str] = []
+    git = _git_url(name, options, declared, existing, monolith, notes)
+    urls = (options.overrides[name],) if name in options.overrides else (git,)
     given = _given(store, name, urls, options, declared, existing, monolith, notes)
     searched: list[str] = []
 
@@ -209,6 +203,32 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
     entry = UpstreamEntry(name, git, pin, comment, monolith.version if not existing else None,
                           tuple((p.id, d) for p, d in zip([p for p in pieces if p.imported], data)))
     return result, entry, used
+
+
+def _git_url(name: str, options: ImportOptions, declared: Declared, existing: Upstream | None, monolith: Monolith,
+             notes: list[str]) -> str:
+    """The upstream's URL as the manifest names it and import fetches it: credentials (a token in a
+    Dockerfile's clone URL, or given with --git) are left out of both, and a note says so."""
+    if name in options.git:
+        given, where = options.git[name], f"--git {name}"
+    elif declared.url:
+        given, where = declared.url, declared.where
+    else:
+        given, where = (existing.git if existing else None), f"the manifest of {options.target}"
+    if not given:
+        raise UsageError(f"no git URL for upstream {name} ({monolith.shown})",
+                         f"pass --git {name}=URL, or --dockerfile with its git clone line")
+    git = without_credentials(given)
+    char = control_character(git)
+    problem = url_problem(git) or (f"holds a control character ({char})" if char else None)
+    if problem:
+        raise UsageError(f"the git URL of {name} ({where}: {shown(mask_url(git))}): {problem}",
+                         f"pass --git {name}=https://... (and --source {name}=PATH for a local clone)")
+    if git != given:
+        notes.append(f"the git URL of {name} ({where}) holds credentials: the manifest names it without them "
+                     f"({git}), and import fetched it so too; give git the credentials (a credential helper), or "
+                     f"fetch with --source {name}=LOCATION")
+    return git
 
 
 def _at_given(result: CheckResult, pin: str) -> str:

@@ -4,13 +4,15 @@ Three layouts of an existing patch set are read:
 
 - a ``series.conf`` (or a folder holding one): ordered lines ``target_worktree|image_patch|source_patch``,
   ``#`` starting a comment; the upstream is named after the worktree's folder (``<ws>/Megatron-Bridge``:
-  ``megatron-bridge``);
+  ``megatron-bridge``); ``source_patch`` is relative to the root of the repository holding the series
+  (``places``), and is read only inside it;
 - a per-version folder ``<folder>/<upstream version>/<upstream>.patch`` (the highest version, or the one
-  asked for), or one version's folder itself;
+  asked for), or one version's folder itself, read only inside that folder;
 - single patch files, each named after its upstream (``mindspeed.patch``) unless ``--upstream`` names it.
 
 A Dockerfile's ``git clone URL DIR`` and ``git checkout SHA`` lines give URLs and pins. Everything is read
 and checked here, before anything else runs: bad input is one ``UsageError`` naming the file and line.
+A byte-order mark at the start of a series.conf or a Dockerfile is not part of its first line.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.io.git import GitRepo
+from patchmgr.maintain.importing.places import checked, inside, plain_path, repository_of
 from patchmgr.model.errors import GitError, UsageError
 from patchmgr.model.manifest import NAME
 from patchmgr.model.patchfile import PatchFile, parse_patch
@@ -56,7 +59,7 @@ def upstream_name(folder: str, where: str) -> str:
     base = PurePosixPath(folder.rstrip("/")).name
     base = base[:-4] if base.endswith(".git") else base
     name = base.lower().replace("_", "-")
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):  # fullmatch: "$" would let a trailing line break through
         raise UsageError(f"{where}: cannot name an upstream after {folder!r}",
                          "pass --upstream NAME for a single patch, or rename the folder")
     return name
@@ -67,6 +70,8 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
     if not paths:
         raise UsageError("import needs the patch set to read: a series.conf, a per-version folder or patch files",
                          "for example: patchmgr import --target ascend docker/npu_patch/series.conf")
+    for path in paths:
+        plain_path(str(path), "the path")
     found: list[Monolith] = []
     singles = [p for p in paths if p.is_file() and p.name != SERIES_CONF]
     if upstream and len(paths) > 1:
@@ -84,14 +89,17 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
         elif path.is_dir():
             found += read_version_folder(path, version)
         elif path.is_file():
-            if upstream and not NAME.match(upstream):
+            if upstream and not NAME.fullmatch(upstream):
                 raise UsageError(f"--upstream {upstream!r} is not an upstream name",
                                  "use lower-case letters, digits, '.', '_' or '-'")
             name = upstream or upstream_name(path.stem, str(path))
             found.append(Monolith(name, path, str(path), read_monolith(path, name)))
         else:
-            raise UsageError(f"{path} does not exist", "give a series.conf, a per-version folder or patch files")
+            why = "is not a regular file or a folder" if path.exists() else "does not exist"
+            raise UsageError(f"{path} {why}", "give a series.conf, a per-version folder or patch files")
     found = [_in_repository(item) for item in found]
+    for item in found:  # as the manifest's comment and the pieces' Origin will name it
+        plain_path(item.shown, "the patch")
     seen: dict[str, Monolith] = {}
     for item in found:
         if item.upstream in seen:
@@ -108,8 +116,8 @@ def _in_repository(item: Monolith) -> Monolith:
 
     The repository is the user's own checkout, read with its configuration distrusted like any other."""
     path = item.path.resolve()
-    top = next((folder for folder in path.parents if (folder / ".git").exists()), None)
-    if top is None:
+    top = repository_of(path.parent)
+    if not (top / ".git").exists():
         return item
     relative = path.relative_to(top).as_posix()
     try:
@@ -130,17 +138,15 @@ def read_monolith(path: Path, upstream: str) -> PatchFile:
 
 def read_series_conf(conf: Path) -> list[Monolith]:
     """The lines of a series.conf, top to bottom: ``target_worktree|image_patch|source_patch``."""
-    try:
-        text = conf.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{conf}: cannot be read ({getattr(exc, 'strerror', None) or exc})",
-                         "give a UTF-8 series.conf") from None
+    text = _read_text(conf, f"{conf}", "give a UTF-8 series.conf")
+    repository = repository_of(conf.parent)
     found = []
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in _lines(text):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         where = f"{conf}:{number}"
+        plain_path(line, f"{where}: the line")
         parts = [part.strip() for part in line.split("|")]
         if len(parts) != 3 or not all(parts):
             raise UsageError(f"{where}: {raw.strip()!r} is not target_worktree|image_patch|source_patch",
@@ -148,33 +154,35 @@ def read_series_conf(conf: Path) -> list[Monolith]:
                              "<ws>/Megatron-Bridge|megatron-bridge.patch|docker/npu_patch/megatron-bridge.patch")
         worktree, image_patch, source_patch = parts
         name = upstream_name(worktree, where)
-        path = _locate(conf.parent, source_patch, image_patch)
+        path = _locate(repository, conf.parent, source_patch, image_patch, where)
         if path is None:
-            raise UsageError(f"{where}: the patch {source_patch} is not found next to {conf} or above it",
-                             "run import from the repository that holds the patches, or fix the line")
+            raise UsageError(f"{where}: the patch {source_patch} is not in the repository {repository} (the git "
+                             f"work tree holding {conf.name}, or its folder outside git), nor next to {conf.name}",
+                             "name source_patch relative to that repository's root, or fix the line")
         found.append(Monolith(name, path, source_patch, read_monolith(path, name)))
     if not found:
         raise UsageError(f"{conf} lists no patches", "add target_worktree|image_patch|source_patch lines")
     return found
 
 
-def _locate(folder: Path, source_patch: str, image_patch: str) -> Path | None:
-    """``source_patch`` is relative to the repository root the series.conf lives in: try each folder up."""
-    relative = PurePosixPath(source_patch)
-    if relative.is_absolute() or ".." in relative.parts:
-        return None
-    for base in (folder, *folder.resolve().parents):
-        if (base / relative).is_file():
-            return base / relative
-    for name in (relative.name, PurePosixPath(image_patch).name):
-        if (folder / name).is_file():
-            return folder / name
-    return None
+def _locate(repository: Path, folder: Path, source_patch: str, image_patch: str, where: str) -> Path | None:
+    """``source_patch`` relative to the repository's root (or the series.conf's folder), else a file of its
+    name (or of ``image_patch``'s) next to the series.conf: only inside the repository, never above it."""
+    relative = inside(repository, source_patch, where, "source_patch")
+    local = folder.resolve()
+    candidates = [relative, inside(repository, (local / source_patch).relative_to(repository).as_posix(), where,
+                                   "source_patch")]
+    for name in (PurePosixPath(source_patch).name, PurePosixPath(image_patch).name):
+        if name not in ("", ".", ".."):
+            candidates.append(checked(repository, local / name, where, "the patch"))
+    return next((path for path in candidates if path.is_file()), None)
 
 
-def read_version_folder(folder: Path, wanted: str | None) -> list[Monolith]:
-    """``<folder>/<version>/<upstream>.patch`` (the highest version unless ``wanted``), or a version's folder."""
-    own = sorted(folder.glob("*.patch"))
+def read_version_folder(folder: Path, wanted: str | None, repository: Path | None = None) -> list[Monolith]:
+    """``<folder>/<version>/<upstream>.patch`` (the highest version unless ``wanted``), or a version's folder;
+    nothing outside ``repository`` (the folder given) is read."""
+    repository = repository or folder.resolve()
+    own = [checked(repository, p, str(folder), "the patch") for p in sorted(folder.glob("*.patch")) if p.is_file()]
     if own:
         version = _version(folder.name)
         return [Monolith(upstream_name(p.stem, str(p)), p, str(p), read_monolith(p, upstream_name(p.stem, str(p))),
@@ -182,7 +190,7 @@ def read_version_folder(folder: Path, wanted: str | None) -> list[Monolith]:
     versions = {}
     for sub in folder.iterdir():
         if sub.is_dir() and any(sub.glob("*.patch")):
-            versions[sub.name] = sub
+            versions[sub.name] = checked(repository, sub, str(folder), "the version folder")
     if not versions:
         raise UsageError(f"{folder} holds no series.conf, no <version>/<upstream>.patch and no .patch files",
                          "give the folder of the patch set, or the patch files")
@@ -193,7 +201,7 @@ def read_version_folder(folder: Path, wanted: str | None) -> list[Monolith]:
         chosen = wanted
     else:
         chosen = max(versions, key=lambda v: (_version(v) is not None, Version(_version(v) or "0"), v))
-    return read_version_folder(versions[chosen], None)
+    return read_version_folder(versions[chosen], None, repository)
 
 
 def _version(text: str) -> str | None:
@@ -211,11 +219,7 @@ _CLONE_VALUE_OPTIONS = {"-b", "--branch", "--depth", "-o", "--origin", "--refere
 
 def read_dockerfile(path: Path) -> dict[str, Declared]:
     """Upstream name -> URL and pin from ``git clone URL [DIR]`` and ``git checkout SHA`` lines."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--dockerfile {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})",
-                         "give the Dockerfile that clones the upstreams") from None
+    text = _read_text(path, f"--dockerfile {path}", "give the Dockerfile that clones the upstreams")
     declared: dict[str, Declared] = {}
     last: str | None = None
     cwd: str | None = None
@@ -271,9 +275,24 @@ def _name_or_none(folder: str | None) -> str | None:
         return None
 
 
+def _read_text(path: Path, what: str, hint: str) -> str:
+    """A UTF-8 text file; a byte-order mark at its start is not text (editors on Windows write one)."""
+    if path.exists() and not path.is_file():  # a FIFO or a device would block the read, or never end
+        raise UsageError(f"{what}: not a regular file", hint)
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{what}: cannot be read ({getattr(exc, 'strerror', None) or exc})", hint) from None
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """(number, line): lines end at LF only (a CR before it dropped); other separators are not line ends."""
+    return [(number, raw.removesuffix("\r")) for number, raw in enumerate(text.split("\n"), 1)]
+
+
 def _logical_lines(text: str) -> list[tuple[int, str]]:
     lines, current, start = [], "", 1
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in _lines(text):
         if not current:
             start = number
         if raw.rstrip().endswith("\\"):

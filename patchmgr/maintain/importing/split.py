@@ -40,8 +40,10 @@ class PieceSpec:
 
 
 def read_mapping(path: Path) -> dict[str, list[str]]:
+    if path.exists() and not path.is_file():  # a FIFO or a device would block the read
+        raise UsageError(f"--map {path}: not a regular file", "give the TOML mapping file")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not TOML
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--map {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})",
                          "give the TOML mapping file: topic = [\"path\", \"path#2\"]") from None
@@ -49,7 +51,7 @@ def read_mapping(path: Path) -> dict[str, list[str]]:
         raise UsageError(f"--map {path}: invalid TOML: {exc}", "fix the syntax at that line") from None
     mapping: dict[str, list[str]] = {}
     for topic, entries in raw.items():
-        if not PATCH_ID.match(topic):
+        if not PATCH_ID.fullmatch(topic):  # a trailing line break would name the file
             raise UsageError(f"--map {path}: topic {topic!r} cannot name a patch (letters, digits, '.', '_', '+', "
                              "'-')", "rename the topic")
         if not isinstance(entries, list) or not entries or not all(isinstance(e, str) for e in entries):

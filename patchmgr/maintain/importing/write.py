@@ -2,7 +2,8 @@
 
 A new target's manifest is made with tomlkit; an existing one keeps every comment and line, and gets
 the new upstream tables, or the new pieces appended to an upstream's ``patches`` when it is already
-there at the same pin. An existing patch file is never overwritten. The manifest text is validated as
+there at the same pin. Every text is written as TOML data (tomlkit values, ``set_comment`` for the
+comment). An existing patch file is never overwritten. The manifest text is validated as
 a manifest first; then everything is written in one journaled transaction (as refresh, bump and
 export write), so a failure or a kill leaves the project as it was.
 """
@@ -15,10 +16,10 @@ from pathlib import Path
 import tomlkit
 from tomlkit.items import Array, Table
 
-from patchmgr.maintain.manifest_edit import check_manifest
+from patchmgr.maintain.manifest_edit import check_manifest, set_comment
 from patchmgr.model.errors import ManifestError, UsageError
 from patchmgr.model.project import Project
-from patchmgr.targets.project_files import write_files
+from patchmgr.targets.project_files import check_places, write_files
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ def plan_writes(project: Project, target: str, description: str, entries: list[U
                 raise UsageError(f"{file.relative_to(project.root)} exists; import never overwrites a patch file, "
                                  "nothing was written", "remove or rename it, or name the pieces otherwise (--map)")
             writes[file] = data
+    check_places(project.root, [*writes, path])  # a dry run says it too: a link out of the project is refused
     text = manifest_text(existing, path, target, description, entries)
     check_manifest(path, text, project.patches_dir, planned=set(writes))
     writes[path] = text.encode("utf-8")
@@ -91,8 +93,7 @@ def manifest_text(existing: str | None, path: Path, target: str, description: st
         table = tomlkit.table()
         table["git"] = entry.git
         table["commit"] = entry.commit
-        item = table["commit"]
-        item.trivia.comment_ws, item.trivia.comment = "  ", f"# {entry.comment}"
+        set_comment(table["commit"], entry.comment)
         if entry.version:
             table["version"] = entry.version
         series = tomlkit.array()
