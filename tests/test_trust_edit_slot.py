@@ -215,13 +215,13 @@ def test_export_names_every_patch_it_drops_and_why(tmp_path, cli, project, upstr
 # ---- item 5 (part): a failed edit --onto changes nothing
 
 
-@pytest.mark.parametrize("earlier", ["absent", "empty", "pin-checkout"])
+@pytest.mark.parametrize("earlier", ["absent", "absent-parents", "empty", "pin-checkout"])
 def test_a_failed_edit_onto_leaves_the_folder_exactly_as_it_was(tmp_path, cli, project, upstream, earlier):
     _pin, new, _carrier = journey_project(project, upstream)
     assert cli("fetch", "--target", "t", "--source", f"lib={upstream.path}").code == 0  # the pin, whole
     first = edit_onto(cli, upstream, tmp_path / "first", new)  # the cache now knows the new commit too
     assert first.code == 1, first.out + first.err
-    into = tmp_path / "work"
+    into = tmp_path / "new" / "deeper" / "work" if earlier == "absent-parents" else tmp_path / "work"
     if earlier == "empty":
         into.mkdir()
     elif earlier == "pin-checkout":
