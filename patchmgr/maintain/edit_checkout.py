@@ -138,7 +138,7 @@ def _build_at_pin(slot: Slot, project: Project, target: Target, upstream: Upstre
     begin(slot)
     try:
         entry = build_checkout(status, store, overrides, slot.staging)
-        save_works(slot, [work] if work else [], notes, "edit")
+        save_works(slot, [work] if work else [], notes, "edit", into)
         staged = slot.staged(name)
         commits = [(p.id, p.commit or "") for p in entry.patches]
         with GitRepo(staged) as repo:
