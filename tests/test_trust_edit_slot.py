@@ -257,6 +257,7 @@ def test_edit_onto_a_revision_expression_is_bad_input(tmp_path, cli, project, up
     files_before = snapshot(project)
     result = edit_onto(cli, upstream, into, ref)
     assert result.code == 2, result.out + result.err
-    assert "is not a ref that can be fetched" in result.err and "hint:" in result.err and "Traceback" not in result.err
+    assert "is not a valid git ref, one the upstream's source can be asked for" in result.err
+    assert "hint:" in result.err and "Traceback" not in result.err
     assert not into.exists() and not (tmp_path / ".work.patchmgr-edit").exists()
     assert snapshot(project) == files_before
