@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchmgr.io.git import GitRepo
+from patchmgr.maintain.edit_record import EditRecord
 from patchmgr.model.mail import in_file_form
 
 
-def file_form(repo: GitRepo, record: dict, commit: str, patch_id: str, path: Path, mail: bytes) -> bytes:
+def file_form(repo: GitRepo, record: EditRecord, commit: str, patch_id: str, path: Path, mail: bytes) -> bytes:
     """``mail`` (format-patch of ``commit``) as the file at ``path`` has it: a plain DEP-3 diff stays one.
 
     Its fields are rewritten only when the commit's message is no longer the one the checkout made for the
@@ -16,7 +17,7 @@ def file_form(repo: GitRepo, record: dict, commit: str, patch_id: str, path: Pat
     """
     if not path.is_file():
         return mail
-    made = next((p.get("commit") for p in record.get("patches") or [] if p.get("id") == patch_id), None)
+    made = next((p.commit for p in record.patches if p.id == patch_id), None)
     message = _message(repo, commit)
     reworded = message if made and made != commit and _message(repo, made) not in (None, message) else None
     return in_file_form(path.read_bytes(), mail, reworded)
