@@ -261,3 +261,29 @@ def test_edit_onto_a_revision_expression_is_bad_input(tmp_path, cli, project, up
     assert "hint:" in result.err and "Traceback" not in result.err
     assert not into.exists() and not (tmp_path / ".work.patchmgr-edit").exists()
     assert snapshot(project) == files_before
+
+
+# ---- the slot's journal moves and removes only inside the slot: a planted one naming anything else is damaged
+
+
+@pytest.mark.parametrize("slot", ["apply-into", "edit"])
+def test_a_journal_planted_in_a_slot_touches_nothing_outside_it(tmp_path, cli, project, upstream, slot):
+    journey_project(project, upstream)
+    into = tmp_path / "work"
+    if slot == "edit":
+        made = edit_pin(cli, upstream, into)
+        state, again = tmp_path / ".work.patchmgr-edit", lambda: edit_pin(cli, upstream, into)
+    else:
+        made = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
+        state, again = into / ".patchmgr-state", lambda: cli("verify", "--target", "t", "--into", str(into))
+    assert made.code == 0, made.out + made.err
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine\n")
+    journal = state / "journal"
+    journal.mkdir(parents=True, exist_ok=True)
+    (journal / "journal.json").write_text(json.dumps({"state": "committed", "moves": [], "made": [], "entries": [],
+                                                      "discard": [str(outside)]}))
+    result = again()
+    assert result.code == 1 and "damaged" in result.err and str(outside) in result.err, result.out + result.err
+    assert (outside / "keep.txt").read_text() == "mine\n"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from patchmgr.io.confine import leaves
 from patchmgr.io.faults import step
 from patchmgr.io.files import remove_tree
 from patchmgr.io.journal import apply_transaction, locked_recovery
@@ -60,12 +61,21 @@ class Slot:
 def locked_slot(state: Path, notes: list[str], hint: str, where: Path,
                 lock_error: Callable[[OSError], StateError | None] | None = None) -> Iterator[Slot]:
     """Hold the slot's lock, after finishing or undoing a run killed there (said in ``notes``)."""
-    with locked_recovery(state, hint, leftovers=partial(_clear_unfinished, state), lock_error=lock_error) as done:
+    with locked_recovery(state, hint, leftovers=partial(_clear_unfinished, state), lock_error=lock_error,
+                         place=partial(_outside_slot, where, state)) as done:
         if done.waited:
             notes.append(f"waited {done.waited:.1f}s for another patchmgr run on {where}")
         if done.message:
             notes.append(f"recovered {where}: {done.message}")
         yield Slot(state)
+
+
+def _outside_slot(where: Path, state: Path, path: Path) -> str | None:
+    """Why a journal found in the slot may not move or write ``path``: a recovery only ever touches the
+    checkouts' folder and the slot's own state folder (a planted journal naming anything else is damaged)."""
+    if leaves(state, path) is None:
+        return None
+    return leaves(where, path)
 
 
 def _clear_unfinished(state: Path) -> str | None:
