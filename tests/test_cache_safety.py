@@ -370,11 +370,25 @@ def test_a_password_in_a_url_is_never_printed(cli, project, upstream, how):
     assert "alice:***@127.0.0.1" in said, said
 
 
-def test_mask_url_masks_every_password_in_a_text():
+@pytest.mark.parametrize("how", ["manifest", "source", "json", "fetch"])
+def test_a_token_given_as_the_user_of_a_web_url_is_never_printed(cli, project, upstream, how):
+    url = f"https://{SECRET}@127.0.0.1:9/lib.git"  # how GitHub and GitLab tokens are often written
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed"})}, "Fix"))
+    project.manifest("t", {"lib": {"git": url if how != "source" else SSH_URL, "commit": pin, "patches": ["fix"]}})
+    command = {"manifest": ["status", "--target", "t"], "source": ["status", "--target", "t", "--source", f"lib={url}"],
+               "json": ["status", "--target", "t", "--json"], "fetch": ["fetch", "--target", "t"]}[how]
+    result = cli(*command)
+    said = result.out + result.err
+    assert result.code == 1 and "Traceback" not in said, said
+    assert SECRET not in said and "https://***@127.0.0.1" in said, said
+
+
+def test_mask_url_masks_every_password_and_every_web_user_in_a_text():
     text = ("from https://u:pw@h/x, then ssh://me:pa55@host:22/r and git@host:org/r.git, https://tok@h/y, "
             "'https://u:p@ss@h/z'")
     assert gitio.mask_url(text) == ("from https://u:***@h/x, then ssh://me:***@host:22/r and git@host:org/r.git, "
-                                    "https://tok@h/y, 'https://u:***@h/z'")
+                                    "https://***@h/y, 'https://u:***@h/z'")
 
 
 def test_a_local_source_that_is_not_a_repository_says_so(cli, project, upstream, tmp_path):

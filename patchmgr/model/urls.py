@@ -9,11 +9,16 @@ FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 # -- credentials never reach the output ---------------------------------------------
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:'\"]*):([^/\s'\"]*)@")  # to the authority's last @
+# over http(s) a token is often given as the user alone (https://glpat-...@host, https://ghp_...@github.com)
+_WEB_USER = re.compile(r"(?i)\b(https?://)([^/@\s:'\"]+)@")
 
 
 def mask_url(text: str) -> str:
-    """``text`` with the password of every URL in it masked: https://user:***@host/x."""
-    return _CREDENTIALS.sub(r"\1:***@", text) if text and "@" in text else text
+    """``text`` with the password of every URL in it masked (https://user:***@host/x), and over http(s) a user
+    given without a password too (https://***@host/x): that is where a token goes."""
+    if not text or "@" not in text:
+        return text
+    return _WEB_USER.sub(r"\1***@", _CREDENTIALS.sub(r"\1:***@", text))
 
 
 def as_local_path(location: str) -> Path | None:
