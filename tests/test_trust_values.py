@@ -3,7 +3,10 @@ smoke requirements under the URL policy, and the output files a user names. Each
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import socket
 import stat
 from pathlib import Path
@@ -72,3 +75,108 @@ def test_matrix_html_still_replaces_a_regular_file(cli, project, upstream, tmp_p
     page.write_text("old\n")
     result = matrix(cli, upstream, "--html", str(page))
     assert result.code == 1 and page.read_text().startswith("<!DOCTYPE html>"), result.err
+
+
+# -- 7. manifest values that name a path, id, ref or URL hold no control character -------------------------
+
+CONTROL = ["\n", "\r", "\t", "\x00", "\x1b", "\x7f", "\x85", "\x9b", "\u2028", "\u2029"]
+FORGED = "\nfake import os;os.mkdir(os.environ['PWNED_AT'])#"
+
+
+def _toml(value) -> str:
+    return json.dumps(value)  # JSON's escapes (\n, \u2028) are TOML's
+
+
+def _manifest(project, upstream, key: str, value: str) -> Path:
+    """manifests/t.toml for one upstream ``lib`` at ``upstream``'s head, with ``value`` put into ``key``."""
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    spec = {"git": "https://example.invalid/lib.git", "commit": pin, "version": "1.0", "pypi": "lib",
+            "package-root": "src", "patches": ["fix"], "mirrors": ["https://mirror.invalid/lib.git"],
+            "smoke-requirements": ["packaging==24.0"]}
+    name, target = "lib", "t"
+    if key == "upstream-name":
+        name = "lib" + value
+    elif key == "target.name":
+        target = "t" + value
+    elif key in ("mirrors", "patches", "smoke-requirements"):
+        spec[key] = spec[key] + [spec[key][0] + value] if key != "patches" else ["fix" + value]
+    else:
+        spec[key] = spec[key] + value
+    lines = ["[target]", f"name = {_toml(target)}", 'description = "test"', f"[upstreams.{_toml(name)}]"]
+    lines += [f"{k} = {_toml(v)}" for k, v in spec.items()]
+    path = project.root / "manifests" / "t.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("key", ["package-root", "git", "mirrors", "version", "pypi", "patches",
+                                 "smoke-requirements", "upstream-name", "target.name"])
+def test_a_control_character_in_a_manifest_value_is_refused_by_lint_and_apply(cli, project, upstream, tmp_path,
+                                                                               key):
+    for char in CONTROL:
+        _manifest(project, upstream, key, char + "x")
+        into = tmp_path / "build"
+        for args in (["lint"], ["apply", "--target", "t", "--into", str(into), "--source",
+                                f"lib={upstream.path}"]):
+            result = cli(*args)
+            shown = (key, repr(char), args[0])
+            assert result.code == (1 if args[0] == "lint" else 2), (shown, result.out, result.err)  # lint: a finding
+            error = " ".join((result.out + result.err).split())
+            assert "manifests/t.toml" in error and f"control character (U+{ord(char):04X})" in error, (shown, error)
+            assert "Traceback" not in error and (args[0] == "lint" or "remove the character" in error), (shown, error)
+            assert not into.exists()
+    wanted = {"upstream-name": "upstreams.'lib", "target.name": "target.name"}.get(key, f"upstreams.lib.{key}")
+    assert wanted in error, error
+
+
+def test_the_package_root_that_forged_a_pth_line_is_refused_before_roots_prints_it(cli, project, upstream,
+                                                                                   tmp_path):
+    _manifest(project, upstream, "package-root", FORGED)
+    into = tmp_path / "build"
+    applied = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
+    roots = cli("roots", "--target", "t", "--into", str(into))
+    assert applied.code == 2 and roots.code == 2, (applied.out, applied.err, roots.out)
+    assert "upstreams.lib.package-root" in applied.err and "fake import" not in roots.out
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _install_upstreams(project, build: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """docker/build.sh install-upstreams for real, into a fresh virtual environment (its .pth is what Python
+    runs at start); patchmgr and its dependencies come from this interpreter through PYTHONPATH."""
+    import sysconfig
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    env = {**os.environ, "VENV": str(venv), "VARIANT": "cpu", "TARGET": "t", "BUILD_DIR": str(build),
+           "PATCHMGR_HOME": str(project.root), "UPSTREAMS": "",
+           "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]])}
+    done = subprocess.run(["bash", str(REPO / "docker" / "build.sh"), "install-upstreams"], env=env,
+                          capture_output=True, text=True)
+    return done, venv
+
+
+def test_build_sh_never_writes_a_forged_line_into_the_pth_from_a_build_folder_named_with_a_newline(
+        cli, project, upstream, tmp_path):
+    _manifest(project, upstream, "package-root", "")
+    build = tmp_path / f"build{FORGED}"
+    applied = cli("apply", "--target", "t", "--into", str(build), "--source", f"lib={upstream.path}")
+    assert applied.code == 0, applied.err
+    done, venv = _install_upstreams(project, build, tmp_path)
+    pwned = tmp_path / "pwned"
+    subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], env={**os.environ, "PWNED_AT": str(pwned)},
+                   check=True)
+    assert not pwned.exists(), done.stdout + done.stderr  # the forged line ran at Python's start
+    assert done.returncode != 0 and "control character" in done.stderr, done.stdout + done.stderr
+
+
+def test_build_sh_puts_each_import_root_on_sys_path_read_from_roots_json(cli, project, upstream, tmp_path):
+    _manifest(project, upstream, "package-root", "")  # "src" + "": the upstream's src folder
+    build = tmp_path / "build with  spaces"
+    applied = cli("apply", "--target", "t", "--into", str(build), "--source", f"lib={upstream.path}")
+    assert applied.code == 0, applied.err
+    done, venv = _install_upstreams(project, build, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [pth] = venv.glob("lib/python*/site-packages/patchmgr-upstreams.pth")
+    assert pth.read_text() == f"{build / 'lib' / 'src'}\n"
