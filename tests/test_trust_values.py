@@ -180,3 +180,85 @@ def test_build_sh_puts_each_import_root_on_sys_path_read_from_roots_json(cli, pr
     assert done.returncode == 0, done.stdout + done.stderr
     [pth] = venv.glob("lib/python*/site-packages/patchmgr-upstreams.pth")
     assert pth.read_text() == f"{build / 'lib' / 'src'}\n"
+
+
+# -- 8. smoke-requirements get the URL policy of the manifest's git keys ------------------------------------
+
+BACKEND = '''
+from pathlib import Path
+Path({mark!r}).write_text("the build backend of a local tree ran\\n")
+
+def build_wheel(*args, **kwargs):
+    raise SystemExit("no wheel")
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+'''
+
+
+def _evil_tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A local project whose in-tree build backend leaves a mark when pip imports it."""
+    tree, mark = tmp_path / "evil", tmp_path / "backend-ran"
+    tree.mkdir()
+    (tree / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+                                         'backend-path = ["."]\n[project]\nname = "evil"\nversion = "1.0"\n')
+    (tree / "backend.py").write_text(BACKEND.format(mark=str(mark)))
+    return tree, mark
+
+
+@pytest.fixture
+def smoke_scene(tmp_path, project, cli, monkeypatch):
+    import patchmgr.smoke.runner
+    from test_smoke_proof import CPU_ONLY, LOAD, Scene
+
+    monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
+    scene = Scene(tmp_path, project, cli)
+    scene.patch()
+    scene.smoke_test(LOAD + "\n\ndef test_add():\n    assert load_calc().add(2, 3) == 5\n")
+    return scene
+
+
+def _requirements(scene, requirements: list[str]) -> None:
+    scene.project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": scene.pin,
+                                         "smoke-requirements": requirements, "patches": ["fix-add"]}})
+
+
+@pytest.mark.parametrize("form", ["evil @ {url}", "evil@{url}", "evil @ git+{url}", "evil @ {path}",
+                                  "evil @ ./evil", "evil[x] @ {url} ; python_version >= '3'", "EVIL @ FILE://{path}"])
+def test_a_smoke_requirement_pointing_at_a_local_tree_is_refused_and_its_build_backend_never_runs(
+        smoke_scene, form):
+    tree, mark = _evil_tree(smoke_scene.tmp_path)
+    requirement = form.format(url=tree.as_uri(), path=tree)
+    smoke_scene.manifest()
+    smoke_scene.apply()  # applied with a sound manifest; then the requirement arrives, as from a pull request
+    _requirements(smoke_scene, [requirement])
+    result = smoke_scene.smoke()
+    error = " ".join((result.out + result.err).split())
+    assert not mark.exists(), error
+    assert result.code == 2, error
+    assert "manifests/t.toml" in error and "upstreams.lib.smoke-requirements[0]" in error, error
+    assert "https://" in error and "Traceback" not in error, error
+    assert not (smoke_scene.tmp_path / "cache" / "smoke-envs").exists()
+    assert cli_lint_fails(smoke_scene)
+
+
+def cli_lint_fails(scene) -> bool:
+    result = scene.cli("lint")
+    return result.code != 0 and "smoke-requirements[0]" in result.out + result.err
+
+
+@pytest.mark.parametrize("requirement", ["-e /tmp/evil", "--index-url=https://evil.invalid/simple", "-r reqs.txt",
+                                         "--find-links=/tmp/wheels", "--extra-index-url https://evil.invalid",
+                                         "evil.tar.gz", "evil.whl", "evil @ https://-oProxyCommand=x/evil",
+                                         "evil @ ext::sh -c touch% /tmp/pwned", "evil @ C:\\evil",
+                                         "evil @ https://example.invalid/evil.tar.gz\n--index-url=https://x"])
+def test_pip_options_and_local_names_in_smoke_requirements_are_refused_by_lint(smoke_scene, requirement):
+    _requirements(smoke_scene, [requirement])
+    assert cli_lint_fails(smoke_scene)
+
+
+def test_published_direct_references_stay_accepted(smoke_scene):
+    _requirements(smoke_scene, ["packaging==24.0", "evil @ https://example.invalid/evil-1.0.tar.gz",
+                                "lib2 @ git+https://example.invalid/lib2.git@v1", "lib3 @ git+ssh://git@host/lib3"])
+    result = smoke_scene.cli("lint")
+    assert result.code == 0, result.out + result.err

@@ -97,7 +97,7 @@ def _build(building: Path, requirements: tuple[str, ...], say: Progress) -> None
     python = env_python(building)
     say(f"installing {', '.join(requirements)} with their dependencies (pip)")
     _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--disable-pip-version-check",
-          "--no-input", "--quiet", "--", *requirements], "pip install")
+          "--no-input", "--quiet", "--", *requirements], "pip install", cwd=building)
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     # appended after the environment's own packages (site.addsitedir also reads the host's .pth files)
@@ -108,8 +108,9 @@ def _build(building: Path, requirements: tuple[str, ...], say: Progress) -> None
                                   encoding="utf-8")
 
 
-def _run(command: list[str], what: str) -> None:
-    done = subprocess.run(command, capture_output=True, text=True)
+def _run(command: list[str], what: str, cwd: Path | None = None) -> None:
+    # pip runs in the new environment's folder: a bare name (`x.tar.gz`) never meets a file of the caller's folder
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if done.returncode != 0:
         tail = " | ".join(line.strip() for line in (done.stdout + done.stderr).strip().splitlines()[-4:])
         raise StateError(f"cannot build the smoke environment: {what} failed (exit {done.returncode}): {tail[-600:]}",
