@@ -262,3 +262,123 @@ def test_published_direct_references_stay_accepted(smoke_scene):
                                 "lib2 @ git+https://example.invalid/lib2.git@v1", "lib3 @ git+ssh://git@host/lib3"])
     result = smoke_scene.cli("lint")
     assert result.code == 0, result.out + result.err
+
+
+# -- 6. what patchmgr reuses from its cache is its own: smoke environments as cached clones ------------------
+
+OTHER_UID = 12345
+REQUIREMENT = "packaging==24.0"
+
+
+def _env_place(scene) -> Path:
+    from patchmgr.smoke.envs import env_key
+    return scene.tmp_path / "cache" / "smoke-envs" / env_key((REQUIREMENT,))
+
+
+def _planted_env(folder: Path, mark: Path) -> Path:
+    """A folder that looks like a built smoke environment, whose bin/python leaves ``mark`` when run."""
+    (folder / "bin").mkdir(parents=True)
+    python = folder / "bin" / "python"
+    python.write_text(f"#!/bin/sh\necho \"$@\" >> '{mark}'\nexit 0\n")
+    python.chmod(0o755)
+    (folder / "patchmgr-smoke-env.json").write_text(json.dumps({"requirements": [REQUIREMENT]}) + "\n")
+    return folder
+
+
+def _patchmgr_env(folder: Path) -> Path:
+    """A smoke environment made as patchmgr makes it (venv, its .pth, its completion mark), without pip."""
+    import patchmgr.smoke.envs as envs
+    real_run = envs._run
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    envs._run = lambda command, what, cwd=None: None if what == "pip install" else real_run(command, what)
+    try:
+        envs._build(folder, (REQUIREMENT,), lambda message: None)
+    finally:
+        envs._run = real_run
+    return folder
+
+
+def _smoke_with_requirement(scene):
+    scene.manifest()
+    scene.apply()
+    _requirements(scene, [REQUIREMENT])
+    return scene.smoke("--json")
+
+
+def _refused_and_nothing_ran(result, mark: Path, phrase: str) -> None:
+    said = result.out + result.err
+    assert not mark.exists(), f"the environment's program ran: {mark.read_text()}\n{said}"
+    assert result.code == 1, said
+    assert said.count("error: ") == 1 and phrase in said and "hint: " in said, said
+    assert "Traceback" not in said and "smoke environment" in said, said
+
+
+def test_a_smoke_environment_that_is_a_link_to_another_folder_is_refused_and_nothing_runs(smoke_scene):
+    mark = smoke_scene.tmp_path / "ran"
+    elsewhere = _planted_env(smoke_scene.tmp_path / "elsewhere", mark)
+    place = _env_place(smoke_scene)
+    place.parent.mkdir(parents=True)
+    place.symlink_to(elsewhere)
+    _refused_and_nothing_ran(_smoke_with_requirement(smoke_scene), mark, "is a symbolic link")
+    assert place.is_symlink() and (elsewhere / "bin" / "python").is_file()  # refused, not removed
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user takes root (CI runs as root)")
+@pytest.mark.parametrize("owned", ["folder", "python", "bin"])
+def test_a_smoke_environment_owned_by_another_user_is_refused_and_nothing_runs(smoke_scene, owned):
+    mark = smoke_scene.tmp_path / "ran"
+    place = _planted_env(_env_place(smoke_scene), mark)
+    os.chown({"folder": place, "python": place / "bin" / "python", "bin": place / "bin"}[owned], OTHER_UID, OTHER_UID)
+    _refused_and_nothing_ran(_smoke_with_requirement(smoke_scene), mark, "belongs to another user")
+
+
+@pytest.mark.parametrize("tamper", ["python-link", "pth-line", "pyvenv-home", "link-out", "world-writable"])
+def test_a_smoke_environment_changed_after_patchmgr_built_it_is_refused_and_nothing_runs(smoke_scene, tamper):
+    mark = smoke_scene.tmp_path / "ran"
+    place = _patchmgr_env(_env_place(smoke_scene))
+    evil = _planted_env(smoke_scene.tmp_path / "evil", mark) / "bin" / "python"
+    [pth] = place.glob("lib/python*/site-packages/patchmgr-smoke-host.pth")
+    if tamper == "python-link":
+        (place / "bin" / "python").unlink()
+        (place / "bin" / "python").symlink_to(evil)
+        phrase = "refusing to run it"
+    elif tamper == "pth-line":
+        with pth.open("a") as handle:
+            handle.write(f"import os; os.mkdir({str(mark)!r})\n")
+        phrase = "is not the one patchmgr wrote"
+    elif tamper == "pyvenv-home":
+        config = place / "pyvenv.cfg"
+        config.write_text("".join(f"home = {evil.parent}\n" if line.startswith("home") else line
+                                  for line in config.read_text().splitlines(keepends=True)))
+        phrase = "names a Python home other than"
+    elif tamper == "link-out":
+        (pth.parent / "sitecustomize.py").symlink_to(evil)
+        phrase = "leads out of it"
+    else:
+        place.chmod(0o777)
+        phrase = "can be written by every user"
+    _refused_and_nothing_ran(_smoke_with_requirement(smoke_scene), mark, phrase)
+
+
+def test_a_smoke_environment_as_patchmgr_built_it_is_reused(smoke_scene):
+    place = _patchmgr_env(_env_place(smoke_scene))
+    result = _smoke_with_requirement(smoke_scene)
+    assert result.code == 0, result.out + result.err
+    assert any(f"smoke environment {place}" in note and "reused" in note for note in result.json["notes"])
+
+
+def test_a_cached_clone_that_is_a_link_is_refused_and_git_never_runs_there(cli, project, upstream, tmp_path):
+    """The cached clones pass the same check: a clone that is a link to a folder elsewhere is refused."""
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
+    args = ["status", "--target", "t", "--source", f"lib={upstream.path}"]
+    assert cli(*args).code == 0
+    clone = tmp_path / "cache" / "git" / "lib.git"
+    moved = tmp_path / "moved.git"
+    clone.rename(moved)
+    clone.symlink_to(moved)
+    result = cli(*args)
+    said = result.out + result.err
+    assert result.code == 1 and "is a symbolic link" in said and "Traceback" not in said, said
+    assert clone.is_symlink() and (moved / "HEAD").is_file()
