@@ -382,3 +382,4 @@ def test_a_cached_clone_that_is_a_link_is_refused_and_git_never_runs_there(cli, 
     said = result.out + result.err
     assert result.code == 1 and "is a symbolic link" in said and "Traceback" not in said, said
     assert clone.is_symlink() and (moved / "HEAD").is_file()
+

@@ -16,8 +16,9 @@ from packaging.version import InvalidVersion, Version
 from patchmgr.model.errors import ManifestError
 from patchmgr.model.urls import FULL_SHA, control_character, mask_url, requirement_problem, url_problem
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# \Z, not $: `$` also matches before a final newline, and every caller uses .match
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")
+PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 _TARGET_KEYS = {"name", "description"}
 _UPSTREAM_KEYS = {"git", "mirrors", "commit", "version", "pypi", "package-root", "patches", "smoke-requirements"}
 
@@ -104,7 +105,7 @@ class _Validator:
     def upstream(self, name: str, raw) -> Upstream:
         key = f"upstreams.{name!r}" if control_character(name) else f"upstreams.{name}"
         self._one_line(name, key, "an upstream name")
-        if not NAME.fullmatch(name):
+        if not NAME.match(name):
             raise self.fail(key, "an upstream name is lower-case letters, digits, '.', '_' or '-'",
                             "rename the table")
         if not isinstance(raw, dict):
@@ -128,7 +129,7 @@ class _Validator:
                 raise self.fail(f"{key}.version", f"{version!r} is not a PEP 440 version",
                                 'write it like "0.4.2"') from exc
         pypi = self._string(raw, "pypi", f"{key}.pypi")
-        if pypi is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", pypi):
+        if pypi is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z", pypi):
             raise self.fail(f"{key}.pypi", f"{pypi!r} is not a PyPI project name", "check the name on PyPI")
         package_root = self._string(raw, "package-root", f"{key}.package-root") or ""
         if package_root.startswith("/") or ".." in Path(package_root).parts:
@@ -156,7 +157,7 @@ class _Validator:
         seen: set[str] = set()
         for index, patch_id in enumerate(ids):
             where = f"{key}.patches[{index}]"
-            if not PATCH_ID.fullmatch(patch_id):
+            if not PATCH_ID.match(patch_id):
                 raise self.fail(where, f"{patch_id!r} is not a patch id (letters, digits, '.', '_', '+', '-')",
                                 "name the patch file without its .patch suffix")
             if patch_id in seen:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")  # \Z: `$` would let a final newline through
 _SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.-]+:[^/].*$")  # git's scp-like ssh: host:path
 _SCP_LIKE_HOST = re.compile(r"^[^/:]*@([^/:]*):")
 

@@ -38,7 +38,7 @@ from patchmgr.io.git import GitRepo, RepositoryDamaged
 from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
-from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
+from patchmgr.model.urls import FULL_SHA, as_local_path, control_character, mask_url
 from patchmgr.sources.cache_errors import (_NO_SUCH_REF, CacheError, NotARepository, RefNotFound, _os_problem,
                                            _require_repository, _said, disk_hint, disk_problem, unknown_ref)
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
@@ -58,7 +58,8 @@ def default_cache_dir() -> Path:
 
 
 def validate_ref(ref: str) -> str:
-    if not ref or ref.startswith("-") or any(c in ref for c in " \t\n\r\x00~^:?*[\\") or ".." in ref:
+    if (not ref or ref.startswith("-") or any(c in ref for c in " ~^:?*[\\") or ".." in ref
+            or control_character(ref)):
         raise UsageError(f"{ref!r} is not a valid git ref", "give a branch, a tag or a commit id")
     return ref
 
