@@ -383,3 +383,16 @@ def test_a_cached_clone_that_is_a_link_is_refused_and_git_never_runs_there(cli, 
     assert result.code == 1 and "is a symbolic link" in said and "Traceback" not in said, said
     assert clone.is_symlink() and (moved / "HEAD").is_file()
 
+
+
+def test_a_lock_file_that_is_a_link_is_never_opened_through(smoke_scene):
+    """The cache's lock files are its own too: a link in their place would have patchmgr create (as root:
+    anywhere) the file it names."""
+    victim = smoke_scene.tmp_path / "victim"
+    place = _env_place(smoke_scene)
+    place.parent.mkdir(parents=True)
+    (place.parent / f"{place.name}.lock").symlink_to(victim)
+    result = _smoke_with_requirement(smoke_scene)
+    said = result.out + result.err
+    assert result.code == 1 and "symbolic link" in said and "Traceback" not in said, said
+    assert not victim.exists() and not os.path.lexists(place)

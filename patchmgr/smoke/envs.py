@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchmgr.io.files import remove_tree
-from patchmgr.io.locks import FileLock, lock_timeout
+from patchmgr.io.locks import lock_timeout
 from patchmgr.model.errors import StateError
 from patchmgr.model.manifest import Upstream
 from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
 from patchmgr.sources.cache_errors import CacheError
-from patchmgr.sources.store import default_cache_dir
+from patchmgr.sources.store import CacheLock, default_cache_dir
 
 Progress = Callable[[str], None]
 _PTH = "patchmgr-smoke-host.pth"
@@ -73,8 +73,8 @@ def smoke_env(upstream: Upstream, progress: Progress | None = None, cache: Path 
     if _complete(path):
         return SmokeEnv(str(env_python(path)), path, False, 0.0)
     say = progress or (lambda message: None)
-    with FileLock(root / f"{path.name}.lock", lock_timeout(1800), f"building smoke environment {path.name}",
-                  on_wait=say):
+    with CacheLock(root / f"{path.name}.lock", lock_timeout(1800), f"building smoke environment {path.name}",
+                   on_wait=say):
         if _complete(path):  # another run built it while this one waited
             return SmokeEnv(str(env_python(path)), path, False, 0.0)
         started = time.monotonic()

@@ -98,7 +98,7 @@ class Store(CacheHealth):
     def lock(self, upstream: str) -> FileLock:
         """Held while writing the cached clone of ``upstream``; a fetch can take minutes, so others wait long."""
         self._check_root()
-        return _CacheLock(self.cache_dir / "git" / f"{upstream}.lock", lock_timeout(600.0),
+        return CacheLock(self.cache_dir / "git" / f"{upstream}.lock", lock_timeout(600.0),
                           f"it is fetching {upstream} into the cache", self.progress)
 
     # -- the cache folder, trusted only when it is the user's own ------------------
@@ -354,7 +354,7 @@ class Store(CacheHealth):
         self._open.clear()
 
 
-class _CacheLock(FileLock):
+class CacheLock(FileLock):
     """The per-upstream lock of the cache; a lock file that cannot be made (a read-only or full disk) is one error."""
 
     def __enter__(self) -> FileLock:
