@@ -172,7 +172,8 @@ class _Validator:
     def _only(self, table: dict, allowed: set[str], prefix: str) -> None:
         for name in table:
             if name not in allowed:
-                raise self.fail(prefix + name, "unknown key",
+                shown = repr(name) if control_character(name) else name  # a key printed raw could forge a line
+                raise self.fail(prefix + shown, "unknown key",
                                 "allowed here: " + ", ".join(sorted(allowed)))
 
     def _one_line(self, value: str, key: str, what: str = "a path, id, ref or URL") -> None:
