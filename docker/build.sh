@@ -95,13 +95,14 @@ apply_patches() {
 applied_roots() {
     pm roots --json --target "$TARGET" --into "$BUILD_DIR" "${only[@]}" | "$PYTHON" -c '
 import json, sys
+from patchmgr.model.urls import control_character
 doc = json.load(sys.stdin)
 for line in doc["notes"] + [entry["name"] + ": " + entry["reason"] for entry in doc["missing"]]:
     print(line, file=sys.stderr)
 for entry in doc["roots"]:
     for value in (entry["name"], entry["root"]):
-        if any(ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029" for c in value):
-            sys.exit(f"build.sh: refusing the import root {value!r}: it holds a control character, "
+        if control_character(value):
+            sys.exit(f"build.sh: refusing the import root {value!r}: it {control_character(value)}, "
                      "and a .pth entry is one line (rename the folder)")
 sys.stdout.write("".join(entry["name"] + "\0" + entry["root"] + "\0" for entry in doc["roots"]))
 '
