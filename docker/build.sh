@@ -88,24 +88,48 @@ apply_patches() {
     pm apply --target "$TARGET" --into "$BUILD_DIR" "${only[@]}"
 }
 
+# NAME and ROOT of each upstream applied into BUILD_DIR, each ended by a NUL byte. Read from `roots --json`,
+# never from lines: a value holding a newline would forge a second line, and the .pth file below runs
+# every line that starts with `import`. A root holding any control character is refused before anything
+# is written (a .pth entry is one line).
+applied_roots() {
+    pm roots --json --target "$TARGET" --into "$BUILD_DIR" "${only[@]}" | "$PYTHON" -c '
+import json, sys
+from patchmgr.model.urls import control_character
+doc = json.load(sys.stdin)
+for line in doc["notes"] + [entry["name"] + ": " + entry["reason"] for entry in doc["missing"]]:
+    print(line, file=sys.stderr)
+for entry in doc["roots"]:
+    for value in (entry["name"], entry["root"]):
+        if control_character(value):
+            sys.exit(f"build.sh: refusing the import root {value!r}: it {control_character(value)}, "
+                     "and a .pth entry is one line (rename the folder)")
+sys.stdout.write("".join(entry["name"] + "\0" + entry["root"] + "\0" for entry in doc["roots"]))
+'
+}
+
 install_upstreams() {
     say "install the patched upstreams from $BUILD_DIR"
-    local purelib pth
+    local purelib pth records
     purelib=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     pth="$purelib/patchmgr-upstreams.pth"
+    records=$(mktemp)
+    # each applied upstream's import root (in the manifest's layout: package-root), from the ledger;
+    # all of them read and checked before the .pth is touched
+    applied_roots > "$records" || { rm -f "$records"; return 1; }
     : > "$pth"
-    # each applied upstream's import root (in the manifest's layout: package-root), from the ledger
-    pm roots --target "$TARGET" --into "$BUILD_DIR" "${only[@]}" | while read -r name root; do
+    while IFS= read -r -d '' name && IFS= read -r -d '' root; do
         local checkout="$BUILD_DIR/$name"
         if [ "$VARIANT" = ascend ] && { [ -f "$checkout/pyproject.toml" ] || [ -f "$checkout/setup.py" ]; }; then
             "$PYTHON" -m pip install --quiet --no-deps --no-build-isolation -e "$checkout"
             echo "$name: pip install -e $checkout"
         else
             # a release import has no build files: put its import root on sys.path
-            echo "$root" >> "$pth"
+            printf '%s\n' "$root" >> "$pth"
             echo "$name: $root on sys.path ($pth)"
         fi
-    done
+    done < "$records"
+    rm -f "$records"
 }
 
 verify_build() {

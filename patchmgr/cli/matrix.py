@@ -43,24 +43,18 @@ def command(
     if refs is not None and not refs.strip():
         raise UsageError("--refs needs a pattern", "for example --refs 'v0.*'")
     if html is not None:
-        _check_html_path(html)
+        from patchmgr.io.files import check_output_file
+        check_output_file(html, "--html")
     from patchmgr.history.matrix import build_matrices
     from patchmgr.render.matrix import matrix_json, render_matrix
     with session.store() as store:
         matrices = build_matrices(session.project, selected, store, overrides, only, refs, since)
     written = None
     if html is not None:
-        from patchmgr.io.files import write_atomic
+        from patchmgr.io.files import write_output
         from patchmgr.render.matrix_html import render_matrix_html
-        write_atomic(html, render_matrix_html(matrices, selected.name).encode())
+        write_output(html, render_matrix_html(matrices, selected.name).encode(), "--html")
         written = str(html)
     code = 0 if all(m.ok for m in matrices) else 1
     return session.emit(code, matrix_json, render_matrix, matrices, selected.name, written)
 
-
-def _check_html_path(path: Path) -> None:
-    """Refused before any work: a folder, or a file in a folder that is not there."""
-    if path.is_dir():
-        raise UsageError(f"--html {path} is a folder", "give a file name, e.g. --html matrix.html")
-    if not path.parent.is_dir():
-        raise UsageError(f"--html {path}: the folder {path.parent} does not exist", "create it, or pick another path")

@@ -11,7 +11,8 @@ from patchmgr.cli.options import REQUIRED, JsonOpt, NeededTargetOpt, RootOpt, Up
 from patchmgr.cli.session import Session
 
 HELP = ("Print `NAME ROOT` for each upstream that apply checked out into DIR: ROOT is the folder to put on sys.path "
-        "(the checkout, or its package-root). Exit 1 when none is applied there.")
+        "(the checkout, or its package-root). Exit 1 when none is applied there. Scripts read --json: a folder "
+        "name may hold any character, a newline included, and only JSON keeps it one value.")
 
 
 def command(
@@ -28,7 +29,7 @@ def command(
     selected = session.target(target, upstream or [])
     trees = checkout_trees(selected, into, upstream or [])
     code = 0 if any(tree.patched_root is not None for tree in trees) else 1
-    if not session.json:  # on stderr: stdout is read line by line (`while read -r name root`)
+    if not session.json:  # on stderr: stdout holds only the NAME ROOT lines
         session.say_notes([note for tree in trees for note in tree.notes] +
                           [tree.reason for tree in trees if tree.patched_root is None])
     return session.emit(code, roots_json, render_roots, trees)

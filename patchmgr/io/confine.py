@@ -36,14 +36,6 @@ def leaves(root: Path, path: Path) -> str | None:
     return None
 
 
-def control_character(text: str) -> str | None:
-    """The first control character (or line or paragraph separator) in ``text``, escaped for a message."""
-    for char in text:
-        if unicodedata.category(char) in ("Cc", "Zl", "Zp") and char != "\t":
-            return ascii(char)[1:-1]
-    return None
-
-
 def shown(text: str) -> str:
     """``text`` for a one-line message: each control character written as its escape."""
     return "".join(ascii(c)[1:-1] if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in text)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from patchmgr.model.errors import StateError
+from patchmgr.model.errors import StateError, UsageError
 
 
 def temp_path(path: Path) -> Path:
@@ -21,7 +22,11 @@ def write_atomic(path: Path, data: bytes, written: Callable[[], None] | None = N
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = temp_path(path)
     try:
-        with open(temp, "wb") as handle:
+        # never through a link or into a FIFO or device left at the temporary name: a file of our own, or an error
+        if os.path.lexists(temp) and not stat.S_ISREG(os.lstat(temp).st_mode):
+            os.unlink(temp)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        with open(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -33,6 +38,67 @@ def write_atomic(path: Path, data: bytes, written: Callable[[], None] | None = N
     except BaseException:
         temp.unlink(missing_ok=True)  # a half-written temporary file would hold on to the space
         raise
+
+
+# kernel interfaces, not storage: a "file" there is a setting or a device, never a report
+_PSEUDO_FOLDERS = ("/proc", "/sys", "/dev")
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def output_file_problem(path: Path) -> str | None:
+    """Why patchmgr may not write a file the user named at ``path``, or None.
+
+    An output file is a regular file (replaced whole) or absent (created) in an existing folder on
+    storage: a FIFO, a device, a socket or a folder there would be replaced or written into, a
+    symbolic link would be replaced instead of what it names, and a path under /proc, /sys or /dev
+    names a kernel interface."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        return f"cannot be looked at ({exc.strerror or exc})"
+    if mode is not None and stat.S_ISLNK(mode):
+        try:
+            pointed = _kind(os.stat(path).st_mode) if os.path.exists(path) else "nothing"
+        except OSError:
+            pointed = "something that cannot be looked at"
+        return f"is a symbolic link (to {pointed if pointed != 'not a regular file' else 'a regular file'})"
+    if mode is not None and not stat.S_ISREG(mode):
+        return f"is {_kind(mode)}, not a regular file"
+    parent = Path(os.path.realpath(Path(path).absolute().parent))
+    for pseudo in _PSEUDO_FOLDERS:
+        if parent == Path(pseudo) or Path(pseudo) in parent.parents:
+            return f"is under {pseudo}, a kernel interface, not a folder for files"
+    if not parent.is_dir():
+        return f"the folder {Path(path).parent} does not exist"
+    return None
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """Refuse (exit 2) an output path that ``output_file_problem`` finds fault with, before any work."""
+    problem = output_file_problem(path)
+    if problem is not None:
+        raise UsageError(f"{option} {path}: {problem}; patchmgr writes only a regular file or a new one",
+                         "give the path of a regular file, or a new name in an existing folder (nothing was written)")
+
+
+def write_output(path: Path, data: bytes, option: str) -> None:
+    """Write a file the user named (``--html PATH`` ...): checked again just before, then replaced atomically."""
+    check_output_file(path, option)
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise StateError(f"{option} {path}: cannot be written ({exc.strerror or exc})",
+                         "check the folder's permissions and free space, then run again") from None
 
 
 LINK_HINT = "remove that link (and put a real folder there, or nothing), then run again"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -42,7 +44,7 @@ class FileLock:
             self._held[key] += 1
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = open(self.path, "a+")
+        self._handle = _open_lock_file(self.path)
         started = time.monotonic()
         deadline = started + self.timeout
         while True:
@@ -70,3 +72,20 @@ class FileLock:
             fcntl.flock(self._handle, fcntl.LOCK_UN)
             self._handle.close()
             self._handle = None
+
+
+
+def _open_lock_file(path: Path):
+    """The lock file, opened never through a link and never as a FIFO or device (another user's link in a
+    shared folder would have this run create or open a file elsewhere). OSError as ``open`` raises it."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise OSError(errno.ELOOP, "it is a symbolic link (a lock file is never opened through one)",
+                      str(path)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "it is not a regular file", str(path))
+    return os.fdopen(fd, "r+")

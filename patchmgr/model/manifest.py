@@ -11,18 +11,16 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.model.errors import ManifestError
-from patchmgr.model.urls import FULL_SHA, mask_url
+from patchmgr.model.urls import FULL_SHA, control_character, mask_url, requirement_problem, url_problem
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# \Z, not $: `$` also matches before a final newline, and every caller uses .match
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")
+PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 _TARGET_KEYS = {"name", "description"}
 _UPSTREAM_KEYS = {"git", "mirrors", "commit", "version", "pypi", "package-root", "patches", "smoke-requirements"}
-_SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.-]+:[^/].*$")  # git's scp-like ssh: host:path
-_SCP_LIKE_HOST = re.compile(r"^[^/:]*@([^/:]*):")
 
 
 @dataclass(frozen=True)
@@ -96,7 +94,7 @@ class _Validator:
         if name != self.path.stem:
             raise self.fail("target.name", f"{name!r} differs from the file name {self.path.stem!r}",
                             f'set name = "{self.path.stem}" or rename the file')
-        description = self._string(section, "description", "target.description") or ""
+        description = self._string(section, "description", "target.description", free_text=True) or ""
         upstreams = raw.get("upstreams", {})
         if not isinstance(upstreams, dict):
             raise self.fail("upstreams", "must be a table of [upstreams.<name>] tables",
@@ -105,7 +103,8 @@ class _Validator:
         return Target(name, description, self.path, parsed)
 
     def upstream(self, name: str, raw) -> Upstream:
-        key = f"upstreams.{name}"
+        key = f"upstreams.{name!r}" if control_character(name) else f"upstreams.{name}"
+        self._one_line(name, key, "an upstream name")
         if not NAME.match(name):
             raise self.fail(key, "an upstream name is lower-case letters, digits, '.', '_' or '-'",
                             "rename the table")
@@ -130,7 +129,7 @@ class _Validator:
                 raise self.fail(f"{key}.version", f"{version!r} is not a PEP 440 version",
                                 'write it like "0.4.2"') from exc
         pypi = self._string(raw, "pypi", f"{key}.pypi")
-        if pypi is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", pypi):
+        if pypi is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z", pypi):
             raise self.fail(f"{key}.pypi", f"{pypi!r} is not a PyPI project name", "check the name on PyPI")
         package_root = self._string(raw, "package-root", f"{key}.package-root") or ""
         if package_root.startswith("/") or ".." in Path(package_root).parts:
@@ -146,15 +145,11 @@ class _Validator:
     def _requirements(self, raw: dict, key: str) -> tuple[str, ...]:
         values = self._strings(raw, "smoke-requirements", key)
         for index, value in enumerate(values):
-            where = f"{key}[{index}]"
-            if value.strip().startswith("-") or any(ch in value for ch in "\n\r\x00"):
-                raise self.fail(where, f"{value!r} is not a PEP 508 requirement (pip options are refused)",
-                                'write it like "transformers==4.57.1"')
-            try:
-                Requirement(value)
-            except InvalidRequirement as exc:
-                raise self.fail(where, f"{value!r} is not a PEP 508 requirement ({exc})",
-                                'write it like "transformers==4.57.1"') from None
+            problem = requirement_problem(value)
+            if problem:
+                raise self.fail(f"{key}[{index}]", f"{mask_url(value)!r} {problem}",
+                                'write a requirement like "transformers==4.57.1", or "name @ https://..." for a '
+                                "published archive or git+https:// repository")
         return tuple(v.strip() for v in values)
 
     def _patches(self, raw: dict, upstream: str, key: str) -> tuple[str, ...]:
@@ -177,10 +172,21 @@ class _Validator:
     def _only(self, table: dict, allowed: set[str], prefix: str) -> None:
         for name in table:
             if name not in allowed:
-                raise self.fail(prefix + name, "unknown key",
+                shown = repr(name) if control_character(name) else name  # a key printed raw could forge a line
+                raise self.fail(prefix + shown, "unknown key",
                                 "allowed here: " + ", ".join(sorted(allowed)))
 
-    def _string(self, table: dict, name: str, key: str, required: bool = False) -> str | None:
+    def _one_line(self, value: str, key: str, what: str = "a path, id, ref or URL") -> None:
+        """Every value that names a path, id, ref or URL is one line of printable text: a control character
+        (a newline above all) would forge a second line wherever it is printed or read line by line."""
+        problem = control_character(value)
+        if problem:
+            raise self.fail(key, f"{mask_url(value)!r} {problem}",
+                            f"{what} is one line of printable text: remove the character (often a newline "
+                            "or tab inside the quotes)")
+
+    def _string(self, table: dict, name: str, key: str, required: bool = False,
+                free_text: bool = False) -> str | None:
         if name not in table:
             if required:
                 raise self.fail(key, "missing", f"add {name} = \"...\"")
@@ -188,44 +194,19 @@ class _Validator:
         value = table[name]
         if not isinstance(value, str) or not value.strip():
             raise self.fail(key, f"must be a non-empty string, not {value!r}", f'write {name} = "..."')
+        if not free_text:
+            self._one_line(value, key)
         return value.strip()
 
     def _strings(self, table: dict, name: str, key: str) -> list[str]:
         value = table.get(name, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.fail(key, "must be a list of strings", f'write {name} = ["...", "..."]')
+        for index, item in enumerate(value):
+            self._one_line(item, f"{key}[{index}]")
         return value
 
     def _url(self, url: str, key: str) -> None:
         problem = url_problem(url)
         if problem:
             raise self.fail(key, problem, "use an https:// URL, or pass a local path with --source")
-
-
-def url_problem(url: str, from_command_line: bool = False) -> str | None:
-    """Why ``url`` may not be given to git, or None.
-
-    URLs in manifests are data from many hands: transports that run commands
-    (``ext::``) or read arbitrary local files (``file::``/``file://``) are only
-    accepted from the command line, and nothing that git could read as an
-    option is accepted at all.
-    """
-    shown = mask_url(url)
-    if url.startswith("-"):
-        return f"{shown!r} looks like a command-line option"
-    if any(ch in url for ch in "\n\r\x00"):
-        return "contains a control character"
-    lowered = url.lower()
-    # ssh://-oProxyCommand=... (CVE-2017-1000117): a host that ssh would read as an option
-    host = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/]*)", lowered) or _SCP_LIKE_HOST.match(url)
-    if host and host.group(1).startswith("-"):
-        return f"{shown!r} names a host that looks like a command-line option"
-    if lowered.startswith("ext::"):
-        return "the ext:: transport runs commands and is refused"
-    if "::" in url.split("/")[0] and not from_command_line:
-        return f"the {url.split('::')[0]}:: transport helper is refused in manifests"
-    if from_command_line:
-        return None
-    if re.match(r"^(https?|ssh|git)://", lowered) or _SCP_LIKE.match(url):
-        return None
-    return f"{shown!r} is not an https://, ssh:// or git:// URL"

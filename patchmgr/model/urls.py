@@ -1,11 +1,27 @@
-"""Shapes of names that reach git and the output: full commit ids, URLs whose passwords are never printed."""
+"""Shapes of values that reach git, pip, a shell and the output: full commit ids, no control characters, the
+URL policy of manifests (for ``git`` keys and ``smoke-requirements`` alike), URLs whose passwords are never printed."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+from packaging.requirements import InvalidRequirement, Requirement
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")  # \Z: `$` would let a final newline through
+_SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.-]+:[^/].*$")  # git's scp-like ssh: host:path
+_SCP_LIKE_HOST = re.compile(r"^[^/:]*@([^/:]*):")
+
+# C0, DEL, C1 and the Unicode line and paragraph separators: each can end a line (in a shell's `read`, a .pth
+# file, Python's splitlines) or move a terminal's cursor, so a value holding one forges what follows it
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def control_character(value: str) -> str | None:
+    """``contains a control character (U+000A)`` for the first one in ``value``, or None."""
+    found = _CONTROL.search(value)
+    return f"contains a control character (U+{ord(found.group()):04X})" if found else None
+
 
 # -- credentials never reach the output ---------------------------------------------
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:'\"]*):([^/\s'\"]*)@")  # to the authority's last @
@@ -49,3 +65,65 @@ def without_credentials(url: str) -> str:
     user = userinfo.split(":", 1)[0]
     keep = f"{user}@" if user and "ssh" in match["scheme"].lower() else ""
     return f"{match['scheme']}{keep}{host}{match['rest']}"
+
+
+def url_problem(url: str, from_command_line: bool = False) -> str | None:
+    """Why ``url`` may not be given to git, or None.
+
+    URLs in manifests are data from many hands: transports that run commands
+    (``ext::``) or read arbitrary local files (``file::``/``file://``) are only
+    accepted from the command line, and nothing that git could read as an
+    option is accepted at all.
+    """
+    shown = mask_url(url)
+    if url.startswith("-"):
+        return f"{shown!r} looks like a command-line option"
+    control = control_character(url)
+    if control:
+        return control
+    lowered = url.lower()
+    # ssh://-oProxyCommand=... (CVE-2017-1000117): a host that ssh would read as an option
+    host = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/]*)", lowered) or _SCP_LIKE_HOST.match(url)
+    if host and host.group(1).startswith("-"):
+        return f"{shown!r} names a host that looks like a command-line option"
+    if lowered.startswith("ext::"):
+        return "the ext:: transport runs commands and is refused"
+    if "::" in url.split("/")[0] and not from_command_line:
+        return f"the {url.split('::')[0]}:: transport helper is refused in manifests"
+    if from_command_line:
+        return None
+    if re.match(r"^(https?|ssh|git)://", lowered) or _SCP_LIKE.match(url):
+        return None
+    return f"{shown!r} is not an https://, ssh:// or git:// URL"
+
+
+# what pip takes as a local file when a requirement is a bare name that exists in its working folder
+_ARCHIVE = re.compile(r"\.(whl|zip|tar|tgz|tbz|txz|tlz|tar\.(gz|bz2|xz|lz|lzma))$", re.I)
+_VCS_PREFIX = re.compile(r"^(git|hg|svn|bzr)\+", re.I)
+
+
+def requirement_problem(value: str) -> str | None:
+    """Why ``value`` may not be handed to pip as a smoke requirement, or None.
+
+    A requirement is data from a manifest, so it gets the manifest's URL policy: a PEP 508 name with
+    a version, or a direct reference (``name @ URL``) to an https://, ssh:// or git:// URL (``git+`` and
+    the other VCS prefixes included); never a pip option, a local path or a ``file:`` URL, whose tree's
+    build backend would run as this user during ``smoke``."""
+    control = control_character(value)
+    if control:
+        return control
+    if value.strip().startswith("-"):
+        return "is a pip option, not a requirement (options are refused)"
+    try:
+        requirement = Requirement(value)
+    except InvalidRequirement as exc:
+        return f"is not a PEP 508 requirement ({exc})"
+    if _ARCHIVE.search(requirement.name):
+        return f"names {requirement.name!r}, which pip would install from a local archive of that name"
+    if requirement.url is None:
+        return None
+    url = _VCS_PREFIX.sub("", requirement.url)
+    if not re.match(r"^(https?|ssh|git)://", url.lower()):  # a path, file:, or anything pip reads from this machine
+        return (f"points at {mask_url(requirement.url)!r}, not an https://, ssh:// or git:// URL "
+                "(local paths and file: URLs are refused: their build code would run as you)")
+    return url_problem(url)

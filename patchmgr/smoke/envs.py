@@ -8,6 +8,11 @@ file that appends the running interpreter's site-packages, so torch, pytest and 
 downloaded, and the environment's own packages come first. The key is a hash of the Python version, the
 sorted requirements and that site-packages path. It is built in a folder beside it and renamed into place
 when complete (a killed build is never reused), under a lock, so two runs never build it twice.
+
+An environment is reused only when it passes the cache's one trust check (``sources.cache_entry``): a real
+folder of this user's, with no link out of it but ``bin/python`` to the interpreter that built it, and a
+``.pth`` and ``pyvenv.cfg`` that name only what patchmgr wrote there. Anything else is refused, and nothing
+in it runs.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -25,10 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchmgr.io.locks import FileLock, lock_timeout
+from patchmgr.io.files import remove_tree
+from patchmgr.io.locks import lock_timeout
 from patchmgr.model.errors import StateError
 from patchmgr.model.manifest import Upstream
-from patchmgr.sources.store import default_cache_dir
+from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
+from patchmgr.sources.cache_errors import CacheError
+from patchmgr.sources.store import CacheLock, default_cache_dir
 
 Progress = Callable[[str], None]
 _PTH = "patchmgr-smoke-host.pth"
@@ -61,33 +68,72 @@ def env_python(path: Path) -> Path:
 def smoke_env(upstream: Upstream, progress: Progress | None = None, cache: Path | None = None) -> SmokeEnv:
     """The environment for ``upstream``'s smoke requirements: reused when built, else built now."""
     requirements = upstream.smoke_requirements
-    root = (cache or default_cache_dir()) / "smoke-envs"
+    root = cache_folder(cache or default_cache_dir(), "smoke-envs")
     path = root / env_key(requirements)
-    if (path / _DONE).is_file():
+    if _complete(path):
         return SmokeEnv(str(env_python(path)), path, False, 0.0)
-    root.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda message: None)
-    with FileLock(root / f"{path.name}.lock", lock_timeout(1800), f"building smoke environment {path.name}",
-                  on_wait=say):
-        if (path / _DONE).is_file():  # another run built it while this one waited
+    with CacheLock(root / f"{path.name}.lock", lock_timeout(1800), f"building smoke environment {path.name}",
+                   on_wait=say):
+        if _complete(path):  # another run built it while this one waited
             return SmokeEnv(str(env_python(path)), path, False, 0.0)
         started = time.monotonic()
         shown = ", ".join(requirements)
         say(f"building the smoke environment for {upstream.name} ({shown}) in {path}")
-        if path.exists():  # incomplete: never reused
-            shutil.rmtree(path)
+        if os.path.lexists(path):  # incomplete (and our own: _complete checked it): never reused
+            remove_tree(path)
         for stale in root.glob(f"{path.name}.building-*"):  # a killed build's (this run holds the lock)
-            shutil.rmtree(stale, ignore_errors=True)
+            remove_tree(stale)
         building = Path(tempfile.mkdtemp(prefix=f"{path.name}.building-", dir=root))
         try:
             _build(building, requirements, say)
             os.replace(building, path)
         except BaseException:
-            shutil.rmtree(building, ignore_errors=True)
+            remove_tree(building)
             raise
         seconds = round(time.monotonic() - started, 1)
         say(f"built the smoke environment for {upstream.name} in {seconds:g}s")
         return SmokeEnv(str(env_python(path)), path, True, seconds)
+
+
+def _complete(path: Path) -> bool:
+    """Whether the environment at ``path`` is built; refused (CacheError) when it is not patchmgr's own."""
+    if not os.path.lexists(path):
+        return False
+    hint = f"remove it (rm -rf {path}): smoke builds it again"
+    what = "the smoke environment"
+    base = Path(getattr(sys, "_base_executable", None) or sys.executable)  # what venv links bin/python to
+    check_cache_entry(path, what, hint, inside=("bin", "pyvenv.cfg", _DONE), programs={"bin/python": base},
+                      walk=True)
+    if not (path / _DONE).is_file():
+        return False
+    pth = path / _site_packages(path) / _PTH
+    if not pth.is_file() or pth.read_text(encoding="utf-8", errors="replace") != _pth_text():
+        raise CacheError(f"{pth} in {what} is not the one patchmgr wrote (a .pth file runs its `import` lines "
+                         "at every start): refusing to run it", hint)
+    config = path / "pyvenv.cfg"
+    lines = config.read_text(encoding="utf-8", errors="replace").splitlines() if config.is_file() else []
+    homes = [line.partition("=")[2].strip() for line in lines if line.partition("=")[0].strip() == "home"]
+    if [os.path.realpath(home) for home in homes] != [os.path.realpath(base.parent)]:
+        raise CacheError(f"{path / 'pyvenv.cfg'} in {what} names a Python home other than {base.parent}: "
+                         "refusing to run it", hint)
+    return True
+
+
+def _site_packages(path: Path) -> str:
+    """The environment's site-packages, relative to it: as patchmgr recorded it when it built it."""
+    try:
+        recorded = json.loads((path / _DONE).read_text(encoding="utf-8")).get("site-packages")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if isinstance(recorded, str) and recorded and not os.path.isabs(recorded) and ".." not in Path(recorded).parts:
+        return recorded
+    return os.path.relpath(sysconfig.get_path("purelib", "venv", {"base": str(path), "platbase": str(path)}), path)
+
+
+def _pth_text() -> str:
+    # appended after the environment's own packages (site.addsitedir also reads the host's .pth files)
+    return "".join(f"import site; site.addsitedir({p!r})\n" for p in host_site_packages())
 
 
 def _build(building: Path, requirements: tuple[str, ...], say: Progress) -> None:
@@ -97,19 +143,19 @@ def _build(building: Path, requirements: tuple[str, ...], say: Progress) -> None
     python = env_python(building)
     say(f"installing {', '.join(requirements)} with their dependencies (pip)")
     _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--disable-pip-version-check",
-          "--no-input", "--quiet", "--", *requirements], "pip install")
+          "--no-input", "--quiet", "--", *requirements], "pip install", cwd=building)
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    # appended after the environment's own packages (site.addsitedir also reads the host's .pth files)
-    lines = [f"import site; site.addsitedir({p!r})" for p in host_site_packages()]
-    Path(purelib, _PTH).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    Path(purelib, _PTH).write_text(_pth_text(), encoding="utf-8")
     (building / _DONE).write_text(json.dumps({"requirements": list(requirements), "python": sys.version.split()[0],
-                                              "host-site-packages": host_site_packages()}, indent=1) + "\n",
+                                              "host-site-packages": host_site_packages(),
+                                              "site-packages": os.path.relpath(purelib, building)}, indent=1) + "\n",
                                   encoding="utf-8")
 
 
-def _run(command: list[str], what: str) -> None:
-    done = subprocess.run(command, capture_output=True, text=True)
+def _run(command: list[str], what: str, cwd: Path | None = None) -> None:
+    # pip runs in the new environment's folder: a bare name (`x.tar.gz`) never meets a file of the caller's folder
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if done.returncode != 0:
         tail = " | ".join(line.strip() for line in (done.stdout + done.stderr).strip().splitlines()[-4:])
         raise StateError(f"cannot build the smoke environment: {what} failed (exit {done.returncode}): {tail[-600:]}",

@@ -111,10 +111,12 @@ def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: 
     if checked_python is not None and own:
         report.notes.append(f"--python {checked_python}: every upstream's smoke tests ran in it; the smoke "
                             f"requirements of {', '.join(u.name for u in own)} were not installed")
+    # every environment built or found trusted before any test runs: one refused runs nothing
+    envs = {} if checked_python is not None else {upstream.name: smoke_env(upstream, progress) for upstream in own}
     for tree in trees:
         upstream_python = python
-        if checked_python is None and tree.upstream in own:
-            env = smoke_env(tree.upstream, progress)
+        env = envs.get(tree.upstream.name)
+        if env is not None:
             upstream_python = env.python
             how = f"built in {env.seconds:g}s" if env.built else "reused"
             report.notes.append(f"{tree.upstream.name}: smoke tests ran in the smoke environment {env.path} "

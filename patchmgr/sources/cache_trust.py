@@ -11,7 +11,8 @@ from pathlib import Path
 from patchmgr.io.git import GitRepo, RepositoryDamaged
 from patchmgr.model.errors import GitError
 from patchmgr.model.urls import mask_url
-from patchmgr.sources.cache_errors import CacheError, _os_problem, disk_hint
+from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
+from patchmgr.sources.cache_errors import CacheError, _os_problem
 
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
@@ -29,18 +30,6 @@ CACHE_CONFIG_KEYS = frozenset({
 CACHE_CONFIG_VALUES = {"remote.origin.uploadpack": LOCAL_UPLOAD_PACK}  # runs a program: only patchmgr's own
 
 
-def _check_owner(path: Path, what: str, hint: str) -> None:
-    """Refuse ``path`` unless this user owns it (git's ``safe.directory`` rule): another user's config runs
-    programs as this one."""
-    try:
-        owner = os.stat(path).st_uid
-    except OSError as exc:
-        raise CacheError(f"cannot read {what} {path}: {_os_problem(exc, path)}", hint) from None
-    if owner != os.geteuid():
-        raise CacheError(f"{what} ({path}) belongs to another user (uid {owner}, not {os.geteuid()}): "
-                         "refusing to run git there", hint)
-
-
 def check_cache_config(path: Path, config: Sequence[tuple[str, str]]) -> None:
     """Refuse a cached clone whose config holds anything patchmgr does not write there."""
     for key, value in config:
@@ -50,6 +39,10 @@ def check_cache_config(path: Path, config: Sequence[tuple[str, str]]) -> None:
                          "never writes: refusing to run git there",
                          f"remove it (rm -rf {path}): patchmgr fetches it again")
 
+
+# what git reads in a bare clone before it does anything: a link or a foreign file among them is refused
+_CLONE_PARTS = ("config", "HEAD", "packed-refs", "objects", "objects/info", "objects/pack", "refs", "refs/heads",
+                "refs/tags", "shallow")
 
 _ABSENT = "(no clone yet)"  # what _clone_problem says when there is nothing to check (compared by identity)
 
@@ -61,19 +54,7 @@ class CacheHealth:
         """The cache folder and its ``git`` folder exist, are folders, and belong to this user."""
         if self._root_checked:
             return
-        where = "PATCHMGR_CACHE" if os.environ.get("PATCHMGR_CACHE") else "the patchmgr cache"
-        for folder in (self.cache_dir, self.cache_dir / "git"):
-            if os.path.lexists(folder) and not folder.is_dir():
-                what = f"{where} points at a file" if folder == self.cache_dir else "the patchmgr cache holds a file"
-                raise CacheError(f"{what}, not a folder: {folder}",
-                                 "point PATCHMGR_CACHE at a folder of your own (or remove that file)")
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                problem = _os_problem(exc, folder)
-                raise CacheError(f"cannot create the patchmgr cache {folder}: {problem}", disk_hint(problem)) from None
-            _check_owner(folder, "the patchmgr cache", "point PATCHMGR_CACHE at a folder of your own, "
-                         "or give this one to your user (chown)")
+        cache_folder(self.cache_dir, "git")
         self._root_checked = True
 
     def _check_clone(self, upstream: str) -> GitRepo | None:
@@ -99,12 +80,11 @@ class CacheHealth:
         path = self.repo_path(upstream)
         if not os.path.lexists(path):
             return _ABSENT
-        if not path.is_dir():
-            return "it is not a folder"
         hint = f"remove it (rm -rf {path}): patchmgr fetches it again"
-        _check_owner(path, f"the cached clone of {upstream}", hint)
-        if (path / "config").exists():
-            _check_owner(path / "config", f"the config file of the cached clone of {upstream}", hint)
+        if not path.is_symlink() and not path.is_dir():
+            return "it is not a folder"
+        # git reads its config (which can name programs) and its refs and objects: all of them its own
+        check_cache_entry(path, f"the cached clone of {upstream}", hint, inside=_CLONE_PARTS)
         for name in ("objects/info/alternates", "objects/info/http-alternates", "commondir", "info/attributes"):
             if os.path.lexists(path / name):
                 raise CacheError(f"the cached clone {path} has {name}, which patchmgr never writes", hint)

@@ -38,7 +38,7 @@ from patchmgr.io.git import GitRepo, RepositoryDamaged
 from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
-from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
+from patchmgr.model.urls import FULL_SHA, as_local_path, control_character, mask_url
 from patchmgr.sources.cache_errors import (_NO_SUCH_REF, CacheError, NotACommit, NotARepository, RefNotFound,
                                            _os_problem, _require_repository, _said, disk_hint, disk_problem,
                                            unknown_ref)
@@ -80,7 +80,10 @@ def _ref_problem(ref: str) -> str | None:
         return "it starts with '-'"
     if "@{" in ref or ref == "@":
         return "'@{...}' (a reflog entry) and '@' are revision expressions, not refs"
-    bad = [c for c in ref if ord(c) < 0x20 or ord(c) == 0x7f or c in " ~^:?*[\\"]
+    control = control_character(ref)  # the one check: C0, DEL, C1 and the line separators
+    if control:
+        return f"it holds {control}, which no ref name may hold"
+    bad = [c for c in ref if c in " ~^:?*[\\"]
     if bad:
         return f"it holds {bad[0]!r}, which no ref name may hold"
     if ".." in ref or "//" in ref or ref.startswith("/") or ref.endswith(("/", ".")):
@@ -128,7 +131,7 @@ class Store(CacheHealth):
     def lock(self, upstream: str) -> FileLock:
         """Held while writing the cached clone of ``upstream``; a fetch can take minutes, so others wait long."""
         self._check_root()
-        return _CacheLock(self.cache_dir / "git" / f"{upstream}.lock", lock_timeout(600.0),
+        return CacheLock(self.cache_dir / "git" / f"{upstream}.lock", lock_timeout(600.0),
                           f"it is fetching {upstream} into the cache", self.progress)
 
     # -- the cache folder, trusted only when it is the user's own ------------------
@@ -396,7 +399,7 @@ def _require_commit(repo: GitRepo, upstream: str, ref: str) -> None:
         raise NotACommit(upstream, ref, kinds[-1])
 
 
-class _CacheLock(FileLock):
+class CacheLock(FileLock):
     """The per-upstream lock of the cache; a lock file that cannot be made (a read-only or full disk) is one error."""
 
     def __enter__(self) -> FileLock:

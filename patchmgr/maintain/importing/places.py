@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from patchmgr.io.confine import control_character, leaves, shown
+from patchmgr.io.confine import leaves, shown
 from patchmgr.model.errors import UsageError
+from patchmgr.model.urls import control_character
 
 
 def repository_of(folder: Path) -> Path:
@@ -47,5 +48,5 @@ def plain_path(text: str, what: str) -> None:
     """Refuse a path (as given or as a series names it) that holds a control character."""
     char = control_character(text)
     if char is not None:
-        raise UsageError(f"{what} '{shown(text)}' holds a control character ({char}); import writes the path into "
+        raise UsageError(f"{what} '{shown(text)}' {char}; import writes the path into "
                          "the manifest and the patches' headers, one line each", "rename it, then run again")

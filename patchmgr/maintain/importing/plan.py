@@ -24,7 +24,7 @@ from patchmgr.engine.classify import Overlay, check_series
 from patchmgr.engine.place import _Failure
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.evidence import explain_upstream
-from patchmgr.io.confine import control_character, shown
+from patchmgr.io.confine import shown
 from patchmgr.io.git import merge_texts
 from patchmgr.maintain.importing.pin import Base, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
@@ -219,8 +219,7 @@ def _git_url(name: str, options: ImportOptions, declared: Declared, existing: Up
         raise UsageError(f"no git URL for upstream {name} ({monolith.shown})",
                          f"pass --git {name}=URL, or --dockerfile with its git clone line")
     git = without_credentials(given)
-    char = control_character(git)
-    problem = url_problem(git) or (f"holds a control character ({char})" if char else None)
+    problem = url_problem(git)  # a control character included
     if problem:
         raise UsageError(f"the git URL of {name} ({where}: {shown(mask_url(git))}): {problem}",
                          f"pass --git {name}=https://... (and --source {name}=PATH for a local clone)")
