@@ -63,14 +63,7 @@ def command(
 
 
 def _resume(session: Session, target: Optional[str], upstream: Optional[str], into: Path, action: str) -> int:
-    from patchmgr.maintain.edit_record import read_record
-    from patchmgr.maintain.onto import resume_onto
+    from patchmgr.maintain.onto_resume import resume_onto
     from patchmgr.render.maintain import onto_json, render_onto
-    record = read_record(into.resolve())
-    for option, given, made in (("--target", target, record.get("target")),
-                                ("--upstream", upstream, record.get("upstream"))):
-        if given and given != made:
-            raise UsageError(f"{into} was made for {record.get('target')}/{record.get('upstream')}, not {option} "
-                             f"{given}", f"leave {option} out: --{action} reads it from the checkout")
-    moved = resume_onto(session.project, into, action)
+    moved = resume_onto(session.project, into, action, target, upstream)
     return session.emit(0 if moved.finished and moved.guards_hold else 1, onto_json, render_onto, moved)

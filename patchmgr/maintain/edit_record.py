@@ -6,52 +6,201 @@ ref it also holds the move (``onto``): the ref and its commit, the old series,
 the patches still to apply, the one that stopped, and those left out. A git
 note (``refs/notes/patchmgr``) on each commit names its patch, through amends
 and rebases.
+
+The record is a typed, versioned value (``EditRecord``, ``format`` 2; format 1,
+written before the move kept its stop mark, is read too). Every field is checked
+when it is read: a record damaged by hand or by another tool (bad JSON, a
+missing key, a value of the wrong type, an unknown format) is one error saying
+what is wrong and what to do, never half read. It is written atomically.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from patchmgr.io.faults import step
+from patchmgr.io.files import write_atomic
 from patchmgr.io.git import GitRepo, identity_env
-from patchmgr.model.errors import StateError
+from patchmgr.model.errors import StateError, UsageError
+from patchmgr.model.records import text_or_none, typed
 
 RECORD = "patchmgr-edit.json"
 NOTES_REF = "refs/notes/patchmgr"
 NOTE_PREFIX = "patchmgr-patch: "
+FORMAT = 2
+_READABLE = (1, 2)
 
 
-def record_bytes(target: str, upstream: str, pin: str, patches: list[tuple[str, str, str]],
-                 onto: dict | None = None) -> bytes:
+@dataclass
+class PatchCommit:
+    """One patch of the series as a commit of the checkout, with the sha256 of the patch file it came from."""
+
+    id: str
+    commit: str
+    sha256: str = ""
+
+
+@dataclass
+class Queued:
+    """A patch still to apply during a move: the sha256 of its file as the move started."""
+
+    id: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Carried:
+    """A patch whose change the new ref already has: ``commit`` has its patch-id."""
+
+    id: str
+    commit: str
+    subject: str
+
+    def describe(self) -> str:
+        return f"upstream carries it as {self.commit[:7]} ({self.subject})"
+
+
+@dataclass
+class StopMark:
+    """The checkout as the move left it when it stopped: the tree of its work tree, a digest of its index, and
+    whether a git am was waiting. What differs at ``--abort`` is a person's work, which abort keeps."""
+
+    tree: str
+    index: str
+    am: bool
+
+
+@dataclass
+class Move:
+    """An ``edit --onto`` under way."""
+
+    ref: str
+    commit: str
+    old_tip: str
+    old_patches: list[PatchCommit]
+    queue: list[Queued]
+    current: str | None = None
+    before: str | None = None
+    carried: list[Carried] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    resolved: list[str] = field(default_factory=list)
+    stop: StopMark | None = None
+
+
+@dataclass
+class EditRecord:
+    target: str
+    upstream: str
+    pin: str
+    patches: list[PatchCommit] = field(default_factory=list)
+    onto: Move | None = None
+
+    def to_bytes(self) -> bytes:
+        doc = {"format": FORMAT, **asdict(self)}
+        if self.onto is None:
+            del doc["onto"]
+        return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
+
+    def tip(self) -> str:
+        """The commit the checkout's recorded work ends on: the last patch's, the move's new base, or the pin."""
+        if self.patches:
+            return self.patches[-1].commit
+        return self.onto.commit if self.onto else self.pin
+
+    def made_for(self) -> str:
+        return f"{self.target}/{self.upstream}"
+
+
+def record_path(folder: Path) -> Path:
+    return folder / ".git" / RECORD
+
+
+def record_bytes(target: str, upstream: str, pin: str, patches: list[tuple[str, str, str]]) -> bytes:
     """The record of a checkout: ``patches`` as (id, commit, sha256 of the patch file)."""
-    record = {"format": 1, "target": target, "upstream": upstream, "pin": pin,
-              "patches": [{"id": pid, "commit": commit, "sha256": digest} for pid, commit, digest in patches]}
-    if onto is not None:
-        record["onto"] = onto
-    return (json.dumps(record, indent=2) + "\n").encode("utf-8")
+    return EditRecord(target, upstream, pin, [PatchCommit(*p) for p in patches]).to_bytes()
 
 
-def write_record(folder: Path, target: str, upstream: str, pin: str, patches: list[tuple[str, str, str]],
-                 onto: dict | None = None) -> None:
-    (folder / ".git" / RECORD).write_bytes(record_bytes(target, upstream, pin, patches, onto))
+def write_record(folder: Path, record: EditRecord) -> None:
+    """Replace the record atomically (a kill leaves the old one or the new one, never half)."""
+    write_atomic(record_path(folder), record.to_bytes(), written=step)
+    step()
 
 
-def write_record_doc(folder: Path, record: dict) -> None:
-    """A record read with ``read_record`` and changed, written back."""
-    (folder / ".git" / RECORD).write_text(json.dumps(record, indent=2) + "\n")
+def has_record(folder: Path) -> bool:
+    return folder.is_dir() and record_path(folder).is_file()
 
 
-def read_record(folder: Path) -> dict:
-    path = folder / ".git" / RECORD
+def read_record(folder: Path) -> EditRecord:
+    """The checkout's record, every field checked; one error when it is missing or damaged."""
+    path = record_path(folder)
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise StateError(f"{folder} was not made by `patchmgr edit` (no readable {RECORD})",
-                         "make one with: patchmgr edit --target T --upstream NAME --into DIR") from exc
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise StateError(f"{folder} was not made by `patchmgr edit` (no readable {RECORD}: "
+                         f"{exc.strerror or exc})",
+                         "make one with: patchmgr edit --target T --upstream NAME --into DIR") from None
+    try:
+        return parse_record(json.loads(text))
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise UsageError(f"{path} is damaged ({why}); nothing was changed",
+                         f"restore that file, or make the checkout anew in another folder with: patchmgr edit "
+                         f"--target T --upstream NAME --into NEW_DIR (export from {folder} is not possible "
+                         "until then)") from None
 
 
-def record_patches(record: dict) -> list[tuple[str, str, str]]:
-    return [(p["id"], p["commit"], p.get("sha256", "")) for p in record.get("patches") or []]
+def parse_record(doc: object) -> EditRecord:
+    typed(doc, dict, "the record")
+    version = doc.get("format")
+    if version not in _READABLE:
+        raise ValueError(f"format {version!r} is not one this patchmgr reads ({', '.join(map(str, _READABLE))})")
+    record = EditRecord(_text(doc["target"], "target"), _text(doc["upstream"], "upstream"), _text(doc["pin"], "pin"),
+                        _patches(doc["patches"], "patches"))
+    onto = doc.get("onto")
+    if onto is not None:
+        record.onto = _move(typed(onto, dict, "onto"))
+    return record
+
+
+def _text(value: object, what: str) -> str:
+    return typed(value, str, what)
+
+
+def _texts(value: object, what: str) -> list[str]:
+    return [_text(item, f"an item of {what}") for item in typed(value, list, what)]
+
+
+def _patches(value: object, what: str) -> list[PatchCommit]:
+    patches = []
+    for entry in typed(value, list, what):
+        typed(entry, dict, f"an entry of {what}")
+        patches.append(PatchCommit(_text(entry["id"], f"{what}: id"), _text(entry["commit"], f"{what}: commit"),
+                                   _text(entry.get("sha256", ""), f"{what}: sha256")))
+    return patches
+
+
+def _move(onto: dict) -> Move:
+    queue = []
+    for entry in typed(onto["queue"], list, "onto.queue"):
+        typed(entry, dict, "an entry of onto.queue")
+        queue.append(Queued(_text(entry["id"], "onto.queue: id"), _text(entry["sha256"], "onto.queue: sha256")))
+    carried = []
+    for entry in typed(onto.get("carried", []), list, "onto.carried"):
+        typed(entry, dict, "an entry of onto.carried")
+        carried.append(Carried(_text(entry["id"], "onto.carried: id"), _text(entry["commit"], "onto.carried: commit"),
+                               _text(entry["subject"], "onto.carried: subject")))
+    stop = onto.get("stop")
+    if stop is not None:
+        typed(stop, dict, "onto.stop")
+        stop = StopMark(_text(stop["tree"], "onto.stop: tree"), _text(stop["index"], "onto.stop: index"),
+                        typed(stop["am"], bool, "onto.stop: am"))
+    return Move(_text(onto["ref"], "onto.ref"), _text(onto["commit"], "onto.commit"),
+                _text(onto["old_tip"], "onto.old_tip"), _patches(onto["old_patches"], "onto.old_patches"), queue,
+                text_or_none(onto.get("current"), "onto.current"), text_or_none(onto.get("before"), "onto.before"),
+                carried, _texts(onto.get("skipped", []), "onto.skipped"),
+                _texts(onto.get("resolved", []), "onto.resolved"), stop)
 
 
 def add_note(repo: GitRepo, commit: str, patch_id: str) -> None:

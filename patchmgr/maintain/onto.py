@@ -24,6 +24,7 @@ move leaves the project as it was.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,32 +33,22 @@ from pathlib import Path
 from patchmgr.engine.classify import Overlay, check_patch
 from patchmgr.engine.results import GuardResult, State
 from patchmgr.history.evidence import explain_upstream
+from patchmgr.io.faults import step
 from patchmgr.io.git import GitRepo, merge_texts
-from patchmgr.maintain.edit_record import add_note, read_record, write_record_doc
+from patchmgr.maintain.edit_record import Carried, EditRecord, Move, PatchCommit, Queued, StopMark, add_note, \
+    read_record, write_record
 from patchmgr.maintain.export_guards import guards_at_head
 from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.manifest import Upstream
+from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import open_git_source
-from patchmgr.targets.localwork import SAVED_PREFIX, utc_stamp
 
 MAILS = "patchmgr-onto"  # in the checkout's .git: the patch files still to apply, as they were
 OLD_SERIES = "refs/patchmgr/old-series"  # the series at the pin, for the range-diff and --abort
 _COMMITTER = {"GIT_COMMITTER_NAME": "patchmgr", "GIT_COMMITTER_EMAIL": "patchmgr@localhost"}
-
-
-@dataclass(frozen=True)
-class Carried:
-    """A patch whose change the new ref already has: ``commit`` has its patch-id."""
-
-    id: str
-    commit: str
-    subject: str
-
-    def describe(self) -> str:
-        return f"upstream carries it as {self.commit[:7]} ({self.subject})"
 
 
 @dataclass
@@ -78,6 +69,7 @@ class Stopped:
     total: int
     conflicts: list[str]  # paths with conflict markers (unmerged); empty: git could not merge at all
     mail: Path  # the patch file git am is applying
+    reason: str | None = None  # why it stopped when no git am waits (git refused the mail, or it changes nothing)
 
 
 @dataclass
@@ -93,7 +85,7 @@ class OntoOutcome:
     carried: list[Carried] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     stopped: Stopped | None = None
-    saved: str | None = None  # --abort: the branch that keeps resolved work
+    saved: str | None = None  # --abort: the branch that keeps the work done during the move
     # finished: patch id -> its guards on the new HEAD (the patched tree at the ref), for patches that have guards
     guards: dict[str, list[GuardResult]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -138,9 +130,40 @@ def plan_onto(project: Project, upstream: Upstream, store: Store, overrides: Map
     return plan
 
 
-def start_onto(folder: Path, project: Project, upstream: Upstream, plan: OntoPlan) -> OntoOutcome:
-    """Move the pin checkout in ``folder`` (made by edit, one commit per patch) to ``plan.commit`` and apply the
-    series there, as far as it goes."""
+@dataclass
+class MoveRun:
+    """A move being carried on: the checkout git works in (``work``, a copy in the edit slot's staging), where the
+    user sees it (``into``, named in every message), and its record."""
+
+    repo: GitRepo
+    work: Path
+    into: Path
+    record: EditRecord
+
+    @property
+    def move(self) -> Move:
+        assert self.record.onto is not None
+        return self.record.onto
+
+    def mail(self, patch_id: str) -> Path:
+        return self.work / ".git" / MAILS / f"{patch_id}.patch"
+
+    def shown(self, path: Path) -> Path:
+        """``path`` in ``work`` as the user will find it in ``into``."""
+        return self.into / path.relative_to(self.work)
+
+    def save(self) -> None:
+        write_record(self.work, self.record)
+
+
+def write_mail(path: Path, patch: PatchFile) -> None:
+    """The mail ``git am`` applies for ``patch``."""
+    path.write_bytes(patch.data)
+
+
+def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, plan: OntoPlan) -> OntoOutcome:
+    """Move the pin checkout in ``folder`` (made by edit, one commit per patch, in the edit slot's staging; it
+    will be swapped in at ``into``) to ``plan.commit`` and apply the series there, as far as it goes."""
     record = read_record(folder)
     carried = {c.id for c in plan.carried}
     mails = folder / ".git" / MAILS
@@ -149,8 +172,8 @@ def start_onto(folder: Path, project: Project, upstream: Upstream, plan: OntoPla
     queue = []
     for patch in project.patches(upstream):
         if patch.id not in carried:
-            (mails / f"{patch.id}.patch").write_bytes(patch.data)
-            queue.append({"id": patch.id, "sha256": sha256_bytes(patch.data)})
+            write_mail(mails / f"{patch.id}.patch", patch)
+            queue.append(Queued(patch.id, sha256_bytes(patch.data)))
     with GitRepo(folder) as repo:
         old_tip = repo.resolve("HEAD")
         repo.run("update-ref", OLD_SERIES, old_tip)
@@ -158,176 +181,103 @@ def start_onto(folder: Path, project: Project, upstream: Upstream, plan: OntoPla
             repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", plan.commit)
             repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
         except GitError as exc:
-            raise StateError(f"cannot check {upstream.name} out at {plan.ref} ({plan.commit[:12]}) in {folder}: "
-                             f"{exc.message}", f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL"
-                             ) from None
-        record["onto"] = {"ref": plan.ref, "commit": plan.commit, "old_tip": old_tip,
-                          "old_patches": record.get("patches") or [], "queue": queue, "current": None,
-                          "before": None, "carried": [vars(c) for c in plan.carried], "skipped": [], "resolved": []}
-        record["patches"] = []
-        write_record_doc(folder, record)
-        outcome = _outcome(folder, record, "started")
+            raise StateError(f"cannot check {upstream.name} out at {plan.ref} ({plan.commit[:12]}): {exc.message}; "
+                             f"nothing in {into} was changed",
+                             f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL") from None
+        step()
+        record.onto = Move(plan.ref, plan.commit, old_tip, record.patches, queue, carried=list(plan.carried))
+        record.patches = []
+        run = MoveRun(repo, folder, into, record)
+        run.save()
+        outcome = run_outcome(run, "started")
         outcome.notes += plan.notes
-        return _checked(project, _run_queue(repo, folder, record, outcome))
+        return checked(project, run_queue(run, outcome), folder)
 
 
-def _checked(project: Project, outcome: OntoOutcome) -> OntoOutcome:
-    """A finished move, with the guards of its patches evaluated on the new HEAD: a guard that the ref broke
-    is fixed here, in the checkout, before export."""
+def checked(project: Project, outcome: OntoOutcome, work: Path) -> OntoOutcome:
+    """A finished move, with the guards of its patches evaluated on the new HEAD (of ``work``): a guard that the
+    ref broke is fixed here, in the checkout, before export."""
     if outcome.finished and outcome.action != "aborted":
         applied = {pid for pid, _commit in outcome.applied}
-        found = guards_at_head(project, outcome.target, outcome.upstream, outcome.into)
+        found = guards_at_head(project, outcome.target, outcome.upstream, work)
         outcome.guards = {pid: guards for pid, guards in found.items() if pid in applied}
     return outcome
 
 
-def resume_onto(project: Project, folder: Path, action: str) -> OntoOutcome:
-    """``--continue``, ``--skip`` or ``--abort`` of a move that stopped."""
-    folder = folder.resolve()
-    record = read_record(folder)
-    onto = record.get("onto")
-    if not onto:
-        raise StateError(f"{folder} is not moving to a new ref: no edit --onto to {action}",
-                         "start one with: patchmgr edit --target T --upstream NAME --into DIR --onto REF")
-    with GitRepo(folder) as repo:
-        if action == "abort":
-            return _abort(repo, folder, record)
-        outcome = _outcome(folder, record, "continued" if action == "continue" else "skipped")
-        if action == "skip" and onto.get("current") is None and onto["queue"] and not repo.am_in_progress():
-            onto["current"], onto["before"] = onto["queue"][0]["id"], repo.resolve("HEAD")  # the one git refused
-        current = onto.get("current")
-        if current is not None:
-            if action == "continue":
-                _continue_current(repo, folder, record, outcome)
-            else:
-                _skip_current(repo, folder, record, outcome)
-        elif repo.am_in_progress():
-            raise StateError(f"a git am that patchmgr did not start is in progress in {folder}",
-                             f"finish it with git am --continue, --skip or --abort in {folder}, then run again")
-        return _checked(project, _run_queue(repo, folder, record, outcome))
-
-
-def _continue_current(repo: GitRepo, folder: Path, record: dict, outcome: OntoOutcome) -> None:
-    onto = record["onto"]
-    current, before = onto["current"], onto["before"]
-    if repo.am_in_progress():
-        unmerged = repo.unmerged_paths()
-        if unmerged:
-            raise StateError(f"{current}: {_paths(unmerged)} still {'has' if len(unmerged) == 1 else 'have'} "
-                             "conflicts; nothing was done",
-                             f"edit {'it' if len(unmerged) == 1 else 'them'} in {folder} (remove the <<<<<<< ======= "
-                             f">>>>>>> markers), then: git -C {folder} add {' '.join(unmerged)} && patchmgr edit "
-                             f"--continue --into {folder}")
-        marked = _marked(repo, folder, _changed_paths(repo))
-        if marked:
-            raise StateError(f"{current}: conflict markers remain in {_paths(marked)}; nothing was done",
-                             f"resolve them in {folder}, git add the files, then patchmgr edit --continue "
-                             f"--into {folder}")
-        try:
-            repo.am_resume("continue", env=_COMMITTER)
-        except GitError as exc:
-            raise StateError(f"{current}: git am --continue refused: {exc.message.removeprefix('git am: ')}",
-                             f"git -C {folder} add the resolved files, or leave the patch out with: patchmgr edit "
-                             f"--skip --into {folder}") from None
-    made = _commits(repo, before)
-    if made:
-        add_note(repo, made[0], current)
-        record["patches"].append({"id": current, "commit": made[0], "sha256": _queued_sum(onto, current)})
-        onto["resolved"].append(current)
-    else:
-        onto["skipped"].append(current)
-        outcome.notes.append(f"{current} made no commit (git am --skip, or nothing left to change): it leaves the "
-                             "series")
-    _done_current(folder, record)
-
-
-def _skip_current(repo: GitRepo, folder: Path, record: dict, outcome: OntoOutcome) -> None:
-    onto = record["onto"]
-    current, before = onto["current"], onto["before"]
-    if repo.am_in_progress():
-        repo.am_resume("skip", env=_COMMITTER)
-    elif _commits(repo, before):
-        raise StateError(f"{current} is already committed ({_commits(repo, before)[0][:12]}); there is nothing to "
-                         "skip", f"carry on with: patchmgr edit --continue --into {folder}")
-    onto["skipped"].append(current)
-    outcome.notes.append(f"skipped {current}: export leaves it out of the series (and removes its file)")
-    _done_current(folder, record)
-
-
-def _abort(repo: GitRepo, folder: Path, record: dict) -> OntoOutcome:
-    onto = record["onto"]
-    outcome = _outcome(folder, record, "aborted")
-    if repo.am_in_progress():
-        repo.am_resume("abort", env=_COMMITTER)
-    head = repo.resolve("HEAD")
-    if onto.get("resolved") and head != onto["commit"]:
-        outcome.saved = f"{SAVED_PREFIX}{utc_stamp()}-onto"
-        repo.run("branch", "-f", outcome.saved, head)
-    try:
-        repo.run("checkout", "--quiet", "-B", "patchmgr", onto["old_tip"])
-    except GitError as exc:
-        raise StateError(f"cannot go back to the series at the pin in {folder}: {exc.message}",
-                         f"commit or stash the changes git names, then patchmgr edit --abort --into {folder} again"
-                         ) from None
-    record["patches"] = onto["old_patches"]
-    del record["onto"]
-    write_record_doc(folder, record)
-    shutil.rmtree(folder / ".git" / MAILS, ignore_errors=True)
-    outcome.commit, outcome.applied = record["pin"], [(p["id"], p["commit"]) for p in record["patches"]]
-    return outcome
-
-
-def _run_queue(repo: GitRepo, folder: Path, record: dict, outcome: OntoOutcome) -> OntoOutcome:
-    """Apply the queued patches one by one; stop at the first that needs a person."""
-    onto = record["onto"]
-    total = len(record["patches"]) + len(onto["skipped"]) + len(onto["queue"])
-    while onto["queue"]:
-        entry = onto["queue"][0]
+def run_queue(run: MoveRun, outcome: OntoOutcome) -> OntoOutcome:
+    """Apply the queued patches one by one; stop at the first that needs a person (a conflict, a mail git
+    refuses, or a patch that changes nothing there: only an explicit --skip leaves a patch out)."""
+    repo, record, move = run.repo, run.record, run.move
+    total = len(record.patches) + len(move.skipped) + len(move.queue)
+    while move.queue:
+        entry = move.queue[0]
         before = repo.resolve("HEAD")
-        onto["current"], onto["before"] = entry["id"], before
-        write_record_doc(folder, record)
-        mail = folder / ".git" / MAILS / f"{entry['id']}.patch"
+        move.current, move.before, move.stop = entry.id, before, None
+        run.save()
+        mail = run.mail(entry.id)
+        reason = None
         try:
             applied = repo.am_apply(mail, env=_COMMITTER)
-        except GitError as exc:  # git refused the mail itself: nothing was applied, nothing waits
-            onto["current"] = onto["before"] = None
-            write_record_doc(folder, record)
-            raise StateError(f"{entry['id']}: git am cannot apply {mail}: {exc.message.removeprefix('git am: ')}",
-                             f"leave the patch out with: patchmgr edit --skip --into {folder}, or give up the move "
-                             f"with: patchmgr edit --abort --into {folder}") from None
+        except GitError as exc:  # git refused the mail itself: nothing was applied, no git am waits
+            applied, reason = False, f"git am cannot apply it: {exc.message.removeprefix('git am: ')}"
+        step()
+        made = _commits(repo, before) if applied else []
+        if applied and not made:
+            applied, reason = False, (f"git am found nothing left to change at {move.ref} (the ref may already "
+                                      "have its change)")
         if not applied:
-            number = len(record["patches"]) + len(onto["skipped"]) + 1
-            outcome.stopped = Stopped(entry["id"], number, total, repo.unmerged_paths(), mail)
+            number = len(record.patches) + len(move.skipped) + 1
+            move.stop = stop_mark(repo, run.work, am=reason is None)
+            outcome.stopped = Stopped(entry.id, number, total, repo.unmerged_paths(), run.shown(mail), reason)
             break
-        made = _commits(repo, before)
-        if made:
-            add_note(repo, made[0], entry["id"])
-            record["patches"].append({"id": entry["id"], "commit": made[0], "sha256": entry["sha256"]})
-        else:
-            onto["skipped"].append(entry["id"])
-            outcome.notes.append(f"{entry['id']}: git am found nothing left to change at {onto['ref']}; it leaves "
-                                 "the series")
-        _done_current(folder, record)
-    write_record_doc(folder, record)
-    outcome.applied = [(p["id"], p["commit"]) for p in record["patches"]]
-    outcome.skipped = list(onto["skipped"])
+        add_note(repo, made[0], entry.id)
+        record.patches.append(PatchCommit(entry.id, made[0], entry.sha256))
+        done_current(run)
+    run.save()
+    outcome.applied = [(p.id, p.commit) for p in record.patches]
+    outcome.skipped = list(move.skipped)
     return outcome
 
 
-def _done_current(folder: Path, record: dict) -> None:
-    onto = record["onto"]
-    current = onto["current"]
-    onto["queue"] = [e for e in onto["queue"] if e["id"] != current]
-    onto["current"] = onto["before"] = None
-    (folder / ".git" / MAILS / f"{current}.patch").unlink(missing_ok=True)
-    write_record_doc(folder, record)
+def stop_mark(repo: GitRepo, folder: Path, am: bool) -> StopMark:
+    """The checkout as a stop leaves it (``StopMark``), to tell at --abort what a person did since."""
+    return StopMark(work_tree_tree(repo, folder), index_digest(repo), am)
 
 
-def _outcome(folder: Path, record: dict, action: str) -> OntoOutcome:
-    onto = record["onto"]
-    return OntoOutcome(record["target"], record["upstream"], folder, onto["ref"], onto["commit"], record["pin"],
-                       action, carried=[Carried(**c) for c in onto.get("carried") or []],
-                       skipped=list(onto.get("skipped") or []))
+def work_tree_tree(repo: GitRepo, folder: Path) -> str:
+    """The tree of every file in the work tree (tracked, and untracked ones git does not ignore), conflict markers
+    and all; written with a copy of the index, so the checkout's own index is untouched."""
+    index = folder / ".git" / "patchmgr-work-index"
+    try:
+        if (folder / ".git" / "index").is_file():
+            shutil.copyfile(folder / ".git" / "index", index)
+        env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
+        repo.run("add", "--all", "--", ".", env=env)
+        return repo.run("write-tree", env=env)
+    finally:
+        index.unlink(missing_ok=True)
+
+
+def index_digest(repo: GitRepo) -> str:
+    """A digest of the index, every stage of every path."""
+    return hashlib.sha256(repo.run("ls-files", "--stage", "-z", strip=False).encode("utf-8")).hexdigest()
+
+
+def done_current(run: MoveRun) -> None:
+    move = run.move
+    current = move.current
+    move.queue = [e for e in move.queue if e.id != current]
+    move.current = move.before = None
+    move.stop = None
+    if current is not None:
+        run.mail(current).unlink(missing_ok=True)
+    run.save()
+
+
+def run_outcome(run: MoveRun, action: str) -> OntoOutcome:
+    record, move = run.record, run.move
+    return OntoOutcome(record.target, record.upstream, run.into, move.ref, move.commit, record.pin, action,
+                       carried=list(move.carried), skipped=list(move.skipped))
 
 
 def _commits(repo: GitRepo, before: str) -> list[str]:
@@ -335,27 +285,5 @@ def _commits(repo: GitRepo, before: str) -> list[str]:
     return out.split() if out else []
 
 
-def _queued_sum(onto: dict, patch_id: str) -> str:
-    return next((e["sha256"] for e in onto["queue"] if e["id"] == patch_id), "")
-
-
-def _changed_paths(repo: GitRepo) -> list[str]:
-    out = repo.run("diff", "--cached", "--name-only", "-z", "HEAD", strip=False)
-    return [p for p in out.split("\0") if p]
-
-
-def _marked(repo: GitRepo, folder: Path, paths: list[str]) -> list[str]:
-    """Those of ``paths`` whose staged content still has a whole conflict block."""
-    marked = []
-    for path in paths:
-        try:
-            data = (folder / path).read_bytes()
-        except OSError:
-            continue
-        if b"\n<<<<<<< " in b"\n" + data and b"\n=======" in data and b"\n>>>>>>> " in data:
-            marked.append(path)
-    return marked
-
-
-def _paths(paths: list[str]) -> str:
-    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+def commits_since(repo: GitRepo, before: str | None) -> list[str]:
+    return _commits(repo, before) if before else []

@@ -260,8 +260,8 @@ def render_onto(console: Console, outcome: OntoOutcome) -> None:
         console.print(f"aborted the move to {outcome.ref}: {into} is back at the pin {outcome.pin[:12]} with the "
                       f"series as it was ({len(outcome.applied)} patch commits)", highlight=False, markup=False)
         if outcome.saved:
-            console.print(f"resolved work kept on branch {outcome.saved}", style="yellow", highlight=False,
-                          markup=False)
+            console.print(f"the work done during the move (commits, staged and unstaged changes) kept on branch "
+                          f"{outcome.saved}", style="yellow", highlight=False, markup=False)
         return
     console.print(f"{into}: {outcome.upstream} moving from the pin {outcome.pin[:12]} onto {outcome.ref} "
                   f"({outcome.commit[:12]})", highlight=False, markup=False)
@@ -286,7 +286,11 @@ def render_onto(console: Console, outcome: OntoOutcome) -> None:
         console.print(f"every patch is on {outcome.ref}; check the result there (tests, smoke), then: {export}",
                       style="green", highlight=False, markup=False)
         return
-    if stop.conflicts:
+    if stop.reason:
+        what = stop.reason
+        fix = (f"make its change by hand in {into} and commit it (git commit), or leave it out with: patchmgr edit "
+               f"--skip --into {into}")
+    elif stop.conflicts:
         what = (f"git could not merge it: conflict markers (<<<<<<< ======= >>>>>>>) are in "
                 f"{', '.join(stop.conflicts)}")
         fix = (f"edit {'that file' if len(stop.conflicts) == 1 else 'those files'} in {into} to the patch's intent "
@@ -300,8 +304,9 @@ def render_onto(console: Console, outcome: OntoOutcome) -> None:
     console.print(f"next: {fix}; then: patchmgr edit --continue --into {into}\n"
                   f"  or leave the patch out of the series: patchmgr edit --skip --into {into}\n"
                   f"  or give up the move: patchmgr edit --abort --into {into}\n"
-                  f"  (git am --continue / --skip in {into} work too: run patchmgr edit --continue --into {into} "
-                  "after them to apply the rest)", highlight=False, markup=False, soft_wrap=True)
+                  f"  (git am --continue in {into} works too: run patchmgr edit --continue --into {into} after it "
+                  "to apply the rest; a git am --skip or --abort by hand leaves no patch out: say --skip to "
+                  "patchmgr)", highlight=False, markup=False, soft_wrap=True)
 
 
 def _refreshed_json(refreshed) -> dict:
@@ -371,7 +376,8 @@ def onto_json(outcome: OntoOutcome) -> dict:
             "skipped": outcome.skipped, "saved": outcome.saved,
             "guards": {pid: [guard_json(g) for g in guards] for pid, guards in outcome.guards.items()},
             "stopped": None if stop is None else {"id": stop.id, "number": stop.number, "total": stop.total,
-                                                  "conflicts": stop.conflicts, "patch": str(stop.mail)},
+                                                  "conflicts": stop.conflicts, "patch": str(stop.mail),
+                                                  "reason": stop.reason},
             "next": None if stop is None else [f"patchmgr edit --continue --into {outcome.into}",
                                                f"patchmgr edit --skip --into {outcome.into}",
                                                f"patchmgr edit --abort --into {outcome.into}"],

@@ -58,9 +58,39 @@ def default_cache_dir() -> Path:
 
 
 def validate_ref(ref: str) -> str:
-    if not ref or ref.startswith("-") or any(c in ref for c in " \t\n\r\x00~^:?*[\\") or ".." in ref:
-        raise UsageError(f"{ref!r} is not a valid git ref", "give a branch, a tag or a commit id")
+    """``ref`` when git can fetch it as given (the rules of ``git check-ref-format``, one level allowed); else bad
+    input, before anything is fetched or written. Revision expressions (``HEAD@{1}``, ``main~2``, ``v1^``) name a
+    commit only in one clone's history: the source is asked for a ref, so they are refused here with their id's
+    way to get it."""
+    why = _ref_problem(ref)
+    if why:
+        expression = any(mark in ref for mark in ("@{", "~", "^")) and ref.isprintable()
+        raise UsageError(f"{ref!r} is not a ref that can be fetched from the upstream's source: {why}",
+                         "give a branch, a tag or a commit id" + (
+                             f"; for a revision of your own clone, pass the commit it names (git rev-parse "
+                             f"{_quoted(ref)} there)" if expression else ""))
     return ref
+
+
+def _ref_problem(ref: str) -> str | None:
+    if not ref:
+        return "it is empty"
+    if ref.startswith("-"):
+        return "it starts with '-'"
+    if "@{" in ref or ref == "@":
+        return "'@{...}' (a reflog entry) and '@' are revision expressions, not refs"
+    bad = [c for c in ref if ord(c) < 0x20 or ord(c) == 0x7f or c in " ~^:?*[\\"]
+    if bad:
+        return f"it holds {bad[0]!r}, which no ref name may hold"
+    if ".." in ref or "//" in ref or ref.startswith("/") or ref.endswith(("/", ".")):
+        return "'..', '//', a leading or trailing '/', or a trailing '.' are not allowed in a ref name"
+    if any(part.startswith(".") or part.endswith(".lock") for part in ref.split("/")):
+        return "a part of it starts with '.' or ends with '.lock'"
+    return None
+
+
+def _quoted(ref: str) -> str:
+    return "'" + ref.replace("'", "'\\''") + "'"
 
 
 @dataclass(frozen=True)
@@ -284,6 +314,9 @@ class Store(CacheHealth):
                 raise
             except GitError as exc:
                 errors.append(_said(url, exc))
+                if "invalid refspec" in exc.message:  # git cannot fetch it as given, from any source
+                    raise UsageError(f"{ref!r} is not a ref that can be fetched from the upstream's source: git "
+                                     "calls it an invalid refspec", "give a branch, a tag or a commit id") from None
                 if _NO_SUCH_REF.search(exc.message):
                     lacking.append(url)
         local = repo.resolve(ref) if not urls else None

@@ -21,7 +21,6 @@ lock; a run that fails removes the DIR (or state folder) it made.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
@@ -36,9 +35,10 @@ from patchmgr.model.project import Project
 from patchmgr.sources.store import Store
 from patchmgr.targets.build import _CAUSE_HINT, _DISK_HINT, _detail, _disk_full, build_checkout
 from patchmgr.targets.checkout_verify import verify_into
-from patchmgr.targets.into_lock import REPLACED, STAGING, STATE, locked_into
+from patchmgr.targets.into_lock import STATE, locked_into
 from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_into_ledger, same_plan
-from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
+from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork
+from patchmgr.targets.slot import Place, Slot, begin, discard, local_work, refuse_hint, save_works, swap_in
 
 
 @dataclass
@@ -63,6 +63,7 @@ def apply_into(project: Project, target: Target, store: Store, overrides: Mappin
         # Only a DIR that an apply already wrote has a state folder (and in it the lock and any journal
         # to recover); any other is read without a lock, so a refused run or a dry run creates nothing
         locked = (into / STATE).is_dir()
+        slot = Slot(into / STATE)
         if locked:
             stack.enter_context(locked_into(into, notes))
         existing = _existing_ledger(into, target)
@@ -91,7 +92,7 @@ def apply_into(project: Project, target: Target, store: Store, overrides: Mappin
                 notes += [f"would save local work of {w.name} ({w.counts()}) on a branch "
                           f"{SAVED_PREFIX}<UTC time> in {w.folder} before rebuilding it" for w in works]
                 return ApplyOutcome(status, into, "dry-run", notes=notes)
-            ledger = _build_and_swap(status, store, overrides, into, existing, works, notes)
+            ledger = _build_and_swap(slot, status, store, overrides, into, existing, works, notes)
         except BaseException:
             if not locked and not dry_run:
                 _remove_made(made, into)  # a DIR (or state folder) this run created goes again when it fails
@@ -160,25 +161,21 @@ def _existing_ledger(into: Path, target: Target) -> Ledger | None:
 
 def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force: bool) -> list[LocalWork]:
     """The local work in each checkout this run would rebuild; refuses (changing nothing) unless ``force``."""
-    found = []
+    places = []
     for upstream_status in status.upstreams:
         name = upstream_status.upstream.name
         entry = existing.upstream(name) if existing else None
-        if entry is None or not os.path.lexists(into / name):
-            continue
-        work = find_local_work(name, into / name, entry.checkout.head_commit or entry.checkout.base_commit)
-        if work:
-            found.append(work)
-    if found and (not force or any(w.not_a_checkout for w in found)):
+        if entry is not None:
+            places.append(Place(name, into / name, entry.checkout.head_commit or entry.checkout.base_commit))
+
+    def refusal(found: list[LocalWork]) -> StateError:
         folders = ", ".join(str(w.folder) for w in found)
-        hint = (f"move that work out of the checkout first (push or copy the commits and files elsewhere), or run "
-                f"the same apply again with --force to save it on a branch {SAVED_PREFIX}<UTC time> in the new "
-                "checkout")
+        hint = refuse_hint("apply")
         if any(w.not_a_checkout for w in found):
             hint = "move the files you want to keep out of that folder, then run apply again"
-        raise StateError(f"apply would rebuild {folders} and lose local work: "
-                         f"{'; '.join(w.describe() for w in found)}; nothing was changed", hint)
-    return found
+        return StateError(f"apply would rebuild {folders} and lose local work: "
+                          f"{'; '.join(w.describe() for w in found)}; nothing was changed", hint)
+    return local_work(places, force, refusal)
 
 
 def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
@@ -187,59 +184,35 @@ def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
                                                     u.source.removesuffix(" (cached)") for u in status.upstreams)
 
 
-def _build_and_swap(status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path,
+def _build_and_swap(slot: Slot, status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path,
                     existing: Ledger | None, works: Sequence[LocalWork] = (), notes: list[str] | None = None) -> Ledger:
-    """Build every checkout in staging, then swap them in and write the ledger as one journaled transaction.
+    """Build every checkout in the slot's staging, then swap them in and write the ledger as one journaled
+    transaction (``slot.swap_in``).
 
     The local ``works`` found in the checkouts being replaced are carried into the new ones as branches
-    before the swap (``patchmgr.localwork``), so discarding the old folders loses none of it.
+    before the swap (``slot.save_works``), so discarding the old folders loses none of it.
     """
-    state = into / STATE
-    staging = state / STAGING
-    replaced = state / REPLACED
     built: list[UpstreamLedger] = []
     try:
-        staging.mkdir(parents=True)
-        replaced.mkdir()
+        begin(slot)
         for upstream_status in status.upstreams:
-            built.append(build_checkout(upstream_status, store, overrides, staging))
+            built.append(build_checkout(upstream_status, store, overrides, slot.staging))
     except (OSError, GitError) as exc:
-        full = _disk_full(exc, staging)
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(replaced, ignore_errors=True)
-        raise StateError(f"cannot build the checkouts in {staging}: {_detail(exc)}; nothing in {into} was changed",
-                         _DISK_HINT if full else _CAUSE_HINT) from None
+        full = _disk_full(exc, slot.staging)
+        discard(slot)
+        raise StateError(f"cannot build the checkouts in {slot.staging}: {_detail(exc)}; nothing in {into} was "
+                         "changed", _DISK_HINT if full else _CAUSE_HINT) from None
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(replaced, ignore_errors=True)
+        discard(slot)
         raise
-    saved: list[tuple[LocalWork, list[str]]] = []
-    stamp = utc_stamp()
     try:
-        for work in works:
-            saved.append((work, save_local_work(work, staging / work.name, stamp)))
-    except BaseException as exc:
-        full = isinstance(exc, (OSError, GitError)) and _disk_full(exc, staging)
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(replaced, ignore_errors=True)
-        if not isinstance(exc, (OSError, GitError)):
-            raise
-        raise StateError(f"cannot save the local work of {work.name} into its new checkout: {_detail(exc)}; "
-                         f"nothing in {into} was changed",
-                         ("free some space on that disk" if full else "fix the cause above") +
-                         ", or save that work yourself, then run apply again") from None
-    moves: list[tuple[Path, Path]] = []
-    for entry in built:
-        current = into / entry.name
-        if os.path.lexists(current):
-            moves.append((current, replaced / entry.name))
-        moves.append((staging / entry.name, current))
+        save_works(slot, works, notes if notes is not None else [], "apply")
+    except BaseException:
+        discard(slot)
+        raise
     rebuilt = {entry.name for entry in built}
     kept = [u for u in (existing.upstreams if existing else []) if u.name not in rebuilt]
     ledger = Ledger(status.target.name, sorted(kept + built, key=lambda u: u.name))
-    apply_transaction(state, {into / LEDGER_NAME: ledger.to_json().encode("utf-8")}, moves, [staging, replaced])
-    for work, branches in saved:
-        if notes is not None and branches:
-            notes.append(f"saved local work of {work.name} on {'branch' if len(branches) == 1 else 'branches'} "
-                         f"{', '.join(branches)} in {work.folder} ({work.counts()})")
+    swap_in(slot, {into / entry.name: slot.staged(entry.name) for entry in built},
+            {into / LEDGER_NAME: ledger.to_json().encode("utf-8")})
     return ledger
