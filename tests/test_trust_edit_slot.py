@@ -146,6 +146,19 @@ def test_abort_keeps_a_commit_made_by_hand_and_the_changes_after_it(tmp_path, cl
     assert "Use our ranges on line 5" in git(into, "log", "--format=%s", "-3", "HEAD")
 
 
+def test_abort_keeps_a_lone_commit_made_by_hand(tmp_path, cli, project, upstream):
+    """The commit alone, nothing else changed: going back to the pin would leave it on no ref."""
+    into = stopped_move(tmp_path, cli, project, upstream)
+    assert gitenv(into, "am", "--quit").returncode == 0
+    (into / "src/mod.py").write_text(RESOLVED)
+    git(into, "add", "src/mod.py")
+    assert gitenv(into, "commit", "-q", "-m", "Resolved by hand").returncode == 0
+    hand = git(into, "rev-parse", "HEAD")
+    aborted = resume(cli, into, "abort")
+    assert aborted.code == 0, aborted.out + aborted.err
+    assert git(into, "rev-parse", saved_branch(aborted)) == hand
+
+
 def test_abort_keeps_a_resolution_that_was_added_but_not_continued(tmp_path, cli, project, upstream):
     into = stopped_move(tmp_path, cli, project, upstream)
     (into / "src/mod.py").write_text(RESOLVED)
@@ -202,13 +215,13 @@ def test_export_names_every_patch_it_drops_and_why(tmp_path, cli, project, upstr
 # ---- item 5 (part): a failed edit --onto changes nothing
 
 
-@pytest.mark.parametrize("earlier", ["absent", "empty", "pin-checkout"])
+@pytest.mark.parametrize("earlier", ["absent", "absent-parents", "empty", "pin-checkout"])
 def test_a_failed_edit_onto_leaves_the_folder_exactly_as_it_was(tmp_path, cli, project, upstream, earlier):
     _pin, new, _carrier = journey_project(project, upstream)
     assert cli("fetch", "--target", "t", "--source", f"lib={upstream.path}").code == 0  # the pin, whole
     first = edit_onto(cli, upstream, tmp_path / "first", new)  # the cache now knows the new commit too
     assert first.code == 1, first.out + first.err
-    into = tmp_path / "work"
+    into = tmp_path / "new" / "deeper" / "work" if earlier == "absent-parents" else tmp_path / "work"
     if earlier == "empty":
         into.mkdir()
     elif earlier == "pin-checkout":

@@ -50,12 +50,35 @@ def locked_edit(into: Path, notes: list[str]) -> Iterator[Slot]:
     """The edit checkout's slot, locked and recovered; removed again when the run ends (unless a journal that
     could not be undone is waiting there for the next run)."""
     state = edit_state(into)
-    with locked_slot(state, notes, "fix the cause (permissions, space), then run edit again", into) as slot:
+    made = _missing_parent(into)
+    try:
+        with locked_slot(state, notes, "fix the cause (permissions, space), then run edit again", into) as slot:
+            try:
+                yield slot
+            finally:
+                if not os.path.lexists(state / JOURNAL):
+                    remove_tree(state)  # under the lock: a run waiting for it locks anew
+    finally:
+        _remove_empty(made, into)
+
+
+def _missing_parent(into: Path) -> Path | None:
+    """The topmost of ``into``'s parent folders that does not exist yet (the slot's lock will make it)."""
+    missing, folder = None, into.parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing, folder = folder, folder.parent
+    return missing
+
+
+def _remove_empty(made: Path | None, into: Path) -> None:
+    """The parent folders this run made, when the run left nothing in them (it failed before the swap)."""
+    folder = into.parent
+    while made is not None and (folder == made or made in folder.parents):
         try:
-            yield slot
-        finally:
-            if not os.path.lexists(state / JOURNAL):
-                remove_tree(state)  # under the lock: a run waiting for it locks anew
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
 
 
 def edit_checkout(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str],
@@ -115,7 +138,7 @@ def _build_at_pin(slot: Slot, project: Project, target: Target, upstream: Upstre
     begin(slot)
     try:
         entry = build_checkout(status, store, overrides, slot.staging)
-        save_works(slot, [work] if work else [], notes, "edit")
+        save_works(slot, [work] if work else [], notes, "edit", into)
         staged = slot.staged(name)
         commits = [(p.id, p.commit or "") for p in entry.patches]
         with GitRepo(staged) as repo:

@@ -26,7 +26,7 @@ from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import State
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain import manifest_edit
-from patchmgr.maintain.edit_checkout import EditOutcome, edit_checkout, edit_onto
+from patchmgr.maintain.edit_checkout import EditOutcome, edit_checkout, edit_onto, locked_edit
 from patchmgr.maintain.edit_record import NOTES_REF, RECORD, EditRecord, Move, PatchCommit, note_of, read_record, \
     record_path, write_record
 from patchmgr.maintain.onto import MAILS
@@ -86,8 +86,16 @@ def export_checkout(project: Project, target: Target, name: str, source: Path, v
     manifest and the checkout's record are written in one journaled
     transaction (``project_files.write_files``): all of them, or none.
     """
-    upstream = target.upstream(name)
     source = source.resolve()
+    notes: list[str] = []
+    with locked_edit(source, notes):  # a run killed while it swapped the checkout is undone first
+        outcome = _export_locked(project, target, name, source, version)
+    outcome.notes[:0] = notes
+    return outcome
+
+
+def _export_locked(project: Project, target: Target, name: str, source: Path, version: str | None) -> ExportOutcome:
+    upstream = target.upstream(name)
     record = read_record(source)
     if (record.target, record.upstream) != (target.name, upstream.name):
         raise StateError(f"{source} was made for {record.made_for()}, "

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchmgr.check.status import TargetStatus, check_target
-from patchmgr.io.journal import apply_transaction
 from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
@@ -206,7 +205,7 @@ def _build_and_swap(slot: Slot, status: TargetStatus, store: Store, overrides: M
         discard(slot)
         raise
     try:
-        save_works(slot, works, notes if notes is not None else [], "apply")
+        save_works(slot, works, notes if notes is not None else [], "apply", into)
     except BaseException:
         discard(slot)
         raise

@@ -31,6 +31,7 @@ from patchmgr.io.faults import step
 from patchmgr.io.files import remove_tree
 from patchmgr.io.journal import apply_transaction, locked_recovery
 from patchmgr.model.errors import GitError, StateError
+from patchmgr.targets.build import _detail, _disk_full
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
 
 STAGING = "staging"  # in the state folder: the checkouts being built
@@ -117,18 +118,18 @@ def local_work(places: Sequence[Place], force: bool, refusal: Callable[[list[Loc
     return found
 
 
-def save_works(slot: Slot, works: Sequence[LocalWork], notes: list[str], command: str) -> None:
+def save_works(slot: Slot, works: Sequence[LocalWork], notes: list[str], command: str, where: Path) -> None:
     """Carry each local work into its new checkout in staging, as ``patchmgr-saved/<UTC time>`` branches (named
-    in ``notes``); nothing in the old checkouts is written."""
+    in ``notes``); nothing in the old checkouts (in ``where``) is written."""
     stamp = utc_stamp()
     for work in works:
         try:
             branches = save_local_work(work, slot.staged(work.name), stamp)
         except (OSError, GitError) as exc:
-            detail = exc.message if isinstance(exc, GitError) else f"{exc.strerror or exc}"
-            raise StateError(f"cannot save the local work of {work.name} into its new checkout: {detail}; "
-                             "nothing was changed", f"fix the cause above, or save that work yourself, then run "
-                             f"{command} again") from None
+            cause = "free some space on that disk" if _disk_full(exc, slot.staging) else "fix the cause above"
+            raise StateError(f"cannot save the local work of {work.name} into its new checkout: {_detail(exc)}; "
+                             f"nothing in {where} was changed",
+                             f"{cause}, or save that work yourself, then run {command} again") from None
         step()
         if branches:
             notes.append(f"saved local work of {work.name} on {'branch' if len(branches) == 1 else 'branches'} "
