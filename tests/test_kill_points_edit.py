@@ -165,13 +165,19 @@ def _files(root: Path, prefix: str, skip_git: bool) -> dict[str, str]:
     return found
 
 
+def _entry(path: Path, name: str) -> dict[str, str]:
+    """A file (or link) as one entry, a folder as its files."""
+    if path.is_dir() and not path.is_symlink():
+        return _files(path, f"{name}/", skip_git=False)
+    return {name: _digest(path)}
+
+
 def edit_state(into: Path) -> dict[str, str]:
     """What the edit folder ``into`` holds, and what lies beside it (see the module's docstring)."""
     state: dict[str, str] = {}
     for entry in sorted(into.parent.iterdir()):
         if entry != into:
-            state.update(_files(entry, f"(beside) {entry.name}/", skip_git=False) if entry.is_dir()
-                         and not entry.is_symlink() else {f"(beside) {entry.name}": _digest(entry)})
+            state.update(_entry(entry, f"(beside) {entry.name}"))
     if not into.exists():
         return state
     state["."] = _digest(into)
@@ -185,14 +191,9 @@ def edit_state(into: Path) -> dict[str, str]:
     state["(git) refs"] = SAVED.sub("patchmgr-saved/<UTC time>", refs)
     state["(git) index"] = git(into, "ls-files", "--stage")
     state["(git) config"] = _digest(dot_git / "config")
-    for name in AM_STATE:
-        if (dot_git / name).exists():
-            state.update(_files(dot_git / name, f"(git) {name}/", skip_git=False) if (dot_git / name).is_dir()
-                         else {f"(git) {name}": _digest(dot_git / name)})
     for entry in sorted(dot_git.iterdir()):
-        if WRITTEN_BY_PATCHMGR.search(entry.name):
-            state.update(_files(entry, f"(git) {entry.name}/", skip_git=False) if entry.is_dir()
-                         else {f"(git) {entry.name}": _digest(entry)})
+        if entry.name in AM_STATE or WRITTEN_BY_PATCHMGR.search(entry.name):
+            state.update(_entry(entry, f"(git) {entry.name}"))
     return state
 
 
