@@ -27,7 +27,8 @@ from patchmgr.model.project import Project
 from patchmgr.sources.store import Store
 from patchmgr.targets.build import build_checkout
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork
-from patchmgr.targets.slot import Place, Slot, begin, discard, local_work, locked_slot, save_works, swap_in
+from patchmgr.targets.slot import (Place, Slot, begin, discard, local_work, locked_slot, remove_made, save_works,
+                                   swap_in, topmost_missing)
 
 
 @dataclass
@@ -50,7 +51,7 @@ def locked_edit(into: Path, notes: list[str]) -> Iterator[Slot]:
     """The edit checkout's slot, locked and recovered; removed again when the run ends (unless a journal that
     could not be undone is waiting there for the next run)."""
     state = edit_state(into)
-    made = _missing_parent(into)
+    made = topmost_missing(into.parent)
     try:
         with locked_slot(state, notes, "fix the cause (permissions, space), then run edit again", into) as slot:
             try:
@@ -59,26 +60,7 @@ def locked_edit(into: Path, notes: list[str]) -> Iterator[Slot]:
                 if not os.path.lexists(state / JOURNAL):
                     remove_tree(state)  # under the lock: a run waiting for it locks anew
     finally:
-        _remove_empty(made, into)
-
-
-def _missing_parent(into: Path) -> Path | None:
-    """The topmost of ``into``'s parent folders that does not exist yet (the slot's lock will make it)."""
-    missing, folder = None, into.parent
-    while not os.path.lexists(folder) and folder != folder.parent:
-        missing, folder = folder, folder.parent
-    return missing
-
-
-def _remove_empty(made: Path | None, into: Path) -> None:
-    """The parent folders this run made, when the run left nothing in them (it failed before the swap)."""
-    folder = into.parent
-    while made is not None and (folder == made or made in folder.parents):
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
+        remove_made(into.parent, made)  # the parent folders the lock made, when the run left them empty
 
 
 def edit_checkout(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str],

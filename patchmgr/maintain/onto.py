@@ -6,13 +6,16 @@ it; then it goes to the new ref and the patch files are applied there one at a
 time with ``git am --3way``, each one commit with its note. A patch whose
 change the ref already carries (an upstream commit between the pin and the
 ref has its ``git patch-id --stable``) is left out, with that commit named. At
-the first patch that git cannot apply or merge, the move stops with the
-conflict markers in place; ``--continue`` (after the files are resolved and
-``git add``-ed, or after a plain ``git am --continue``), ``--skip`` (the patch
-leaves the series) and ``--abort`` (back to the pin, the series as it was)
-carry on. The move's state lives in the checkout's record (``onto``), so
-``export`` knows the new base, the old series for the range-diff, and why a
-patch left.
+the first patch that git cannot apply or merge (or that changes nothing
+there), the move stops with the conflict markers in place; ``--continue``
+(after the files are resolved and ``git add``-ed, or after a plain ``git am
+--continue``), ``--skip`` (the only way a patch leaves the series) and
+``--abort`` (back to the pin, the series as it was, the work of the move kept
+on a branch) carry on (``maintain.onto_resume``). The move's state lives in the
+checkout's typed record (``edit_record.Move``), so ``export`` knows the new
+base, the old series for the range-diff, and why a patch left. The whole move
+is built in the edit slot's staging (``maintain.edit_checkout``): a move that
+fails changes nothing in DIR.
 
 Why ``edit --onto`` and not ``bump --edit``: the work happens in an edit
 checkout, with edit's guards against losing work and export's one journaled

@@ -37,7 +37,8 @@ from patchmgr.targets.checkout_verify import verify_into
 from patchmgr.targets.into_lock import STATE, locked_into
 from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_into_ledger, same_plan
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork
-from patchmgr.targets.slot import Place, Slot, begin, discard, local_work, refuse_hint, save_works, swap_in
+from patchmgr.targets.slot import (Place, Slot, begin, discard, local_work, refuse_hint, remove_made, save_works,
+                                   swap_in, topmost_missing)
 
 
 @dataclass
@@ -114,11 +115,7 @@ def _refuse_project_folder(project: Project, into: Path) -> None:
 
 def _make_folder(into: Path) -> Path | None:
     """Create ``into`` (and missing parents); the topmost folder this created, or None when it existed."""
-    missing = None
-    folder = into
-    while not folder.exists() and folder != folder.parent:
-        missing = folder
-        folder = folder.parent
+    missing = topmost_missing(into)
     try:
         into.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -134,15 +131,7 @@ def _remove_made(made: Path | None, into: Path) -> None:
     state = into / STATE
     if state.is_dir() and not state.is_symlink() and all(e.name == "lock" for e in state.iterdir()):
         shutil.rmtree(state, ignore_errors=True)
-    if made is None:
-        return
-    folder = into
-    while made == folder or made in folder.parents:
-        try:
-            folder.rmdir()  # only an empty folder: anything else living there now stays
-        except OSError:
-            return
-        folder = folder.parent
+    remove_made(into, made)
 
 
 def _existing_ledger(into: Path, target: Target) -> Ledger | None:

@@ -177,6 +177,25 @@ def swap_in(slot: Slot, checkouts: Mapping[Path, Path], writes: Mapping[Path, by
     apply_transaction(slot.state, writes or {}, moves, [slot.staging, slot.replaced])
 
 
+def topmost_missing(folder: Path) -> Path | None:
+    """The topmost of ``folder`` and its parents that does not exist (what making ``folder`` creates), or None."""
+    missing = None
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing, folder = folder, folder.parent
+    return missing
+
+
+def remove_made(folder: Path, made: Path | None) -> None:
+    """``folder`` and its parents up to ``made`` (from ``topmost_missing``), each only when it is empty:
+    anything living there now stays."""
+    while made is not None and (made == folder or made in folder.parents):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
 def refuse_hint(command: str) -> str:
     return (f"move that work out of the checkout first (push or copy the commits and files elsewhere), or run the "
             f"same {command} again with --force to save it on a branch {SAVED_PREFIX}<UTC time> in the new checkout")
