@@ -57,7 +57,8 @@ def record_of(into):
 
 
 @pytest.mark.parametrize("damage", ["onto-is-a-string", "queue-entry-not-an-object", "missing-pin", "bad-json",
-                                    "unknown-format", "patches-is-a-number"])
+                                    "unknown-format", "patches-is-a-number", "old-tip-is-an-option",
+                                    "queue-id-is-a-path"])
 def test_a_damaged_edit_record_is_one_error_for_every_command(tmp_path, cli, project, upstream, damage):
     into = stopped_move(tmp_path, cli, project, upstream)
     path = into / ".git" / "patchmgr-edit.json"
@@ -72,6 +73,10 @@ def test_a_damaged_edit_record_is_one_error_for_every_command(tmp_path, cli, pro
         record["format"] = 99
     elif damage == "patches-is-a-number":
         record["patches"] = 3
+    elif damage == "old-tip-is-an-option":  # it reaches git's command line at --abort
+        record["onto"]["old_tip"] = "--orphan=x"
+    elif damage == "queue-id-is-a-path":  # it names the mail file that the move reads and removes
+        record["onto"]["queue"][0]["id"] = "../../../outside"
     path.write_text("{not json" if damage == "bad-json" else json.dumps(record))
     before = tree_bytes(into)
     for args in (("edit", "--continue", "--into", str(into)), ("edit", "--skip", "--into", str(into)),
@@ -252,6 +257,7 @@ def test_edit_onto_a_revision_expression_is_bad_input(tmp_path, cli, project, up
     files_before = snapshot(project)
     result = edit_onto(cli, upstream, into, ref)
     assert result.code == 2, result.out + result.err
-    assert "is not a ref that can be fetched" in result.err and "hint:" in result.err and "Traceback" not in result.err
+    assert "is not a valid git ref, one the upstream's source can be asked for" in result.err
+    assert "hint:" in result.err and "Traceback" not in result.err
     assert not into.exists() and not (tmp_path / ".work.patchmgr-edit").exists()
     assert snapshot(project) == files_before

@@ -17,6 +17,7 @@ what is wrong and what to do, never half read. It is written atomically.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,12 +25,14 @@ from patchmgr.io.faults import step
 from patchmgr.io.files import write_atomic
 from patchmgr.io.git import GitRepo, identity_env
 from patchmgr.model.errors import StateError, UsageError
-from patchmgr.model.records import text_or_none, typed
+from patchmgr.model.manifest import PATCH_ID
+from patchmgr.model.records import typed
 
 RECORD = "patchmgr-edit.json"
 NOTES_REF = "refs/notes/patchmgr"
 NOTE_PREFIX = "patchmgr-patch: "
 FORMAT = 2
+_COMMIT = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 _READABLE = (1, 2)
 
 
@@ -156,8 +159,8 @@ def parse_record(doc: object) -> EditRecord:
     version = doc.get("format")
     if version not in _READABLE:
         raise ValueError(f"format {version!r} is not one this patchmgr reads ({', '.join(map(str, _READABLE))})")
-    record = EditRecord(_text(doc["target"], "target"), _text(doc["upstream"], "upstream"), _text(doc["pin"], "pin"),
-                        _patches(doc["patches"], "patches"))
+    record = EditRecord(_text(doc["target"], "target"), _text(doc["upstream"], "upstream"),
+                        _commit(doc["pin"], "pin"), _patches(doc["patches"], "patches"))
     onto = doc.get("onto")
     if onto is not None:
         record.onto = _move(typed(onto, dict, "onto"))
@@ -168,15 +171,40 @@ def _text(value: object, what: str) -> str:
     return typed(value, str, what)
 
 
-def _texts(value: object, what: str) -> list[str]:
-    return [_text(item, f"an item of {what}") for item in typed(value, list, what)]
+def _commit(value: object, what: str, empty: bool = False) -> str:
+    """A commit id: it reaches git's command line, so nothing else (an option, a revision expression) passes."""
+    commit = _text(value, what)
+    if not (_COMMIT.match(commit) or (empty and not commit)):
+        raise ValueError(f"{what} {commit[:60]!r} is not a git object id")
+    return commit
+
+
+def _commit_or_none(value: object, what: str) -> str | None:
+    return None if value is None else _commit(value, what)
+
+
+def _patch_id(value: object, what: str) -> str:
+    """A patch id: it names a file in the checkout, so no path or option passes."""
+    patch_id = _text(value, what)
+    if not PATCH_ID.match(patch_id):
+        raise ValueError(f"{what} {patch_id[:60]!r} is not a patch id")
+    return patch_id
+
+
+def _patch_id_or_none(value: object, what: str) -> str | None:
+    return None if value is None else _patch_id(value, what)
+
+
+def _ids(value: object, what: str) -> list[str]:
+    return [_patch_id(item, f"an item of {what}") for item in typed(value, list, what)]
 
 
 def _patches(value: object, what: str) -> list[PatchCommit]:
     patches = []
     for entry in typed(value, list, what):
         typed(entry, dict, f"an entry of {what}")
-        patches.append(PatchCommit(_text(entry["id"], f"{what}: id"), _text(entry["commit"], f"{what}: commit"),
+        patches.append(PatchCommit(_patch_id(entry["id"], f"{what}: id"),
+                                   _commit(entry["commit"], f"{what}: commit", empty=True),
                                    _text(entry.get("sha256", ""), f"{what}: sha256")))
     return patches
 
@@ -185,22 +213,23 @@ def _move(onto: dict) -> Move:
     queue = []
     for entry in typed(onto["queue"], list, "onto.queue"):
         typed(entry, dict, "an entry of onto.queue")
-        queue.append(Queued(_text(entry["id"], "onto.queue: id"), _text(entry["sha256"], "onto.queue: sha256")))
+        queue.append(Queued(_patch_id(entry["id"], "onto.queue: id"), _text(entry["sha256"], "onto.queue: sha256")))
     carried = []
     for entry in typed(onto.get("carried", []), list, "onto.carried"):
         typed(entry, dict, "an entry of onto.carried")
-        carried.append(Carried(_text(entry["id"], "onto.carried: id"), _text(entry["commit"], "onto.carried: commit"),
+        carried.append(Carried(_patch_id(entry["id"], "onto.carried: id"),
+                               _commit(entry["commit"], "onto.carried: commit"),
                                _text(entry["subject"], "onto.carried: subject")))
     stop = onto.get("stop")
     if stop is not None:
         typed(stop, dict, "onto.stop")
-        stop = StopMark(_text(stop["tree"], "onto.stop: tree"), _text(stop["index"], "onto.stop: index"),
+        stop = StopMark(_commit(stop["tree"], "onto.stop: tree"), _text(stop["index"], "onto.stop: index"),
                         typed(stop["am"], bool, "onto.stop: am"))
-    return Move(_text(onto["ref"], "onto.ref"), _text(onto["commit"], "onto.commit"),
-                _text(onto["old_tip"], "onto.old_tip"), _patches(onto["old_patches"], "onto.old_patches"), queue,
-                text_or_none(onto.get("current"), "onto.current"), text_or_none(onto.get("before"), "onto.before"),
-                carried, _texts(onto.get("skipped", []), "onto.skipped"),
-                _texts(onto.get("resolved", []), "onto.resolved"), stop)
+    return Move(_text(onto["ref"], "onto.ref"), _commit(onto["commit"], "onto.commit"),
+                _commit(onto["old_tip"], "onto.old_tip"), _patches(onto["old_patches"], "onto.old_patches"), queue,
+                _patch_id_or_none(onto.get("current"), "onto.current"),
+                _commit_or_none(onto.get("before"), "onto.before"), carried,
+                _ids(onto.get("skipped", []), "onto.skipped"), _ids(onto.get("resolved", []), "onto.resolved"), stop)
 
 
 def add_note(repo: GitRepo, commit: str, patch_id: str) -> None:

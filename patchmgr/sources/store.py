@@ -65,7 +65,7 @@ def validate_ref(ref: str) -> str:
     why = _ref_problem(ref)
     if why:
         expression = any(mark in ref for mark in ("@{", "~", "^")) and ref.isprintable()
-        raise UsageError(f"{ref!r} is not a ref that can be fetched from the upstream's source: {why}",
+        raise UsageError(f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: {why}",
                          "give a branch, a tag or a commit id" + (
                              f"; for a revision of your own clone, pass the commit it names (git rev-parse "
                              f"{_quoted(ref)} there)" if expression else ""))
@@ -315,8 +315,8 @@ class Store(CacheHealth):
             except GitError as exc:
                 errors.append(_said(url, exc))
                 if "invalid refspec" in exc.message:  # git cannot fetch it as given, from any source
-                    raise UsageError(f"{ref!r} is not a ref that can be fetched from the upstream's source: git "
-                                     "calls it an invalid refspec", "give a branch, a tag or a commit id") from None
+                    raise UsageError(f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: "
+                                     "git calls it an invalid refspec", "give a branch, a tag or a commit id") from None
                 if _NO_SUCH_REF.search(exc.message):
                     lacking.append(url)
         local = repo.resolve(ref) if not urls else None
