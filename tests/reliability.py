@@ -159,6 +159,56 @@ def said(notes: list[str]) -> str:
     return "nothing"
 
 
+# -- kill points ----------------------------------------------------------------------------------
+UNTOUCHED = {"rolled-back", "not-started"}  # what a run after a kill may say when the state is the one before
+
+
+def kill_every_step(name, args, restore, before, after, observe, next_apply=None, every=1, stride=1,
+                    minimum=10, exit_code=0) -> dict:
+    """Kill ``args`` at each ``stride``-th step in turn (and the last); after each, ``observe()`` (the next
+    run) gives (state, notes), and the state must be ``before`` or ``after`` as the notes say. After every
+    ``every``-th kill, ``next_apply()`` then runs the command again (it must complete). The run that gets
+    through exits ``exit_code``. At least ``minimum`` kill points, with both outcomes among them; the figures
+    are recorded and returned."""
+    counts = {"kill_points": 0, "rolled-back": 0, "not-started": 0, "finished": 0, "then_applied": 0}
+    step, last = 1, None
+    while True:
+        restore()
+        code, output = run(args, {"PATCHMGR_FAULT_KILL_AT": str(step)})
+        if code != -9:
+            assert code == exit_code, output
+            assert observe()[0] == after
+            if last is None and stride > 1:
+                step, last = step - 1, step  # also the last step, which a stride can jump over
+                continue
+            break
+        counts["kill_points"] += 1
+        state, notes = observe()
+        outcome = said(notes)
+        assert outcome in ("rolled-back", "not-started", "finished"), (name, step, notes)
+        expected = before if outcome in UNTOUCHED else after
+        assert state == expected, f"{name}: after a kill at step {step} the next run said {notes}, " \
+                                  f"but the state is not that: {differences(state, expected)}"
+        counts[outcome] += 1
+        if next_apply and counts["kill_points"] % every == 0:
+            next_apply()
+            counts["then_applied"] += 1
+        if last is not None:
+            break
+        step += stride
+    record(name, **counts)
+    assert counts["kill_points"] >= minimum and counts["finished"] and counts["rolled-back"] + counts["not-started"], \
+        (name, counts, minimum)
+    return counts
+
+
+def differences(state: dict[str, str], expected: dict[str, str], shown: int = 8) -> str:
+    """The entries two snapshots disagree on (the first few), for a failure message."""
+    keys = sorted(k for k in state.keys() | expected.keys() if state.get(k) != expected.get(k))
+    return "; ".join(f"{k}: {state.get(k, '(absent)')!r} instead of {expected.get(k, '(absent)')!r}"
+                     for k in keys[:shown]) + (f"; {len(keys) - shown} more" if len(keys) > shown else "")
+
+
 # -- a target of two small upstreams, as git repositories and as an installed environment ----------
 def module_text(name: str, lines: int = 300) -> str:
     """A module of realistic size (about 12 KB), so that writes span several disk pages."""

@@ -21,12 +21,12 @@ from gitrepos import git
 from patchmgr.targets.installed import environment_trees
 from patchmgr.model.project import Project
 from patchmgr.targets.trees import checkout_trees
-from reliability import Upstreams, pristine_environment, record, replace_tree, run, said, snapshot
+from reliability import (UNTOUCHED, Upstreams, pristine_environment, record, replace_tree, run, said, snapshot)
+from reliability import kill_every_step as kill_steps
 from test_refresh_bump import status_of
 from test_roundtrip import series_project
 from test_status_states import lines_with, setup
 
-UNTOUCHED = {"rolled-back", "not-started"}
 MIN_TOTAL = 200  # kill points over the whole file (issue 12)
 KILL_POINTS: dict[str, int] = {}  # test name -> kill points that recovered to exactly before or after
 
@@ -38,39 +38,10 @@ def upstreams(tmp_path, project) -> Upstreams:
     return made
 
 
-def kill_every_step(name, args, restore, before, after, observe, next_apply=None, every=1, stride=1) -> dict:
-    """Kill ``args`` at each ``stride``-th step in turn (and the last); after each, ``observe()`` (the next
-    run) gives (state, notes). After every ``every``-th kill, ``next_apply()`` then runs the command again
-    (it must complete). The kill points are added to ``KILL_POINTS``."""
-    counts = {"kill_points": 0, "rolled-back": 0, "not-started": 0, "finished": 0, "then_applied": 0}
-    step, last = 1, None
-    while True:
-        restore()
-        code, output = run(args, {"PATCHMGR_FAULT_KILL_AT": str(step)})
-        if code != -9:
-            assert code == 0, output
-            assert observe()[0] == after
-            if last is None and stride > 1:
-                step, last = step - 1, step  # also the last step, which a stride can jump over
-                continue
-            break
-        counts["kill_points"] += 1
-        state, notes = observe()
-        outcome = said(notes)
-        assert outcome in ("rolled-back", "not-started", "finished"), (step, notes)
-        expected = before if outcome in UNTOUCHED else after
-        assert state == expected, f"{name}: after a kill at step {step} the next run said {notes}, " \
-                                  "but the state is not that"
-        counts[outcome] += 1
-        if next_apply and counts["kill_points"] % every == 0:
-            next_apply()
-            counts["then_applied"] += 1
-        if last is not None:
-            break
-        step += stride
-    record(name, **counts)
+def kill_every_step(name, *args, **options) -> dict:
+    """``reliability.kill_every_step``, its kill points added to ``KILL_POINTS``."""
+    counts = kill_steps(name, *args, **options)
     KILL_POINTS[name] = counts["kill_points"]
-    assert counts["kill_points"] >= 10 and counts["finished"] and counts["rolled-back"] + counts["not-started"]
     return counts
 
 
