@@ -16,6 +16,8 @@ class PatchmgrError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+        # what a run did before it failed (a killed run recovered first), said before the error
+        self.notes: list[str] = []
 
     def __str__(self) -> str:
         return self.message

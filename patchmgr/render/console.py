@@ -69,7 +69,10 @@ def notes(console: Console, notes: list[str]) -> None:
 
 def render_error(console: Console, error: PatchmgrError) -> None:
     """One ``error:`` line and one ``hint:`` line (a line break from outside, in a path or git's words, is shown,
-    so it cannot forge a line); a password in a URL is never printed."""
+    so it cannot forge a line); a password in a URL is never printed. What the run did before it failed (a
+    killed run it recovered first) comes first, as ``note:`` lines."""
+    for note in error.notes:
+        console.print(f"note: {one_line(mask_url(note))}", highlight=False, markup=False)
     console.print(f"error: {one_line(mask_url(error.message))}", style="red", highlight=False, markup=False)
     if error.hint:
         console.print(f"hint: {one_line(mask_url(error.hint))}", highlight=False, markup=False)

@@ -31,7 +31,7 @@ from patchmgr.io.confine import leaves
 from patchmgr.io.faults import step
 from patchmgr.io.files import remove_tree
 from patchmgr.io.journal import apply_transaction, locked_recovery
-from patchmgr.model.errors import GitError, StateError
+from patchmgr.model.errors import GitError, PatchmgrError, StateError
 from patchmgr.targets.build import _detail, _disk_full
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
 
@@ -63,11 +63,17 @@ def locked_slot(state: Path, notes: list[str], hint: str, where: Path,
     """Hold the slot's lock, after finishing or undoing a run killed there (said in ``notes``)."""
     with locked_recovery(state, hint, leftovers=partial(_clear_unfinished, state), lock_error=lock_error,
                          place=partial(_outside_slot, where, state)) as done:
+        said = []
         if done.waited:
-            notes.append(f"waited {done.waited:.1f}s for another patchmgr run on {where}")
+            said.append(f"waited {done.waited:.1f}s for another patchmgr run on {where}")
         if done.message:
-            notes.append(f"recovered {where}: {done.message}")
-        yield Slot(state)
+            said.append(f"recovered {where}: {done.message}")
+        notes += said
+        try:
+            yield Slot(state)
+        except PatchmgrError as error:
+            error.notes[:0] = said  # a run that recovered, then refused, still says what it recovered
+            raise
 
 
 def _outside_slot(where: Path, state: Path, path: Path) -> str | None:
