@@ -10,6 +10,9 @@ from __future__ import annotations
 import sys
 
 import typer
+# typer 0.28 (pinned <0.29 in pyproject.toml) carries click inside it: the parser's usage errors are this
+# ClickException, the one subclass of the public typer.TyperException, and the one that has show()
+from typer._click.exceptions import ClickException
 
 from patchmgr.cli import (apply, bisect, bump, edit, export, fetch, import_, lint, matrix, refresh, revert, roots, smoke,
                           status, verify)
@@ -43,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         return exit_.exit_code
     except typer.Abort:
         return 130
-    except typer.TyperException as error:  # usage errors from the parser
+    except ClickException as error:  # usage errors from the parser
         error.show()
         return 2
     return result if isinstance(result, int) else 0

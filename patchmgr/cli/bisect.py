@@ -29,7 +29,7 @@ def command(
     from patchmgr.render.maintain import bisect_json, render_bisect
     session = Session("bisect", root, json_output)
     overrides = source_overrides(source)
-    selected = session.upstream_target(target, upstream, overrides)
+    selected, upstream = session.upstream_target(target, upstream, overrides)
     ref = required_ref("bisect", to)
     with session.store() as store:
         result = bisect_upstream(session.project, selected.upstream(upstream), store, overrides, ref, patch or ())

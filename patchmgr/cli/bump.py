@@ -33,7 +33,7 @@ def command(
     from patchmgr.render.maintain import bump_json, render_bump, render_interdiffs
     session = Session("bump", root, json_output)
     overrides = source_overrides(source)
-    selected = session.upstream_target(target, upstream, overrides)
+    selected, upstream = session.upstream_target(target, upstream, overrides)
     ref = required_ref("bump", to)
     with session.store() as store:
         outcome = plan_bump(session.project, selected, upstream, store, overrides, ref, keep, allow_three_way, version,

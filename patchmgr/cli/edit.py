@@ -50,7 +50,7 @@ def command(
         into = required_folder("edit", "--into", into, "give the folder that patchmgr edit --onto made")
         return _resume(session, target, upstream, into, resume[0])
     overrides = source_overrides(source)
-    selected = session.upstream_target(target, upstream, overrides)
+    selected, upstream = session.upstream_target(target, upstream, overrides)
     into = required_folder("edit", "--into", into, "give a new folder for the checkout")
     with session.store() as store:
         if onto:

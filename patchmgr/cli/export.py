@@ -29,7 +29,7 @@ def command(
     from patchmgr.maintain.roundtrip import export_checkout
     from patchmgr.render.maintain import export_json, render_export
     session = Session("export", root, json_output)
-    selected = session.upstream_target(target, upstream)
+    selected, upstream = session.upstream_target(target, upstream)
     from_dir = required_folder("export", "--from", from_dir, "give the folder that `patchmgr edit --into` made")
     outcome = export_checkout(session.project, selected, upstream, from_dir, version)
     from patchmgr.maintain.export_guards import guards_at_head

@@ -58,32 +58,46 @@ def missing(command: str, usage: str, hint: str) -> UsageError:
 
 
 def required_target(command: str, target: Optional[str]) -> str:
+    """``--target NAME``, given (a name ``Project.target`` then looks up)."""
     if not target:
         raise missing(command, "--target NAME", "name a target: patchmgr status lists them")
     return target
 
 
 def required_ref(command: str, to: Optional[str]) -> str:
+    """``--to REF``, given."""
     if not to:
         raise missing(command, "--to REF", "give the branch, tag or commit to move to, e.g. --to v0.5.0")
     return to
 
 
 def required_folder(command: str, option: str, path: Optional[Path], hint: str) -> Path:
+    """A folder option a command cannot run without: given, and not naming something other than a folder."""
     if path is None:
         raise missing(command, f"{option} DIR", hint)
     folder_option(option, path)
     return path
 
 
-def one_place(command: str, into: Optional[Path], python: Optional[str]) -> None:
-    """``--into DIR`` or ``--python PATH``: exactly one of them."""
+Place = Path | str
+"""Where a command works: ``--into DIR`` (a ``Path``: checkouts) or ``--python PATH`` (a ``str``: the interpreter of
+an installed environment)."""
+
+
+def one_place(command: str, into: Optional[Path], python: Optional[str]) -> Place:
+    """``--into DIR`` or ``--python PATH``: exactly one of them, returned (``Place``)."""
     if into is None and python is None:
         raise missing(command, "--into DIR or --python PATH",
                       f"for example: patchmgr {command} --target ascend --into build/")
     if into is not None and python is not None:
         raise UsageError(f"{command} takes --into DIR or --python PATH, not both", "pick one")
-    folder_option("--into", into)
+    if into is not None:
+        folder_option("--into", into)
+        return into
+    if not python:  # --python "": no interpreter named (it once fell through to --into and its None)
+        raise UsageError("--python is empty: it takes the path of an interpreter",
+                         f"for example: patchmgr {command} --target ascend --python .venv/bin/python")
+    return python
 
 
 def folder_option(option: str, path: Optional[Path]) -> None:

@@ -28,7 +28,7 @@ def command(
     from patchmgr.render.maintain import refresh_json, render_interdiffs, render_refresh
     session = Session("refresh", root, json_output)
     overrides = source_overrides(source)
-    selected = session.upstream_target(target, upstream, overrides)
+    selected, upstream = session.upstream_target(target, upstream, overrides)
     ref = required_ref("refresh", to)
     with session.store() as store:
         plan = plan_refresh(session.project, selected.upstream(upstream), store, overrides, ref, allow_three_way,

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchmgr.cli.options import missing, one_place, require_upstreams, required_target
+from patchmgr.cli.options import Place, missing, one_place, require_upstreams, required_target
 from patchmgr.model.errors import UsageError
 from patchmgr.model.project import Project
 from patchmgr.targets.project_files import recover_project
@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
     from patchmgr.model.manifest import Target
     from patchmgr.sources.store import Store
+
+
+OptionMap = Mapping[str, str] | list[str] | tuple[str, ...]
+"""The upstream names an option gives: ``NAME=VALUE`` options by name, or ``--upstream`` values."""
 
 
 class Session:
@@ -41,20 +45,20 @@ class Session:
                 self.say_notes()
 
     # -- what the command works on --------------------------------------------------
-    def target(self, name: str | None, *option_maps: Mapping[str, str] | list[str] | tuple[str, ...]) -> Target:
+    def target(self, name: str | None, *option_maps: OptionMap) -> Target:
         """The one target the command needs (``--target``), with the upstreams the options name checked."""
         selected = self.project.target(required_target(self.command, name))
         self._require_upstreams([selected], option_maps)
         return selected
 
     def placed_target(self, name: str | None, into: Path | None, python: str | None,
-                      *option_maps: Mapping[str, str] | list[str] | tuple[str, ...]) -> Target:
-        """The target of a command that works on ``--into DIR`` or ``--python PATH`` (exactly one of them)."""
-        one_place(self.command, into, python)
-        return self.target(name, *option_maps)
+                      *option_maps: OptionMap) -> tuple[Target, Place]:
+        """The target of a command that works on ``--into DIR`` or ``--python PATH`` (exactly one of them), and
+        that place: a ``Path`` (``--into``) or a ``str`` (``--python``)."""
+        place = one_place(self.command, into, python)
+        return self.target(name, *option_maps), place
 
-    def targets(self, name: str | None, *option_maps: Mapping[str, str] | list[str] | tuple[str, ...]
-                ) -> list[Target]:
+    def targets(self, name: str | None, *option_maps: OptionMap) -> list[Target]:
         """``--target`` or, without it, every target of the project."""
         targets = self.project.targets(name)
         if not targets:
@@ -62,17 +66,18 @@ class Session:
         self._require_upstreams(targets, option_maps)
         return targets
 
-    def upstream_target(self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]) -> Target:
-        """The target of a command on one upstream (``--upstream NAME``, required)."""
+    def upstream_target(self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]
+                        ) -> tuple[Target, str]:
+        """The target of a command on one upstream (``--upstream NAME``, required), and that upstream's name."""
         selected = self.project.target(required_target(self.command, name))
         if not upstream:
             raise missing(self.command, "--upstream NAME",
                           f"name one of: {', '.join(u.name for u in selected.upstreams)}")
-        selected.upstream(upstream)
+        selected.upstream(upstream)  # a name the target lacks: its ManifestError
         self._require_upstreams([selected], option_maps)
-        return selected
+        return selected, upstream
 
-    def _require_upstreams(self, targets: list[Target], option_maps: tuple) -> None:
+    def _require_upstreams(self, targets: list[Target], option_maps: tuple[OptionMap, ...]) -> None:
         """The upstream names the options give, checked; ``--source``/``--against`` for an upstream only other
         targets have are dropped with a note (said now for people, in the JSON document's notes)."""
         names = cache(self.project.upstream_names)
@@ -110,7 +115,8 @@ class Session:
         from patchmgr.render.console import notes
         notes(self.console(stderr=True) if self.data_on_stdout else self.out, self.notes if more is None else more)
 
-    def emit(self, code: int, as_json: Callable[..., dict], render: Callable[..., None], *values) -> int:
+    def emit(self, code: int, as_json: Callable[..., dict], render: Callable[..., None],
+             *values: object) -> int:
         """Print the result (one JSON document on stdout, or the rendering for people); return ``code``.
 
         Every JSON document carries ``command``, ``ok`` and ``notes`` (the recovery note first)."""

@@ -34,13 +34,13 @@ def command(
     session = Session("smoke", root, json_output)
     only = upstream or []
     # --into with --python: the checkout's code on another interpreter (an upstream that needs a newer Python)
-    selected = session.placed_target(target, into, None if into is not None else python, only)
-    if python and into is None:
+    selected, place = session.placed_target(target, into, None if into is not None else python, only)
+    if isinstance(place, str):  # --python PATH alone: an installed environment
         from patchmgr.targets.installed import environment_trees
-        trees = environment_trees(selected, python, only)
+        trees = environment_trees(selected, place, only)
     else:
         from patchmgr.targets.trees import checkout_trees
-        trees = checkout_trees(selected, into, only)
+        trees = checkout_trees(selected, place, only)
     err = session.console(stderr=True)
     progress = (lambda message: err.print(f"… {message}", style="dim", highlight=False, markup=False)) \
         if err.is_terminal and not json_output else None

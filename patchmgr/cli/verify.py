@@ -20,13 +20,13 @@ def command(
 ) -> int:
     session = Session("verify", root, json_output)
     only = upstream or []
-    selected = session.placed_target(target, into, python, only)
-    if python:
+    selected, place = session.placed_target(target, into, python, only)
+    if isinstance(place, str):  # --python PATH
         from patchmgr.render.status import env_json, render_env
         from patchmgr.targets.env_verify import verify_environment
-        env = verify_environment(session.project, selected, python, only)
+        env = verify_environment(session.project, selected, place, only)
         return session.emit(0 if env.ok else 1, env_json, render_env, env)
     from patchmgr.render.status import render_verify, verify_json
     from patchmgr.targets.checkout_verify import verify_into
-    outcome = verify_into(session.project, selected, into, only)
+    outcome = verify_into(session.project, selected, place, only)
     return session.emit(0 if outcome.ok else 1, verify_json, render_verify, outcome)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rich.console import Console, ConsoleOptions, RenderableType
+from rich.console import Console, ConsoleOptions, HighlighterType, JustifyMethod, OverflowMethod, RenderableType
 from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -23,8 +24,11 @@ class SafeConsole(Console):
     Text from outside is best made visible when its ``Text`` is made (``shown``), so that a table measures
     what it prints; this is the net under everything else."""
 
-    def render_str(self, text: str, **options) -> Text:
-        return super().render_str(for_terminal(text), **options)
+    def render_str(self, text: str, *, style: str | Style = "", justify: JustifyMethod | None = None,
+                   overflow: OverflowMethod | None = None, emoji: bool | None = None, markup: bool | None = None,
+                   highlight: bool | None = None, highlighter: HighlighterType | None = None) -> Text:
+        return super().render_str(for_terminal(text), style=style, justify=justify, overflow=overflow, emoji=emoji,
+                                  markup=markup, highlight=highlight, highlighter=highlighter)
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
@@ -56,7 +60,7 @@ STATE_STYLE = {
 }
 
 
-def row(table: Table, *cells) -> None:
+def row(table: Table, *cells: RenderableType | None) -> None:
     """A table row whose text is shown as is: test ids like ``test_x[case]`` and subjects like
     ``[training] fix`` are not rich markup."""
     table.add_row(*(shown(cell) if isinstance(cell, str) else cell for cell in cells))

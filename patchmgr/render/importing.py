@@ -51,10 +51,13 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
         for column in ("piece", "takes", "state at pin", "result"):
             table.add_column(column, overflow="fold")
         for piece in upstream.pieces:
-            result = piece.path if piece.imported else f"left out: {piece.evidence}"
-            if piece.imported and piece.state.value != "clean":
-                result += " (made again at the pin: applies exactly)"
-            row(table, piece.id, piece.label, Text(piece.state.value, style=STATE_STYLE[piece.state]), result or "")
+            if not piece.imported:
+                result = f"left out: {piece.evidence}"
+            else:
+                result = piece.path or ""  # an imported piece has its file's path
+                if piece.state.value != "clean":
+                    result += " (made again at the pin: applies exactly)"
+            row(table, piece.id, piece.label, Text(piece.state.value, style=STATE_STYLE[piece.state]), result)
         console.print(table)
         for proof in upstream.proofs:
             console.print(f"  {'proven' if proof.ok else 'NOT proven'}: {proof.detail}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -12,10 +13,11 @@ from patchmgr.render.console import STATE_STYLE, notes, patches, row
 from patchmgr.render.status import guard_json
 
 if TYPE_CHECKING:
+    from patchmgr.engine.results import GuardResult
     from patchmgr.history.bisect import Bisection
     from patchmgr.history.walk import Step
     from patchmgr.maintain.bump import BumpOutcome
-    from patchmgr.maintain.refresh import RefreshPlan
+    from patchmgr.maintain.refresh import RefreshedPatch, RefreshPlan
     from patchmgr.maintain.onto import OntoOutcome
     from patchmgr.maintain.rangediff import RangeDiff
     from patchmgr.maintain.roundtrip import EditOutcome, ExportOutcome
@@ -131,7 +133,7 @@ def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, s
                       style="red", highlight=False, markup=False)
 
 
-def _guard_lines(console: Console, patch_id: str, guards, ref: str) -> None:
+def _guard_lines(console: Console, patch_id: str, guards: Iterable[GuardResult], ref: str) -> None:
     """Each broken guard of a patch at ``ref``, and each offending ``file:line``."""
     for guard in guards:
         if guard.holds:
@@ -309,7 +311,7 @@ def render_onto(console: Console, outcome: OntoOutcome) -> None:
                   "patchmgr)", highlight=False, markup=False, soft_wrap=True)
 
 
-def _refreshed_json(refreshed) -> dict:
+def _refreshed_json(refreshed: RefreshedPatch) -> dict:
     return {"id": refreshed.patch.id, "state": refreshed.state.value, "action": refreshed.action,
             "reason": refreshed.reason, "carrier": refreshed.carrier, "shared_with": refreshed.shared_with,
             "interdiff": refreshed.interdiff, "guards": [guard_json(g) for g in refreshed.guards]}

@@ -25,7 +25,7 @@ _UNSAFE_IN_A_LINE = re.compile(f"[\n{_CONTROLS}]")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-def _escape(match: re.Match) -> str:
+def _escape(match: re.Match[str]) -> str:
     char = match.group()
     if char == "\r\n":
         return char  # a line break, kept as written
@@ -90,7 +90,7 @@ def for_html(text: str) -> str:
     return escape(visible(text), quote=True)
 
 
-def for_json(value):
+def for_json(value: object) -> object:
     """A JSON document's values with every string valid Unicode: a byte that was not UTF-8 (a lone surrogate,
     which strict JSON readers refuse) as ``\\xff``; ``json.dumps`` escapes the control characters itself."""
     if isinstance(value, str):

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # only for annotations: importing every command's module woul
 
 def patch_json(result: CheckResult) -> dict:
     patch = result.patch
-    doc = {
+    doc: dict[str, object] = {
         "id": patch.id,
         "state": result.state.value,
         "detail": result.detail,
