@@ -98,15 +98,15 @@ def check_upstream(project: Project, upstream: Upstream, store: Store, overrides
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
     results = check_series(patches, source, merge_texts)
-    if source.kind == "git" and ref is not None and source.commit != upstream.commit:
+    if isinstance(source, GitSource) and ref is not None and source.commit != upstream.commit:
         from patchmgr.history.evidence import explain_upstream  # history code, loaded only when it can be needed
         results = explain_upstream(store, upstream, overrides, source, results)  # name the carrying commit
     status = UpstreamStatus(upstream, shown_ref, source.commit, source.description, results,
-                            release=source if source.kind == "release" else None)
-    if source.kind == "release" and source.fallback_from:
+                            release=source if isinstance(source, ReleaseSource) else None)
+    if isinstance(source, ReleaseSource) and source.fallback_from:
         status.notes.append(f"git was out of reach, so the release stands in ({source.fallback_from})")
-    if source.kind == "git" and ref is None and upstream.pypi and upstream.version:
-        status.notes.append(release_drift(store, upstream, source, patches))
+    if isinstance(source, GitSource) and ref is None and upstream.pypi and upstream.version:
+        status.notes.append(release_drift(store, upstream, upstream.pypi, upstream.version, source, patches))
     return status
 
 
@@ -118,17 +118,19 @@ def drift(ours: TreeReader, theirs: TreeReader, patches: list[PatchFile], shippe
     return paths, [p for p in paths if ours.read(p) != theirs.read(p)]
 
 
-def release_drift(store: Store, upstream: Upstream, source: GitSource, patches: list[PatchFile]) -> str:
-    """Compare the files the patches touch between the pinned commit and the pinned release."""
+def release_drift(store: Store, upstream: Upstream, pypi: str, version: str, source: GitSource,
+                  patches: list[PatchFile]) -> str:
+    """Compare the files the patches touch between the pinned commit and the pinned release (``upstream``'s
+    ``pypi`` project at ``version``: the caller has them, narrowed to names that are set)."""
     try:
-        release = store.releases.open(upstream.pypi, upstream.version, upstream.package_root)
+        release = store.releases.open(pypi, version, upstream.package_root)
     except PatchmgrError as exc:
-        return f"release {upstream.version} not compared with the pin: {exc.message}"
+        return f"release {version} not compared with the pin: {exc.message}"
     shipped, differing = drift(release, source, patches, lambda path: release.release_path(path) is not None)
     if differing:
-        return (f"release {upstream.version} differs from the pinned commit in {len(differing)} of the "
+        return (f"release {version} differs from the pinned commit in {len(differing)} of the "
                 f"{len(shipped)} files the patches touch: {', '.join(differing)}")
-    return f"release {upstream.version} matches the pinned commit in {every_touched_file(len(shipped))}"
+    return f"release {version} matches the pinned commit in {every_touched_file(len(shipped))}"
 
 
 def every_touched_file(count: int) -> str:

@@ -164,8 +164,8 @@ def _check_columns(store: Store, upstream: Upstream, overrides: Mapping[str, str
     """
     checked = {commit: check_series(patches, GitSource(repo, commit, location), merge_texts) for commit in commits}
     pending = {c: [i for i, r in enumerate(checked[c]) if not r.state.applies] for c in commits if c != upstream.commit}
-    bases = {c: repo.merge_base(upstream.commit, c) for c, indexes in pending.items() if indexes}
-    bases = {c: base for c, base in bases.items() if base is not None and base != c}  # else nothing to search
+    merge_bases = {c: repo.merge_base(upstream.commit, c) for c, indexes in pending.items() if indexes}
+    bases = {c: base for c, base in merge_bases.items() if base is not None and base != c}  # else nothing to search
     candidates = _carrier_candidates(repo, bases, patches, sorted({i for c in bases for i in pending[c]}))
     known: dict[str, CheckResult] = {}  # carrier commit -> a result explained by it (its evidence text)
     lines: dict[str, set[str]] = {}  # column -> the commits of its first-parent line from its merge base

@@ -38,10 +38,15 @@ def tag_version(name: str) -> Version | None:
         return None
 
 
+def final_version(name: str) -> Version | None:
+    """The version of a tag that names a final release (not a pre- or dev-release candidate), else None."""
+    version = tag_version(name)
+    return version if version is not None and not version.is_prerelease and not version.is_devrelease else None
+
+
 def is_release(name: str) -> bool:
     """A tag that names a final release: a version, not a pre-, dev- or post-release candidate."""
-    version = tag_version(name)
-    return version is not None and not version.is_prerelease and not version.is_devrelease
+    return final_version(name) is not None
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ def _parse_ls_remote(out: str) -> RemoteRefs:
     return RemoteRefs({name: peeled.get(name, sha) for name, sha in tags.items()}, head_branch, head)
 
 
-def _sort_key(name: str):
+def _sort_key(name: str) -> tuple[int, Version, str]:
     version = tag_version(name)
     return (0, version, name) if version is not None else (1, Version("0"), name)
 
@@ -109,8 +114,8 @@ def choose_tags(refs: RemoteRefs, pattern: str | None, since_version: Version | 
     if pattern is not None:
         names = [n for n in refs.tags if fnmatch.fnmatchcase(n, pattern)]
     else:
-        names = [n for n in refs.tags if is_release(n)
-                 and (since_version is None or tag_version(n) > since_version)]
+        names = [n for n in refs.tags if (version := final_version(n)) is not None
+                 and (since_version is None or version > since_version)]
     return sorted(names, key=_sort_key)
 
 

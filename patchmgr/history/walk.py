@@ -128,7 +128,7 @@ def guard_paths(patch: PatchFile, listing: list[str] | None) -> list[str]:
 def _reads(patch: PatchFile, guarded: Iterable[str] = ()) -> set[str]:
     """The paths whose content or kind a check of ``patch`` reads: its files (and ``guarded``, the files its
     guards read) and the folders above them."""
-    reads = set()
+    reads: set[str] = set()
     for path in [*patch.touched_paths, *guarded]:
         parts = path.split("/")
         reads.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))

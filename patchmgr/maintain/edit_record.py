@@ -154,8 +154,8 @@ def read_record(folder: Path) -> EditRecord:
                          "until then)") from None
 
 
-def parse_record(doc: object) -> EditRecord:
-    typed(doc, dict, "the record")
+def parse_record(raw: object) -> EditRecord:
+    doc = typed(raw, dict, "the record")
     version = doc.get("format")
     if version not in _READABLE:
         raise ValueError(f"format {version!r} is not one this patchmgr reads ({', '.join(map(str, _READABLE))})")

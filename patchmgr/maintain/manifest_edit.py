@@ -16,7 +16,7 @@ written as their escapes), never formatted into TOML text by hand.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import tomlkit
@@ -105,7 +105,7 @@ def listed_elsewhere(project: Project, target: str, upstream: str, patch_id: str
     return users
 
 
-def _edit(text: str, path: Path, upstream: str, change) -> str:
+def _edit(text: str, path: Path, upstream: str, change: Callable[[Table], None]) -> str:
     document = tomlkit.parse(text)
     table = document.get("upstreams", {}).get(upstream)
     if not isinstance(table, Table):

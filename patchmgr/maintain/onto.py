@@ -40,7 +40,7 @@ from patchmgr.io.faults import step
 from patchmgr.io.git import GitRepo, merge_texts
 from patchmgr.maintain.edit_record import Carried, EditRecord, Move, PatchCommit, Queued, StopMark, add_note, \
     read_record, write_record
-from patchmgr.maintain.export_guards import guards_at_head
+from patchmgr.maintain.export_guards import guards_at_head, head_commit
 from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.mail import as_mail
 from patchmgr.model.manifest import Upstream
@@ -180,7 +180,7 @@ def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, p
             write_mail(mails / f"{patch.id}.patch", patch)
             queue.append(Queued(patch.id, sha256_bytes(patch.data)))
     with GitRepo(folder) as repo:
-        old_tip = repo.resolve("HEAD")
+        old_tip = head_commit(repo, folder, "to move onto another ref")
         repo.run("update-ref", OLD_SERIES, old_tip)
         try:
             repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", plan.commit)
@@ -217,7 +217,7 @@ def run_queue(run: MoveRun, outcome: OntoOutcome) -> OntoOutcome:
     total = len(record.patches) + len(move.skipped) + len(move.queue)
     while move.queue:
         entry = move.queue[0]
-        before = repo.resolve("HEAD")
+        before = head_commit(repo, run.work, "to apply the next patch on")
         move.current, move.before, move.stop = entry.id, before, None
         run.save()
         mail = run.mail(entry.id)

@@ -21,6 +21,7 @@ from patchmgr.io.files import remove_tree
 from patchmgr.io.git import GitRepo, identity_env
 from patchmgr.maintain.edit_checkout import locked_edit
 from patchmgr.maintain.edit_record import PatchCommit, add_note, read_record
+from patchmgr.maintain.export_guards import head_commit
 from patchmgr.maintain.onto import (_COMMITTER, MAILS, MoveRun, OntoOutcome, checked, commits_since, done_current,
                                     index_digest, run_outcome, run_queue, work_tree_tree)
 from patchmgr.model.errors import GitError, StateError, UsageError
@@ -67,18 +68,18 @@ def _resume(project: Project, run: MoveRun, action: str) -> OntoOutcome:
         move.current, move.before = move.queue[0].id, repo.resolve("HEAD")  # the one git refused (older records)
     if move.current is not None:
         if action == "continue":
-            _continue_current(run)
+            _continue_current(run, move.current)
         else:
-            _skip_current(run, outcome)
+            _skip_current(run, move.current, outcome)
     elif repo.am_in_progress():
         raise StateError(f"a git am that patchmgr did not start is in progress in {run.into}",
                          f"finish it with git am --continue, --skip or --abort in {run.into}, then run again")
     return checked(project, run_queue(run, outcome), run.work)
 
 
-def _continue_current(run: MoveRun) -> None:
+def _continue_current(run: MoveRun, current: str) -> None:
+    """Record the commit made for ``current`` (the stopped patch, ``move.current``)."""
     repo, move, into = run.repo, run.move, run.into
-    current = move.current
     if repo.am_in_progress():
         unmerged = repo.unmerged_paths()
         if unmerged:
@@ -125,9 +126,9 @@ def _no_commit(run: MoveRun) -> StateError:
                       f"{into}; or leave it out with: patchmgr edit --skip --into {into}")
 
 
-def _skip_current(run: MoveRun, outcome: OntoOutcome) -> None:
+def _skip_current(run: MoveRun, current: str, outcome: OntoOutcome) -> None:
+    """Leave ``current`` (the stopped patch, ``move.current``) out of the series."""
     repo, move = run.repo, run.move
-    current = move.current
     if repo.am_in_progress():
         repo.am_resume("skip", env=_COMMITTER)
         step()
@@ -175,7 +176,7 @@ def _work_of_the_move(run: MoveRun) -> str | None:
     tree (untracked files too) committed on top, each only when it differs.
     """
     repo, record, move = run.repo, run.record, run.move
-    head = repo.resolve("HEAD")
+    head = head_commit(repo, run.work, "to keep the move's work on")
     tree = work_tree_tree(repo, run.work)
     head_tree = repo.run("rev-parse", f"{head}^{{tree}}")
     if move.stop is not None:

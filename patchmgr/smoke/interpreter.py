@@ -71,9 +71,10 @@ def interpreter_version(python: str | None) -> tuple[str, str]:
 
 def _version_answer(raw: object) -> list[int]:
     parts = typed(raw, list, "the answer")
-    if len(parts) != 3 or not all(isinstance(part, int) for part in parts):
+    numbers = [part for part in parts if isinstance(part, int)]
+    if len(parts) != 3 or len(numbers) != 3:
         raise ValueError(f"{raw!r} is not a version")
-    return parts
+    return numbers
 
 
 def python_need(tree: SmokeTree, python: str, version: str) -> PythonNeed | None:

@@ -17,7 +17,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
@@ -49,7 +49,8 @@ class UpstreamTree(importlib.abc.MetaPathFinder):
         return module
 
     # importlib.abc.MetaPathFinder
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if fullname != self.package and not fullname.startswith(self.package + "."):
             return None
         folder = self._dir_of(fullname)
@@ -94,8 +95,8 @@ class UpstreamTree(importlib.abc.MetaPathFinder):
 
 
 class _EmptyPackageLoader(importlib.abc.Loader):
-    def create_module(self, spec):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return None
 
-    def exec_module(self, module):
+    def exec_module(self, module: types.ModuleType) -> None:
         module.__file__ = None

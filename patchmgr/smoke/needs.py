@@ -117,8 +117,8 @@ def check_smoke_needs(project: Project, trees: Sequence[SmokeTree], python: str)
 
 
 def _needs_answer(raw: object) -> dict[str, list[str]]:
-    typed(raw, dict, "the answer")
-    return {key: [typed(item, str, f"an item of {key}") for item in typed(raw[key], list, key)]
+    answer = typed(raw, dict, "the answer")
+    return {key: [typed(item, str, f"an item of {key}") for item in typed(answer[key], list, key)]
             for key in ("missing", "broken")}
 
 

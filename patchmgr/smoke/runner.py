@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -86,8 +86,8 @@ def available_devices(python: str) -> dict[str, str | None]:
 
 
 def _devices_answer(raw: object) -> dict[str, str | None]:
-    typed(raw, dict, "the answer")
-    return {device: text_or_none(raw[device], device) for device in DEVICES}
+    answer = typed(raw, dict, "the answer")
+    return {device: text_or_none(answer[device], device) for device in DEVICES}
 
 
 def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: str, unpatched: bool,
@@ -143,7 +143,16 @@ def _smoke_upstream(project: Project, tree: SmokeTree, devices: list[str], probe
                 [patch_verdict(p.id, upstream.name, [], unpatched, not_run=tree.reason) for p in patches])
     results: list[SmokeResult] = []
     verdicts: list[PatchVerdict] = []
-    with (tree.unpatched() if unpatched else nullcontext(tree.patched_root)) as root:
+    view: AbstractContextManager[Path]
+    if not unpatched:
+        view = nullcontext(tree.patched_root)
+    elif tree.unpatched is not None:
+        view = tree.unpatched()
+    else:
+        # every tree that has a patched_root also has its unpatched view (targets.trees and targets.installed
+        # build them together); a tree without one cannot answer --unpatched
+        raise ValueError(f"{upstream.name}: the tree at {tree.patched_root} has no unpatched view")
+    with view as root:
         for patch in patches:
             tests = smoke_tests(patch)
             if not tests:

@@ -116,7 +116,8 @@ def _by_blobs(repo: GitRepo, patch: PatchFile, line: list[tuple[str, str | None]
 
     def matching(commit: str) -> set[int]:
         found = repo.path_entries(commit, paths)
-        hit = {i for i, (_, blob) in enumerate(wanted) if found[i] is not None and found[i][1].startswith(blob)}
+        hit = {i for i, ((_, blob), entry) in enumerate(zip(wanted, found))
+               if entry is not None and entry[1].startswith(blob)}
         seen.update(hit)
         return hit
 

@@ -25,12 +25,12 @@ from patchmgr.engine.place import _Failure
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.io.confine import shown
-from patchmgr.io.git import merge_texts
+from patchmgr.io.git import GitRepo, merge_texts
 from patchmgr.maintain.importing.pin import Base, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
-from patchmgr.maintain.importing.split import PieceSpec, piece_changes, plan_pieces
+from patchmgr.maintain.importing.split import PieceChange, PieceSpec, piece_changes, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
 from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes
 from patchmgr.model.errors import PatchmgrError, UsageError
@@ -209,6 +209,7 @@ def _git_url(name: str, options: ImportOptions, declared: Declared, existing: Up
              notes: list[str]) -> str:
     """The upstream's URL as the manifest names it and import fetches it: credentials (a token in a
     Dockerfile's clone URL, or given with --git) are left out of both, and a note says so."""
+    given: str | None
     if name in options.git:
         given, where = options.git[name], f"--git {name}"
     elif declared.url:
@@ -282,7 +283,7 @@ def _given(store: Store, name: str, urls: tuple[str, ...], options: ImportOption
     return None
 
 
-def _changes(patch: PatchFile, specs: list[PieceSpec], reader: GitSource, monolith: Monolith):
+def _changes(patch: PatchFile, specs: list[PieceSpec], reader: GitSource, monolith: Monolith) -> list[PieceChange]:
     try:
         return piece_changes(patch, specs, reader)
     except _Failure as failure:
@@ -296,7 +297,8 @@ def _header(spec_label: str, origin: str) -> str:
             f"Origin: {origin}\nUpstream-Status: Pending\n---\n")
 
 
-def _render(scratch: Scratch, repo, commit: str, changes, origin: str, name: str) -> list[tuple[PatchFile, bytes]]:
+def _render(scratch: Scratch, repo: GitRepo, commit: str, changes: list[PieceChange], origin: str, name: str
+            ) -> list[tuple[PatchFile, bytes]]:
     out = []
     for change in changes:
         paths = sorted(set(change.before) | set(change.after))
@@ -307,7 +309,7 @@ def _render(scratch: Scratch, repo, commit: str, changes, origin: str, name: str
     return out
 
 
-def _classify(store: Store, name: str, git: str, overrides: Mapping[str, str], repo, location: str, base: str,
+def _classify(store: Store, name: str, git: str, overrides: Mapping[str, str], repo: GitRepo, location: str, base: str,
               pin: str, pieces: list[tuple[PatchFile, bytes]]) -> list[CheckResult]:
     source = GitSource(repo, pin, location)
     results = check_series([p for p, _ in pieces], source, merge_texts)
@@ -317,8 +319,8 @@ def _classify(store: Store, name: str, git: str, overrides: Mapping[str, str], r
     return results
 
 
-def _at_pin(scratch: Scratch, repo, location: str, pin: str, results: list[CheckResult], specs: list[PieceSpec],
-            origin: str, name: str, project: Project) -> tuple[list[Piece], list[bytes]]:
+def _at_pin(scratch: Scratch, repo: GitRepo, location: str, pin: str, results: list[CheckResult],
+            specs: list[PieceSpec], origin: str, name: str, project: Project) -> tuple[list[Piece], list[bytes]]:
     """The pieces as they are written: made again at the pin (exact there), carried ones left out."""
     overlay = Overlay(GitSource(repo, pin, location))
     pieces, data = [], []
@@ -340,7 +342,8 @@ def _at_pin(scratch: Scratch, repo, location: str, pin: str, results: list[Check
 
 def _carried_files(patch: PatchFile, specs: list[PieceSpec], pieces: list[Piece]) -> tuple[list[str], list[str]]:
     """The files of the pieces left out: those no imported piece touches, and those an imported piece touches too."""
-    carried, kept = set(), set()
+    carried: set[str] = set()
+    kept: set[str] = set()
     for spec, piece in zip(specs, pieces):
         files = {path for index, _ in spec.parts for path in (patch.files[index].old_path, patch.files[index].new_path)
                  if path}

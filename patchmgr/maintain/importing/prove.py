@@ -12,6 +12,7 @@ it reverse-apply to the series' result (``git apply -R --check``): every change 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from patchmgr.engine.results import TreeReader
@@ -28,7 +29,7 @@ class Proof:
 
 
 def prove(scratch: Scratch, reader: TreeReader, commit: str, monolith: bytes, paths: list[str],
-          pieces: list[bytes], exclude: list[str] = (), partly: list[str] = ()) -> Proof:
+          pieces: list[bytes], exclude: Sequence[str] = (), partly: Sequence[str] = ()) -> Proof:
     """``exclude``: files upstream carries whole; ``partly``: files it carries some of the changes to."""
     compared = [p for p in paths if p not in exclude and p not in partly]
     start = {path: reader.read(path) for path in paths}

@@ -30,7 +30,7 @@ class Scratch:
     def __enter__(self) -> Scratch:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def diff(self, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None],

@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from patchmgr.engine.classify import apply_file
 from patchmgr.engine.place import apply_hunks, decode, encode, split_lines
 from patchmgr.engine.results import TreeReader
+from patchmgr.model.diff import FileDiff, Hunk
 from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import PATCH_ID
 from patchmgr.model.patchfile import PatchFile
@@ -103,7 +104,7 @@ def plan_pieces(patch: PatchFile, mode: str, mapping: Mapping[str, list[str]] | 
     return _unique(specs), notes, used
 
 
-def _hunks(diff) -> tuple:
+def _hunks(diff: FileDiff) -> tuple[Hunk | None, ...]:
     return diff.hunks if diff.hunks else (None,)  # a section without hunks (an empty new file) is one part
 
 
@@ -185,11 +186,13 @@ def piece_changes(patch: PatchFile, specs: list[PieceSpec], reader: TreeReader) 
         for index, hunks in spec.parts:
             diff = patch.files[index]
             applied.setdefault(index, set()).update(hunks)
-            if diff.kind == "modify" and diff.hunks:
-                original = reader.read(diff.old_path)
+            path = diff.old_path  # never None for a "modify"
+            # a file absent at the base goes to apply_file, which refuses it as the engine does (_Failure)
+            if (diff.kind == "modify" and diff.hunks and path is not None
+                    and (original := reader.read(path)) is not None):
                 chosen = tuple(diff.hunks[h] for h in sorted(applied[index]))
-                lines, _ = apply_hunks(diff.old_path, split_lines(decode(original)), chosen)
-                staged[diff.old_path] = encode("".join(lines))
+                lines, _ = apply_hunks(path, split_lines(decode(original)), chosen)
+                staged[path] = encode("".join(lines))
             else:
                 apply_file(diff, reader, staged)
         before = {path: state[path] if path in state else reader.read(path) for path in staged}

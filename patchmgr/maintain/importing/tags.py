@@ -19,10 +19,11 @@ from patchmgr.sources.upstream import urls_for
 
 
 def newest_first(names: list[str]) -> list[str]:
-    released = sorted((n for n in names if is_release(n)), key=tag_version, reverse=True)
-    versioned = sorted((n for n in names if not is_release(n) and tag_version(n) is not None), key=tag_version,
+    versions = {n: version for n in names if (version := tag_version(n)) is not None}
+    released = sorted((n for n in names if n in versions and is_release(n)), key=versions.__getitem__, reverse=True)
+    versioned = sorted((n for n in names if n in versions and not is_release(n)), key=versions.__getitem__,
                        reverse=True)
-    rest = sorted(n for n in names if tag_version(n) is None)
+    rest = sorted(n for n in names if n not in versions)
     return released + versioned + rest
 
 
