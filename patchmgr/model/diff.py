@@ -165,10 +165,13 @@ def _check_names(section: list[str], minus: str, plus: str, where: str) -> None:
 
 def hunk_end(lines: list[str], index: int) -> int:
     """The index of the first line after the (already checked) hunk whose header is at ``index``."""
-    return _skip_hunk(lines, index, HUNK_HEADER.match(lines[index]), Path("patch"), 1)
+    header = HUNK_HEADER.match(lines[index])
+    if header is None:
+        raise ValueError(f"line {index + 1} is not a hunk header")  # a caller's mistake, not the patch's
+    return _skip_hunk(lines, index, header, Path("patch"), 1)
 
 
-def _skip_hunk(lines: list[str], index: int, header: re.Match, path: Path, first_line: int) -> int:
+def _skip_hunk(lines: list[str], index: int, header: re.Match[str], path: Path, first_line: int) -> int:
     """The index of the first line after the hunk whose header is at ``index``."""
     old = int(header.group(2)) if header.group(2) is not None else 1
     new = int(header.group(4)) if header.group(4) is not None else 1
@@ -298,7 +301,7 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDif
     return FileDiff(old_path, new_path, _full(old_blob), _full(new_blob), hunks, modes.get("new file mode"))
 
 
-def _check_modes(modes: dict[str, str], shown: str, path: Path) -> None:
+def _check_modes(modes: dict[str, str], shown: str | None, path: Path) -> None:
     """Refuse what apply could not write faithfully: it writes regular files, and only their content."""
     for mode in modes.values():
         if mode in _SPECIAL_MODES:
