@@ -282,6 +282,9 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDif
     else:
         old_path, new_path = _plain_names(patched, path, strip)
     shown = new_path or old_path
+    if shown is None:
+        raise PatchFormatError(f"{path}: a file's section has /dev/null on both sides, so it names no file",
+                               "regenerate the patch with git format-patch")
     if patched.is_binary_file or any(l.startswith(("GIT binary patch", "Binary files ")) for l in info):
         raise PatchFormatError(f"{path}: binary change to {shown} is not supported",
                                "keep binary files out of patches; ship them another way")
@@ -301,7 +304,7 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDif
     return FileDiff(old_path, new_path, _full(old_blob), _full(new_blob), hunks, modes.get("new file mode"))
 
 
-def _check_modes(modes: dict[str, str], shown: str | None, path: Path) -> None:
+def _check_modes(modes: dict[str, str], shown: str, path: Path) -> None:
     """Refuse what apply could not write faithfully: it writes regular files, and only their content."""
     for mode in modes.values():
         if mode in _SPECIAL_MODES:
