@@ -21,8 +21,8 @@ from typing import TypedDict, TypeVar
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.diff import FileDiff
+from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import text_or_none, typed
