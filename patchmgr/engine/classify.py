@@ -75,22 +75,23 @@ def apply_file(diff: FileDiff, reader: TreeReader, staged: dict[str, bytes | Non
     for path in (diff.old_path, diff.new_path):
         if path is not None:
             _refuse_links(path, current)
-    if diff.kind in ("add", "rename") and _is_folder(reader, staged, diff.new_path):
-        raise _Failure(Conflict(diff.new_path, 0, "", "the patch creates it as a file, but it is a folder upstream", 1))
-    if diff.kind == "add":
-        existing = current(diff.new_path)
+    # diff.path is the new side for an add or a rename, the one side for a change (see FileDiff.kind)
+    if diff.kind in ("add", "rename") and _is_folder(reader, staged, diff.path):
+        raise _Failure(Conflict(diff.path, 0, "", "the patch creates it as a file, but it is a folder upstream", 1))
+    if diff.old_path is None:  # an added file
+        existing = current(diff.path)
         if existing is not None:
-            raise _Failure(Conflict(diff.new_path, 0, "", "the patch creates it, but it already exists", 1))
-        lines, placements = apply_hunks(diff.new_path, [], diff.hunks, 0)
-        staged[diff.new_path] = encode("".join(lines))
+            raise _Failure(Conflict(diff.path, 0, "", "the patch creates it, but it already exists", 1))
+        lines, placements = apply_hunks(diff.path, [], diff.hunks, 0)
+        staged[diff.path] = encode("".join(lines))
         return placements
     old = current(diff.old_path)
     if old is None:
         raise _Failure(Conflict(diff.old_path, 0, "", "the file is gone from the upstream", 1), missing=True)
-    if diff.kind == "rename" and current(diff.new_path) is not None:
-        raise _Failure(Conflict(diff.new_path, 0, "", "the rename's target already exists", 1))
+    if diff.kind == "rename" and current(diff.path) is not None:
+        raise _Failure(Conflict(diff.path, 0, "", "the rename's target already exists", 1))
     lines, placements = apply_hunks(diff.old_path, split_lines(decode(old)), diff.hunks, max_fuzz)
-    if diff.kind == "delete":
+    if diff.new_path is None:  # a deleted file
         if lines:
             raise _Failure(Conflict(diff.old_path, 0, "", "the file to delete has other content upstream", 1))
         staged[diff.old_path] = None
@@ -151,17 +152,17 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
         if diff.kind != "modify" or not diff.old_blob:
             return None
         base = reader.read_blob(diff.old_blob)
-        ours = staged.get(diff.old_path, reader.read(diff.old_path))
+        ours = staged.get(diff.path, reader.read(diff.path))  # a change: diff.path is its one side
         if base is None or ours is None:
             return None
         try:
-            theirs_lines, _ = apply_hunks(diff.old_path, split_lines(decode(base)), diff.hunks)
+            theirs_lines, _ = apply_hunks(diff.path, split_lines(decode(base)), diff.hunks)
         except _Failure:
             return None
         merged = merge3(base, ours, encode("".join(theirs_lines)))
         if merged is None:
             return None
-        staged[diff.old_path] = merged
+        staged[diff.path] = merged
     return staged
 
 

@@ -112,7 +112,7 @@ class CheckResult:
         return ""
 
 
-def _per_file(placements: list[HunkPlacement], describe) -> str:
+def _per_file(placements: list[HunkPlacement], describe: Callable[[HunkPlacement], str]) -> str:
     """``path: hunk #1 +3 lines, #2 +3 lines; other: ...``: each path said once."""
     by_path: dict[str, list[str]] = {}
     for placement in placements:

@@ -364,7 +364,7 @@ class GitRepo:
     def __enter__(self) -> GitRepo:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -420,7 +420,7 @@ def merge_texts(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
     return merged
 
 
-_MERGE_FOLDER: dict[int, tempfile.TemporaryDirectory] = {}
+_MERGE_FOLDER: dict[int, tempfile.TemporaryDirectory[str]] = {}
 
 
 def _merge_folder() -> str:

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from patchmgr.io.git_run import RepositoryDamaged, damage_in
 from patchmgr.model.errors import GitError
@@ -78,6 +79,8 @@ class CommitInfo:
     parents: tuple[str, ...]
 
 
+_Tree = dict[bytes, tuple[str, str]]  # a parsed tree: name -> (mode, object id)
+
 _OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 # ``git log -z --format=COMMIT_RECORD``: one NUL-terminated record per commit, its subject last on a line of its own
@@ -108,10 +111,11 @@ class ObjectReader:
 
     def __init__(self, path: Path, env: Mapping[str, str], untrusted: bool = False) -> None:
         self._path, self._env, self._untrusted = path, env, untrusted
-        self._process: subprocess.Popen | None = None
-        self._stderr = None  # git's error output, in a file (a pipe nobody reads could fill and stall it)
+        self._process: subprocess.Popen[bytes] | None = None
+        # git's error output, in a file (a pipe nobody reads could fill and stall it)
+        self._stderr: IO[bytes] | None = None
         self._stderr_seen = 0
-        self._kept: OrderedDict[str, tuple[str, object, int]] = OrderedDict()
+        self._kept: OrderedDict[str, tuple[str, bytes | _Tree, int]] = OrderedDict()  # sha -> (kind, value, cost)
         self._kept_bytes = 0
         self._root_trees: dict[str, str | None] = {}
         self._entries: dict[tuple[str, str], tuple[str, str] | None] = {}  # (root tree, path) -> entry
@@ -148,7 +152,7 @@ class ObjectReader:
 
     def blob(self, sha: str) -> bytes | None:
         kind, data = self._object(sha)
-        return data if kind == "blob" else None
+        return data if kind == "blob" and isinstance(data, bytes) else None  # a blob is its bytes, never parsed
 
     def kind(self, name: str) -> str | None:
         """The type of the object ``name`` names (``<commit>^{commit}``), or None when there is none."""
@@ -166,24 +170,25 @@ class ObjectReader:
             self._root_trees[commit] = sha  # a commit id never moves (a ref may); a missing one may be fetched
         return sha
 
-    def _tree(self, sha: str) -> dict[bytes, tuple[str, str]] | None:
-        kind, data = self._object(sha)
-        return data if kind == "tree" else None
+    def _tree(self, sha: str) -> _Tree | None:
+        _kind, data = self._object(sha)
+        return data if isinstance(data, dict) else None  # only a tree is parsed (into a dict)
 
-    def _object(self, sha: str) -> tuple[str | None, object]:
+    def _object(self, sha: str) -> tuple[str | None, bytes | _Tree | None]:
+        """``(type, value)``: a tree parsed, any other object its content; ``(None, None)`` when there is none."""
         if sha in self._kept:
             self._kept.move_to_end(sha)
-            kind, value, _size = self._kept[sha]
-            return kind, value
+            kept_kind, kept, _size = self._kept[sha]
+            return kept_kind, kept
         kind, data = self._read(sha)
         if kind is None:
             return None, None
-        value = _parse_tree(data, len(self._last_sha) // 2) if kind == "tree" else data
+        value: bytes | _Tree = _parse_tree(data, len(self._last_sha) // 2) if kind == "tree" else data
         if kind in ("tree", "blob"):
             self._keep(self._last_sha, kind, value, len(data) * (self.TREE_COST if kind == "tree" else 1))
         return kind, value
 
-    def _keep(self, sha: str, kind: str, value: object, size: int) -> None:
+    def _keep(self, sha: str, kind: str, value: bytes | _Tree, size: int) -> None:
         if size > self.BUDGET // 4 or sha in self._kept:
             return
         self._kept[sha] = (kind, value, size)
@@ -200,11 +205,11 @@ class ObjectReader:
         answers ``missing`` for an object whose pack it cannot read. Both raise
         ``RepositoryDamaged`` with git's own words, never an absent file.
         """
-        process = self._start()
+        stdin, stdout = _pipes(self._start())
         try:
-            process.stdin.write(name.encode("utf-8", "surrogateescape") + b"\n")
-            process.stdin.flush()
-            header = process.stdout.readline()
+            stdin.write(name.encode("utf-8", "surrogateescape") + b"\n")
+            stdin.flush()
+            header = stdout.readline()
         except (BrokenPipeError, ConnectionResetError):
             header = b""
         if not header:
@@ -218,16 +223,17 @@ class ObjectReader:
             return None, b""
         self._last_sha = parts[0].decode("ascii")
         size = int(parts[2])
-        data = process.stdout.read(size + 1)[:size]  # the content, then one line feed
+        data = stdout.read(size + 1)[:size]  # the content, then one line feed
         if len(data) < size:
             raise self._stopped(f"stopped in the middle of {name}")
         return parts[1].decode("ascii"), data
 
     def _stopped(self, what: str) -> GitError:
-        try:
-            self._process.wait(timeout=5)  # its last words reach the file before it exits
-        except (subprocess.TimeoutExpired, AttributeError):
-            pass
+        if self._process is not None:  # None: closed already
+            try:
+                self._process.wait(timeout=5)  # its last words reach the file before it exits
+            except subprocess.TimeoutExpired:
+                pass
         said = self._new_stderr()
         self.close()
         unfetchable = _UNFETCHABLE.search(said)
@@ -250,7 +256,7 @@ class ObjectReader:
         except (OSError, ValueError):
             return ""
 
-    def _start(self) -> subprocess.Popen:
+    def _start(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
             if self._stderr is None:
                 self._stderr = tempfile.TemporaryFile()
@@ -261,20 +267,28 @@ class ObjectReader:
 
     def close(self) -> None:
         if self._process is not None:
+            stdin, stdout = _pipes(self._process)
             try:
-                self._process.stdin.close()
+                stdin.close()
                 self._process.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
                 self._process.kill()
                 self._process.wait()
-            self._process.stdout.close()
+            stdout.close()
             self._process = None
         if self._stderr is not None:
             self._stderr.close()
             self._stderr, self._stderr_seen = None, 0
 
 
-def _parse_tree(data: bytes, hash_size: int) -> dict[bytes, tuple[str, str]]:
+def _pipes(process: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
+    """The stdin and stdout of ``_start``'s process, which it always starts with both as pipes."""
+    if process.stdin is None or process.stdout is None:
+        raise ValueError("git cat-file was started without its pipes")
+    return process.stdin, process.stdout
+
+
+def _parse_tree(data: bytes, hash_size: int) -> _Tree:
     """A raw tree object (``<mode> <name>\\0<hash>`` entries) as name -> (mode, object id)."""
     entries = {}
     pos, end = 0, len(data)

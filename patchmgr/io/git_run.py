@@ -73,8 +73,9 @@ _TRUSTED: dict[tuple, list[tuple[str, str]]] = {}
 
 
 def program_default(key: str) -> str:
-    if PROGRAM_DEFAULTS.get(key) is not None:
-        return PROGRAM_DEFAULTS[key]
+    default = PROGRAM_DEFAULTS.get(key)
+    if default is not None:
+        return default
     if key == "core.sshcommand":
         return shlex.quote(os.environ["GIT_SSH"]) if os.environ.get("GIT_SSH") else "ssh"
     if key == "core.askpass":
@@ -149,9 +150,10 @@ def _as_git_error(command: Sequence[str], status: int, stderr: bytes | str,
     detail = re.sub(r"^(fatal|error): ", "", detail)
     detail = re.sub(r"^unable to access '[^']*': ", "", detail)  # the URL is said by whoever reports it
     verb = " ".join(str(part) for part in command[1:2])
-    damage = damage_in(stderr) if repository is not None else None
-    if damage:
-        return RepositoryDamaged(repository, damage)
+    if repository is not None:
+        damage = damage_in(stderr)
+        if damage:
+            return RepositoryDamaged(repository, damage)
     return GitError(f"git {verb}: {detail}", "see git's message above")
 
 
@@ -182,7 +184,7 @@ class RepositoryDamaged(GitError):
         self.detail = mask_url(detail)
 
 
-def as_text(value) -> str:
+def as_text(value: bytes | str | None) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value or "")

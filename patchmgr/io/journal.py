@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, TypedDict
 
 from patchmgr.io.faults import step
 from patchmgr.io.files import fsync_dir, fsync_file, remove_tree, require_real_folder, temp_path, write_atomic
@@ -37,6 +38,22 @@ from patchmgr.model.records import text_or_none, typed
 
 JOURNAL = "journal"
 PlaceCheck = Callable[[Path], "str | None"]  # why a path may not be written there, or None
+_State = Literal["prepared", "committed"]
+_STATES: dict[str, _State] = {"prepared": "prepared", "committed": "committed"}  # a state read back, as its Literal
+
+
+class _Entry(TypedDict):
+    path: str
+    saved: str | None  # the saved copy's name in journal/saved; None: the path did not exist
+
+
+class _Journal(TypedDict):
+    """journal.json: what ``recover`` needs to finish or undo the run."""
+    state: _State
+    entries: list[_Entry]  # the file writes
+    moves: list[list[str]]  # the folder renames, each [source, destination]
+    discard: list[str]  # folders removed once settled
+    made: list[str]  # folders the writes create, removed again by a rollback
 
 
 def _journal_paths(state_dir: Path) -> None:
@@ -60,7 +77,7 @@ def apply_transaction(state_dir: Path, writes: Mapping[Path, bytes | None],
     _journal_paths(state_dir)
     require_real_folder(state_dir, *[path for path in writes if state_dir in path.parents])
     remove_tree(journal)
-    doc = {"state": "prepared", "entries": [], "moves": [[str(s), str(d)] for s, d in moves],
+    doc: _Journal = {"state": "prepared", "entries": [], "moves": [[str(s), str(d)] for s, d in moves],
            "discard": [str(path) for path in discard], "made": _missing_folders(writes)}
     try:
         (journal / "saved").mkdir(parents=True)
@@ -120,7 +137,7 @@ def _failed(exc: OSError, outcome: str) -> StateError:
     return StateError(f"cannot write{where}: {exc.strerror or exc}; {outcome}", hint)
 
 
-def _settle(journal: Path, doc: dict) -> None:
+def _settle(journal: Path, doc: _Journal) -> None:
     for entry in doc.get("entries", []):
         _remove_temp(Path(entry["path"]))
     for folder in doc.get("discard", []):
@@ -193,30 +210,19 @@ DAMAGED_HINT = ("patchmgr cannot tell what the interrupted run changed: check th
                 "backup, or reinstall), then remove the journal folder")
 
 
-def _read_journal(marker: Path, place: PlaceCheck | None = None) -> dict:
+def _read_journal(marker: Path, place: PlaceCheck | None = None) -> _Journal:
     """The journal, every field checked before anything is undone: a damaged one changes nothing."""
     try:
-        doc = json.loads(marker.read_text(encoding="utf-8"))
-        typed(doc, dict, "the document")
-        if typed(doc["state"], str, "state") not in ("prepared", "committed"):
+        doc = typed(json.loads(marker.read_text(encoding="utf-8")), dict, "the document")
+        state = _STATES.get(typed(doc["state"], str, "state"))
+        if state is None:
             raise ValueError(f"state {doc['state']!r} is neither 'prepared' nor 'committed'")
-        for entry in typed(doc["entries"], list, "entries"):
-            typed(entry, dict, "an entry")
-            typed(entry["path"], str, "an entry's path")
-            saved = text_or_none(entry["saved"], "an entry's saved copy")
-            if saved is not None and not saved.isdigit():
-                raise ValueError(f"saved copy {saved!r} is not one this journal names")
-        for move in typed(doc.get("moves", []), list, "moves"):
-            if len(typed(move, list, "a move")) != 2:
-                raise ValueError("a move is not a pair of paths")
-            for path in move:
-                typed(path, str, "a moved path")
-        for key in ("discard", "made"):
-            for path in typed(doc.get(key, []), list, key):
-                typed(path, str, f"a path in {key}")
+        entries = [_entry(entry) for entry in typed(doc["entries"], list, "entries")]
+        moves = [_move(move) for move in typed(doc.get("moves", []), list, "moves")]
+        discard, made = ([typed(path, str, f"a path in {key}") for path in typed(doc.get(key, []), list, key)]
+                         for key in ("discard", "made"))
         if place is not None:
-            named = [e["path"] for e in doc["entries"]] + [p for m in doc.get("moves", []) for p in m]
-            named += doc.get("discard", []) + doc.get("made", [])
+            named = [e["path"] for e in entries] + [p for m in moves for p in m] + discard + made
             why = next(filter(None, (place(Path(path)) for path in named)), None)
             if why:
                 raise ValueError(f"it names a path out of its place: {why}")
@@ -224,7 +230,23 @@ def _read_journal(marker: Path, place: PlaceCheck | None = None) -> dict:
         why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
         raise StateError(f"{marker} is damaged ({why}); nothing was changed",
                          f"{DAMAGED_HINT} {marker.parent}") from None
-    return doc
+    return {"state": state, "entries": entries, "moves": moves, "discard": discard, "made": made}
+
+
+def _entry(raw: object) -> _Entry:
+    entry = typed(raw, dict, "an entry")
+    path = typed(entry["path"], str, "an entry's path")
+    saved = text_or_none(entry["saved"], "an entry's saved copy")
+    if saved is not None and not saved.isdigit():
+        raise ValueError(f"saved copy {saved!r} is not one this journal names")
+    return {"path": path, "saved": saved}
+
+
+def _move(raw: object) -> list[str]:
+    move = typed(raw, list, "a move")
+    if len(move) != 2:
+        raise ValueError("a move is not a pair of paths")
+    return [typed(path, str, "a moved path") for path in move]
 
 
 def _count(number: int, what: str) -> str:

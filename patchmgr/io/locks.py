@@ -7,6 +7,8 @@ import fcntl
 import os
 import stat
 import time
+from collections.abc import Callable
+from io import TextIOWrapper
 from pathlib import Path
 
 from patchmgr.model.errors import StateError
@@ -30,13 +32,14 @@ class FileLock:
 
     _held: dict[str, int] = {}
 
-    def __init__(self, path: Path, timeout: float, what: str, on_wait=None) -> None:
+    def __init__(self, path: Path, timeout: float, what: str,
+                 on_wait: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.timeout = timeout
         self.what = what
         self.on_wait = on_wait
         self.waited = 0.0  # seconds spent waiting for another run
-        self._handle = None
+        self._handle: TextIOWrapper | None = None
 
     def __enter__(self) -> FileLock:
         key = str(self.path)
@@ -44,12 +47,12 @@ class FileLock:
             self._held[key] += 1
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = _open_lock_file(self.path)
+        self._handle = handle = _open_lock_file(self.path)
         started = time.monotonic()
         deadline = started + self.timeout
         while True:
             try:
-                fcntl.flock(self._handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 self._held[key] = 1
                 return self
             except BlockingIOError:
@@ -57,14 +60,14 @@ class FileLock:
                     self.on_wait(f"waiting for another patchmgr run that holds {self.path}")
                 self.waited = time.monotonic() - started or 1e-6
                 if time.monotonic() >= deadline:
-                    self._handle.close()
+                    handle.close()
                     self._handle = None
                     raise StateError(f"another patchmgr run holds {self.path} ({self.what}); "
                                      f"gave up after {self.timeout:g}s",
                                      "wait for it to finish, then run again") from None
                 time.sleep(0.1)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         key = str(self.path)
         self._held[key] -= 1
         if self._held[key] == 0 and self._handle:
@@ -75,7 +78,7 @@ class FileLock:
 
 
 
-def _open_lock_file(path: Path):
+def _open_lock_file(path: Path) -> TextIOWrapper:
     """The lock file, opened never through a link and never as a FIFO or device (another user's link in a
     shared folder would have this run create or open a file elsewhere). OSError as ``open`` raises it."""
     try:

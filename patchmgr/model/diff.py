@@ -165,10 +165,13 @@ def _check_names(section: list[str], minus: str, plus: str, where: str) -> None:
 
 def hunk_end(lines: list[str], index: int) -> int:
     """The index of the first line after the (already checked) hunk whose header is at ``index``."""
-    return _skip_hunk(lines, index, HUNK_HEADER.match(lines[index]), Path("patch"), 1)
+    header = HUNK_HEADER.match(lines[index])
+    if header is None:
+        raise ValueError(f"line {index + 1} is not a hunk header")  # a caller's mistake, not the patch's
+    return _skip_hunk(lines, index, header, Path("patch"), 1)
 
 
-def _skip_hunk(lines: list[str], index: int, header: re.Match, path: Path, first_line: int) -> int:
+def _skip_hunk(lines: list[str], index: int, header: re.Match[str], path: Path, first_line: int) -> int:
     """The index of the first line after the hunk whose header is at ``index``."""
     old = int(header.group(2)) if header.group(2) is not None else 1
     new = int(header.group(4)) if header.group(4) is not None else 1
@@ -279,6 +282,9 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDif
     else:
         old_path, new_path = _plain_names(patched, path, strip)
     shown = new_path or old_path
+    if shown is None:
+        raise PatchFormatError(f"{path}: a file's section has /dev/null on both sides, so it names no file",
+                               "regenerate the patch with git format-patch")
     if patched.is_binary_file or any(l.startswith(("GIT binary patch", "Binary files ")) for l in info):
         raise PatchFormatError(f"{path}: binary change to {shown} is not supported",
                                "keep binary files out of patches; ship them another way")

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeGuard
 
 from patchmgr.model.guard_regex import GuardRegexError, LineRegex, TooSlow, as_lines, line_at
 
@@ -182,7 +183,7 @@ def _nothing_to_read(guard: Guard, listing: Iterable[str] | None) -> str:
     return f"no file matches {guard.where} among {among}"
 
 
-def _is_file(data: bytes | None) -> bool:
+def _is_file(data: bytes | None) -> TypeGuard[bytes]:
     """A regular file's bytes: not absent, not a link's target, not a submodule (see ``engine.results.TreeReader``)."""
     return data is not None and not getattr(data, "is_symlink", False) and not getattr(data, "is_submodule", False)
 

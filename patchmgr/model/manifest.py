@@ -10,6 +10,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 from packaging.version import InvalidVersion, Version
 
@@ -102,7 +103,7 @@ class _Validator:
         parsed = tuple(self.upstream(n, u) for n, u in upstreams.items())
         return Target(name, description, self.path, parsed)
 
-    def upstream(self, name: str, raw) -> Upstream:
+    def upstream(self, name: str, raw: object) -> Upstream:
         key = f"upstreams.{name!r}" if control_character(name) else f"upstreams.{name}"
         self._one_line(name, key, "an upstream name")
         if not NAME.match(name):
@@ -184,6 +185,13 @@ class _Validator:
             raise self.fail(key, f"{mask_url(value)!r} {problem}",
                             f"{what} is one line of printable text: remove the character (often a newline "
                             "or tab inside the quotes)")
+
+    @overload
+    def _string(self, table: dict, name: str, key: str, required: Literal[True], free_text: bool = False) -> str: ...
+
+    @overload
+    def _string(self, table: dict, name: str, key: str, required: bool = False,
+                free_text: bool = False) -> str | None: ...
 
     def _string(self, table: dict, name: str, key: str, required: bool = False,
                 free_text: bool = False) -> str | None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
-def typed(value, kind: type, what: str):
+def typed(value: object, kind: type[T], what: str) -> T:
     """``value`` when it is a ``kind``: a ledger edited by hand or by another tool is refused, not half read.
 
     Raises ``TypeError`` naming ``what``; shared by every reader of patchmgr's own JSON files (the ledgers, the
@@ -16,7 +19,7 @@ def typed(value, kind: type, what: str):
     return value
 
 
-def text_or_none(value, what: str) -> str | None:
+def text_or_none(value: object, what: str) -> str | None:
     return None if value is None else typed(value, str, what)
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from patchmgr.io.git import GitRepo, RepositoryDamaged
+from patchmgr.io.locks import FileLock
 from patchmgr.model.errors import GitError
 from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
@@ -47,8 +49,24 @@ _CLONE_PARTS = ("config", "HEAD", "packed-refs", "objects", "objects/info", "obj
 _ABSENT = "(no clone yet)"  # what _clone_problem says when there is nothing to check (compared by identity)
 
 
-class CacheHealth:
-    """The checks a ``Store`` makes before it uses its folder and each cached clone."""
+class CacheHealth(ABC):
+    """The checks a ``Store`` makes before it uses its folder and each cached clone.
+
+    The store sets the attributes below and says where a cached clone lives and which lock guards it.
+    """
+
+    cache_dir: Path
+    note: Callable[[str], None]  # tells the user what was done (a damaged clone removed)
+    _open: dict[str, GitRepo]  # the clones opened so far, by upstream
+    _root_checked: bool
+
+    @abstractmethod
+    def repo_path(self, upstream: str) -> Path:
+        """The cached clone of ``upstream``."""
+
+    @abstractmethod
+    def lock(self, upstream: str) -> FileLock:
+        """Held while writing the cached clone of ``upstream``."""
 
     def _check_root(self) -> None:
         """The cache folder and its ``git`` folder exist, are folders, and belong to this user."""

@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from patchmgr.model.diff import FileDiff
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
@@ -102,13 +103,12 @@ def interpreter_answer(python: str, output: bytes, read: Callable[[object], T]) 
         raise refused(f"its answer is not what the probe prints: {exc}") from None
 
 
-def run_probe(python: str, script: str, *args: str, timeout: float = 120, **options) -> bytes:
-    """Run ``script`` in ``python`` and return its standard output; bad input (exit 2) when it cannot run.
-
-    ``options`` go to ``subprocess.run`` (``env``, ``cwd``).
-    """
+def run_probe(python: str, script: str, *args: str, timeout: float = 120, env: Mapping[str, str] | None = None,
+              cwd: str | Path | None = None) -> bytes:
+    """Run ``script`` in ``python`` (in ``cwd``, with ``env``: None, this process's) and return its standard output;
+    bad input (exit 2) when it cannot run."""
     try:
-        done = subprocess.run([python, "-c", script, *args], capture_output=True, timeout=timeout, **options)
+        done = subprocess.run([python, "-c", script, *args], capture_output=True, timeout=timeout, env=env, cwd=cwd)
     except subprocess.TimeoutExpired:
         raise UsageError(f"--python {python}: it did not answer within {timeout:g}s",
                          _NOT_PYTHON_HINT) from None
@@ -229,7 +229,8 @@ class Placed:
 
 def place_patch(dist: InstalledDist, patch: PatchFile) -> Placed:
     """Split ``patch`` into the files written into the installation and those left out; or refuse it."""
-    kept, left_out = [], []
+    kept: list[FileDiff] = []
+    left_out: list[str] = []
     for diff in patch.files:
         verdicts = []
         for path in (diff.old_path, diff.new_path):
@@ -269,35 +270,56 @@ def probe(python: str, upstreams: list[Upstream]) -> Environment:
                              f"reinstall it: {python} -m pip install --force-reinstall --no-deps "
                              f"{dist_name(upstream)}" + (f"=={entry['version']}" if entry["version"] else ""))
         location = Path(entry["location"])
-        if entry["editable"] and (entry["url"] or "").startswith("file://"):
-            location = Path(entry["url"][len("file://"):])
+        url = entry["url"] or ""
+        if entry["editable"] and url.startswith("file://"):
+            location = Path(url[len("file://"):])
         dists[upstream.name] = InstalledDist(upstream, dist_name(upstream), entry["version"], location,
                                              Path(entry["record"]) if entry["record"] else None, entry["editable"],
                                              frozenset(Path(f).as_posix() for f in entry["files"]))
     return Environment(python, Path(raw["prefix"]), dists)
 
 
-def _probe_answer(names: list[str], raw: object) -> dict:
+class _ProbeDist(TypedDict):
+    """One distribution as ``_PROBE`` prints it."""
+    version: str  # "" when its metadata names none (then ``damaged`` says why)
+    location: str  # absolute
+    record: str | None  # its RECORD file, if it has one
+    editable: bool
+    url: str | None  # direct_url.json's url
+    files: list[str]
+    damaged: str | None  # what of its metadata could not be read
+
+
+class _ProbeAnswer(TypedDict):
+    prefix: str  # absolute
+    executable: str
+    dists: dict[str, _ProbeDist]  # the names asked about that are installed
+
+
+def _probe_answer(names: list[str], raw: object) -> _ProbeAnswer:
     """The probe's answer, every field of the type the probe prints (else ``TypeError``/``KeyError``)."""
-    typed(raw, dict, "the answer")
-    if not Path(typed(raw["prefix"], str, "prefix")).is_absolute():
-        raise ValueError(f"prefix {raw['prefix']!r} is not an absolute path")
-    typed(raw["executable"], str, "executable")
-    dists = typed(raw["dists"], dict, "dists")
-    for name in names:
-        if name not in dists:
-            continue
-        entry = typed(dists[name], dict, f"dists[{name!r}]")
-        typed(entry["version"], str, f"{name}: version")
-        if not Path(typed(entry["location"], str, f"{name}: location")).is_absolute():
-            raise ValueError(f"{name}: location {entry['location']!r} is not an absolute path")
-        text_or_none(entry["record"], f"{name}: record")
-        typed(entry["editable"], bool, f"{name}: editable")
-        text_or_none(entry["url"], f"{name}: url")
-        for file in typed(entry["files"], list, f"{name}: files"):
-            typed(file, str, f"{name}: a file")
-        text_or_none(entry["damaged"], f"{name}: damaged")
-    return raw
+    answer = typed(raw, dict, "the answer")
+    prefix = typed(answer["prefix"], str, "prefix")
+    if not Path(prefix).is_absolute():
+        raise ValueError(f"prefix {prefix!r} is not an absolute path")
+    executable = typed(answer["executable"], str, "executable")
+    dists = typed(answer["dists"], dict, "dists")
+    return {"prefix": prefix, "executable": executable,
+            "dists": {name: _probe_dist(name, dists[name]) for name in names if name in dists}}
+
+
+def _probe_dist(name: str, raw: object) -> _ProbeDist:
+    entry = typed(raw, dict, f"dists[{name!r}]")
+    version = typed(entry["version"], str, f"{name}: version")
+    location = typed(entry["location"], str, f"{name}: location")
+    if not Path(location).is_absolute():
+        raise ValueError(f"{name}: location {location!r} is not an absolute path")
+    record = text_or_none(entry["record"], f"{name}: record")
+    editable = typed(entry["editable"], bool, f"{name}: editable")
+    url = text_or_none(entry["url"], f"{name}: url")
+    files = [typed(file, str, f"{name}: a file") for file in typed(entry["files"], list, f"{name}: files")]
+    return {"version": version, "location": location, "record": record, "editable": editable, "url": url,
+            "files": files, "damaged": text_or_none(entry["damaged"], f"{name}: damaged")}
 
 
 def require_dists(environment: Environment, upstreams: list[Upstream]) -> list[InstalledDist]:

@@ -29,7 +29,7 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -336,7 +336,7 @@ class Store(CacheHealth):
             self._fetch_once(repo, url, refspecs)
 
     @contextlib.contextmanager
-    def _writing(self, repo: GitRepo):
+    def _writing(self, repo: GitRepo) -> Iterator[None]:
         """Git writing into the cached clone: a full or read-only disk is one ``CacheError`` with the real
         cause, never a source that "could not provide" the upstream."""
         try:

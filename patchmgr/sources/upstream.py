@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from packaging.version import InvalidVersion, Version
 
@@ -23,6 +24,8 @@ from patchmgr.sources.release import DEFAULT_INDEX, ReleaseNotFound, ReleaseSour
 from patchmgr.sources.store import Store
 
 TREE_MODE = "40000"  # a folder's mode in a git tree object
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -55,7 +58,7 @@ class GitSource:
     # why ``location`` cannot be reached, when the cache served a commit it already had without asking it
     unreachable: str | None = None
 
-    def _repairing(self, read):
+    def _repairing(self, read: Callable[[], T]) -> T:
         try:
             return read()
         except RepositoryDamaged as exc:
