@@ -159,7 +159,7 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
         files: dict[str, str | None] = {}
         installed_at: dict[str, str] = {}
         original_digests: dict[str, str | None] = {}
-        bytecode = dict(old.env.bytecode) if old else {}
+        bytecode = dict(old.env_part().bytecode) if old else {}
         record_updates: dict[str, bytes | None] = {}
         for path, data in final.items():
             installed = dist.installed_path(path)
@@ -180,7 +180,7 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
                 writes[state.backup_path(dist.upstream.name, bytecode[str(stale)])] = compiled
                 writes[stale] = None
                 record_updates[str(stale)] = None
-        record_original = old.env.record_original if old else None
+        record_original = old.env_part().record_original if old else None
         if dist.record is not None and not dist.editable:
             current = dist.record.read_bytes()
             if old is None or record_original is None:

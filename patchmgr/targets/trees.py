@@ -50,7 +50,7 @@ def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list
         checkout = into / upstream.name
         root = checkout / upstream.package_root if upstream.package_root else checkout
         trees.append(SmokeTree(upstream, root, unpatched=partial(_unpatched_checkout, checkout,
-                                                                  entry.checkout.base_commit, upstream.package_root)))
+                                                                  entry.checkout_part().base_commit, upstream.package_root)))
     if trees:
         trees[0].notes += notes
     return trees
