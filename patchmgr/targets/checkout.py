@@ -155,7 +155,8 @@ def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force
         name = upstream_status.upstream.name
         entry = existing.upstream(name) if existing else None
         if entry is not None:
-            places.append(Place(name, into / name, entry.checkout_part().head_commit or entry.checkout_part().base_commit))
+            checkout = entry.checkout_part()
+            places.append(Place(name, into / name, checkout.head_commit or checkout.base_commit))
 
     def refusal(found: list[LocalWork]) -> StateError:
         folders = ", ".join(str(w.folder) for w in found)
