@@ -60,7 +60,7 @@ def _disk_full(exc: OSError | GitError | str, folder: Path) -> bool:
         stats = os.statvfs(probe)
     except OSError:
         return False
-    return stats.f_bavail * stats.f_frsize < (64 << 10) or (stats.f_files and stats.f_favail == 0)
+    return stats.f_bavail * stats.f_frsize < (64 << 10) or (stats.f_files > 0 and stats.f_favail == 0)
 
 
 def build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Mapping[str, str],
@@ -69,8 +69,11 @@ def build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Map
     folder = staging / upstream.name
     if upstream_status.release is not None:
         repo, base, absent = _import_release(upstream_status.release, folder)
-    else:
+    elif upstream_status.commit is not None:
         repo, base, absent = _checkout_pin(upstream, upstream_status.commit, store, overrides, folder)
+    else:  # apply builds only upstreams whose status is available, and each of those has a release or a commit
+        raise StateError(f"cannot check out {upstream.name}: no source gave a commit "
+                         f"({upstream_status.error or 'none was read'})", _CAUSE_HINT)
     step()
     applied = []
     files: dict[str, str | None] = {}
@@ -84,8 +87,12 @@ def build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Map
     finally:
         repo.close()
     return UpstreamLedger(upstream.name, upstream.commit, applied, files,
-                          checkout=CheckoutPart(base, head, (upstream_status.source or "").removesuffix(" (cached)"),
-                                                absent))
+                          checkout=CheckoutPart(base, head, source_name(upstream_status), absent))
+
+
+def source_name(upstream_status: UpstreamStatus) -> str:
+    """The source a checkout is built from, as its ledger records it (the cache standing in for it not named)."""
+    return (upstream_status.source or "").removesuffix(" (cached)")
 
 
 def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]
@@ -107,7 +114,9 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
                       env={"GIT_LITERAL_PATHSPECS": "1"}, strip=False)
     modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
     zero = "0" * len(repo.resolve("HEAD") or "0" * 40)
-    removals, additions, digests = [], [], {}
+    removals: list[str] = []
+    additions: list[str] = []
+    digests: dict[str, str | None] = {}
     for path, data in changes.items():
         if data is None:
             removals.append(f"0 {zero}\t{path}\0")
@@ -191,7 +200,10 @@ def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, 
     env = identity_env(date=FIXED_DATE)
     repo.run("commit", "--quiet", "--no-verify", "-F", "-", stdin=message.encode(), env=env)
     repo.run("branch", "-M", "patchmgr")
-    return repo, repo.resolve("HEAD"), []
+    base = repo.resolve("HEAD")
+    if base is None:  # the commit just made: git failing to make it raised above
+        raise StateError(f"the import of {source.project} {source.version} left no commit in {folder}", _CAUSE_HINT)
+    return repo, base, []
 
 
 def _commit(repo: GitRepo, patch: PatchFile) -> None:

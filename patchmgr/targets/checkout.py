@@ -33,7 +33,7 @@ from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
 from patchmgr.sources.store import Store
 from patchmgr.targets.absent import absent_note
-from patchmgr.targets.build import _CAUSE_HINT, _DISK_HINT, _detail, _disk_full, build_checkout
+from patchmgr.targets.build import _CAUSE_HINT, _DISK_HINT, _detail, _disk_full, build_checkout, source_name
 from patchmgr.targets.checkout_verify import verify_into
 from patchmgr.targets.into_lock import STATE, locked_into
 from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_into_ledger, same_plan
@@ -155,7 +155,8 @@ def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force
         name = upstream_status.upstream.name
         entry = existing.upstream(name) if existing else None
         if entry is not None:
-            places.append(Place(name, into / name, entry.checkout.head_commit or entry.checkout.base_commit))
+            checkout = entry.checkout_part()
+            places.append(Place(name, into / name, checkout.head_commit or checkout.base_commit))
 
     def refusal(found: list[LocalWork]) -> StateError:
         folders = ", ".join(str(w.folder) for w in found)
@@ -169,8 +170,14 @@ def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force
 
 def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
     """The same series (``same_plan``), built from the same source."""
-    return same_plan(ledger.series, status) and all(ledger.upstream(u.upstream.name).checkout.source ==
-                                                    u.source.removesuffix(" (cached)") for u in status.upstreams)
+    return same_plan(ledger.series, status) and all(_recorded_source(ledger, u.upstream.name) == source_name(u)
+                                                    for u in status.upstreams)
+
+
+def _recorded_source(ledger: Ledger, name: str) -> str | None:
+    """The source the ledger's checkout of ``name`` was built from; None when the ledger has no such entry."""
+    entry = ledger.upstream(name)
+    return None if entry is None else entry.checkout_part().source
 
 
 def _build_and_swap(slot: Slot, status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path,

@@ -74,7 +74,7 @@ def _verify_ledger(project: Project, target: Target, into: Path, only: Sequence[
 
 def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger, folder: Path) -> list[str]:
     """The common checks (``verify_recorded``), then HEAD, the base commit, git's view of changes."""
-    name, checkout = upstream.name, entry.checkout
+    name, checkout = upstream.name, entry.checkout_part()
     problems, hashes_differ = verify_recorded(project, upstream, entry, lambda path: folder / path)
     if not (folder / ".git").is_dir():
         return problems + [f"{name}: {folder} is missing or not a git checkout"]

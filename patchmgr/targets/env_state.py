@@ -56,12 +56,12 @@ class EnvState:
         if entry is None:
             return {}
         return {path: None if digest is None else self.saved(entry, digest, path)
-                for path, digest in entry.env.originals.items()}
+                for path, digest in entry.env_part().originals.items()}
 
     def saved(self, entry: UpstreamLedger, digest: str, what: str) -> bytes:
         """The original bytes of ``what`` (a file of ``entry``'s distribution) that apply kept, checked."""
         backup = self.backup_path(entry.name, digest)
-        hint = (f"reinstall the distribution to get its files back ({entry.env.reinstall()}), then remove "
+        hint = (f"reinstall the distribution to get its files back ({entry.env_part().reinstall()}), then remove "
                 f"{self.folder}")
         try:
             data = backup.read_bytes()
@@ -115,7 +115,7 @@ def _edited(entries: list[UpstreamLedger]) -> list[tuple[UpstreamLedger, str, Pa
     found = []
     for entry in entries:
         for path, patched in entry.files.items():
-            installed = Path(entry.env.installed[path])
+            installed = Path(entry.env_part().installed[path])
             data = installed.read_bytes() if installed.is_file() else None
             if (None if data is None else sha256_bytes(data)) != patched:
                 found.append((entry, path, installed, data))

@@ -46,7 +46,7 @@ def _verify_upstream(project: Project, environment: Environment, upstream: Upstr
     """The common checks (``verify_recorded``), then the distribution's version and its RECORD rows."""
     if entry is None:
         return [f"{upstream.name}: not applied in this environment"]
-    env = entry.env
+    env = entry.env_part()
     problems = []
     dist = environment.dists.get(upstream.name)
     if dist is None or dist.version != env.version:
@@ -85,11 +85,11 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
             if entry.name not in names:
                 continue
             for path, data in state.originals(entry).items():
-                installed = Path(entry.env.installed[path])
+                installed = Path(entry.env_part().installed[path])
                 writes[installed] = data
                 for stale in _bytecode_of(installed):
                     writes[stale] = None
-            env = entry.env
+            env = entry.env_part()
             for compiled, digest in env.bytecode.items():
                 writes[Path(compiled)] = state.saved(entry, digest, compiled)
             if env.record and env.record_original:

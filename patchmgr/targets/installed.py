@@ -147,6 +147,9 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
     writes: dict[Path, bytes | None] = {}
     for upstream_status in status.upstreams:
         dist = upstream_status.installed
+        if dist is None:  # _check gives every upstream the installed distribution it read
+            raise StateError(f"{upstream_status.upstream.name}: no installed distribution was read",
+                             "run `patchmgr status --python` to see why")
         old = ledger.upstream(dist.upstream.name)
         originals = state.originals(old)
         source = InstalledSource(dist, originals)
@@ -159,7 +162,7 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
         files: dict[str, str | None] = {}
         installed_at: dict[str, str] = {}
         original_digests: dict[str, str | None] = {}
-        bytecode = dict(old.env.bytecode) if old else {}
+        bytecode = dict(old.env_part().bytecode) if old else {}
         record_updates: dict[str, bytes | None] = {}
         for path, data in final.items():
             installed = dist.installed_path(path)
@@ -167,8 +170,9 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
                 raise StateError(f"{dist.name}: {path} is not part of the installed distribution",
                                  "the patch touches files the release does not ship")
             original = originals[path] if path in originals else source.read(path)
-            original_digest = None if original is None else sha256_bytes(original)
+            original_digest: str | None = None
             if original is not None:
+                original_digest = sha256_bytes(original)
                 writes[state.backup_path(dist.upstream.name, original_digest)] = original
             writes[installed] = data
             record_updates[str(installed)] = data
@@ -180,7 +184,7 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
                 writes[state.backup_path(dist.upstream.name, bytecode[str(stale)])] = compiled
                 writes[stale] = None
                 record_updates[str(stale)] = None
-        record_original = old.env.record_original if old else None
+        record_original = old.env_part().record_original if old else None
         if dist.record is not None and not dist.editable:
             current = dist.record.read_bytes()
             if old is None or record_original is None:

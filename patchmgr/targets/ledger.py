@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from patchmgr.model.errors import StateError
 from patchmgr.model.records import sha256_bytes, text_or_none, typed
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from patchmgr.model.project import Project
 
 LEDGER_NAME = "patchmgr-ledger.json"  # in DIR, for --into
+_DAMAGED_HINT = "remove the ledger's folder (after putting back what it patched), then run `patchmgr apply` again"
 FORMAT = 2
 
 Series = tuple[str, list[tuple[str, str]]]  # what an upstream was applied as: the pin, and (patch id, sha256) in order
@@ -87,6 +88,20 @@ class UpstreamLedger:
     def series(self) -> Series:
         return self.pin, [(p.id, p.sha256) for p in self.patches]
 
+    def checkout_part(self) -> CheckoutPart:
+        """The ``--into`` part: every entry of ``apply --into``'s ledger has one (``read_ledger`` refuses a ledger
+        whose entry lacks it, ``build_checkout`` makes each with one)."""
+        if self.checkout is None:
+            raise StateError(f"the ledger is damaged ({self.name}: no checkout part)", _DAMAGED_HINT)
+        return self.checkout
+
+    def env_part(self) -> InstalledPart:
+        """The ``--python`` part: every entry of ``apply --python``'s ledger has one (``read_ledger`` refuses a
+        ledger whose entry lacks it, ``apply_environment`` makes each with one)."""
+        if self.env is None:
+            raise StateError(f"the ledger is damaged ({self.name}: no env part)", _DAMAGED_HINT)
+        return self.env
+
 
 @dataclass
 class Ledger:
@@ -123,7 +138,7 @@ class Ledger:
             raise StateError(f"{where}: the ledger is damaged ({why})", hint) from None
 
 
-def read_ledger(path: Path, part: str, hint: str) -> Ledger | None:
+def read_ledger(path: Path, part: Literal["checkout", "env"], hint: str) -> Ledger | None:
     """The ledger at ``path`` (None when there is none), each entry with its ``part`` (``checkout`` or ``env``);
     a damaged one is one error naming it, with ``hint``."""
     if not path.is_file():
@@ -167,38 +182,42 @@ def verify_recorded(project: Project, upstream: Upstream, entry: UpstreamLedger,
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
-def _digest(value, what: str, none: bool = False) -> str | None:
+def _digest(value: object, what: str) -> str:
     """A sha256 the ledger names (also a file name under originals/, so nothing else is taken)."""
-    if none and value is None:
-        return None
-    if not _DIGEST.fullmatch(typed(value, str, what)):
-        raise ValueError(f"{what} {value[:80]!r} is not a sha256")
-    return value
+    text: str = typed(value, str, what)
+    if not _DIGEST.fullmatch(text):
+        raise ValueError(f"{what} {text[:80]!r} is not a sha256")
+    return text
 
 
-def _name(raw: dict) -> str:
-    name = typed(raw["name"], str, "an upstream's name")
+def _digest_or_none(value: object, what: str) -> str | None:
+    """A sha256 (``_digest``), or None where the ledger records none (a file deleted, or absent before)."""
+    return None if value is None else _digest(value, what)
+
+
+def _name(raw: dict[str, object]) -> str:
+    name: str = typed(raw["name"], str, "an upstream's name")
     if not name or name in (".", "..") or "/" in name or "\\" in name:
         raise ValueError(f"upstream name {name!r} is not a name")
     return name
 
 
-def _patches(raw: dict, name: str) -> list[AppliedPatch]:
+def _patches(raw: dict[str, object], name: str) -> list[AppliedPatch]:
     patches = []
-    for patch in typed(raw["patches"], list, f"{name}: patches"):
-        typed(patch, dict, f"{name}: a patch")
+    for item in typed(raw["patches"], list, f"{name}: patches"):
+        patch: dict[str, object] = typed(item, dict, f"{name}: a patch")
         patches.append(AppliedPatch(typed(patch["id"], str, f"{name}: a patch id"),
                                     typed(patch["sha256"], str, f"{name}: a patch sha256"),
                                     text_or_none(patch.get("commit"), f"{name}: a patch commit")))
     return patches
 
 
-def _files(raw, name: str) -> dict[str, str | None]:
-    return {typed(path, str, f"{name}: a file path"): _digest(digest, f"{name}: the hash of {path}", none=True)
+def _files(raw: object, name: str) -> dict[str, str | None]:
+    return {typed(path, str, f"{name}: a file path"): _digest_or_none(digest, f"{name}: the hash of {path}")
             for path, digest in typed(raw, dict, f"{name}: files").items()}
 
 
-def _checkout_part(raw: dict, name: str) -> CheckoutPart:
+def _checkout_part(raw: dict[str, object], name: str) -> CheckoutPart:
     absent = [typed(path, str, f"{name}: an absent path")
               for path in typed(raw.get("absent", []), list, f"{name}: absent")]
     return CheckoutPart(typed(raw["base_commit"], str, f"{name}: base_commit"),
@@ -206,7 +225,7 @@ def _checkout_part(raw: dict, name: str) -> CheckoutPart:
                         typed(raw["source"], str, f"{name}: source"), absent)
 
 
-def _installed_part(raw: dict, name: str, installed: dict, originals: dict) -> InstalledPart:
+def _installed_part(raw: dict[str, object], name: str, installed: object, originals: object) -> InstalledPart:
     bytecode = {typed(compiled, str, f"{name}: a bytecode path"): _digest(digest, f"{name}: {compiled}")
                 for compiled, digest in typed(raw.get("bytecode", {}), dict, f"{name}: bytecode").items()}
     return InstalledPart(
@@ -214,21 +233,21 @@ def _installed_part(raw: dict, name: str, installed: dict, originals: dict) -> I
         typed(raw["location"], str, f"{name}: location"), typed(raw["editable"], bool, f"{name}: editable"),
         {typed(path, str, f"{name}: a file path"): typed(where, str, f"{name}: {path}: installed")
          for path, where in typed(installed, dict, f"{name}: installed").items()},
-        {typed(path, str, f"{name}: a file path"): _digest(digest, f"{name}: {path}: original", none=True)
+        {typed(path, str, f"{name}: a file path"): _digest_or_none(digest, f"{name}: {path}: original")
          for path, digest in typed(originals, dict, f"{name}: originals").items()},
         text_or_none(raw["record"], f"{name}: record"),
-        _digest(raw["record_original"], f"{name}: record_original", none=True), bytecode)
+        _digest_or_none(raw["record_original"], f"{name}: record_original"), bytecode)
 
 
-def _upstream_entry(raw) -> UpstreamLedger:
-    raw = typed(raw, dict, "an upstream entry")
+def _upstream_entry(item: object) -> UpstreamLedger:
+    raw: dict[str, object] = typed(item, dict, "an upstream entry")
     name = _name(raw)
     entry = UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name),
                            _files(raw["files"], name))
     if raw.get("checkout") is not None:
         entry.checkout = _checkout_part(typed(raw["checkout"], dict, f"{name}: checkout"), name)
     if raw.get("env") is not None:
-        part = typed(raw["env"], dict, f"{name}: env")
+        part: dict[str, object] = typed(raw["env"], dict, f"{name}: env")
         entry.env = _installed_part(part, name, part["installed"], part["originals"])
     if (entry.checkout is None) == (entry.env is None):
         raise ValueError(f"{name}: the entry has neither or both of checkout and env")
@@ -237,21 +256,23 @@ def _upstream_entry(raw) -> UpstreamLedger:
     return entry
 
 
-def _old_into_entry(raw) -> UpstreamLedger:
+def _old_into_entry(item: object) -> UpstreamLedger:
     """An ``--into`` entry of format 1: the checkout's fields beside the common ones."""
-    raw = typed(raw, dict, "an upstream entry")
+    raw: dict[str, object] = typed(item, dict, "an upstream entry")
     name = _name(raw)
     return UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name),
                           _files(raw["files"], name), checkout=_checkout_part(raw, name))
 
 
-def _old_env_entry(raw) -> UpstreamLedger:
+def _old_env_entry(item: object) -> UpstreamLedger:
     """An ``--python`` entry of the unversioned format: files as {installed, original, patched} each."""
-    raw = typed(raw, dict, "an upstream entry")
+    raw: dict[str, object] = typed(item, dict, "an upstream entry")
     name = _name(raw)
-    installed, originals, patched = {}, {}, {}
-    for path, info in typed(raw["files"], dict, f"{name}: files").items():
-        typed(info, dict, f"{name}: the entry of {path}")
+    installed: dict[object, object] = {}
+    originals: dict[object, object] = {}
+    patched: dict[object, object] = {}
+    for path, entry in typed(raw["files"], dict, f"{name}: files").items():
+        info: dict[str, object] = typed(entry, dict, f"{name}: the entry of {path}")
         installed[path], originals[path], patched[path] = info["installed"], info["original"], info["patched"]
     return UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name),
                           _files(patched, name), env=_installed_part(raw, name, installed, originals))

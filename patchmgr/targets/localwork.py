@@ -104,6 +104,12 @@ def _short_ref(ref: str) -> str:
     return ref.removeprefix("refs/heads/").removeprefix("refs/")
 
 
+def _sha_and_subject(record: str) -> tuple[str, str]:
+    """One commit of ``git log --format=%h%n%s``: its short sha, and its subject."""
+    sha, _, subject = record.partition("\n")
+    return sha, subject
+
+
 def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
     """What in ``folder`` is not in ``recorded`` (the commit patchmgr left there); reads only."""
     work = LocalWork(name, folder, recorded)
@@ -112,14 +118,15 @@ def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
         return work
     with GitRepo(folder) as repo:
         work.head = repo.resolve("HEAD")
-        known = recorded is not None and repo.resolve(recorded) is not None
+        # the recorded commit when this repository has it (None: everything here counts as local work)
+        known = recorded if recorded is not None and repo.resolve(recorded) is not None else None
         if work.head and work.head != recorded:
-            listing = repo.run("log", "-z", "--format=%h%n%s", work.head, *([f"^{recorded}"] if known else ["-1"]),
+            listing = repo.run("log", "-z", "--format=%h%n%s", work.head, *([f"^{known}"] if known else ["-1"]),
                                env=_READ_ONLY, strip=False)
-            work.commits = [tuple(record.split("\n", 1)) for record in listing.split("\x00") if "\n" in record]
+            work.commits = [_sha_and_subject(record) for record in listing.split("\x00") if "\n" in record]
             # HEAD moved back into what patchmgr made (a reset) loses nothing; commits off to one side do
             work.diverged = bool(work.commits) and not (
-                known and repo.run_ok("merge-base", "--is-ancestor", recorded, work.head))
+                known and repo.run_ok("merge-base", "--is-ancestor", known, work.head))
         work.modified = _modified(repo)
         work.untracked = [path for path in repo.run(
             "ls-files", "-z", "--others", "--exclude-standard", *[f"--exclude={p}" for p in _GENERATED],
@@ -131,7 +138,7 @@ def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
             ref, obj, peeled = line.split("\x00")
             if ref == current:
                 continue  # its commits are HEAD's, counted above
-            if known and repo.run_ok("merge-base", "--is-ancestor", peeled or obj, recorded):
+            if known and repo.run_ok("merge-base", "--is-ancestor", peeled or obj, known):
                 continue  # it points into what patchmgr made: nothing of its own would be lost
             work.refs.append((ref, obj))
         if repo.resolve("refs/stash"):

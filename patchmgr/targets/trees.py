@@ -49,8 +49,9 @@ def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list
             continue
         checkout = into / upstream.name
         root = checkout / upstream.package_root if upstream.package_root else checkout
-        trees.append(SmokeTree(upstream, root, unpatched=partial(_unpatched_checkout, checkout,
-                                                                  entry.checkout.base_commit, upstream.package_root)))
+        base_commit = entry.checkout_part().base_commit
+        trees.append(SmokeTree(upstream, root, unpatched=partial(_unpatched_checkout, checkout, base_commit,
+                                                                  upstream.package_root)))
     if trees:
         trees[0].notes += notes
     return trees
