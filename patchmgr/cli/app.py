@@ -10,12 +10,28 @@ from __future__ import annotations
 import sys
 
 import typer
+
 # typer 0.28 (pinned <0.29 in pyproject.toml) carries click inside it: the parser's usage errors are this
 # ClickException, the one subclass of the public typer.TyperException, and the one that has show()
 from typer._click.exceptions import ClickException
 
-from patchmgr.cli import (apply, bisect, bump, edit, export, fetch, import_, lint, matrix, refresh, revert, roots, smoke,
-                          status, verify)
+from patchmgr.cli import (
+    apply,
+    bisect,
+    bump,
+    edit,
+    export,
+    fetch,
+    import_,
+    lint,
+    matrix,
+    refresh,
+    revert,
+    roots,
+    smoke,
+    status,
+    verify,
+)
 from patchmgr.model.errors import PatchmgrError
 
 EXIT_CODES = ("Exit codes, the same for every command: 0 fine; 1 the check ran and found trouble; "

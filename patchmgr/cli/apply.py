@@ -7,8 +7,17 @@ from typing import Annotated
 
 import typer
 
-from patchmgr.cli.options import (ForceOpt, JsonOpt, NeededTargetOpt, NewIntoOpt, PythonOpt, RootOpt, SourceOpt,
-                                  UpstreamsOpt, source_overrides)
+from patchmgr.cli.options import (
+    ForceOpt,
+    JsonOpt,
+    NeededTargetOpt,
+    NewIntoOpt,
+    PythonOpt,
+    RootOpt,
+    SourceOpt,
+    UpstreamsOpt,
+    source_overrides,
+)
 from patchmgr.cli.session import Session
 
 HELP = "Check out each upstream at its pin under DIR and apply the series, all or nothing."

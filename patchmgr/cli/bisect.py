@@ -7,8 +7,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, ToOpt, UpstreamOpt, required_ref,
-                                  source_overrides)
+from patchmgr.cli.options import (
+    JsonOpt,
+    NeededTargetOpt,
+    RootOpt,
+    SourceOpt,
+    ToOpt,
+    UpstreamOpt,
+    required_ref,
+    source_overrides,
+)
 from patchmgr.cli.session import Session
 
 HELP = ("Name the upstream commit between the pin and --to where each patch stops applying, with its state there "

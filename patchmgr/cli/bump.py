@@ -7,8 +7,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (AllowFuzzOpt, AllowThreeWayOpt, DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt,
-                                  SourceOpt, ToOpt, UpstreamOpt, required_ref, source_overrides)
+from patchmgr.cli.options import (
+    AllowFuzzOpt,
+    AllowThreeWayOpt,
+    DryRunOpt,
+    JsonOpt,
+    NeededTargetOpt,
+    RootOpt,
+    SourceOpt,
+    ToOpt,
+    UpstreamOpt,
+    required_ref,
+    source_overrides,
+)
 from patchmgr.cli.session import Session
 
 HELP = ("Refresh the patches at --to, then move the pin (and version) there; drops patches that are upstream unless "

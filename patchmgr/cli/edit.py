@@ -9,8 +9,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (REQUIRED, ForceOpt, JsonOpt, TargetOpt, RootOpt, SourceOpt, UpstreamOpt,
-                                  required_folder, source_overrides)
+from patchmgr.cli.options import (
+    REQUIRED,
+    ForceOpt,
+    JsonOpt,
+    RootOpt,
+    SourceOpt,
+    TargetOpt,
+    UpstreamOpt,
+    required_folder,
+    source_overrides,
+)
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 

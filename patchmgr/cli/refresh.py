@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchmgr.cli.options import (AllowFuzzOpt, AllowThreeWayOpt, DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt,
-                                  SourceOpt, ToOpt, UpstreamOpt, required_ref, source_overrides)
+from patchmgr.cli.options import (
+    AllowFuzzOpt,
+    AllowThreeWayOpt,
+    DryRunOpt,
+    JsonOpt,
+    NeededTargetOpt,
+    RootOpt,
+    SourceOpt,
+    ToOpt,
+    UpstreamOpt,
+    required_ref,
+    source_overrides,
+)
 from patchmgr.cli.session import Session
 
 HELP = ("Rewrite the patches that apply with offsets at --to so they apply exactly there, keeping their messages; "

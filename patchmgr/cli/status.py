@@ -9,8 +9,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (JsonOpt, PythonOpt, RootOpt, SourceOpt, TargetOpt, UpstreamsOpt, against_refs,
-                                  source_overrides)
+from patchmgr.cli.options import (
+    JsonOpt,
+    PythonOpt,
+    RootOpt,
+    SourceOpt,
+    TargetOpt,
+    UpstreamsOpt,
+    against_refs,
+    source_overrides,
+)
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 

@@ -102,7 +102,7 @@ def apply_file(diff: FileDiff, reader: TreeReader, staged: dict[str, bytes | Non
     return placements
 
 
-def _refuse_links(path: str, current: Callable[[str], "bytes | None"]) -> None:
+def _refuse_links(path: str, current: Callable[[str], bytes | None]) -> None:
     """Refuse a path that is a symbolic link or a submodule upstream, or lies under one or under a file.
 
     git stores a link as a blob, so ``<link>/file`` simply reads as absent and a

@@ -207,7 +207,7 @@ class Walk:
         self.prefetch(p for patch in self.series for p in patch.touched_paths)
         states: list[State] = [State.CLEAN] * len(self.series)
         for group in self._groups:
-            for index, state in zip(group, self._group_states(group, commit)):
+            for index, state in zip(group, self._group_states(group, commit), strict=True):
                 states[index] = state
         return states
 

@@ -99,7 +99,7 @@ def trusted_config() -> list[tuple[str, str]]:
                                    _PROGRAM_KEYS.pattern], env=plain_env(), capture_output=True,
                                   stdin=subprocess.DEVNULL, cwd=os.path.abspath(os.sep))
             fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
-            for scope, entry in zip(fields[0::2], fields[1::2]):
+            for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
                 name, _, value = entry.partition("\n")
                 if scope in ("system", "global"):
                     pairs.append((name, value))

@@ -18,8 +18,15 @@ from patchmgr.check.status import check_upstream
 from patchmgr.io.files import remove_tree
 from patchmgr.io.git import GitRepo
 from patchmgr.io.journal import JOURNAL
-from patchmgr.maintain.edit_record import NOTES_REF, EditRecord, PatchCommit, add_note, has_record, read_record, \
-    write_record
+from patchmgr.maintain.edit_record import (
+    NOTES_REF,
+    EditRecord,
+    PatchCommit,
+    add_note,
+    has_record,
+    read_record,
+    write_record,
+)
 from patchmgr.maintain.onto import OntoOutcome, plan_onto, start_onto
 from patchmgr.model.errors import SourceError, StateError, UsageError
 from patchmgr.model.manifest import Target, Upstream
@@ -28,8 +35,18 @@ from patchmgr.sources.store import Store
 from patchmgr.targets.absent import absent_note
 from patchmgr.targets.build import build_checkout
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork
-from patchmgr.targets.slot import (Place, Slot, begin, discard, local_work, locked_slot, remove_made, save_works,
-                                   swap_in, topmost_missing)
+from patchmgr.targets.slot import (
+    Place,
+    Slot,
+    begin,
+    discard,
+    local_work,
+    locked_slot,
+    remove_made,
+    save_works,
+    swap_in,
+    topmost_missing,
+)
 
 
 @dataclass

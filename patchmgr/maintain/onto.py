@@ -38,8 +38,17 @@ from patchmgr.engine.results import GuardResult, State
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.io.faults import step
 from patchmgr.io.git import GitRepo, merge_texts
-from patchmgr.maintain.edit_record import Carried, EditRecord, Move, PatchCommit, Queued, StopMark, add_note, \
-    read_record, write_record
+from patchmgr.maintain.edit_record import (
+    Carried,
+    EditRecord,
+    Move,
+    PatchCommit,
+    Queued,
+    StopMark,
+    add_note,
+    read_record,
+    write_record,
+)
 from patchmgr.maintain.export_guards import guards_at_head, head_commit
 from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.mail import as_mail

@@ -115,8 +115,8 @@ def plan_refresh(project: Project, upstream: Upstream, store: Store, overrides: 
     if source.commit != upstream.commit:
         results = explain_upstream(store, upstream, overrides, source, results)
     plan.patches = [_plan_one(r.patch, r, before, source, allow_three_way, allow_fuzz)
-                    for r, before in zip(results, preimages)]
-    for refreshed, result in zip(plan.patches, results):
+                    for r, before in zip(results, preimages, strict=True)]
+    for refreshed, result in zip(plan.patches, results, strict=True):
         refreshed.guards = result.guards
     for refreshed in plan.patches:
         if target is not None and refreshed.action in ("refreshed", "upstream"):
@@ -174,7 +174,7 @@ def regenerate(patch: PatchFile, before: Mapping[str, bytes | None], after: Mapp
     sections, epilogue = _sections(lines[start:], patch.files)
     context = context_size(patch)
     out: list[str] = []
-    for diff, (header, _hunks) in zip(patch.files, sections):
+    for diff, (header, _hunks) in zip(patch.files, sections, strict=False):
         old = before.get(diff.old_path) if diff.old_path else None
         new = after.get(diff.new_path) if diff.new_path else None
         out += [_index_line(line, old, new) for line in header]

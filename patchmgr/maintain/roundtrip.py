@@ -27,8 +27,17 @@ from patchmgr.engine.results import State
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain import manifest_edit
 from patchmgr.maintain.edit_checkout import EditOutcome, edit_checkout, edit_onto, locked_edit
-from patchmgr.maintain.edit_record import NOTES_REF, RECORD, EditRecord, Move, PatchCommit, note_of, read_record, \
-    record_path, write_record
+from patchmgr.maintain.edit_record import (
+    NOTES_REF,
+    RECORD,
+    EditRecord,
+    Move,
+    PatchCommit,
+    note_of,
+    read_record,
+    record_path,
+    write_record,
+)
 from patchmgr.maintain.export_form import file_form
 from patchmgr.maintain.onto import MAILS
 from patchmgr.maintain.rangediff import RangeDiff, range_diff

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 import unidiff
@@ -27,7 +27,7 @@ _EPOCH_STAMP = re.compile(
 
 
 # git (2.39) takes author dates from 1970 to 2099; apply commits each patch with its Date
-_DATE_RANGE = (datetime(1970, 1, 1, tzinfo=timezone.utc), datetime(2100, 1, 1, tzinfo=timezone.utc))
+_DATE_RANGE = (datetime(1970, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
 
 
 def _lines(text: str) -> list[str]:
@@ -42,7 +42,7 @@ def _lines(text: str) -> list[str]:
 
 def _bare_lines(text: str) -> list[str]:
     """``text`` split at LF only, without the LF or a CR before it (for mail headers and messages)."""
-    return [line[:-1] if line.endswith("\r") else line for line in (l.rstrip("\n") for l in _lines(text))]
+    return [line[:-1] if line.endswith("\r") else line for line in (raw.rstrip("\n") for raw in _lines(text))]
 
 
 @dataclass(frozen=True)
@@ -133,8 +133,8 @@ def _check_hunks(diff_text: str, path: Path, first_line: int) -> str:
             index, section = index + 2, None
         elif line[:1] in (" ", "+", "-", "\\"):
             raise PatchFormatError(
-                f"{where}: malformed diff: {line.rstrip()!r} is outside any hunk (a hunk header above counts too few lines, "
-                "or is missing)", _COUNTS_HINT)
+                f"{where}: malformed diff: {line.rstrip()!r} is outside any hunk (a hunk header above counts too "
+                "few lines, or is missing)", _COUNTS_HINT)
         else:
             index += 1
     return "".join(lines)
@@ -193,8 +193,8 @@ def _skip_hunk(lines: list[str], index: int, header: re.Match[str], path: Path, 
                 problem = f"line {first_line + index} is one more than it counts"
         if problem:
             raise PatchFormatError(
-                f"{path}:{first_line + start}: malformed diff: hunk {lines[start].split(' @@')[0]} @@ does not match its line "
-                f"counts ({want[0]} old, {want[1]} new lines): {problem}", _COUNTS_HINT)
+                f"{path}:{first_line + start}: malformed diff: hunk {lines[start].split(' @@')[0]} @@ does not match "
+                f"its line counts ({want[0]} old, {want[1]} new lines): {problem}", _COUNTS_HINT)
         index += 1
     while index < len(lines) and lines[index].startswith("\\"):
         index += 1
@@ -285,7 +285,7 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDif
     if shown is None:
         raise PatchFormatError(f"{path}: a file's section has /dev/null on both sides, so it names no file",
                                "regenerate the patch with git format-patch")
-    if patched.is_binary_file or any(l.startswith(("GIT binary patch", "Binary files ")) for l in info):
+    if patched.is_binary_file or any(line.startswith(("GIT binary patch", "Binary files ")) for line in info):
         raise PatchFormatError(f"{path}: binary change to {shown} is not supported",
                                "keep binary files out of patches; ship them another way")
     _check_modes(modes, shown, path)

@@ -19,7 +19,7 @@ import email.utils
 import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from patchmgr.model.diff import _DATE_RANGE, FileDiff, _bare_lines, _check_hunks, _lines, _parse_diff
@@ -36,7 +36,7 @@ UPSTREAM_STATUSES = ("Pending", "Submitted", "Backport", "Accepted", "Denied", "
                      "Inactive-Upstream")
 
 
-_FIELD_LINE = re.compile(r"^(%s):[ \t]*(.*)$" % "|".join(re.escape(k) for k in DEP3_KEYS))
+_FIELD_LINE = re.compile(r"^(" + "|".join(re.escape(k) for k in DEP3_KEYS) + r"):[ \t]*(.*)$")
 _SUBJECT_PREFIX = re.compile(r"^\[[^\]]*PATCH[^\]]*\]\s*")
 
 
@@ -210,7 +210,7 @@ def _check_date(date: str, message: str, path: Path) -> None:
         except ValueError:
             pass
     if when is not None and when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     if when is None or not _DATE_RANGE[0] <= when < _DATE_RANGE[1]:
         line = next((n for n, text in enumerate(_bare_lines(message), 1) if text.startswith("Date:")), 1)
         problem = "cannot be read as a date" if when is None else "is outside the years git records"

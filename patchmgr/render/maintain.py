@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from patchmgr.history.bisect import Bisection
     from patchmgr.history.walk import Step
     from patchmgr.maintain.bump import BumpOutcome
-    from patchmgr.maintain.refresh import RefreshedPatch, RefreshPlan
     from patchmgr.maintain.onto import OntoOutcome
     from patchmgr.maintain.rangediff import RangeDiff
+    from patchmgr.maintain.refresh import RefreshedPatch, RefreshPlan
     from patchmgr.maintain.roundtrip import EditOutcome, ExportOutcome
 
 

@@ -72,7 +72,8 @@ def _upstream_json(matrix: Matrix) -> dict:
         "hint": matrix.hint,
         "verdict_column": matrix.columns[matrix.verdict_column].name if matrix.columns else None,
         "columns": [{"kind": c.kind, "name": c.name, "commit": c.commit} for c in matrix.columns],
-        "patches": [{"id": row.patch.id, "cells": [_cell_json(c, r) for c, r in zip(matrix.columns, row.cells)],
+        "patches": [{"id": row.patch.id,
+                     "cells": [_cell_json(c, r) for c, r in zip(matrix.columns, row.cells, strict=False)],
                      "changed": _change_json(row.change)} for row in matrix.rows],
         "notes": matrix.notes,
     }

@@ -106,7 +106,7 @@ def _section(number: int, matrix: Matrix) -> str:
     rows = []
     for row_number, row in enumerate(matrix.rows):
         cells = []
-        for column_number, (column, result) in enumerate(zip(matrix.columns, row.cells)):
+        for column_number, (column, result) in enumerate(zip(matrix.columns, row.cells, strict=False)):
             detail = cell_detail(result)
             hover = f"{row.patch.id} at {column.name} ({column.commit[:12]}): {cell_label(result)}" + (
                 f"\n{detail}" if detail else "")

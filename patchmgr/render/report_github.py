@@ -3,9 +3,9 @@
 A patch that fails is an ``::error`` on its patch file, at the line of the hunk that fails (1 when no hunk
 is to blame); one that applies with moved hunks (offset) is a ``::warning`` there; an upstream that could
 not be checked is an ``::error`` on its target's manifest. A plain line per patch keeps the log readable,
-each note of an upstream is a ``::notice``, and a closing ``::notice`` counts the verdicts. Values are escaped as the runner unescapes them: ``%``,
-CR and LF in messages, and also ``:`` and ``,`` in properties (file, line, title); control characters are
-shown, never passed on (``outside``).
+each note of an upstream is a ``::notice``, and a closing ``::notice`` counts the verdicts. Values are escaped
+as the runner unescapes them: ``%``, CR and LF in messages, and also ``:`` and ``,`` in properties (file,
+line, title); control characters are shown, never passed on (``outside``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,19 @@ from typing import TYPE_CHECKING
 from patchmgr.render.outside import for_github_data as escape_data
 from patchmgr.render.outside import for_github_log
 from patchmgr.render.outside import for_github_property as escape_property
-from patchmgr.render.reports import ERROR, FAIL, PASS, WARN, counts, display_path, patch_file, patch_line, rows, \
-    short_ref, upstream_rows
+from patchmgr.render.reports import (
+    ERROR,
+    FAIL,
+    PASS,
+    WARN,
+    counts,
+    display_path,
+    patch_file,
+    patch_line,
+    rows,
+    short_ref,
+    upstream_rows,
+)
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus

@@ -242,7 +242,8 @@ def render_env(console: Console, outcome: EnvOutcome) -> None:
         console.print(f"differs: {problem}", style="red", highlight=False, markup=False)
     messages = {
         "applied": f"applied target {outcome.target} into {outcome.python}'s environment "
-                   f"({len(outcome.changed)} files changed: sources, stale bytecode, RECORD; originals kept for revert)",
+                   f"({len(outcome.changed)} files changed: sources, stale bytecode, RECORD; originals kept for "
+                   "revert)",
         "already-applied": f"{outcome.python}'s environment already holds exactly these patches: nothing to do",
         "dry-run": "dry run: every patch applies; nothing was written",
         "refused": (GUARD_REFUSAL if outcome.status and guards_only(outcome.status)

@@ -38,8 +38,18 @@ from patchmgr.targets.checkout_verify import verify_into
 from patchmgr.targets.into_lock import STATE, locked_into
 from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_into_ledger, same_plan
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork
-from patchmgr.targets.slot import (Place, Slot, begin, discard, local_work, refuse_hint, remove_made, save_works,
-                                   swap_in, topmost_missing)
+from patchmgr.targets.slot import (
+    Place,
+    Slot,
+    begin,
+    discard,
+    local_work,
+    refuse_hint,
+    remove_made,
+    save_works,
+    swap_in,
+    topmost_missing,
+)
 
 
 @dataclass

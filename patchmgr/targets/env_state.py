@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from patchmgr.check.status import TargetStatus
@@ -139,7 +139,7 @@ def _keep_edits(state: EnvState, entries: list[UpstreamLedger], force: bool, ver
                          "overwrite them, so nothing was changed",
                          f"keep your edits elsewhere, or run again with --force to save them under {saved_root}/"
                          "<UTC time>/ first")
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     folder, number = saved_root / stamp, 1
     while folder.exists():
         number += 1

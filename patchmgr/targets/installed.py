@@ -215,7 +215,7 @@ def environment_trees(target: Target, python: str, only: Sequence[str] = ()) -> 
     notes = _recovered(environment)
     ledger = state.read_ledger()
     trees = []
-    for upstream, dist in zip(upstreams, dists):
+    for upstream, dist in zip(upstreams, dists, strict=False):
         entry = ledger.upstream(upstream.name) if ledger else None
         trees.append(SmokeTree(upstream, dist.import_root,
                                unpatched=partial(_unpatched_install, dist, state.originals(entry))))

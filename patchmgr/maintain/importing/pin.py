@@ -30,7 +30,6 @@ from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource
 
 
-
 @dataclass
 class Base:
     commit: str
@@ -116,7 +115,7 @@ def _by_blobs(repo: GitRepo, patch: PatchFile, line: list[tuple[str, str | None]
 
     def matching(commit: str) -> set[int]:
         found = repo.path_entries(commit, paths)
-        hit = {i for i, ((_, blob), entry) in enumerate(zip(wanted, found))
+        hit = {i for i, ((_, blob), entry) in enumerate(zip(wanted, found, strict=False))
                if entry is not None and entry[1].startswith(blob)}
         seen.update(hit)
         return hit
