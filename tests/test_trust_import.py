@@ -313,3 +313,22 @@ def test_a_fifo_given_as_the_dockerfile_is_bad_input_not_a_hang(tmp_path, projec
                            "--dockerfile", str(tmp_path / "Dockerfile"), "--root", str(project.root)],
                           capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(patchmgr.__file__).parents[1])})
     assert done.returncode == 2 and "not a regular file" in done.stderr, done.stdout + done.stderr
+
+
+# -- a token in a clone URL's query string is a credential too: masked in every output, never written --------
+def test_a_token_in_a_url_query_string_is_not_written_nor_printed(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(f"FROM base\nRUN git clone 'https://example.invalid/lib.git?private_token={SECRET}' "
+                          f"/ws/lib && cd /ws/lib && git checkout {lib.head()}\n")
+    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--dockerfile", str(dockerfile),
+                 "--source", f"lib={lib.path}", "--json")
+    assert result.code == 0, result.out + result.err
+    assert SECRET not in result.out + result.err and SECRET.encode() not in project_bytes(project.root)
+    assert 'git = "https://example.invalid/lib.git"' in (project.root / "manifests/t.toml").read_text()
+    for parameter in ("access_token", "token", "key", "password", "secret"):
+        url = f"https://example.invalid/lib.git?ref=main&{parameter}={SECRET}"
+        failed = cli("import", str(tmp_path / "lib.patch"), "--target", "t2", "--git", f"lib={url}", "--json")
+        assert failed.code != 0 and SECRET not in failed.out + failed.err, failed.out + failed.err
+        assert SECRET.encode() not in project_bytes(project.root)

@@ -396,3 +396,27 @@ def test_a_lock_file_that_is_a_link_is_never_opened_through(smoke_scene):
     said = result.out + result.err
     assert result.code == 1 and "symbolic link" in said and "Traceback" not in said, said
     assert not victim.exists() and not os.path.lexists(place)
+
+
+# -- 7/8. a host git would hand to ssh never starts with "-", brackets or not; query tokens are never shown ------
+
+@pytest.mark.parametrize("url", ["ssh://[-oProxyCommand=touch$IFS/tmp/x]/y", "ssh://git@[-oProxyCommand=x]:22/y",
+                                 "git+ssh://[-oProxyCommand=x]/y", "git://[ -oProxyCommand=x]/y",
+                                 "[-oProxyCommand=x]:y", "git@[-oProxyCommand=x]:y", "https://u:p@[-ox]:443/y"])
+def test_a_bracketed_host_that_is_an_option_is_refused_at_load_naming_file_and_key(cli, project, upstream, tmp_path,
+                                                                                     url):
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    project.manifest("t", {"lib": {"git": url, "commit": pin, "patches": ["fix"]}})
+    for args in (["lint"], ["status", "--target", "t"]):
+        result = cli(*args)
+        said = " ".join((result.out + result.err).split())
+        assert result.code == (1 if args[0] == "lint" else 2), (args, said)  # lint: a finding
+        assert "manifests/t.toml" in said and "upstreams.lib.git" in said, (args, said)
+        assert "Traceback" not in said and "looks like a command-line option" in said, said
+    _requirements_url = f"evil @ {url}" if "://" in url else None
+    if _requirements_url:
+        project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"],
+                                       "smoke-requirements": [_requirements_url]}})
+        result = cli("lint")
+        assert result.code != 0 and "smoke-requirements[0]" in result.out + result.err, result.out + result.err
