@@ -420,3 +420,67 @@ def test_a_bracketed_host_that_is_an_option_is_refused_at_load_naming_file_and_k
                                        "smoke-requirements": [_requirements_url]}})
         result = cli("lint")
         assert result.code != 0 and "smoke-requirements[0]" in result.out + result.err, result.out + result.err
+
+
+# -- 6. every part of a cached clone that git reads or runs is this user's own and writable by no other ---------
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user takes root (CI runs as root)")
+@pytest.mark.parametrize("tamper", ["group-writable-folder", "group-writable-config", "foreign-pack",
+                                    "open-hooks", "foreign-hook", "open-info", "open-refs-folder",
+                                    "foreign-loose-folder"])
+def test_a_cached_clone_part_that_another_user_can_write_is_refused_and_no_hook_runs(
+        cli, project, upstream, tmp_path, tamper):
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
+    args = ["status", "--target", "t", "--source", f"lib={upstream.path}"]
+    assert cli(*args).code == 0
+    clone = tmp_path / "cache" / "git" / "lib.git"
+    mark = tmp_path / "hook-ran"
+    other_gid = os.getegid() + 4242
+    if tamper == "group-writable-folder":
+        os.chown(clone, os.geteuid(), other_gid)
+        clone.chmod(0o775)
+    elif tamper == "group-writable-config":
+        os.chown(clone / "config", os.geteuid(), other_gid)
+        (clone / "config").chmod(0o664)
+    elif tamper == "foreign-pack":
+        for pack in (clone / "objects" / "pack").iterdir():
+            os.chown(pack, OTHER_UID, OTHER_UID)
+            pack.chmod(0o666)
+    elif tamper in ("open-hooks", "foreign-hook"):
+        hooks = clone / "hooks"
+        hooks.mkdir(exist_ok=True)
+        for name in ("reference-transaction", "post-checkout", "pre-auto-gc", "post-index-change"):
+            (hooks / name).write_text(f"#!/bin/sh\ntouch {mark}\n")
+            (hooks / name).chmod(0o755)
+            if tamper == "foreign-hook":
+                os.chown(hooks / name, OTHER_UID, OTHER_UID)
+        if tamper == "open-hooks":
+            hooks.chmod(0o777)
+    elif tamper == "open-info":
+        (clone / "info").mkdir(exist_ok=True)
+        (clone / "info").chmod(0o777)
+    elif tamper == "open-refs-folder":
+        (clone / "refs" / "remotes").mkdir(exist_ok=True)
+        (clone / "refs" / "remotes").chmod(0o777)
+    else:
+        (clone / "objects" / "ab").mkdir(exist_ok=True)
+        os.chown(clone / "objects" / "ab", OTHER_UID, OTHER_UID)
+    upstream.commit({"README": "new\n"}, "more")
+    result = cli(*args)
+    said = result.out + result.err
+    assert result.code != 0 and "refusing to use it" in said and "Traceback" not in said, said
+    assert not mark.exists()
+    assert clone.is_dir()  # refused, not removed
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another group takes root (CI runs as root)")
+@pytest.mark.parametrize("part", ["folder", "python", "bin"])
+def test_a_smoke_environment_writable_by_another_group_is_refused_and_nothing_runs(smoke_scene, part):
+    mark = smoke_scene.tmp_path / "ran"
+    place = _planted_env(_env_place(smoke_scene), mark)
+    path = {"folder": place, "python": place / "bin" / "python", "bin": place / "bin"}[part]
+    os.chown(path, os.geteuid(), os.getegid() + 4242)
+    path.chmod(path.stat().st_mode | stat.S_IWGRP)
+    _refused_and_nothing_ran(_smoke_with_requirement(smoke_scene), mark, "which is not your own")
