@@ -27,9 +27,10 @@ def _device(path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "socket", "folder", "link-to-fifo", "link-to-device",
-                                  "dangling-link", "proc", "sys", "under-a-file"])
+                                  "dangling-link", "proc", "sys", "under-a-file", "new-folder/", "new-folder/.",
+                                  "new-folder/..", "proc-self-cwd", "proc-self-cwd-dotdot"])
 def test_matrix_html_refuses_every_path_that_is_not_a_regular_file_and_writes_nothing(
-        cli, project, upstream, tmp_path, kind):
+        cli, project, upstream, tmp_path, monkeypatch, kind):
     tagged_upstream(project, upstream)
     place = tmp_path / "out"
     place.mkdir()
@@ -57,6 +58,11 @@ def test_matrix_html_refuses_every_path_that_is_not_a_regular_file_and_writes_no
     elif kind == "under-a-file":
         (place / "file").write_text("x\n")
         path = place / "file" / "m.html"
+    elif kind.startswith("new-folder"):  # a path that ends in "/" names a folder, existing or not
+        path = str(place / "new") + kind[len("new-folder"):]  # type: ignore[assignment]
+    elif kind.startswith("proc-self-cwd"):  # under /proc as given, though the folder it names is real storage
+        monkeypatch.chdir(place)
+        path = Path("/proc/self/cwd/m.html" if kind == "proc-self-cwd" else "/proc/self/cwd/../out/m.html")
     before = sorted((p.name, os.lstat(p).st_mode) for p in place.iterdir())
     try:
         result = matrix(cli, upstream, "--html", str(path))

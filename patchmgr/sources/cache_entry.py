@@ -77,11 +77,11 @@ def check_cache_entry(entry: Path, what: str, hint: str, inside: Iterable[str] =
                 break
             _check_node(current, entry, what, hint)
     for relative in listed:
-        folder = entry / relative
-        if os.path.isdir(folder) and not os.path.islink(folder):
-            _check_node(folder, entry, what, hint)
-            for child in sorted(os.listdir(folder)):
-                _check_node(folder / child, entry, what, hint)
+        listing = entry / relative
+        if os.path.isdir(listing) and not os.path.islink(listing):
+            _check_node(listing, entry, what, hint)
+            for child in sorted(os.listdir(listing)):
+                _check_node(listing / child, entry, what, hint)
     for relative, program in programs.items():
         path = entry / relative
         if os.path.lexists(path):
