@@ -332,3 +332,29 @@ def test_a_token_in_a_url_query_string_is_not_written_nor_printed(tmp_path, cli,
         failed = cli("import", str(tmp_path / "lib.patch"), "--target", "t2", "--git", f"lib={url}", "--json")
         assert failed.code != 0 and SECRET not in failed.out + failed.err, failed.out + failed.err
         assert SECRET.encode() not in project_bytes(project.root)
+
+
+# -- messages: what import says names what is really wrong ---------------------------------------------------
+def test_a_device_given_with_upstream_is_not_a_regular_file_not_a_series(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    result = cli("import", "/dev/zero", "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--source", f"lib={lib.path}", "--dry-run")
+    assert result.code == 2 and "/dev/zero is not a regular file or a folder" in result.err, result.out + result.err
+    assert "series.conf or a folder" not in result.err and "Traceback" not in result.err, result.err
+    folder = cli("import", str(tmp_path), "--upstream", "lib", "--target", "t", "--dry-run")  # still said so
+    assert folder.code == 2 and "is a series.conf or a folder" in folder.err, folder.err
+
+
+def test_a_control_character_in_a_dockerfile_clone_folder_is_named(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    for char in ("\x1b", "\x85", "\u2028", "\x7f"):
+        dockerfile = tmp_path / "Dockerfile"
+        dockerfile.write_text(f"FROM base\nRUN git clone https://example.invalid/lib.git /ws/l{char}ib && "
+                              f"cd /ws/lib && git checkout {lib.head()}\n", encoding="utf-8")
+        result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--dockerfile", str(dockerfile),
+                     "--source", f"lib={lib.path}")
+        said = result.out + result.err
+        assert result.code == 2 and f"control character (U+{ord(char):04X})" in said, said
+        assert "Dockerfile:2" in said and "no git URL" not in said and char not in said, said
+    assert not list((project.root / "manifests").iterdir())

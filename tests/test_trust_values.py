@@ -490,3 +490,16 @@ def test_a_smoke_environment_writable_by_another_group_is_refused_and_nothing_ru
     os.chown(path, os.geteuid(), os.getegid() + 4242)
     path.chmod(path.stat().st_mode | stat.S_IWGRP)
     _refused_and_nothing_ran(_smoke_with_requirement(smoke_scene), mark, "which is not your own")
+
+
+# -- messages: a ref with a control character is said in plain words --------------------------------------------
+
+def test_a_ref_with_a_control_character_is_refused_in_a_grammatical_sentence(cli, project, upstream):
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
+    result = cli("status", "--target", "t", "--source", f"lib={upstream.path}", "--against", "lib=v1\nx")
+    said = " ".join((result.out + result.err).split())
+    assert result.code == 2 and "Traceback" not in said, said
+    assert "it contains a control character (U+000A), which no ref name may hold" in said, said
+    assert "holds contains" not in said, said

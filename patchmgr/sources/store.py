@@ -82,7 +82,7 @@ def _ref_problem(ref: str) -> str | None:
         return "'@{...}' (a reflog entry) and '@' are revision expressions, not refs"
     control = control_character(ref)  # the one check: C0, DEL, C1 and the line separators
     if control:
-        return f"it holds {control}, which no ref name may hold"
+        return f"it {control}, which no ref name may hold"
     bad = [c for c in ref if c in " ~^:?*[\\"]
     if bad:
         return f"it holds {bad[0]!r}, which no ref name may hold"
