@@ -503,3 +503,15 @@ def test_a_ref_with_a_control_character_is_refused_in_a_grammatical_sentence(cli
     assert result.code == 2 and "Traceback" not in said, said
     assert "it contains a control character (U+000A), which no ref name may hold" in said, said
     assert "holds contains" not in said, said
+
+
+@pytest.mark.parametrize("parameter", ["private_token", "access_token", "token", "key", "password", "secret"])
+def test_a_token_in_a_manifest_url_query_string_is_masked_when_fetching_fails(cli, project, upstream, parameter):
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    project.manifest("t", {"lib": {"git": f"https://example.invalid/lib.git?{parameter}=Sekr1t&ref=x", "commit": pin,
+                                   "patches": ["fix"]}})
+    result = cli("status", "--target", "t")
+    said = result.out + result.err
+    assert result.code != 0 and "Sekr1t" not in said and "Traceback" not in said, said
+    assert f"https://example.invalid/lib.git?{parameter}=***&ref=x" in said, said
