@@ -195,6 +195,8 @@ MALFORMED: list[tuple[str, Callable[[bytes], bytes], str]] = [
         b"--- a/new.py", b"--- /dev/null"), "'--- /dev/null' and '+++ b/new.py' disagree"),
     ("'---' naming another file than 'diff --git'", lambda p: p.replace(b"--- a/src/mod.py", b"--- a/src/other.py"),
      "'--- a/src/other.py' and '+++ b/src/mod.py' disagree"),
+    ("/dev/null on both sides", lambda p: b"Subject: hand-made\n\ndiff --git a/x.py b/x.py\nnew file mode 100644\n"
+     b"deleted file mode 100644\n--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n", "/dev/null on both sides"),
     ("quoted path with a newline", lambda p: p.replace(b"a/src/mod.py", b'"a/src/mo\\nd.py"').replace(
         b"b/src/mod.py", b'"b/src/mo\\nd.py"'), "holds a control character"),
 ]

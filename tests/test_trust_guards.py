@@ -194,3 +194,16 @@ def test_a_guard_that_names_too_much_to_read_breaks_and_says_so(cli, project, up
     assert guard["holds"] is False
     assert "more than 0 MiB" not in guard["error"] and "stopped at data/b.txt" in guard["error"]
     assert "name fewer files" in guard["error"]
+
+
+@pytest.mark.parametrize("regex", ["[[:foo:]]", "[a--b]", "(?<=x)[[a]", "[[:alpha:]][[:bogus:]]"])
+def test_a_refused_guard_prints_only_its_error_and_hint_never_a_python_warning(project, upstream, regex):
+    """Python's ``re`` (asked only to tell "does not compile" from "not RE2") warns "Possible nested set" on
+    ``[[``: the user sees the error and its hint, nothing else."""
+    pin = upstream.head()
+    setup(project, upstream, {"fix": guarded_patch(upstream, pin, f"Guard: absent /{regex}/ in src/mod.py")})
+    done = patchmgr(project, "status", "--target", "t", "--source", f"lib={upstream.path}")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert lines and all(line.startswith(("error: ", "hint: ", "  ")) for line in lines), done.stderr
+    assert "Warning" not in done.stderr and "Traceback" not in done.stderr, done.stderr

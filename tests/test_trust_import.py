@@ -313,3 +313,48 @@ def test_a_fifo_given_as_the_dockerfile_is_bad_input_not_a_hang(tmp_path, projec
                            "--dockerfile", str(tmp_path / "Dockerfile"), "--root", str(project.root)],
                           capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(patchmgr.__file__).parents[1])})
     assert done.returncode == 2 and "not a regular file" in done.stderr, done.stdout + done.stderr
+
+
+# -- a token in a clone URL's query string is a credential too: masked in every output, never written --------
+def test_a_token_in_a_url_query_string_is_not_written_nor_printed(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(f"FROM base\nRUN git clone 'https://example.invalid/lib.git?private_token={SECRET}' "
+                          f"/ws/lib && cd /ws/lib && git checkout {lib.head()}\n")
+    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--dockerfile", str(dockerfile),
+                 "--source", f"lib={lib.path}", "--json")
+    assert result.code == 0, result.out + result.err
+    assert SECRET not in result.out + result.err and SECRET.encode() not in project_bytes(project.root)
+    assert 'git = "https://example.invalid/lib.git"' in (project.root / "manifests/t.toml").read_text()
+    for parameter in ("access_token", "token", "key", "password", "secret"):
+        url = f"https://example.invalid/lib.git?ref=main&{parameter}={SECRET}"
+        failed = cli("import", str(tmp_path / "lib.patch"), "--target", "t2", "--git", f"lib={url}", "--json")
+        assert failed.code != 0 and SECRET not in failed.out + failed.err, failed.out + failed.err
+        assert SECRET.encode() not in project_bytes(project.root)
+
+
+# -- messages: what import says names what is really wrong ---------------------------------------------------
+def test_a_device_given_with_upstream_is_not_a_regular_file_not_a_series(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    result = cli("import", "/dev/zero", "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
+                 "--source", f"lib={lib.path}", "--dry-run")
+    assert result.code == 2 and "/dev/zero is not a regular file or a folder" in result.err, result.out + result.err
+    assert "series.conf or a folder" not in result.err and "Traceback" not in result.err, result.err
+    folder = cli("import", str(tmp_path), "--upstream", "lib", "--target", "t", "--dry-run")  # still said so
+    assert folder.code == 2 and "is a series.conf or a folder" in folder.err, folder.err
+
+
+def test_a_control_character_in_a_dockerfile_clone_folder_is_named(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    for char in ("\x1b", "\x85", "\u2028", "\x7f"):
+        dockerfile = tmp_path / "Dockerfile"
+        dockerfile.write_text(f"FROM base\nRUN git clone https://example.invalid/lib.git /ws/l{char}ib && "
+                              f"cd /ws/lib && git checkout {lib.head()}\n", encoding="utf-8")
+        result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--dockerfile", str(dockerfile),
+                     "--source", f"lib={lib.path}")
+        said = result.out + result.err
+        assert result.code == 2 and f"control character (U+{ord(char):04X})" in said, said
+        assert "Dockerfile:2" in said and "no git URL" not in said and char not in said, said
+    assert not list((project.root / "manifests").iterdir())

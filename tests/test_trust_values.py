@@ -27,9 +27,10 @@ def _device(path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "socket", "folder", "link-to-fifo", "link-to-device",
-                                  "dangling-link", "proc", "sys", "under-a-file"])
+                                  "dangling-link", "proc", "sys", "under-a-file", "new-folder/", "new-folder/.",
+                                  "new-folder/..", "proc-self-cwd", "proc-self-cwd-dotdot"])
 def test_matrix_html_refuses_every_path_that_is_not_a_regular_file_and_writes_nothing(
-        cli, project, upstream, tmp_path, kind):
+        cli, project, upstream, tmp_path, monkeypatch, kind):
     tagged_upstream(project, upstream)
     place = tmp_path / "out"
     place.mkdir()
@@ -57,6 +58,11 @@ def test_matrix_html_refuses_every_path_that_is_not_a_regular_file_and_writes_no
     elif kind == "under-a-file":
         (place / "file").write_text("x\n")
         path = place / "file" / "m.html"
+    elif kind.startswith("new-folder"):  # a path that ends in "/" names a folder, existing or not
+        path = str(place / "new") + kind[len("new-folder"):]  # type: ignore[assignment]
+    elif kind.startswith("proc-self-cwd"):  # under /proc as given, though the folder it names is real storage
+        monkeypatch.chdir(place)
+        path = Path("/proc/self/cwd/m.html" if kind == "proc-self-cwd" else "/proc/self/cwd/../out/m.html")
     before = sorted((p.name, os.lstat(p).st_mode) for p in place.iterdir())
     try:
         result = matrix(cli, upstream, "--html", str(path))
@@ -396,3 +402,116 @@ def test_a_lock_file_that_is_a_link_is_never_opened_through(smoke_scene):
     said = result.out + result.err
     assert result.code == 1 and "symbolic link" in said and "Traceback" not in said, said
     assert not victim.exists() and not os.path.lexists(place)
+
+
+# -- 7/8. a host git would hand to ssh never starts with "-", brackets or not; query tokens are never shown ------
+
+@pytest.mark.parametrize("url", ["ssh://[-oProxyCommand=touch$IFS/tmp/x]/y", "ssh://git@[-oProxyCommand=x]:22/y",
+                                 "git+ssh://[-oProxyCommand=x]/y", "git://[ -oProxyCommand=x]/y",
+                                 "[-oProxyCommand=x]:y", "git@[-oProxyCommand=x]:y", "https://u:p@[-ox]:443/y"])
+def test_a_bracketed_host_that_is_an_option_is_refused_at_load_naming_file_and_key(cli, project, upstream, tmp_path,
+                                                                                     url):
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    project.manifest("t", {"lib": {"git": url, "commit": pin, "patches": ["fix"]}})
+    for args in (["lint"], ["status", "--target", "t"]):
+        result = cli(*args)
+        said = " ".join((result.out + result.err).split())
+        assert result.code == (1 if args[0] == "lint" else 2), (args, said)  # lint: a finding
+        assert "manifests/t.toml" in said and "upstreams.lib.git" in said, (args, said)
+        assert "Traceback" not in said and "looks like a command-line option" in said, said
+    _requirements_url = f"evil @ {url}" if "://" in url else None
+    if _requirements_url:
+        project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"],
+                                       "smoke-requirements": [_requirements_url]}})
+        result = cli("lint")
+        assert result.code != 0 and "smoke-requirements[0]" in result.out + result.err, result.out + result.err
+
+
+# -- 6. every part of a cached clone that git reads or runs is this user's own and writable by no other ---------
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user takes root (CI runs as root)")
+@pytest.mark.parametrize("tamper", ["group-writable-folder", "group-writable-config", "foreign-pack",
+                                    "open-hooks", "foreign-hook", "open-info", "open-refs-folder",
+                                    "foreign-loose-folder"])
+def test_a_cached_clone_part_that_another_user_can_write_is_refused_and_no_hook_runs(
+        cli, project, upstream, tmp_path, tamper):
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
+    args = ["status", "--target", "t", "--source", f"lib={upstream.path}"]
+    assert cli(*args).code == 0
+    clone = tmp_path / "cache" / "git" / "lib.git"
+    mark = tmp_path / "hook-ran"
+    other_gid = os.getegid() + 4242
+    if tamper == "group-writable-folder":
+        os.chown(clone, os.geteuid(), other_gid)
+        clone.chmod(0o775)
+    elif tamper == "group-writable-config":
+        os.chown(clone / "config", os.geteuid(), other_gid)
+        (clone / "config").chmod(0o664)
+    elif tamper == "foreign-pack":
+        for pack in (clone / "objects" / "pack").iterdir():
+            os.chown(pack, OTHER_UID, OTHER_UID)
+            pack.chmod(0o666)
+    elif tamper in ("open-hooks", "foreign-hook"):
+        hooks = clone / "hooks"
+        hooks.mkdir(exist_ok=True)
+        for name in ("reference-transaction", "post-checkout", "pre-auto-gc", "post-index-change"):
+            (hooks / name).write_text(f"#!/bin/sh\ntouch {mark}\n")
+            (hooks / name).chmod(0o755)
+            if tamper == "foreign-hook":
+                os.chown(hooks / name, OTHER_UID, OTHER_UID)
+        if tamper == "open-hooks":
+            hooks.chmod(0o777)
+    elif tamper == "open-info":
+        (clone / "info").mkdir(exist_ok=True)
+        (clone / "info").chmod(0o777)
+    elif tamper == "open-refs-folder":
+        (clone / "refs" / "remotes").mkdir(exist_ok=True)
+        (clone / "refs" / "remotes").chmod(0o777)
+    else:
+        (clone / "objects" / "ab").mkdir(exist_ok=True)
+        os.chown(clone / "objects" / "ab", OTHER_UID, OTHER_UID)
+    upstream.commit({"README": "new\n"}, "more")
+    result = cli(*args)
+    said = result.out + result.err
+    assert result.code != 0 and "refusing to use it" in said and "Traceback" not in said, said
+    assert not mark.exists()
+    assert clone.is_dir()  # refused, not removed
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another group takes root (CI runs as root)")
+@pytest.mark.parametrize("part", ["folder", "python", "bin"])
+def test_a_smoke_environment_writable_by_another_group_is_refused_and_nothing_runs(smoke_scene, part):
+    mark = smoke_scene.tmp_path / "ran"
+    place = _planted_env(_env_place(smoke_scene), mark)
+    path = {"folder": place, "python": place / "bin" / "python", "bin": place / "bin"}[part]
+    os.chown(path, os.geteuid(), os.getegid() + 4242)
+    path.chmod(path.stat().st_mode | stat.S_IWGRP)
+    _refused_and_nothing_ran(_smoke_with_requirement(smoke_scene), mark, "which is not your own")
+
+
+# -- messages: a ref with a control character is said in plain words --------------------------------------------
+
+def test_a_ref_with_a_control_character_is_refused_in_a_grammatical_sentence(cli, project, upstream):
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
+    result = cli("status", "--target", "t", "--source", f"lib={upstream.path}", "--against", "lib=v1\nx")
+    said = " ".join((result.out + result.err).split())
+    assert result.code == 2 and "Traceback" not in said, said
+    assert "it contains a control character (U+000A), which no ref name may hold" in said, said
+    assert "holds contains" not in said, said
+
+
+@pytest.mark.parametrize("parameter", ["private_token", "access_token", "token", "key", "password", "secret"])
+def test_a_token_in_a_manifest_url_query_string_is_masked_when_fetching_fails(cli, project, upstream, parameter):
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
+    project.manifest("t", {"lib": {"git": f"https://example.invalid/lib.git?{parameter}=Sekr1t&ref=x", "commit": pin,
+                                   "patches": ["fix"]}})
+    result = cli("status", "--target", "t")
+    said = result.out + result.err
+    assert result.code != 0 and "Sekr1t" not in said and "Traceback" not in said, said
+    assert f"https://example.invalid/lib.git?{parameter}=***&ref=x" in said, said

@@ -23,7 +23,8 @@ RefsOpt = Annotated[Optional[str], typer.Option(
 SinceOpt = Annotated[Optional[str], typer.Option(
     "--since", help="Columns: the release tags newer than this tag (or not contained in this branch or commit); "
     "default: since the pin.")]
-HtmlOpt = Annotated[Optional[Path], typer.Option("--html", help="Also write the matrix as one self-contained page.")]
+# a str, not a Path: a Path drops the trailing "/" that says the name is a folder's
+HtmlOpt = Annotated[Optional[str], typer.Option("--html", help="Also write the matrix as one self-contained page.")]
 
 
 def command(

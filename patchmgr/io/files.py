@@ -53,13 +53,20 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def output_file_problem(path: Path) -> str | None:
-    """Why patchmgr may not write a file the user named at ``path``, or None.
+def output_file_problem(given: str | Path) -> str | None:
+    """Why patchmgr may not write a file the user named at ``given``, or None.
 
     An output file is a regular file (replaced whole) or absent (created) in an existing folder on
     storage: a FIFO, a device, a socket or a folder there would be replaced or written into, a
-    symbolic link would be replaced instead of what it names, and a path under /proc, /sys or /dev
-    names a kernel interface."""
+    symbolic link would be replaced instead of what it names, a path that ends in ``/`` (or ``/.``,
+    ``/..``) names a folder, and a path under /proc, /sys or /dev names a kernel interface: as given
+    (made absolute and normalised lexically, no link followed: /proc/self/cwd/x is under /proc) and
+    as its folder really is (a link into /proc is no way around it)."""
+    raw = os.fspath(given)  # as typed: a Path would have dropped a trailing slash
+    if os.path.basename(raw) in ("", ".", ".."):
+        return "ends in / (or /. or /..), so it names a folder, not a file"
+    path = Path(raw)
+    lexical = Path(os.path.normpath(os.path.abspath(raw)))
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -76,14 +83,14 @@ def output_file_problem(path: Path) -> str | None:
         return f"is {_kind(mode)}, not a regular file"
     parent = Path(os.path.realpath(Path(path).absolute().parent))
     for pseudo in _PSEUDO_FOLDERS:
-        if parent == Path(pseudo) or Path(pseudo) in parent.parents:
+        if any(Path(pseudo) in place.parents for place in (parent / path.name, lexical)):
             return f"is under {pseudo}, a kernel interface, not a folder for files"
     if not parent.is_dir():
         return f"the folder {Path(path).parent} does not exist"
     return None
 
 
-def check_output_file(path: Path, option: str) -> None:
+def check_output_file(path: str | Path, option: str) -> None:
     """Refuse (exit 2) an output path that ``output_file_problem`` finds fault with, before any work."""
     problem = output_file_problem(path)
     if problem is not None:
@@ -91,11 +98,11 @@ def check_output_file(path: Path, option: str) -> None:
                          "give the path of a regular file, or a new name in an existing folder (nothing was written)")
 
 
-def write_output(path: Path, data: bytes, option: str) -> None:
+def write_output(path: str | Path, data: bytes, option: str) -> None:
     """Write a file the user named (``--html PATH`` ...): checked again just before, then replaced atomically."""
     check_output_file(path, option)
     try:
-        write_atomic(path, data)
+        write_atomic(Path(path), data)
     except OSError as exc:
         raise StateError(f"{option} {path}: cannot be written ({exc.strerror or exc})",
                          "check the folder's permissions and free space, then run again") from None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from collections.abc import Iterator
 
 # what RE2 says (the start of its message) -> the syntax that is missing, and what to write instead
@@ -128,7 +129,9 @@ def _refuse_whole_text(pattern: str) -> None:
 def _explain(pattern: str, exc: Exception) -> str:
     said = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
     try:
-        re.compile(pattern)
+        with warnings.catch_warnings():  # Python's FutureWarnings ("Possible nested set") are not for the user
+            warnings.simplefilter("ignore")
+            re.compile(pattern)
     except (re.error, RecursionError, OverflowError):
         return f"the regular expression does not compile ({said})"
     for start, what, instead in UNSUPPORTED:

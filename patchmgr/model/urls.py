@@ -10,7 +10,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")  # \Z: `$` would let a final newline through
 _SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.-]+:[^/].*$")  # git's scp-like ssh: host:path
-_SCP_LIKE_HOST = re.compile(r"^[^/:]*@([^/:]*):")
 
 # C0, DEL, C1 and the Unicode line and paragraph separators: each can end a line (in a shell's `read`, a .pth
 # file, Python's splitlines) or move a terminal's cursor, so a value holding one forges what follows it
@@ -29,10 +28,19 @@ _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:'\"]*):([^/\s'\"]*
 _WEB_USER = re.compile(r"(?i)\b(https?://)([^/@\s:'\"]+)@")
 
 
+# a token given in a URL's query string (https://host/lib.git?private_token=...)
+_SECRET_PARAMETER = re.compile(r"(?i)([?&](?:[a-z0-9_.-]*[_.-])?(?:token|key|password|secret)=)([^&#\s'\"]*)")
+
+
 def mask_url(text: str) -> str:
-    """``text`` with the password of every URL in it masked (https://user:***@host/x), and over http(s) a user
-    given without a password too (https://***@host/x): that is where a token goes."""
-    if not text or "@" not in text:
+    """``text`` with the password of every URL in it masked (https://user:***@host/x), over http(s) a user
+    given without a password too (https://***@host/x): that is where a token goes; and the value of every
+    query parameter named like a secret (``token``, ``private_token``, ``access_token``, ``key``, ``password``,
+    ``secret``...: https://host/x?private_token=***)."""
+    if not text:
+        return text
+    text = _SECRET_PARAMETER.sub(r"\1***", text)
+    if "@" not in text:
         return text
     return _WEB_USER.sub(r"\1***@", _CREDENTIALS.sub(r"\1:***@", text))
 
@@ -58,6 +66,7 @@ _AUTHORITY = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<authority>[
 def without_credentials(url: str) -> str:
     """``url`` as a project file may hold it: no password, and over http(s) no user either (a token is often
     given as the user: ``https://glpat-...@host``); an ssh user (``ssh://git@host``) is a login, not a secret."""
+    url = _without_secret_parameters(url)
     match = _AUTHORITY.match(url)
     if not match or "@" not in match["authority"]:
         return url
@@ -65,6 +74,26 @@ def without_credentials(url: str) -> str:
     user = userinfo.split(":", 1)[0]
     keep = f"{user}@" if user and "ssh" in match["scheme"].lower() else ""
     return f"{match['scheme']}{keep}{host}{match['rest']}"
+
+
+def _without_secret_parameters(url: str) -> str:
+    """``url`` less every query parameter named like a secret (the ``?`` kept only while parameters remain)."""
+    path, mark, query = url.partition("?")
+    if not mark:
+        return url
+    query, hash_mark, fragment = query.partition("#")
+    kept = [part for part in query.split("&") if not _SECRET_PARAMETER.match("?" + part)]
+    return path + ("?" + "&".join(kept) if kept else "") + hash_mark + fragment
+
+
+def _host_looks_like_option(url: str) -> bool:
+    """Whether the host (or user@host) git would hand to ssh starts with ``-`` once brackets are removed:
+    ``ssh://-oProxyCommand=...``, ``ssh://git@[-oProxyCommand=...]:22/y``, ``[-oProxyCommand=...]:y``
+    (CVE-2017-1000117). The authority of a ``scheme://`` URL, or what precedes the first ``/`` of an scp-like
+    one, is split at each ``@`` and ``[``: no piece may start with ``-``."""
+    scheme = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)", url)
+    authority = scheme.group(1) if scheme else url.split("/", 1)[0]
+    return any(piece.lstrip().startswith("-") for piece in re.split(r"[@\[]", authority))
 
 
 def url_problem(url: str, from_command_line: bool = False) -> str | None:
@@ -83,8 +112,7 @@ def url_problem(url: str, from_command_line: bool = False) -> str | None:
         return control
     lowered = url.lower()
     # ssh://-oProxyCommand=... (CVE-2017-1000117): a host that ssh would read as an option
-    host = re.match(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/]*)", lowered) or _SCP_LIKE_HOST.match(url)
-    if host and host.group(1).startswith("-"):
+    if _host_looks_like_option(url):
         return f"{shown!r} names a host that looks like a command-line option"
     if lowered.startswith("ext::"):
         return "the ext:: transport runs commands and is refused"

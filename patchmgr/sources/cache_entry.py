@@ -4,7 +4,9 @@ What patchmgr reuses from its cache runs as this user: git reads a clone's confi
 ``smoke`` runs an environment's ``bin/python`` and counts its result as proof. So an entry is reused only
 when it is patchmgr's own, as git's ``safe.directory`` rule has it and further: a real folder (never a
 symbolic link to somewhere else), owned by this user and writable by no other, and so is every file and
-folder in it that decides what runs; a link inside it leads only inside it, or to the one program it may
+folder in it that decides what runs. Group-write counts as writable by another user unless the file's group is
+this user's own (its gid is ``os.getegid()``: a user-private group under umask 002); any other group may hold
+other users; a link inside it leads only inside it, or to the one program it may
 name (a virtual environment's ``bin/python`` names the interpreter that built it). The checks of what a
 file says (a clone's config keys, an environment's ``.pth``) belong to the kind of entry and follow this.
 """
@@ -53,11 +55,13 @@ def cache_folder(cache_dir: Path, name: str) -> Path:
 
 
 def check_cache_entry(entry: Path, what: str, hint: str, inside: Iterable[str] = (),
-                      programs: Mapping[str, Path] | None = None, walk: bool = False) -> None:
+                      programs: Mapping[str, Path] | None = None, walk: bool = False,
+                      listed: Iterable[str] = ()) -> None:
     """Refuse (CacheError, one message) the cache entry ``entry`` unless it is this user's own.
 
     ``entry`` must be a real folder of this user's that no other user can write; so must each path of
-    ``inside`` (relative to ``entry``) that exists, and every folder on the way to it, none of them a link.
+    ``inside`` (relative to ``entry``) that exists, and every folder on the way to it, none of them a link;
+    and each entry directly in a folder of ``listed`` (one level: cheap, however many files lie deeper).
     Each path of ``programs`` may be a link (or a chain of them) but must lead to the program given for it.
     With ``walk``, every file, folder and link anywhere below ``entry`` is checked the same way, and a
     link there must lead inside ``entry`` or to one of the ``programs``.
@@ -72,6 +76,12 @@ def check_cache_entry(entry: Path, what: str, hint: str, inside: Iterable[str] =
             if not os.path.lexists(current):
                 break
             _check_node(current, entry, what, hint)
+    for relative in listed:
+        listing = entry / relative
+        if os.path.isdir(listing) and not os.path.islink(listing):
+            _check_node(listing, entry, what, hint)
+            for child in sorted(os.listdir(listing)):
+                _check_node(listing / child, entry, what, hint)
     for relative, program in programs.items():
         path = entry / relative
         if os.path.lexists(path):
@@ -104,6 +114,9 @@ def _check_node(path: Path, entry: Path, what: str, hint: str) -> None:
     if info.st_mode & stat.S_IWOTH and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX):
         raise CacheError(f"{where} can be written by every user (mode {stat.filemode(info.st_mode)}): "
                          "refusing to use it", hint)
+    if info.st_mode & stat.S_IWGRP and info.st_gid != os.getegid():
+        raise CacheError(f"{where} can be written by group {info.st_gid}, which is not your own "
+                         f"(mode {stat.filemode(info.st_mode)}): refusing to use it", hint)
     if path == entry and not stat.S_ISDIR(info.st_mode):
         raise CacheError(f"{where} is not a folder: refusing to use it", hint)
 

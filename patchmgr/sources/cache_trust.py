@@ -44,7 +44,10 @@ def check_cache_config(path: Path, config: Sequence[tuple[str, str]]) -> None:
 
 # what git reads in a bare clone before it does anything: a link or a foreign file among them is refused
 _CLONE_PARTS = ("config", "HEAD", "packed-refs", "objects", "objects/info", "objects/pack", "refs", "refs/heads",
-                "refs/tags", "shallow")
+                "refs/tags", "shallow", "hooks", "info")
+# folders whose every entry git reads or runs (hooks run; packs and the 256 loose-object folders are read): each
+# entry is checked, one level down only, so that a clone's thousands of loose objects cost nothing
+_CLONE_FOLDERS = ("hooks", "objects", "objects/pack", "objects/info", "refs", "info")
 
 _ABSENT = "(no clone yet)"  # what _clone_problem says when there is nothing to check (compared by identity)
 
@@ -102,7 +105,8 @@ class CacheHealth(ABC):
         if not path.is_symlink() and not path.is_dir():
             return "it is not a folder"
         # git reads its config (which can name programs) and its refs and objects: all of them its own
-        check_cache_entry(path, f"the cached clone of {upstream}", hint, inside=_CLONE_PARTS)
+        check_cache_entry(path, f"the cached clone of {upstream}", hint, inside=_CLONE_PARTS,
+                          listed=_CLONE_FOLDERS)
         for name in ("objects/info/alternates", "objects/info/http-alternates", "commondir", "info/attributes"):
             if os.path.lexists(path / name):
                 raise CacheError(f"the cached clone {path} has {name}, which patchmgr never writes", hint)

@@ -82,7 +82,10 @@ def _ref_problem(ref: str) -> str | None:
         return "'@{...}' (a reflog entry) and '@' are revision expressions, not refs"
     # git's own rule (check-ref-format): C0 and DEL; a C1 or U+2028 is a byte git takes in a tag's name, shown
     # escaped wherever it is printed (a manifest's values are refused them by the manifest's own check)
-    bad = [c for c in ref if ord(c) < 0x20 or c == "\x7f" or c in " ~^:?*[\\"]
+    control = next((c for c in ref if ord(c) < 0x20 or c == "\x7f"), None)
+    if control:
+        return f"it contains a control character (U+{ord(control):04X}), which no ref name may hold"
+    bad = [c for c in ref if c in " ~^:?*[\\"]
     if bad:
         return f"it holds {bad[0]!r}, which no ref name may hold"
     if ".." in ref or "//" in ref or ref.startswith("/") or ref.endswith(("/", ".")):

@@ -28,6 +28,7 @@ from patchmgr.io.git import GitRepo
 from patchmgr.maintain.importing.places import checked, inside, plain_path, repository_of
 from patchmgr.model.errors import GitError, UsageError
 from patchmgr.model.manifest import NAME
+from patchmgr.model.urls import control_character
 from patchmgr.model.patchfile import PatchFile, parse_patch
 
 SERIES_CONF = "series.conf"
@@ -77,7 +78,7 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
     if upstream and len(paths) > 1:
         raise UsageError("--upstream names the upstream of one patch file; several paths were given",
                          "name each patch file after its upstream (mindspeed.patch), or import them one by one")
-    if upstream and not singles and paths[0].exists():
+    if upstream and not singles and (paths[0].is_dir() or paths[0].is_file()):  # a device or FIFO: said below
         raise UsageError(f"--upstream names the upstream of a single patch file, but {paths[0]} is a series.conf or "
                          "a folder, whose patches are named by their upstreams already",
                          "leave --upstream out (the series.conf lines or the patch file names give the upstreams)")
@@ -249,6 +250,11 @@ def read_dockerfile(path: Path) -> dict[str, Declared]:
                     continue
                 if target in (".", "./"):
                     target = cwd
+                control = control_character(target or "")
+                if control:  # never a folder's name: said, rather than the clone skipped as naming no upstream
+                    raise UsageError(f"{where}: the folder of `git clone` {target!r} {control}",
+                                     "remove the character from the Dockerfile's clone folder, or pass --git "
+                                     "NAME=URL instead of --dockerfile")
                 name = _name_or_none(target or url)
                 if name is None:
                     continue
