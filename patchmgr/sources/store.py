@@ -39,9 +39,19 @@ from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
-from patchmgr.sources.cache_errors import (_NO_SUCH_REF, CacheError, NotACommit, NotARepository, RefNotFound,
-                                           _os_problem, _require_repository, _said, disk_hint, disk_problem,
-                                           unknown_ref)
+from patchmgr.sources.cache_errors import (
+    _NO_SUCH_REF,
+    CacheError,
+    NotACommit,
+    NotARepository,
+    RefNotFound,
+    _os_problem,
+    _require_repository,
+    _said,
+    disk_hint,
+    disk_problem,
+    unknown_ref,
+)
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
 from patchmgr.sources.release import ReleaseCache
 

@@ -201,7 +201,7 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
     comment = _comment(monolith.shown, base, pin)
     entry = UpstreamEntry(name, git, pin, comment, monolith.version if not existing else None,
-                          tuple((p.id, d) for p, d in zip([p for p in pieces if p.imported], data)))
+                          tuple((p.id, d) for p, d in zip([p for p in pieces if p.imported], data, strict=False)))
     return result, entry, used
 
 
@@ -302,7 +302,7 @@ def _render(scratch: Scratch, repo: GitRepo, commit: str, changes: list[PieceCha
     out = []
     for change in changes:
         paths = sorted(set(change.before) | set(change.after))
-        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(commit, paths))}
+        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(commit, paths), strict=True)}
         text = _header(change.spec.label, origin) + scratch.diff(change.before, change.after, modes)
         data = text.encode("utf-8")
         out.append((parse_patch(data, Path(f"{change.spec.id}.patch"), name, change.spec.id), data))
@@ -324,14 +324,14 @@ def _at_pin(scratch: Scratch, repo: GitRepo, location: str, pin: str, results: l
     """The pieces as they are written: made again at the pin (exact there), carried ones left out."""
     overlay = Overlay(GitSource(repo, pin, location))
     pieces, data = [], []
-    for result, spec in zip(results, specs):
+    for result, spec in zip(results, specs, strict=True):
         if not result.state.applies:
             pieces.append(Piece(spec.id, spec.label, result.state, False, evidence=result.detail,
                                 carrier=result.carrier))
             continue
         before = {path: overlay.read(path) for path in result.files}
         paths = sorted(result.files)
-        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(pin, paths))}
+        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(pin, paths), strict=True)}
         text = _header(spec.label, origin) + scratch.diff(before, result.files, modes)
         overlay.update(result.files)
         relative = project.patch_path(name, spec.id).relative_to(project.root)
@@ -344,7 +344,7 @@ def _carried_files(patch: PatchFile, specs: list[PieceSpec], pieces: list[Piece]
     """The files of the pieces left out: those no imported piece touches, and those an imported piece touches too."""
     carried: set[str] = set()
     kept: set[str] = set()
-    for spec, piece in zip(specs, pieces):
+    for spec, piece in zip(specs, pieces, strict=False):
         files = {path for index, _ in spec.parts for path in (patch.files[index].old_path, patch.files[index].new_path)
                  if path}
         (kept if piece.imported else carried).update(files)

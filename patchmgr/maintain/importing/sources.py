@@ -28,8 +28,8 @@ from patchmgr.io.git import GitRepo
 from patchmgr.maintain.importing.places import checked, inside, plain_path, repository_of
 from patchmgr.model.errors import GitError, UsageError
 from patchmgr.model.manifest import NAME
-from patchmgr.model.urls import control_character
 from patchmgr.model.patchfile import PatchFile, parse_patch
+from patchmgr.model.urls import control_character
 
 SERIES_CONF = "series.conf"
 
