@@ -287,3 +287,16 @@ def test_a_journal_planted_in_a_slot_touches_nothing_outside_it(tmp_path, cli, p
     result = again()
     assert result.code == 1 and "damaged" in result.err and str(outside) in result.err, result.out + result.err
     assert (outside / "keep.txt").read_text() == "mine\n"
+
+
+# ---- hostile review: git's own reason is said when git am --continue refuses
+
+
+def test_continue_after_a_reset_hard_says_gits_reason(tmp_path, cli, project, upstream):
+    """git am --continue says why on standard output ("No changes - did you forget to use 'git add'?")."""
+    into = stopped_move(tmp_path, cli, project, upstream)
+    assert gitenv(into, "reset", "-q", "--hard", "HEAD").returncode == 0
+    result = resume(cli, into, "continue")
+    assert result.code == 1, result.out + result.err
+    assert "git am --continue refused: No changes - did you forget to use 'git add'?" in result.err, result.err
+    assert "exit code" not in result.err
