@@ -1,7 +1,8 @@
 """The commit a patch file becomes, and the patch file that commit becomes again, in every form patchmgr reads.
 
 Patches are git format-patch mails or plain diffs (``git diff``, ``diff -u``), with or without DEP-3 fields
-before the diff. A commit needs a message, an author and a date. A mail names them in its headers; a plain
+before the diff. A commit needs a message, an author and a date. A mail names them in its headers, read as
+git am reads them (``model.mailheader``: encoded words decoded, ``[PATCH]`` prefixes off); a plain
 patch gets its subject from ``Description`` (or its alias ``Subject``), its author from ``Author`` (or
 ``From``), its date from ``Last-Update``, and keeps its message part (the DEP-3 fields) as the message body.
 ``edit`` commits each patch with ``commit_spec`` (targets/build.py); ``edit --onto`` hands ``git am`` the same
