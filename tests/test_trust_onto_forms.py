@@ -399,3 +399,27 @@ def test_a_mails_subject_makes_the_same_commit_in_edit_and_edit_onto(tmp_path, c
     again = edit(cli, upstream, tmp_path / "again")
     assert again.code == 0, again.out + again.err
     assert git(tmp_path / "again", "log", "-1", "--format=%s") == subject  # the new file says it, encoded right
+
+
+def test_in_body_headers_make_the_same_commit_in_edit_and_edit_onto(tmp_path, cli, project, upstream):
+    """git format-patch --from writes the author at the top of the body; git am takes it over the header."""
+    git(upstream.path, "tag", "v0.4.2")
+    pin = upstream.head()
+    mail = upstream.make_patch(pin, {"src/mod.py": PATCHED}, "Fix line 20").decode()
+    at = mail.index("\n\n") + 2
+    mail = mail[:at] + ("From: =?UTF-8?q?Ann=20Oth=C3=A9r?= <ann@example.com>\nDate: Fri, 2 Jan 2026 10:00:00 +0100"
+                        "\nSubject: [PATCH] Fix line 20 in body\n\n") + mail[at:]
+    project.add_patch("lib", "plain-fix", mail.encode())
+    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
+    upstream.commit({"src/mod.py": MOVED}, "Three lines on top")
+    git(upstream.path, "tag", "v0.5.0")
+    made = {}
+    for name, more in (("edit", ()), ("onto", ("--onto", "v0.5.0"))):
+        result = edit(cli, upstream, tmp_path / name, *more)
+        assert result.code == 0, result.out + result.err
+        made[name] = git(tmp_path / name, "log", "-1", "--format=%an <%ae>|%ad|%B", "--date=iso-strict")
+    assert made["edit"] == made["onto"]
+    assert made["edit"].startswith("Ann Othér <ann@example.com>|2026-01-02T10:00:00+01:00|Fix line 20 in body\n\n"
+                                   "Why: ")
+    exported = export(cli, tmp_path / "edit")
+    assert exported.code == 0 and "no patch changed" in exported.out, exported.out + exported.err

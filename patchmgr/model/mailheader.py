@@ -49,3 +49,34 @@ def am_subject(value: str) -> str:
             continue
         break
     return _SPACE_RUN.sub(" ", subject.strip(" \t\n\r"))
+
+
+_IN_BODY = re.compile(r"(From|Subject|Date):[ \t]*(.*)$", re.IGNORECASE)
+
+
+def in_body_headers(lines: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The ``From:``, ``Subject:`` and ``Date:`` lines at the top of a mail's body, which git am takes over the
+    mail's own headers (``git format-patch --from`` writes the author there), and the body after them: the
+    blank line that ends them goes; a first other line ends them too and stays (mailinfo.c's
+    ``check_inbody_header``)."""
+    index = 0
+    while index < len(lines) and lines[index] == "":
+        index += 1
+    found: dict[str, str] = {}
+    last = None
+    while index < len(lines):
+        line = lines[index]
+        if line[:1] in (" ", "\t") and last:
+            found[last] += " " + line.strip()
+        else:
+            match = _IN_BODY.match(line)
+            if not match:
+                break
+            last = match.group(1).capitalize()
+            found[last] = match.group(2).strip()
+        index += 1
+    if not found:
+        return {}, lines
+    if index < len(lines) and lines[index] == "":
+        index += 1
+    return found, lines[index:]

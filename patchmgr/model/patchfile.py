@@ -25,7 +25,7 @@ from pathlib import Path
 from patchmgr.model.diff import _DATE_RANGE, FileDiff, _bare_lines, _check_hunks, _lines, _parse_diff
 from patchmgr.model.errors import PatchFormatError
 from patchmgr.model.guards import SYNTAX, GuardSyntaxError, parse_guard
-from patchmgr.model.mailheader import am_subject, decoded
+from patchmgr.model.mailheader import am_subject, decoded, in_body_headers
 
 DEP3_KEYS = (
     "Description", "Subject", "Origin", "Upstream-Status", "Forwarded", "Bug", "Applied-Upstream",
@@ -169,8 +169,10 @@ def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
             last = key.strip()
             headers[last] = value.strip()
         index += 1
+    in_body, rest = in_body_headers(lines[index + 1:])
+    headers.update(in_body)
     subject = am_subject(headers.get("Subject", ""))
-    body = "\n".join(lines[index + 1:]).strip("\n")
+    body = "\n".join(rest).strip("\n")
     author = headers.get("From")
     return subject, body, decoded(author) if author is not None else None, headers.get("Date")
 
