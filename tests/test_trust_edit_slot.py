@@ -287,3 +287,76 @@ def test_a_journal_planted_in_a_slot_touches_nothing_outside_it(tmp_path, cli, p
     result = again()
     assert result.code == 1 and "damaged" in result.err and str(outside) in result.err, result.out + result.err
     assert (outside / "keep.txt").read_text() == "mine\n"
+
+
+# ---- hostile review: git's own reason is said when git am --continue refuses
+
+
+def test_continue_after_a_reset_hard_says_gits_reason(tmp_path, cli, project, upstream):
+    """git am --continue says why on standard output ("No changes - did you forget to use 'git add'?")."""
+    into = stopped_move(tmp_path, cli, project, upstream)
+    assert gitenv(into, "reset", "-q", "--hard", "HEAD").returncode == 0
+    result = resume(cli, into, "continue")
+    assert result.code == 1, result.out + result.err
+    assert "git am --continue refused: No changes - did you forget to use 'git add'?" in result.err, result.err
+    assert "exit code" not in result.err
+
+
+# ---- hostile review: a patch resolved and committed by hand (git am --continue) is never lost
+
+
+def resolved_by_hand(tmp_path, cli, project, upstream):
+    """The stop resolved and git am --continue run by hand: the commit lands on the patchmgr branch only."""
+    into = stopped_move(tmp_path, cli, project, upstream)
+    (into / "src/mod.py").write_text(RESOLVED)
+    git(into, "add", "src/mod.py")
+    done = gitenv(into, "am", "--continue")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return into, git(into, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("away", [("switch", "-q", "-c", "try", "HEAD~1"), ("checkout", "-q", "--detach", "HEAD~1"),
+                                  ("reset", "-q", "--hard", "HEAD~1"), ()])
+def test_abort_keeps_a_patch_resolved_by_hand_wherever_head_went(tmp_path, cli, project, upstream, away):
+    into, resolved = resolved_by_hand(tmp_path, cli, project, upstream)
+    if away:
+        assert gitenv(into, *away).returncode == 0
+    aborted = resume(cli, into, "abort")
+    assert aborted.code == 0, aborted.out + aborted.err
+    branch = saved_branch(aborted)
+    assert git(into, "rev-parse", branch) == resolved
+    assert git(into, "show", f"{branch}:src/mod.py") + "\n" == RESOLVED
+
+
+@pytest.mark.parametrize("away, said", [
+    (("switch", "-q", "-c", "try", "HEAD~1"), "is no longer on the move's branch patchmgr (it is on branch try)"),
+    (("checkout", "-q", "--detach", "HEAD~1"), "is no longer on the move's branch patchmgr (it is detached at"),
+    (("reset", "-q", "--hard", "HEAD~1"), "the move's branch patchmgr was moved back; the commit")])
+@pytest.mark.parametrize("action", ["continue", "skip"])
+def test_continue_and_skip_say_where_head_went_and_the_abort_they_offer_keeps_the_work(
+        tmp_path, cli, project, upstream, away, said, action):
+    into, resolved = resolved_by_hand(tmp_path, cli, project, upstream)
+    assert gitenv(into, *away).returncode == 0
+    before = tree_bytes(into)
+    refused = resume(cli, into, action)
+    assert refused.code == 1, refused.out + refused.err
+    assert said in refused.err and "ended outside patchmgr" not in refused.err, refused.err
+    assert "patchmgr-saved" in refused.err and tree_bytes(into) == before
+    aborted = resume(cli, into, "abort")  # what the hint offers
+    assert aborted.code == 0, aborted.out + aborted.err
+    assert git(into, "rev-parse", saved_branch(aborted)) == resolved
+
+
+def test_abort_saves_each_lost_tip_on_its_own_branch(tmp_path, cli, project, upstream):
+    """Two lines of work: the resolved patch left behind on patchmgr, and a commit made on a detached HEAD."""
+    into, resolved = resolved_by_hand(tmp_path, cli, project, upstream)
+    assert gitenv(into, "checkout", "-q", "--detach", "HEAD~1").returncode == 0
+    (into / "README").write_text("an idea\n")
+    assert gitenv(into, "commit", "-q", "-am", "An idea tried on the side").returncode == 0
+    idea = git(into, "rev-parse", "HEAD")
+    aborted = resume(cli, into, "abort")
+    assert aborted.code == 0, aborted.out + aborted.err
+    branches = [line.split("kept on branch ")[1].strip() for line in aborted.out.splitlines()
+                if "kept on branch" in line]
+    assert sorted(git(into, "rev-parse", b) for b in branches) == sorted([resolved, idea])
+    assert len(set(branches)) == 2 and all(b.startswith("patchmgr-saved/") for b in branches)

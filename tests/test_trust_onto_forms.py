@@ -12,6 +12,7 @@ import pytest
 
 from gitrepos import BASE_TEXT, git
 from patchmgr.model.dep3_edit import today
+from test_bump_journey import gitenv
 from test_status_states import lines_with
 
 PATCHED = lines_with({20: "line 20 patched"})
@@ -349,3 +350,76 @@ def test_what_import_writes_moves_through_edit_onto_and_export_keeps_it_plain(tm
     assert b"\n@@ -7,7 +7,7 @@ " in pieces["b"] and b"\n@@ -8,7 +8,7 @@ " in after["b"]  # a line lower at v2
     assert cli("lint").code == 0
     assert cli("status", "--target", "t", *source).code == 0
+
+
+# -- hostile review: a mail's headers are read as git am reads them -------------------------------------------
+
+LONG = "Fix café for the training runs on the cluster, where the upstream value of line twenty breaks them"
+SUBJECTS = {  # how the mail's Subject is written -> the commit's subject git am makes of it
+    "encoded": (None, "Fix café"),
+    "folded": (None, LONG),
+    "prefixes": ("Subject: Re: [PATCH v2 3/7] [RFC]  Fix   the\n\tthing", "Fix the thing"),
+    "encoded-by-hand": ("Subject: [PATCH] =?ISO-8859-1?q?Fix_caf=E9?= =?UTF-8?b?IGFnYWlu?=", "Fix café again"),
+}
+
+
+@pytest.mark.parametrize("form", list(SUBJECTS))
+def test_a_mails_subject_makes_the_same_commit_in_edit_and_edit_onto(tmp_path, cli, project, upstream, form):
+    git(upstream.path, "tag", "v0.4.2")
+    pin = upstream.head()
+    written, subject = SUBJECTS[form]
+    mail = upstream.make_patch(pin, {"src/mod.py": PATCHED}, LONG if form == "folded" else "Fix café")
+    head, _, rest = mail.decode().partition("\nMIME-Version:")
+    if written is not None:
+        head = head[:head.index("\nSubject: ")] + "\n" + written
+    head = head.replace("From: Upstream Dev", "From: =?UTF-8?q?M=C3=BCller=2C_J=C3=B6rg?=")
+    mail = (head + "\nMIME-Version:" + rest).encode()
+    project.add_patch("lib", "plain-fix", mail)
+    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
+    upstream.commit({"src/mod.py": MOVED}, "Three lines on top")
+    git(upstream.path, "tag", "v0.5.0")
+    made = {}
+    for name, more in (("edit", ()), ("onto", ("--onto", "v0.5.0"))):
+        result = edit(cli, upstream, tmp_path / name, *more)
+        assert result.code == 0, result.out + result.err
+        made[name] = git(tmp_path / name, "log", "-1", "--format=%an <%ae>|%ad|%B", "--date=iso-strict")
+    assert made["edit"] == made["onto"]
+    assert made["edit"].startswith(f"Müller, Jörg <dev@upstream.example>|2026-01-01T00:00:00+00:00|{subject}\n\n")
+    exported = export(cli, tmp_path / "edit")
+    assert exported.code == 0 and "no patch changed" in exported.out, exported.out + exported.err
+    assert (project.root / "patches/lib/plain-fix.patch").read_bytes() == mail  # unchanged: byte for byte
+    amended = tmp_path / "edit"
+    (amended / "src/mod.py").write_text(PATCHED.replace("line 20 patched", "line 20 patched again"))
+    assert gitenv(amended, "commit", "-q", "-a", "--amend", "--no-edit").returncode == 0
+    assert export(cli, amended).code == 0
+    new = (project.root / "patches/lib/plain-fix.patch").read_bytes()
+    if written is None:  # format-patch's own Subject (encoded, folded) is written again as it was
+        assert new[new.index(b"\nSubject: "):new.index(b"\nMIME-Version:")] == \
+            mail[mail.index(b"\nSubject: "):mail.index(b"\nMIME-Version:")]
+    again = edit(cli, upstream, tmp_path / "again")
+    assert again.code == 0, again.out + again.err
+    assert git(tmp_path / "again", "log", "-1", "--format=%s") == subject  # the new file says it, encoded right
+
+
+def test_in_body_headers_make_the_same_commit_in_edit_and_edit_onto(tmp_path, cli, project, upstream):
+    """git format-patch --from writes the author at the top of the body; git am takes it over the header."""
+    git(upstream.path, "tag", "v0.4.2")
+    pin = upstream.head()
+    mail = upstream.make_patch(pin, {"src/mod.py": PATCHED}, "Fix line 20").decode()
+    at = mail.index("\n\n") + 2
+    mail = mail[:at] + ("From: =?UTF-8?q?Ann=20Oth=C3=A9r?= <ann@example.com>\nDate: Fri, 2 Jan 2026 10:00:00 +0100"
+                        "\nSubject: [PATCH] Fix line 20 in body\n\n") + mail[at:]
+    project.add_patch("lib", "plain-fix", mail.encode())
+    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
+    upstream.commit({"src/mod.py": MOVED}, "Three lines on top")
+    git(upstream.path, "tag", "v0.5.0")
+    made = {}
+    for name, more in (("edit", ()), ("onto", ("--onto", "v0.5.0"))):
+        result = edit(cli, upstream, tmp_path / name, *more)
+        assert result.code == 0, result.out + result.err
+        made[name] = git(tmp_path / name, "log", "-1", "--format=%an <%ae>|%ad|%B", "--date=iso-strict")
+    assert made["edit"] == made["onto"]
+    assert made["edit"].startswith("Ann Othér <ann@example.com>|2026-01-02T10:00:00+01:00|Fix line 20 in body\n\n"
+                                   "Why: ")
+    exported = export(cli, tmp_path / "edit")
+    assert exported.code == 0 and "no patch changed" in exported.out, exported.out + exported.err

@@ -25,10 +25,31 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from patchmgr.io.git_objects import (COMMIT_RECORD, SUBMODULE_MODE, SYMLINK_MODE, CommitInfo, LinkBlob, ObjectReader,
-                                     ObjectUnavailable, SubmoduleEntry, TreeEntry, commit_records)
-from patchmgr.io.git_run import (PROGRAM_DEFAULTS, ConfigItems, RepositoryDamaged, config_env, config_pairs, execute,
-                                 last_value, plain_env, program_default, run_plain, trusted_config)
+from patchmgr.io.git_objects import (
+    COMMIT_RECORD,
+    SUBMODULE_MODE,
+    SYMLINK_MODE,
+    CommitInfo,
+    LinkBlob,
+    ObjectReader,
+    ObjectUnavailable,
+    SubmoduleEntry,
+    TreeEntry,
+    commit_records,
+)
+from patchmgr.io.git_run import (
+    PROGRAM_DEFAULTS,
+    ConfigItems,
+    RepositoryDamaged,
+    config_env,
+    config_pairs,
+    execute,
+    last_value,
+    plain_env,
+    program_default,
+    run_plain,
+    trusted_config,
+)
 from patchmgr.model.errors import GitError
 from patchmgr.model.mail import PATCHMGR_AUTHOR  # who patchmgr's own commits, notes and saves are by
 
@@ -209,7 +230,8 @@ class GitRepo:
         if not blobs:
             return []
         checked = self.run("cat-file", "--batch-check", stdin="".join(f"{sha}\n" for sha, _ in blobs).encode())
-        return [path for (_sha, path), line in zip(blobs, checked.split("\n")) if line.endswith(" missing")]
+        answers = checked.split("\n")  # one line per blob asked, in order (and no line after the last LF)
+        return [path for (_sha, path), line in zip(blobs, answers, strict=False) if line.endswith(" missing")]
 
     def _tree_listing(self, commit: str, *paths: str) -> list[tuple[str, str, str]]:
         """``(type, object id, path)`` of every entry of ``git ls-tree -r -z`` (paths as they are, never quoted)."""

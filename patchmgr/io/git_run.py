@@ -135,14 +135,19 @@ def execute(args: Sequence[str], cwd: Path | None, env: Mapping[str, str], stdin
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
     if done.returncode != 0:
-        raise _as_git_error(["git", *args], done.returncode, done.stderr, repository)
+        raise _as_git_error(["git", *args], done.returncode, done.stderr, repository, done.stdout)
     out = done.stdout.decode("utf-8", "surrogateescape")
     return out[:-1] if strip and out.endswith("\n") else out
 
 
 def _as_git_error(command: Sequence[str], status: int, stderr: bytes | str,
-                  repository: Path | None = None) -> GitError:
+                  repository: Path | None = None, stdout: bytes | str = b"") -> GitError:
     lines = [mask_url(line.strip()) for line in as_text(stderr).strip().splitlines() if line.strip()]
+    if not lines:
+        # some commands say why on standard output (git am --continue: "No changes - did you forget to use
+        # 'git add'?"), the reason first, then advice; its progress lines ("Applying: ...") are not the reason
+        lines = [mask_url(line.strip()) for line in as_text(stdout).strip().splitlines()
+                 if line.strip() and not line.startswith("Applying: ")][:1]
     # git's first fatal line is the cause ("'/x' does not appear to be a git repository"); what follows
     # is advice ("Please make sure you have the correct access rights / and the repository exists.")
     fatal = [line for line in lines if line.startswith("fatal: ")]

@@ -99,7 +99,7 @@ class OntoOutcome:
     carried: list[Carried] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     stopped: Stopped | None = None
-    saved: str | None = None  # --abort: the branch that keeps the work done during the move
+    saved: list[str] = field(default_factory=list)  # --abort: the branches that keep the work done during the move
     # finished: patch id -> its guards on the new HEAD (the patched tree at the ref), for patches that have guards
     guards: dict[str, list[GuardResult]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

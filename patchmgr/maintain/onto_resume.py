@@ -22,8 +22,20 @@ from patchmgr.io.git import GitRepo, identity_env
 from patchmgr.maintain.edit_checkout import locked_edit
 from patchmgr.maintain.edit_record import PatchCommit, add_note, read_record
 from patchmgr.maintain.export_guards import head_commit
-from patchmgr.maintain.onto import (_COMMITTER, MAILS, MoveRun, OntoOutcome, checked, commits_since, done_current,
-                                    index_digest, run_outcome, run_queue, work_tree_tree)
+from patchmgr.maintain.onto import (
+    _COMMITTER,
+    MAILS,
+    MoveRun,
+    OntoOutcome,
+    checked,
+    commits_since,
+    done_current,
+    index_digest,
+    run_outcome,
+    run_queue,
+    work_tree_tree,
+)
+from patchmgr.maintain.onto_lost import BRANCH, lost_tips
 from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.project import Project
 from patchmgr.targets.absent import leaving_out_absent
@@ -63,6 +75,7 @@ def _resume(project: Project, run: MoveRun, action: str) -> OntoOutcome:
     repo, move = run.repo, run.move
     if action == "abort":
         return _abort(run)
+    _on_the_branch(run, action)
     outcome = run_outcome(run, "continued" if action == "continue" else "skipped")
     if action == "skip" and move.current is None and move.queue and not repo.am_in_progress():
         move.current, move.before = move.queue[0].id, repo.resolve("HEAD")  # the one git refused (older records)
@@ -102,12 +115,42 @@ def _continue_current(run: MoveRun, current: str) -> None:
         step()
     made = commits_since(repo, move.before)
     if not made:
+        _refuse_lost_commits(run, "continue")
         raise _no_commit(run)
     add_note(repo, made[0], current)
     run.record.patches.append(PatchCommit(current, made[0], next((e.sha256 for e in move.queue if e.id == current),
                                                                   "")))
     move.resolved.append(current)
     done_current(run)
+
+
+def _on_the_branch(run: MoveRun, action: str) -> None:
+    """The move goes on only on its branch: HEAD switched elsewhere (git switch, git checkout) is said as that."""
+    repo, into = run.repo, run.into
+    try:
+        head = repo.run("symbolic-ref", "-q", "HEAD")
+    except GitError:
+        head = ""
+    if head == BRANCH:
+        return
+    where = f"on branch {head.removeprefix('refs/heads/')}" if head else f"detached at {repo.resolve('HEAD') or '?'}"
+    raise StateError(f"HEAD in {into} is no longer on the move's branch patchmgr (it is {where}); nothing was done",
+                     f"go back with: git -C {into} switch patchmgr, then patchmgr edit --{action} --into {into}; or "
+                     f"give the move up with: patchmgr edit --abort --into {into} (it keeps every commit made during "
+                     "the move on a patchmgr-saved branch)")
+
+
+def _refuse_lost_commits(run: MoveRun, action: str) -> None:
+    """The branch moved back (git reset) past commits made during the move: never taken as a skip or an am ended
+    by hand."""
+    lost = lost_tips(run.repo, run.record, run.move)
+    if lost:
+        into = run.into
+        raise StateError(f"{run.move.current}: the move's branch patchmgr was moved back; the commit "
+                         f"{lost[0][:12]} made during the move is on no branch now; nothing was done",
+                         f"bring it back with: git -C {into} reset --hard {lost[0][:12]}, then patchmgr edit "
+                         f"--{action} --into {into}; or give the move up with: patchmgr edit --abort --into {into} "
+                         "(it keeps every commit made during the move on a patchmgr-saved branch)")
 
 
 def _no_commit(run: MoveRun) -> StateError:
@@ -135,6 +178,8 @@ def _skip_current(run: MoveRun, current: str, outcome: OntoOutcome) -> None:
     elif commits_since(repo, move.before):
         raise StateError(f"{current} is already committed ({commits_since(repo, move.before)[0][:12]}); there is "
                          "nothing to skip", f"carry on with: patchmgr edit --continue --into {run.into}")
+    else:
+        _refuse_lost_commits(run, "skip")
     move.skipped.append(current)
     outcome.notes.append(f"skipped {current}: export leaves it out of the series (and removes its file)")
     done_current(run)
@@ -145,9 +190,11 @@ def _abort(run: MoveRun) -> OntoOutcome:
     repo, record, move = run.repo, run.record, run.move
     outcome = run_outcome(run, "aborted")
     kept = _work_of_the_move(run)
-    if kept:
-        outcome.saved = _free_branch(repo, f"{SAVED_PREFIX}{utc_stamp()}")
-        repo.run("branch", "-f", outcome.saved, kept)
+    work = [kept] if kept else []
+    for tip in work + lost_tips(repo, record, move, tuple(work)):
+        branch = _free_branch(repo, f"{SAVED_PREFIX}{utc_stamp()}")
+        repo.run("branch", "-f", branch, tip)
+        outcome.saved.append(branch)
         step()
     if repo.am_in_progress():
         repo.am_resume("abort", env=_COMMITTER)

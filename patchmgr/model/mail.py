@@ -1,7 +1,8 @@
 """The commit a patch file becomes, and the patch file that commit becomes again, in every form patchmgr reads.
 
 Patches are git format-patch mails or plain diffs (``git diff``, ``diff -u``), with or without DEP-3 fields
-before the diff. A commit needs a message, an author and a date. A mail names them in its headers; a plain
+before the diff. A commit needs a message, an author and a date. A mail names them in its headers, read as
+git am reads them (``model.mailheader``: encoded words decoded, ``[PATCH]`` prefixes off); a plain
 patch gets its subject from ``Description`` (or its alias ``Subject``), its author from ``Author`` (or
 ``From``), its date from ``Last-Update``, and keeps its message part (the DEP-3 fields) as the message body.
 ``edit`` commits each patch with ``commit_spec`` (targets/build.py); ``edit --onto`` hands ``git am`` the same
@@ -14,7 +15,7 @@ from __future__ import annotations
 import email.utils
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from patchmgr.model.diff import _bare_lines, _lines
 from patchmgr.model.patchfile import PatchFile, diff_line_index, is_mail
@@ -121,7 +122,7 @@ def _reworded(fields: list[str], message: str) -> list[str]:
 def _day(value: str | None) -> str | None:
     """A DEP-3 date (``Last-Update: 2026-01-31``) as an author date; None when it is not one."""
     try:
-        return datetime.strptime((value or "").strip(), "%Y-%m-%d").replace(tzinfo=timezone.utc).isoformat()
+        return datetime.strptime((value or "").strip(), "%Y-%m-%d").replace(tzinfo=UTC).isoformat()
     except ValueError:
         return None
 
@@ -131,4 +132,4 @@ def _parsed_date(date: str) -> datetime:
         when = datetime.fromisoformat(date)
     except ValueError:
         when = email.utils.parsedate_to_datetime(date)
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -25,6 +25,7 @@ from pathlib import Path
 from patchmgr.model.diff import _DATE_RANGE, FileDiff, _bare_lines, _check_hunks, _lines, _parse_diff
 from patchmgr.model.errors import PatchFormatError
 from patchmgr.model.guards import SYNTAX, GuardSyntaxError, parse_guard
+from patchmgr.model.mailheader import am_subject, decoded, in_body_headers
 
 DEP3_KEYS = (
     "Description", "Subject", "Origin", "Upstream-Status", "Forwarded", "Bug", "Applied-Upstream",
@@ -37,7 +38,6 @@ UPSTREAM_STATUSES = ("Pending", "Submitted", "Backport", "Accepted", "Denied", "
 
 
 _FIELD_LINE = re.compile(r"^(" + "|".join(re.escape(k) for k in DEP3_KEYS) + r"):[ \t]*(.*)$")
-_SUBJECT_PREFIX = re.compile(r"^\[[^\]]*PATCH[^\]]*\]\s*")
 
 
 @dataclass(frozen=True)
@@ -169,9 +169,12 @@ def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
             last = key.strip()
             headers[last] = value.strip()
         index += 1
-    subject = _SUBJECT_PREFIX.sub("", headers.get("Subject", ""))
-    body = "\n".join(lines[index + 1:]).strip("\n")
-    return subject, body, headers.get("From"), headers.get("Date")
+    in_body, rest = in_body_headers(lines[index + 1:])
+    headers.update(in_body)
+    subject = am_subject(headers.get("Subject", ""))
+    body = "\n".join(rest).strip("\n")
+    author = headers.get("From")
+    return subject, body, decoded(author) if author is not None else None, headers.get("Date")
 
 
 def _parse_fields(body: str) -> list[tuple[str, str]]:

@@ -261,9 +261,9 @@ def render_onto(console: Console, outcome: OntoOutcome) -> None:
     if outcome.action == "aborted":
         console.print(f"aborted the move to {outcome.ref}: {into} is back at the pin {outcome.pin[:12]} with the "
                       f"series as it was ({len(outcome.applied)} patch commits)", highlight=False, markup=False)
-        if outcome.saved:
+        for branch in outcome.saved:
             console.print(f"the work done during the move (commits, staged and unstaged changes) kept on branch "
-                          f"{outcome.saved}", style="yellow", highlight=False, markup=False)
+                          f"{branch}", style="yellow", highlight=False, markup=False)
         return
     console.print(f"{into}: {outcome.upstream} moving from the pin {outcome.pin[:12]} onto {outcome.ref} "
                   f"({outcome.commit[:12]})", highlight=False, markup=False)
