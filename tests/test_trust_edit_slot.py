@@ -205,6 +205,24 @@ def test_continue_after_a_git_am_abort_by_hand_refuses_and_says_how_to_restart(t
     assert "upstream carries it" in exported.json["dropped"][1]["reason"]
 
 
+def test_continue_after_a_git_am_abort_and_an_unrelated_commit_refuses(tmp_path, cli, project, upstream):
+    """A commit made by hand after ``git am --abort`` is not the stopped patch resolved: git am's commit of it
+    carries the patch's subject and author, this one does not."""
+    into = stopped_move(tmp_path, cli, project, upstream)
+    assert gitenv(into, "am", "--abort").returncode == 0
+    (into / "NOTES.txt").write_text("mine\n")
+    assert gitenv(into, "add", "NOTES.txt").returncode == 0
+    assert gitenv(into, "commit", "-q", "-m", "my own notes").returncode == 0
+    before = tree_bytes(into)
+    result = resume(cli, into, "continue")
+    assert result.code == 1, result.out + result.err
+    assert "not git am's commit of nvtx-ranges" in result.err and "my own notes" in result.err, result.err
+    assert "patchmgr edit --abort" in result.err
+    assert tree_bytes(into) == before
+    aborted = resume(cli, into, "abort")
+    assert aborted.code == 0 and "patchmgr-saved/" in aborted.out, aborted.out + aborted.err
+
+
 def test_export_names_every_patch_it_drops_and_why(tmp_path, cli, project, upstream):
     journey_project(project, upstream)
     into = tmp_path / "work"

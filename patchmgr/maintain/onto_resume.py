@@ -37,6 +37,8 @@ from patchmgr.maintain.onto import (
 )
 from patchmgr.maintain.onto_lost import BRANCH, lost_tips
 from patchmgr.model.errors import GitError, StateError, UsageError
+from patchmgr.model.mail import commit_spec
+from patchmgr.model.patchfile import parse_patch
 from patchmgr.model.project import Project
 from patchmgr.targets.absent import leaving_out_absent
 from patchmgr.targets.localwork import SAVED_PREFIX, utc_stamp
@@ -93,7 +95,8 @@ def _resume(project: Project, run: MoveRun, action: str) -> OntoOutcome:
 def _continue_current(run: MoveRun, current: str) -> None:
     """Record the commit made for ``current`` (the stopped patch, ``move.current``)."""
     repo, move, into = run.repo, run.move, run.into
-    if repo.am_in_progress():
+    ended_by_hand = not repo.am_in_progress()  # git am --continue (or --abort, --skip) was run outside patchmgr
+    if not ended_by_hand:
         unmerged = repo.unmerged_paths()
         if unmerged:
             raise StateError(f"{current}: {_paths(unmerged)} still {'has' if len(unmerged) == 1 else 'have'} "
@@ -117,11 +120,32 @@ def _continue_current(run: MoveRun, current: str) -> None:
     if not made:
         _refuse_lost_commits(run, "continue")
         raise _no_commit(run)
+    if ended_by_hand:
+        _refuse_a_commit_not_ams(run, current, made[0])
     add_note(repo, made[0], current)
     run.record.patches.append(PatchCommit(current, made[0], next((e.sha256 for e in move.queue if e.id == current),
                                                                   "")))
     move.resolved.append(current)
     done_current(run)
+
+
+def _refuse_a_commit_not_ams(run: MoveRun, current: str, commit: str) -> None:
+    """The first commit since the stop, when git am was ended by hand, must be git am's commit of ``current``:
+    the patch's subject and author (git am --continue by hand makes it so). Anything else (a commit made after
+    a git am --abort by hand) is not the patch resolved, and never taken as it."""
+    mail = run.mail(current)
+    spec = commit_spec(parse_patch(mail.read_bytes(), mail, run.record.upstream, current))
+    subject, address = run.repo.run("log", "-1", "--format=%s%x00%ae", commit).partition("\0")[::2]
+    if subject == " ".join(spec.message.split("\n\n")[0].split()) and address == spec.address:
+        return
+    into = run.into
+    raise StateError(
+        f"{current}: the commit {commit[:12]} ({subject}) is not git am's commit of {current} (its subject or author "
+        "differs): the git am of the stopped patch was ended outside patchmgr; nothing was done",
+        f"give the move up with: patchmgr edit --abort --into {into} (it keeps that commit on a patchmgr-saved "
+        f"branch), then start it again with edit --onto {run.move.ref}; or, if that commit is {current} resolved, "
+        f"give it the patch's subject and author (git -C {into} commit --amend) and run patchmgr edit --continue "
+        f"--into {into} again")
 
 
 def _on_the_branch(run: MoveRun, action: str) -> None:
