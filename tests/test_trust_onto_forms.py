@@ -199,12 +199,9 @@ def test_a_plain_patch_that_conflicts_is_resolved_continued_and_exported_plain(t
     assert head_of(written) == head_of(data).replace(b"2025-01-01", today().encode())
     assert b"-line 20 rewritten upstream\n+line 20 rewritten upstream, and patched\n" in written
 
-
-def test_fields_beyond_ascii_make_the_same_commit_in_edit_and_edit_onto(tmp_path, cli, project, upstream):
-    git(upstream.path, "tag", "v0.4.2")
-    pin = upstream.head()
-    fields = FIELDS.replace("Jane Doe", "Müller, Jörg").replace("Fix line 20", "Fix line 20 (café)")
-    project.add_patch("lib", "plain-fix", (fields + "---\n" + git_diff(upstream, pin)).encode())
+def commits_of_edit_and_onto(tmp_path, cli, project, upstream, pin) -> dict:
+    """The commit plain ``edit`` and ``edit --onto v0.5.0`` each make of the one patch (author, date, message);
+    asserted equal."""
     (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
     upstream.commit({"src/mod.py": MOVED}, "Three lines on top")
     git(upstream.path, "tag", "v0.5.0")
@@ -214,6 +211,16 @@ def test_fields_beyond_ascii_make_the_same_commit_in_edit_and_edit_onto(tmp_path
         assert result.code == 0, result.out + result.err
         made[name] = git(tmp_path / name, "log", "-1", "--format=%an <%ae>|%ad|%B", "--date=iso-strict")
     assert made["edit"] == made["onto"]
+    return made
+
+
+
+def test_fields_beyond_ascii_make_the_same_commit_in_edit_and_edit_onto(tmp_path, cli, project, upstream):
+    git(upstream.path, "tag", "v0.4.2")
+    pin = upstream.head()
+    fields = FIELDS.replace("Jane Doe", "Müller, Jörg").replace("Fix line 20", "Fix line 20 (café)")
+    project.add_patch("lib", "plain-fix", (fields + "---\n" + git_diff(upstream, pin)).encode())
+    made = commits_of_edit_and_onto(tmp_path, cli, project, upstream, pin)
     assert made["edit"].startswith("Müller, Jörg <jane@example.com>|2025-01-01T00:00:00+00:00|"
                                    "Fix line 20 (café) for our training runs\n\nDescription: Fix line 20 (café)")
 
@@ -375,15 +382,7 @@ def test_a_mails_subject_makes_the_same_commit_in_edit_and_edit_onto(tmp_path, c
     head = head.replace("From: Upstream Dev", "From: =?UTF-8?q?M=C3=BCller=2C_J=C3=B6rg?=")
     mail = (head + "\nMIME-Version:" + rest).encode()
     project.add_patch("lib", "plain-fix", mail)
-    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
-    upstream.commit({"src/mod.py": MOVED}, "Three lines on top")
-    git(upstream.path, "tag", "v0.5.0")
-    made = {}
-    for name, more in (("edit", ()), ("onto", ("--onto", "v0.5.0"))):
-        result = edit(cli, upstream, tmp_path / name, *more)
-        assert result.code == 0, result.out + result.err
-        made[name] = git(tmp_path / name, "log", "-1", "--format=%an <%ae>|%ad|%B", "--date=iso-strict")
-    assert made["edit"] == made["onto"]
+    made = commits_of_edit_and_onto(tmp_path, cli, project, upstream, pin)
     assert made["edit"].startswith(f"Müller, Jörg <dev@upstream.example>|2026-01-01T00:00:00+00:00|{subject}\n\n")
     exported = export(cli, tmp_path / "edit")
     assert exported.code == 0 and "no patch changed" in exported.out, exported.out + exported.err
@@ -410,15 +409,7 @@ def test_in_body_headers_make_the_same_commit_in_edit_and_edit_onto(tmp_path, cl
     mail = mail[:at] + ("From: =?UTF-8?q?Ann=20Oth=C3=A9r?= <ann@example.com>\nDate: Fri, 2 Jan 2026 10:00:00 +0100"
                         "\nSubject: [PATCH] Fix line 20 in body\n\n") + mail[at:]
     project.add_patch("lib", "plain-fix", mail.encode())
-    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
-    upstream.commit({"src/mod.py": MOVED}, "Three lines on top")
-    git(upstream.path, "tag", "v0.5.0")
-    made = {}
-    for name, more in (("edit", ()), ("onto", ("--onto", "v0.5.0"))):
-        result = edit(cli, upstream, tmp_path / name, *more)
-        assert result.code == 0, result.out + result.err
-        made[name] = git(tmp_path / name, "log", "-1", "--format=%an <%ae>|%ad|%B", "--date=iso-strict")
-    assert made["edit"] == made["onto"]
+    made = commits_of_edit_and_onto(tmp_path, cli, project, upstream, pin)
     assert made["edit"].startswith("Ann Othér <ann@example.com>|2026-01-02T10:00:00+01:00|Fix line 20 in body\n\n"
                                    "Why: ")
     exported = export(cli, tmp_path / "edit")

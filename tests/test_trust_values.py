@@ -372,15 +372,21 @@ def test_a_smoke_environment_as_patchmgr_built_it_is_reused(smoke_scene):
     assert result.code == 0, result.out + result.err
     assert any(f"smoke environment {place}" in note and "reused" in note for note in result.json["notes"])
 
-
-def test_a_cached_clone_that_is_a_link_is_refused_and_git_never_runs_there(cli, project, upstream, tmp_path):
-    """The cached clones pass the same check: a clone that is a link to a folder elsewhere is refused."""
+def cached_clone(cli, project, upstream, tmp_path):
+    """A project whose status filled the cache with a clone of ``upstream``: (the status args, the clone)."""
     pin = upstream.head()
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
     project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
     args = ["status", "--target", "t", "--source", f"lib={upstream.path}"]
     assert cli(*args).code == 0
     clone = tmp_path / "cache" / "git" / "lib.git"
+    return args, clone
+
+
+
+def test_a_cached_clone_that_is_a_link_is_refused_and_git_never_runs_there(cli, project, upstream, tmp_path):
+    """The cached clones pass the same check: a clone that is a link to a folder elsewhere is refused."""
+    args, clone = cached_clone(cli, project, upstream, tmp_path)
     moved = tmp_path / "moved.git"
     clone.rename(moved)
     clone.symlink_to(moved)
@@ -436,12 +442,7 @@ def test_a_bracketed_host_that_is_an_option_is_refused_at_load_naming_file_and_k
                                     "foreign-loose-folder"])
 def test_a_cached_clone_part_that_another_user_can_write_is_refused_and_no_hook_runs(
         cli, project, upstream, tmp_path, tamper):
-    pin = upstream.head()
-    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
-    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
-    args = ["status", "--target", "t", "--source", f"lib={upstream.path}"]
-    assert cli(*args).code == 0
-    clone = tmp_path / "cache" / "git" / "lib.git"
+    args, clone = cached_clone(cli, project, upstream, tmp_path)
     mark = tmp_path / "hook-ran"
     other_gid = os.getegid() + 4242
     if tamper == "group-writable-folder":
