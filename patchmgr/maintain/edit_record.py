@@ -120,11 +120,6 @@ def record_path(folder: Path) -> Path:
     return folder / ".git" / RECORD
 
 
-def record_bytes(target: str, upstream: str, pin: str, patches: list[tuple[str, str, str]]) -> bytes:
-    """The record of a checkout: ``patches`` as (id, commit, sha256 of the patch file)."""
-    return EditRecord(target, upstream, pin, [PatchCommit(*p) for p in patches]).to_bytes()
-
-
 def write_record(folder: Path, record: EditRecord) -> None:
     """Replace the record atomically (a kill leaves the old one or the new one, never half)."""
     write_atomic(record_path(folder), record.to_bytes(), written=step)
