@@ -27,9 +27,23 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_once(examples: int, seed: int) -> tuple[int, str, float]:
     env = {**os.environ, "PATCHMGR_PROPERTY_EXAMPLES": str(examples), "PATCHMGR_PROPERTY_SEED": str(seed)}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "--hypothesis-seed", str(seed),
-                           "tests/test_engine_properties.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--hypothesis-seed",
+            str(seed),
+            "tests/test_engine_properties.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     summary = (done.stdout.strip().splitlines() or ["no output"])[-1]
     return done.returncode, summary, time.monotonic() - started
 
@@ -40,13 +54,16 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1, help="runs, each with a new random seed")
     parser.add_argument("--seed", type=int, help="replay this seed (one run)")
     args = parser.parse_args()
-    seeds = [args.seed] if args.seed is not None else [random.SystemRandom().randrange(1, 2**31) for _ in
-                                                          range(args.runs)]
+    seeds = (
+        [args.seed] if args.seed is not None else [random.SystemRandom().randrange(1, 2**31) for _ in range(args.runs)]
+    )
     failed = 0
     for seed in seeds:
         code, summary, seconds = run_once(args.examples, seed)
-        print(f"seed {seed}: {args.examples} examples per property, {summary} ({seconds:.0f} s)"
-              + ("" if code == 0 else "  <- FAILED: replay with --seed " + str(seed)))
+        print(
+            f"seed {seed}: {args.examples} examples per property, {summary} ({seconds:.0f} s)"
+            + ("" if code == 0 else "  <- FAILED: replay with --seed " + str(seed))
+        )
         failed += code != 0
     return 1 if failed else 0
 

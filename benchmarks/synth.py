@@ -24,8 +24,28 @@ from pathlib import Path
 
 EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z
 GIT_ENV = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
-WORDS = ("value", "count", "total", "index", "buffer", "weight", "scale", "offset", "state", "mask", "layer",
-         "token", "shard", "rank", "stream", "grad", "bias", "query", "key", "cache")
+WORDS = (
+    "value",
+    "count",
+    "total",
+    "index",
+    "buffer",
+    "weight",
+    "scale",
+    "offset",
+    "state",
+    "mask",
+    "layer",
+    "token",
+    "shard",
+    "rank",
+    "stream",
+    "grad",
+    "bias",
+    "query",
+    "key",
+    "cache",
+)
 
 
 @dataclass(frozen=True)
@@ -83,8 +103,7 @@ def build_history(spec: HistorySpec, repo: Path) -> list[str]:
     files = {_path(spec.seed, n): _file_text(rng, n) for n in range(spec.files)}
     hot = [_path(spec.seed, n) for n in range(spec.hot)]
     next_number = spec.files
-    importer = subprocess.Popen(["git", "fast-import", "--quiet", "--done"], cwd=tmp, stdin=subprocess.PIPE,
-                                env=_env())
+    importer = subprocess.Popen(["git", "fast-import", "--quiet", "--done"], cwd=tmp, stdin=subprocess.PIPE, env=_env())
     out = importer.stdin
     for number in range(spec.commits):
         when = EPOCH + number * 600
@@ -119,8 +138,9 @@ def build_history(spec: HistorySpec, repo: Path) -> list[str]:
     if importer.wait() != 0:
         raise RuntimeError("git fast-import failed")
     subprocess.run(["git", "-C", str(tmp), "repack", "-adq"], check=True, env=_env())
-    shas = subprocess.run(["git", "-C", str(tmp), "rev-list", "--reverse", "main"], check=True,
-                          capture_output=True, text=True, env=_env()).stdout.split()
+    shas = subprocess.run(
+        ["git", "-C", str(tmp), "rev-list", "--reverse", "main"], check=True, capture_output=True, text=True, env=_env()
+    ).stdout.split()
     (tmp / "bench-commits.txt").write_text("\n".join(shas) + "\n")
     tmp.rename(repo)
     return shas
@@ -144,13 +164,13 @@ def _mutate(rng: random.Random, files: dict[str, list[str]], hot: list[str], cha
             continue
         at = rng.randrange(2, max(3, len(lines) - 1))
         if roll < 0.45:
-            lines[at: at + rng.randrange(1, 3)] = [_line(rng) for _ in range(rng.randrange(1, 3))]
+            lines[at : at + rng.randrange(1, 3)] = [_line(rng) for _ in range(rng.randrange(1, 3))]
             verb = "rework"
         elif roll < 0.8:
             lines[at:at] = [_line(rng) for _ in range(rng.randrange(1, 6))]
             verb = "extend"
         else:
-            del lines[at: at + rng.randrange(1, 4)]
+            del lines[at : at + rng.randrange(1, 4)]
             verb = "trim"
         changed[path] = _blob(lines)
         edits.append(f"{verb} {path.rsplit('/', 1)[1]}")
@@ -159,12 +179,14 @@ def _mutate(rng: random.Random, files: dict[str, list[str]], hot: list[str], cha
 
 def _env() -> dict[str, str]:
     import os
+
     return {**os.environ, **GIT_ENV}
 
 
 def read_file(repo: Path, commit: str, path: str) -> bytes:
-    return subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f"{commit}:{path}"], check=True,
-                          capture_output=True, env=_env()).stdout
+    return subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "blob", f"{commit}:{path}"], check=True, capture_output=True, env=_env()
+    ).stdout
 
 
 def blob_id(data: bytes) -> str:
@@ -174,11 +196,14 @@ def blob_id(data: bytes) -> str:
 def make_patch(rng: random.Random, path: str, old: bytes, number: int, upstream: str) -> bytes:
     """A format-patch mail that changes a few lines of ``path`` (3 lines of context, full index)."""
     import difflib
+
     lines = old.decode().splitlines(keepends=True)
     at = rng.randrange(3, len(lines) - 4)
     new = list(lines)
-    new[at: at + rng.randrange(1, 3)] = [f"    patched_{number} = {rng.randrange(10**6)}  # {upstream} fix\n",
-                                         _line(rng)]
+    new[at : at + rng.randrange(1, 3)] = [
+        f"    patched_{number} = {rng.randrange(10**6)}  # {upstream} fix\n",
+        _line(rng),
+    ]
     data = "".join(new).encode()
     hunks = list(difflib.unified_diff(lines, new, n=3))[2:]
     body = "".join(hunks)
@@ -198,12 +223,18 @@ def make_patch(rng: random.Random, path: str, old: bytes, number: int, upstream:
     return mail.encode()
 
 
-def write_patches(repo: Path, pin: str, upstream: str, count: int, seed: int, spec: HistorySpec,
-                  patches_dir: Path, prefix: str) -> list[str]:
+def write_patches(
+    repo: Path, pin: str, upstream: str, count: int, seed: int, spec: HistorySpec, patches_dir: Path, prefix: str
+) -> list[str]:
     """``count`` patches against ``pin``, on distinct files (hot ones first); return their ids."""
     rng = random.Random(seed)
-    listing = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "--name-only", pin], check=True,
-                             capture_output=True, text=True, env=_env()).stdout.split()
+    listing = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", pin],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=_env(),
+    ).stdout.split()
     hot = [_path(spec.seed, n) for n in range(spec.hot)]
     cold = sorted(set(listing) - set(hot))
     rng.shuffle(cold)
@@ -213,8 +244,7 @@ def write_patches(repo: Path, pin: str, upstream: str, count: int, seed: int, sp
     folder.mkdir(parents=True, exist_ok=True)
     for number, path in enumerate(chosen[:count]):
         patch_id = f"{prefix}-{number:03d}"
-        (folder / f"{patch_id}.patch").write_bytes(make_patch(rng, path, read_file(repo, pin, path), number,
-                                                              upstream))
+        (folder / f"{patch_id}.patch").write_bytes(make_patch(rng, path, read_file(repo, pin, path), number, upstream))
         ids.append(patch_id)
     return ids
 
@@ -229,8 +259,9 @@ def write_manifest(path: Path, target: str, upstreams: dict[str, dict]) -> None:
     path.write_text("\n".join(lines))
 
 
-def big_hunks_case(lines: int = 80_000, hunks: int = 20_000, shift: int = 7, resize: bool = True
-                   ) -> tuple[bytes, bytes, bytes, str]:
+def big_hunks_case(
+    lines: int = 80_000, hunks: int = 20_000, shift: int = 7, resize: bool = True
+) -> tuple[bytes, bytes, bytes, str]:
     """One file of ``lines`` lines, a patch of ``hunks`` one-context-line hunks against it, and an upstream
     that moved on by ``shift`` lines added at the top (every hunk lands at an offset).
 
@@ -253,8 +284,7 @@ def big_hunks_case(lines: int = 80_000, hunks: int = 20_000, shift: int = 7, res
         at = k * step + 2  # 0-based line changed, one context line on each side (none at line 1: git
         # anchors a hunk that starts there at the file's beginning)
         change = k % 3 if resize else 0
-        new_lines = {0: [f"v{at} = p\n"], 1: [f"v{at} = p\n", f"w{at} = 0\n"],
-                     2: []}[change]
+        new_lines = {0: [f"v{at} = p\n"], 1: [f"v{at} = p\n", f"w{at} = 0\n"], 2: []}[change]
         body = [" " + old[at - 1], "-" + old[at], *("+" + line for line in new_lines), " " + old[at + 1]]
         new_count = 2 + len(new_lines)
         parts.append(f"@@ -{at},3 +{at + delta},{new_count} @@\n" + "".join(body))

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-
 from pathlib import Path
 
 import pytest
-
 from gitrepos import BASE_TEXT, Project, UpstreamRepo
+
 from patchmgr.cli.app import main
 
 # The smoke tests run only through `patchmgr smoke`, which points them at an upstream tree.
@@ -35,6 +34,7 @@ def _pypi_problem() -> str | None:
         import urllib.request
 
         from patchmgr.sources.release import index_url
+
         try:
             with urllib.request.urlopen(f"{index_url()}/pip/", timeout=20):
                 _REACHED["pypi"] = None
@@ -55,9 +55,13 @@ def release_cache(tmp_path_factory) -> Path:
 def smoke_extras() -> None:
     """The upstream code's own dependencies that the smoke tests import (pip install -e '.[smoke]')."""
     import importlib.util
-    missing = [name for name in ("torch", "megatron.core", "transformers", "einops")
-               if importlib.util.find_spec(name.split(".")[0]) is None
-               or (name == "megatron.core" and importlib.util.find_spec(name) is None)]
+
+    missing = [
+        name
+        for name in ("torch", "megatron.core", "transformers", "einops")
+        if importlib.util.find_spec(name.split(".")[0]) is None
+        or (name == "megatron.core" and importlib.util.find_spec(name) is None)
+    ]
     require(not missing, f"the smoke extras are not installed ({', '.join(missing)}): pip install -e '.[smoke]'")
 
 

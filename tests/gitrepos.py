@@ -8,9 +8,12 @@ import subprocess
 from pathlib import Path
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Upstream Dev", "GIT_AUTHOR_EMAIL": "dev@upstream.example",
-    "GIT_COMMITTER_NAME": "Upstream Dev", "GIT_COMMITTER_EMAIL": "dev@upstream.example",
-    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
+    "GIT_AUTHOR_NAME": "Upstream Dev",
+    "GIT_AUTHOR_EMAIL": "dev@upstream.example",
+    "GIT_COMMITTER_NAME": "Upstream Dev",
+    "GIT_COMMITTER_EMAIL": "dev@upstream.example",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
 }
 
 
@@ -46,18 +49,26 @@ class UpstreamRepo:
     def read(self, name: str, ref: str = "HEAD") -> str:
         return git(self.path, "show", f"{ref}:{name}") + "\n"
 
-    def make_patch(self, base: str, files: dict[str, str | None], subject: str,
-                   body: str = "Why: the upstream code breaks our training runs in a specific way here.",
-                   fields: str = "Origin: vendor\nUpstream-Status: Pending") -> bytes:
+    def make_patch(
+        self,
+        base: str,
+        files: dict[str, str | None],
+        subject: str,
+        body: str = "Why: the upstream code breaks our training runs in a specific way here.",
+        fields: str = "Origin: vendor\nUpstream-Status: Pending",
+    ) -> bytes:
         """A real format-patch of ``files`` changed on top of ``base``; the repo's branch is untouched."""
         branch = git(self.path, "rev-parse", "--abbrev-ref", "HEAD")
         git(self.path, "checkout", "-q", "--detach", base)
         try:
             self.commit(files, f"{subject}\n\n{body}\n\n{fields}\n")
             return subprocess.run(
-                ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature",
-                 "HEAD"], cwd=self.path, capture_output=True, check=True,
-                env={**os.environ, **GIT_ENV}).stdout
+                ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature", "HEAD"],
+                cwd=self.path,
+                capture_output=True,
+                check=True,
+                env={**os.environ, **GIT_ENV},
+            ).stdout
         finally:
             git(self.path, "checkout", "-q", branch)
 
@@ -90,8 +101,12 @@ class Project:
 BASE_TEXT = "".join(f"line {i}\n" for i in range(1, 41))
 
 
-def make_series(repo: UpstreamRepo, base: str, steps: list[tuple[dict[str, str | None], str]],
-                fields: str = "Origin: vendor\nUpstream-Status: Pending") -> list[bytes]:
+def make_series(
+    repo: UpstreamRepo,
+    base: str,
+    steps: list[tuple[dict[str, str | None], str]],
+    fields: str = "Origin: vendor\nUpstream-Status: Pending",
+) -> list[bytes]:
     """format-patch mails of ``steps`` committed one on top of the other from ``base``, as a real series."""
     branch = git(repo.path, "rev-parse", "--abbrev-ref", "HEAD")
     git(repo.path, "checkout", "-q", "--detach", base)
@@ -99,9 +114,24 @@ def make_series(repo: UpstreamRepo, base: str, steps: list[tuple[dict[str, str |
     try:
         for files, subject in steps:
             repo.commit(files, f"{subject}\n\nWhy: {subject.lower()} keeps our runs correct.\n\n{fields}\n")
-            mails.append(subprocess.run(
-                ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature",
-                 "HEAD"], cwd=repo.path, capture_output=True, check=True, env={**os.environ, **GIT_ENV}).stdout)
+            mails.append(
+                subprocess.run(
+                    [
+                        "git",
+                        "format-patch",
+                        "-1",
+                        "--stdout",
+                        "--zero-commit",
+                        "--full-index",
+                        "--no-signature",
+                        "HEAD",
+                    ],
+                    cwd=repo.path,
+                    capture_output=True,
+                    check=True,
+                    env={**os.environ, **GIT_ENV},
+                ).stdout
+            )
     finally:
         git(repo.path, "checkout", "-q", branch)
     return mails

@@ -163,8 +163,9 @@ def said(notes: list[str]) -> str:
 UNTOUCHED = {"rolled-back", "not-started"}  # what a run after a kill may say when the state is the one before
 
 
-def kill_every_step(name, args, restore, before, after, observe, next_apply=None, every=1, stride=1,
-                    minimum=10, exit_code=0) -> dict:
+def kill_every_step(
+    name, args, restore, before, after, observe, next_apply=None, every=1, stride=1, minimum=10, exit_code=0
+) -> dict:
     """Kill ``args`` at each ``stride``-th step in turn (and the last); after each, ``observe()`` (the next
     run) gives (state, notes), and the state must be ``before`` or ``after`` as the notes say. After every
     ``every``-th kill, ``next_apply()`` then runs the command again (it must complete). The run that gets
@@ -187,8 +188,10 @@ def kill_every_step(name, args, restore, before, after, observe, next_apply=None
         outcome = said(notes)
         assert outcome in ("rolled-back", "not-started", "finished"), (name, step, notes)
         expected = before if outcome in UNTOUCHED else after
-        assert state == expected, f"{name}: after a kill at step {step} the next run said {notes}, " \
-                                  f"but the state is not that: {differences(state, expected)}"
+        assert state == expected, (
+            f"{name}: after a kill at step {step} the next run said {notes}, "
+            f"but the state is not that: {differences(state, expected)}"
+        )
         counts[outcome] += 1
         if next_apply and counts["kill_points"] % every == 0:
             next_apply()
@@ -197,23 +200,28 @@ def kill_every_step(name, args, restore, before, after, observe, next_apply=None
             break
         step += stride
     record(name, **counts)
-    assert counts["kill_points"] >= minimum and counts["finished"] and counts["rolled-back"] + counts["not-started"], \
-        (name, counts, minimum)
+    assert counts["kill_points"] >= minimum and counts["finished"] and counts["rolled-back"] + counts["not-started"], (
+        name,
+        counts,
+        minimum,
+    )
     return counts
 
 
 def differences(state: dict[str, str], expected: dict[str, str], shown: int = 8) -> str:
     """The entries two snapshots disagree on (the first few), for a failure message."""
     keys = sorted(k for k in state.keys() | expected.keys() if state.get(k) != expected.get(k))
-    return "; ".join(f"{k}: {state.get(k, '(absent)')!r} instead of {expected.get(k, '(absent)')!r}"
-                     for k in keys[:shown]) + (f"; {len(keys) - shown} more" if len(keys) > shown else "")
+    return "; ".join(
+        f"{k}: {state.get(k, '(absent)')!r} instead of {expected.get(k, '(absent)')!r}" for k in keys[:shown]
+    ) + (f"; {len(keys) - shown} more" if len(keys) > shown else "")
 
 
 # -- a target of two small upstreams, as git repositories and as an installed environment ----------
 def module_text(name: str, lines: int = 300) -> str:
     """A module of realistic size (about 12 KB), so that writes span several disk pages."""
-    return f'"""{name}"""\n' + "".join(f"VALUE_{i} = {i}  # a line of padding that makes the module larger\n"
-                                       for i in range(1, lines + 1))
+    return f'"""{name}"""\n' + "".join(
+        f"VALUE_{i} = {i}  # a line of padding that makes the module larger\n" for i in range(1, lines + 1)
+    )
 
 
 def changed(text: str, edits: dict[int, int]) -> str:
@@ -222,10 +230,16 @@ def changed(text: str, edits: dict[int, int]) -> str:
     return text
 
 
-LIB_FILES = {"src/minilib/__init__.py": "from minilib.core import VALUE_1\n",
-             "src/minilib/core.py": module_text("minilib core"), "src/minilib/util.py": module_text("minilib util")}
-TOOL_FILES = {"minitool/__init__.py": "VERSION = '2.0'\n", "minitool/main.py": module_text("minitool main"),
-              "minitool/extra.py": module_text("minitool extra")}
+LIB_FILES = {
+    "src/minilib/__init__.py": "from minilib.core import VALUE_1\n",
+    "src/minilib/core.py": module_text("minilib core"),
+    "src/minilib/util.py": module_text("minilib util"),
+}
+TOOL_FILES = {
+    "minitool/__init__.py": "VERSION = '2.0'\n",
+    "minitool/main.py": module_text("minitool main"),
+    "minitool/extra.py": module_text("minitool extra"),
+}
 
 
 @dataclass
@@ -250,26 +264,53 @@ class Upstreams:
         core, util = LIB_FILES["src/minilib/core.py"], LIB_FILES["src/minilib/util.py"]
         main, extra = TOOL_FILES["minitool/main.py"], TOOL_FILES["minitool/extra.py"]
         last = 300 + version
-        lib = make_series(self.lib, self.pin_lib, [
-            ({"src/minilib/core.py": changed(core, {5: 500})}, "Core five"),
-            ({"src/minilib/util.py": changed(util, {40: 4000})}, "Util forty"),
-            ({"src/minilib/core.py": changed(core, {5: 500, 250: last})}, "Core two hundred fifty"),
-        ])
-        tool = make_series(self.tool, self.pin_tool, [
-            ({"minitool/main.py": changed(main, {10: 1000})}, "Main ten"),
-            ({"minitool/extra.py": changed(extra, {120: last}), "minitool/__init__.py": f"VERSION = '2.{last}'\n"},
-             "Extra one hundred twenty, and the version"),
-        ])
+        lib = make_series(
+            self.lib,
+            self.pin_lib,
+            [
+                ({"src/minilib/core.py": changed(core, {5: 500})}, "Core five"),
+                ({"src/minilib/util.py": changed(util, {40: 4000})}, "Util forty"),
+                ({"src/minilib/core.py": changed(core, {5: 500, 250: last})}, "Core two hundred fifty"),
+            ],
+        )
+        tool = make_series(
+            self.tool,
+            self.pin_tool,
+            [
+                ({"minitool/main.py": changed(main, {10: 1000})}, "Main ten"),
+                (
+                    {
+                        "minitool/extra.py": changed(extra, {120: last}),
+                        "minitool/__init__.py": f"VERSION = '2.{last}'\n",
+                    },
+                    "Extra one hundred twenty, and the version",
+                ),
+            ],
+        )
         for number, mail in enumerate(lib, 1):
             project.add_patch("minilib", f"lib-{number}", mail)
         for number, mail in enumerate(tool, 1):
             project.add_patch("minitool", f"tool-{number}", mail)
-        project.manifest("t", {
-            "minilib": {"git": "https://example.invalid/minilib.git", "commit": self.pin_lib, "version": "1.0",
-                        "pypi": "minilib", "package-root": "src", "patches": ["lib-1", "lib-2", "lib-3"]},
-            "minitool": {"git": "https://example.invalid/minitool.git", "commit": self.pin_tool, "version": "2.0",
-                         "pypi": "minitool", "patches": ["tool-1", "tool-2"]},
-        })
+        project.manifest(
+            "t",
+            {
+                "minilib": {
+                    "git": "https://example.invalid/minilib.git",
+                    "commit": self.pin_lib,
+                    "version": "1.0",
+                    "pypi": "minilib",
+                    "package-root": "src",
+                    "patches": ["lib-1", "lib-2", "lib-3"],
+                },
+                "minitool": {
+                    "git": "https://example.invalid/minitool.git",
+                    "commit": self.pin_tool,
+                    "version": "2.0",
+                    "pypi": "minitool",
+                    "patches": ["tool-1", "tool-2"],
+                },
+            },
+        )
 
 
 def _wheel(folder: Path, name: str, version: str, files: dict[str, str], strip: str) -> Path:
@@ -278,9 +319,11 @@ def _wheel(folder: Path, name: str, version: str, files: dict[str, str], strip: 
 
     path = folder / f"{name}-{version}-py3-none-any.whl"
     info = f"{name}-{version}.dist-info"
-    contents = {rel[len(strip):]: text.encode() for rel, text in files.items()}
+    contents = {rel[len(strip) :]: text.encode() for rel, text in files.items()}
     contents[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
-    contents[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: patchmgr-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    contents[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: patchmgr-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     rows = []
     for rel, data in contents.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -307,7 +350,21 @@ def make_environment(folder: Path) -> Path:
     venv = folder / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     wheels = [_wheel(folder, "minilib", "1.0", LIB_FILES, "src/"), _wheel(folder, "minitool", "2.0", TOOL_FILES, "")]
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
-                    "--no-deps", "--no-index", "--no-cache-dir", "--disable-pip-version-check",
-                    *map(str, wheels)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            *map(str, wheels),
+        ],
+        check=True,
+    )
     return venv

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from gitrepos import GIT_ENV, git
 from test_bad_inputs import snapshot
 from test_full_disk import disk  # noqa: F401  (the fixture: a small tmpfs mounted as root)
@@ -51,9 +50,13 @@ def raw_patch(upstream, base: str, files: dict[str, bytes | None], subject: str)
     git(upstream.path, "checkout", "-q", "--detach", base)
     try:
         commit = commit_raw(upstream, files, f"{subject}\n\n{FIELDS}")
-        mail = subprocess.run(["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index",
-                               "--no-signature", "HEAD"], cwd=upstream.path, capture_output=True, check=True,
-                              env={**os.environ, **GIT_ENV}).stdout
+        mail = subprocess.run(
+            ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature", "HEAD"],
+            cwd=upstream.path,
+            capture_output=True,
+            check=True,
+            env={**os.environ, **GIT_ENV},
+        ).stdout
         return mail, commit
     finally:
         git(upstream.path, "checkout", "-q", "-f", branch)
@@ -71,15 +74,17 @@ def status(cli, upstream, *extra: str):
 
 
 def apply(cli, upstream, into: Path, *extra: str):
-    result = cli("apply", "--target", "t", "--into", str(into), "--json", "--source", f"lib={upstream.path}",
-                 *extra)
+    result = cli("apply", "--target", "t", "--into", str(into), "--json", "--source", f"lib={upstream.path}", *extra)
     assert "Traceback" not in result.out + result.err
     return result
 
 
 def verdicts(result) -> list[tuple[str, str, str | None]]:
-    return [(p["id"], p["state"], (p.get("conflict") or {}).get("reason"))
-            for u in result.json["upstreams"] for p in u["patches"]]
+    return [
+        (p["id"], p["state"], (p.get("conflict") or {}).get("reason"))
+        for u in result.json["upstreams"]
+        for p in u["patches"]
+    ]
 
 
 def assert_agree_and_exact(cli, upstream, into: Path, commit: str, paths: list[str]) -> None:
@@ -94,8 +99,9 @@ def assert_agree_and_exact(cli, upstream, into: Path, commit: str, paths: list[s
     for path in paths:
         wanted = git(upstream.path, "rev-parse", f"{commit}:{path}")
         assert git(checkout, "rev-parse", f"HEAD:{path}") == wanted, path
-        blob = subprocess.run(["git", "cat-file", "blob", wanted], cwd=upstream.path, capture_output=True,
-                              check=True).stdout
+        blob = subprocess.run(
+            ["git", "cat-file", "blob", wanted], cwd=upstream.path, capture_output=True, check=True
+        ).stdout
         assert files[path] == hashlib.sha256(blob).hexdigest(), path  # what the engine computed
     # the commit holds exactly the patch's files
     assert git(checkout, "diff", "--name-only", "HEAD~1", "HEAD").split() == sorted(paths)
@@ -107,17 +113,23 @@ def assert_agree_and_exact(cli, upstream, into: Path, commit: str, paths: list[s
 # -- status and apply agree -----------------------------------------------------
 def test_created_file_that_gitignore_ignores(tmp_path, cli, upstream, project):
     pin = commit_raw(upstream, {".gitignore": b"generated/\n*.log\n"}, "ignore generated files")
-    mail, commit = raw_patch(upstream, pin, {"generated/table.py": b"TABLE = 1\n", "notes.log": b"kept\n",
-                                             "src/mod.py": lines_with({3: "three"}).encode()}, "Add the table")
+    mail, commit = raw_patch(
+        upstream,
+        pin,
+        {"generated/table.py": b"TABLE = 1\n", "notes.log": b"kept\n", "src/mod.py": lines_with({3: "three"}).encode()},
+        "Add the table",
+    )
     write_target(project, pin, mail)
-    assert_agree_and_exact(cli, upstream, tmp_path / "build", commit,
-                           ["generated/table.py", "notes.log", "src/mod.py"])
+    assert_agree_and_exact(cli, upstream, tmp_path / "build", commit, ["generated/table.py", "notes.log", "src/mod.py"])
     assert (tmp_path / "build" / "lib" / "generated" / "table.py").read_bytes() == b"TABLE = 1\n"
 
 
 def test_working_tree_encoding(tmp_path, cli, upstream, project):
-    pin = commit_raw(upstream, {".gitattributes": b"*.txt working-tree-encoding=UTF-16\n",
-                                "names.txt": "alpha\nbeta\n".encode("utf-16")}, "names in UTF-16")
+    pin = commit_raw(
+        upstream,
+        {".gitattributes": b"*.txt working-tree-encoding=UTF-16\n", "names.txt": "alpha\nbeta\n".encode("utf-16")},
+        "names in UTF-16",
+    )
     assert git(upstream.path, "show", f"{pin}:names.txt") == "alpha\nbeta"  # the blob is UTF-8
     mail, commit = raw_patch(upstream, pin, {"names.txt": "alpha\nbeta\ngamma\n".encode("utf-16")}, "Add gamma")
     write_target(project, pin, mail)
@@ -148,16 +160,23 @@ def test_text_rule_over_a_blob_with_crlf(tmp_path, cli, upstream, project):
     applied = apply(cli, upstream, into)
     assert applied.code == 0, applied.out + applied.err
     blob = git(into / "lib", "cat-file", "blob", "HEAD:data.txt")
-    assert subprocess.run(["git", "cat-file", "blob", "HEAD:data.txt"], cwd=into / "lib", capture_output=True,
-                          check=True).stdout == b"one\r\ntwo\r\nthree\r\n", blob
+    assert (
+        subprocess.run(
+            ["git", "cat-file", "blob", "HEAD:data.txt"], cwd=into / "lib", capture_output=True, check=True
+        ).stdout
+        == b"one\r\ntwo\r\nthree\r\n"
+    ), blob
     verified = cli("verify", "--target", "t", "--into", str(into))
     assert verified.code == 0, verified.out + verified.err
 
 
-@pytest.mark.parametrize("path, reason", [
-    ("sub/new.py", "sub is a submodule upstream: patchmgr does not patch inside submodules"),
-    ("sub/deep/new.py", "sub is a submodule upstream: patchmgr does not patch inside submodules"),
-])
+@pytest.mark.parametrize(
+    "path, reason",
+    [
+        ("sub/new.py", "sub is a submodule upstream: patchmgr does not patch inside submodules"),
+        ("sub/deep/new.py", "sub is a submodule upstream: patchmgr does not patch inside submodules"),
+    ],
+)
 def test_file_inside_a_submodule(tmp_path, cli, upstream, project, path, reason):
     other = upstream.path.parent / "other"
     other.mkdir()
@@ -169,9 +188,13 @@ def test_file_inside_a_submodule(tmp_path, cli, upstream, project, path, reason)
     git(upstream.path, "update-index", "--add", "--cacheinfo", f"160000,{gitlink},sub")
     git(upstream.path, "commit", "-q", "-m", "add a submodule")
     pin = upstream.head()
-    mail = (b"Subject: [PATCH] Add a file in the submodule\n\n" + FIELDS.encode() + b"---\n"
-            + f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n".encode()
-            + b"@@ -0,0 +1 @@\n+x = 1\n")
+    mail = (
+        b"Subject: [PATCH] Add a file in the submodule\n\n"
+        + FIELDS.encode()
+        + b"---\n"
+        + f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n".encode()
+        + b"@@ -0,0 +1 @@\n+x = 1\n"
+    )
     write_target(project, pin, mail)
     checked = status(cli, upstream)
     assert checked.code == 1 and verdicts(checked) == [("fix", "conflict", reason)], checked.out
@@ -203,14 +226,26 @@ def test_full_disk_at_the_first_commit_removes_the_new_folder(tmp_path, cli, ups
     if not disk.tmpfs:
         pytest.skip("needs a tmpfs (root) to fill the disk under the checkout build")
     from reliability import start
+
     mail = upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")
     write_target(project, upstream.head(), mail)
     into = disk.root / "build"
     marker = tmp_path / "paused"
     # paused after the checkout of the pin (step 1), the disk fills before the first patch is committed
-    child = start(["apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}",
-                   "--root", str(project.root)],
-                  {"PATCHMGR_FAULT_PAUSE_AT": "1:60", "PATCHMGR_FAULT_PAUSED": str(marker)})
+    child = start(
+        [
+            "apply",
+            "--target",
+            "t",
+            "--into",
+            str(into),
+            "--source",
+            f"lib={upstream.path}",
+            "--root",
+            str(project.root),
+        ],
+        {"PATCHMGR_FAULT_PAUSE_AT": "1:60", "PATCHMGR_FAULT_PAUSED": str(marker)},
+    )
     while not marker.exists() and not child.finished():
         time.sleep(0.005)
     assert marker.exists()
@@ -248,13 +283,18 @@ def test_a_source_that_lacks_a_blob_says_so(tmp_path, cli, upstream, project):
 @pytest.mark.parametrize("existing", [False, True], ids=["new folder", "empty folder"])
 def test_build_failure_names_its_cause_not_the_disk(tmp_path, cli, upstream, project, monkeypatch, existing):
     """A git failure in the build that is not the disk gets no disk hint, and leaves DIR as it was."""
-    from patchmgr.targets import build as checkout
     from patchmgr.model.errors import GitError
-    write_target(project, upstream.head(),
-                 upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"))
+    from patchmgr.targets import build as checkout
+
+    write_target(
+        project,
+        upstream.head(),
+        upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"),
+    )
 
     def broken(*args, **kwargs):
         raise GitError("git commit: unable to auto-detect email address", "see git's message above")
+
     monkeypatch.setattr(checkout, "_commit", broken)
     into = tmp_path / "build"
     if existing:
@@ -278,16 +318,27 @@ def test_refused_or_dry_run_makes_nothing(tmp_path, cli, upstream, project, exis
     into = tmp_path / "new" / "build"
     if existing:
         into.mkdir(parents=True)
-    result = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}",
-                 *(["--dry-run"] if dry_run else []))
+    result = cli(
+        "apply",
+        "--target",
+        "t",
+        "--into",
+        str(into),
+        "--source",
+        f"lib={upstream.path}",
+        *(["--dry-run"] if dry_run else []),
+    )
     assert result.code == (0 if dry_run else 1), result.out + result.err
     assert (list(into.iterdir()) == []) if existing else not (tmp_path / "new").exists()
 
 
 @pytest.mark.parametrize("where", ["root", "manifests", "patches", "patches/lib/build"])
 def test_into_inside_the_project_is_bad_input(tmp_path, cli, upstream, project, where):
-    write_target(project, upstream.head(),
-                 upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"))
+    write_target(
+        project,
+        upstream.head(),
+        upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"),
+    )
     into = project.root if where == "root" else project.root / where
     before = snapshot(project.root)
     result = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
@@ -296,20 +347,25 @@ def test_into_inside_the_project_is_bad_input(tmp_path, cli, upstream, project, 
 
 
 def test_edit_into_a_folder_in_use_is_bad_input(tmp_path, cli, upstream, project):
-    write_target(project, upstream.head(),
-                 upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"))
+    write_target(
+        project,
+        upstream.head(),
+        upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"),
+    )
     into = tmp_path / "work"
     into.mkdir()
     (into / "x").write_text("x")
-    result = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source",
-                 f"lib={upstream.path}")
+    result = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}")
     assert result.code == 2 and "not an empty folder" in result.err, result.err
 
 
 # -- verify writes nothing ------------------------------------------------------
 def test_verify_leaves_the_index_byte_identical(tmp_path, cli, upstream, project):
-    write_target(project, upstream.head(),
-                 upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"))
+    write_target(
+        project,
+        upstream.head(),
+        upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"),
+    )
     into = tmp_path / "build"
     assert apply(cli, upstream, into).code == 0
     checkout = into / "lib"

@@ -19,10 +19,13 @@ def two_upstreams(tmp_path, project, second_conflicts=False):
     if second_conflicts:
         tool_patch = tool_patch.replace(b"-line 10\n", b"-line 10 is not there\n")
     project.add_patch("tool", "fix", tool_patch)
-    project.manifest("t", {
-        "lib": {"git": "https://example.invalid/lib.git", "commit": pin_lib, "patches": ["one", "two"]},
-        "tool": {"git": "https://example.invalid/tool.git", "commit": pin_tool, "patches": ["fix"]},
-    })
+    project.manifest(
+        "t",
+        {
+            "lib": {"git": "https://example.invalid/lib.git", "commit": pin_lib, "patches": ["one", "two"]},
+            "tool": {"git": "https://example.invalid/tool.git", "commit": pin_tool, "patches": ["fix"]},
+        },
+    )
     sources = ["--source", f"lib={lib.path}", "--source", f"tool={tool.path}"]
     return lib, tool, sources
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from gitrepos import BASE_TEXT, Project, UpstreamRepo, git
-from patchmgr.cli.app import main
 from test_status_states import lines_with
+
+from patchmgr.cli.app import main
 
 URL = "https://example.invalid/lib.git"
 PIN = "a" * 40
@@ -60,8 +60,19 @@ def earlier_apply(tmp_path_factory) -> Path:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("PATCHMGR_CACHE", str(root / "cache"))
         env.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-        code = main(["apply", "--target", "t", "--into", str(root / "build"), "--source",
-                     f"lib={upstream.path}", "--root", str(project.root)])
+        code = main(
+            [
+                "apply",
+                "--target",
+                "t",
+                "--into",
+                str(root / "build"),
+                "--source",
+                f"lib={upstream.path}",
+                "--root",
+                str(project.root),
+            ]
+        )
     assert code == 0
     return root / "build"
 
@@ -98,8 +109,17 @@ class Scene:
         return self.run("status", "--target", "t", "--json", "--source", f"lib={self.upstream.path}", *extra)
 
     def apply(self, *extra: str):
-        return self.run("apply", "--target", "t", "--into", str(self.into), "--json",
-                        "--source", f"lib={self.upstream.path}", *extra)
+        return self.run(
+            "apply",
+            "--target",
+            "t",
+            "--into",
+            str(self.into),
+            "--json",
+            "--source",
+            f"lib={self.upstream.path}",
+            *extra,
+        )
 
 
 @pytest.fixture
@@ -132,8 +152,20 @@ HUNK = b"@@ -17,7 +17,7 @@"
 def hand_diff(name: str, body: bytes, header: bytes = b"") -> bytes:
     """A hand-written git diff of ``name``, as the patches written by many hands are."""
     n = name.encode()
-    return (b"Subject: hand-made\n\ndiff --git a/" + n + b" b/" + n + b"\n" + header
-            + b"--- a/" + n + b"\n+++ b/" + n + b"\n" + body)
+    return (
+        b"Subject: hand-made\n\ndiff --git a/"
+        + n
+        + b" b/"
+        + n
+        + b"\n"
+        + header
+        + b"--- a/"
+        + n
+        + b"\n+++ b/"
+        + n
+        + b"\n"
+        + body
+    )
 
 
 # -- patches that must not parse: exit 2, one error naming the file and line ----
@@ -151,54 +183,126 @@ MALFORMED: list[tuple[str, Callable[[bytes], bytes], str]] = [
     ("empty patch", lambda p: b"", "holds no diff"),
     ("whitespace-only patch", lambda p: b"\n  \n\t\n", "holds no diff"),
     ("message without a diff", lambda p: p[: p.index(b"diff --git")], "holds no diff"),
-    ("no-newline marker outside a hunk", lambda p: p.replace(b"+++ b/src/mod.py\n",
-                                                             b"+++ b/src/mod.py\n\\ No newline at end of file\n"),
-     "is outside any hunk"),
+    (
+        "no-newline marker outside a hunk",
+        lambda p: p.replace(b"+++ b/src/mod.py\n", b"+++ b/src/mod.py\n\\ No newline at end of file\n"),
+        "is outside any hunk",
+    ),
     ("two commits in one file", lambda p: p + p, "holds a second commit"),
     ("latin-1 byte", lambda p: p.replace(b"+fixed 20", b"+fix\xe9 20"), "not UTF-8 text (byte 0xe9)"),
     ("NUL byte", lambda p: p.replace(b"+fixed 20", b"+fixed\x0020"), "holds a NUL byte"),
-    ("binary diff", lambda p: hand_diff("logo.png", b"", b"index 1234567..abcdef0 100644\n").replace(
-        b"--- a/logo.png\n+++ b/logo.png\n", b"Binary files a/logo.png and b/logo.png differ\n"), "binary change"),
-    ("git binary patch", lambda p: b"diff --git a/logo.png b/logo.png\nindex 1234567..abcdef0 100644\n"
-     b"GIT binary patch\nliteral 3\nKcmZ?wdHF00\n\nliteral 0\nHcmV?d00001\n\n", "binary change to logo.png"),
-    ("mode change", lambda p: p.replace(b"index ", b"old mode 100644\nnew mode 100755\nindex "),
-     "mode changes are not supported"),
-    ("new executable file", lambda p: b"diff --git a/run.sh b/run.sh\nnew file mode 100755\n"
-     b"--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+echo hi\n", "creates run.sh with mode 100755"),
-    ("new symbolic link", lambda p: b"diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n"
-     b"@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n", "link is a symbolic link (mode 120000)"),
-    ("submodule", lambda p: b"diff --git a/sub b/sub\nindex 1111111..2222222 160000\n--- a/sub\n+++ b/sub\n"
-     b"@@ -1 +1 @@\n-Subproject commit 1111111\n+Subproject commit 2222222\n", "sub is a submodule"),
-    ("copy", lambda p: p.replace(b"diff --git a/src/mod.py b/src/mod.py\n",
-                                 b"diff --git a/src/mod.py b/src/copy.py\nsimilarity index 90%\n"
-                                 b"copy from src/mod.py\ncopy to src/copy.py\n").replace(
-        b"+++ b/src/mod.py", b"+++ b/src/copy.py"), "copies are not supported"),
-    ("rename from a path other than the diff's", lambda p: p.replace(
-        b"diff --git a/src/mod.py b/src/mod.py\n", b"diff --git a/src/mod.py b/src/new.py\nsimilarity index 90%\n"
-        b"rename from src/other.py\nrename to src/new.py\n").replace(b"+++ b/src/mod.py", b"+++ b/src/new.py"),
-     "'rename from src/other.py' disagrees"),
-    ("rename from outside the tree", lambda p: p.replace(
-        b"diff --git a/src/mod.py b/src/mod.py\n", b"diff --git a/src/mod.py b/src/new.py\nsimilarity index 90%\n"
-        b"rename from ../../etc/passwd\nrename to src/new.py\n").replace(b"+++ b/src/mod.py", b"+++ b/src/new.py"),
-     "'../../etc/passwd' leaves the upstream tree"),
+    (
+        "binary diff",
+        lambda p: hand_diff("logo.png", b"", b"index 1234567..abcdef0 100644\n").replace(
+            b"--- a/logo.png\n+++ b/logo.png\n", b"Binary files a/logo.png and b/logo.png differ\n"
+        ),
+        "binary change",
+    ),
+    (
+        "git binary patch",
+        lambda p: (
+            b"diff --git a/logo.png b/logo.png\nindex 1234567..abcdef0 100644\n"
+            b"GIT binary patch\nliteral 3\nKcmZ?wdHF00\n\nliteral 0\nHcmV?d00001\n\n"
+        ),
+        "binary change to logo.png",
+    ),
+    (
+        "mode change",
+        lambda p: p.replace(b"index ", b"old mode 100644\nnew mode 100755\nindex "),
+        "mode changes are not supported",
+    ),
+    (
+        "new executable file",
+        lambda p: (
+            b"diff --git a/run.sh b/run.sh\nnew file mode 100755\n"
+            b"--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+echo hi\n"
+        ),
+        "creates run.sh with mode 100755",
+    ),
+    (
+        "new symbolic link",
+        lambda p: (
+            b"diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n"
+            b"@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n"
+        ),
+        "link is a symbolic link (mode 120000)",
+    ),
+    (
+        "submodule",
+        lambda p: (
+            b"diff --git a/sub b/sub\nindex 1111111..2222222 160000\n--- a/sub\n+++ b/sub\n"
+            b"@@ -1 +1 @@\n-Subproject commit 1111111\n+Subproject commit 2222222\n"
+        ),
+        "sub is a submodule",
+    ),
+    (
+        "copy",
+        lambda p: p.replace(
+            b"diff --git a/src/mod.py b/src/mod.py\n",
+            b"diff --git a/src/mod.py b/src/copy.py\nsimilarity index 90%\ncopy from src/mod.py\ncopy to src/copy.py\n",
+        ).replace(b"+++ b/src/mod.py", b"+++ b/src/copy.py"),
+        "copies are not supported",
+    ),
+    (
+        "rename from a path other than the diff's",
+        lambda p: p.replace(
+            b"diff --git a/src/mod.py b/src/mod.py\n",
+            b"diff --git a/src/mod.py b/src/new.py\nsimilarity index 90%\n"
+            b"rename from src/other.py\nrename to src/new.py\n",
+        ).replace(b"+++ b/src/mod.py", b"+++ b/src/new.py"),
+        "'rename from src/other.py' disagrees",
+    ),
+    (
+        "rename from outside the tree",
+        lambda p: p.replace(
+            b"diff --git a/src/mod.py b/src/mod.py\n",
+            b"diff --git a/src/mod.py b/src/new.py\nsimilarity index 90%\n"
+            b"rename from ../../etc/passwd\nrename to src/new.py\n",
+        ).replace(b"+++ b/src/mod.py", b"+++ b/src/new.py"),
+        "'../../etc/passwd' leaves the upstream tree",
+    ),
     ("parent folder in the path", lambda p: p.replace(b"src/mod.py", b"../mod.py"), "'../mod.py' leaves"),
     ("parent folder inside the path", lambda p: p.replace(b"src/mod.py", b"src/../../mod.py"), "leaves"),
-    ("absolute path, plain diff", lambda p: b"--- /etc/hosts\n+++ /etc/hosts\n@@ -1 +1 @@\n-a\n+b\n",
-     "'/etc/hosts' leaves the upstream tree"),
-    ("absolute path after the prefix", lambda p: p.replace(b"a/src/mod.py", b"a//tmp/mod.py").replace(
-        b"b/src/mod.py", b"b//tmp/mod.py"), "'/tmp/mod.py' leaves"),
+    (
+        "absolute path, plain diff",
+        lambda p: b"--- /etc/hosts\n+++ /etc/hosts\n@@ -1 +1 @@\n-a\n+b\n",
+        "'/etc/hosts' leaves the upstream tree",
+    ),
+    (
+        "absolute path after the prefix",
+        lambda p: p.replace(b"a/src/mod.py", b"a//tmp/mod.py").replace(b"b/src/mod.py", b"b//tmp/mod.py"),
+        "'/tmp/mod.py' leaves",
+    ),
     ("home-relative path", lambda p: p.replace(b"src/mod.py", b"~/mod.py"), "'~/mod.py' leaves"),
     ("path into .git", lambda p: hand_diff(".git/config", b"@@ -1 +1 @@\n-a\n+b\n"), "inside a .git folder"),
-    ("path into .GIT, any case", lambda p: hand_diff("sub/.GIT/hooks/pre-commit", b"@@ -0,0 +1 @@\n+x\n"),
-     "inside a .git folder"),
-    ("created file without 'new file mode'", lambda p: hand_diff("new.py", b"@@ -0,0 +1 @@\n+x\n").replace(
-        b"--- a/new.py", b"--- /dev/null"), "'--- /dev/null' and '+++ b/new.py' disagree"),
-    ("'---' naming another file than 'diff --git'", lambda p: p.replace(b"--- a/src/mod.py", b"--- a/src/other.py"),
-     "'--- a/src/other.py' and '+++ b/src/mod.py' disagree"),
-    ("/dev/null on both sides", lambda p: b"Subject: hand-made\n\ndiff --git a/x.py b/x.py\nnew file mode 100644\n"
-     b"deleted file mode 100644\n--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n", "/dev/null on both sides"),
-    ("quoted path with a newline", lambda p: p.replace(b"a/src/mod.py", b'"a/src/mo\\nd.py"').replace(
-        b"b/src/mod.py", b'"b/src/mo\\nd.py"'), "holds a control character"),
+    (
+        "path into .GIT, any case",
+        lambda p: hand_diff("sub/.GIT/hooks/pre-commit", b"@@ -0,0 +1 @@\n+x\n"),
+        "inside a .git folder",
+    ),
+    (
+        "created file without 'new file mode'",
+        lambda p: hand_diff("new.py", b"@@ -0,0 +1 @@\n+x\n").replace(b"--- a/new.py", b"--- /dev/null"),
+        "'--- /dev/null' and '+++ b/new.py' disagree",
+    ),
+    (
+        "'---' naming another file than 'diff --git'",
+        lambda p: p.replace(b"--- a/src/mod.py", b"--- a/src/other.py"),
+        "'--- a/src/other.py' and '+++ b/src/mod.py' disagree",
+    ),
+    (
+        "/dev/null on both sides",
+        lambda p: (
+            b"Subject: hand-made\n\ndiff --git a/x.py b/x.py\nnew file mode 100644\n"
+            b"deleted file mode 100644\n--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n"
+        ),
+        "/dev/null on both sides",
+    ),
+    (
+        "quoted path with a newline",
+        lambda p: p.replace(b"a/src/mod.py", b'"a/src/mo\\nd.py"').replace(b"b/src/mod.py", b'"b/src/mo\\nd.py"'),
+        "holds a control character",
+    ),
 ]
 
 
@@ -233,7 +337,7 @@ def verdict(scene: Scene, state: str, detail: str = "", code: int = 1) -> None:
 def test_fake_index_still_classifies_and_lint_flags_it(scene):
     fake = b"index 1234567..abcdef0 100644"
     data = good_patch(scene)
-    scene.patch(data[: data.index(b"index ")] + fake + data[data.index(b" 100644\n") + 7:])
+    scene.patch(data[: data.index(b"index ")] + fake + data[data.index(b" 100644\n") + 7 :])
     verdict(scene, "clean", code=0)
     lint = scene.run("lint")
     assert lint.code == 1 and "index lines lack full 40-hex blob ids" in lint.out
@@ -241,7 +345,7 @@ def test_fake_index_still_classifies_and_lint_flags_it(scene):
 
 def test_fake_index_under_drift_is_a_conflict_not_a_three_way_merge(scene):
     data = good_patch(scene)
-    data = data[: data.index(b"index ")] + b"index 1234567..abcdef0 100644" + data[data.index(b" 100644\n") + 7:]
+    data = data[: data.index(b"index ")] + b"index 1234567..abcdef0 100644" + data[data.index(b" 100644\n") + 7 :]
     scene.upstream.commit({"src/mod.py": lines_with({19: "upstream 19"})}, "drift")
     scene.patch(data)
     verdict(scene, "conflict", "src/mod.py hunk #1")
@@ -249,7 +353,7 @@ def test_fake_index_under_drift_is_a_conflict_not_a_three_way_merge(scene):
 
 def test_abbreviated_index_classifies_and_lint_flags_it(scene):
     data = good_patch(scene)
-    full = data[data.index(b"index ") + 6: data.index(b" 100644\n")]
+    full = data[data.index(b"index ") + 6 : data.index(b" 100644\n")]
     old, new = full.split(b"..")
     scene.patch(data.replace(full, old[:7] + b".." + new[:7]))
     verdict(scene, "clean", code=0)
@@ -304,8 +408,11 @@ def test_crlf_patch_against_crlf_file_is_clean(scene):
 
 
 def test_rename_onto_an_existing_file(scene):
-    scene.patch(scene.upstream.make_patch(scene.pin, {"src/mod.py": None, "src/moved.py": BASE_TEXT}, "Move").replace(
-        b"src/moved.py", b"README"))
+    scene.patch(
+        scene.upstream.make_patch(scene.pin, {"src/mod.py": None, "src/moved.py": BASE_TEXT}, "Move").replace(
+            b"src/moved.py", b"README"
+        )
+    )
     verdict(scene, "conflict", "README: the rename's target already exists")
 
 
@@ -365,8 +472,17 @@ def test_creating_a_file_through_a_link_that_leaves_the_tree(scene):
 def test_patching_a_link_itself(scene):
     pin = with_links(scene)
     target = str(scene.outside / "target.txt").encode()
-    scene.patch(hand_diff("evil", b"@@ -1 +1 @@\n-" + target + b"\n\\ No newline at end of file\n+"
-                          + target + b".new\n\\ No newline at end of file\n"), pin)
+    scene.patch(
+        hand_diff(
+            "evil",
+            b"@@ -1 +1 @@\n-"
+            + target
+            + b"\n\\ No newline at end of file\n+"
+            + target
+            + b".new\n\\ No newline at end of file\n",
+        ),
+        pin,
+    )
     verdict(scene, "conflict", "it is a symbolic link upstream")
 
 
@@ -381,7 +497,11 @@ BAD_MANIFESTS = [
     ("missing target name", "[target]\n", "at key target.name: missing"),
     ("unknown top-level key", manifest() + "[colour]\nred = 1\n", "at key colour: unknown key"),
     ("unknown upstream key", manifest('branch = "main"\n'), "at key upstreams.lib.branch: unknown key"),
-    ("upstream that is not a table", '[target]\nname = "t"\n[upstreams]\nlib = "x"\n', "upstreams.lib: must be a table"),
+    (
+        "upstream that is not a table",
+        '[target]\nname = "t"\n[upstreams]\nlib = "x"\n',
+        "upstreams.lib: must be a table",
+    ),
     ("short pin", manifest(commit="abc1234"), "'abc1234' is not a full commit id"),
     ("non-hex pin", manifest(commit="z" * 40), "is not a full commit id"),
     ("upper-case pin", manifest(commit="A" * 40), "40 lower-case hex digits"),
@@ -390,8 +510,11 @@ BAD_MANIFESTS = [
     ("URL that is an option", manifest(git_url="--upload-pack=touch /tmp/pwned"), "looks like a command-line option"),
     ("ext:: mirror", manifest('mirrors = ["ext::sh -c touch% /tmp/pwned"]\n'), "mirrors[0]: the ext:: transport"),
     ("file:: transport", manifest(git_url="file::/srv/git/lib"), "the file:: transport helper is refused"),
-    ("ssh host that is an option", manifest(git_url="ssh://-oProxyCommand=touch%20pwned/lib"),
-     "names a host that looks like a command-line option"),
+    (
+        "ssh host that is an option",
+        manifest(git_url="ssh://-oProxyCommand=touch%20pwned/lib"),
+        "names a host that looks like a command-line option",
+    ),
     ("name that differs from the file", manifest(name="other"), "'other' differs from the file name 't'"),
 ]
 
@@ -448,8 +571,9 @@ def test_pin_the_source_does_not_have(scene):
 
 # -- supported changes, for contrast: renames and deletions apply ---------------
 def test_rename_and_deletion_apply(scene, tmp_path):
-    data = scene.upstream.make_patch(scene.pin, {"src/mod.py": None, "src/moved.py": lines_with({20: "moved"}),
-                                                 "README": None}, "Move and delete")
+    data = scene.upstream.make_patch(
+        scene.pin, {"src/mod.py": None, "src/moved.py": lines_with({20: "moved"}), "README": None}, "Move and delete"
+    )
     scene.patch(data)
     into = tmp_path / "fresh"
     result = scene.cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={scene.upstream.path}")

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_bad_inputs import Scene, assert_one_error, earlier_apply, good_patch, manifest, scene  # noqa: F401
 
 PY_COMMANDS = ("status", "apply", "verify", "revert", "smoke")
@@ -53,8 +52,17 @@ def _interpreter(scene: Scene, kind: str) -> str:
     raise AssertionError(kind)
 
 
-INTERPRETERS = ("true", "garbage", "non-utf8", "empty-json", "json-list", "wrong-types", "missing", "folder",
-                "not-executable")
+INTERPRETERS = (
+    "true",
+    "garbage",
+    "non-utf8",
+    "empty-json",
+    "json-list",
+    "wrong-types",
+    "missing",
+    "folder",
+    "not-executable",
+)
 
 
 @pytest.mark.parametrize("command", PY_COMMANDS)
@@ -76,8 +84,17 @@ def test_into_naming_a_file(scene, command):
 
 def test_edit_into_a_file(scene):
     scene.patch(good_patch(scene))
-    result = scene.run("edit", "--target", "t", "--upstream", "lib", "--into", str(scene.outside / "target.txt"),
-                       "--source", f"lib={scene.upstream.path}")
+    result = scene.run(
+        "edit",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--into",
+        str(scene.outside / "target.txt"),
+        "--source",
+        f"lib={scene.upstream.path}",
+    )
     assert_one_error(result, 2, "target.txt", "not a folder")
 
 
@@ -97,11 +114,14 @@ def test_bracketed_into_folder_is_plain_text(tmp_path, scene, name):
     assert verified.code == 0 and str(into) in verified.out, verified.out + verified.err
 
 
-@pytest.mark.parametrize("field, value", [("Upstream-Status", "[/x]"), ("Origin", "[bold]vendor[/bold"),
-                                           ("Description", "[/]")])
+@pytest.mark.parametrize(
+    "field, value", [("Upstream-Status", "[/x]"), ("Origin", "[bold]vendor[/bold"), ("Description", "[/]")]
+)
 def test_lint_prints_header_values_as_they_are(scene, field, value):
-    data = good_patch(scene).replace(b"Origin: vendor\nUpstream-Status: Pending",
-                                     f"Origin: vendor\nUpstream-Status: Pending\n{field}: {value}".encode())
+    data = good_patch(scene).replace(
+        b"Origin: vendor\nUpstream-Status: Pending",
+        f"Origin: vendor\nUpstream-Status: Pending\n{field}: {value}".encode(),
+    )
     scene.patch(data)
     result = scene.run("lint")
     assert "Traceback" not in result.err and result.code in (0, 1)
@@ -170,8 +190,12 @@ BAD_VALUES = [
     ("bisect to a ref that is not there", ["bisect", "--upstream", "lib", "--to", "v9.9.9"], 2, "v9.9.9"),
     ("refresh of an unknown upstream", ["refresh", "--upstream", "nope", "--to", "main"], 2, "nope"),
     ("bump to a ref that is an option", ["bump", "--upstream", "lib", "--to", "--help=x"], 2, "--help=x"),
-    ("bump with a bad version", ["bump", "--upstream", "lib", "--to", "main", "--version", "not-a-version!"], 2,
-     "not-a-version!"),
+    (
+        "bump with a bad version",
+        ["bump", "--upstream", "lib", "--to", "main", "--version", "not-a-version!"],
+        2,
+        "not-a-version!",
+    ),
 ]
 
 
@@ -180,8 +204,11 @@ def test_bad_command_line_value(scene, args, code, expected):
     scene.patch(good_patch(scene))
     command, *rest = args
     extra = [] if "--target" in rest else ["--target", "t"]
-    source = ["--source", f"lib={scene.upstream.path}"] if command in ("status", "bisect", "refresh", "bump") \
-        and "--source" not in rest else []
+    source = (
+        ["--source", f"lib={scene.upstream.path}"]
+        if command in ("status", "bisect", "refresh", "bump") and "--source" not in rest
+        else []
+    )
     into = ["--into", str(scene.into)] if command == "smoke" else []
     result = scene.run(command, *extra, *rest, *source, *into)
     assert_one_error(result, code, expected)
@@ -189,6 +216,7 @@ def test_bad_command_line_value(scene, args, code, expected):
 
 def test_root_that_is_a_file(scene, capsys):
     from patchmgr.cli.app import main
+
     code = main(["status", "--root", str(scene.outside / "target.txt")])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and "target.txt" in err and "Traceback" not in err
@@ -201,15 +229,57 @@ DAMAGED_LEDGERS = [
     ("a list", "[1, 2]"),
     ("target is a number", {"target": 5, "upstreams": []}),
     ("upstreams is an object", {"target": "t", "upstreams": {"lib": 1}}),
-    ("patches is a string", {"target": "t", "upstreams": [{"name": "lib", "pin": "a", "base_commit": "a",
-                                                            "head_commit": "a", "source": "x", "patches": "p",
-                                                            "files": {}}]}),
-    ("files is a list", {"target": "t", "upstreams": [{"name": "lib", "pin": "a", "base_commit": "a",
-                                                        "head_commit": "a", "source": "x", "patches": [],
-                                                        "files": ["a"]}]}),
-    ("a file hash is a number", {"target": "t", "upstreams": [{"name": "lib", "pin": "a", "base_commit": "a",
-                                                                "head_commit": "a", "source": "x", "patches": [],
-                                                                "files": {"src/mod.py": 5}}]}),
+    (
+        "patches is a string",
+        {
+            "target": "t",
+            "upstreams": [
+                {
+                    "name": "lib",
+                    "pin": "a",
+                    "base_commit": "a",
+                    "head_commit": "a",
+                    "source": "x",
+                    "patches": "p",
+                    "files": {},
+                }
+            ],
+        },
+    ),
+    (
+        "files is a list",
+        {
+            "target": "t",
+            "upstreams": [
+                {
+                    "name": "lib",
+                    "pin": "a",
+                    "base_commit": "a",
+                    "head_commit": "a",
+                    "source": "x",
+                    "patches": [],
+                    "files": ["a"],
+                }
+            ],
+        },
+    ),
+    (
+        "a file hash is a number",
+        {
+            "target": "t",
+            "upstreams": [
+                {
+                    "name": "lib",
+                    "pin": "a",
+                    "base_commit": "a",
+                    "head_commit": "a",
+                    "source": "x",
+                    "patches": [],
+                    "files": {"src/mod.py": 5},
+                }
+            ],
+        },
+    ),
 ]
 
 
@@ -256,15 +326,23 @@ def test_dry_run_leaves_no_lock_in_an_existing_folder(scene, tmp_path):
     scene.patch(good_patch(scene))
     into = tmp_path / "empty"
     into.mkdir()
-    result = scene.cli("apply", "--target", "t", "--into", str(into), "--dry-run",
-                       "--source", f"lib={scene.upstream.path}")
+    result = scene.cli(
+        "apply", "--target", "t", "--into", str(into), "--dry-run", "--source", f"lib={scene.upstream.path}"
+    )
     assert result.code == 0 and list(into.iterdir()) == []
 
 
 def test_apply_into_the_patches_folder_is_refused(scene):
     scene.patch(good_patch(scene))
-    result = scene.run("apply", "--target", "t", "--into", str(scene.project.root / "patches"),
-                       "--source", f"lib={scene.upstream.path}")
+    result = scene.run(
+        "apply",
+        "--target",
+        "t",
+        "--into",
+        str(scene.project.root / "patches"),
+        "--source",
+        f"lib={scene.upstream.path}",
+    )
     assert_one_error(result, 2, "patches")
 
 
@@ -276,6 +354,7 @@ def read_only_into(scene, tmp_path):
     import subprocess
 
     from conftest import require
+
     mount = tmp_path / "ro"
     mount.mkdir()
     made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True)
@@ -291,7 +370,9 @@ def read_only_into(scene, tmp_path):
 def test_read_only_into(scene, read_only_into):
     scene.patch(good_patch(scene))
     scene.into = read_only_into
-    applied = scene.run("apply", "--target", "t", "--into", str(read_only_into), "--source", f"lib={scene.upstream.path}")
+    applied = scene.run(
+        "apply", "--target", "t", "--into", str(read_only_into), "--source", f"lib={scene.upstream.path}"
+    )
     assert_one_error(applied, 1, "Read-only file system")
     verified = scene.run("verify", "--target", "t", "--into", str(read_only_into))
     assert "Traceback" not in verified.err and "read-only" in verified.out + verified.err

@@ -11,24 +11,52 @@ HARNESS = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 
 def test_tiny_benchmark_run_prints_and_writes_its_table(tmp_path):
     results = tmp_path / "RESULTS.md"
-    done = subprocess.run([sys.executable, str(HARNESS), "--size", "tiny", "--cache", str(tmp_path / "cache"),
-                           "--results", str(results), "--mirrors", str(tmp_path / "no-mirrors")],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(HARNESS),
+            "--size",
+            "tiny",
+            "--cache",
+            str(tmp_path / "cache"),
+            "--results",
+            str(results),
+            "--mirrors",
+            str(tmp_path / "no-mirrors"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "| case | variant | wall | checks | checks/s | peak RSS | vs patchmgr | note |" in out
-    for case, variant in (("status", "generated target"), ("status", "patches across 4 upstreams"),
-                          ("sweep", "patchmgr Walk"), ("sweep", "check_series at every commit"),
-                          ("sweep", "naive: checkout + git apply --check"),
-                          ("sweep", "git alone: apply --check --cached"), ("bisect", "one patch"),
-                          ("apply", "--into a checkout"), ("apply", "--python: installed environment"),
-                          ("apply", "revert --python")):
+    for case, variant in (
+        ("status", "generated target"),
+        ("status", "patches across 4 upstreams"),
+        ("sweep", "patchmgr Walk"),
+        ("sweep", "check_series at every commit"),
+        ("sweep", "naive: checkout + git apply --check"),
+        ("sweep", "git alone: apply --check --cached"),
+        ("bisect", "one patch"),
+        ("apply", "--into a checkout"),
+        ("apply", "--python: installed environment"),
+        ("apply", "revert --python"),
+    ):
         assert any(line.startswith(f"| {case} | ") and variant in line for line in out.splitlines()), (case, variant)
     # the ascend mirrors are absent here: said so, not failed
     assert "skipped: no local mirror" in out
     # patchmgr agrees with git apply --check on every check of the sweep
     assert "sweep agrees with git apply --check" not in out
     text = results.read_text()
-    for heading in ("| CPUs (nproc) |", "| CPU model |", "| RAM |", "| date |", "| patchmgr commit |",
-                    "## Goals", "## Figures", "| sweep | naive: checkout + git apply --check |"):
+    for heading in (
+        "| CPUs (nproc) |",
+        "| CPU model |",
+        "| RAM |",
+        "| date |",
+        "| patchmgr commit |",
+        "## Goals",
+        "## Figures",
+        "| sweep | naive: checkout + git apply --check |",
+    ):
         assert heading in text, heading

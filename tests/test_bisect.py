@@ -7,8 +7,19 @@ from test_status_states import lines_with, setup
 
 
 def bisect(cli, upstream, *extra):
-    return cli("bisect", "--target", "t", "--upstream", "lib", "--to", "main", "--json",
-               "--source", f"lib={upstream.path}", *extra)
+    return cli(
+        "bisect",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--to",
+        "main",
+        "--json",
+        "--source",
+        f"lib={upstream.path}",
+        *extra,
+    )
 
 
 def fix_patch(upstream, pin, line=20):
@@ -20,8 +31,9 @@ def test_names_the_commit_that_introduced_the_conflict(cli, project, upstream):
     setup(project, upstream, {"fix": fix_patch(upstream, pin)})
     upstream.commit({"README": "one\n"}, "docs: unrelated")
     upstream.commit({"src/mod.py": lines_with({5: "early change"})}, "touch the file elsewhere (#10)")
-    culprit = upstream.commit({"src/mod.py": lines_with({5: "early change", 20: "rewritten 20"})},
-                              "refactor: rewrite line 20 (#1234)")
+    culprit = upstream.commit(
+        {"src/mod.py": lines_with({5: "early change", 20: "rewritten 20"})}, "refactor: rewrite line 20 (#1234)"
+    )
     upstream.commit({"README": "two\n"}, "docs: more")
     result = bisect(cli, upstream)
     assert result.code == 1, result.err
@@ -41,8 +53,9 @@ def test_change_merged_upstream_is_named_and_upstream(cli, project, upstream):
     upstream.commit({"README": "x\n"}, "docs")
     carrier = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"})}, "Take the vendor fix (#77)")
     # later upstream work edits the same lines again: the patch's reverse no longer applies
-    upstream.commit({"src/mod.py": lines_with({19: "reworked 19", 20: "fixed 20 better", 21: "reworked 21"})},
-                    "rework the fix")
+    upstream.commit(
+        {"src/mod.py": lines_with({19: "reworked 19", 20: "fixed 20 better", 21: "reworked 21"})}, "rework the fix"
+    )
     (patch,) = bisect(cli, upstream).json["patches"]
     assert (patch["state"], patch["first_commit"], patch["pr"]) == ("upstream", carrier, 77)
     assert patch["state_at_to"] == "upstream"
@@ -77,7 +90,10 @@ def test_non_monotonic_history_is_reported_not_guessed(cli, project, upstream):
     assert patch["monotonic"] is False
     assert patch["first_commit"] is None and patch["state"] == "conflict"
     assert [(s["commit"], s["state"]) for s in patch["transitions"]] == [
-        (broke, "conflict"), (fixed, "clean"), (again, "conflict")]
+        (broke, "conflict"),
+        (fixed, "clean"),
+        (again, "conflict"),
+    ]
     assert "not monotonic" in patch["note"]
     human = cli("bisect", "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}")
     assert "not monotonic" in human.out and "no single commit broke it" in human.out

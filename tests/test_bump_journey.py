@@ -12,8 +12,9 @@ import os
 import subprocess
 
 from gitrepos import BASE_TEXT, GIT_ENV, git, make_series
-from patchmgr.model.dep3_edit import today
 from test_status_states import lines_with
+
+from patchmgr.model.dep3_edit import today
 
 ATTN_V1 = "def attention(q, k, mask):\n    mask = mask\n    return q @ k\n"
 ATTN_FIXED = "def attention(q, k, mask):\n    mask = mask.bool()\n    return q @ k\n"
@@ -43,19 +44,25 @@ def journey_project(project, upstream, new_call=False):
     upstream.commit({"src/attn.py": ATTN_V1, "src/other.py": OTHER}, "add attention")
     git(upstream.path, "tag", "v0.4.2")
     pin = upstream.head()
-    mails = make_series(upstream, pin, [
-        ({"src/mod.py": lines_with({5: "line 5 patched"})}, "Use our ranges on line 5"),
-        ({"src/attn.py": ATTN_FIXED}, "Use a bool attention mask"),
-        ({"src/other.py": OTHER.replace("other 10\n", "other 10 fixed\n")}, "Fix other 10"),
-    ], fields=FIELDS)
+    mails = make_series(
+        upstream,
+        pin,
+        [
+            ({"src/mod.py": lines_with({5: "line 5 patched"})}, "Use our ranges on line 5"),
+            ({"src/attn.py": ATTN_FIXED}, "Use a bool attention mask"),
+            ({"src/other.py": OTHER.replace("other 10\n", "other 10 fixed\n")}, "Fix other 10"),
+        ],
+        fields=FIELDS,
+    )
     mails[0] = mails[0].replace(b"Last-Update: 2025-01-01\n", f"Last-Update: 2025-01-01\n{GUARD}\n".encode(), 1)
     for patch_id, data in zip(("nvtx-ranges", "thd-bool-attention-mask", "other-fix"), mails):
         project.add_patch("lib", patch_id, data)
     (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
     upstream.commit({"src/mod.py": lines_with({5: "line 5 rewritten upstream"})}, "Rewrite line 5")
     if new_call:
-        upstream.commit({"src/mod.py": lines_with({5: "line 5 rewritten upstream", 30: NEW_CALL})},
-                        "Add ranges to forward")
+        upstream.commit(
+            {"src/mod.py": lines_with({5: "line 5 rewritten upstream", 30: NEW_CALL})}, "Add ranges to forward"
+        )
     carrier = upstream.commit({"src/attn.py": ATTN_FIXED}, "Use a bool mask for THD attention (#123)")
     upstream.commit({"README": "upstream v0.5.0\n"}, "Release 0.5.0")
     git(upstream.path, "tag", "v0.5.0")
@@ -68,8 +75,20 @@ def snapshot(project):
 
 
 def edit_onto(cli, upstream, into, ref="v0.5.0", *more):
-    return cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--onto", ref,
-               "--source", f"lib={upstream.path}", *more)
+    return cli(
+        "edit",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--into",
+        str(into),
+        "--onto",
+        ref,
+        "--source",
+        f"lib={upstream.path}",
+        *more,
+    )
 
 
 def resume(cli, into, action, *more):
@@ -101,12 +120,15 @@ def test_the_whole_journey_edit_onto_resolve_continue_export(tmp_path, cli, proj
     # 1. edit --onto stops at the conflicting patch, markers in place, one message saying what to do
     started = edit_onto(cli, upstream, into)
     assert started.code == 1, started.out + started.err
-    assert f"left out thd-bool-attention-mask: upstream carries it as {carrier[:7]} " \
-           "(Use a bool mask for THD attention (#123))" in started.out
+    assert (
+        f"left out thd-bool-attention-mask: upstream carries it as {carrier[:7]} "
+        "(Use a bool mask for THD attention (#123))" in started.out
+    )
     assert "stopped at patch 1 of 2, nvtx-ranges" in started.out
     assert "conflict markers (<<<<<<< ======= >>>>>>>) are in src/mod.py" in started.out
-    assert f"git -C {into.resolve()} add src/mod.py; then: patchmgr edit --continue --into {into.resolve()}" \
-        in started.out
+    assert (
+        f"git -C {into.resolve()} add src/mod.py; then: patchmgr edit --continue --into {into.resolve()}" in started.out
+    )
     assert "patchmgr edit --skip --into" in started.out and "patchmgr edit --abort --into" in started.out
     text = (into / "src/mod.py").read_text()
     assert "<<<<<<< " in text and "line 5 rewritten upstream" in text and "line 5 patched" in text
@@ -135,8 +157,7 @@ def test_the_whole_journey_edit_onto_resolve_continue_export(tmp_path, cli, proj
     git(into, "commit", "-q", "-a", "--fixup=HEAD~1")
     rebased = gitenv(into, "-c", "sequence.editor=true", "rebase", "-q", "-i", "--autosquash", new)
     assert rebased.returncode == 0, rebased.stderr
-    assert git(into, "log", "--format=%s", f"{new}..HEAD").splitlines() == ["Fix other 10",
-                                                                             "Use our ranges on line 5"]
+    assert git(into, "log", "--format=%s", f"{new}..HEAD").splitlines() == ["Fix other 10", "Use our ranges on line 5"]
     assert git(into, "notes", "--ref", "refs/notes/patchmgr", "show", "HEAD~1") == "patchmgr-patch: nvtx-ranges"
     assert git(into, "status", "--porcelain") == ""
 
@@ -146,8 +167,10 @@ def test_the_whole_journey_edit_onto_resolve_continue_export(tmp_path, cli, proj
     assert exported.code == 0, exported.out + exported.err
     out = exported.out
     assert "updated   nvtx-ranges" in out and "unchanged other-fix" in out
-    assert f"dropped   thd-bool-attention-mask: upstream carries it as {carrier[:7]} " \
-           "(Use a bool mask for THD attention (#123))" in out
+    assert (
+        f"dropped   thd-bool-attention-mask: upstream carries it as {carrier[:7]} "
+        "(Use a bool mask for THD attention (#123))" in out
+    )
     assert f"moved the pin of lib: {pin[:12]} -> {new[:12]} (v0.5.0), version 0.4.2 -> 0.5.0" in out
     assert "range-diff" in out and "Use our ranges on line 5" in out
 
@@ -168,10 +191,13 @@ def test_the_whole_journey_edit_onto_resolve_continue_export(tmp_path, cli, proj
     after = status(cli, upstream)
     assert after.code == 0, after.out + after.err
     patches = after.json["upstreams"][0]["patches"]
-    assert [(p["id"], p["state"], p["ok"]) for p in patches] == [("nvtx-ranges", "clean", True),
-                                                                 ("other-fix", "clean", True)]
-    assert patches[0]["guards"] == [{"guard": "absent /range_push/ in src/mod.py", "holds": True, "offenses": [],
-                                     "error": None, "offense_count": 0}]
+    assert [(p["id"], p["state"], p["ok"]) for p in patches] == [
+        ("nvtx-ranges", "clean", True),
+        ("other-fix", "clean", True),
+    ]
+    assert patches[0]["guards"] == [
+        {"guard": "absent /range_push/ in src/mod.py", "holds": True, "offenses": [], "error": None, "offense_count": 0}
+    ]
 
     # exporting again changes nothing
     again = export(cli, into)
@@ -190,13 +216,20 @@ def test_export_json_has_the_range_diff_and_the_dropped_patch(tmp_path, cli, pro
     assert [p["id"] for p in doc["patches"]] == ["nvtx-ranges", "other-fix"]
     doc = export(cli, into, "--json").json
     assert doc["command"] == "export" and doc["ok"]
-    assert doc["dropped"] == [{"id": "thd-bool-attention-mask", "carrier": carrier,
-                               "reason": f"upstream carries it as {carrier[:7]} "
-                                         "(Use a bool mask for THD attention (#123))"}]
+    assert doc["dropped"] == [
+        {
+            "id": "thd-bool-attention-mask",
+            "carrier": carrier,
+            "reason": f"upstream carries it as {carrier[:7]} (Use a bool mask for THD attention (#123))",
+        }
+    ]
     assert doc["pin"] == {"from": pin, "to": new, "ref": "v0.5.0", "old_version": "0.4.2", "new_version": "0.5.0"}
     pairs = {p["subject"]: p["status"] for p in doc["range_diff"]["pairs"]}
-    assert pairs == {"Use our ranges on line 5": "changed", "Use a bool attention mask": "removed",
-                     "Fix other 10": "same"}
+    assert pairs == {
+        "Use our ranges on line 5": "changed",
+        "Use a bool attention mask": "removed",
+        "Fix other 10": "same",
+    }
 
 
 def test_the_stopped_json_names_the_conflicted_files_and_the_next_commands(tmp_path, cli, project, upstream):
@@ -220,8 +253,7 @@ def test_plain_git_am_continue_is_read_by_edit_continue(tmp_path, cli, project, 
     assert done.returncode == 0, done.stderr
     result = resume(cli, into, "continue")
     assert result.code == 0, result.out + result.err
-    assert git(into, "log", "--format=%s", f"{new}..HEAD").splitlines() == ["Fix other 10",
-                                                                             "Use our ranges on line 5"]
+    assert git(into, "log", "--format=%s", f"{new}..HEAD").splitlines() == ["Fix other 10", "Use our ranges on line 5"]
     assert git(into, "notes", "--ref", "refs/notes/patchmgr", "show", "HEAD~1") == "patchmgr-patch: nvtx-ranges"
     assert export(cli, into).code == 0
     assert [p["state"] for p in status(cli, upstream).json["upstreams"][0]["patches"]] == ["clean", "clean"]
@@ -241,8 +273,7 @@ def test_skip_leaves_the_stopped_patch_out_of_the_series(tmp_path, cli, project,
     assert exported.code == 0, exported.out + exported.err
     assert "dropped   nvtx-ranges: skipped during edit --onto v0.5.0" in exported.out
     files_after, manifest = snapshot(project)
-    assert set(files_after) == {"other-fix.patch"} and files_after["other-fix.patch"] == files_before[
-        "other-fix.patch"]
+    assert set(files_after) == {"other-fix.patch"} and files_after["other-fix.patch"] == files_before["other-fix.patch"]
     assert 'patches = ["other-fix"]' in manifest.decode() and new in manifest.decode()
     assert [p["state"] for p in status(cli, upstream).json["upstreams"][0]["patches"]] == ["clean"]
 
@@ -256,7 +287,10 @@ def test_abort_goes_back_to_the_pin_and_export_then_changes_nothing(tmp_path, cl
     assert aborted.code == 0, aborted.out + aborted.err
     assert f"back at the pin {pin[:12]}" in aborted.out
     assert git(into, "log", "--format=%s", f"{pin}..HEAD").splitlines() == [
-        "Fix other 10", "Use a bool attention mask", "Use our ranges on line 5"]
+        "Fix other 10",
+        "Use a bool attention mask",
+        "Use our ranges on line 5",
+    ]
     assert git(into, "status", "--porcelain") == ""
     assert not (into / ".git" / "rebase-apply").exists()
     result = export(cli, into)
@@ -307,12 +341,19 @@ def test_export_refuses_a_git_am_in_progress(tmp_path, cli, project, upstream):
     """Export refuses an unfinished am even in a plain edit checkout (someone ran git am by hand)."""
     journey_project(project, upstream)
     into = tmp_path / "work"
-    assert cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into),
-               "--source", f"lib={upstream.path}").code == 0
+    assert (
+        cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}").code
+        == 0
+    )
     before = snapshot(project)
     mail = tmp_path / "conflict.patch"
-    mail.write_bytes(make_series(upstream, upstream.head(), [({"src/mod.py": BASE_TEXT.replace(
-        "line 5 rewritten upstream", "elsewhere")}, "x")])[0])
+    mail.write_bytes(
+        make_series(
+            upstream,
+            upstream.head(),
+            [({"src/mod.py": BASE_TEXT.replace("line 5 rewritten upstream", "elsewhere")}, "x")],
+        )[0]
+    )
     (into / "src/mod.py").write_text(lines_with({5: "something else"}))
     git(into, "commit", "-q", "-am", "local change")
     assert gitenv(into, "am", "-3", str(mail)).returncode != 0
@@ -357,8 +398,9 @@ def test_a_finished_move_not_yet_exported_is_work_that_edit_keeps(tmp_path, cli,
     plain = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}")
     assert plain.code == 1 and "lose work not yet exported" in plain.err and "2 local commits" in plain.err
     assert git(into, "rev-parse", "HEAD") == head
-    forced = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source",
-                 f"lib={upstream.path}", "--force")
+    forced = cli(
+        "edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}", "--force"
+    )
     assert forced.code == 0, forced.out + forced.err
     saved = [b for b in git(into, "branch", "--format=%(refname:short)").split() if b.startswith("patchmgr-saved/")]
     assert len(saved) == 1 and git(into, "rev-parse", saved[0]) == head

@@ -17,15 +17,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import require
 from gitrepos import git
-from patchmgr.model import urls as gitio
-from patchmgr.model.errors import GitError
-from patchmgr.io.git import GitRepo
-from patchmgr.model.urls import as_local_path
 from test_git_hardening import plain_git, spy
 from test_status_states import lines_with
+
+from patchmgr.io.git import GitRepo
+from patchmgr.model import urls as gitio
+from patchmgr.model.errors import GitError
+from patchmgr.model.urls import as_local_path
 
 SSH_URL = "ssh://example.invalid/lib.git"
 OTHER_UID = 12345
@@ -84,23 +84,29 @@ def test_a_cache_owned_by_another_user_runs_nothing(cli, project, upstream, cach
     plain_git(repo, "fetch", SSH_URL, "HEAD")
     assert marker.exists()
     marker.unlink()
-    {"cache": lambda: chown_tree(cache, OTHER_UID), "clone": lambda: os.chown(repo, OTHER_UID, OTHER_UID),
-     "config": lambda: os.chown(repo / "config", OTHER_UID, OTHER_UID)}[owned]()
+    {
+        "cache": lambda: chown_tree(cache, OTHER_UID),
+        "clone": lambda: os.chown(repo, OTHER_UID, OTHER_UID),
+        "config": lambda: os.chown(repo / "config", OTHER_UID, OTHER_UID),
+    }[owned]()
     result = cli("status", "--target", "t", "--against", "lib=main")
     said = refused(result, "belongs to another user")
     assert f"uid {OTHER_UID}" in said
     assert not marker.exists(), marker.read_text()
 
 
-@pytest.mark.parametrize("key, value", [
-    ("core.sshCommand", "{spy}"),
-    ("core.gitProxy", "{spy}"),
-    ("core.alternateRefsCommand", "{spy}"),
-    ("credential.helper", "!{spy}"),
-    ("remote.origin.uploadpack", "{spy}"),
-    ("url.{upstream}.insteadOf", SSH_URL),
-    ("include.path", "{included}"),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("core.sshCommand", "{spy}"),
+        ("core.gitProxy", "{spy}"),
+        ("core.alternateRefsCommand", "{spy}"),
+        ("credential.helper", "!{spy}"),
+        ("remote.origin.uploadpack", "{spy}"),
+        ("url.{upstream}.insteadOf", SSH_URL),
+        ("include.path", "{included}"),
+    ],
+)
 def test_a_config_key_patchmgr_never_writes_is_refused(cli, project, upstream, cache, tmp_path, key, value):
     marker = tmp_path / "program-ran"
     program = spy(tmp_path / "evil", marker)
@@ -216,8 +222,9 @@ def mount(tmp_path):
         folder.mkdir()
         if os.geteuid() != 0:
             require(False, "mounting a tmpfs takes root")
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True
+        )
         require(done.returncode == 0, f"cannot mount a tmpfs here: {(done.stderr or done.stdout).strip()}")
         mounted.append(folder)
         return folder
@@ -301,13 +308,18 @@ def test_a_cache_that_cannot_be_made_names_the_real_cause(cli, project, upstream
     assert not (cache / "git" / "lib.git").exists()  # no half-made clone left for the next run to trip on
 
 
-@pytest.mark.parametrize("spoil, cause, hint", [
-    (fill_bytes, "no space left on that disk", "free some space"),
-    (fill_inodes, "no free inodes on that file system", "no free inodes"),
-    (lambda disk: remount(disk, "ro"), "the file system is read-only", "writable folder"),
-], ids=["fills up", "runs out of inodes", "turns read-only"])
-def test_a_cache_disk_that_fills_up_names_the_real_cause(cli, project, upstream, mount, monkeypatch,
-                                                          spoil, cause, hint):
+@pytest.mark.parametrize(
+    "spoil, cause, hint",
+    [
+        (fill_bytes, "no space left on that disk", "free some space"),
+        (fill_inodes, "no free inodes on that file system", "no free inodes"),
+        (lambda disk: remount(disk, "ro"), "the file system is read-only", "writable folder"),
+    ],
+    ids=["fills up", "runs out of inodes", "turns read-only"],
+)
+def test_a_cache_disk_that_fills_up_names_the_real_cause(
+    cli, project, upstream, mount, monkeypatch, spoil, cause, hint
+):
     """The cache is made and holds the pin; then its disk fills up (or turns read-only) and a new commit is
     asked for: one error naming the cache and the real cause, not an upstream that "could not be provided";
     what the cache holds is still read, and once the disk is usable again the same run goes through."""
@@ -332,8 +344,13 @@ def test_a_cache_disk_that_fills_up_names_the_real_cause(cli, project, upstream,
 # -- 4. URLs follow git's rules and never show a password --------------------------------------------
 def test_locations_are_classified_by_gits_rules():
     """git's url_is_local_not_ssh: a colon before any slash is scp-like ssh; URLs and transports are not paths."""
-    remote = ["git@example.invalid:org/lib.git", "example.invalid:org/lib.git", "ssh://git@example.invalid/org/lib",
-              "https://example.invalid/lib.git", "file::/srv/lib"]
+    remote = [
+        "git@example.invalid:org/lib.git",
+        "example.invalid:org/lib.git",
+        "ssh://git@example.invalid/org/lib",
+        "https://example.invalid/lib.git",
+        "file::/srv/lib",
+    ]
     local = ["/srv/git/lib", "./dir:with-colon", "mirrors/lib", "~/src/lib"]
     assert [location for location in remote if as_local_path(location) is not None] == []
     assert [location for location in local if as_local_path(location) is None] == []
@@ -356,16 +373,22 @@ SECRET = "s3cr3t-t0ken"
 
 
 @pytest.mark.parametrize("how", ["manifest", "source", "json", "fetch"])
-@pytest.mark.parametrize("userinfo, masked", [(f"alice:{SECRET}", "alice:***@127.0.0.1"),
-                                              (SECRET, "https://***@127.0.0.1")],  # a token given as the user
-                         ids=["password", "token-as-user"])
+@pytest.mark.parametrize(
+    "userinfo, masked",
+    [(f"alice:{SECRET}", "alice:***@127.0.0.1"), (SECRET, "https://***@127.0.0.1")],  # a token given as the user
+    ids=["password", "token-as-user"],
+)
 def test_a_password_in_a_url_is_never_printed(cli, project, upstream, how, userinfo, masked):
     url = f"https://{userinfo}@127.0.0.1:9/lib.git"  # port 9: refused at once
     pin = upstream.head()
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed"})}, "Fix"))
     project.manifest("t", {"lib": {"git": url if how != "source" else SSH_URL, "commit": pin, "patches": ["fix"]}})
-    command = {"manifest": ["status", "--target", "t"], "source": ["status", "--target", "t", "--source", f"lib={url}"],
-               "json": ["status", "--target", "t", "--json"], "fetch": ["fetch", "--target", "t"]}[how]
+    command = {
+        "manifest": ["status", "--target", "t"],
+        "source": ["status", "--target", "t", "--source", f"lib={url}"],
+        "json": ["status", "--target", "t", "--json"],
+        "fetch": ["fetch", "--target", "t"],
+    }[how]
     result = cli(*command)
     said = result.out + result.err
     assert result.code == 1 and "Traceback" not in said, said
@@ -374,10 +397,14 @@ def test_a_password_in_a_url_is_never_printed(cli, project, upstream, how, useri
 
 
 def test_mask_url_masks_every_password_and_every_web_user_in_a_text():
-    text = ("from https://u:pw@h/x, then ssh://me:pa55@host:22/r and git@host:org/r.git, https://tok@h/y, "
-            "'https://u:p@ss@h/z'")
-    assert gitio.mask_url(text) == ("from https://u:***@h/x, then ssh://me:***@host:22/r and git@host:org/r.git, "
-                                    "https://***@h/y, 'https://u:***@h/z'")
+    text = (
+        "from https://u:pw@h/x, then ssh://me:pa55@host:22/r and git@host:org/r.git, https://tok@h/y, "
+        "'https://u:p@ss@h/z'"
+    )
+    assert gitio.mask_url(text) == (
+        "from https://u:***@h/x, then ssh://me:***@host:22/r and git@host:org/r.git, "
+        "https://***@h/y, 'https://u:***@h/z'"
+    )
 
 
 def test_a_local_source_that_is_not_a_repository_says_so(cli, project, upstream, tmp_path):
@@ -396,8 +423,11 @@ def test_a_truncated_pack_of_a_file_is_not_reported_missing(cli, project, upstre
     args = filled(cli, project, upstream)
     repo = clone(cache)
     blob = git(upstream.path, "rev-parse", f"{upstream.head()}:src/mod.py")
-    packs = [idx.with_suffix(".pack") for idx in (repo / "objects/pack").glob("*.idx")
-             if blob in git(repo, "show-index", input=idx.read_bytes())]
+    packs = [
+        idx.with_suffix(".pack")
+        for idx in (repo / "objects/pack").glob("*.idx")
+        if blob in git(repo, "show-index", input=idx.read_bytes())
+    ]
     assert packs
     for pack in packs:
         pack.chmod(0o644)

@@ -17,8 +17,11 @@ def test_roots_prints_name_and_import_root_per_applied_upstream(tmp_path, cli, p
     assert result.out.splitlines() == [f"lib {into.resolve() / 'lib'}", f"tool {into.resolve() / 'tool'}"]
     only = cli("roots", "--target", "t", "--into", str(into), "--upstream", "tool", "--json")
     doc = json.loads(only.out)
-    assert doc["command"] == "roots" and doc["ok"] and doc["roots"] == [{"name": "tool",
-                                                                        "root": str(into.resolve() / "tool")}]
+    assert (
+        doc["command"] == "roots"
+        and doc["ok"]
+        and doc["roots"] == [{"name": "tool", "root": str(into.resolve() / "tool")}]
+    )
 
 
 def test_roots_of_a_folder_with_nothing_applied_is_exit_1_with_the_reason_on_stderr(tmp_path, cli, project):
@@ -38,11 +41,15 @@ def test_fetch_json_lists_upstreams_like_status(tmp_path, cli, project):
 def test_edit_and_export_have_json(tmp_path, cli, project, upstream):
     series_project(project, upstream)
     into = tmp_path / "work"
-    edit = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}",
-               "--json")
+    edit = cli(
+        "edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}", "--json"
+    )
     doc = json.loads(edit.out)
-    assert edit.code == 0 and doc["command"] == "edit" and [p["id"] for p in doc["patches"]] == [
-        "first", "second", "third"]
+    assert (
+        edit.code == 0
+        and doc["command"] == "edit"
+        and [p["id"] for p in doc["patches"]] == ["first", "second", "third"]
+    )
     export = cli("export", "--target", "t", "--upstream", "lib", "--from", str(into), "--json")
     doc = json.loads(export.out)
     assert export.code == 0 and doc["ok"] and doc["changed"] is False
@@ -61,11 +68,15 @@ def test_refresh_and_bump_have_json(tmp_path, cli, project, upstream):
 
 def test_a_missing_required_option_reads_the_same_in_every_command(cli, project, upstream):
     series_project(project, upstream)
-    for args, option in ((["apply", "--into", "x"], "--target"), (["bump", "--target", "t"], "--upstream"),
-                         (["refresh", "--target", "t", "--upstream", "lib"], "--to"),
-                         (["edit", "--target", "t", "--upstream", "lib"], "--into"),
-                         (["export", "--target", "t", "--upstream", "lib"], "--from"),
-                         (["revert", "--target", "t"], "--python"), (["roots", "--target", "t"], "--into")):
+    for args, option in (
+        (["apply", "--into", "x"], "--target"),
+        (["bump", "--target", "t"], "--upstream"),
+        (["refresh", "--target", "t", "--upstream", "lib"], "--to"),
+        (["edit", "--target", "t", "--upstream", "lib"], "--into"),
+        (["export", "--target", "t", "--upstream", "lib"], "--from"),
+        (["revert", "--target", "t"], "--python"),
+        (["roots", "--target", "t"], "--into"),
+    ):
         result = cli(*args)
         assert result.code == 2 and f"error: {option} is required: {args[0]} needs {option} " in result.err, result.err
 
@@ -73,6 +84,7 @@ def test_a_missing_required_option_reads_the_same_in_every_command(cli, project,
 def test_help_says_the_exit_codes_once_and_marks_required_options(cli):
     def flat(text: str) -> str:
         return " ".join(text.replace("│", " ").split())
+
     assert flat(cli("--help").out).count("Exit codes") == 1
     bump = flat(cli("bump", "--help").out)
     assert "Exit codes" not in bump and bump.count("[required]") == 3

@@ -36,13 +36,34 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ["install-tool", "fetch", "apply", "install-upstreams", "verify", "smoke"]
 UPSTREAMS = ["megatron-bridge", "vllm-ascend"]
-CONTEXT = ["Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "requirements-smoke-nodeps.txt",
-           "patchmgr", "docker", "manifests", "patches", "tests/smoke"]
+CONTEXT = [
+    "Dockerfile",
+    ".dockerignore",
+    "pyproject.toml",
+    "README.md",
+    "requirements-smoke-nodeps.txt",
+    "patchmgr",
+    "docker",
+    "manifests",
+    "patches",
+    "tests/smoke",
+]
 BASE_PACKAGES = "python3,python3-venv,python3-pip,git,ca-certificates"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 # pip and proxy settings of this machine handed to the build, where set (never local paths)
-PASSED_ON = ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DEFAULT_TIMEOUT",
-             "PATCHMGR_INDEX_URL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"]
+PASSED_ON = [
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_TRUSTED_HOST",
+    "PIP_DEFAULT_TIMEOUT",
+    "PATCHMGR_INDEX_URL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+]
 
 
 def test_dockerfile_runs_the_script_steps_in_cache_friendly_order():
@@ -56,12 +77,14 @@ def test_dockerfile_runs_the_script_steps_in_cache_friendly_order():
     assert order["COPY manifests/ manifests/"] < order["RUN docker/build.sh fetch"] < order["COPY patches/ patches/"]
     assert order["COPY patches/ patches/"] < order["RUN docker/build.sh apply"]
     # the Ascend base carries the vllm-ascend release the manifest pins
-    pinned = re.search(r'\[upstreams\.vllm-ascend\][^\[]*?version = "([^"]+)"',
-                       (ROOT / "manifests" / "ascend.toml").read_text()).group(1)
+    pinned = re.search(
+        r'\[upstreams\.vllm-ascend\][^\[]*?version = "([^"]+)"', (ROOT / "manifests" / "ascend.toml").read_text()
+    ).group(1)
     assert f"ARG BASE_IMAGE=quay.io/ascend/vllm-ascend:v{pinned}-a3" in text
 
 
 # --- the engine, the base images, the wheel server --------------------------------------------
+
 
 def _unavailable(reason: str):
     if os.environ.get("CI"):
@@ -114,8 +137,9 @@ def _image_exists(tag: str) -> bool:
 def base_image(engine, tmp_path_factory) -> str:
     """bookworm + python3 + git + this host's CA bundle; kept in the engine across runs, keyed by its inputs."""
     mirror = debian_mirror()
-    key = hashlib.sha256(b"\0".join([mirror.encode(), BASE_PACKAGES.encode(),
-                                     CA_BUNDLE.read_bytes() if CA_BUNDLE.is_file() else b""])).hexdigest()[:16]
+    key = hashlib.sha256(
+        b"\0".join([mirror.encode(), BASE_PACKAGES.encode(), CA_BUNDLE.read_bytes() if CA_BUNDLE.is_file() else b""])
+    ).hexdigest()[:16]
     tag = f"patchmgr-test-base:bookworm-{key}"
     if _image_exists(tag):
         return tag
@@ -124,8 +148,12 @@ def base_image(engine, tmp_path_factory) -> str:
     rootfs = tmp_path_factory.mktemp("base") / "rootfs.tar"
     hooks = [f"--customize-hook=upload {CA_BUNDLE} {CA_BUNDLE}"] if CA_BUNDLE.is_file() else []
     started = time.monotonic()
-    made = subprocess.run(["mmdebstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", *hooks,
-                           "bookworm", str(rootfs), mirror], capture_output=True, text=True, timeout=1200)
+    made = subprocess.run(
+        ["mmdebstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", *hooks, "bookworm", str(rootfs), mirror],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert made.returncode == 0, (made.stdout + made.stderr)[-4000:]
     docker("import", str(rootfs), tag)
     rootfs.unlink()
@@ -172,10 +200,16 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 # --- building ------------------------------------------------------------------------------
 
+
 def make_context(where: Path) -> Path:
     """The files the Dockerfile copies, as they are in this working tree, outside it."""
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "--", *CONTEXT], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout.splitlines()
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "--", *CONTEXT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     for name in listed:
         source = ROOT / name
         if source.is_file():
@@ -229,9 +263,27 @@ def images():
 
 def smoke_in(image: str, *flags: str) -> subprocess.CompletedProcess:
     only = [arg for name in UPSTREAMS for arg in ("--upstream", name)]
-    return docker("run", "--rm", "--network", "none", "-e", "COLUMNS=160", image, "patchmgr", "smoke",
-                  "--target", "ascend", "--into", "/opt/upstreams", *only, "--device", "cpu", *flags,
-                  check=False, timeout=900)
+    return docker(
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "-e",
+        "COLUMNS=160",
+        image,
+        "patchmgr",
+        "smoke",
+        "--target",
+        "ascend",
+        "--into",
+        "/opt/upstreams",
+        *only,
+        "--device",
+        "cpu",
+        *flags,
+        check=False,
+        timeout=900,
+    )
 
 
 def test_image_builds_smokes_green_and_red_and_caches_its_layers(build_args, images, tmp_path):
@@ -244,11 +296,19 @@ def test_image_builds_smokes_green_and_red_and_caches_its_layers(build_args, ima
 
     # inside the image: patchmgr runs from its virtual environment over the base's Python,
     # which stays externally managed and untouched
-    probe = docker("run", "--rm", "--network", "none", first_tag, "sh", "-c",
-                   "command -v patchmgr; ls /usr/lib/python3*/EXTERNALLY-MANAGED; "
-                   "cd / && /usr/bin/python3 -c 'import patchmgr' 2>&1 | tail -1; "
-                   "python -c 'import importlib.util as u, torch; "
-                   "print(torch.__version__, u.find_spec(\"vllm_ascend\").submodule_search_locations[0])'")
+    probe = docker(
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        first_tag,
+        "sh",
+        "-c",
+        "command -v patchmgr; ls /usr/lib/python3*/EXTERNALLY-MANAGED; "
+        "cd / && /usr/bin/python3 -c 'import patchmgr' 2>&1 | tail -1; "
+        "python -c 'import importlib.util as u, torch; "
+        'print(torch.__version__, u.find_spec("vllm_ascend").submodule_search_locations[0])\'',
+    )
     assert probe.stdout.splitlines()[0] == "/opt/venv/bin/patchmgr", probe.stdout
     assert "EXTERNALLY-MANAGED" in probe.stdout and "No module named 'patchmgr'" in probe.stdout, probe.stdout
     assert re.search(r"^2\.13\.0\+cpu /opt/upstreams/vllm-ascend/", probe.stdout, re.M), probe.stdout
@@ -296,18 +356,39 @@ def test_a_base_whose_python_is_not_externally_managed(build_args, base_image, i
     (tmp_path / "plain" / "Dockerfile").write_text(
         f"FROM {base_image}\n"
         "RUN rm /usr/lib/python3*/EXTERNALLY-MANAGED && mkdir -p /usr/local/lib/python3.11/dist-packages \\\n"
-        " && echo 'WHERE = \"base\"' > /usr/local/lib/python3.11/dist-packages/base_stand_in.py\n")
+        " && echo 'WHERE = \"base\"' > /usr/local/lib/python3.11/dist-packages/base_stand_in.py\n"
+    )
     plain = f"patchmgr-test-plain:{os.getpid()}"
     images.append(plain)
     docker("build", "--network", "host", "--tag", plain, str(tmp_path / "plain"))
-    env = [arg for name, value in build_args.items() if name.startswith(("PIP_", "PATCHMGR_"))
-           for arg in ("-e", f"{name}={value}")]
-    done = docker("run", "--rm", "--network", "host", "-v", f"{context}:/opt/patchmgr", *env,
-                  "-e", "VARIANT=ascend", "-e", "VENV=/opt/venv", plain, "sh", "-c",
-                  "! ls /usr/lib/python3*/EXTERNALLY-MANAGED 2>/dev/null && "
-                  "bash /opt/patchmgr/docker/build.sh install-tool && "
-                  "/opt/venv/bin/python -c 'import base_stand_in, patchmgr, pytest; print(base_stand_in.WHERE)' && "
-                  "/usr/bin/python3 -c 'import patchmgr' 2>&1 | tail -1", check=False, timeout=900)
+    env = [
+        arg
+        for name, value in build_args.items()
+        if name.startswith(("PIP_", "PATCHMGR_"))
+        for arg in ("-e", f"{name}={value}")
+    ]
+    done = docker(
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "-v",
+        f"{context}:/opt/patchmgr",
+        *env,
+        "-e",
+        "VARIANT=ascend",
+        "-e",
+        "VENV=/opt/venv",
+        plain,
+        "sh",
+        "-c",
+        "! ls /usr/lib/python3*/EXTERNALLY-MANAGED 2>/dev/null && "
+        "bash /opt/patchmgr/docker/build.sh install-tool && "
+        "/opt/venv/bin/python -c 'import base_stand_in, patchmgr, pytest; print(base_stand_in.WHERE)' && "
+        "/usr/bin/python3 -c 'import patchmgr' 2>&1 | tail -1",
+        check=False,
+        timeout=900,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "\nbase\n" in output and "No module named 'patchmgr'" in output, output[-2000:]

@@ -25,13 +25,19 @@ from patchmgr.model.patchfile import parse_patch
 # seeds (PATCHMGR_PROPERTY_EXAMPLES, PATCHMGR_PROPERTY_SEED) as a long run outside the test suite.
 _EXAMPLES = int(os.environ.get("PATCHMGR_PROPERTY_EXAMPLES") or 60)
 _SEEDED = bool(os.environ.get("PATCHMGR_PROPERTY_SEED"))
-SETTINGS = settings(max_examples=_EXAMPLES, deadline=None, database=None, derandomize=not _SEEDED,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=_EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize=not _SEEDED,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 NAME = "f.txt"
 
 line = st.sampled_from(["a", "b", "c", "a b", "", "x = 1", "}"]).flatmap(
-    lambda text: st.sampled_from([text + "\n", text + "\r\n"]) if text else st.just("\n"))
+    lambda text: st.sampled_from([text + "\n", text + "\r\n"]) if text else st.just("\n")
+)
 
 
 @st.composite
@@ -52,9 +58,9 @@ def edited(draw, base: str) -> str:
         if op == "insert" or not lines:
             lines[at:at] = draw(st.lists(line, min_size=1, max_size=3))
         elif op == "delete":
-            del lines[min(at, len(lines) - 1): min(at, len(lines) - 1) + draw(st.integers(1, 3))]
+            del lines[min(at, len(lines) - 1) : min(at, len(lines) - 1) + draw(st.integers(1, 3))]
         elif op == "copy":  # a block repeated elsewhere: a second place a hunk could match
-            block = lines[draw(st.integers(0, len(lines) - 1)):][: draw(st.integers(1, 4))]
+            block = lines[draw(st.integers(0, len(lines) - 1)) :][: draw(st.integers(1, 4))]
             lines[at:at] = [l if l.endswith("\n") else l + "\n" for l in block]
         else:
             lines[min(at, len(lines) - 1)] = draw(line)
@@ -149,9 +155,14 @@ def drift_case(draw):
 
 # Found by this test: a drifted second hunk matched over the line the first hunk had
 # just written (git never matches over patched lines), turning b->c, c->d into b->d.
-@example(case=(b"a\nb\na\n" + b"x\n" * 10 + b"a\nc\na\n" + b"y\n" * 5,
-               b"a\nc\na\n" + b"x\n" * 10 + b"a\nd\na\n" + b"y\n" * 5, 1,
-               b"a\nb\na\n" + b"x\n" * 10 + b"y\n" * 5))
+@example(
+    case=(
+        b"a\nb\na\n" + b"x\n" * 10 + b"a\nc\na\n" + b"y\n" * 5,
+        b"a\nc\na\n" + b"x\n" * 10 + b"a\nd\na\n" + b"y\n" * 5,
+        1,
+        b"a\nb\na\n" + b"x\n" * 10 + b"y\n" * 5,
+    )
+)
 # git's byte-wise match of a final preimage line without LF (see git_joins_lines)
 @example(case=(b"a", b"a\na", 1, b"a\n"))
 @SETTINGS
@@ -184,7 +195,10 @@ def git_joins_lines(patch, upstream: bytes) -> bool:
     lines = upstream.decode("utf-8", "surrogateescape").splitlines(keepends=True)
     for hunk in patch.files[0].hunks:
         last = hunk.old_lines[-1] if hunk.old_lines else ""
-        if last and not last.endswith("\n") and any(
-                l != last and l.startswith(last) and not l[len(last):].strip(" \t\n\v\f\r") for l in lines):
+        if (
+            last
+            and not last.endswith("\n")
+            and any(l != last and l.startswith(last) and not l[len(last) :].strip(" \t\n\v\f\r") for l in lines)
+        ):
             return True
     return False

@@ -25,11 +25,17 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gitrepos import make_series
 from reliability import replace_tree, snapshot
-from test_trust_installed import (Tiny, core_with, env, no_package_index, pristine, site_packages,  # noqa: F401
-                                  tiny)
+from test_trust_installed import (
+    Tiny,
+    core_with,
+    env,
+    no_package_index,
+    pristine,
+    site_packages,  # noqa: F401
+    tiny,
+)
 
 
 def assert_one_error(result, code: int, *needles: str) -> str:
@@ -86,14 +92,20 @@ def test_a_one_column_record_row(tiny, cli):
     tiny.series(({"tinydist/core.py": core_with(500)}, "Core five"))
     record = record_file(tiny.venv)
     rows = record.read_text().splitlines()
-    record.write_text("\n".join("tinydist/core.py" if row.startswith("tinydist/core.py,") else row
-                                for row in rows) + "\n")
+    record.write_text(
+        "\n".join("tinydist/core.py" if row.startswith("tinydist/core.py,") else row for row in rows) + "\n"
+    )
     assert cli("apply", *tiny.src()).code == 0
     assert any(row.startswith("tinydist/core.py,sha256=") for row in record.read_text().splitlines())
     assert cli("verify", *tiny.args()).code == 0
     # a RECORD rewritten after apply with that row cut to its path: verify says so, no traceback
-    record.write_text("\n".join("tinydist/core.py" if row.startswith("tinydist/core.py,") else row
-                                for row in record.read_text().splitlines()) + "\n")
+    record.write_text(
+        "\n".join(
+            "tinydist/core.py" if row.startswith("tinydist/core.py,") else row
+            for row in record.read_text().splitlines()
+        )
+        + "\n"
+    )
     result = cli("verify", *tiny.args())
     assert result.code == 1 and "Traceback" not in result.out + result.err
     assert "RECORD does not match" in result.out + result.err
@@ -136,16 +148,21 @@ DAMAGED_JOURNALS = [
 
 # every damaged journal with verify; one of them with every command that reads the environment
 JOURNAL_CASES = [("verify", content) for content in DAMAGED_JOURNALS] + [
-    (command, DAMAGED_JOURNALS[3]) for command in ("status", "revert", "apply", "smoke")]
+    (command, DAMAGED_JOURNALS[3]) for command in ("status", "revert", "apply", "smoke")
+]
 
 
-@pytest.mark.parametrize("command, content", [(c, j[1]) for c, j in JOURNAL_CASES],
-                         ids=[f"{c}-{j[0]}" for c, j in JOURNAL_CASES])
+@pytest.mark.parametrize(
+    "command, content", [(c, j[1]) for c, j in JOURNAL_CASES], ids=[f"{c}-{j[0]}" for c, j in JOURNAL_CASES]
+)
 def test_damaged_environment_journal(applied, cli, command, content):
     journal = state_folder(applied.venv) / "journal"
     journal.mkdir()
-    data = content if isinstance(content, bytes) else (content if isinstance(content, str)
-                                                       else json.dumps(content)).encode()
+    data = (
+        content
+        if isinstance(content, bytes)
+        else (content if isinstance(content, str) else json.dumps(content)).encode()
+    )
     (journal / "journal.json").write_bytes(data)
     before = snapshot(applied.venv)
     args = applied.src() if command in ("status", "apply") else applied.args()
@@ -156,8 +173,19 @@ def test_damaged_environment_journal(applied, cli, command, content):
 
 # -- the environment's ledger ---------------------------------------------------------------------
 def _ledger_entry(**changes) -> dict:
-    entry = {"name": "tinydist", "dist": "tinydist", "version": "1.0", "location": "/x", "editable": False,
-             "pin": "a" * 40, "patches": [], "files": {}, "record": None, "record_original": None, "bytecode": {}}
+    entry = {
+        "name": "tinydist",
+        "dist": "tinydist",
+        "version": "1.0",
+        "location": "/x",
+        "editable": False,
+        "pin": "a" * 40,
+        "patches": [],
+        "files": {},
+        "record": None,
+        "record_original": None,
+        "bytecode": {},
+    }
     return {**entry, **changes}
 
 
@@ -169,23 +197,38 @@ DAMAGED_LEDGERS = [
     ("editable is a string", {"target": "t", "python": "p", "upstreams": [_ledger_entry(editable="no")]}),
     ("patches is a string", {"target": "t", "python": "p", "upstreams": [_ledger_entry(patches="p")]}),
     ("files is a list", {"target": "t", "python": "p", "upstreams": [_ledger_entry(files=["a"])]}),
-    ("an original that is a path", {"target": "t", "python": "p", "upstreams": [_ledger_entry(
-        files={"tinydist/core.py": {"installed": "/x", "original": "../../../etc/passwd", "patched": None}})]}),
-    ("a bytecode hash that is a number", {"target": "t", "python": "p",
-                                          "upstreams": [_ledger_entry(bytecode={"/x.pyc": 5})]}),
+    (
+        "an original that is a path",
+        {
+            "target": "t",
+            "python": "p",
+            "upstreams": [
+                _ledger_entry(
+                    files={"tinydist/core.py": {"installed": "/x", "original": "../../../etc/passwd", "patched": None}}
+                )
+            ],
+        },
+    ),
+    (
+        "a bytecode hash that is a number",
+        {"target": "t", "python": "p", "upstreams": [_ledger_entry(bytecode={"/x.pyc": 5})]},
+    ),
     ("a name with a slash", {"target": "t", "python": "p", "upstreams": [_ledger_entry(name="../tinydist")]}),
 ]
 
 
 LEDGER_CASES = [("verify", content) for content in DAMAGED_LEDGERS] + [
-    (command, DAMAGED_LEDGERS[7]) for command in ("status", "revert", "apply", "smoke")]
+    (command, DAMAGED_LEDGERS[7]) for command in ("status", "revert", "apply", "smoke")
+]
 
 
-@pytest.mark.parametrize("command, content", [(c, j[1]) for c, j in LEDGER_CASES],
-                         ids=[f"{c}-{j[0]}" for c, j in LEDGER_CASES])
+@pytest.mark.parametrize(
+    "command, content", [(c, j[1]) for c, j in LEDGER_CASES], ids=[f"{c}-{j[0]}" for c, j in LEDGER_CASES]
+)
 def test_damaged_environment_ledger(applied, cli, command, content):
     (state_folder(applied.venv) / "t" / "ledger.json").write_text(
-        content if isinstance(content, str) else json.dumps(content))
+        content if isinstance(content, str) else json.dumps(content)
+    )
     before = snapshot(applied.venv)
     args = applied.src() if command in ("status", "apply") else applied.args()
     result = cli(command, *args, *(["--device", "cpu"] if command == "smoke" else []))
@@ -199,8 +242,10 @@ def read_only(tmp_path):
     """A read-only mount to copy an environment into; skipped where this process cannot mount (not root)."""
     mount = tmp_path / "ro"
     mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(mount)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(mount)], capture_output=True).returncode != 0
+    ):
         pytest.skip("needs root and mount(8) to make a read-only file system")
 
     def seal() -> None:
@@ -259,8 +304,18 @@ def _smoke_project(tiny: Tiny, test: str, conftest: str | None = None) -> None:
     fields = f"Origin: vendor\nUpstream-Status: Pending\nSmoke-Test: {SMOKE_TEST}"
     mail = make_series(tiny.repo, tiny.pin, [({"tinydist/core.py": core_with(500)}, "Core five")], fields=fields)[0]
     tiny.project.add_patch("tinydist", "fix-1", mail)
-    tiny.project.manifest("t", {"tinydist": {"git": "https://example.invalid/tinydist.git", "commit": tiny.pin,
-                                             "version": "1.0", "pypi": "tinydist", "patches": ["fix-1"]}})
+    tiny.project.manifest(
+        "t",
+        {
+            "tinydist": {
+                "git": "https://example.invalid/tinydist.git",
+                "commit": tiny.pin,
+                "version": "1.0",
+                "pypi": "tinydist",
+                "patches": ["fix-1"],
+            }
+        },
+    )
     path = tiny.project.root / SMOKE_TEST
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(test)
@@ -269,9 +324,11 @@ def _smoke_project(tiny: Tiny, test: str, conftest: str | None = None) -> None:
         (tiny.project.root / "tests" / "conftest.py").write_text(conftest)
 
 
-TORCH_TEST = ("import pytest\nimport torch\n\nimport helper_here\n\ntry:\n    import torch_npu\nexcept ImportError:\n"
-              "    torch_npu = None\n\n\ndef test_core():\n    from megatron.core import utils\n"
-              "    assert torch.tensor(1).item() == utils.ONE\n")
+TORCH_TEST = (
+    "import pytest\nimport torch\n\nimport helper_here\n\ntry:\n    import torch_npu\nexcept ImportError:\n"
+    "    torch_npu = None\n\n\ndef test_core():\n    from megatron.core import utils\n"
+    "    assert torch.tensor(1).item() == utils.ONE\n"
+)
 
 
 def test_smoke_names_what_the_environment_lacks(tiny, cli):
@@ -305,8 +362,10 @@ def test_smoke_device_probe_that_is_not_json(tiny, cli, tmp_path):
     _smoke_project(tiny, "def test_core():\n    assert True\n")
     (site_packages(tiny.venv) / "pytest.py").write_text("")
     wrapper = tmp_path / "wrapped-python"
-    wrapper.write_text(f"#!/bin/sh\ncase \"$2\" in *torch_npu*) echo 'no devices here'; exit 0;; esac\n"
-                       f"exec {tiny.venv / 'bin' / 'python'} \"$@\"\n")
+    wrapper.write_text(
+        f"#!/bin/sh\ncase \"$2\" in *torch_npu*) echo 'no devices here'; exit 0;; esac\n"
+        f'exec {tiny.venv / "bin" / "python"} "$@"\n'
+    )
     wrapper.chmod(0o755)
     result = cli("smoke", "--target", "t", "--python", str(wrapper), "--device", "cpu")
     assert_one_error(result, 2, f"--python {wrapper} did not answer as a Python interpreter", "not JSON")

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from reliability import Upstreams, pristine_environment, record, replace_tree, snapshot, start
 
 
@@ -57,8 +56,14 @@ def disk(tmp_path):
     root = tmp_path / "disk"
     root.mkdir()
     # PATCHMGR_TEST_NO_TMPFS=1 runs the RLIMIT_FSIZE variant even where a tmpfs could be mounted
-    mounted = os.geteuid() == 0 and not os.environ.get("PATCHMGR_TEST_NO_TMPFS") and subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(root)], capture_output=True).returncode == 0
+    mounted = (
+        os.geteuid() == 0
+        and not os.environ.get("PATCHMGR_TEST_NO_TMPFS")
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(root)], capture_output=True
+        ).returncode
+        == 0
+    )
     try:
         yield Disk(root, mounted)
     finally:
@@ -132,8 +137,17 @@ def test_disk_fills_during_apply_into_over_an_older_checkout(tmp_path, cli, proj
     replace_tree(pristine, into)
     output = full_from_the_start(disk, args, state, before)
     assert f"nothing in {into} was changed" in output.replace("\n", "")
-    counts = fill_at_each_step("apply --into on a full disk", disk, args, tmp_path,
-                               lambda: replace_tree(pristine, into), state, before, after, stride=2)
+    counts = fill_at_each_step(
+        "apply --into on a full disk",
+        disk,
+        args,
+        tmp_path,
+        lambda: replace_tree(pristine, into),
+        state,
+        before,
+        after,
+        stride=2,
+    )
     assert counts["refused_unchanged"] >= 6
 
 
@@ -150,8 +164,17 @@ def test_disk_fills_during_apply_python(tmp_path, tmp_path_factory, cli, project
     args = ["apply", *python, *upstreams.sources, "--root", str(project.root)]
     replace_tree(pristine, venv)
     full_from_the_start(disk, args, lambda: snapshot(venv), before)
-    counts = fill_at_each_step("apply --python on a full disk", disk, args, tmp_path,
-                               lambda: replace_tree(pristine, venv), lambda: snapshot(venv), before, after, stride=4)
+    counts = fill_at_each_step(
+        "apply --python on a full disk",
+        disk,
+        args,
+        tmp_path,
+        lambda: replace_tree(pristine, venv),
+        lambda: snapshot(venv),
+        before,
+        after,
+        stride=4,
+    )
     assert counts["refused_unchanged"] >= 10
     # and with room again, the same run goes through
     assert cli("apply", *python, *upstreams.sources).code == 0 and snapshot(venv) == after

@@ -13,16 +13,32 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from gitrepos import BASE_TEXT, GIT_ENV, git
-from patchmgr.model.errors import GitError
-from patchmgr.io.git import GitRepo
 from test_status_states import lines_with
 
+from patchmgr.io.git import GitRepo
+from patchmgr.model.errors import GitError
+
 URL = "https://example.invalid/lib.git"
-HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-merge",
-         "reference-transaction", "post-index-change", "pre-auto-gc", "post-rewrite", "pre-push",
-         "pre-receive", "update", "post-receive", "post-update", "push-to-checkout", "fsmonitor-watchman")
+HOOKS = (
+    "pre-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "post-checkout",
+    "post-merge",
+    "reference-transaction",
+    "post-index-change",
+    "pre-auto-gc",
+    "post-rewrite",
+    "pre-push",
+    "pre-receive",
+    "update",
+    "post-receive",
+    "post-update",
+    "push-to-checkout",
+    "fsmonitor-watchman",
+)
 
 
 def spy(path: Path, marker: Path) -> Path:
@@ -34,8 +50,12 @@ def spy(path: Path, marker: Path) -> Path:
 
 
 def plain_git(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True,
-                          env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull, **(env or {})})
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull, **(env or {})},
+    )
 
 
 def fix_project(project, upstream) -> list[str]:
@@ -85,8 +105,9 @@ def test_configured_programs_do_not_run(cli, project, upstream, tmp_path):
     assert marker.exists()
     marker.unlink()
     assert cli("verify", "--target", "t", "--into", str(into)).code == 0  # runs `git status` there
-    (project.root / "patches/lib/fix.patch").write_bytes(upstream.make_patch(
-        upstream.head(), {"src/mod.py": lines_with({21: "fixed"})}, "Fix 21"))
+    (project.root / "patches/lib/fix.patch").write_bytes(
+        upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({21: "fixed"})}, "Fix 21")
+    )
     assert cli("apply", *args, "--into", str(into)).code == 0  # rebuilds and commits
     assert not marker.exists(), marker.read_text()
 
@@ -108,12 +129,15 @@ def test_ext_transport_is_refused_by_git_itself(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("field, url, expected", [
-    ("git", "ext::sh -c touch% /tmp/pwned", "the ext:: transport runs commands"),
-    ("git", "file::/srv/git/lib", "the file:: transport helper is refused in manifests"),
-    ("git", "file:///srv/git/lib", "is not an https://, ssh:// or git:// URL"),
-    ("mirrors", ["/srv/git/lib"], "is not an https://, ssh:// or git:// URL"),
-])
+@pytest.mark.parametrize(
+    "field, url, expected",
+    [
+        ("git", "ext::sh -c touch% /tmp/pwned", "the ext:: transport runs commands"),
+        ("git", "file::/srv/git/lib", "the file:: transport helper is refused in manifests"),
+        ("git", "file:///srv/git/lib", "is not an https://, ssh:// or git:// URL"),
+        ("mirrors", ["/srv/git/lib"], "is not an https://, ssh:// or git:// URL"),
+    ],
+)
 def test_manifest_transports_are_refused(cli, project, upstream, field, url, expected):
     spec = {"commit": upstream.head(), "patches": []}
     spec[field] = url
@@ -166,21 +190,27 @@ def test_patches_and_manifests_are_never_executed(cli, project, upstream, tmp_pa
     marker = tmp_path / "executed"
     payload = f"$(touch {marker}) `touch {marker}`; touch {marker}"
     pin = upstream.head()
-    data = upstream.make_patch(pin, {"src/mod.py": lines_with({20: payload}), f"odd $(touch {marker}).py": payload},
-                               f"Subject {payload}", body=f"Why: {payload} " * 3,
-                               fields=f"Origin: {payload}\nUpstream-Status: Pending")
+    data = upstream.make_patch(
+        pin,
+        {"src/mod.py": lines_with({20: payload}), f"odd $(touch {marker}).py": payload},
+        f"Subject {payload}",
+        body=f"Why: {payload} " * 3,
+        fields=f"Origin: {payload}\nUpstream-Status: Pending",
+    )
     data = data.replace(b"From: Upstream Dev", f"From: {payload}".encode())
     patch = project.add_patch("lib", "evil", b"#!/bin/sh\ntouch " + str(marker).encode() + b"\n" + data)
     patch.chmod(0o755)
-    manifest = project.manifest("t", {"lib": {"git": URL, "commit": pin, "patches": ["evil"]}},
-                                extra=f"# {payload}")
-    manifest.write_text(manifest.read_text().replace('description = "test target"',
-                                                     f'description = "{payload}"'))
+    manifest = project.manifest("t", {"lib": {"git": URL, "commit": pin, "patches": ["evil"]}}, extra=f"# {payload}")
+    manifest.write_text(manifest.read_text().replace('description = "test target"', f'description = "{payload}"'))
     manifest.chmod(0o755)
     args = ["--target", "t", "--source", f"lib={upstream.path}"]
     into = tmp_path / "build"
-    for command in (["status", *args], ["apply", *args, "--into", str(into)],
-                    ["verify", "--target", "t", "--into", str(into)], ["lint"]):
+    for command in (
+        ["status", *args],
+        ["apply", *args, "--into", str(into)],
+        ["verify", "--target", "t", "--into", str(into)],
+        ["lint"],
+    ):
         result = cli(*command)
         assert "Traceback" not in result.out + result.err
         # lint too: the mail's Subject: field is DEP-3's synonym of Description, so the patch is described

@@ -6,20 +6,24 @@ import re
 from pathlib import Path
 
 import pytest
-
 from gitrepos import git
+from test_status_states import FIELDS, lines_with, setup
+
 from patchmgr.model.errors import PatchFormatError
 from patchmgr.model.guards import GuardSyntaxError, evaluate, parse_guard
 from patchmgr.model.patchfile import parse_patch
-from test_status_states import FIELDS, lines_with, setup
 
 GUARD = r"Guard: absent /cuda\.call\(/ in src/mod.py"
 
 
 def fix(upstream, pin, guards: str = GUARD):
     """A patch that replaces line 20 (``cuda.call()`` at the pin) with ``safe.call()``, with ``guards``."""
-    return upstream.make_patch(pin, {"src/mod.py": lines_with({20: "safe.call()"}, upstream.read("src/mod.py", pin))},
-                               "Call the safe helper", fields=f"{FIELDS}\n{guards}")
+    return upstream.make_patch(
+        pin,
+        {"src/mod.py": lines_with({20: "safe.call()"}, upstream.read("src/mod.py", pin))},
+        "Call the safe helper",
+        fields=f"{FIELDS}\n{guards}",
+    )
 
 
 @pytest.fixture
@@ -37,15 +41,18 @@ def patches_of(result):
 
 
 # -- syntax ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("value, problem", [
-    ("absent cuda in src/mod.py", "is not of the form"),
-    ("forbidden /cuda/ in src/mod.py", "give absent or present"),
-    ("absent /cuda(/ in src/mod.py", "does not compile"),
-    ("absent // in src/mod.py", "empty regular expression"),
-    ("absent /cuda/ in /etc/passwd", "relative to the upstream's root"),
-    ("absent /cuda/ in src/../x.py", "without '..'"),
-    ("absent /cuda/ src/mod.py", "is not of the form"),
-])
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ("absent cuda in src/mod.py", "is not of the form"),
+        ("forbidden /cuda/ in src/mod.py", "give absent or present"),
+        ("absent /cuda(/ in src/mod.py", "does not compile"),
+        ("absent // in src/mod.py", "empty regular expression"),
+        ("absent /cuda/ in /etc/passwd", "relative to the upstream's root"),
+        ("absent /cuda/ in src/../x.py", "without '..'"),
+        ("absent /cuda/ src/mod.py", "is not of the form"),
+    ],
+)
 def test_malformed_guards_say_what_is_wrong(value, problem):
     with pytest.raises(GuardSyntaxError, match=re.escape(problem)):
         parse_guard(value)
@@ -104,9 +111,11 @@ def test_guard_holds_at_the_pin_and_breaks_when_upstream_adds_the_line(cli, proj
     assert result.code == 0, result.out
     (patch,) = patches_of(result)
     assert patch["ok"] is True and patch["guards"] == [
-        {"guard": GUARD.removeprefix("Guard: "), "holds": True, "offenses": [], "error": None, "offense_count": 0}]
-    upstream.commit({"src/mod.py": lines_with({20: "cuda.call()", 35: "    cuda.call(again)"})},
-                    "call cuda at 35 too (#42)")
+        {"guard": GUARD.removeprefix("Guard: "), "holds": True, "offenses": [], "error": None, "offense_count": 0}
+    ]
+    upstream.commit(
+        {"src/mod.py": lines_with({20: "cuda.call()", 35: "    cuda.call(again)"})}, "call cuda at 35 too (#42)"
+    )
     git(upstream.path, "tag", "B")
     at_a = status(cli, upstream, "--against", "lib=A")
     assert at_a.code == 0 and patches_of(at_a)[0]["ok"] is True
@@ -139,14 +148,21 @@ def _only_hunk_at(upstream, pin, first) -> bytes:
     finally:
         git(upstream.path, "checkout", "-q", branch)
     text = upstream.read("src/mod.py", applied)
-    return upstream.make_patch(applied, {"src/mod.py": lines_with({30: "cuda.call(late)"}, text)}, "Later",
-                               fields=FIELDS)
+    return upstream.make_patch(
+        applied, {"src/mod.py": lines_with({30: "cuda.call(late)"}, text)}, "Later", fields=FIELDS
+    )
 
 
 def test_glob_guards_and_present_guards(cli, project, upstream, pin):
     upstream.commit({"src/other.py": "x = 1\ncuda.call(other)\n", "src/reg.py": "NAMES = ['A']\n"}, "more files")
-    guards = "\n".join([r"Guard: absent /cuda\.call\(/ in src/*.py", r"Guard: present /'A'/ in src/reg.py",
-                        r"Guard: present /'B'/ in src/reg.py", r"Guard: absent /x/ in src/gone.py"])
+    guards = "\n".join(
+        [
+            r"Guard: absent /cuda\.call\(/ in src/*.py",
+            r"Guard: present /'A'/ in src/reg.py",
+            r"Guard: present /'B'/ in src/reg.py",
+            r"Guard: absent /x/ in src/gone.py",
+        ]
+    )
     setup(project, upstream, {"fix": fix(upstream, upstream.head(), guards=guards)})
     result = status(cli, upstream)
     assert result.code == 1
@@ -169,11 +185,13 @@ def test_conflicting_patch_has_no_guards_evaluated(cli, project, upstream, pin):
 def test_bisect_names_the_commit_that_breaks_the_guard(cli, project, upstream, pin):
     setup(project, upstream, {"fix": fix(upstream, pin)})
     upstream.commit({"README": "docs\n"}, "docs")
-    culprit = upstream.commit({"src/mod.py": lines_with({20: "cuda.call()", 35: "cuda.call(again)"})},
-                              "call cuda at 35 (#42)")
+    culprit = upstream.commit(
+        {"src/mod.py": lines_with({20: "cuda.call()", 35: "cuda.call(again)"})}, "call cuda at 35 (#42)"
+    )
     upstream.commit({"src/mod.py": lines_with({20: "cuda.call()", 35: "cuda.call(again)", 2: "two"})}, "later")
-    result = cli("bisect", "--target", "t", "--upstream", "lib", "--to", "main", "--json",
-                 "--source", f"lib={upstream.path}")
+    result = cli(
+        "bisect", "--target", "t", "--upstream", "lib", "--to", "main", "--json", "--source", f"lib={upstream.path}"
+    )
     assert result.code == 1, result.out
     (patch,) = result.json["patches"]
     assert (patch["first_commit"], patch["pr"], patch["state"]) == (culprit, 42, "clean")
@@ -199,12 +217,14 @@ def test_refresh_reports_a_broken_guard_and_bump_refuses(cli, project, upstream,
     manifest = project.root / "manifests/t.toml"
     upstream.commit({"src/mod.py": "top\n" + lines_with({20: "cuda.call()", 35: "cuda.call(again)"})}, "moved")
     before = manifest.read_bytes()
-    bumped = cli("bump", "--target", "t", "--upstream", "lib", "--to", "main", "--json",
-                 "--source", f"lib={upstream.path}")
+    bumped = cli(
+        "bump", "--target", "t", "--upstream", "lib", "--to", "main", "--json", "--source", f"lib={upstream.path}"
+    )
     assert bumped.code == 1 and bumped.json["action"] == "refused" and bumped.json["guards_broken"] == ["fix"]
     assert manifest.read_bytes() == before
-    refreshed = cli("refresh", "--target", "t", "--upstream", "lib", "--to", "main", "--json",
-                    "--source", f"lib={upstream.path}")
+    refreshed = cli(
+        "refresh", "--target", "t", "--upstream", "lib", "--to", "main", "--json", "--source", f"lib={upstream.path}"
+    )
     assert refreshed.code == 1 and refreshed.json["ok"] is False and refreshed.json["guards_broken"] == ["fix"]
     (patch,) = refreshed.json["patches"]
     assert patch["action"] == "refreshed" and patch["guards"][0]["offenses"] == ["src/mod.py:36: cuda.call(again)"]
@@ -215,8 +235,10 @@ def test_refresh_reports_a_broken_guard_and_bump_refuses(cli, project, upstream,
 def test_export_reports_a_guard_the_edited_patch_breaks(cli, project, upstream, pin, tmp_path):
     setup(project, upstream, {"fix": fix(upstream, pin)})
     into = tmp_path / "edit"
-    assert cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into),
-               "--source", f"lib={upstream.path}").code == 0
+    assert (
+        cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}").code
+        == 0
+    )
     text = (into / "src/mod.py").read_text().replace("line 30\n", "cuda.call(edited)\n")
     (into / "src/mod.py").write_text(text)
     git(into, "commit", "-q", "--amend", "--no-edit", "-a")
@@ -229,6 +251,9 @@ def test_export_reports_a_guard_the_edited_patch_breaks(cli, project, upstream, 
 
 def test_guards_of_the_shipped_patches_parse():
     root = Path(__file__).resolve().parent.parent
-    found = [parse_guard(value) for path in sorted(root.glob("patches/*/*.patch"))
-             for value in parse_patch(path.read_bytes(), path).field_values("Guard")]
+    found = [
+        parse_guard(value)
+        for path in sorted(root.glob("patches/*/*.patch"))
+        for value in parse_patch(path.read_bytes(), path).field_values("Guard")
+    ]
     assert any(g.kind == "absent" and "nvtx" in g.pattern.pattern for g in found)

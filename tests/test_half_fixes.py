@@ -66,8 +66,7 @@ class HalfFix:
 
 
 def half_fix_files() -> list[HalfFix]:
-    return [HalfFix(p.parent.parent.name, p.parent.name, p.stem, p)
-            for p in sorted(HALF_FIX_DIR.glob("*/*/*.patch"))]
+    return [HalfFix(p.parent.parent.name, p.parent.name, p.stem, p) for p in sorted(HALF_FIX_DIR.glob("*/*/*.patch"))]
 
 
 def manifest_upstreams() -> dict[str, dict]:
@@ -118,8 +117,10 @@ def unavailable(upstream: str) -> str | None:
         return f"the {TARGET} manifest has no upstream {upstream!r}"
     if "pypi" in entry or upstream in git_sources():
         return None
-    return (f"{upstream} is git only (no PyPI release at its pin) and git is out of reach in CI: "
-            f"set {SOURCES_ENV}='{upstream}=<local clone>' to run its half-fixes")
+    return (
+        f"{upstream} is git only (no PyPI release at its pin) and git is out of reach in CI: "
+        f"set {SOURCES_ENV}='{upstream}=<local clone>' to run its half-fixes"
+    )
 
 
 # ---------------------------------------------------------------- the declarations, checked without upstreams
@@ -144,12 +145,16 @@ def test_every_half_fix_is_declared_by_its_smoke_test_and_every_declared_one_exi
         for patch in entry.get("patches", []):
             count = sum(f.upstream == upstream and f.patch == patch for f in fixes)
             if count < MIN_PER_PATCH:
-                problems.append(f"{upstream}/{patch}: {count} half-fixes under tests/halffixes/{upstream}/{patch}/, "
-                                f"a smoke test proves the patch only with at least {MIN_PER_PATCH} caught")
+                problems.append(
+                    f"{upstream}/{patch}: {count} half-fixes under tests/halffixes/{upstream}/{patch}/, "
+                    f"a smoke test proves the patch only with at least {MIN_PER_PATCH} caught"
+                )
             for name in {n for m in smoke_modules(upstream, patch) if m.is_file() for n in declared(m)}:
                 if f"{upstream}/{patch}/{name}" not in on_disk:
-                    problems.append(f"{upstream}/{patch}: HALF_FIXES names {name!r}, but "
-                                    f"tests/halffixes/{upstream}/{patch}/{name}.patch does not exist")
+                    problems.append(
+                        f"{upstream}/{patch}: HALF_FIXES names {name!r}, but "
+                        f"tests/halffixes/{upstream}/{patch}/{name}.patch does not exist"
+                    )
     assert not problems, "\n".join(problems)
 
 
@@ -175,14 +180,20 @@ def only_this_patch(project: Path, fix: HalfFix) -> None:
     text = manifest.read_text()
     section = re.search(rf"^\[upstreams\.{re.escape(fix.upstream)}\]\s*$", text, re.MULTILINE)
     series = re.compile(r"^patches\s*=\s*\[[^\]]*\]", re.MULTILINE | re.DOTALL).search(text, section.end())
-    manifest.write_text(text[:series.start()] + f'patches = ["{fix.patch}"]' + text[series.end():])
+    manifest.write_text(text[: series.start()] + f'patches = ["{fix.patch}"]' + text[series.end() :])
     assert tomllib.loads(manifest.read_text())["upstreams"][fix.upstream]["patches"] == [fix.patch]
 
 
 def patchmgr(project: Path, cache: Path, *args: str) -> tuple[int, str, str]:
     env = {**os.environ, "PATCHMGR_CACHE": str(cache), "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run([sys.executable, "-m", "patchmgr", *args, "--root", str(project)],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "patchmgr", *args, "--root", str(project)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -191,13 +202,26 @@ def run_half_fix(fix: HalfFix, where: Path, cache: Path) -> dict:
     project = project_copy(fix, where)
     into = where / "build"
     sources = [a for n, loc in git_sources().items() if n == fix.upstream for a in ("--source", f"{n}={loc}")]
-    code, out, err = patchmgr(project, cache, "apply", "--target", TARGET, "--into", str(into),
-                              "-u", fix.upstream, *sources)
+    code, out, err = patchmgr(
+        project, cache, "apply", "--target", TARGET, "--into", str(into), "-u", fix.upstream, *sources
+    )
     if code != 0:
         return {"stage": "apply", "code": code, "output": out + err}
     only_this_patch(project, fix)
-    code, out, err = patchmgr(project, cache, "smoke", "--target", TARGET, "--into", str(into),
-                              "-u", fix.upstream, "--device", "cpu", "--json")
+    code, out, err = patchmgr(
+        project,
+        cache,
+        "smoke",
+        "--target",
+        TARGET,
+        "--into",
+        str(into),
+        "-u",
+        fix.upstream,
+        "--device",
+        "cpu",
+        "--json",
+    )
     try:
         doc = json.loads(out)
     except ValueError:
@@ -208,8 +232,11 @@ def run_half_fix(fix: HalfFix, where: Path, cache: Path) -> dict:
 @pytest.fixture(scope="session")
 def half_fix_runs(request, tmp_path_factory, release_cache, smoke_extras) -> dict[str, Future]:
     """Every selected half-fix run, started at once on a few workers: each is a pytest process of its own."""
-    selected = [item.callspec.params["fix"] for item in request.session.items
-                if getattr(item, "originalname", "") == "test_half_fix_turns_smoke_red_for_the_bugs_reason"]
+    selected = [
+        item.callspec.params["fix"]
+        for item in request.session.items
+        if getattr(item, "originalname", "") == "test_half_fix_turns_smoke_red_for_the_bugs_reason"
+    ]
     # only those the test will look at: an available upstream, and declared in HALF_FIXES
     runnable = [fix for fix in selected if unavailable(fix.upstream) is None and fix.name in expectations(fix)]
     # fill the release cache once per upstream first, so the parallel applies only read it
@@ -219,8 +246,7 @@ def half_fix_runs(request, tmp_path_factory, release_cache, smoke_extras) -> dic
     pool = ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2)))
     request.addfinalizer(lambda: pool.shutdown(wait=True, cancel_futures=True))
     base = tmp_path_factory.mktemp("half-fixes")
-    return {fix.id: pool.submit(run_half_fix, fix, base / fix.id.replace("/", "__"), release_cache)
-            for fix in runnable}
+    return {fix.id: pool.submit(run_half_fix, fix, base / fix.id.replace("/", "__"), release_cache) for fix in runnable}
 
 
 @pytest.mark.parametrize("fix", half_fix_files(), ids=lambda fix: fix.id)
@@ -234,7 +260,8 @@ def test_half_fix_turns_smoke_red_for_the_bugs_reason(fix, request):
     run = request.getfixturevalue("half_fix_runs")[fix.id].result()
     assert run["stage"] == "smoke" and "doc" in run, (
         f"{fix.id} did not get to a smoke verdict ({run['stage']} exit {run['code']}); a half-fix must apply "
-        f"clean in the series:\n{run['output'][-3000:]}")
+        f"clean in the series:\n{run['output'][-3000:]}"
+    )
     doc = run["doc"]
     verdicts = {v["patch"]: v for v in doc["patches"]}
     verdict = verdicts[fix.patch]
@@ -246,7 +273,8 @@ def test_half_fix_turns_smoke_red_for_the_bugs_reason(fix, request):
     assert not [r for r in mine if r["result"] == "error"], f"{fix.id}: a test erred, which proves nothing:\n{shown}"
     if expected:
         assert expected in verdict["reason"], (
-            f"{fix.id}: smoke failed, but not for the bug's reason (expected {expected!r}):\n{shown}")
+            f"{fix.id}: smoke failed, but not for the bug's reason (expected {expected!r}):\n{shown}"
+        )
     else:  # no text declared (the declaration test says so): at least no exception other than an assertion
         reason = verdict["reason"].split(" failed: ", 1)[-1]
         assert not OTHER_EXCEPTION.match(reason), f"{fix.id}: smoke failed by an exception, not an assertion:\n{shown}"

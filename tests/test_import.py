@@ -38,9 +38,14 @@ def dirty_diff(repo: UpstreamRepo, base: str, files: dict[str, str]) -> bytes:
 def fill_stubs(root: Path) -> None:
     for path in sorted((root / "patches").glob("*/*.patch")):
         text = path.read_text()
-        text = re.sub(r"^Description: TODO: describe .*$",
-                      f"Description: Fix {path.stem}: the upstream code breaks our training runs here, so we "
-                      "carry this change until upstream takes it.", text, count=1, flags=re.M)
+        text = re.sub(
+            r"^Description: TODO: describe .*$",
+            f"Description: Fix {path.stem}: the upstream code breaks our training runs here, so we "
+            "carry this change until upstream takes it.",
+            text,
+            count=1,
+            flags=re.M,
+        )
         path.write_text(text)
 
 
@@ -67,8 +72,11 @@ def three_file_upstream(tmp_path: Path, name: str = "lib") -> UpstreamRepo:
     return repo
 
 
-MONOLITH = {"src/a.py": text_with({5: "a fix"}), "src/b.py": text_with({10: "b fix one", 32: "b fix two"}),
-            "src/c.py": text_with({20: "c fix"})}
+MONOLITH = {
+    "src/a.py": text_with({5: "a fix"}),
+    "src/b.py": text_with({10: "b fix one", 32: "b fix two"}),
+    "src/c.py": text_with({20: "c fix"}),
+}
 
 
 def test_several_fixes_one_carried_upstream_at_the_dockerfile_pin(tmp_path, cli, project):
@@ -81,8 +89,10 @@ def test_several_fixes_one_carried_upstream_at_the_dockerfile_pin(tmp_path, cli,
     patch_file.parent.mkdir()
     patch_file.write_bytes(mono)
     dockerfile = tmp_path / "team" / "Dockerfile"
-    dockerfile.write_text(f"FROM base\nRUN git clone --depth 1 {URL.format('lib')} /ws/lib && \\\n"
-                          f"    cd /ws/lib && git checkout {pin}\nRUN cd /ws/lib && git apply /tmp/lib.patch\n")
+    dockerfile.write_text(
+        f"FROM base\nRUN git clone --depth 1 {URL.format('lib')} /ws/lib && \\\n"
+        f"    cd /ws/lib && git checkout {pin}\nRUN cd /ws/lib && git apply /tmp/lib.patch\n"
+    )
     source = ["--source", f"lib={lib.path}"]
     result = cli("import", str(patch_file), "--target", "t", "--dockerfile", str(dockerfile), *source, "--json")
     assert result.code == 0, result.out + result.err
@@ -129,8 +139,20 @@ def test_dirty_tree_patch_with_fake_index_lines_is_pinned_where_it_applies(tmp_p
     patch_file = tmp_path / "work.patch"
     patch_file.write_bytes(fake)
     source = ["--source", f"lib={lib.path}"]
-    result = cli("import", str(patch_file), "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
-                 "--split", "hunk", *source, "--json")
+    result = cli(
+        "import",
+        str(patch_file),
+        "--upstream",
+        "lib",
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--split",
+        "hunk",
+        *source,
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["base"]["how"] == "applies" and up["pin"] == git(lib.path, "rev-parse", "HEAD~1")
@@ -138,8 +160,9 @@ def test_dirty_tree_patch_with_fake_index_lines_is_pinned_where_it_applies(tmp_p
     assert [p["id"] for p in up["pieces"]] == ["a", "b-hunk-1", "b-hunk-2"]
     assert all(p["state"] == "clean" for p in up["pieces"]) and up["proven"]
     for piece in (project.root / "patches/lib").iterdir():
-        assert "1234567" not in piece.read_text() and re.search(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}",
-                                                               piece.read_text(), re.M)
+        assert "1234567" not in piece.read_text() and re.search(
+            r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}", piece.read_text(), re.M
+        )
     fill_stubs(project.root)
     assert cli("lint").code == 0
     status = cli("status", "--target", "t", *source, "--json")
@@ -159,8 +182,17 @@ def test_one_fake_index_line_among_real_ones_still_finds_the_base_by_blob_ids(tm
     lib.commit({"README": "more docs\n"}, "docs again")
     lib.commit({"src/b.py": text_with({1: "b head"})}, "b: head")
     (tmp_path / "lib.patch").write_bytes(mono)
-    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
-                 "--source", f"lib={lib.path}", "--json")
+    result = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["base"]["how"] == "index" and "only 2 of 3 files" in up["base"]["detail"]
@@ -176,21 +208,32 @@ def two_upstream_series(tmp_path: Path):
     team = tmp_path / "team"
     folder = team / "docker" / "npu_patch"
     folder.mkdir(parents=True)
-    monos = {"megatron-bridge": dirty_diff(lib, lib.head(), MONOLITH),
-             "mindspeed": dirty_diff(tool, tool.head(), {"tool.py": text_with({7: "t fix", 30: "t two"}),
-                                                         "pkg/x.py": text_with({2: "x"}), "pkg/new.py": "new = 1\n"})}
+    monos = {
+        "megatron-bridge": dirty_diff(lib, lib.head(), MONOLITH),
+        "mindspeed": dirty_diff(
+            tool,
+            tool.head(),
+            {
+                "tool.py": text_with({7: "t fix", 30: "t two"}),
+                "pkg/x.py": text_with({2: "x"}),
+                "pkg/new.py": "new = 1\n",
+            },
+        ),
+    }
     for name, data in monos.items():
         (folder / f"{name}.patch").write_bytes(data)
     (folder / "series.conf").write_text(
         "# target_worktree|image_patch|source_patch\n"
         "/ws/Megatron-Bridge|megatron-bridge.patch|docker/npu_patch/megatron-bridge.patch\n"
         "\n  # MindSpeed after Megatron-Bridge\n"
-        "/ws/MindSpeed|mindspeed.patch|docker/npu_patch/mindspeed.patch  # the NPU fixes\n")
+        "/ws/MindSpeed|mindspeed.patch|docker/npu_patch/mindspeed.patch  # the NPU fixes\n"
+    )
     (team / "Dockerfile").write_text(
         f"RUN git clone {URL.format('Megatron-Bridge')} /ws/Megatron-Bridge && "
         f"git -C /ws/Megatron-Bridge checkout {lib.head()}\n"
         f"RUN git clone -b master {URL.format('MindSpeed')} /ws/MindSpeed\n"
-        f"RUN cd /ws/MindSpeed && git checkout {tool.head()[:10]}\n")  # abbreviated, as people write them
+        f"RUN cd /ws/MindSpeed && git checkout {tool.head()[:10]}\n"
+    )  # abbreviated, as people write them
     git(team, "init", "-q")
     git(team, "add", "-A")
     git(team, "commit", "-q", "-m", "npu patches")
@@ -200,8 +243,15 @@ def two_upstream_series(tmp_path: Path):
 
 def test_series_conf_with_comments_and_two_upstreams(tmp_path, cli, project):
     lib, tool, team, monos, sources = two_upstream_series(tmp_path)
-    result = cli("import", str(team / "docker/npu_patch/series.conf"), "--target", "npu", "--dockerfile",
-                 str(team / "Dockerfile"), *sources)
+    result = cli(
+        "import",
+        str(team / "docker/npu_patch/series.conf"),
+        "--target",
+        "npu",
+        "--dockerfile",
+        str(team / "Dockerfile"),
+        *sources,
+    )
     assert result.code == 0, result.out + result.err
     assert "proven: 3 piece(s) and the monolithic patch" in result.out and "proven: 3 piece(s)" in result.out
     assert "imported 6 piece(s) of 2 upstream(s) into target npu" in result.out
@@ -213,7 +263,9 @@ def test_series_conf_with_comments_and_two_upstreams(tmp_path, cli, project):
     assert "base found" not in manifest
     assert f'commit = "{lib.head()}"  {comment}' in manifest
     assert 'git = "https://example.invalid/MindSpeed.git"' in manifest
-    origin = f"Origin: vendor, imported from docker/npu_patch/mindspeed.patch at commit {git(team, 'rev-parse', 'HEAD')}"
+    origin = (
+        f"Origin: vendor, imported from docker/npu_patch/mindspeed.patch at commit {git(team, 'rev-parse', 'HEAD')}"
+    )
     assert origin in (project.root / "patches/mindspeed/tool.patch").read_text()
     assert cli("lint").code == 1
     fill_stubs(project.root)
@@ -221,8 +273,10 @@ def test_series_conf_with_comments_and_two_upstreams(tmp_path, cli, project):
     assert cli("status", "--target", "npu", *sources).code == 0
     into = tmp_path / "build"
     assert cli("apply", "--target", "npu", "--into", str(into), *sources).code == 0
-    for repo, name, paths in ((lib, "megatron-bridge", MONOLITH), (tool, "mindspeed", ["tool.py", "pkg/x.py",
-                                                                                       "pkg/new.py"])):
+    for repo, name, paths in (
+        (lib, "megatron-bridge", MONOLITH),
+        (tool, "mindspeed", ["tool.py", "pkg/x.py", "pkg/new.py"]),
+    ):
         reference = applied_monolith(repo, repo.head(), monos[name], tmp_path / f"ref-{name}")
         same_files(into / name, reference, paths)
 
@@ -236,8 +290,17 @@ def test_per_version_folder_pins_the_version_tag(tmp_path, cli, project):
     for version, files in (("0.9.0", {"src/a.py": MONOLITH["src/a.py"]}), ("1.0.0", MONOLITH)):
         (folder / version).mkdir(parents=True)
         (folder / version / "lib.patch").write_bytes(dirty_diff(lib, old, files))
-    result = cli("import", str(folder), "--target", "t", "--git", f"lib={URL.format('lib')}",
-                 "--source", f"lib={lib.path}", "--json")
+    result = cli(
+        "import",
+        str(folder),
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["pin"] == old and up["base"]["how"] == "given" and len(up["pieces"]) == 3
@@ -253,21 +316,38 @@ def test_mapping_file_topics_and_appending_keeps_the_manifest_comments(tmp_path,
     other_pin = other.commit({"o.py": BASE_TEXT}, "o")
     project.add_patch("other", "keep", other.make_patch(other_pin, {"o.py": text_with({3: "o"})}, "Keep"))
     manifest = project.root / "manifests/t.toml"
-    manifest.write_text('# our target, kept by hand\n[target]\nname = "t"\ndescription = "mine"\n\n'
-                        f'[upstreams.other]  # the other one\ngit = "{URL.format("other")}"\n'
-                        f'commit = "{other_pin}"  # pinned by hand\npatches = ["keep"]\n')
+    manifest.write_text(
+        '# our target, kept by hand\n[target]\nname = "t"\ndescription = "mine"\n\n'
+        f'[upstreams.other]  # the other one\ngit = "{URL.format("other")}"\n'
+        f'commit = "{other_pin}"  # pinned by hand\npatches = ["keep"]\n'
+    )
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    (tmp_path / "map.toml").write_text('# topics\nfirst-fix = ["src/b.py#2", "src/a.py"]\n'
-                                       'second-fix = ["src/b.py#1"]\n')
-    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--map", str(tmp_path / "map.toml"),
-                 "--git", f"lib={URL.format('lib')}", "--source", f"lib={lib.path}", "--json")
+    (tmp_path / "map.toml").write_text(
+        '# topics\nfirst-fix = ["src/b.py#2", "src/a.py"]\nsecond-fix = ["src/b.py#1"]\n'
+    )
+    result = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--map",
+        str(tmp_path / "map.toml"),
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert [(p["id"], p["takes"]) for p in up["pieces"]] == [
-        ("first-fix", "src/a.py; src/b.py hunk #2 of 2"), ("second-fix", "src/b.py hunk #1 of 2"), ("c", "src/c.py")]
+        ("first-fix", "src/a.py; src/b.py hunk #2 of 2"),
+        ("second-fix", "src/b.py hunk #1 of 2"),
+        ("c", "src/c.py"),
+    ]
     assert any("leaves out src/c.py" in note for note in up["notes"]) and up["proven"]
     text = manifest.read_text()
-    assert text.startswith('# our target, kept by hand\n') and "# pinned by hand" in text and "# the other one" in text
+    assert text.startswith("# our target, kept by hand\n") and "# pinned by hand" in text and "# the other one" in text
     assert "[upstreams.lib]" in text
     fill_stubs(project.root)
     assert cli("lint").code == 0
@@ -277,8 +357,16 @@ def test_existing_patch_files_are_never_overwritten_and_nothing_is_written(tmp_p
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     mine = project.add_patch("lib", "b", b"mine\n")
-    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
-                 "--source", f"lib={lib.path}")
+    result = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+    )
     assert result.code == 2 and "patches/lib/b.patch exists; import never overwrites" in result.err, result.err
     assert mine.read_bytes() == b"mine\n" and not (project.root / "manifests/t.toml").exists()
     assert sorted(p.name for p in (project.root / "patches/lib").iterdir()) == ["b.patch"]
@@ -296,8 +384,18 @@ def test_bad_input_is_one_clear_message_and_nothing_written(tmp_path, cli, proje
     assert no_url.code == 2 and "no git URL for upstream lib" in no_url.err
     unrelated = tmp_path / "other.patch"
     unrelated.write_bytes(dirty_diff(lib, lib.head(), MONOLITH).replace(b"-line 5\n", b"-line 5 is not here\n"))
-    nowhere = cli("import", str(unrelated), "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
-                  "--source", f"lib={lib.path}")
+    nowhere = cli(
+        "import",
+        str(unrelated),
+        "--upstream",
+        "lib",
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+    )
     assert nowhere.code == 2 and "found no upstream commit" in nowhere.err, nowhere.err
     assert not list((project.root / "manifests").iterdir()) and not list((project.root / "patches").iterdir())
 
@@ -305,8 +403,17 @@ def test_bad_input_is_one_clear_message_and_nothing_written(tmp_path, cli, proje
 def test_dry_run_writes_nothing(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
-                 "--source", f"lib={lib.path}", "--dry-run")
+    result = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+        "--dry-run",
+    )
     assert result.code == 0 and "dry run: would import 3 piece(s)" in result.out, result.out + result.err
     assert not list((project.root / "manifests").iterdir())
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)
@@ -314,6 +421,7 @@ def test_dry_run_writes_nothing(tmp_path, cli, project):
 
 def test_dockerfile_clone_and_checkout_lines_give_urls_and_pins(tmp_path):
     from patchmgr.maintain.importing.sources import read_dockerfile
+
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text(
         "FROM base\nWORKDIR /workspace\n"
@@ -322,12 +430,15 @@ def test_dockerfile_clone_and_checkout_lines_give_urls_and_pins(tmp_path):
         "    && git -C Megatron-Bridge checkout c810129341a8\n"
         "RUN git clone https://github.com/example/tools.git /opt/tools\n"
         "WORKDIR /workspace/mbridge\n"
-        "RUN git clone https://github.com/ISEEKYAN/mbridge.git . && git checkout b614d7ae6faa  # the pin\n")
+        "RUN git clone https://github.com/ISEEKYAN/mbridge.git . && git checkout b614d7ae6faa  # the pin\n"
+    )
     found = {name: (d.url, d.ref) for name, d in read_dockerfile(dockerfile).items()}
-    assert found == {"mindspeed": ("https://gitcode.com/Ascend/MindSpeed.git", "fc63de5c4842"),
-                     "megatron-bridge": ("https://github.com/NVIDIA-NeMo/Megatron-Bridge.git", "c810129341a8"),
-                     "tools": ("https://github.com/example/tools.git", None),
-                     "mbridge": ("https://github.com/ISEEKYAN/mbridge.git", "b614d7ae6faa")}
+    assert found == {
+        "mindspeed": ("https://gitcode.com/Ascend/MindSpeed.git", "fc63de5c4842"),
+        "megatron-bridge": ("https://github.com/NVIDIA-NeMo/Megatron-Bridge.git", "c810129341a8"),
+        "tools": ("https://github.com/example/tools.git", None),
+        "mbridge": ("https://github.com/ISEEKYAN/mbridge.git", "b614d7ae6faa"),
+    }
 
 
 def test_appending_to_an_upstream_the_target_has_keeps_its_pin_and_series(tmp_path, cli, project):
@@ -350,12 +461,22 @@ def test_appending_to_an_upstream_the_target_has_keeps_its_pin_and_series(tmp_pa
 def test_split_options_are_checked_before_anything_runs(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    args = ["import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
-            "--source", f"lib={lib.path}"]
+    args = [
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+    ]
     (tmp_path / "map.toml").write_text('topic = ["src/nowhere.py"]\n')
-    cases = [(["--split", "line"], "--split 'line' is not one of: file, hunk"),
-             (["--split", "hunk", "--map", str(tmp_path / "map.toml")], "--map and --split hunk both say"),
-             (["--map", str(tmp_path / "map.toml")], "--map names what no imported patch changes: src/nowhere.py")]
+    cases = [
+        (["--split", "line"], "--split 'line' is not one of: file, hunk"),
+        (["--split", "hunk", "--map", str(tmp_path / "map.toml")], "--map and --split hunk both say"),
+        (["--map", str(tmp_path / "map.toml")], "--map names what no imported patch changes: src/nowhere.py"),
+    ]
     for extra, message in cases:
         result = cli(*args, *extra)
         assert result.code == 2 and message in result.err, result.err
@@ -370,6 +491,7 @@ def test_the_proof_names_the_files_where_series_and_monolith_differ(tmp_path):
     from patchmgr.maintain.importing.prove import prove
     from patchmgr.maintain.importing.scratch import Scratch
     from patchmgr.sources.upstream import GitSource
+
     lib = three_file_upstream(tmp_path)
     head = lib.head()
     mono = dirty_diff(lib, head, MONOLITH)
@@ -392,8 +514,19 @@ def test_a_wrong_pin_is_replaced_by_the_base_with_a_note(tmp_path, cli, project)
     mono = dirty_diff(lib, made_at, MONOLITH)
     wrong = lib.commit({"src/b.py": text_with({10: "upstream rewrote line 10"})}, "b: rewrite")
     (tmp_path / "lib.patch").write_bytes(mono)
-    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
-                 "--pin", f"lib={wrong}", "--source", f"lib={lib.path}", "--json")
+    result = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--pin",
+        f"lib={wrong}",
+        "--source",
+        f"lib={lib.path}",
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["pin"] == made_at and up["base"]["how"] == "index"
@@ -421,8 +554,18 @@ def test_a_release_tag_off_the_line_is_the_base_when_its_blobs_all_match(tmp_pat
     lib, release, carrier = release_branch_upstream(tmp_path)
     mono = dirty_diff(lib, release, {**MONOLITH, "src/a.py": text_with({5: "a fix", 20: "release-only change"})})
     (tmp_path / "lib.patch").write_bytes(mono)
-    args = ("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
-            "--pin", "lib=v0.5.0", "--source", f"lib={lib.path}")
+    args = (
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--pin",
+        "lib=v0.5.0",
+        "--source",
+        f"lib={lib.path}",
+    )
     text = cli(*args, "--dry-run")
     assert text.code == 0, text.out + text.err
     assert "match tag v0.4.2" in text.out and "partial" not in text.out.lower()
@@ -444,8 +587,10 @@ def test_a_release_tag_off_the_line_is_the_base_when_its_blobs_all_match(tmp_pat
     assert at_given["c"] == f"upstream at the given pin {carrier[:12]}: commit {carrier[:12]} carries it", at_given
     assert all(p["imported"] for p in up["pieces"])  # at the base every piece is needed
     manifest = (project.root / "manifests/t.toml").read_text()
-    assert (f'commit = "{release}"  # imported from {tmp_path / "lib.patch"}, which was made against this commit '
-            "(tag v0.4.2) (its index lines' blobs match)") in manifest, manifest
+    assert (
+        f'commit = "{release}"  # imported from {tmp_path / "lib.patch"}, which was made against this commit '
+        "(tag v0.4.2) (its index lines' blobs match)"
+    ) in manifest, manifest
 
 
 def test_a_tag_inside_the_matching_stretch_is_preferred_to_the_newest_commit(tmp_path, cli, project):
@@ -456,8 +601,17 @@ def test_a_tag_inside_the_matching_stretch_is_preferred_to_the_newest_commit(tmp
     git(lib.path, "tag", "v1.0.0", tagged)
     lib.commit({"README": "docs after 1.0\n"}, "docs")  # the newest commit with the same blobs
     (tmp_path / "lib.patch").write_bytes(mono)
-    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git", f"lib={URL.format('lib')}",
-                 "--source", f"lib={lib.path}", "--json")
+    result = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["base"]["commit"] == tagged and up["pin"] == tagged and up["base"]["tag"] == "v1.0.0"
@@ -474,8 +628,22 @@ def test_a_file_upstream_carries_part_of_is_proven_at_the_pin_by_what_the_series
     patch_file = tmp_path / "lib.patch"
     patch_file.write_bytes(mono)
     source = ["--source", f"lib={lib.path}"]
-    result = cli("import", str(patch_file), "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
-                 "--pin", f"lib={pin}", "--split", "hunk", *source, "--json")
+    result = cli(
+        "import",
+        str(patch_file),
+        "--upstream",
+        "lib",
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--pin",
+        f"lib={pin}",
+        "--split",
+        "hunk",
+        *source,
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     states = {p["id"]: (p["state"], p["imported"]) for p in up["pieces"]}
@@ -484,10 +652,11 @@ def test_a_file_upstream_carries_part_of_is_proven_at_the_pin_by_what_the_series
     assert at_pin["ok"] and "src/b.py, which upstream carries part of" in at_pin["detail"], at_pin
 
     # the same proof fails when the series lacks a change the monolithic patch makes to that file
+    from patchmgr.io.git import GitRepo
     from patchmgr.maintain.importing.prove import prove
     from patchmgr.maintain.importing.scratch import Scratch
     from patchmgr.sources.upstream import GitSource
-    from patchmgr.io.git import GitRepo
+
     imported = [(project.root / "patches/lib" / f"{p['id']}.patch").read_bytes() for p in up["pieces"] if p["imported"]]
     without_b = [data for data in imported if b"src/b.py" not in data]
     reader = GitSource(GitRepo(lib.path), pin, str(lib.path))
@@ -502,13 +671,27 @@ def test_options_for_an_upstream_that_is_not_imported_are_refused(tmp_path, cli,
     lib = three_file_upstream(tmp_path)
     patch_file = tmp_path / "lib.patch"
     patch_file.write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    common = [str(patch_file), "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
-              "--source", f"lib={lib.path}"]
-    for option, value in (("--pin", "lbi=main"), ("--git", "other=https://example.invalid/o.git"),
-                          ("--search", "lbi=main")):
+    common = [
+        str(patch_file),
+        "--upstream",
+        "lib",
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+    ]
+    for option, value in (
+        ("--pin", "lbi=main"),
+        ("--git", "other=https://example.invalid/o.git"),
+        ("--search", "lbi=main"),
+    ):
         result = cli("import", *common, option, value)
         assert result.code == 2, (option, result.out, result.err)
-        assert f"error: {option} {value.split('=')[0]}: no patch imported here is for upstream" in result.err, result.err
+        assert f"error: {option} {value.split('=')[0]}: no patch imported here is for upstream" in result.err, (
+            result.err
+        )
         assert "hint:" in result.err and "Traceback" not in result.err
         assert not (project.root / "manifests/t.toml").exists() and not (project.root / "patches/lib").exists()
     folder = tmp_path / "versions" / "1.0"

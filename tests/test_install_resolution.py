@@ -30,10 +30,16 @@ ROOT = Path(__file__).resolve().parent.parent
 PYPI = "https://pypi.org/simple"
 # pip settings that say how to reach an index (certificates, proxy, timeouts), not where
 # packages come from: kept. Every other PIP_* (find-links, index URLs, constraints) goes.
-KEEP = {"PIP_CERT", "PIP_CLIENT_CERT", "PIP_PROXY", "PIP_DEFAULT_TIMEOUT", "PIP_RETRIES",
-        "PIP_DISABLE_PIP_VERSION_CHECK"}
+KEEP = {
+    "PIP_CERT",
+    "PIP_CLIENT_CERT",
+    "PIP_PROXY",
+    "PIP_DEFAULT_TIMEOUT",
+    "PIP_RETRIES",
+    "PIP_DISABLE_PIP_VERSION_CHECK",
+}
 MAX_DOWNLOAD = 30 * 1024 * 1024
-UNITS = {"bytes": 1, "kB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3}
+UNITS = {"bytes": 1, "kB": 1000, "MB": 1000**2, "GB": 1000**3}
 
 
 def pypi_only_env() -> dict[str, str]:
@@ -78,8 +84,22 @@ def requirements(extras: tuple[str, ...]) -> list[str]:
 
 def resolve(tmp_path: Path, *requirement: str) -> tuple[dict, str]:
     report = tmp_path / "report.json"
-    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-cache-dir",
-               "--index-url", PYPI, "--use-feature=fast-deps", "--report", str(report), "-v", *requirement]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+        "--no-cache-dir",
+        "--index-url",
+        PYPI,
+        "--use-feature=fast-deps",
+        "--report",
+        str(report),
+        "-v",
+        *requirement,
+    ]
     done = subprocess.run(command, cwd=ROOT, env=pypi_only_env(), capture_output=True, text=True, timeout=900)
     log = done.stdout + done.stderr
     assert done.returncode == 0, f"{' '.join(requirement)} does not resolve against PyPI alone:\n{log[-5000:]}"
@@ -95,8 +115,9 @@ def downloaded(log: str) -> list[tuple[str, int]]:
 
 
 def installs(report: dict) -> dict[str, str]:
-    return {item["metadata"]["name"].lower().replace("_", "-"): item["metadata"]["version"]
-            for item in report["install"]}
+    return {
+        item["metadata"]["name"].lower().replace("_", "-"): item["metadata"]["version"] for item in report["install"]
+    }
 
 
 @pytest.mark.parametrize("extras", [(), ("test",), ("smoke",), ("test", "smoke")], ids=lambda e: ",".join(e) or "-")

@@ -30,8 +30,22 @@ ONLY = ("--upstream", "megatron-bridge")
 def wheel(tmp_path_factory, release_cache) -> Path:
     """The real wheel, downloaded once; each test installs it into an environment of its own."""
     folder = tmp_path_factory.mktemp("wheels")
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--ignore-requires-python",
-                    "--only-binary=:all:", "-d", str(folder), "megatron-bridge==0.4.2"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--ignore-requires-python",
+            "--only-binary=:all:",
+            "-d",
+            str(folder),
+            "megatron-bridge==0.4.2",
+        ],
+        check=True,
+    )
     return next(folder.glob("megatron_bridge-0.4.2-*.whl"))
 
 
@@ -41,10 +55,30 @@ def env(tmp_path, wheel, smoke_extras):
     folder = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     python = folder / "bin" / "python"
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-                    "--ignore-requires-python", "--no-index", str(wheel)], check=True)
-    site_dir = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   capture_output=True, text=True, check=True).stdout.strip())
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--ignore-requires-python",
+            "--no-index",
+            str(wheel),
+        ],
+        check=True,
+    )
+    site_dir = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     (site_dir / "zz-borrowed-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     return python, site_dir
 
@@ -82,8 +116,11 @@ def files_match_record(site_dir: Path) -> list[str]:
 def snapshot(site_dir: Path) -> dict[str, str]:
     """Hashes of every file under the models the patches touch, and of RECORD."""
     tree = site_dir / "megatron" / "bridge" / "models"
-    files = {str(p.relative_to(site_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
-             for p in sorted(tree.rglob("*")) if p.is_file()}
+    files = {
+        str(p.relative_to(site_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(tree.rglob("*"))
+        if p.is_file()
+    }
     record = next(site_dir.glob("megatron_bridge-0.4.2.dist-info")) / "RECORD"
     files["RECORD"] = hashlib.sha256(record.read_bytes()).hexdigest()
     return files
@@ -114,8 +151,7 @@ def test_apply_verify_smoke_revert(env, run):
     ran = [r for r in smoke["results"] if r["result"] != "skipped"]
     assert code == 0, smoke
     assert len(ran) >= 5 and all(r["result"] == "passed" for r in ran)
-    code, smoke = run("smoke", "--target", "ascend", "--python", str(python), "--device", "cpu", "--unpatched",
-                      *ONLY)
+    code, smoke = run("smoke", "--target", "ascend", "--python", str(python), "--device", "cpu", "--unpatched", *ONLY)
     ran = [r for r in smoke["results"] if r["result"] != "skipped"]
     assert code == 0, smoke
     assert len(ran) >= 5 and all(r["result"] == "failed" for r in ran)
@@ -152,9 +188,23 @@ def test_interrupted_apply_is_all_or_nothing(env, run, tmp_path):
     step = 1
     while True:
         done = subprocess.run(
-            [sys.executable, "-m", "patchmgr", "apply", "--target", "ascend", "--python", str(python), *ONLY,
-             "--root", str(ROOT)],
-            env={**os.environ, "PATCHMGR_FAULT_KILL_AT": str(step)}, capture_output=True, text=True)
+            [
+                sys.executable,
+                "-m",
+                "patchmgr",
+                "apply",
+                "--target",
+                "ascend",
+                "--python",
+                str(python),
+                *ONLY,
+                "--root",
+                str(ROOT),
+            ],
+            env={**os.environ, "PATCHMGR_FAULT_KILL_AT": str(step)},
+            capture_output=True,
+            text=True,
+        )
         killed = done.returncode == -9
         code, doc = run("verify", "--target", "ascend", "--python", str(python), *ONLY)  # recovers first
         state = snapshot(site_dir)
@@ -173,8 +223,22 @@ def test_interrupted_apply_is_all_or_nothing(env, run, tmp_path):
 def test_missing_or_wrong_version_is_named(tmp_path, run):
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", str(bare)], check=True)
-    capture = subprocess.run([sys.executable, "-m", "patchmgr", "apply", "--target", "ascend", "--python",
-                              str(bare / "bin" / "python"), "--root", str(ROOT)], capture_output=True, text=True)
+    capture = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "patchmgr",
+            "apply",
+            "--target",
+            "ascend",
+            "--python",
+            str(bare / "bin" / "python"),
+            "--root",
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert capture.returncode == 2  # bad input: --python names an environment without the pinned distributions
     assert "megatron-bridge is not installed (wanted 0.4.2)" in capture.stderr
     assert "vllm-ascend is not installed (wanted 0.23.0)" in capture.stderr

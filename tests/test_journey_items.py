@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_smoke_proof import CPU_ONLY, DETECTS, Scene, verdicts
 from test_status_states import lines_with, setup
 
@@ -112,8 +111,9 @@ def test_requires_python_of_an_installed_distribution_and_of_an_explicit_interpr
     (site / "lib").mkdir(parents=True)
     info = site / "lib_thing-1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lib-thing\nVersion: 1.0\n"
-                                   "Requires-Python: >=3.12,<3.13\n\nthe description\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: lib-thing\nVersion: 1.0\nRequires-Python: >=3.12,<3.13\n\nthe description\n"
+    )
     upstream = Upstream("lib", None, (), "0" * 40, "1.0", "lib-thing", "", ())
     python, version = interpreter_version(sys.executable)  # asked, as for --python
     assert python == sys.executable and version == ".".join(map(str, sys.version_info[:3]))
@@ -130,27 +130,39 @@ FIELDS_DATED = "Origin: vendor\nUpstream-Status: Pending\nLast-Update: 2020-01-0
 
 def fuzz_scene(project, upstream) -> Path:
     pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix",
-                                                         fields=FIELDS_DATED)})
+    setup(
+        project,
+        upstream,
+        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix", fields=FIELDS_DATED)},
+    )
     upstream.commit({"src/mod.py": lines_with({17: "upstream changed 17"})}, "touch outer context")
     return project.root / "patches/lib/fix.patch"
 
 
 def three_way_scene(project, upstream) -> Path:
     pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(
-        pin, {"src/mod.py": lines_with({20: "fixed 20", 24: "fixed 24"})}, "Fix", fields=FIELDS_DATED)})
+    setup(
+        project,
+        upstream,
+        {
+            "fix": upstream.make_patch(
+                pin, {"src/mod.py": lines_with({20: "fixed 20", 24: "fixed 24"})}, "Fix", fields=FIELDS_DATED
+            )
+        },
+    )
     upstream.commit({"src/mod.py": lines_with({22: "upstream changed 22"})}, "touch inner context")
     return project.root / "patches/lib/fix.patch"
 
 
 def maintain(cli, upstream, command, *extra):
-    return cli(command, "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}",
-               *extra)
+    return cli(
+        command, "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}", *extra
+    )
 
 
 def today() -> str:
     from patchmgr.model.dep3_edit import today as utc_today
+
     return utc_today()
 
 
@@ -174,7 +186,7 @@ def test_fuzz_needs_allow_fuzz_and_three_way_needs_allow_three_way(cli, project,
     assert f"Last-Update: {today()}\n".encode() in after and b"2020-01-01" not in after
     assert after.count(b"Last-Update:") == 1
     # every other byte of the message is kept
-    assert after[:after.index(b"Last-Update:")] == before[:before.index(b"Last-Update:")]
+    assert after[: after.index(b"Last-Update:")] == before[: before.index(b"Last-Update:")]
 
 
 @pytest.mark.parametrize("command", ["refresh", "bump"])
@@ -193,8 +205,11 @@ def test_three_way_is_refused_with_allow_fuzz_alone(cli, project, upstream, comm
 def test_bump_of_an_offset_patch_updates_its_last_update(cli, project, upstream):
     pin = upstream.head()
     path = project.root / "patches/lib/fix.patch"
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix",
-                                                         fields=FIELDS_DATED)})
+    setup(
+        project,
+        upstream,
+        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix", fields=FIELDS_DATED)},
+    )
     upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
     result = maintain(cli, upstream, "bump")
     assert result.code == 0, result.out
@@ -205,6 +220,7 @@ def test_help_texts_say_which_option_allows_what(cli):
     from typer.testing import CliRunner
 
     from patchmgr.cli.app import app
+
     for command in ("refresh", "bump"):
         text = " ".join(CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "400"}).output.split())
         assert "--allow-fuzz" in text and "apply only with fuzz" in text
@@ -217,9 +233,13 @@ def two_targets(project, upstream, other_manifest: str | None = None) -> str:
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"))
     project.manifest("a", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
     if other_manifest is None:
-        project.manifest("b", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]},
-                               "other": {"git": "https://example.invalid/other.git", "commit": pin,
-                                         "patches": []}})
+        project.manifest(
+            "b",
+            {
+                "lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]},
+                "other": {"git": "https://example.invalid/other.git", "commit": pin, "patches": []},
+            },
+        )
     else:
         (project.root / "manifests/b.toml").write_text(other_manifest)
     return pin
@@ -240,8 +260,20 @@ def test_source_for_an_upstream_of_another_target_is_ignored_with_a_note(cli, pr
     every = cli("status", "--json", "--source", f"lib={upstream.path}", "--source", f"other={upstream.path}")
     assert every.code == 0, every.out
     # refresh and bump take it the same way
-    refresh = cli("refresh", "--target", "a", "--upstream", "lib", "--to", "main", "--source",
-                  f"lib={upstream.path}", "--source", "other=/srv/nowhere", "--json")
+    refresh = cli(
+        "refresh",
+        "--target",
+        "a",
+        "--upstream",
+        "lib",
+        "--to",
+        "main",
+        "--source",
+        f"lib={upstream.path}",
+        "--source",
+        "other=/srv/nowhere",
+        "--json",
+    )
     assert refresh.code == 0 and "--source other: target a has no upstream other; ignored" in refresh.json["notes"]
 
 
@@ -255,15 +287,27 @@ def test_source_for_an_upstream_no_manifest_names_stays_an_error(cli, project, u
 
 
 def test_source_named_only_by_a_broken_manifest_is_ignored_too(cli, project, upstream):
-    two_targets(project, upstream, "[target]\nname = \"b\"\n[upstreams.other]\ncommit = \n")
-    result = cli("refresh", "--target", "a", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}",
-                 "--source", "other=/srv/x", "--json")
+    two_targets(project, upstream, '[target]\nname = "b"\n[upstreams.other]\ncommit = \n')
+    result = cli(
+        "refresh",
+        "--target",
+        "a",
+        "--upstream",
+        "lib",
+        "--to",
+        "main",
+        "--source",
+        f"lib={upstream.path}",
+        "--source",
+        "other=/srv/x",
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     assert "--source other: target a has no upstream other; ignored" in result.json["notes"]
 
 
 # -- 4. only the chosen target's manifest must parse --------------------------------------------
-BROKEN = "[target]\nname = \"b\"\n[upstreams.lib]\ncommit = \npatches = [\"fix\"]\n"
+BROKEN = '[target]\nname = "b"\n[upstreams.lib]\ncommit = \npatches = ["fix"]\n'
 
 
 def test_a_broken_other_manifest_does_not_fail_status_of_this_target(cli, project, upstream):
@@ -301,7 +345,7 @@ def test_a_warm_cache_standing_in_for_a_mistyped_source_says_so(cli, project, up
     said = f"from the cache (source {nowhere} not reachable: no such folder)"
     assert said in result.out and "(cached)" not in result.out
     doc = cli("status", "--target", "t", "--json", "--source", f"lib={nowhere}").json
-    assert doc["upstreams"][0]["source"] == said[len("from "):]
+    assert doc["upstreams"][0]["source"] == said[len("from ") :]
     (tmp_path / "plain").mkdir()
     plain = cli("status", "--target", "t", "--json", "--source", f"lib={tmp_path / 'plain'}").json
     assert plain["upstreams"][0]["source"].endswith("not reachable: not a git repository)")
@@ -317,10 +361,27 @@ def test_status_into_a_pipe_prints_full_names_and_details_on_one_line(project, u
     setup(project, upstream, {long_id: upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
     upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "FORCE_COLOR", "TERM")}
-    done = subprocess.run([sys.executable, "-m", "patchmgr", "status", "--target", "t", "--root", str(project.root),
-                           "--source", f"lib={upstream.path}", "--against", "lib=main"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                          cwd=Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "patchmgr",
+            "status",
+            "--target",
+            "t",
+            "--root",
+            str(project.root),
+            "--source",
+            f"lib={upstream.path}",
+            "--against",
+            "lib=main",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [line for line in done.stdout.splitlines() if long_id in line]
     assert rows, done.stdout  # the whole name on one line, not cut or folded
@@ -333,6 +394,7 @@ def python_3_12() -> str | None:
     """Python 3.12 from pyenv (its shim answers only for the selected version, so look under its root), or
     the system's."""
     import shutil
+
     roots = []
     if shutil.which("pyenv"):
         done = subprocess.run(["pyenv", "root"], capture_output=True, text=True)
@@ -347,6 +409,7 @@ def python_3_12() -> str | None:
 def test_the_way_out_runs_the_checkout_on_an_interpreter_that_fits(scene, tmp_path):
     """`smoke --into DIR --python PATH`: DIR's tests on an interpreter the upstream declares, here pyenv's 3.12."""
     from conftest import require
+
     python312 = python_3_12()
     require(python312 is not None, "no Python 3.12 here (pyenv install 3.12)")
     venv = tmp_path / "py312"

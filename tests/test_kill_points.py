@@ -16,16 +16,16 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from gitrepos import git
-from patchmgr.targets.installed import environment_trees
-from patchmgr.model.project import Project
-from patchmgr.targets.trees import checkout_trees
-from reliability import (UNTOUCHED, Upstreams, pristine_environment, record, replace_tree, run, said, snapshot)
+from reliability import UNTOUCHED, Upstreams, pristine_environment, record, replace_tree, run, said, snapshot
 from reliability import kill_every_step as kill_steps
 from test_refresh_bump import status_of
 from test_roundtrip import series_project
 from test_status_states import lines_with, setup
+
+from patchmgr.model.project import Project
+from patchmgr.targets.installed import environment_trees
+from patchmgr.targets.trees import checkout_trees
 
 MIN_TOTAL = 200  # kill points over the whole file (issue 12)
 KILL_POINTS: dict[str, int] = {}  # test name -> kill points that recovered to exactly before or after
@@ -58,8 +58,9 @@ def test_kill_apply_into_a_new_folder(tmp_path, cli, project, upstreams):
         return state, result.json["notes"]
 
     args = ["apply", "--target", "t", "--into", str(into), *upstreams.sources, "--root", str(project.root)]
-    kill_every_step("apply --into, new folder", args,
-                    lambda: shutil.rmtree(into, ignore_errors=True), {}, after, observe)
+    kill_every_step(
+        "apply --into, new folder", args, lambda: shutil.rmtree(into, ignore_errors=True), {}, after, observe
+    )
 
 
 def test_kill_reapply_into_over_an_older_checkout(tmp_path, cli, project, upstreams):
@@ -87,8 +88,16 @@ def test_kill_reapply_into_over_an_older_checkout(tmp_path, cli, project, upstre
         assert snapshot(into, git_internals=False) == after
 
     args = ["apply", "--target", "t", "--into", str(into), *upstreams.sources, "--root", str(project.root)]
-    kill_every_step("apply --into, over an older checkout", args,
-                    lambda: replace_tree(pristine, into), before, after, observe, next_apply, every=3)
+    kill_every_step(
+        "apply --into, over an older checkout",
+        args,
+        lambda: replace_tree(pristine, into),
+        before,
+        after,
+        observe,
+        next_apply,
+        every=3,
+    )
 
 
 def add_local_work(checkout):
@@ -145,10 +154,17 @@ def test_kill_forced_reapply_into_over_local_work(tmp_path, cli, project, upstre
         assert snapshot(into, git_internals=False) == after
         assert_work_saved(into / "minilib")
 
-    args = ["apply", "--target", "t", "--into", str(into), "--force", *upstreams.sources,
-            "--root", str(project.root)]
-    kill_every_step("apply --into --force, over local work", args,
-                    lambda: replace_tree(pristine, into), before, after, observe, next_apply, every=3)
+    args = ["apply", "--target", "t", "--into", str(into), "--force", *upstreams.sources, "--root", str(project.root)]
+    kill_every_step(
+        "apply --into --force, over local work",
+        args,
+        lambda: replace_tree(pristine, into),
+        before,
+        after,
+        observe,
+        next_apply,
+        every=3,
+    )
 
 
 # -- apply --python PATH -----------------------------------------------------------------------
@@ -185,8 +201,16 @@ def test_kill_apply_python_into_a_fresh_environment(tmp_path, cli, project, upst
         assert result.code == 0 and snapshot(env) == after, result.out
 
     args = ["apply", *env_args(env), *upstreams.sources, "--root", str(project.root)]
-    kill_every_step("apply --python, fresh environment", args,
-                    lambda: replace_tree(pristine_env, env), before, after, observe, next_apply, every=4)
+    kill_every_step(
+        "apply --python, fresh environment",
+        args,
+        lambda: replace_tree(pristine_env, env),
+        before,
+        after,
+        observe,
+        next_apply,
+        every=4,
+    )
 
 
 def test_kill_reapply_python_over_an_older_series(tmp_path, cli, project, upstreams, env):
@@ -206,8 +230,9 @@ def test_kill_reapply_python_over_an_older_series(tmp_path, cli, project, upstre
         return state, result.json["notes"]
 
     args = ["apply", *env_args(env), *upstreams.sources, "--root", str(project.root)]
-    kill_every_step("apply --python, over an older series", args,
-                    lambda: replace_tree(older, env), before, after, observe)
+    kill_every_step(
+        "apply --python, over an older series", args, lambda: replace_tree(older, env), before, after, observe
+    )
 
 
 def test_kill_revert_python(tmp_path, cli, project, upstreams, env):
@@ -238,13 +263,20 @@ def offset_patches(project, upstream, carried: bool) -> str:
     ``carried``: a patch ``fix`` (line 20) sits mid-series, and upstream first takes it in a commit
     with its very patch-id, so a bump drops it (its file removed, the series line rewritten)."""
     pin = upstream.head()
-    patches = {pid: upstream.make_patch(pin, {"src/mod.py": lines_with({line: f"{pid} {line}"})}, pid.title())
-               for pid, line in SPREAD.items()}
+    patches = {
+        pid: upstream.make_patch(pin, {"src/mod.py": lines_with({line: f"{pid} {line}"})}, pid.title())
+        for pid, line in SPREAD.items()
+    }
     fixed = {20: "fixed 20"} if carried else {}
     if carried:
         fix = upstream.make_patch(pin, {"src/mod.py": lines_with(fixed)}, "Fix")
-        patches = {"one": patches["one"], "two": patches["two"], "fix": fix,
-                   "three": patches["three"], "four": patches["four"]}
+        patches = {
+            "one": patches["one"],
+            "two": patches["two"],
+            "fix": fix,
+            "three": patches["three"],
+            "four": patches["four"],
+        }
     else:
         patches["five"] = upstream.make_patch(pin, {"src/mod.py": lines_with({20: "five 20"})}, "Five")
     setup(project, upstream, patches)
@@ -297,11 +329,12 @@ def kill_project_command(name, cli, project, args, observer, extra_state=None, e
 
 BUMP = ["bump", "--target", "t", "--upstream", "lib", "--to", "main"]
 
+
 def test_kill_bump(cli, project, upstream):
     """Refreshes 5 offset patches and moves the pin and the version: 6 files, one transaction."""
     offset_patches(project, upstream, carried=False)
     manifest = project.root / "manifests/t.toml"
-    manifest.write_text(manifest.read_text().replace('[upstreams.lib]', '[upstreams.lib]\nversion = "1.0"'))
+    manifest.write_text(manifest.read_text().replace("[upstreams.lib]", '[upstreams.lib]\nversion = "1.0"'))
     args = [*BUMP, "--version", "1.1", "--source", f"lib={upstream.path}", "--root", str(project.root)]
     counts = kill_project_command("bump", cli, project, args, [*args[:-2], "--dry-run"])
     assert status_of(cli, upstream) == [(pid, "clean") for pid in ("one", "two", "three", "four", "five")]
@@ -321,8 +354,19 @@ def test_bump_that_drops_a_patch_killed_at_every_step(cli, project, upstream):
 
 def test_kill_refresh(cli, project, upstream):
     offset_patches(project, upstream, carried=False)
-    args = ["refresh", "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}",
-            "--root", str(project.root)]
+    args = [
+        "refresh",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--to",
+        "main",
+        "--source",
+        f"lib={upstream.path}",
+        "--root",
+        str(project.root),
+    ]
     counts = kill_project_command("refresh", cli, project, args, [*args[:-2], "--dry-run"])
     assert status_of(cli, upstream) == [(pid, "clean") for pid in ("one", "two", "three", "four", "five")]
     assert counts["kill_points"] == 5 * 3 + 2  # 5 files saved, prepared, 5 written (temp, rename), committed
@@ -333,8 +377,10 @@ def edited_series(tmp_path, cli, project, upstream, drop: bool):
     the second patch's commit); the export command, and a refresh --dry-run at the pin to observe."""
     pin = series_project(project, upstream)
     into = tmp_path / "work"
-    assert cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into),
-               "--source", f"lib={upstream.path}").code == 0
+    assert (
+        cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}").code
+        == 0
+    )
     if drop:
         git(into, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")  # drop the second patch's commit
     (into / "src/other.py").write_text("a = 3\n")
@@ -344,8 +390,18 @@ def edited_series(tmp_path, cli, project, upstream, drop: bool):
         git(into, "add", f"src/{name}.py")
         git(into, "commit", "-q", "-m", f"Add the {name} module\n\nUpstream-Status: Pending")
     args = ["export", "--target", "t", "--upstream", "lib", "--from", str(into), "--root", str(project.root)]
-    observer = ["refresh", "--target", "t", "--upstream", "lib", "--to", pin, "--source", f"lib={upstream.path}",
-                "--dry-run"]
+    observer = [
+        "refresh",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--to",
+        pin,
+        "--source",
+        f"lib={upstream.path}",
+        "--dry-run",
+    ]
     return into, args, observer
 
 
@@ -353,8 +409,10 @@ def test_kill_export(tmp_path, cli, project, upstream):
     """export writes 1 updated and 2 new patch files, the manifest and the edit checkout's record at once."""
     into, args, observer = edited_series(tmp_path, cli, project, upstream, drop=False)
     counts = kill_project_command("export", cli, project, args, observer, into / ".git/patchmgr-edit.json")
-    assert 'patches = ["first", "second", "third", "add-the-new-module", "add-the-newer-module"]' in \
-        (project.root / "manifests/t.toml").read_text()
+    assert (
+        'patches = ["first", "second", "third", "add-the-new-module", "add-the-newer-module"]'
+        in (project.root / "manifests/t.toml").read_text()
+    )
     assert "a = 3" in (project.root / "patches/lib/third.patch").read_text()
     assert counts["kill_points"] == 5 * 3 + 2  # 5 files saved, prepared, 5 written (temp, rename), committed
 
@@ -387,8 +445,11 @@ def test_smoke_recovers_first_and_says_so(tmp_path, tmp_path_factory, project, u
 
 def test_the_kill_points_add_up_to_at_least_200():
     """Every kill test above ran in this session, and together they killed at least MIN_TOTAL times."""
-    tests = [name for name, test in globals().items() if name.startswith("test_kill_")
-             and not any(mark.name == "xfail" for mark in getattr(test, "pytestmark", []))]
+    tests = [
+        name
+        for name, test in globals().items()
+        if name.startswith("test_kill_") and not any(mark.name == "xfail" for mark in getattr(test, "pytestmark", []))
+    ]
     if len(KILL_POINTS) < len(tests):
         pytest.skip(f"only {len(KILL_POINTS)} of the {len(tests)} kill tests ran (and passed) in this session")
     total = sum(KILL_POINTS.values())

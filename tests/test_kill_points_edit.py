@@ -30,7 +30,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from gitrepos import BASE_TEXT, GIT_ENV, git, make_series
 from reliability import kill_every_step, replace_tree, run
 
@@ -65,15 +64,20 @@ class Scene:
     def __init__(self, tmp_path: Path, project, upstream) -> None:
         self.project, self.upstream = project, upstream
         self.pin = upstream.head()
-        mails = make_series(upstream, self.pin, [
-            ({"src/mod.py": VENDOR}, "Vendor line ten"),
-            ({"src/mod.py": VENDOR.replace("line 30\n", "vendor 30\n")}, "Vendor line thirty"),
-            ({"README": README_FIX}, "Fix the readme"),
-        ])
+        mails = make_series(
+            upstream,
+            self.pin,
+            [
+                ({"src/mod.py": VENDOR}, "Vendor line ten"),
+                ({"src/mod.py": VENDOR.replace("line 30\n", "vendor 30\n")}, "Vendor line thirty"),
+                ({"README": README_FIX}, "Fix the readme"),
+            ],
+        )
         for patch_id, mail in zip(PATCHES, mails):
             project.add_patch("lib", patch_id, mail)
-        project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": self.pin,
-                                       "patches": PATCHES}})
+        project.manifest(
+            "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": self.pin, "patches": PATCHES}}
+        )
         self.carrier = upstream.commit({"README": README_FIX}, "Take the vendor's readme fix (#7)")
         self.new = upstream.commit({"src/mod.py": UPSTREAM}, "Rewrite line ten")
         git(upstream.path, "tag", "v2")
@@ -83,8 +87,20 @@ class Scene:
         self.saved = tmp_path / "saved-place"
 
     def edit(self, *more: str) -> list[str]:
-        return ["edit", "--target", "t", "--upstream", "lib", "--into", str(self.into),
-                "--source", f"lib={self.upstream.path}", *more, "--root", str(self.project.root)]
+        return [
+            "edit",
+            "--target",
+            "t",
+            "--upstream",
+            "lib",
+            "--into",
+            str(self.into),
+            "--source",
+            f"lib={self.upstream.path}",
+            *more,
+            "--root",
+            str(self.project.root),
+        ]
 
     def onto(self) -> list[str]:
         return self.edit("--onto", "v2")
@@ -119,10 +135,12 @@ class Scene:
     def observer(self, args: list[str]):
         """``observe`` for ``kill_every_step``: run ``args`` (which must refuse, exit 1), then the state and
         everything it said (its notes, wrapped or not, are found in the whole output)."""
+
         def observe():
             code, output = run(args)
             assert code == 1 and "Traceback" not in output, output
             return edit_state(self.into), [" ".join(output.split())]
+
         return observe
 
     def stopped(self) -> None:
@@ -204,11 +222,13 @@ def saved_branch(into: Path) -> str:
 
 
 # -- the scenarios -----------------------------------------------------------------------------
-def _kill(name: str, scene: Scene, args: list[str], before: dict, after: dict, observer: list[str],
-          exit_code: int = 0) -> dict:
+def _kill(
+    name: str, scene: Scene, args: list[str], before: dict, after: dict, observer: list[str], exit_code: int = 0
+) -> dict:
     assert after != before
-    return kill_every_step(name, args, scene.restore, before, after, scene.observer(observer),
-                           minimum=MINIMUM[name], exit_code=exit_code)
+    return kill_every_step(
+        name, args, scene.restore, before, after, scene.observer(observer), minimum=MINIMUM[name], exit_code=exit_code
+    )
 
 
 def test_kill_edit_onto_into_an_empty_folder(scene):
@@ -218,8 +238,15 @@ def test_kill_edit_onto_into_an_empty_folder(scene):
     before = scene.keep()
     after = scene.outcome_of(scene.onto(), 1)
     assert after["(git) HEAD"] == f"refs/heads/patchmgr {scene.new}"
-    _kill("test_kill_edit_onto_into_an_empty_folder", scene, scene.onto(), before, after, scene.resume("continue"),
-          exit_code=1)
+    _kill(
+        "test_kill_edit_onto_into_an_empty_folder",
+        scene,
+        scene.onto(),
+        before,
+        after,
+        scene.resume("continue"),
+        exit_code=1,
+    )
 
 
 def test_kill_edit_onto_over_an_edit_checkout(scene):
@@ -228,8 +255,15 @@ def test_kill_edit_onto_over_an_edit_checkout(scene):
     before = scene.keep()
     after = scene.outcome_of(scene.onto(), 1)
     assert "(git) HEAD" in before and after["(git) HEAD"] != before["(git) HEAD"]
-    _kill("test_kill_edit_onto_over_an_edit_checkout", scene, scene.onto(), before, after, scene.resume("continue"),
-          exit_code=1)
+    _kill(
+        "test_kill_edit_onto_over_an_edit_checkout",
+        scene,
+        scene.onto(),
+        before,
+        after,
+        scene.resume("continue"),
+        exit_code=1,
+    )
 
 
 def test_kill_edit_continue(scene):
@@ -270,8 +304,11 @@ def test_kill_edit_abort_keeps_hand_made_work(scene):
         assert branch in said, said
         assert git(scene.into, "show", f"{branch}:src/mod.py") + "\n" == RESOLVED
         assert git(scene.into, "show", f"{branch}:notes.txt") == "my notes"
-        assert git(scene.into, "log", "--format=%s", f"{scene.pin}..HEAD").splitlines() == \
-            ["Fix the readme", "Vendor line thirty", "Vendor line ten"]
+        assert git(scene.into, "log", "--format=%s", f"{scene.pin}..HEAD").splitlines() == [
+            "Fix the readme",
+            "Vendor line thirty",
+            "Vendor line ten",
+        ]
 
     after = scene.outcome_of(scene.resume("abort"), 0, check)
     _kill("test_kill_edit_abort_keeps_hand_made_work", scene, scene.resume("abort"), before, after, scene.onto())

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from gitrepos import git
 from reliability import snapshot
 from test_apply_verify import two_upstreams
@@ -60,8 +59,16 @@ def test_reapply_over_local_work_refuses_and_changes_no_byte(tmp_path, cli, proj
         assert result.code == 1, result.out + result.err
         message = " ".join(result.err.split())  # rich may wrap the line
         assert "error: apply would rebuild" in message and "lose local work" in message
-        for named in ("1 local commit", "Local fix", "1 modified file", "src/mod.py", "1 untracked file",
-                      "notes.txt", "--force", "patchmgr-saved/"):
+        for named in (
+            "1 local commit",
+            "Local fix",
+            "1 modified file",
+            "src/mod.py",
+            "1 untracked file",
+            "notes.txt",
+            "--force",
+            "patchmgr-saved/",
+        ):
             assert named in message, (named, message)
         assert "__pycache__" not in message and "tool" not in message.split("hint:")[0].split("lose local work")[1]
         assert "Traceback" not in result.err
@@ -96,11 +103,16 @@ def test_force_saves_local_work_on_a_branch_in_the_new_checkout(tmp_path, cli, p
     assert cli("verify", "--target", "t", "--into", str(into)).code == 0
     # ... and carries the saved work: the local commit, the edit and the untracked file
     assert git(checkout, "log", "--format=%s", branch).splitlines()[:4] == [
-        "patchmgr: uncommitted work saved from " + str(checkout), "Local fix", "Lib two", "Lib one"]
+        "patchmgr: uncommitted work saved from " + str(checkout),
+        "Local fix",
+        "Lib two",
+        "Lib one",
+    ]
     assert git(checkout, "show", f"{branch}:src/local.py") == "local = 1"
     assert git(checkout, "show", f"{branch}:notes.txt") == "my notes"
-    assert git(checkout, "show", f"{branch}:src/mod.py").endswith("two\n" + "\n".join(
-        f"line {i}" for i in range(31, 41)) + "\nhand edit")
+    assert git(checkout, "show", f"{branch}:src/mod.py").endswith(
+        "two\n" + "\n".join(f"line {i}" for i in range(31, 41)) + "\nhand edit"
+    )
     assert "__pycache__" not in git(checkout, "ls-tree", "-r", "--name-only", branch)
     # the objects are in the new checkout itself, not fetched on demand from the source
     assert git(checkout, "cat-file", "-t", git(checkout, "rev-parse", f"{branch}~1")) == "commit"
@@ -168,8 +180,9 @@ def test_a_clean_checkout_is_rebuilt_without_force(tmp_path, cli, project):
 
 
 def edit(cli, upstream, into, *extra):
-    return cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}",
-               *extra)
+    return cli(
+        "edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}", *extra
+    )
 
 
 def test_edit_over_an_edit_checkout_with_unexported_work(tmp_path, cli, project, upstream):

@@ -21,8 +21,9 @@ def tagged_upstream(project, upstream):
     git(upstream.path, "tag", "v1.0.0")
     moved = upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "add a header (#11)")
     git(upstream.path, "tag", "v1.1.0")
-    broke = upstream.commit({"src/mod.py": lines_with({20: "rewritten 20"}, insert_top=3)},
-                            "refactor: rewrite line 20 (#1234)")
+    broke = upstream.commit(
+        {"src/mod.py": lines_with({20: "rewritten 20"}, insert_top=3)}, "refactor: rewrite line 20 (#1234)"
+    )
     git(upstream.path, "tag", "-a", "-m", "release 1.2.0", "v1.2.0")  # an annotated tag: peeled to its commit
     absorbed = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"}, insert_top=3)}, "take the fix (#77)")
     git(upstream.path, "tag", "v2.0.0")
@@ -45,8 +46,13 @@ def test_json_grid_has_every_release_tag_since_the_pin_and_the_tip(cli, project,
     assert result.code == 1 and doc["ok"] is False and doc["html"] is None
     (lib,) = doc["upstreams"]
     assert [(c["kind"], c["name"]) for c in lib["columns"]] == [
-        ("pin", "v0.9.0"), ("tag", "v1.0.0"), ("tag", "v1.1.0"), ("tag", "v1.2.0"), ("tag", "v2.0.0"),
-        ("tip", "main")]
+        ("pin", "v0.9.0"),
+        ("tag", "v1.0.0"),
+        ("tag", "v1.1.0"),
+        ("tag", "v1.2.0"),
+        ("tag", "v2.0.0"),
+        ("tip", "main"),
+    ]
     assert lib["columns"][0]["commit"] == pin and lib["columns"][-1]["commit"] == upstream.head()
     assert lib["columns"][3]["commit"] == broke  # the annotated tag, peeled
     fix, other = lib["patches"]
@@ -68,8 +74,16 @@ def test_cells_agree_with_status_against_each_tag(cli, project, upstream):
     doc = matrix(cli, upstream, "--json").json
     (lib,) = doc["upstreams"]
     for index, column in enumerate(lib["columns"][1:], start=1):
-        status = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}",
-                     "--against", f"lib={column['name']}")
+        status = cli(
+            "status",
+            "--target",
+            "t",
+            "--json",
+            "--source",
+            f"lib={upstream.path}",
+            "--against",
+            f"lib={column['name']}",
+        )
         states = [p["state"] for p in status.json["upstreams"][0]["patches"]]
         assert states == [p["cells"][index]["state"] for p in lib["patches"]], column
 
@@ -90,7 +104,13 @@ def test_terminal_grid_names_columns_states_and_the_breaking_commit(cli, project
         assert header in out, header
     fix_line = next(line for line in out.splitlines() if line.startswith("│ fix"))
     assert [cell.strip() for cell in fix_line.split("│")[2:8]] == [
-        "clean", "clean", "offset", "conflict", "upstream", "upstream"]
+        "clean",
+        "clean",
+        "offset",
+        "conflict",
+        "upstream",
+        "upstream",
+    ]
     assert f"conflict since {broke[:12]}" in out and "refactor: rewrite line 20 (#1234)" in out
     other_line = next(line for line in out.splitlines() if line.startswith("│ other"))
     assert "unchanged" in other_line
@@ -105,8 +125,15 @@ def test_refs_pattern_and_since(cli, project, upstream):
     assert [c["name"] for c in since["columns"]] == ["v0.9.0", "v1.2.0", "v2.0.0", "main"]
     every = matrix(cli, upstream, "--refs", "v*", "--json").json["upstreams"][0]
     # the pin's own tag is the pin column, not a second one
-    assert [c["name"] for c in every["columns"]] == ["v0.9.0", "v1.0.0", "v1.1.0", "v1.2.0", "v2.0.0", "v2.1.0rc1",
-                                                     "main"]
+    assert [c["name"] for c in every["columns"]] == [
+        "v0.9.0",
+        "v1.0.0",
+        "v1.1.0",
+        "v1.2.0",
+        "v2.0.0",
+        "v2.1.0rc1",
+        "main",
+    ]
     none = matrix(cli, upstream, "--refs", "release-*", "--json").json["upstreams"][0]
     assert [c["kind"] for c in none["columns"]] == ["pin", "tip"]
     assert none["notes"] == ["no tag of lib matches 'release-*'"]
@@ -133,12 +160,24 @@ def test_since_by_history_leaves_out_a_tag_of_an_older_release_branch(cli, proje
     import subprocess
 
     from gitrepos import GIT_ENV
+
     pin, (moved, _broke, _absorbed) = tagged_upstream(project, upstream)
-    older = {**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull,
-             "GIT_AUTHOR_DATE": "2025-06-01T00:00:00+00:00", "GIT_COMMITTER_DATE": "2025-06-01T00:00:00+00:00"}
+    older = {
+        **os.environ,
+        **GIT_ENV,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_DATE": "2025-06-01T00:00:00+00:00",
+        "GIT_COMMITTER_DATE": "2025-06-01T00:00:00+00:00",
+    }
     tree = git(upstream.path, "rev-parse", f"{pin}^{{tree}}")
-    side = subprocess.run(["git", "commit-tree", tree, "-p", pin, "-m", "backport to 0.9 (#5)"], cwd=upstream.path,
-                          env=older, capture_output=True, text=True, check=True).stdout.strip()
+    side = subprocess.run(
+        ["git", "commit-tree", tree, "-p", pin, "-m", "backport to 0.9 (#5)"],
+        cwd=upstream.path,
+        env=older,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     git(upstream.path, "tag", "v0.9.1", side)
     doc = matrix(cli, upstream, "--since", moved, "--json").json["upstreams"][0]
     assert [c["name"] for c in doc["columns"]] == ["v0.9.0", "v1.2.0", "v2.0.0", "main"]
@@ -183,9 +222,13 @@ def test_bad_input_is_exit_2_and_writes_nothing(cli, project, upstream, tmp_path
 
 def test_a_broken_guard_shows_in_its_cell_and_names_the_commit(cli, project, upstream):
     pin = upstream.head()
-    guarded = upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix line 20",
-                                  fields="Origin: vendor\nUpstream-Status: Pending\n"
-                                         r"Guard: absent /legacy\.call\(/ in src/mod.py")
+    guarded = upstream.make_patch(
+        pin,
+        {"src/mod.py": lines_with({20: "fixed 20"})},
+        "Fix line 20",
+        fields="Origin: vendor\nUpstream-Status: Pending\n"
+        r"Guard: absent /legacy\.call\(/ in src/mod.py",
+    )
     setup(project, upstream, {"fix": guarded})
     upstream.commit({"docs.txt": "one\n"}, "docs")
     git(upstream.path, "tag", "v1.0.0")
@@ -195,7 +238,11 @@ def test_a_broken_guard_shows_in_its_cell_and_names_the_commit(cli, project, ups
     assert result.code == 1, result.err  # applies cleanly at v1.1.0, but its guard breaks there
     (fix,) = result.json["upstreams"][0]["patches"]
     assert [(c["state"], c["guards_hold"]) for c in fix["cells"]] == [
-        ("clean", True), ("clean", True), ("clean", False), ("clean", False)]
+        ("clean", True),
+        ("clean", True),
+        ("clean", False),
+        ("clean", False),
+    ]
     assert fix["cells"][2]["guards"][0]["offenses"] == ["src/mod.py:5: legacy.call()"]
     changed = fix["changed"]
     assert (changed["column"], changed["commit"], changed["pr"]) == ("v1.1.0", culprit, 9)
@@ -207,18 +254,31 @@ def test_a_broken_guard_shows_in_its_cell_and_names_the_commit(cli, project, ups
 def test_an_unreachable_upstream_is_reported_and_the_others_still_shown(cli, project, upstream, tmp_path):
     tagged_upstream(project, upstream)
     manifest = project.root / "manifests" / "t.toml"
-    manifest.write_text(manifest.read_text() + '[upstreams.gone]\ngit = "https://example.invalid/gone.git"\n'
-                        f'commit = "{"1" * 40}"\npatches = []\n')
+    manifest.write_text(
+        manifest.read_text() + '[upstreams.gone]\ngit = "https://example.invalid/gone.git"\n'
+        f'commit = "{"1" * 40}"\npatches = []\n'
+    )
     page = tmp_path / "m.html"
-    result = cli("matrix", "--target", "t", "--source", f"lib={upstream.path}",
-                 "--source", f"gone={tmp_path / 'no-such-clone'}", "--html", str(page), "--json")
+    result = cli(
+        "matrix",
+        "--target",
+        "t",
+        "--source",
+        f"lib={upstream.path}",
+        "--source",
+        f"gone={tmp_path / 'no-such-clone'}",
+        "--html",
+        str(page),
+        "--json",
+    )
     assert result.code == 1, result.err
     lib, gone = result.json["upstreams"]
     assert lib["available"] and len(lib["patches"]) == 2
     assert not gone["available"] and "no-such-clone" in gone["error"] and gone["columns"] == []
     assert "unavailable, no source could provide it" in page.read_text()
-    text = cli("matrix", "--target", "t", "--source", f"lib={upstream.path}",
-               "--source", f"gone={tmp_path / 'no-such-clone'}").out
+    text = cli(
+        "matrix", "--target", "t", "--source", f"lib={upstream.path}", "--source", f"gone={tmp_path / 'no-such-clone'}"
+    ).out
     assert "gone: unavailable" in text and "pin v0.9.0" in text
 
 
@@ -228,8 +288,9 @@ def test_a_carrying_commit_is_named_in_every_column_as_status_names_it(cli, proj
     carrier = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"})}, "Take the vendor fix (#77)")
     git(upstream.path, "tag", "v1.0.0")
     # later upstream work edits the same lines: the patch's reverse no longer applies, the carrier stays
-    upstream.commit({"src/mod.py": lines_with({19: "reworked 19", 20: "fixed 20 better", 21: "reworked 21"})},
-                    "rework the fix")
+    upstream.commit(
+        {"src/mod.py": lines_with({19: "reworked 19", 20: "fixed 20 better", 21: "reworked 21"})}, "rework the fix"
+    )
     git(upstream.path, "tag", "v1.1.0")
     upstream.commit({"docs.txt": "tip\n"}, "docs")
     doc = matrix(cli, upstream, "--refs", "v1.*", "--json").json
@@ -237,11 +298,22 @@ def test_a_carrying_commit_is_named_in_every_column_as_status_names_it(cli, proj
     assert [c["state"] for c in fix["cells"]] == ["clean", "upstream", "upstream", "upstream"]
     assert [c.get("carrier") for c in fix["cells"]] == [None, carrier, carrier, carrier]
     for cell in fix["cells"][1:]:
-        status = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}",
-                     "--against", f"lib={cell['column']}")
+        status = cli(
+            "status",
+            "--target",
+            "t",
+            "--json",
+            "--source",
+            f"lib={upstream.path}",
+            "--against",
+            f"lib={cell['column']}",
+        )
         (expected,) = status.json["upstreams"][0]["patches"]
         assert (cell["state"], cell["detail"], cell["carrier"]) == (
-            expected["state"], expected["detail"], expected["carrier"]), cell["column"]
+            expected["state"],
+            expected["detail"],
+            expected["carrier"],
+        ), cell["column"]
     assert (fix["changed"]["commit"], fix["changed"]["carrier"], fix["changed"]["pr"]) == (carrier, True, 77)
 
 

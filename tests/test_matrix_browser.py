@@ -19,10 +19,21 @@ def chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / "chromium-profile"
     # no network: every host name fails to resolve and every connection goes to a proxy that is not there, so
     # the page must need nothing from anywhere (and Chromium's own background traffic is off)
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
-               f"--user-data-dir={profile}", *args]
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--proxy-server=127.0.0.1:9",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()} | {"HOME": str(tmp_path)}
     return subprocess.run(command, capture_output=True, timeout=120, env=env)
 
@@ -86,8 +97,13 @@ def test_page_loads_in_chromium_with_every_row_column_and_detail(cli, project, u
     # a click on the offset cell of fix at v1.1.0 (row 0, column 2), dispatched as the browser dispatches a
     # mouse click, goes through the page's own handler to the panel
     clicked = tmp_path / "clicked.html"
-    clicked.write_text(page.read_text().replace("</body>", "<script>document.getElementById('c-0-0-2')"
-                       ".dispatchEvent(new MouseEvent('click', {bubbles: true}));</script></body>"))
+    clicked.write_text(
+        page.read_text().replace(
+            "</body>",
+            "<script>document.getElementById('c-0-0-2')"
+            ".dispatchEvent(new MouseEvent('click', {bubbles: true}));</script></body>",
+        )
+    )
     done = chromium(tmp_path, "--dump-dom", f"file://{clicked}")
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     dom = Cells()

@@ -8,8 +8,7 @@ import pytest
 
 @pytest.mark.parametrize("command", ["apply", "verify", "smoke"])
 def test_an_empty_python_is_bad_input_not_a_fall_through_to_into(cli, project, upstream, command):
-    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": upstream.head(),
-                                   "patches": []}})
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": upstream.head(), "patches": []}})
     # --python "" once passed the "--into or --python" check (it is not None) and then, being falsy, took the
     # --into branch with no folder: a traceback (AttributeError on None)
     result = cli(command, "--target", "t", "--python", "")

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from gitrepos import BASE_TEXT, GIT_ENV, UpstreamRepo, git
 
-from gitrepos import GIT_ENV, BASE_TEXT, UpstreamRepo, git
 from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import State
 from patchmgr.model.patchfile import parse_patch
@@ -24,15 +24,25 @@ FIELDS = "Origin: vendor\nUpstream-Status: Pending"
 
 def git_apply_check(repo: Path, patch: bytes, *extra: str) -> subprocess.CompletedProcess:
     """`git apply --check` of ``patch`` in a work tree of ``repo`` (its HEAD), as a user would run it."""
-    return subprocess.run(["git", "apply", "--check", *extra, "-"], cwd=repo, input=patch, capture_output=True,
-                          env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull})
+    return subprocess.run(
+        ["git", "apply", "--check", *extra, "-"],
+        cwd=repo,
+        input=patch,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull},
+    )
 
 
 def git_apply_writes(repo: Path, patch: bytes) -> subprocess.CompletedProcess:
     """A real `git apply` of ``patch`` in ``repo``'s work tree, which is put back afterwards."""
     try:
-        return subprocess.run(["git", "apply", "-"], cwd=repo, input=patch, capture_output=True,
-                              env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull})
+        return subprocess.run(
+            ["git", "apply", "-"],
+            cwd=repo,
+            input=patch,
+            capture_output=True,
+            env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull},
+        )
     finally:
         git(repo, "checkout", "-q", "--", ".")
         git(repo, "clean", "-qfd")
@@ -52,8 +62,7 @@ def setup(project, upstream: UpstreamRepo, patches: dict[str, bytes]) -> str:
     pin = upstream.head()
     for patch_id, data in patches.items():
         project.add_patch("lib", patch_id, data)
-    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin,
-                                   "patches": list(patches)}})
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": list(patches)}})
     return pin
 
 
@@ -85,16 +94,26 @@ def format_patch(repo: UpstreamRepo, base: str, files: dict[str, bytes], subject
     git(repo.path, "checkout", "-q", "--detach", base)
     try:
         raw_commit(repo, files, f"{subject}\n\nWhy: keeps our runs correct.\n\n{FIELDS}\n")
-        return subprocess.run(["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index",
-                               "--no-signature", "HEAD"], cwd=repo.path, capture_output=True, check=True,
-                              env={**os.environ, **GIT_ENV}).stdout
+        return subprocess.run(
+            ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature", "HEAD"],
+            cwd=repo.path,
+            capture_output=True,
+            check=True,
+            env={**os.environ, **GIT_ENV},
+        ).stdout
     finally:
         git(repo.path, "checkout", "-q", "main")
 
 
 # -- lines with characters str.splitlines splits at ----------------------------------
-ODD = {"form feed": "\x0c", "vertical tab": "\x0b", "lone CR": "\r", "U+0085": "\u0085", "U+2028": "\u2028",
-       "file separator": "\x1c"}
+ODD = {
+    "form feed": "\x0c",
+    "vertical tab": "\x0b",
+    "lone CR": "\r",
+    "U+0085": "\u0085",
+    "U+2028": "\u2028",
+    "file separator": "\x1c",
+}
 
 
 @pytest.mark.parametrize("name", list(ODD))
@@ -142,15 +161,21 @@ def test_diff_ruN_plain_diff_is_clean_and_applies(cli, project, tmp_path):
     (new / "pkg/added.py").write_text("print('new')\n")
     done = subprocess.run(["diff", "-ruN", "old", "new"], cwd=tmp_path, capture_output=True)
     assert done.returncode == 1, done.stderr
-    patch = b"Description: fix x.py and pkg/util.py, add pkg/added.py, remove gone.py\n" \
-            b"Origin: vendor\nUpstream-Status: Pending\n\n" + done.stdout
+    patch = (
+        b"Description: fix x.py and pkg/util.py, add pkg/added.py, remove gone.py\n"
+        b"Origin: vendor\nUpstream-Status: Pending\n\n" + done.stdout
+    )
     assert b"--- old/x.py\t" in patch and b"--- old/pkg/added.py\t1970-01-01" in patch
     assert git_apply_check(upstream.path, patch).returncode == 0
     setup(project, upstream, {"fix": patch})
 
     parsed = parse_patch(patch, Path("fix.patch"))
     assert {(d.old_path, d.new_path) for d in parsed.files} == {
-        ("x.py", "x.py"), ("pkg/util.py", "pkg/util.py"), (None, "pkg/added.py"), ("gone.py", None)}
+        ("x.py", "x.py"),
+        ("pkg/util.py", "pkg/util.py"),
+        (None, "pkg/added.py"),
+        ("gone.py", None),
+    }
     result = status(cli, upstream)
     assert result.code == 0, result.out + result.err
     assert only_state(result)["state"] == "clean"
@@ -162,17 +187,22 @@ def test_diff_ruN_plain_diff_is_clean_and_applies(cli, project, tmp_path):
     assert not (into / "lib" / "gone.py").exists()
 
 
-@pytest.mark.parametrize("old_name, new_name, shown", [
-    ("a/x.py.orig", "b/x.py", "x.py"),      # the backup copy's name: git takes the shorter one
-    ("old/x.py", "new/x.py.new", "x.py"),
-    ("x.py", "x.py", "x.py"),               # no folder in the names: git strips none
-    ("a/pkg/util.py", "b/pkg/util.py", "pkg/util.py"),
-])
+@pytest.mark.parametrize(
+    "old_name, new_name, shown",
+    [
+        ("a/x.py.orig", "b/x.py", "x.py"),  # the backup copy's name: git takes the shorter one
+        ("old/x.py", "new/x.py.new", "x.py"),
+        ("x.py", "x.py", "x.py"),  # no folder in the names: git strips none
+        ("a/pkg/util.py", "b/pkg/util.py", "pkg/util.py"),
+    ],
+)
 def test_plain_diff_names_as_git_reads_them(cli, project, tmp_path, old_name, new_name, shown):
     upstream = plain_upstream(tmp_path)
-    patch = (f"Description: fix line 7\nOrigin: vendor\nUpstream-Status: Pending\n\n"
-             f"--- {old_name}\t2026-01-01 00:00:00.000000000 +0000\n+++ {new_name}\t2026-01-02 00:00:00 +0000\n"
-             "@@ -6,3 +6,3 @@\n line 6\n-line 7\n+fixed 7\n line 8\n").encode()
+    patch = (
+        f"Description: fix line 7\nOrigin: vendor\nUpstream-Status: Pending\n\n"
+        f"--- {old_name}\t2026-01-01 00:00:00.000000000 +0000\n+++ {new_name}\t2026-01-02 00:00:00 +0000\n"
+        "@@ -6,3 +6,3 @@\n line 6\n-line 7\n+fixed 7\n line 8\n"
+    ).encode()
     check = git_apply_check(upstream.path, patch, "-v")
     assert check.returncode == 0 and f"Checking patch {shown}...".encode() in check.stderr, check.stderr
     (diff,) = parse_patch(patch, Path("fix.patch")).files
@@ -187,19 +217,27 @@ def test_plain_diff_names_as_git_reads_them(cli, project, tmp_path, old_name, ne
 def u0_patch(upstream: UpstreamRepo, base: str, text: str) -> bytes:
     (upstream.path / "src/mod.py").write_text(text)
     try:
-        return subprocess.run(["git", "diff", "-U0", "--full-index"], cwd=upstream.path, capture_output=True,
-                              check=True, env={**os.environ, **GIT_ENV}).stdout
+        return subprocess.run(
+            ["git", "diff", "-U0", "--full-index"],
+            cwd=upstream.path,
+            capture_output=True,
+            check=True,
+            env={**os.environ, **GIT_ENV},
+        ).stdout
     finally:
         git(upstream.path, "checkout", "-q", "--", ".")
 
 
-@pytest.mark.parametrize("case, change", [
-    ("change in the middle", lambda lines: lines.__setitem__(19, "fixed 20\n")),
-    ("insert in the middle", lambda lines: lines.insert(19, "inserted\n")),
-    ("delete in the middle", lambda lines: lines.__delitem__(19)),
-    ("change of the last line", lambda lines: lines.__setitem__(39, "fixed 40\n")),
-    ("change of the first line", lambda lines: lines.__setitem__(0, "fixed 1\n")),
-])
+@pytest.mark.parametrize(
+    "case, change",
+    [
+        ("change in the middle", lambda lines: lines.__setitem__(19, "fixed 20\n")),
+        ("insert in the middle", lambda lines: lines.insert(19, "inserted\n")),
+        ("delete in the middle", lambda lines: lines.__delitem__(19)),
+        ("change of the last line", lambda lines: lines.__setitem__(39, "fixed 40\n")),
+        ("change of the first line", lambda lines: lines.__setitem__(0, "fixed 1\n")),
+    ],
+)
 def test_unidiff_zero_gets_git_apply_checks_verdict_and_the_real_reason(cli, project, upstream, case, change):
     """Without --unidiff-zero git anchors a hunk with no context after it at the file's end (and one
     starting at line 1 at the beginning); `git apply --check` says only "patch does not apply"."""
@@ -224,11 +262,14 @@ def test_unidiff_zero_gets_git_apply_checks_verdict_and_the_real_reason(cli, pro
 
 
 # -- the Date header ---------------------------------------------------------------------------
-@pytest.mark.parametrize("date, problem", [
-    ("garbage", "cannot be read as a date"),
-    ("Thu, 1 Jan 99999 00:00:00 +0000", "from 1970 to 2099"),
-    ("Fri, 1 Jan 2100 00:00:00 +0000", "outside the years git records"),
-])
+@pytest.mark.parametrize(
+    "date, problem",
+    [
+        ("garbage", "cannot be read as a date"),
+        ("Thu, 1 Jan 99999 00:00:00 +0000", "from 1970 to 2099"),
+        ("Fri, 1 Jan 2100 00:00:00 +0000", "outside the years git records"),
+    ],
+)
 def test_bad_date_is_refused_alike_by_status_and_apply(cli, project, upstream, tmp_path, date, problem):
     patch = upstream.make_patch(upstream.head(), {"src/mod.py": BASE_TEXT.replace("line 9\n", "fixed 9\n")}, "Fix")
     good = "Date: Thu, 1 Jan 2026 00:00:00 +0000"
@@ -236,8 +277,12 @@ def test_bad_date_is_refused_alike_by_status_and_apply(cli, project, upstream, t
     patch = patch.replace(good.encode(), f"Date: {date}".encode())
     # git would not commit with it either
     env = {**os.environ, **GIT_ENV, "GIT_AUTHOR_DATE": date}
-    assert subprocess.run(["git", "commit-tree", "HEAD^{tree}", "-m", "x"], cwd=upstream.path, env=env,
-                          capture_output=True).returncode != 0
+    assert (
+        subprocess.run(
+            ["git", "commit-tree", "HEAD^{tree}", "-m", "x"], cwd=upstream.path, env=env, capture_output=True
+        ).returncode
+        != 0
+    )
     setup(project, upstream, {"fix": patch})
     results = [status(cli, upstream), apply_into(cli, upstream, tmp_path / "build")]
     for result in results:
@@ -251,14 +296,20 @@ def test_bad_date_is_refused_alike_by_status_and_apply(cli, project, upstream, t
 def test_good_dates_still_pass(upstream):
     patch = upstream.make_patch(upstream.head(), {"src/mod.py": BASE_TEXT.replace("line 9\n", "fixed 9\n")}, "Fix")
     for date in ("Thu, 1 Jan 2026 00:00:00 +0000", "Mon, 31 Dec 2099 12:00:00 -0500", "2026-01-01T10:00:00+02:00"):
-        assert parse_patch(patch.replace(b"Date: Thu, 1 Jan 2026 00:00:00 +0000", f"Date: {date}".encode()),
-                           Path("x.patch")).date == date
+        assert (
+            parse_patch(
+                patch.replace(b"Date: Thu, 1 Jan 2026 00:00:00 +0000", f"Date: {date}".encode()), Path("x.patch")
+            ).date
+            == date
+        )
 
 
 # -- paths git reads as pathspec magic ---------------------------------------------------------
 def test_path_git_reads_as_pathspec_magic_is_refused(cli, project, upstream, tmp_path):
-    patch = (f"Description: add a file\n{FIELDS}\n\n"
-             "diff --git a/:/top b/:/top\nnew file mode 100644\n--- /dev/null\n+++ b/:/top\n@@ -0,0 +1 @@\n+x\n")
+    patch = (
+        f"Description: add a file\n{FIELDS}\n\n"
+        "diff --git a/:/top b/:/top\nnew file mode 100644\n--- /dev/null\n+++ b/:/top\n@@ -0,0 +1 @@\n+x\n"
+    )
     setup(project, upstream, {"fix": patch.encode()})
     for result in (status(cli, upstream), apply_into(cli, upstream, tmp_path / "build")):
         assert result.code == 2, result.out + result.err
@@ -275,9 +326,13 @@ def test_creating_a_file_under_an_upstream_file_is_a_conflict(cli, project, upst
     git(upstream.path, "checkout", "-q", "--detach", pin)
     git(upstream.path, "rm", "-q", "README")
     upstream.commit({"README/notes.txt": "notes\n"}, "Add notes\n\nWhy: notes.\n\n" + FIELDS)
-    patch = subprocess.run(["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "HEAD",
-                            "--", "README/notes.txt"], cwd=upstream.path, capture_output=True, check=True,
-                           env={**os.environ, **GIT_ENV}).stdout
+    patch = subprocess.run(
+        ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "HEAD", "--", "README/notes.txt"],
+        cwd=upstream.path,
+        capture_output=True,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    ).stdout
     git(upstream.path, "checkout", "-q", "main")
     assert git_apply_check(upstream.path, patch).returncode == 0
     assert b"unable to write file 'README/notes.txt'" in git_apply_writes(upstream.path, patch).stderr
@@ -305,8 +360,10 @@ class Tree:
 
 
 def test_creating_a_file_where_a_folder_is_is_a_conflict_in_the_engine(upstream):
-    patch = (f"Description: add pkg\n{FIELDS}\n\n"
-             "diff --git a/pkg b/pkg\nnew file mode 100644\n--- /dev/null\n+++ b/pkg\n@@ -0,0 +1 @@\n+x\n").encode()
+    patch = (
+        f"Description: add pkg\n{FIELDS}\n\n"
+        "diff --git a/pkg b/pkg\nnew file mode 100644\n--- /dev/null\n+++ b/pkg\n@@ -0,0 +1 @@\n+x\n"
+    ).encode()
     (upstream.path / "pkg").mkdir()
     (upstream.path / "pkg" / "m.py").write_text("m\n")
     git(upstream.path, "add", "-A")
@@ -322,8 +379,10 @@ def test_creating_a_file_where_a_folder_is_is_a_conflict(cli, project, upstream)
     (upstream.path / "pkg").mkdir()
     (upstream.path / "pkg" / "m.py").write_text("m\n")
     upstream.commit({}, "pkg")
-    patch = (f"Description: add pkg\n{FIELDS}\n\n"
-             "diff --git a/pkg b/pkg\nnew file mode 100644\n--- /dev/null\n+++ b/pkg\n@@ -0,0 +1 @@\n+x\n").encode()
+    patch = (
+        f"Description: add pkg\n{FIELDS}\n\n"
+        "diff --git a/pkg b/pkg\nnew file mode 100644\n--- /dev/null\n+++ b/pkg\n@@ -0,0 +1 @@\n+x\n"
+    ).encode()
     assert b"unable to write file 'pkg'" in git_apply_writes(upstream.path, patch).stderr
     setup(project, upstream, {"fix": patch})
     doc = only_state(status(cli, upstream))

@@ -14,7 +14,6 @@ import subprocess
 import time
 
 import pytest
-
 from reliability import Upstreams, pristine_environment, record, replace_tree, snapshot, start
 
 
@@ -67,8 +66,10 @@ def test_two_applies_into_one_folder(tmp_path, cli, project, upstreams):
     def settled():
         """Count a race whose end state is not exactly one uninterrupted run's; RELIABILITY.md says none is."""
         nonlocal corrupted
-        corrupted += not (snapshot(into, git_internals=False) == after
-                          and cli("verify", "--target", "t", "--into", str(into)).code == 0)
+        corrupted += not (
+            snapshot(into, git_internals=False) == after
+            and cli("verify", "--target", "t", "--into", str(into)).code == 0
+        )
 
     # the first holds the lock mid-build; the second waits, then finds it applied
     for start_from in (None, older):
@@ -160,8 +161,8 @@ def test_two_fetches_into_one_cache(tmp_path, cli, project, upstreams):
         for name, pin in (("minilib", upstreams.pin_lib), ("minitool", upstreams.pin_tool)):
             clone = cache / "git" / f"{name}.git"
             sound = (clone / "patchmgr-absent" / pin).is_file() and subprocess.run(
-                ["git", "-C", str(clone), "fsck", "--no-progress", "--connectivity-only", pin],
-                capture_output=True).returncode == 0
+                ["git", "-C", str(clone), "fsck", "--no-progress", "--connectivity-only", pin], capture_output=True
+            ).returncode == 0
             corrupted += not sound
         rounds += 1
     # the cache is complete: with both sources gone, apply checks out from it alone

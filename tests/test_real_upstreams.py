@@ -41,25 +41,44 @@ def states(upstream: dict) -> dict[str, str]:
 
 
 def test_release_pins_are_clean(run):
-    code, doc = run("status", "--target", "ascend", "--upstream", "megatron-bridge", "--upstream", "vllm-ascend",
-                    "--upstream", "verl", "--against", "megatron-bridge=0.4.2", "--against", "vllm-ascend=0.23.0",
-                    "--against", "verl=0.7.0")
+    code, doc = run(
+        "status",
+        "--target",
+        "ascend",
+        "--upstream",
+        "megatron-bridge",
+        "--upstream",
+        "vllm-ascend",
+        "--upstream",
+        "verl",
+        "--against",
+        "megatron-bridge=0.4.2",
+        "--against",
+        "vllm-ascend=0.23.0",
+        "--against",
+        "verl=0.7.0",
+    )
     upstreams = by_name(doc)
     assert code == 0, doc
     assert upstreams["megatron-bridge"]["source"].startswith("release megatron-bridge 0.4.2 (PyPI megatron_bridge-")
     assert states(upstreams["megatron-bridge"]) == {
-        "automapping-mindspeed-te-column": "clean", "thd-bool-attention-mask": "clean",
-        "nvtx-megatron-core-ranges": "clean"}
+        "automapping-mindspeed-te-column": "clean",
+        "thd-bool-attention-mask": "clean",
+        "nvtx-megatron-core-ranges": "clean",
+    }
     assert upstreams["vllm-ascend"]["source"] == "release vllm-ascend 0.23.0 (PyPI vllm_ascend-0.23.0.tar.gz)"
     assert states(upstreams["vllm-ascend"]) == {"packed-broadcast-wait-source-stream": "clean"}
     assert upstreams["verl"]["source"].startswith("release verl 0.7.0 (PyPI verl-0.7.0")
-    assert states(upstreams["verl"]) == {"npu-moe-routing-scatter-always": "clean",
-                                         "vision-pos-embed-grid-device": "clean"}
+    assert states(upstreams["verl"]) == {
+        "npu-moe-routing-scatter-always": "clean",
+        "vision-pos-embed-grid-device": "clean",
+    }
 
 
 def test_megatron_bridge_0_5_0(run):
-    code, doc = run("status", "--target", "ascend", "--upstream", "megatron-bridge",
-                    "--against", "megatron-bridge=0.5.0")
+    code, doc = run(
+        "status", "--target", "ascend", "--upstream", "megatron-bridge", "--against", "megatron-bridge=0.5.0"
+    )
     (upstream,) = doc["upstreams"]
     assert upstream["source"].startswith("release megatron-bridge 0.5.0")
     assert code == 1
@@ -78,9 +97,19 @@ def test_megatron_bridge_0_5_0(run):
 
 
 def test_git_only_upstreams_are_unavailable_not_skipped_without_git(run):
-    code, doc = run("status", "--target", "ascend", "--upstream", "mindspeed", "--upstream", "mbridge",
-                    "--source", "mindspeed=https://git.invalid/MindSpeed.git",
-                    "--source", "mbridge=https://git.invalid/mbridge.git")
+    code, doc = run(
+        "status",
+        "--target",
+        "ascend",
+        "--upstream",
+        "mindspeed",
+        "--upstream",
+        "mbridge",
+        "--source",
+        "mindspeed=https://git.invalid/MindSpeed.git",
+        "--source",
+        "mbridge=https://git.invalid/mbridge.git",
+    )
     assert code == 1
     for upstream in doc["upstreams"]:
         assert upstream["available"] is False
@@ -103,23 +132,37 @@ def test_apply_and_smoke_against_the_releases(run, tmp_path, smoke_extras):
     code, patched = run("smoke", "--target", "ascend", "--into", str(into), "--device", "cpu", *only)
     ran = [r for r in patched["results"] if r["result"] != "skipped"]
     assert code == 0, patched
-    assert {r["patch"] for r in ran} == {"automapping-mindspeed-te-column", "thd-bool-attention-mask",
-                                          "nvtx-megatron-core-ranges", "packed-broadcast-wait-source-stream",
-                                          "npu-moe-routing-scatter-always", "vision-pos-embed-grid-device"}
+    assert {r["patch"] for r in ran} == {
+        "automapping-mindspeed-te-column",
+        "thd-bool-attention-mask",
+        "nvtx-megatron-core-ranges",
+        "packed-broadcast-wait-source-stream",
+        "npu-moe-routing-scatter-always",
+        "vision-pos-embed-grid-device",
+    }
     assert all(r["result"] == "passed" for r in ran)
-    assert {p["patch"]: p["verdict"] for p in patched["patches"]} == dict.fromkeys(
-        {r["patch"] for r in ran}, "proven")
+    assert {p["patch"]: p["verdict"] for p in patched["patches"]} == dict.fromkeys({r["patch"] for r in ran}, "proven")
 
     # the upstreams that were not applied prove nothing: smoke says which patches and why, and fails
-    code, absent = run("smoke", "--target", "ascend", "--into", str(into), "--device", "cpu",
-                       "--upstream", "mindspeed", "--upstream", "mbridge")
+    code, absent = run(
+        "smoke",
+        "--target",
+        "ascend",
+        "--into",
+        str(into),
+        "--device",
+        "cpu",
+        "--upstream",
+        "mindspeed",
+        "--upstream",
+        "mbridge",
+    )
     assert code == 1, absent
     not_run = {p["patch"]: (p["verdict"], p["reason"]) for p in absent["patches"]}
     assert set(not_run) == {"varlen-honor-no-mask", "vlm-forward-kwargs-passthrough"}
     assert all(verdict == "not-proven" and "is not applied into" in reason for verdict, reason in not_run.values())
 
-    code, unpatched = run("smoke", "--target", "ascend", "--into", str(into), "--device", "cpu", "--unpatched",
-                          *only)
+    code, unpatched = run("smoke", "--target", "ascend", "--into", str(into), "--device", "cpu", "--unpatched", *only)
     ran = [r for r in unpatched["results"] if r["result"] != "skipped"]
     assert code == 0, unpatched
     assert len(ran) >= 8  # every test of the six patches that runs on the CPU

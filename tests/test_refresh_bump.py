@@ -5,8 +5,9 @@ from __future__ import annotations
 import difflib
 
 from gitrepos import git
-from patchmgr.model.dep3_edit import set_last_update
 from test_status_states import lines_with, setup
+
+from patchmgr.model.dep3_edit import set_last_update
 
 MANIFEST = """# the test target: comments and layout must survive a bump
 [target]
@@ -32,8 +33,9 @@ def status_of(cli, upstream, ref="main"):
 
 
 def refresh(cli, upstream, *extra):
-    return cli("refresh", "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}",
-               *extra)
+    return cli(
+        "refresh", "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}", *extra
+    )
 
 
 def bump(cli, upstream, *extra, to="main"):
@@ -88,10 +90,14 @@ def test_refresh_refuses_fuzz_unless_allowed_and_shows_old_and_new(cli, project,
 
 def test_refresh_refuses_a_conflict_and_writes_nothing(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {
-        "one": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "one"})}, "One"),
-        "two": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "two"})}, "Two"),
-    })
+    setup(
+        project,
+        upstream,
+        {
+            "one": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "one"})}, "One"),
+            "two": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "two"})}, "Two"),
+        },
+    )
     before = {p.name: p.read_bytes() for p in (project.root / "patches/lib").iterdir()}
     upstream.commit({"src/mod.py": lines_with({30: "rewritten"}, insert_top=1)}, "rewrite 30")
     result = refresh(cli, upstream)
@@ -118,8 +124,12 @@ def test_bump_rewrites_only_the_pin_line(cli, project, upstream):
 
 def test_bump_to_a_tag_sets_version_and_refreshes(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")},
-          {"version": "0.4.2"})
+    setup(
+        project,
+        upstream,
+        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")},
+        {"version": "0.4.2"},
+    )
     manifest = project.root / "manifests/t.toml"
     before = manifest.read_text()
     new = upstream.commit({"src/mod.py": lines_with({}, insert_top=2)}, "release 0.5.0")
@@ -127,15 +137,23 @@ def test_bump_to_a_tag_sets_version_and_refreshes(cli, project, upstream):
     result = bump(cli, upstream, to="v0.5.0")
     assert result.code == 0, result.out + result.err
     assert changed_lines(before, manifest.read_text()) == [
-        f'- commit = "{pin}"', f'+ commit = "{new}"  # v0.5.0', '- version = "0.4.2"', '+ version = "0.5.0"']
+        f'- commit = "{pin}"',
+        f'+ commit = "{new}"  # v0.5.0',
+        '- version = "0.4.2"',
+        '+ version = "0.5.0"',
+    ]
     assert "refreshed fix (offset)" in result.out
     assert status_of(cli, upstream, "v0.5.0") == [("fix", "clean")]
 
 
 def test_bump_needs_a_version_it_cannot_guess(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")},
-          {"version": "0.4.2"})
+    setup(
+        project,
+        upstream,
+        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")},
+        {"version": "0.4.2"},
+    )
     upstream.commit({"README": "more\n"}, "more")
     result = bump(cli, upstream)
     assert result.code == 2 and "--version" in result.err
@@ -145,10 +163,14 @@ def test_bump_needs_a_version_it_cannot_guess(cli, project, upstream):
 
 def test_bump_refuses_while_a_patch_conflicts_naming_it(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {
-        "good": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "good"})}, "Good"),
-        "bad": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "bad"})}, "Bad"),
-    })
+    setup(
+        project,
+        upstream,
+        {
+            "good": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "good"})}, "Good"),
+            "bad": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "bad"})}, "Bad"),
+        },
+    )
     manifest = project.root / "manifests/t.toml"
     before = manifest.read_text()
     upstream.commit({"src/mod.py": lines_with({30: "rewritten"})}, "rewrite 30")
@@ -160,10 +182,14 @@ def test_bump_refuses_while_a_patch_conflicts_naming_it(cli, project, upstream):
 
 def test_bump_drops_a_patch_that_landed_upstream_unless_kept(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {
-        "landed": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "landed"})}, "Landed"),
-        "ours": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "ours"})}, "Ours"),
-    })
+    setup(
+        project,
+        upstream,
+        {
+            "landed": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "landed"})}, "Landed"),
+            "ours": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "ours"})}, "Ours"),
+        },
+    )
     manifest = project.root / "manifests/t.toml"
     before = manifest.read_text()
     carrier = upstream.commit({"src/mod.py": lines_with({5: "landed"})}, "take the landed fix (#12)")
@@ -184,8 +210,11 @@ def test_refresh_accepts_a_three_way_merge_when_allowed(cli, project, upstream):
     pin = upstream.head()
     path = project.root / "patches/lib/fix.patch"
     # one hunk changing lines 20 and 24 with 21-23 as inner context, which upstream then edits
-    setup(project, upstream, {"fix": upstream.make_patch(
-        pin, {"src/mod.py": lines_with({20: "fixed 20", 24: "fixed 24"})}, "Fix")})
+    setup(
+        project,
+        upstream,
+        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20", 24: "fixed 24"})}, "Fix")},
+    )
     upstream.commit({"src/mod.py": lines_with({22: "upstream changed 22"})}, "touch inner context")
     assert status_of(cli, upstream) == [("fix", "three-way")]
     assert refresh(cli, upstream).code == 1
@@ -210,8 +239,7 @@ def test_bump_dry_run_writes_nothing(cli, project, upstream):
 def test_bump_keeps_the_file_of_a_dropped_patch_another_target_lists(cli, project, upstream):
     pin = upstream.head()
     setup(project, upstream, {"landed": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "landed"})}, "L")})
-    project.manifest("other", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin,
-                                       "patches": ["landed"]}})
+    project.manifest("other", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["landed"]}})
     upstream.commit({"src/mod.py": lines_with({5: "landed"})}, "take it (#12)")
     result = bump(cli, upstream)
     assert result.code == 0, result.out

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import xmlschema
-from markdown_it import MarkdownIt
-
 from conftest import require
 from gitrepos import BASE_TEXT
+from markdown_it import MarkdownIt
+
 from patchmgr.render.report_github import escape_data, escape_property
 from patchmgr.render.report_junit import xml_text
 from patchmgr.render.report_markdown import md_escape
@@ -116,22 +116,31 @@ def scene(tmp_path, project, upstream):
         "clean": upstream.make_patch(pin, {"src/mod.py": lines_with({3: "fixed 3"})}, "Clean"),
         "moved": upstream.make_patch(pin, {"src/mod.py": lines_with({35: "fixed 35"})}, "Moved"),
         # two files: the hunk that fails (src/mod.py) is the patch's second hunk
-        "broken": upstream.make_patch(pin, {"README": "upstream, patched\n",
-                                            "src/mod.py": lines_with({15: "fixed 15"})}, "Broken"),
-        "guarded": upstream.make_patch(pin, {"src/mod.py": lines_with({8: GUARDED})}, "Guarded",
-                                       fields="Origin: vendor\nUpstream-Status: Pending\n"
-                                              "Guard: absent /guarded/ in src/mod.py"),
+        "broken": upstream.make_patch(
+            pin, {"README": "upstream, patched\n", "src/mod.py": lines_with({15: "fixed 15"})}, "Broken"
+        ),
+        "guarded": upstream.make_patch(
+            pin,
+            {"src/mod.py": lines_with({8: GUARDED})},
+            "Guarded",
+            fields="Origin: vendor\nUpstream-Status: Pending\nGuard: absent /guarded/ in src/mod.py",
+        ),
     }
     for patch_id, data in patches.items():
         project.add_patch("lib", patch_id, data)
     project.add_patch("gone", "far", patches["clean"])
-    project.manifest("t", {
-        "lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": list(patches)},
-        "gone": {"git": "https://example.invalid/gone.git", "commit": pin, "patches": ["far"]},
-    })
+    project.manifest(
+        "t",
+        {
+            "lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": list(patches)},
+            "gone": {"git": "https://example.invalid/gone.git", "commit": pin, "patches": ["far"]},
+        },
+    )
     # upstream: 3 lines inserted after line 25 (moves "moved"), lines 15-16 rewritten (breaks "broken")
-    upstream.commit({"src/mod.py": lines_with({15: NASTY, 16: "<&> second | line"}, insert_after=25, inserted=3)},
-                    "upstream rewrites 15-16 and grows")
+    upstream.commit(
+        {"src/mod.py": lines_with({15: NASTY, 16: "<&> second | line"}, insert_after=25, inserted=3)},
+        "upstream rewrites 15-16 and grows",
+    )
     sources = ["--source", f"lib={upstream.path}", "--source", f"gone={tmp_path / 'nowhere'}"]
     return project, [*sources, "--against", "lib=main"]
 
@@ -171,15 +180,20 @@ def test_junit_is_valid_and_carries_each_patch(cli, scene):
     (case,) = gone.iter("testcase")
     (error,) = list(case)
     assert (case.get("classname"), case.get("name"), error.tag, error.get("type")) == (
-        "t.gone", "far", "error", "unavailable")
+        "t.gone",
+        "far",
+        "error",
+        "unavailable",
+    )
     assert error.get("message").startswith("upstream gone could not be checked at ")
     props = {p.get("name"): p.get("value") for p in lib.iter("property")}
     assert props["ref"] == "main" and len(props["commit"]) == 40
 
 
 def test_junit_at_the_pin_fails_only_the_broken_guard(cli, scene, upstream):
-    result = cli("status", "--target", "t", "--source", f"lib={upstream.path}", "--upstream", "lib",
-                 "--format", "junit")  # at the pin, without the unreachable upstream: the guard still breaks
+    result = cli(
+        "status", "--target", "t", "--source", f"lib={upstream.path}", "--upstream", "lib", "--format", "junit"
+    )  # at the pin, without the unreachable upstream: the guard still breaks
     root = ET.fromstring(result.out.encode())
     xmlschema.XMLSchema(JUNIT_XSD).validate(result.out)
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "0")
@@ -193,8 +207,9 @@ def test_junit_upstream_carried_patch_is_a_failure_with_the_evidence(cli, projec
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"))
     project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
     carrier = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"})}, "upstream takes the fix")
-    result = cli("status", "--target", "t", "--source", f"lib={upstream.path}", "--against", "lib=main",
-                 "--format", "junit")
+    result = cli(
+        "status", "--target", "t", "--source", f"lib={upstream.path}", "--against", "lib=main", "--format", "junit"
+    )
     assert result.code == 1
     xmlschema.XMLSchema(JUNIT_XSD).validate(result.out)
     (failure,) = ET.fromstring(result.out.encode()).iter("failure")
@@ -336,10 +351,13 @@ def test_format_json_is_json_and_the_text_default_is_unchanged(cli, scene):
     assert text.code == 1 and "target t" in text.out and text.out == run(cli, scene).out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--format", "xml"], "error: --format 'xml' is not one of text, json, junit, markdown, github"),
-    (["--json", "--format", "junit"], "error: --json and --format junit ask for two different outputs"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--format", "xml"], "error: --format 'xml' is not one of text, json, junit, markdown, github"),
+        (["--json", "--format", "junit"], "error: --json and --format junit ask for two different outputs"),
+    ],
+)
 def test_bad_format_is_usage_error(cli, scene, args, message):
     result = run(cli, scene, *args)
     assert result.code == 2 and result.out == ""
@@ -349,11 +367,13 @@ def test_bad_format_is_usage_error(cli, scene, args, message):
 # -- the sample workflow ---------------------------------------------------------------
 def test_sample_workflow_is_valid_and_uses_real_options():
     import importlib.util
+
     require(importlib.util.find_spec("yaml") is not None, "PyYAML is not installed")
-    import yaml
     import typer
+    import yaml
 
     from patchmgr.cli.app import app
+
     workflow = yaml.safe_load((REPO_ROOT / "examples" / "nightly-patch-status.yml").read_text())
     assert workflow[True]["schedule"][0]["cron"]  # YAML 1.1 reads the key `on` as true
     steps = [step for job in workflow["jobs"].values() for step in job["steps"]]

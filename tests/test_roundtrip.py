@@ -6,8 +6,9 @@ import os
 import subprocess
 
 from gitrepos import GIT_ENV, git, make_series
-from patchmgr.model.dep3_edit import today
 from test_status_states import lines_with
+
+from patchmgr.model.dep3_edit import today
 
 
 def series_project(project, upstream):
@@ -15,15 +16,20 @@ def series_project(project, upstream):
     pin = upstream.head()
     upstream.commit({"src/other.py": "a = 1\n"}, "add other")
     pin = upstream.head()
-    mails = make_series(upstream, pin, [
-        ({"src/mod.py": lines_with({5: "first"})}, "First fix"),
-        ({"src/mod.py": lines_with({5: "first", 30: "second"})}, "Second fix"),
-        ({"src/other.py": "a = 2\n"}, "Third fix"),
-    ])
+    mails = make_series(
+        upstream,
+        pin,
+        [
+            ({"src/mod.py": lines_with({5: "first"})}, "First fix"),
+            ({"src/mod.py": lines_with({5: "first", 30: "second"})}, "Second fix"),
+            ({"src/other.py": "a = 2\n"}, "Third fix"),
+        ],
+    )
     for patch_id, data in zip(("first", "second", "third"), mails):
         project.add_patch("lib", patch_id, data)
-    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin,
-                                   "patches": ["first", "second", "third"]}})
+    project.manifest(
+        "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["first", "second", "third"]}}
+    )
     return pin
 
 
@@ -48,8 +54,10 @@ def test_edit_makes_one_commit_per_patch_with_the_patch_message(tmp_path, cli, p
     assert git(into, "log", "--format=%s", f"{pin}..HEAD").splitlines() == ["Third fix", "Second fix", "First fix"]
     body = git(into, "log", "-1", "--format=%B", "HEAD~2")
     assert "Upstream-Status: Pending" in body
-    assert git(into, "log", "-1", "--format=%an <%ae> %aI", "HEAD") == "Upstream Dev <dev@upstream.example> " \
+    assert (
+        git(into, "log", "-1", "--format=%an <%ae> %aI", "HEAD") == "Upstream Dev <dev@upstream.example> "
         "2026-01-01T00:00:00+00:00"
+    )
     assert git(into, "status", "--porcelain") == ""
     assert "patchmgr export" in result.out
 
@@ -103,8 +111,10 @@ def test_round_trip_changes_one_patch_and_leaves_the_others(tmp_path, cli, proje
     assert second != files_before["second.patch"]
     assert b"+line 30 is now second, better" not in second and b"+second, better\n" in second
     # message kept, with DEP-3 Last-Update set to today after the last field (the patch changed)
-    assert second.split(b"\n---\n")[0] == files_before["second.patch"].split(b"\n---\n")[0] + \
-        f"\nLast-Update: {today()}".encode()
+    assert (
+        second.split(b"\n---\n")[0]
+        == files_before["second.patch"].split(b"\n---\n")[0] + f"\nLast-Update: {today()}".encode()
+    )
     status = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}")
     assert [p["state"] for p in status.json["upstreams"][0]["patches"]] == ["clean", "clean", "clean"]
     # exporting again is a no-op

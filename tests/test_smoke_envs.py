@@ -12,17 +12,19 @@ import json
 import os
 
 import pytest
-
 from conftest import _pypi_problem, require
 from test_smoke_proof import CPU_ONLY, LOAD, Scene
 
-SEES = LOAD + '''
+SEES = (
+    LOAD
+    + """
 
 def test_add_with_the_pinned_packaging():
     import packaging
     assert packaging.__version__ == {version!r}, f"packaging {{packaging.__version__}} from {{packaging.__file__}}"
     assert load_calc().add(2, 3) == 5
-'''
+"""
+)
 
 
 def pinned(host: str) -> tuple[str, str]:
@@ -40,8 +42,17 @@ def scene(tmp_path, project, cli, monkeypatch) -> Scene:
 
 
 def manifest(scene: Scene, requirements: list[str]) -> None:
-    scene.project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": scene.pin,
-                                         "smoke-requirements": requirements, "patches": ["fix-add"]}})
+    scene.project.manifest(
+        "t",
+        {
+            "lib": {
+                "git": "https://example.invalid/lib.git",
+                "commit": scene.pin,
+                "smoke-requirements": requirements,
+                "patches": ["fix-add"],
+            }
+        },
+    )
 
 
 def env_notes(doc: dict) -> list[str]:
@@ -80,8 +91,10 @@ def test_smoke_builds_the_environment_once_reuses_it_and_builds_another_for_othe
     assert len({p.name for p in envs.iterdir() if p.is_dir()} - built) == 1
 
 
-@pytest.mark.parametrize("requirement", ["transformers=>4.57", "--index-url=https://example.invalid/simple",
-                                         "six==1.16.0; python_version >", 3])
+@pytest.mark.parametrize(
+    "requirement",
+    ["transformers=>4.57", "--index-url=https://example.invalid/simple", "six==1.16.0; python_version >", 3],
+)
 def test_a_malformed_smoke_requirement_is_a_manifest_error_naming_the_file_and_key(scene, requirement):
     scene.patch()
     manifest(scene, ["packaging==23.2", requirement])
@@ -108,13 +121,19 @@ def test_python_overrides_the_smoke_environments_and_says_so(tmp_path, monkeypat
     monkeypatch.setattr(runner, "check_smoke_needs", lambda project, trees, python: None)
     monkeypatch.setattr(runner, "smoke_env", lambda *a, **k: pytest.fail("no environment is built with --python"))
     monkeypatch.setattr(runner, "_smoke_upstream", lambda project, tree, *a: (ran.append(a[-1]), ([], []))[1])
-    upstream = Upstream("lib", "https://example.invalid/lib.git", (), "0" * 40, None, None, "", (),
-                        ("packaging==23.2",))
+    upstream = Upstream(
+        "lib", "https://example.invalid/lib.git", (), "0" * 40, None, None, "", (), ("packaging==23.2",)
+    )
     target = Target("t", "", Path("manifests/t.toml"), (upstream,))
     report = runner.run_smoke(None, target, [SmokeTree(upstream, tmp_path)], "cpu", False, sys.executable)
     assert ran == [sys.executable]
-    assert any(n.startswith(f"--python {sys.executable}: every upstream's smoke tests ran in it; the smoke "
-                            "requirements of lib were not installed") for n in report.notes), report.notes
+    assert any(
+        n.startswith(
+            f"--python {sys.executable}: every upstream's smoke tests ran in it; the smoke "
+            "requirements of lib were not installed"
+        )
+        for n in report.notes
+    ), report.notes
 
 
 def test_a_killed_build_is_never_reused_and_its_leftovers_go(tmp_path, monkeypatch):
@@ -124,14 +143,20 @@ def test_a_killed_build_is_never_reused_and_its_leftovers_go(tmp_path, monkeypat
     from patchmgr.model.errors import StateError
     from patchmgr.model.manifest import Upstream
 
-    upstream = Upstream("lib", "https://example.invalid/lib.git", (), "0" * 40, None, None, "", (),
-                        ("packaging==23.2",))
+    upstream = Upstream(
+        "lib", "https://example.invalid/lib.git", (), "0" * 40, None, None, "", (), ("packaging==23.2",)
+    )
     root = tmp_path / "smoke-envs"
     key = envs.env_key(upstream.smoke_requirements)
     (root / key / "bin").mkdir(parents=True)
     (root / f"{key}.building-x" / "bin").mkdir(parents=True)
-    monkeypatch.setattr(envs, "_run", lambda command, what: (_ for _ in ()).throw(
-        StateError(f"cannot build the smoke environment: {what} failed", "fix it")))
+    monkeypatch.setattr(
+        envs,
+        "_run",
+        lambda command, what: (_ for _ in ()).throw(
+            StateError(f"cannot build the smoke environment: {what} failed", "fix it")
+        ),
+    )
     with pytest.raises(StateError, match="python -m venv failed"):
         envs.smoke_env(upstream, cache=tmp_path)
     assert sorted(p.name for p in root.iterdir()) == [f"{key}.lock"]

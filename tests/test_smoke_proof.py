@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gitrepos import UpstreamRepo
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -19,7 +18,7 @@ FIXED = "def add(a, b):\n    return a + b\n"
 FIELDS = "Origin: vendor\nUpstream-Status: Pending"
 TEST_FILE = "tests/smoke/lib/test_add.py"
 
-LOAD = '''import importlib.util
+LOAD = """import importlib.util
 import os
 from pathlib import Path
 
@@ -30,19 +29,22 @@ def load_calc():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-'''
-DETECTS = LOAD + '''
+"""
+DETECTS = (
+    LOAD
+    + """
 
 def test_add():
     assert load_calc().add(2, 3) == 5
-'''
+"""
+)
 # each of these proves nothing: the test never gets to ask the code under test about the bug
 CANNOT_RUN = {
     "collection-import-error": "import module_that_does_not_exist\n\n\ndef test_add():\n    assert False\n",
     "import-error-in-the-test": LOAD + "\n\ndef test_add():\n    import module_that_does_not_exist\n"
-                                       "    assert load_calc().add(2, 3) == 5\n",
+    "    assert load_calc().add(2, 3) == 5\n",
     "fixture-error": "import pytest\n\n\n@pytest.fixture\ndef calc():\n    raise RuntimeError('no calc here')\n\n\n"
-                     "def test_add(calc):\n    assert calc.add(2, 3) == 5\n",
+    "def test_add(calc):\n    assert calc.add(2, 3) == 5\n",
     "missing-fixture": "def test_add(calc_that_nobody_provides):\n    assert False\n",
     "every-test-skipped": "import pytest\n\n\ndef test_add():\n    pytest.skip('needs an NPU')\n",
     "no-test-in-the-file": "def helper():\n    return 1\n",
@@ -56,17 +58,26 @@ class Scene:
         self.pin = self.upstream.commit({"lib/calc.py": BUGGY, "README": "lib\n"}, "initial")
         self.into = tmp_path / "build"
 
-    def patch(self, smoke_tests: list[str] | None = (TEST_FILE,), patch_id: str = "fix-add",
-              files: dict[str, str] | None = None) -> Path:
+    def patch(
+        self,
+        smoke_tests: list[str] | None = (TEST_FILE,),
+        patch_id: str = "fix-add",
+        files: dict[str, str] | None = None,
+    ) -> Path:
         fields = FIELDS + "".join(f"\nSmoke-Test: {value}" for value in smoke_tests or ())
-        data = self.upstream.make_patch(self.pin, files or {"lib/calc.py": FIXED}, "Fix add",
-                                        body="Why: add subtracted its arguments, so every sum in our "
-                                             "training runs came out wrong.", fields=fields)
+        data = self.upstream.make_patch(
+            self.pin,
+            files or {"lib/calc.py": FIXED},
+            "Fix add",
+            body="Why: add subtracted its arguments, so every sum in our training runs came out wrong.",
+            fields=fields,
+        )
         return self.project.add_patch("lib", patch_id, data)
 
     def manifest(self, patch_ids=("fix-add",)) -> None:
-        self.project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": self.pin,
-                                            "patches": list(patch_ids)}})
+        self.project.manifest(
+            "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": self.pin, "patches": list(patch_ids)}}
+        )
 
     def smoke_test(self, text: str, name: str = TEST_FILE) -> Path:
         path = self.project.root / name
@@ -75,8 +86,7 @@ class Scene:
         return path
 
     def apply(self) -> None:
-        result = self.cli("apply", "--target", "t", "--into", str(self.into), "--source",
-                          f"lib={self.upstream.path}")
+        result = self.cli("apply", "--target", "t", "--into", str(self.into), "--source", f"lib={self.upstream.path}")
         assert result.code == 0, result.out + result.err
 
     def smoke(self, *args: str):
@@ -138,9 +148,11 @@ def test_green_patch_is_proven_and_red_unpatched_detects_its_bug(real_probe_scen
 def test_a_node_id_with_a_name_and_a_parameter_is_accepted(scene):
     scene.patch([f"{TEST_FILE}::test_add[two-three]"])
     scene.manifest()
-    scene.smoke_test("import pytest\n\n" + LOAD + "\n\n@pytest.mark.parametrize('a, b', [(2, 3)], ids=['two-three'])\n"
-                     "def test_add(a, b):\n    assert load_calc().add(a, b) == 5\n\n\n"
-                     "def test_not_selected():\n    assert False\n")
+    scene.smoke_test(
+        "import pytest\n\n" + LOAD + "\n\n@pytest.mark.parametrize('a, b', [(2, 3)], ids=['two-three'])\n"
+        "def test_add(a, b):\n    assert load_calc().add(a, b) == 5\n\n\n"
+        "def test_not_selected():\n    assert False\n"
+    )
     scene.apply()
     assert scene.cli("lint").code == 0
     code, doc = scene.smoke_json()
@@ -192,8 +204,10 @@ def test_a_patch_without_smoke_test_is_not_proven(scene):
     assert "1 proven, 0 failed, 1 not proven" in result.out
     code, doc = scene.smoke_json("--unpatched")
     assert code == 1
-    assert verdicts(doc) == {"fix-add": ("proven", verdicts(doc)["fix-add"][1]),
-                             "untested": ("not-proven", "the patch names no Smoke-Test")}
+    assert verdicts(doc) == {
+        "fix-add": ("proven", verdicts(doc)["fix-add"][1]),
+        "untested": ("not-proven", "the patch names no Smoke-Test"),
+    }
 
 
 @pytest.mark.parametrize("kind", sorted(CANNOT_RUN))
@@ -239,19 +253,26 @@ def test_a_device_that_is_not_there_runs_nothing_and_proves_nothing(scene):
 def test_a_test_skipped_on_one_device_and_run_on_another_counts_as_run(scene, monkeypatch):
     import patchmgr.smoke.runner
 
-    monkeypatch.setattr(patchmgr.smoke.runner, "available_devices",
-                        lambda python: {"cpu": None, "cuda": None, "npu": "no NPU (torch_npu is not installed)"})
+    monkeypatch.setattr(
+        patchmgr.smoke.runner,
+        "available_devices",
+        lambda python: {"cpu": None, "cuda": None, "npu": "no NPU (torch_npu is not installed)"},
+    )
     scene.patch()
     scene.manifest()
-    scene.smoke_test("import os\n\nimport pytest\n\n" + LOAD + "\n\ndef test_add_on_cuda():\n"
-                     "    if os.environ['PATCHMGR_SMOKE_DEVICE'] != 'cuda':\n        pytest.skip('a CUDA race test')\n"
-                     "    assert load_calc().add(2, 3) == 5\n")
+    scene.smoke_test(
+        "import os\n\nimport pytest\n\n" + LOAD + "\n\ndef test_add_on_cuda():\n"
+        "    if os.environ['PATCHMGR_SMOKE_DEVICE'] != 'cuda':\n        pytest.skip('a CUDA race test')\n"
+        "    assert load_calc().add(2, 3) == 5\n"
+    )
     scene.apply()
     result = scene.cli("smoke", "--target", "t", "--into", str(scene.into), "--device", "auto", "--json")
     code, doc = result.code, result.json
     assert code == 0, doc
     assert {(r["device"], r["result"]) for r in doc["results"] if r["test"] != "-"} == {
-        ("cpu", "skipped"), ("cuda", "passed")}
+        ("cpu", "skipped"),
+        ("cuda", "passed"),
+    }
     assert verdicts(doc)["fix-add"] == ("proven", "1 tests passed on cuda")
 
 
@@ -315,8 +336,16 @@ def test_the_shipped_patches_name_valid_smoke_tests():
     from patchmgr.model.project import Project
 
     project = Project.at(Path(__file__).resolve().parent.parent)
-    values = [(patch, value) for target in project.targets() for upstream in target.upstreams
-              for patch in project.patches(upstream) for value in patch.field_values("Smoke-Test")]
+    values = [
+        (patch, value)
+        for target in project.targets()
+        for upstream in target.upstreams
+        for patch in project.patches(upstream)
+        for value in patch.field_values("Smoke-Test")
+    ]
     assert values
-    assert [(p.id, v, smoke_test_problem(project, p.upstream, v)) for p, v in values
-            if smoke_test_problem(project, p.upstream, v)] == []
+    assert [
+        (p.id, v, smoke_test_problem(project, p.upstream, v))
+        for p, v in values
+        if smoke_test_problem(project, p.upstream, v)
+    ] == []

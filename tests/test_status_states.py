@@ -140,8 +140,9 @@ def test_series_order_second_patch_builds_on_the_first(cli, project, upstream):
     assert [(p["id"], p["state"]) for p in patches] == [("first", "clean"), ("second", "clean")]
     assert result.code == 0
     # the same patches in the wrong order: the second cannot apply on the bare pin
-    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin,
-                                   "patches": ["second", "first"]}})
+    project.manifest(
+        "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["second", "first"]}}
+    )
     _, patches = only_patch(status(cli, upstream))
     assert patches[0]["state"] == "conflict"
 

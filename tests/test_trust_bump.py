@@ -11,12 +11,12 @@ import resource
 import shutil
 
 import pytest
-
 from gitrepos import git
-from patchmgr.io import journal
 from test_refresh_bump import bump, refresh, status_of
 from test_roundtrip import edit, export, series_project
 from test_status_states import lines_with, setup
+
+from patchmgr.io import journal
 
 BIG = "".join(f"line {i}\n" for i in range(1, 401))  # a 400-line module: room for a distant look-alike
 
@@ -53,9 +53,11 @@ def test_a_distant_look_alike_is_not_upstream_and_bump_keeps_the_patch(cli, proj
     result, doc = status_doc(cli, upstream)
     assert result.code == 1
     assert doc["state"] == "conflict", doc
-    assert doc["notes"] == ["the lines hunk #1 produces appear at line 301 of src/big.py, 284 lines from where "
-                            "the patch places them, while the hunk's context is nearer, at line 17: not counted "
-                            "as upstream"]
+    assert doc["notes"] == [
+        "the lines hunk #1 produces appear at line 301 of src/big.py, 284 lines from where "
+        "the patch places them, while the hunk's context is nearer, at line 17: not counted "
+        "as upstream"
+    ]
     assert "not counted as upstream" in doc["detail"]
     assert "carrier" not in doc
     before = project_files(project)
@@ -68,10 +70,14 @@ def test_a_distant_look_alike_is_not_upstream_and_bump_keeps_the_patch(cli, proj
 
 def test_a_patch_taken_upstream_by_a_commit_names_it_and_bump_drops_it(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {
-        "fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"),
-        "ours": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "ours"})}, "Ours"),
-    })
+    setup(
+        project,
+        upstream,
+        {
+            "fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"),
+            "ours": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "ours"})}, "Ours"),
+        },
+    )
     carrier = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"})}, "take the vendor fix (#31)")
     result = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}", "--against", "lib=main")
     doc = result.json["upstreams"][0]["patches"][0]
@@ -104,14 +110,19 @@ def test_reverse_applying_without_a_carrier_is_upstream_but_bump_asks_for_review
     assert kept.code == 0, kept.out + kept.err
     assert "kept fix (--keep)" in kept.out
     assert (project.root / "patches/lib/fix.patch").read_bytes() == before[
-        (project.root / "patches/lib/fix.patch").relative_to(project.root)]
+        (project.root / "patches/lib/fix.patch").relative_to(project.root)
+    ]
     assert upstream.head() in (project.root / "manifests/t.toml").read_text()
 
 
 def test_a_bad_version_is_refused_before_anything_is_written(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")},
-          {"version": "0.4.2"})
+    setup(
+        project,
+        upstream,
+        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")},
+        {"version": "0.4.2"},
+    )
     upstream.commit({"src/mod.py": lines_with({}, insert_top=2)}, "shift: the patch would be refreshed")
     before = project_files(project)
     result = bump(cli, upstream, "--version", "not-a-version!")
@@ -148,10 +159,14 @@ def fail_writing(monkeypatch):
 
 def two_offset_patches(project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {
-        "one": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "one"})}, "One"),
-        "two": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "two"})}, "Two"),
-    })
+    setup(
+        project,
+        upstream,
+        {
+            "one": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "one"})}, "One"),
+            "two": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "two"})}, "Two"),
+        },
+    )
     upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
 
 
@@ -207,8 +222,19 @@ def test_a_bump_killed_at_any_step_is_rolled_back_by_the_next_run(cli, project, 
 
     two_offset_patches(project, upstream)
     before = project_files(project)
-    args = ["bump", "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}",
-            "--root", str(project.root)]
+    args = [
+        "bump",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--to",
+        "main",
+        "--source",
+        f"lib={upstream.path}",
+        "--root",
+        str(project.root),
+    ]
 
     def restore() -> None:
         shutil.rmtree(project.root / ".patchmgr-state", ignore_errors=True)

@@ -11,7 +11,6 @@ import json
 import os
 
 import pytest
-
 from gitrepos import git
 from test_bump_journey import RESOLVED, edit_onto, export, gitenv, journey_project, resume, snapshot
 
@@ -37,8 +36,9 @@ def tree_bytes(folder):
 
 
 def edit_pin(cli, upstream, into, *more):
-    return cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source",
-               f"lib={upstream.path}", *more)
+    return cli(
+        "edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}", *more
+    )
 
 
 def stopped_move(tmp_path, cli, project, upstream):
@@ -56,9 +56,19 @@ def record_of(into):
 # ---- item 1: the record is typed and checked; a damaged one is one error, never a traceback
 
 
-@pytest.mark.parametrize("damage", ["onto-is-a-string", "queue-entry-not-an-object", "missing-pin", "bad-json",
-                                    "unknown-format", "patches-is-a-number", "old-tip-is-an-option",
-                                    "queue-id-is-a-path"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "onto-is-a-string",
+        "queue-entry-not-an-object",
+        "missing-pin",
+        "bad-json",
+        "unknown-format",
+        "patches-is-a-number",
+        "old-tip-is-an-option",
+        "queue-id-is-a-path",
+    ],
+)
 def test_a_damaged_edit_record_is_one_error_for_every_command(tmp_path, cli, project, upstream, damage):
     into = stopped_move(tmp_path, cli, project, upstream)
     path = into / ".git" / "patchmgr-edit.json"
@@ -79,11 +89,24 @@ def test_a_damaged_edit_record_is_one_error_for_every_command(tmp_path, cli, pro
         record["onto"]["queue"][0]["id"] = "../../../outside"
     path.write_text("{not json" if damage == "bad-json" else json.dumps(record))
     before = tree_bytes(into)
-    for args in (("edit", "--continue", "--into", str(into)), ("edit", "--skip", "--into", str(into)),
-                 ("edit", "--abort", "--into", str(into)),
-                 ("export", "--target", "t", "--upstream", "lib", "--from", str(into)),
-                 ("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source",
-                  f"lib={upstream.path}", "--force")):
+    for args in (
+        ("edit", "--continue", "--into", str(into)),
+        ("edit", "--skip", "--into", str(into)),
+        ("edit", "--abort", "--into", str(into)),
+        ("export", "--target", "t", "--upstream", "lib", "--from", str(into)),
+        (
+            "edit",
+            "--target",
+            "t",
+            "--upstream",
+            "lib",
+            "--into",
+            str(into),
+            "--source",
+            f"lib={upstream.path}",
+            "--force",
+        ),
+    ):
         result = cli(*args)
         assert result.code == 2, (args, result.out, result.err)
         assert "Traceback" not in result.err and "bug in patchmgr" not in result.err, result.err
@@ -109,10 +132,17 @@ def test_edit_and_apply_into_share_the_slot_and_its_recovery(tmp_path, cli, proj
     (state / "staging").mkdir()
     os.rename(into, state / "replaced" / "lib")
     (state / "journal" / "saved").mkdir(parents=True)
-    (state / "journal" / "journal.json").write_text(json.dumps({
-        "state": "prepared", "entries": [], "moves": [[str(into), str(state / "replaced" / "lib")],
-                                                      [str(state / "staging" / "lib"), str(into)]],
-        "discard": [str(state / "staging"), str(state / "replaced")], "made": []}))
+    (state / "journal" / "journal.json").write_text(
+        json.dumps(
+            {
+                "state": "prepared",
+                "entries": [],
+                "moves": [[str(into), str(state / "replaced" / "lib")], [str(state / "staging" / "lib"), str(into)]],
+                "discard": [str(state / "staging"), str(state / "replaced")],
+                "made": [],
+            }
+        )
+    )
     result = resume(cli, into, "continue")
     assert result.code == 1 and "still has conflicts" in result.err, result.out + result.err
     assert tree_bytes(into) == before
@@ -201,7 +231,8 @@ def test_continue_after_a_git_am_abort_by_hand_refuses_and_says_how_to_restart(t
     assert exported.code == 0, exported.out + exported.err
     assert {d["id"]: d["reason"] for d in exported.json["dropped"]} == {
         "nvtx-ranges": "skipped during edit --onto v0.5.0",
-        "thd-bool-attention-mask": exported.json["dropped"][1]["reason"]}
+        "thd-bool-attention-mask": exported.json["dropped"][1]["reason"],
+    }
     assert "upstream carries it" in exported.json["dropped"][1]["reason"]
 
 
@@ -300,8 +331,9 @@ def test_a_journal_planted_in_a_slot_touches_nothing_outside_it(tmp_path, cli, p
     (outside / "keep.txt").write_text("mine\n")
     journal = state / "journal"
     journal.mkdir(parents=True, exist_ok=True)
-    (journal / "journal.json").write_text(json.dumps({"state": "committed", "moves": [], "made": [], "entries": [],
-                                                      "discard": [str(outside)]}))
+    (journal / "journal.json").write_text(
+        json.dumps({"state": "committed", "moves": [], "made": [], "entries": [], "discard": [str(outside)]})
+    )
     result = again()
     assert result.code == 1 and "damaged" in result.err and str(outside) in result.err, result.out + result.err
     assert (outside / "keep.txt").read_text() == "mine\n"
@@ -333,8 +365,15 @@ def resolved_by_hand(tmp_path, cli, project, upstream):
     return into, git(into, "rev-parse", "HEAD")
 
 
-@pytest.mark.parametrize("away", [("switch", "-q", "-c", "try", "HEAD~1"), ("checkout", "-q", "--detach", "HEAD~1"),
-                                  ("reset", "-q", "--hard", "HEAD~1"), ()])
+@pytest.mark.parametrize(
+    "away",
+    [
+        ("switch", "-q", "-c", "try", "HEAD~1"),
+        ("checkout", "-q", "--detach", "HEAD~1"),
+        ("reset", "-q", "--hard", "HEAD~1"),
+        (),
+    ],
+)
 def test_abort_keeps_a_patch_resolved_by_hand_wherever_head_went(tmp_path, cli, project, upstream, away):
     into, resolved = resolved_by_hand(tmp_path, cli, project, upstream)
     if away:
@@ -346,13 +385,18 @@ def test_abort_keeps_a_patch_resolved_by_hand_wherever_head_went(tmp_path, cli, 
     assert git(into, "show", f"{branch}:src/mod.py") + "\n" == RESOLVED
 
 
-@pytest.mark.parametrize("away, said", [
-    (("switch", "-q", "-c", "try", "HEAD~1"), "is no longer on the move's branch patchmgr (it is on branch try)"),
-    (("checkout", "-q", "--detach", "HEAD~1"), "is no longer on the move's branch patchmgr (it is detached at"),
-    (("reset", "-q", "--hard", "HEAD~1"), "the move's branch patchmgr was moved back; the commit")])
+@pytest.mark.parametrize(
+    "away, said",
+    [
+        (("switch", "-q", "-c", "try", "HEAD~1"), "is no longer on the move's branch patchmgr (it is on branch try)"),
+        (("checkout", "-q", "--detach", "HEAD~1"), "is no longer on the move's branch patchmgr (it is detached at"),
+        (("reset", "-q", "--hard", "HEAD~1"), "the move's branch patchmgr was moved back; the commit"),
+    ],
+)
 @pytest.mark.parametrize("action", ["continue", "skip"])
 def test_continue_and_skip_say_where_head_went_and_the_abort_they_offer_keeps_the_work(
-        tmp_path, cli, project, upstream, away, said, action):
+    tmp_path, cli, project, upstream, away, said, action
+):
     into, resolved = resolved_by_hand(tmp_path, cli, project, upstream)
     assert gitenv(into, *away).returncode == 0
     before = tree_bytes(into)
@@ -374,7 +418,8 @@ def test_abort_saves_each_lost_tip_on_its_own_branch(tmp_path, cli, project, ups
     idea = git(into, "rev-parse", "HEAD")
     aborted = resume(cli, into, "abort")
     assert aborted.code == 0, aborted.out + aborted.err
-    branches = [line.split("kept on branch ")[1].strip() for line in aborted.out.splitlines()
-                if "kept on branch" in line]
+    branches = [
+        line.split("kept on branch ")[1].strip() for line in aborted.out.splitlines() if "kept on branch" in line
+    ]
     assert sorted(git(into, "rev-parse", b) for b in branches) == sorted([resolved, idea])
     assert len(set(branches)) == 2 and all(b.startswith("patchmgr-saved/") for b in branches)

@@ -13,9 +13,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from test_status_states import FIELDS, lines_with, setup
 
 from patchmgr.model import guards
-from test_status_states import FIELDS, lines_with, setup
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = "the quick brown fox jumps over the lazy dog and keeps on running far away\n"
@@ -23,15 +23,24 @@ WORDS = "the quick brown fox jumps over the lazy dog and keeps on running far aw
 
 def guarded_patch(upstream, pin, guard_lines: str) -> bytes:
     """A patch that changes line 20 of src/mod.py and states ``guard_lines``."""
-    return upstream.make_patch(pin, {"src/mod.py": lines_with({20: "safe.call()"}, upstream.read("src/mod.py", pin))},
-                               "Call the safe helper", fields=f"{FIELDS}\n{guard_lines}")
+    return upstream.make_patch(
+        pin,
+        {"src/mod.py": lines_with({20: "safe.call()"}, upstream.read("src/mod.py", pin))},
+        "Call the safe helper",
+        fields=f"{FIELDS}\n{guard_lines}",
+    )
 
 
 def patchmgr(project, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """The CLI in a process of its own, so that a command that hangs fails the test instead of stalling it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "patchmgr", *args, "--root", str(project.root)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "patchmgr", *args, "--root", str(project.root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # -- linear time ----------------------------------------------------------------------------------------------
@@ -41,8 +50,7 @@ def test_a_catastrophic_expression_finishes_on_ordinary_text(project, upstream):
     patch = guarded_patch(upstream, pin, r"Guard: absent /^(\w+\s?)+:$/ in src/notes.txt")
     setup(project, upstream, {"fix": patch})
     try:
-        done = patchmgr(project, "status", "--target", "t", "--json", "--source", f"lib={upstream.path}",
-                        timeout=90)
+        done = patchmgr(project, "status", "--target", "t", "--json", "--source", f"lib={upstream.path}", timeout=90)
     except subprocess.TimeoutExpired:
         pytest.fail("status did not finish: the guard's expression backtracks")
     assert done.returncode == 1, done.stderr
@@ -68,14 +76,17 @@ def test_the_count_stops_at_its_bound_and_says_so(cli, project, upstream, monkey
     assert "… and at least 40 more (counting stops at 50)" in result.out, result.out
 
 
-@pytest.mark.parametrize("regex, syntax", [
-    (r"(?<=cuda\.)call", "lookbehind"),
-    (r"cuda(?=\.call)", "lookahead"),
-    (r"(cuda)\.\1", "backreference"),
-    (r"(?P<x>cuda)(?P=x)", "named backreference"),
-    (r"(?>cuda)", "atomic group"),
-    (r"cuda\Z", r"\Z"),
-])
+@pytest.mark.parametrize(
+    "regex, syntax",
+    [
+        (r"(?<=cuda\.)call", "lookbehind"),
+        (r"cuda(?=\.call)", "lookahead"),
+        (r"(cuda)\.\1", "backreference"),
+        (r"(?P<x>cuda)(?P=x)", "named backreference"),
+        (r"(?>cuda)", "atomic group"),
+        (r"cuda\Z", r"\Z"),
+    ],
+)
 def test_syntax_re2_lacks_is_refused_when_the_patch_is_read(cli, project, upstream, regex, syntax):
     pin = upstream.head()
     path = project.root / "patches/lib/fix.patch"
@@ -94,8 +105,18 @@ def test_syntax_re2_lacks_is_refused_when_the_patch_is_read(cli, project, upstre
 def test_re2_syntax_python_lacks_is_taken(cli, project, upstream):
     """The expression is RE2's: ``\\pL`` and ``[[:alpha:]]`` are classes there (Python's ``re`` refuses them)."""
     pin = upstream.head()
-    setup(project, upstream, {"fix": guarded_patch(upstream, pin, r"Guard: present /^\pL+[[:alpha:]]\s\d+$/ in "
-                                                                  "src/mod.py")})
+    setup(
+        project,
+        upstream,
+        {
+            "fix": guarded_patch(
+                upstream,
+                pin,
+                r"Guard: present /^\pL+[[:alpha:]]\s\d+$/ in "
+                "src/mod.py",
+            )
+        },
+    )
     result = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}")
     assert result.code == 0, result.out + result.err
     assert result.json["upstreams"][0]["patches"][0]["guards"][0]["holds"] is True
@@ -108,8 +129,9 @@ MANY = 150_000
 @pytest.fixture
 def flooded(project, upstream):
     """A tree where ``absent /y{100}/ in *`` breaks at 150,000 lines of one file and at one line of 2 MB."""
-    pin = upstream.commit({"data/many.txt": ("y" * 120 + "\n") * MANY, "data/long.txt": "y" * (2 << 20) + "\n"},
-                          "much data")
+    pin = upstream.commit(
+        {"data/many.txt": ("y" * 120 + "\n") * MANY, "data/long.txt": "y" * (2 << 20) + "\n"}, "much data"
+    )
     setup(project, upstream, {"fix": guarded_patch(upstream, pin, "Guard: absent /y{100}/ in *")})
     return upstream
 
@@ -152,8 +174,9 @@ def test_bisect_and_matrix_state_the_total_too(cli, project, upstream, tmp_path)
     assert len(html) < 200_000 and f"({MANY:,} in all)" in html
 
 
-def test_an_expression_too_costly_for_its_text_stops_at_the_time_bound_and_says_where(cli, project, upstream,
-                                                                                         monkeypatch):
+def test_an_expression_too_costly_for_its_text_stops_at_the_time_bound_and_says_where(
+    cli, project, upstream, monkeypatch
+):
     """RE2 is linear in the text, but ``a[ab]{999}!`` on lines of a and b defeats its DFA: seconds per MiB."""
     monkeypatch.setattr(guards, "MAX_SECONDS", 0.01, raising=False)  # the real bound is 10 s
     rng = random.Random(0)

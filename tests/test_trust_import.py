@@ -38,8 +38,16 @@ def team_repository(tmp_path: Path, lib: UpstreamRepo, line: str, *, name: str =
 
 
 def import_args(lib: UpstreamRepo, *paths: Path | str) -> list[str]:
-    return ["import", *map(str, paths), "--target", "t", "--git", f"lib={URL.format('lib')}", "--source",
-            f"lib={lib.path}"]
+    return [
+        "import",
+        *map(str, paths),
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+    ]
 
 
 # -- 13.1: the source_patch lookup stays inside the repository that holds the series ------------------------
@@ -54,13 +62,16 @@ def test_a_source_patch_above_the_repository_is_not_found_by_climbing(tmp_path, 
 
 def test_a_source_patch_that_climbs_or_is_absolute_is_bad_input(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
-    for line in ("/ws/lib|lib.patch|etc/passwd", "/ws/lib|lib.patch|/etc/passwd",
-                 "/ws/lib|lib.patch|../../outside.patch", "/ws/lib|lib.patch|docker/../../outside.patch"):
+    for line in (
+        "/ws/lib|lib.patch|etc/passwd",
+        "/ws/lib|lib.patch|/etc/passwd",
+        "/ws/lib|lib.patch|../../outside.patch",
+        "/ws/lib|lib.patch|docker/../../outside.patch",
+    ):
         conf = team_repository(tmp_path / line.replace("/", "_"), lib, line, name="")
         result = cli(*import_args(lib, conf))
         assert result.code == 2, result.out + result.err
-        assert "not a path inside the repository" in result.err or "is not in the repository" in result.err, \
-            result.err
+        assert "not a path inside the repository" in result.err or "is not in the repository" in result.err, result.err
         assert "holds no diff" not in result.err and "root:" not in result.err, result.err  # never opened
     assert not list((project.root / "manifests").iterdir())
 
@@ -130,10 +141,21 @@ def test_a_token_in_a_dockerfile_clone_url_is_not_written_nor_printed(tmp_path, 
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     dockerfile = tmp_path / "Dockerfile"
-    dockerfile.write_text(f"FROM base\nRUN git clone https://ci:{SECRET}@example.invalid/lib.git /ws/lib && "
-                          f"cd /ws/lib && git checkout {lib.head()}\n")
-    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--dockerfile", str(dockerfile),
-                 "--source", f"lib={lib.path}", "--json")
+    dockerfile.write_text(
+        f"FROM base\nRUN git clone https://ci:{SECRET}@example.invalid/lib.git /ws/lib && "
+        f"cd /ws/lib && git checkout {lib.head()}\n"
+    )
+    result = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--dockerfile",
+        str(dockerfile),
+        "--source",
+        f"lib={lib.path}",
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     assert SECRET not in result.out + result.err and SECRET.encode() not in project_bytes(project.root)
     (up,) = result.json["upstreams"]
@@ -145,10 +167,20 @@ def test_a_token_in_a_dockerfile_clone_url_is_not_written_nor_printed(tmp_path, 
 def test_a_token_given_with_git_is_not_written_nor_printed(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    for target, url in (("t1", f"https://{SECRET}@example.invalid/lib.git"),
-                        ("t2", f"https://oauth2:{SECRET}@example.invalid/lib.git")):
-        result = cli("import", str(tmp_path / "lib.patch"), "--target", target, "--git", f"lib={url}",
-                     "--source", f"lib={lib.path}")
+    for target, url in (
+        ("t1", f"https://{SECRET}@example.invalid/lib.git"),
+        ("t2", f"https://oauth2:{SECRET}@example.invalid/lib.git"),
+    ):
+        result = cli(
+            "import",
+            str(tmp_path / "lib.patch"),
+            "--target",
+            target,
+            "--git",
+            f"lib={url}",
+            "--source",
+            f"lib={lib.path}",
+        )
         assert result.code == 0, result.out + result.err
         manifest = (project.root / f"manifests/{target}.toml").read_text()
         assert SECRET not in manifest and 'git = "https://example.invalid/lib.git"' in manifest, manifest
@@ -156,8 +188,15 @@ def test_a_token_given_with_git_is_not_written_nor_printed(tmp_path, cli, projec
         for piece in (project.root / "patches/lib").iterdir():
             piece.unlink()  # the next target imports the same pieces
     # fetching fails (no --source, a host that does not resolve): the error names the URL without the token
-    failed = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--git",
-                 f"lib=https://{SECRET}@example.invalid/lib.git", "--json")
+    failed = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--git",
+        f"lib=https://{SECRET}@example.invalid/lib.git",
+        "--json",
+    )
     assert failed.code != 0 and SECRET not in failed.out + failed.err, failed.out + failed.err
     assert SECRET.encode() not in project_bytes(project.root)
 
@@ -189,8 +228,9 @@ def test_a_manifests_folder_linked_out_of_the_project_is_not_written_through(tmp
 def test_bump_inherits_it_a_manifests_folder_linked_out_of_the_project_is_not_rewritten(tmp_path, cli, project):
     lib = UpstreamRepo(tmp_path / "lib")
     pin = lib.commit({"src/mod.py": BASE_TEXT}, "initial")
-    project.add_patch("lib", "fix", lib.make_patch(pin, {"src/mod.py": BASE_TEXT.replace("line 5\n", "five\n")},
-                                                   "Fix five"))
+    project.add_patch(
+        "lib", "fix", lib.make_patch(pin, {"src/mod.py": BASE_TEXT.replace("line 5\n", "five\n")}, "Fix five")
+    )
     project.manifest("t", {"lib": {"git": URL.format("lib"), "commit": pin, "patches": ["fix"]}})
     lib.commit({"README": "x\n"}, "later")
     outside = tmp_path / "linked-manifests"
@@ -198,14 +238,14 @@ def test_bump_inherits_it_a_manifests_folder_linked_out_of_the_project_is_not_re
     (project.root / "manifests").symlink_to(outside)
     before = (outside / "t.toml").read_bytes()
     result = cli("bump", "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={lib.path}")
-    assert result.code == 1 and "outside" in result.err and "nothing was written" in result.err, \
-        result.out + result.err
+    assert result.code == 1 and "outside" in result.err and "nothing was written" in result.err, result.out + result.err
     assert (outside / "t.toml").read_bytes() == before
 
 
 def test_the_one_file_outside_the_root_a_project_transaction_writes_is_the_edit_record():
     from patchmgr.maintain.edit_record import RECORD
     from patchmgr.targets.project_files import CHECKOUT_RECORD
+
     assert CHECKOUT_RECORD == RECORD
 
 
@@ -217,15 +257,24 @@ def test_recovery_puts_nothing_back_through_a_link_out_of_the_project(tmp_path, 
     journal = project.root / ".patchmgr-state" / "journal"
     (journal / "saved").mkdir(parents=True)
     (journal / "saved" / "0").write_bytes(b"planted\n")
-    (journal / "journal.json").write_text(json.dumps({
-        "state": "prepared", "moves": [], "discard": [], "made": [],
-        "entries": [{"path": str(project.root / "patches" / "lib" / "a.patch"), "saved": "0"}]}))
+    (journal / "journal.json").write_text(
+        json.dumps(
+            {
+                "state": "prepared",
+                "moves": [],
+                "discard": [],
+                "made": [],
+                "entries": [{"path": str(project.root / "patches" / "lib" / "a.patch"), "saved": "0"}],
+            }
+        )
+    )
     result = cli("lint")
     assert result.code == 1 and "damaged" in result.err and "outside" in result.err, result.out + result.err
     assert (outside / "a.patch").read_bytes() == b"theirs\n"
     # a journal that would remove a folder out of the project (a committed one is only cleaned up): nothing goes
-    (journal / "journal.json").write_text(json.dumps({"state": "committed", "moves": [], "made": [], "entries": [],
-                                                      "discard": [str(outside)]}))
+    (journal / "journal.json").write_text(
+        json.dumps({"state": "committed", "moves": [], "made": [], "entries": [], "discard": [str(outside)]})
+    )
     result = cli("lint")
     assert result.code == 1 and "damaged" in result.err, result.out + result.err
     assert (outside / "a.patch").read_bytes() == b"theirs\n"
@@ -235,8 +284,10 @@ def test_recovery_puts_nothing_back_through_a_link_out_of_the_project(tmp_path, 
 def test_a_byte_order_mark_before_a_comment_line_of_series_conf_is_ignored(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
     conf = team_repository(tmp_path, lib, "/ws/lib|lib.patch|docker/npu_patch/lib.patch")
-    conf.write_text("\ufeff# target_worktree|image_patch|source_patch\n"
-                    "/ws/lib|lib.patch|docker/npu_patch/lib.patch\n", encoding="utf-8")
+    conf.write_text(
+        "\ufeff# target_worktree|image_patch|source_patch\n/ws/lib|lib.patch|docker/npu_patch/lib.patch\n",
+        encoding="utf-8",
+    )
     result = cli(*import_args(lib, conf), "--dry-run")
     assert result.code == 0 and "dry run: would import 3 piece(s)" in result.out, result.out + result.err
 
@@ -245,10 +296,22 @@ def test_a_byte_order_mark_at_the_start_of_a_dockerfile_is_ignored(tmp_path, cli
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     dockerfile = tmp_path / "Dockerfile"
-    dockerfile.write_text(f"\ufeffRUN git clone {URL.format('lib')} /ws/lib && cd /ws/lib && git checkout "
-                          f"{lib.head()}\n", encoding="utf-8")
-    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--dockerfile", str(dockerfile),
-                 "--source", f"lib={lib.path}", "--json", "--dry-run")
+    dockerfile.write_text(
+        f"\ufeffRUN git clone {URL.format('lib')} /ws/lib && cd /ws/lib && git checkout {lib.head()}\n",
+        encoding="utf-8",
+    )
+    result = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--dockerfile",
+        str(dockerfile),
+        "--source",
+        f"lib={lib.path}",
+        "--json",
+        "--dry-run",
+    )
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["git"] == URL.format("lib") and up["pin"] == lib.head() and up["base"]["how"] == "given"
@@ -291,12 +354,22 @@ def test_a_name_with_a_trailing_line_break_is_bad_input(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     (tmp_path / "map.toml").write_text('"first\\n" = ["src/a.py"]\n')
-    for extra, said in ((["--map", str(tmp_path / "map.toml")], "cannot name a patch"),
-                        (["--upstream", "lib\n"], "is not an upstream name")):
+    for extra, said in (
+        (["--map", str(tmp_path / "map.toml")], "cannot name a patch"),
+        (["--upstream", "lib\n"], "is not an upstream name"),
+    ):
         result = cli(*import_args(lib, tmp_path / "lib.patch"), *extra)
         assert result.code == 2 and said in result.err, result.out + result.err
-    target = cli("import", str(tmp_path / "lib.patch"), "--target", "t\n", "--git", f"lib={URL.format('lib')}",
-                 "--source", f"lib={lib.path}")
+    target = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t\n",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+    )
     assert target.code == 2 and "cannot name a manifest" in target.err, target.out + target.err
     assert not list((project.root / "manifests").iterdir()) and not list((project.root / "patches").iterdir())
 
@@ -306,12 +379,29 @@ def test_a_fifo_given_as_the_dockerfile_is_bad_input_not_a_hang(tmp_path, projec
     import sys
 
     import patchmgr
+
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     os.mkfifo(tmp_path / "Dockerfile")
-    done = subprocess.run([sys.executable, "-m", "patchmgr", "import", str(tmp_path / "lib.patch"), "--target", "t",
-                           "--dockerfile", str(tmp_path / "Dockerfile"), "--root", str(project.root)],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(patchmgr.__file__).parents[1])})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "patchmgr",
+            "import",
+            str(tmp_path / "lib.patch"),
+            "--target",
+            "t",
+            "--dockerfile",
+            str(tmp_path / "Dockerfile"),
+            "--root",
+            str(project.root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(patchmgr.__file__).parents[1])},
+    )
     assert done.returncode == 2 and "not a regular file" in done.stderr, done.stdout + done.stderr
 
 
@@ -320,10 +410,21 @@ def test_a_token_in_a_url_query_string_is_not_written_nor_printed(tmp_path, cli,
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     dockerfile = tmp_path / "Dockerfile"
-    dockerfile.write_text(f"FROM base\nRUN git clone 'https://example.invalid/lib.git?private_token={SECRET}' "
-                          f"/ws/lib && cd /ws/lib && git checkout {lib.head()}\n")
-    result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--dockerfile", str(dockerfile),
-                 "--source", f"lib={lib.path}", "--json")
+    dockerfile.write_text(
+        f"FROM base\nRUN git clone 'https://example.invalid/lib.git?private_token={SECRET}' "
+        f"/ws/lib && cd /ws/lib && git checkout {lib.head()}\n"
+    )
+    result = cli(
+        "import",
+        str(tmp_path / "lib.patch"),
+        "--target",
+        "t",
+        "--dockerfile",
+        str(dockerfile),
+        "--source",
+        f"lib={lib.path}",
+        "--json",
+    )
     assert result.code == 0, result.out + result.err
     assert SECRET not in result.out + result.err and SECRET.encode() not in project_bytes(project.root)
     assert 'git = "https://example.invalid/lib.git"' in (project.root / "manifests/t.toml").read_text()
@@ -337,8 +438,19 @@ def test_a_token_in_a_url_query_string_is_not_written_nor_printed(tmp_path, cli,
 # -- messages: what import says names what is really wrong ---------------------------------------------------
 def test_a_device_given_with_upstream_is_not_a_regular_file_not_a_series(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
-    result = cli("import", "/dev/zero", "--upstream", "lib", "--target", "t", "--git", f"lib={URL.format('lib')}",
-                 "--source", f"lib={lib.path}", "--dry-run")
+    result = cli(
+        "import",
+        "/dev/zero",
+        "--upstream",
+        "lib",
+        "--target",
+        "t",
+        "--git",
+        f"lib={URL.format('lib')}",
+        "--source",
+        f"lib={lib.path}",
+        "--dry-run",
+    )
     assert result.code == 2 and "/dev/zero is not a regular file or a folder" in result.err, result.out + result.err
     assert "series.conf or a folder" not in result.err and "Traceback" not in result.err, result.err
     folder = cli("import", str(tmp_path), "--upstream", "lib", "--target", "t", "--dry-run")  # still said so
@@ -350,10 +462,21 @@ def test_a_control_character_in_a_dockerfile_clone_folder_is_named(tmp_path, cli
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     for char in ("\x1b", "\x85", "\u2028", "\x7f"):
         dockerfile = tmp_path / "Dockerfile"
-        dockerfile.write_text(f"FROM base\nRUN git clone https://example.invalid/lib.git /ws/l{char}ib && "
-                              f"cd /ws/lib && git checkout {lib.head()}\n", encoding="utf-8")
-        result = cli("import", str(tmp_path / "lib.patch"), "--target", "t", "--dockerfile", str(dockerfile),
-                     "--source", f"lib={lib.path}")
+        dockerfile.write_text(
+            f"FROM base\nRUN git clone https://example.invalid/lib.git /ws/l{char}ib && "
+            f"cd /ws/lib && git checkout {lib.head()}\n",
+            encoding="utf-8",
+        )
+        result = cli(
+            "import",
+            str(tmp_path / "lib.patch"),
+            "--target",
+            "t",
+            "--dockerfile",
+            str(dockerfile),
+            "--source",
+            f"lib={lib.path}",
+        )
         said = result.out + result.err
         assert result.code == 2 and f"control character (U+{ord(char):04X})" in said, said
         assert "Dockerfile:2" in said and "no git URL" not in said and char not in said, said

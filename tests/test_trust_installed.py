@@ -23,15 +23,20 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gitrepos import UpstreamRepo, make_series
 from reliability import _wheel, replace_tree, run, said, snapshot
 
 CORE = "".join(f"VALUE_{i} = {i}\n" for i in range(1, 41))
-FILES = {"tinydist/__init__.py": "from tinydist.core import VALUE_1\n", "tinydist/core.py": CORE,
-         "tinydist/util.py": "def helper():\n    return 1\n"}
-REPO_ONLY = {"tests/test_core.py": "def test_core():\n    assert True\n",
-             "setup.py": "from setuptools import setup\nsetup(name='tinydist')\n", "README.md": "tinydist\n"}
+FILES = {
+    "tinydist/__init__.py": "from tinydist.core import VALUE_1\n",
+    "tinydist/core.py": CORE,
+    "tinydist/util.py": "def helper():\n    return 1\n",
+}
+REPO_ONLY = {
+    "tests/test_core.py": "def test_core():\n    assert True\n",
+    "setup.py": "from setuptools import setup\nsetup(name='tinydist')\n",
+    "README.md": "tinydist\n",
+}
 
 
 def core_with(value: int) -> str:
@@ -51,9 +56,23 @@ def pristine(tmp_path_factory) -> Path:
     venv = folder / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     wheel = _wheel(folder, "tinydist", "1.0", FILES, "")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
-                    "--no-deps", "--no-index", "--no-cache-dir", "--disable-pip-version-check", str(wheel)],
-                   check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        check=True,
+    )
     return venv
 
 
@@ -93,8 +112,13 @@ class Tiny:
         for number, mail in enumerate(mails, 1):
             ids.append(f"fix-{number}")
             self.project.add_patch("tinydist", ids[-1], mail)
-        spec = {"git": "https://example.invalid/tinydist.git", "commit": self.pin, "version": "1.0",
-                "pypi": "tinydist", "patches": ids}
+        spec = {
+            "git": "https://example.invalid/tinydist.git",
+            "commit": self.pin,
+            "version": "1.0",
+            "pypi": "tinydist",
+            "patches": ids,
+        }
         if self.root:
             spec["package-root"] = self.root
         self.project.manifest("t", {"tinydist": spec})
@@ -186,12 +210,22 @@ def test_reapply_refuses_to_overwrite_an_edit_dry_run_included(tiny, cli):
 
 # -- item 7: only the distribution's own package files go into site-packages ---------------------
 def test_repo_files_outside_the_packages_are_left_out_with_a_note(tiny, cli):
-    tiny.series(({"tinydist/core.py": core_with(500), "tests/test_fix.py": "def test_fix():\n    pass\n",
-                  "tests/test_core.py": "def test_core():\n    assert 1\n", "docs/fix.md": "why\n",
-                  "setup.py": "from setuptools import setup\nsetup(name='tinydist', version='1.0')\n"},
-                 "Core five, with its test"),
-                ({"tinydist/extra/__init__.py": "X = 1\n", "tinydist/util.py": "def helper():\n    return 2\n"},
-                 "A subpackage"))
+    tiny.series(
+        (
+            {
+                "tinydist/core.py": core_with(500),
+                "tests/test_fix.py": "def test_fix():\n    pass\n",
+                "tests/test_core.py": "def test_core():\n    assert 1\n",
+                "docs/fix.md": "why\n",
+                "setup.py": "from setuptools import setup\nsetup(name='tinydist', version='1.0')\n",
+            },
+            "Core five, with its test",
+        ),
+        (
+            {"tinydist/extra/__init__.py": "X = 1\n", "tinydist/util.py": "def helper():\n    return 2\n"},
+            "A subpackage",
+        ),
+    )
     site = site_packages(tiny.venv)
     status = cli("status", *tiny.src("--json"))
     applied = cli("apply", *tiny.src("--json"))
@@ -214,8 +248,16 @@ def test_repo_files_outside_the_packages_are_left_out_with_a_note(tiny, cli):
 def test_package_root_upstream_leaves_out_what_lies_outside_the_root(tmp_path, project, env, cli):
     """With package-root "src", tests/ and README.md are not shipped: left out, not an error at apply."""
     tiny = Tiny(tmp_path, project, env, package_root="src")
-    tiny.series(({tiny.at("tinydist/core.py"): core_with(500), "tests/test_fix.py": "def test_fix():\n    pass\n",
-                  "README.md": "tinydist, patched\n"}, "Core five, with its test"))
+    tiny.series(
+        (
+            {
+                tiny.at("tinydist/core.py"): core_with(500),
+                "tests/test_fix.py": "def test_fix():\n    pass\n",
+                "README.md": "tinydist, patched\n",
+            },
+            "Core five, with its test",
+        )
+    )
     for verb in ("status", "apply"):
         result = cli(verb, *tiny.src("--json"))
         assert result.code == 0, result.out + result.err
@@ -229,8 +271,9 @@ def test_package_root_upstream_leaves_out_what_lies_outside_the_root(tmp_path, p
     assert cli("verify", *tiny.args()).code == 0
 
 
-@pytest.mark.parametrize("path, why", [("zz_patch.pth", ".pth"), ("tinydist/hook.pth", ".pth"),
-                                       ("newmodule.py", "new top-level module")])
+@pytest.mark.parametrize(
+    "path, why", [("zz_patch.pth", ".pth"), ("tinydist/hook.pth", ".pth"), ("newmodule.py", "new top-level module")]
+)
 def test_pth_files_and_new_top_level_modules_are_refused(tiny, cli, path, why):
     tiny.series(({"tinydist/core.py": core_with(500), path: "import os\n"}, "Core five, and a hook"))
     before = snapshot(tiny.venv)
@@ -262,8 +305,10 @@ def test_apply_into_refuses_a_linked_state_folder(tmp_path, tiny, cli):
     into.mkdir()
     (into / ".patchmgr-state").symlink_to(outside)
     sources = ["--source", f"tinydist={tiny.repo.path}"]
-    for args in (["apply", "--target", "t", "--into", str(into), *sources],
-                 ["verify", "--target", "t", "--into", str(into)]):
+    for args in (
+        ["apply", "--target", "t", "--into", str(into), *sources],
+        ["verify", "--target", "t", "--into", str(into)],
+    ):
         error = one_error(cli(*args))
         assert "symbolic link" in error and ".patchmgr-state" in error, error
         assert snapshot(outside) == before
@@ -281,8 +326,9 @@ def test_apply_into_refuses_a_linked_journal(tmp_path, tiny, cli):
     assert snapshot(outside) == before
 
 
-@pytest.mark.parametrize("link", ["patchmgr-state", "patchmgr-state/journal", "patchmgr-state/t",
-                                  "patchmgr-state/t/originals"])
+@pytest.mark.parametrize(
+    "link", ["patchmgr-state", "patchmgr-state/journal", "patchmgr-state/t", "patchmgr-state/t/originals"]
+)
 def test_apply_python_refuses_a_linked_state_path(tmp_path, tiny, cli, link):
     tiny.series(({"tinydist/core.py": core_with(500)}, "Core five"))
     if link != "patchmgr-state":  # a real state folder from an earlier apply and revert
@@ -307,8 +353,10 @@ def temp_files(venv: Path) -> list[Path]:
 
 
 def test_recovery_removes_the_temporary_files_of_a_killed_apply(tmp_path, tiny, cli, pristine):
-    tiny.series(({"tinydist/core.py": core_with(500)}, "Core five"),
-                ({"tinydist/util.py": "def helper():\n    return 2\n", "tinydist/new.py": "N = 1\n"}, "Util"))
+    tiny.series(
+        ({"tinydist/core.py": core_with(500)}, "Core five"),
+        ({"tinydist/util.py": "def helper():\n    return 2\n", "tinydist/new.py": "N = 1\n"}, "Util"),
+    )
     before = snapshot(tiny.venv)
     assert cli("apply", *tiny.src()).code == 0
     after = snapshot(tiny.venv)

@@ -9,11 +9,11 @@ writes, and what people write by hand), the same without the ``---`` line, a ``d
 from __future__ import annotations
 
 import pytest
-
 from gitrepos import BASE_TEXT, git
-from patchmgr.model.dep3_edit import today
 from test_bump_journey import gitenv
 from test_status_states import lines_with
+
+from patchmgr.model.dep3_edit import today
 
 PATCHED = lines_with({20: "line 20 patched"})
 MOVED = lines_with({}, insert_top=3)  # the new ref: three lines on top, so the patch lands 3 lines lower
@@ -27,30 +27,33 @@ commit = "{pin}"
 version = "0.4.2"
 patches = ["plain-fix"]
 """
-FIELDS = ("Description: Fix line 20 for our training runs\n"
-          " The upstream value breaks the runs on our cluster in a specific way.\n"
-          "Author: Jane Doe <jane@example.com>\n"
-          "Origin: vendor\n"
-          "Upstream-Status: Pending\n"
-          "Last-Update: 2025-01-01\n")
-ALIASES = ("From: Jane Doe <jane@example.com>\n"
-           "Subject: Fix line 20 for our training runs\n"
-           " The upstream value breaks the runs on our cluster in a specific way.\n"
-           "Origin: vendor\n"
-           "Upstream-Status: Pending\n"
-           "Last-Update: 2025-01-01\n")
+FIELDS = (
+    "Description: Fix line 20 for our training runs\n"
+    " The upstream value breaks the runs on our cluster in a specific way.\n"
+    "Author: Jane Doe <jane@example.com>\n"
+    "Origin: vendor\n"
+    "Upstream-Status: Pending\n"
+    "Last-Update: 2025-01-01\n"
+)
+ALIASES = (
+    "From: Jane Doe <jane@example.com>\n"
+    "Subject: Fix line 20 for our training runs\n"
+    " The upstream value breaks the runs on our cluster in a specific way.\n"
+    "Origin: vendor\n"
+    "Upstream-Status: Pending\n"
+    "Last-Update: 2025-01-01\n"
+)
 
 
 def git_diff(upstream, pin) -> str:
     """The real ``git diff --full-index`` of the fix at the pin (cut out of a real format-patch)."""
     mail = upstream.make_patch(pin, {"src/mod.py": PATCHED}, "Fix line 20").decode()
-    return mail[mail.index("diff --git "):]
+    return mail[mail.index("diff --git ") :]
 
 
 def traditional(diff: str) -> str:
     """The same change as ``diff -u`` writes it: no ``diff --git`` or ``index`` line."""
-    return "".join(line for line in diff.splitlines(keepends=True)
-                   if not line.startswith(("diff --git ", "index ")))
+    return "".join(line for line in diff.splitlines(keepends=True) if not line.startswith(("diff --git ", "index ")))
 
 
 FORMS = {
@@ -82,7 +85,7 @@ def head_of(data: bytes) -> bytes:
     """A patch's message part: everything before its diff."""
     for marker in (b"\ndiff --git ", b"\n--- "):
         if marker in b"\n" + data:
-            return (b"\n" + data)[1:(b"\n" + data).index(marker) + 1]
+            return (b"\n" + data)[1 : (b"\n" + data).index(marker) + 1]
     raise AssertionError(data)
 
 
@@ -92,8 +95,9 @@ def fields_of(data: bytes) -> bytes:
 
 
 def edit(cli, upstream, into, *more):
-    return cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source",
-               f"lib={upstream.path}", *more)
+    return cli(
+        "edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}", *more
+    )
 
 
 def export(cli, into, *more):
@@ -123,7 +127,8 @@ def test_edit_onto_moves_every_plain_form_and_export_keeps_the_form(tmp_path, cl
     else:
         # its fields as they were, byte for byte, but for the day of the change
         assert head_of(written) == head_of(data).replace(b"2025-01-01", today().encode()).replace(
-            b"diff -u a/src/mod.py b/src/mod.py\n", b"")
+            b"diff -u a/src/mod.py b/src/mod.py\n", b""
+        )
     assert written.endswith(git_diff_at(upstream, "v0.5.0").encode())
     after = cli("status", "--target", "t", "--source", f"lib={upstream.path}", "--json")
     assert after.code == 0 and after.json["upstreams"][0]["patches"][0]["state"] == "clean", after.out
@@ -133,12 +138,11 @@ def git_diff_at(upstream, ref: str) -> str:
     """The fix as git writes it at ``ref``: the tail of the exported patch (its hunk at line 23)."""
     new = lines_with({20: "line 20 patched"}, insert_top=3)
     mail = upstream.make_patch(git(upstream.path, "rev-parse", ref), {"src/mod.py": new}, "x").decode()
-    return mail[mail.index("diff --git "):]
+    return mail[mail.index("diff --git ") :]
 
 
 @pytest.mark.parametrize("form", list(FORMS))
-def test_plain_edit_of_every_form_exports_byte_identical_then_keeps_the_form(tmp_path, cli, project, upstream,
-                                                                              form):
+def test_plain_edit_of_every_form_exports_byte_identical_then_keeps_the_form(tmp_path, cli, project, upstream, form):
     _pin, data = plain_project(project, upstream, form)
     path = project.root / "patches/lib/plain-fix.patch"
     into = tmp_path / "work"
@@ -155,7 +159,8 @@ def test_plain_edit_of_every_form_exports_byte_identical_then_keeps_the_form(tmp
     assert not written.startswith(b"From ") and b"+line 21 patched\n" in written, written.decode()
     if form != "bare git diff":
         assert fields_of(written) == fields_of(data).replace(b"2025-01-01", today().encode()).replace(
-            b"diff -u a/src/mod.py b/src/mod.py\n", b"")
+            b"diff -u a/src/mod.py b/src/mod.py\n", b""
+        )
     if "diffstat" in form:  # the diffstat is the new diff's
         assert STAT.format(4, "++--", 2, 2, s="s").encode() + b"diff --git " in written, written.decode()
     lint = cli("lint")
@@ -169,10 +174,11 @@ def test_a_reworded_plain_patch_says_the_new_words_and_keeps_its_other_fields(tm
     git(into, "commit", "-q", "--amend", "-m", "Fix line 20 for every run\n\nThe old value overflows on 8 GPUs.")
     assert export(cli, into).code == 0
     written = (project.root / "patches/lib/plain-fix.patch").read_text()
-    assert written.startswith("Description: Fix line 20 for every run\n The old value overflows on 8 GPUs.\n"
-                              "Author: Jane Doe <jane@example.com>\nOrigin: vendor\nUpstream-Status: Pending\n"
-                              f"Last-Update: {today()}\n---\ndiff --git "), written
-
+    assert written.startswith(
+        "Description: Fix line 20 for every run\n The old value overflows on 8 GPUs.\n"
+        "Author: Jane Doe <jane@example.com>\nOrigin: vendor\nUpstream-Status: Pending\n"
+        f"Last-Update: {today()}\n---\ndiff --git "
+    ), written
 
 
 def test_a_plain_patch_that_conflicts_is_resolved_continued_and_exported_plain(tmp_path, cli, project, upstream):
@@ -199,6 +205,7 @@ def test_a_plain_patch_that_conflicts_is_resolved_continued_and_exported_plain(t
     assert head_of(written) == head_of(data).replace(b"2025-01-01", today().encode())
     assert b"-line 20 rewritten upstream\n+line 20 rewritten upstream, and patched\n" in written
 
+
 def commits_of_edit_and_onto(tmp_path, cli, project, upstream, pin) -> dict:
     """The commit plain ``edit`` and ``edit --onto v0.5.0`` each make of the one patch (author, date, message);
     asserted equal."""
@@ -214,15 +221,17 @@ def commits_of_edit_and_onto(tmp_path, cli, project, upstream, pin) -> dict:
     return made
 
 
-
 def test_fields_beyond_ascii_make_the_same_commit_in_edit_and_edit_onto(tmp_path, cli, project, upstream):
     git(upstream.path, "tag", "v0.4.2")
     pin = upstream.head()
     fields = FIELDS.replace("Jane Doe", "Müller, Jörg").replace("Fix line 20", "Fix line 20 (café)")
     project.add_patch("lib", "plain-fix", (fields + "---\n" + git_diff(upstream, pin)).encode())
     made = commits_of_edit_and_onto(tmp_path, cli, project, upstream, pin)
-    assert made["edit"].startswith("Müller, Jörg <jane@example.com>|2025-01-01T00:00:00+00:00|"
-                                   "Fix line 20 (café) for our training runs\n\nDescription: Fix line 20 (café)")
+    assert made["edit"].startswith(
+        "Müller, Jörg <jane@example.com>|2025-01-01T00:00:00+00:00|"
+        "Fix line 20 (café) for our training runs\n\nDescription: Fix line 20 (café)"
+    )
+
 
 # -- item 5 (part): blobs a source lacks ------------------------------------------------------------------------
 
@@ -243,6 +252,7 @@ def mirror_without_the_picture(tmp_path, project, upstream, touching=False):
     git(upstream.path, "tag", "v0.5.0")
     mirror = tmp_path / "mirror"
     import shutil
+
     shutil.copytree(upstream.path, mirror)
     git(mirror, "config", "uploadpack.allowFilter", "true")
     git(mirror, "config", "uploadpack.allowAnySHA1InWant", "true")
@@ -253,8 +263,10 @@ def mirror_without_the_picture(tmp_path, project, upstream, touching=False):
 
 
 def left_out(note_text: str, *paths: str) -> bool:
-    return any("left out of the checkout" in line and "the source lacks" in line and all(p in line for p in paths)
-               for line in note_text.splitlines())
+    return any(
+        "left out of the checkout" in line and "the source lacks" in line and all(p in line for p in paths)
+        for line in note_text.splitlines()
+    )
 
 
 def test_apply_and_edit_say_which_files_the_source_lacks(tmp_path, cli, project, upstream):
@@ -270,22 +282,34 @@ def test_apply_and_edit_say_which_files_the_source_lacks(tmp_path, cli, project,
     edited = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", source)
     assert edited.code == 0 and left_out(edited.out, "docs/images/ddp.gif"), edited.out + edited.err
     assert not (into / "docs/images/ddp.gif").exists() and git(into, "status", "--porcelain") == ""
-    again = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "w2"), "--source", source,
-                "--json")
+    again = cli(
+        "edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "w2"), "--source", source, "--json"
+    )
     assert again.code == 0 and left_out("\n".join(again.json["notes"]), "docs/images/ddp.gif"), again.out
 
 
 @pytest.mark.parametrize("cached", [False, True], ids=["from the mirror", "after patchmgr fetch"])
-def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_path, cli, project, upstream,
-                                                                            cached):
+def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_path, cli, project, upstream, cached):
     _pin, mirror = mirror_without_the_picture(tmp_path, project, upstream)
     into = tmp_path / "work"
     source = f"lib={mirror}"
     if cached:  # the pin's checkout then comes from the cache, with the paths fetch recorded as lacking
         fetched = cli("fetch", "--target", "t", "--source", source)
         assert fetched.code == 0 and "docs/images/ddp.gif" in fetched.out, fetched.out + fetched.err
-    moved = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--onto", "v0.5.0",
-                "--source", source, "--json")
+    moved = cli(
+        "edit",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--into",
+        str(into),
+        "--onto",
+        "v0.5.0",
+        "--source",
+        source,
+        "--json",
+    )
     assert moved.code == 0, moved.out + moved.err
     notes = "\n".join(moved.json["notes"])
     assert left_out(notes, FERN, "docs/images/ddp.gif"), notes  # both paths at v0.5.0
@@ -298,8 +322,19 @@ def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_
     assert back.code == 0, back.out + back.err
     assert git(into, "status", "--porcelain") == "" and (into / "src/mod.py").read_text() == PATCHED
 
-    text = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "w2"), "--onto", "v0.5.0",
-               "--source", source)
+    text = cli(
+        "edit",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--into",
+        str(tmp_path / "w2"),
+        "--onto",
+        "v0.5.0",
+        "--source",
+        source,
+    )
     assert text.code == 0 and left_out(text.out, FERN, "docs/images/ddp.gif"), text.out
     exported = cli("export", "--target", "t", "--upstream", "lib", "--from", str(tmp_path / "w2"))
     assert exported.code == 0, exported.out + exported.err
@@ -309,10 +344,11 @@ def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_
 def test_a_patch_of_a_file_the_source_lacks_is_refused_clearly(tmp_path, cli, project, upstream):
     _pin, mirror = mirror_without_the_picture(tmp_path, project, upstream, touching=True)
     into = tmp_path / "build"
-    for command in (["apply", "--target", "t", "--into", str(into)],
-                    ["edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "work")],
-                    ["edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "w2"), "--onto",
-                     "v0.5.0"]):
+    for command in (
+        ["apply", "--target", "t", "--into", str(into)],
+        ["edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "work")],
+        ["edit", "--target", "t", "--upstream", "lib", "--into", str(tmp_path / "w2"), "--onto", "v0.5.0"],
+    ):
         result = cli(*command, "--source", f"lib={mirror}")
         assert result.code in (1, 2), (command, result.out, result.err)
         assert "Traceback" not in result.out + result.err
@@ -324,14 +360,17 @@ def test_what_import_writes_moves_through_edit_onto_and_export_keeps_it_plain(tm
     """The whole way a new user goes: import a monolithic diff, describe the pieces, move them to a newer
     upstream commit with edit --onto, export. Every piece stays the plain DEP-3 diff import wrote."""
     from test_import import MONOLITH, URL, dirty_diff, fill_stubs, three_file_upstream
+
     lib = three_file_upstream(tmp_path)
     pin = lib.head()
     patch_file = tmp_path / "team" / "lib.patch"
     patch_file.parent.mkdir()
     patch_file.write_bytes(dirty_diff(lib, pin, MONOLITH))
     dockerfile = tmp_path / "team" / "Dockerfile"
-    dockerfile.write_text(f"FROM base\nRUN git clone {URL.format('lib')} /ws/lib && cd /ws/lib && git checkout {pin}\n"
-                          "RUN cd /ws/lib && git apply /tmp/lib.patch\n")
+    dockerfile.write_text(
+        f"FROM base\nRUN git clone {URL.format('lib')} /ws/lib && cd /ws/lib && git checkout {pin}\n"
+        "RUN cd /ws/lib && git apply /tmp/lib.patch\n"
+    )
     source = ["--source", f"lib={lib.path}"]
     imported = cli("import", str(patch_file), "--target", "t", "--dockerfile", str(dockerfile), *source)
     assert imported.code == 0, imported.out + imported.err
@@ -347,13 +386,15 @@ def test_what_import_writes_moves_through_edit_onto_and_export_keeps_it_plain(tm
     assert git(into, "log", "--format=%s", f"{new}..HEAD").splitlines() == [
         "Fix c: the upstream code breaks our training runs here, so we carry this change until upstream takes it.",
         "Fix b: the upstream code breaks our training runs here, so we carry this change until upstream takes it.",
-        "Fix a: the upstream code breaks our training runs here, so we carry this change until upstream takes it."]
+        "Fix a: the upstream code breaks our training runs here, so we carry this change until upstream takes it.",
+    ]
     exported = cli("export", "--target", "t", "--upstream", "lib", "--from", str(into))
     assert exported.code == 0, exported.out + exported.err
     after = {p.stem: p.read_bytes() for p in (project.root / "patches/lib").iterdir()}
     assert after["a"] == pieces["a"] and after["c"] == pieces["c"]  # unchanged there: not a byte moved
     assert head_of(after["b"]) == head_of(pieces["b"]).replace(  # b's fields kept, dated today, new diff
-        b"Upstream-Status: Pending\n", f"Upstream-Status: Pending\nLast-Update: {today()}\n".encode(), 1)
+        b"Upstream-Status: Pending\n", f"Upstream-Status: Pending\nLast-Update: {today()}\n".encode(), 1
+    )
     assert b"\n@@ -7,7 +7,7 @@ " in pieces["b"] and b"\n@@ -8,7 +8,7 @@ " in after["b"]  # a line lower at v2
     assert cli("lint").code == 0
     assert cli("status", "--target", "t", *source).code == 0
@@ -378,7 +419,7 @@ def test_a_mails_subject_makes_the_same_commit_in_edit_and_edit_onto(tmp_path, c
     mail = upstream.make_patch(pin, {"src/mod.py": PATCHED}, LONG if form == "folded" else "Fix café")
     head, _, rest = mail.decode().partition("\nMIME-Version:")
     if written is not None:
-        head = head[:head.index("\nSubject: ")] + "\n" + written
+        head = head[: head.index("\nSubject: ")] + "\n" + written
     head = head.replace("From: Upstream Dev", "From: =?UTF-8?q?M=C3=BCller=2C_J=C3=B6rg?=")
     mail = (head + "\nMIME-Version:" + rest).encode()
     project.add_patch("lib", "plain-fix", mail)
@@ -393,8 +434,10 @@ def test_a_mails_subject_makes_the_same_commit_in_edit_and_edit_onto(tmp_path, c
     assert export(cli, amended).code == 0
     new = (project.root / "patches/lib/plain-fix.patch").read_bytes()
     if written is None:  # format-patch's own Subject (encoded, folded) is written again as it was
-        assert new[new.index(b"\nSubject: "):new.index(b"\nMIME-Version:")] == \
-            mail[mail.index(b"\nSubject: "):mail.index(b"\nMIME-Version:")]
+        assert (
+            new[new.index(b"\nSubject: ") : new.index(b"\nMIME-Version:")]
+            == mail[mail.index(b"\nSubject: ") : mail.index(b"\nMIME-Version:")]
+        )
     again = edit(cli, upstream, tmp_path / "again")
     assert again.code == 0, again.out + again.err
     assert git(tmp_path / "again", "log", "-1", "--format=%s") == subject  # the new file says it, encoded right
@@ -406,11 +449,16 @@ def test_in_body_headers_make_the_same_commit_in_edit_and_edit_onto(tmp_path, cl
     pin = upstream.head()
     mail = upstream.make_patch(pin, {"src/mod.py": PATCHED}, "Fix line 20").decode()
     at = mail.index("\n\n") + 2
-    mail = mail[:at] + ("From: =?UTF-8?q?Ann=20Oth=C3=A9r?= <ann@example.com>\nDate: Fri, 2 Jan 2026 10:00:00 +0100"
-                        "\nSubject: [PATCH] Fix line 20 in body\n\n") + mail[at:]
+    mail = (
+        mail[:at]
+        + (
+            "From: =?UTF-8?q?Ann=20Oth=C3=A9r?= <ann@example.com>\nDate: Fri, 2 Jan 2026 10:00:00 +0100"
+            "\nSubject: [PATCH] Fix line 20 in body\n\n"
+        )
+        + mail[at:]
+    )
     project.add_patch("lib", "plain-fix", mail.encode())
     made = commits_of_edit_and_onto(tmp_path, cli, project, upstream, pin)
-    assert made["edit"].startswith("Ann Othér <ann@example.com>|2026-01-02T10:00:00+01:00|Fix line 20 in body\n\n"
-                                   "Why: ")
+    assert made["edit"].startswith("Ann Othér <ann@example.com>|2026-01-02T10:00:00+01:00|Fix line 20 in body\n\nWhy: ")
     exported = export(cli, tmp_path / "edit")
     assert exported.code == 0 and "no patch changed" in exported.out, exported.out + exported.err

@@ -116,8 +116,10 @@ def test_against_a_tag_at_a_tree_is_bad_input(cli, project, upstream):
     odd_tags(project, upstream)
     result = status(cli, upstream, "--against", "lib=v3.0.0")
     assert result.code == 2
-    assert "error: upstream lib's ref 'refs/tags/v3.0.0' names a tree, not a commit" in result.err \
+    assert (
+        "error: upstream lib's ref 'refs/tags/v3.0.0' names a tree, not a commit" in result.err
         or "names a tree, not a commit" in result.err
+    )
     assert "Traceback" not in result.err
 
 
@@ -133,7 +135,7 @@ def test_a_tag_name_with_html_and_markdown_syntax_reads_as_written(cli, project,
     assert [c["name"] for c in result.json["upstreams"][0]["columns"]][1] == SPECIALS
     assert "<b>&" not in page.read_text() and "v2.3.0-&lt;b&gt;&amp;&quot;x&quot;_|$" in page.read_text()
     markdown = status(cli, upstream, "--against", f"lib={SPECIALS}", "--format", "markdown").out
-    assert "checked at v2.3.0-&lt;b&gt;&amp;\"x\"\\_\\|\\$" in markdown
+    assert 'checked at v2.3.0-&lt;b&gt;&amp;"x"\\_\\|\\$' in markdown
     github = commands_of(status(cli, upstream, "--against", f"lib={SPECIALS}", "--format", "github").out)
     assert any(SPECIALS in props.get("title", "") for props in github)
     junit = ET.fromstring(status(cli, upstream, "--against", f"lib={SPECIALS}", "--format", "junit").out.encode())
@@ -146,8 +148,12 @@ def commands_of(output: str) -> list[dict[str, str]]:
     for line in output.split("\n"):
         if line.startswith("::") and " " in line.split("::")[1]:
             props = line.split("::")[1].split(" ", 1)[1]
-            found.append({key: value.replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
-                          for key, _, value in (pair.partition("=") for pair in props.split(","))})
+            found.append(
+                {
+                    key: value.replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
+                    for key, _, value in (pair.partition("=") for pair in props.split(","))
+                }
+            )
     return found
 
 
@@ -177,8 +183,7 @@ def test_escape_sequences_in_lines_subjects_and_tags_are_shown_never_sent(cli, p
         "status github": status(cli, upstream, "--against", "lib=main", "--format", "github"),
         "status junit": status(cli, upstream, "--against", "lib=main", "--format", "junit"),
         "matrix text": matrix(cli, upstream, "--refs", "v*"),
-        "bisect text": cli("bisect", "--target", "t", "-u", "lib", "--to", "main", "--source",
-                           f"lib={upstream.path}"),
+        "bisect text": cli("bisect", "--target", "t", "-u", "lib", "--to", "main", "--source", f"lib={upstream.path}"),
     }
     for name, result in outputs.items():
         assert result.code == 1, (name, result.err)
@@ -195,8 +200,12 @@ def test_escape_sequences_in_lines_subjects_and_tags_are_shown_never_sent(cli, p
 
 def test_a_guard_shows_an_upstream_line_with_escapes_escaped(cli, project, upstream):
     pin = upstream.head()
-    guarded = upstream.make_patch(pin, {"src/mod.py": lines_with({8: "guarded 8"})}, "Guarded",
-                                  fields="Origin: vendor\nUpstream-Status: Pending\nGuard: absent /PWNED/ in src/mod.py")
+    guarded = upstream.make_patch(
+        pin,
+        {"src/mod.py": lines_with({8: "guarded 8"})},
+        "Guarded",
+        fields="Origin: vendor\nUpstream-Status: Pending\nGuard: absent /PWNED/ in src/mod.py",
+    )
     setup(project, upstream, {"guarded": guarded})
     upstream.commit({"src/mod.py": lines_with({30: EVIL_LINE})}, "upstream adds a title")
     for fmt in ("text", "markdown", "github", "junit"):
@@ -208,10 +217,11 @@ def test_a_guard_shows_an_upstream_line_with_escapes_escaped(cli, project, upstr
 
 def test_json_carries_outside_text_as_valid_unicode(cli, project, upstream):
     odd_tags(project, upstream, non_commits=False)  # the tag name that is not UTF-8 included
-    for result in (status(cli, upstream, "--against", "lib=main", "--json"),
-                   matrix(cli, upstream, "--refs", "v*", "--json"),
-                   cli("bisect", "--target", "t", "-u", "lib", "--to", "main", "--source", f"lib={upstream.path}",
-                       "--json")):
+    for result in (
+        status(cli, upstream, "--against", "lib=main", "--json"),
+        matrix(cli, upstream, "--refs", "v*", "--json"),
+        cli("bisect", "--target", "t", "-u", "lib", "--to", "main", "--source", f"lib={upstream.path}", "--json"),
+    ):
         assert result.code == 1, result.err
         assert result.out.isascii()  # JSON escapes every control character itself
         text = json.dumps(result.json, ensure_ascii=False)
@@ -229,8 +239,10 @@ def test_a_carriage_return_in_a_subject_goes_through_matrix_and_bisect(cli, proj
     assert bisect.code == 1, bisect.err
     (history,) = bisect.json["patches"]
     assert (history["first_commit"], history["subject"]) == (fix["changed"]["commit"], CR_SUBJECT)
-    for text in (matrix(cli, upstream), cli("bisect", "--target", "t", "-u", "lib", "--to", "main", "--source",
-                                            f"lib={upstream.path}")):
+    for text in (
+        matrix(cli, upstream),
+        cli("bisect", "--target", "t", "-u", "lib", "--to", "main", "--source", f"lib={upstream.path}"),
+    ):
         assert text.code == 1 and "break line 20\\x0d over it" in text.out and not raw_controls(text.out)
 
 
@@ -252,10 +264,12 @@ def test_a_subject_with_every_line_breaking_character_stays_one_subject(cli, pro
 # -- item 11: error details from outside stay one line, their controls shown ----------------------------
 def test_an_error_quoting_a_patch_header_shows_its_escapes(cli, project, upstream):
     pin = upstream.head()
-    mail = (f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
-            f"From: Dev <dev@example.com>\nSubject: [PATCH] copy\n\nWhy: a copy.\n\n---\n"
-            f"diff --git a/src/mod.py b/src/copy.py\nsimilarity index 100%\n"
-            f"copy from src/mod.py{OSC_TITLE}\nhint: forged\ncopy to src/copy.py\n").encode()
+    mail = (
+        f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+        f"From: Dev <dev@example.com>\nSubject: [PATCH] copy\n\nWhy: a copy.\n\n---\n"
+        f"diff --git a/src/mod.py b/src/copy.py\nsimilarity index 100%\n"
+        f"copy from src/mod.py{OSC_TITLE}\nhint: forged\ncopy to src/copy.py\n"
+    ).encode()
     setup(project, upstream, {"copy": mail})
     for args in ((), ("--json",), ("--format", "junit")):
         result = status(cli, upstream, *args)

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import socket
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-
 from test_matrix import matrix, tagged_upstream
 
-
 # -- 12. an output path is a regular file or absent ---------------------------------------------------------
+
 
 def _device(path: Path) -> Path:
     """A character device node like /dev/null at ``path`` (root only), else /dev/null itself."""
@@ -26,11 +25,29 @@ def _device(path: Path) -> Path:
     return Path("/dev/null")
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device", "socket", "folder", "link-to-fifo", "link-to-device",
-                                  "dangling-link", "proc", "sys", "under-a-file", "new-folder/", "new-folder/.",
-                                  "new-folder/..", "proc-self-cwd", "proc-self-cwd-dotdot"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "fifo",
+        "device",
+        "socket",
+        "folder",
+        "link-to-fifo",
+        "link-to-device",
+        "dangling-link",
+        "proc",
+        "sys",
+        "under-a-file",
+        "new-folder/",
+        "new-folder/.",
+        "new-folder/..",
+        "proc-self-cwd",
+        "proc-self-cwd-dotdot",
+    ],
+)
 def test_matrix_html_refuses_every_path_that_is_not_a_regular_file_and_writes_nothing(
-        cli, project, upstream, tmp_path, monkeypatch, kind):
+    cli, project, upstream, tmp_path, monkeypatch, kind
+):
     tagged_upstream(project, upstream)
     place = tmp_path / "out"
     place.mkdir()
@@ -59,7 +76,7 @@ def test_matrix_html_refuses_every_path_that_is_not_a_regular_file_and_writes_no
         (place / "file").write_text("x\n")
         path = place / "file" / "m.html"
     elif kind.startswith("new-folder"):  # a path that ends in "/" names a folder, existing or not
-        path = str(place / "new") + kind[len("new-folder"):]  # type: ignore[assignment]
+        path = str(place / "new") + kind[len("new-folder") :]  # type: ignore[assignment]
     elif kind.startswith("proc-self-cwd"):  # under /proc as given, though the folder it names is real storage
         monkeypatch.chdir(place)
         path = Path("/proc/self/cwd/m.html" if kind == "proc-self-cwd" else "/proc/self/cwd/../out/m.html")
@@ -97,9 +114,16 @@ def _manifest(project, upstream, key: str, value: str) -> Path:
     """manifests/t.toml for one upstream ``lib`` at ``upstream``'s head, with ``value`` put into ``key``."""
     pin = upstream.head()
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
-    spec = {"git": "https://example.invalid/lib.git", "commit": pin, "version": "1.0", "pypi": "lib",
-            "package-root": "src", "patches": ["fix"], "mirrors": ["https://mirror.invalid/lib.git"],
-            "smoke-requirements": ["packaging==24.0"]}
+    spec = {
+        "git": "https://example.invalid/lib.git",
+        "commit": pin,
+        "version": "1.0",
+        "pypi": "lib",
+        "package-root": "src",
+        "patches": ["fix"],
+        "mirrors": ["https://mirror.invalid/lib.git"],
+        "smoke-requirements": ["packaging==24.0"],
+    }
     name, target = "lib", "t"
     if key == "upstream-name":
         name = "lib" + value
@@ -116,15 +140,25 @@ def _manifest(project, upstream, key: str, value: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("key", ["package-root", "git", "mirrors", "version", "pypi", "patches",
-                                 "smoke-requirements", "upstream-name", "target.name"])
-def test_a_control_character_in_a_manifest_value_is_refused_by_lint_and_apply(cli, project, upstream, tmp_path,
-                                                                               key):
+@pytest.mark.parametrize(
+    "key",
+    [
+        "package-root",
+        "git",
+        "mirrors",
+        "version",
+        "pypi",
+        "patches",
+        "smoke-requirements",
+        "upstream-name",
+        "target.name",
+    ],
+)
+def test_a_control_character_in_a_manifest_value_is_refused_by_lint_and_apply(cli, project, upstream, tmp_path, key):
     for char in CONTROL:
         _manifest(project, upstream, key, char + "x")
         into = tmp_path / "build"
-        for args in (["lint"], ["apply", "--target", "t", "--into", str(into), "--source",
-                                f"lib={upstream.path}"]):
+        for args in (["lint"], ["apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}"]):
             result = cli(*args)
             shown = (key, repr(char), args[0])
             assert result.code == (1 if args[0] == "lint" else 2), (shown, result.out, result.err)  # lint: a finding
@@ -136,8 +170,7 @@ def test_a_control_character_in_a_manifest_value_is_refused_by_lint_and_apply(cl
     assert wanted in error, error
 
 
-def test_the_package_root_that_forged_a_pth_line_is_refused_before_roots_prints_it(cli, project, upstream,
-                                                                                   tmp_path):
+def test_the_package_root_that_forged_a_pth_line_is_refused_before_roots_prints_it(cli, project, upstream, tmp_path):
     _manifest(project, upstream, "package-root", FORGED)
     into = tmp_path / "build"
     applied = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
@@ -153,26 +186,35 @@ def _install_upstreams(project, build: Path, tmp_path: Path) -> tuple[subprocess
     """docker/build.sh install-upstreams for real, into a fresh virtual environment (its .pth is what Python
     runs at start); patchmgr and its dependencies come from this interpreter through PYTHONPATH."""
     import sysconfig
+
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    env = {**os.environ, "VENV": str(venv), "VARIANT": "cpu", "TARGET": "t", "BUILD_DIR": str(build),
-           "PATCHMGR_HOME": str(project.root), "UPSTREAMS": "",
-           "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]])}
-    done = subprocess.run(["bash", str(REPO / "docker" / "build.sh"), "install-upstreams"], env=env,
-                          capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "VENV": str(venv),
+        "VARIANT": "cpu",
+        "TARGET": "t",
+        "BUILD_DIR": str(build),
+        "PATCHMGR_HOME": str(project.root),
+        "UPSTREAMS": "",
+        "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]]),
+    }
+    done = subprocess.run(
+        ["bash", str(REPO / "docker" / "build.sh"), "install-upstreams"], env=env, capture_output=True, text=True
+    )
     return done, venv
 
 
 def test_build_sh_never_writes_a_forged_line_into_the_pth_from_a_build_folder_named_with_a_newline(
-        cli, project, upstream, tmp_path):
+    cli, project, upstream, tmp_path
+):
     _manifest(project, upstream, "package-root", "")
     build = tmp_path / f"build{FORGED}"
     applied = cli("apply", "--target", "t", "--into", str(build), "--source", f"lib={upstream.path}")
     assert applied.code == 0, applied.err
     done, venv = _install_upstreams(project, build, tmp_path)
     pwned = tmp_path / "pwned"
-    subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], env={**os.environ, "PWNED_AT": str(pwned)},
-                   check=True)
+    subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], env={**os.environ, "PWNED_AT": str(pwned)}, check=True)
     assert not pwned.exists(), done.stdout + done.stderr  # the forged line ran at Python's start
     assert done.returncode != 0 and "control character" in done.stderr, done.stdout + done.stderr
 
@@ -190,7 +232,7 @@ def test_build_sh_puts_each_import_root_on_sys_path_read_from_roots_json(cli, pr
 
 # -- 8. smoke-requirements get the URL policy of the manifest's git keys ------------------------------------
 
-BACKEND = '''
+BACKEND = """
 from pathlib import Path
 Path({mark!r}).write_text("the build backend of a local tree ran\\n")
 
@@ -199,23 +241,26 @@ def build_wheel(*args, **kwargs):
 
 def get_requires_for_build_wheel(config_settings=None):
     return []
-'''
+"""
 
 
 def _evil_tree(tmp_path: Path) -> tuple[Path, Path]:
     """A local project whose in-tree build backend leaves a mark when pip imports it."""
     tree, mark = tmp_path / "evil", tmp_path / "backend-ran"
     tree.mkdir()
-    (tree / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "backend"\n'
-                                         'backend-path = ["."]\n[project]\nname = "evil"\nversion = "1.0"\n')
+    (tree / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+        'backend-path = ["."]\n[project]\nname = "evil"\nversion = "1.0"\n'
+    )
     (tree / "backend.py").write_text(BACKEND.format(mark=str(mark)))
     return tree, mark
 
 
 @pytest.fixture
 def smoke_scene(tmp_path, project, cli, monkeypatch):
-    import patchmgr.smoke.runner
     from test_smoke_proof import CPU_ONLY, LOAD, Scene
+
+    import patchmgr.smoke.runner
 
     monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
     scene = Scene(tmp_path, project, cli)
@@ -225,14 +270,32 @@ def smoke_scene(tmp_path, project, cli, monkeypatch):
 
 
 def _requirements(scene, requirements: list[str]) -> None:
-    scene.project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": scene.pin,
-                                         "smoke-requirements": requirements, "patches": ["fix-add"]}})
+    scene.project.manifest(
+        "t",
+        {
+            "lib": {
+                "git": "https://example.invalid/lib.git",
+                "commit": scene.pin,
+                "smoke-requirements": requirements,
+                "patches": ["fix-add"],
+            }
+        },
+    )
 
 
-@pytest.mark.parametrize("form", ["evil @ {url}", "evil@{url}", "evil @ git+{url}", "evil @ {path}",
-                                  "evil @ ./evil", "evil[x] @ {url} ; python_version >= '3'", "EVIL @ FILE://{path}"])
-def test_a_smoke_requirement_pointing_at_a_local_tree_is_refused_and_its_build_backend_never_runs(
-        smoke_scene, form):
+@pytest.mark.parametrize(
+    "form",
+    [
+        "evil @ {url}",
+        "evil@{url}",
+        "evil @ git+{url}",
+        "evil @ {path}",
+        "evil @ ./evil",
+        "evil[x] @ {url} ; python_version >= '3'",
+        "EVIL @ FILE://{path}",
+    ],
+)
+def test_a_smoke_requirement_pointing_at_a_local_tree_is_refused_and_its_build_backend_never_runs(smoke_scene, form):
     tree, mark = _evil_tree(smoke_scene.tmp_path)
     requirement = form.format(url=tree.as_uri(), path=tree)
     smoke_scene.manifest()
@@ -253,19 +316,37 @@ def cli_lint_fails(scene) -> bool:
     return result.code != 0 and "smoke-requirements[0]" in result.out + result.err
 
 
-@pytest.mark.parametrize("requirement", ["-e /tmp/evil", "--index-url=https://evil.invalid/simple", "-r reqs.txt",
-                                         "--find-links=/tmp/wheels", "--extra-index-url https://evil.invalid",
-                                         "evil.tar.gz", "evil.whl", "evil @ https://-oProxyCommand=x/evil",
-                                         "evil @ ext::sh -c touch% /tmp/pwned", "evil @ C:\\evil",
-                                         "evil @ https://example.invalid/evil.tar.gz\n--index-url=https://x"])
+@pytest.mark.parametrize(
+    "requirement",
+    [
+        "-e /tmp/evil",
+        "--index-url=https://evil.invalid/simple",
+        "-r reqs.txt",
+        "--find-links=/tmp/wheels",
+        "--extra-index-url https://evil.invalid",
+        "evil.tar.gz",
+        "evil.whl",
+        "evil @ https://-oProxyCommand=x/evil",
+        "evil @ ext::sh -c touch% /tmp/pwned",
+        "evil @ C:\\evil",
+        "evil @ https://example.invalid/evil.tar.gz\n--index-url=https://x",
+    ],
+)
 def test_pip_options_and_local_names_in_smoke_requirements_are_refused_by_lint(smoke_scene, requirement):
     _requirements(smoke_scene, [requirement])
     assert cli_lint_fails(smoke_scene)
 
 
 def test_published_direct_references_stay_accepted(smoke_scene):
-    _requirements(smoke_scene, ["packaging==24.0", "evil @ https://example.invalid/evil-1.0.tar.gz",
-                                "lib2 @ git+https://example.invalid/lib2.git@v1", "lib3 @ git+ssh://git@host/lib3"])
+    _requirements(
+        smoke_scene,
+        [
+            "packaging==24.0",
+            "evil @ https://example.invalid/evil-1.0.tar.gz",
+            "lib2 @ git+https://example.invalid/lib2.git@v1",
+            "lib3 @ git+ssh://git@host/lib3",
+        ],
+    )
     result = smoke_scene.cli("lint")
     assert result.code == 0, result.out + result.err
 
@@ -278,6 +359,7 @@ REQUIREMENT = "packaging==24.0"
 
 def _env_place(scene) -> Path:
     from patchmgr.smoke.envs import env_key
+
     return scene.tmp_path / "cache" / "smoke-envs" / env_key((REQUIREMENT,))
 
 
@@ -294,6 +376,7 @@ def _planted_env(folder: Path, mark: Path) -> Path:
 def _patchmgr_env(folder: Path) -> Path:
     """A smoke environment made as patchmgr makes it (venv, its .pth, its completion mark), without pip."""
     import patchmgr.smoke.envs as envs
+
     real_run = envs._run
     folder.parent.mkdir(parents=True, exist_ok=True)
     envs._run = lambda command, what, cwd=None: None if what == "pip install" else real_run(command, what)
@@ -354,8 +437,12 @@ def test_a_smoke_environment_changed_after_patchmgr_built_it_is_refused_and_noth
         phrase = "is not the one patchmgr wrote"
     elif tamper == "pyvenv-home":
         config = place / "pyvenv.cfg"
-        config.write_text("".join(f"home = {evil.parent}\n" if line.startswith("home") else line
-                                  for line in config.read_text().splitlines(keepends=True)))
+        config.write_text(
+            "".join(
+                f"home = {evil.parent}\n" if line.startswith("home") else line
+                for line in config.read_text().splitlines(keepends=True)
+            )
+        )
         phrase = "names a Python home other than"
     elif tamper == "link-out":
         (pth.parent / "sitecustomize.py").symlink_to(evil)
@@ -372,6 +459,7 @@ def test_a_smoke_environment_as_patchmgr_built_it_is_reused(smoke_scene):
     assert result.code == 0, result.out + result.err
     assert any(f"smoke environment {place}" in note and "reused" in note for note in result.json["notes"])
 
+
 def cached_clone(cli, project, upstream, tmp_path):
     """A project whose status filled the cache with a clone of ``upstream``: (the status args, the clone)."""
     pin = upstream.head()
@@ -381,7 +469,6 @@ def cached_clone(cli, project, upstream, tmp_path):
     assert cli(*args).code == 0
     clone = tmp_path / "cache" / "git" / "lib.git"
     return args, clone
-
 
 
 def test_a_cached_clone_that_is_a_link_is_refused_and_git_never_runs_there(cli, project, upstream, tmp_path):
@@ -394,7 +481,6 @@ def test_a_cached_clone_that_is_a_link_is_refused_and_git_never_runs_there(cli, 
     said = result.out + result.err
     assert result.code == 1 and "is a symbolic link" in said and "Traceback" not in said, said
     assert clone.is_symlink() and (moved / "HEAD").is_file()
-
 
 
 def test_a_lock_file_that_is_a_link_is_never_opened_through(smoke_scene):
@@ -412,11 +498,22 @@ def test_a_lock_file_that_is_a_link_is_never_opened_through(smoke_scene):
 
 # -- 7/8. a host git would hand to ssh never starts with "-", brackets or not; query tokens are never shown ------
 
-@pytest.mark.parametrize("url", ["ssh://[-oProxyCommand=touch$IFS/tmp/x]/y", "ssh://git@[-oProxyCommand=x]:22/y",
-                                 "git+ssh://[-oProxyCommand=x]/y", "git://[ -oProxyCommand=x]/y",
-                                 "[-oProxyCommand=x]:y", "git@[-oProxyCommand=x]:y", "https://u:p@[-ox]:443/y"])
-def test_a_bracketed_host_that_is_an_option_is_refused_at_load_naming_file_and_key(cli, project, upstream, tmp_path,
-                                                                                     url):
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ssh://[-oProxyCommand=touch$IFS/tmp/x]/y",
+        "ssh://git@[-oProxyCommand=x]:22/y",
+        "git+ssh://[-oProxyCommand=x]/y",
+        "git://[ -oProxyCommand=x]/y",
+        "[-oProxyCommand=x]:y",
+        "git@[-oProxyCommand=x]:y",
+        "https://u:p@[-ox]:443/y",
+    ],
+)
+def test_a_bracketed_host_that_is_an_option_is_refused_at_load_naming_file_and_key(
+    cli, project, upstream, tmp_path, url
+):
     pin = upstream.head()
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
     project.manifest("t", {"lib": {"git": url, "commit": pin, "patches": ["fix"]}})
@@ -428,20 +525,41 @@ def test_a_bracketed_host_that_is_an_option_is_refused_at_load_naming_file_and_k
         assert "Traceback" not in said and "looks like a command-line option" in said, said
     _requirements_url = f"evil @ {url}" if "://" in url else None
     if _requirements_url:
-        project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"],
-                                       "smoke-requirements": [_requirements_url]}})
+        project.manifest(
+            "t",
+            {
+                "lib": {
+                    "git": "https://example.invalid/lib.git",
+                    "commit": pin,
+                    "patches": ["fix"],
+                    "smoke-requirements": [_requirements_url],
+                }
+            },
+        )
         result = cli("lint")
         assert result.code != 0 and "smoke-requirements[0]" in result.out + result.err, result.out + result.err
 
 
 # -- 6. every part of a cached clone that git reads or runs is this user's own and writable by no other ---------
 
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user takes root (CI runs as root)")
-@pytest.mark.parametrize("tamper", ["group-writable-folder", "group-writable-config", "foreign-pack",
-                                    "open-hooks", "foreign-hook", "open-info", "open-refs-folder",
-                                    "foreign-loose-folder"])
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "group-writable-folder",
+        "group-writable-config",
+        "foreign-pack",
+        "open-hooks",
+        "foreign-hook",
+        "open-info",
+        "open-refs-folder",
+        "foreign-loose-folder",
+    ],
+)
 def test_a_cached_clone_part_that_another_user_can_write_is_refused_and_no_hook_runs(
-        cli, project, upstream, tmp_path, tamper):
+    cli, project, upstream, tmp_path, tamper
+):
     args, clone = cached_clone(cli, project, upstream, tmp_path)
     mark = tmp_path / "hook-ran"
     other_gid = os.getegid() + 4242
@@ -495,6 +613,7 @@ def test_a_smoke_environment_writable_by_another_group_is_refused_and_nothing_ru
 
 # -- messages: a ref with a control character is said in plain words --------------------------------------------
 
+
 def test_a_ref_with_a_control_character_is_refused_in_a_grammatical_sentence(cli, project, upstream):
     pin = upstream.head()
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
@@ -510,8 +629,16 @@ def test_a_ref_with_a_control_character_is_refused_in_a_grammatical_sentence(cli
 def test_a_token_in_a_manifest_url_query_string_is_masked_when_fetching_fails(cli, project, upstream, parameter):
     pin = upstream.head()
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Fix the readme"))
-    project.manifest("t", {"lib": {"git": f"https://example.invalid/lib.git?{parameter}=Sekr1t&ref=x", "commit": pin,
-                                   "patches": ["fix"]}})
+    project.manifest(
+        "t",
+        {
+            "lib": {
+                "git": f"https://example.invalid/lib.git?{parameter}=Sekr1t&ref=x",
+                "commit": pin,
+                "patches": ["fix"],
+            }
+        },
+    )
     result = cli("status", "--target", "t")
     said = result.out + result.err
     assert result.code != 0 and "Sekr1t" not in said and "Traceback" not in said, said

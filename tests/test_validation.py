@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gitrepos import BASE_TEXT
 from test_status_states import lines_with
 
@@ -24,27 +23,34 @@ patches = {patches}
 {body}"""
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("[target\nname=", "invalid TOML"),
-    ('[target]\nname = "t"\ncolour = "red"\n', "at key target.colour: unknown key"),
-    ('[target]\nname = "other"\n', "at key target.name: 'other' differs from the file name 't'"),
-    ('[upstreams.lib]\ncommit = "' + PIN + '"\n', "missing [target] table"),
-    (valid(None, 'branch = "main"'), "at key upstreams.lib.branch: unknown key"),
-    (valid(None).replace(PIN, "abc123"), "at key upstreams.lib.commit: 'abc123' is not a full commit id"),
-    (valid(None).replace(PIN, "g" * 40), "is not a full commit id"),
-    (valid(None).replace(f'commit = "{PIN}"\n', ""), "at key upstreams.lib.commit: missing"),
-    (valid(None, 'version = "not a version"'), "upstreams.lib.version: 'not a version' is not a PEP 440"),
-    (valid(None, patches='["nope"]'), "upstreams.lib.patches[0]: patch file"),
-    (valid(None, patches='["../escape"]'), "is not a patch id"),
-    (valid(None).replace("https://example.invalid/lib.git", "--upload-pack=touch /tmp/x"),
-     "looks like a command-line option"),
-    (valid(None).replace("https://example.invalid/lib.git", "ext::sh -c touch% /tmp/pwned"),
-     "the ext:: transport runs commands"),
-    (valid(None).replace("https://example.invalid/lib.git", "file:///etc"), "is not an https://"),
-    (valid(None, 'package-root = "../x"'), "package-root: '../x' leaves the repository"),
-    ('[target]\nname = "t"\n[upstreams.Bad_Name]\ncommit = "' + PIN + '"\n', "an upstream name is lower-case"),
-    (valid(None).replace('git = "https://example.invalid/lib.git"\n', ""), "no source"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[target\nname=", "invalid TOML"),
+        ('[target]\nname = "t"\ncolour = "red"\n', "at key target.colour: unknown key"),
+        ('[target]\nname = "other"\n', "at key target.name: 'other' differs from the file name 't'"),
+        ('[upstreams.lib]\ncommit = "' + PIN + '"\n', "missing [target] table"),
+        (valid(None, 'branch = "main"'), "at key upstreams.lib.branch: unknown key"),
+        (valid(None).replace(PIN, "abc123"), "at key upstreams.lib.commit: 'abc123' is not a full commit id"),
+        (valid(None).replace(PIN, "g" * 40), "is not a full commit id"),
+        (valid(None).replace(f'commit = "{PIN}"\n', ""), "at key upstreams.lib.commit: missing"),
+        (valid(None, 'version = "not a version"'), "upstreams.lib.version: 'not a version' is not a PEP 440"),
+        (valid(None, patches='["nope"]'), "upstreams.lib.patches[0]: patch file"),
+        (valid(None, patches='["../escape"]'), "is not a patch id"),
+        (
+            valid(None).replace("https://example.invalid/lib.git", "--upload-pack=touch /tmp/x"),
+            "looks like a command-line option",
+        ),
+        (
+            valid(None).replace("https://example.invalid/lib.git", "ext::sh -c touch% /tmp/pwned"),
+            "the ext:: transport runs commands",
+        ),
+        (valid(None).replace("https://example.invalid/lib.git", "file:///etc"), "is not an https://"),
+        (valid(None, 'package-root = "../x"'), "package-root: '../x' leaves the repository"),
+        ('[target]\nname = "t"\n[upstreams.Bad_Name]\ncommit = "' + PIN + '"\n', "an upstream name is lower-case"),
+        (valid(None).replace('git = "https://example.invalid/lib.git"\n', ""), "no source"),
+    ],
+)
 def test_manifest_errors(cli, project, text, expected):
     write_manifest(project, text)
     result = cli("status", "--target", "t")
@@ -63,17 +69,20 @@ def test_duplicate_patch_id(cli, project):
     assert "upstreams.lib.patches[1]: duplicate patch id 'fix'" in result.err
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["status", "--target", "nope"], "no target 'nope'"),
-    (["status", "--target", "t", "--source", "lib"], "is not NAME=LOCATION"),
-    (["status", "--target", "t", "--source", "other=/tmp"], "no upstream 'other'"),
-    (["status", "--target", "t", "--against", "lib"], "is not NAME=REF"),
-    (["status", "--target", "t", "--against", "lib=--upload-pack=x"], "is not a valid git ref"),
-    (["apply", "--target", "t"], "apply needs --into"),
-    (["verify", "--target", "t"], "verify needs --into"),
-    (["apply", "--into", "x"], "--target is required"),
-    (["status", "--bogus"], "No such option"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["status", "--target", "nope"], "no target 'nope'"),
+        (["status", "--target", "t", "--source", "lib"], "is not NAME=LOCATION"),
+        (["status", "--target", "t", "--source", "other=/tmp"], "no upstream 'other'"),
+        (["status", "--target", "t", "--against", "lib"], "is not NAME=REF"),
+        (["status", "--target", "t", "--against", "lib=--upload-pack=x"], "is not a valid git ref"),
+        (["apply", "--target", "t"], "apply needs --into"),
+        (["verify", "--target", "t"], "verify needs --into"),
+        (["apply", "--into", "x"], "--target is required"),
+        (["status", "--bogus"], "No such option"),
+    ],
+)
 def test_usage_errors(cli, project, upstream, args, expected):
     write_manifest(project, valid(project))
     result = cli(*args)

@@ -6,37 +6,44 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitrepos import BASE_TEXT, make_series
+from test_status_states import lines_with
+
 from patchmgr.engine.classify import check_series
-from patchmgr.io.git import GitRepo, merge_texts
 from patchmgr.history.walk import Walk, independent_groups
+from patchmgr.io.git import GitRepo, merge_texts
 from patchmgr.model.patchfile import parse_patch
 from patchmgr.sources.upstream import GitSource
-from test_status_states import lines_with
 
 
 def test_walk_states_equal_check_series_at_every_commit(upstream):
     pin = upstream.commit({"src/other.py": BASE_TEXT, "docs/guide.txt": BASE_TEXT}, "more files")
-    mails = make_series(upstream, pin, [
-        ({"src/mod.py": lines_with({10: "first fix"})}, "Fix mod at 10"),
-        ({"src/other.py": lines_with({30: "other fix"})}, "Fix other"),
-        # depends on the first patch: same file, right after its line
-        ({"src/mod.py": lines_with({10: "first fix", 12: "second fix"})}, "Fix mod at 12"),
-        # creates a file in a new folder: upstream later puts a file where the folder would go
-        ({"docs/new/page.txt": "page\n"}, "Add a page"),
-        ({"docs/guide.txt": lines_with({5: "guide fix"})}, "Fix the guide"),
-    ])
+    mails = make_series(
+        upstream,
+        pin,
+        [
+            ({"src/mod.py": lines_with({10: "first fix"})}, "Fix mod at 10"),
+            ({"src/other.py": lines_with({30: "other fix"})}, "Fix other"),
+            # depends on the first patch: same file, right after its line
+            ({"src/mod.py": lines_with({10: "first fix", 12: "second fix"})}, "Fix mod at 12"),
+            # creates a file in a new folder: upstream later puts a file where the folder would go
+            ({"docs/new/page.txt": "page\n"}, "Add a page"),
+            ({"docs/guide.txt": lines_with({5: "guide fix"})}, "Fix the guide"),
+        ],
+    )
     series = [parse_patch(mail, Path(f"p{i}.patch"), "lib", f"p{i}") for i, mail in enumerate(mails)]
     assert independent_groups(series) == [(0, 2), (1,), (3,), (4,)]
     commits = [pin]
-    for step, files in enumerate([
-        {"README": "unrelated\n"},
-        {"src/mod.py": lines_with({}, insert_top=2)},                      # offsets the mod patches
-        {"src/other.py": lines_with({30: "upstream took line 30"})},       # conflicts the other patch
-        {"docs/new": "a file where the patch needs a folder\n"},
-        {"docs/new": None},
-        {"src/mod.py": lines_with({10: "first fix"}, insert_top=2)},       # upstream carries the first fix
-        {"src/other.py": BASE_TEXT},                                       # and reverts the other change
-    ]):
+    for step, files in enumerate(
+        [
+            {"README": "unrelated\n"},
+            {"src/mod.py": lines_with({}, insert_top=2)},  # offsets the mod patches
+            {"src/other.py": lines_with({30: "upstream took line 30"})},  # conflicts the other patch
+            {"docs/new": "a file where the patch needs a folder\n"},
+            {"docs/new": None},
+            {"src/mod.py": lines_with({10: "first fix"}, insert_top=2)},  # upstream carries the first fix
+            {"src/other.py": BASE_TEXT},  # and reverts the other change
+        ]
+    ):
         commits.append(upstream.commit(files, f"step {step}"))
     with GitRepo(upstream.path) as repo:
         walk = Walk(repo, pin, commits[-1], str(upstream.path), series)

@@ -55,40 +55,66 @@ class TargetStatus:
         return all(u.ok for u in self.upstreams)
 
 
-def check_target(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-                 against: Mapping[str, str], only: Sequence[str] = (), newest_release: bool = False) -> TargetStatus:
+def check_target(
+    project: Project,
+    target: Target,
+    store: Store,
+    overrides: Mapping[str, str],
+    against: Mapping[str, str],
+    only: Sequence[str] = (),
+    newest_release: bool = False,
+) -> TargetStatus:
     """Check every upstream of ``target`` (or only those named in ``only``), at its pin or its ``against`` ref;
     with ``newest_release``, an upstream without an ``against`` ref at its newest release tag since the pin."""
     upstreams = [u for u in target.upstreams if not only or u.name in only]
-    statuses = [check_upstream(project, u, store, overrides, against[u.name]) if u.name in against
-                else check_newest_release(project, u, store, overrides) if newest_release
-                else check_upstream(project, u, store, overrides, None) for u in upstreams]
+    statuses = [
+        check_upstream(project, u, store, overrides, against[u.name])
+        if u.name in against
+        else check_newest_release(project, u, store, overrides)
+        if newest_release
+        else check_upstream(project, u, store, overrides, None)
+        for u in upstreams
+    ]
     return TargetStatus(target, statuses)
 
 
-def check_newest_release(project: Project, upstream: Upstream, store: Store,
-                         overrides: Mapping[str, str]) -> UpstreamStatus:
+def check_newest_release(
+    project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str]
+) -> UpstreamStatus:
     """``upstream`` at the newest release tag since its pin (the one ``matrix`` shows last), or at the pin when no
     release is newer. Tags that cannot be listed leave it unchecked (unavailable), never checked at the pin."""
     from patchmgr.history.releases import newest_release  # history code, loaded only when it is asked for
     from patchmgr.sources.upstream import open_git_source
+
     left_out: list[str] = []
     try:
-        found = newest_release(store, upstream, overrides, open_git_source(store, upstream, None, overrides).repo,
-                               left_out)
+        found = newest_release(
+            store, upstream, overrides, open_git_source(store, upstream, None, overrides).repo, left_out
+        )
     except (UsageError, CacheError):
         raise
     except PatchmgrError as exc:
-        return UpstreamStatus(upstream, "its newest release", None, None, error=f"its newest release cannot be "
-                              f"found: {exc.message}", hint=exc.hint)
+        return UpstreamStatus(
+            upstream,
+            "its newest release",
+            None,
+            None,
+            error=f"its newest release cannot be found: {exc.message}",
+            hint=exc.hint,
+        )
     status = check_upstream(project, upstream, store, overrides, found[0] if found else None)
-    status.notes[:0] = [f"the newest release tag since the pin is {found[0]} ({found[1][:12]})" if found
-                        else "no release tag is newer than the pin: checked at the pin", *left_out]
+    status.notes[:0] = [
+        f"the newest release tag since the pin is {found[0]} ({found[1][:12]})"
+        if found
+        else "no release tag is newer than the pin: checked at the pin",
+        *left_out,
+    ]
     return status
 
 
-def check_upstream(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str],
-                   ref: str | None) -> UpstreamStatus:
+def check_upstream(
+    project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str], ref: str | None
+) -> UpstreamStatus:
     patches = project.patches(upstream)
     shown_ref = ref or upstream.commit
     try:
@@ -100,9 +126,16 @@ def check_upstream(project: Project, upstream: Upstream, store: Store, overrides
     results = check_series(patches, source, merge_texts)
     if isinstance(source, GitSource) and ref is not None and source.commit != upstream.commit:
         from patchmgr.history.evidence import explain_upstream  # history code, loaded only when it can be needed
+
         results = explain_upstream(store, upstream, overrides, source, results)  # name the carrying commit
-    status = UpstreamStatus(upstream, shown_ref, source.commit, source.description, results,
-                            release=source if isinstance(source, ReleaseSource) else None)
+    status = UpstreamStatus(
+        upstream,
+        shown_ref,
+        source.commit,
+        source.description,
+        results,
+        release=source if isinstance(source, ReleaseSource) else None,
+    )
     if isinstance(source, ReleaseSource) and source.fallback_from:
         status.notes.append(f"git was out of reach, so the release stands in ({source.fallback_from})")
     if isinstance(source, GitSource) and ref is None and upstream.pypi and upstream.version:
@@ -110,16 +143,18 @@ def check_upstream(project: Project, upstream: Upstream, store: Store, overrides
     return status
 
 
-def drift(ours: TreeReader, theirs: TreeReader, patches: list[PatchFile], shipped: Callable[[str], bool]
-          ) -> tuple[list[str], list[str]]:
+def drift(
+    ours: TreeReader, theirs: TreeReader, patches: list[PatchFile], shipped: Callable[[str], bool]
+) -> tuple[list[str], list[str]]:
     """The files the patches touch that ``ours`` ships, and those of them whose bytes differ in ``theirs``: the
     one comparison behind both drift notes (a release against the pin; an installation against the pin)."""
     paths = [p for p in sorted({p for patch in patches for p in patch.touched_paths}) if shipped(p)]
     return paths, [p for p in paths if ours.read(p) != theirs.read(p)]
 
 
-def release_drift(store: Store, upstream: Upstream, pypi: str, version: str, source: GitSource,
-                  patches: list[PatchFile]) -> str:
+def release_drift(
+    store: Store, upstream: Upstream, pypi: str, version: str, source: GitSource, patches: list[PatchFile]
+) -> str:
     """Compare the files the patches touch between the pinned commit and the pinned release (``upstream``'s
     ``pypi`` project at ``version``: the caller has them, narrowed to names that are set)."""
     try:
@@ -128,8 +163,10 @@ def release_drift(store: Store, upstream: Upstream, pypi: str, version: str, sou
         return f"release {version} not compared with the pin: {exc.message}"
     shipped, differing = drift(release, source, patches, lambda path: release.release_path(path) is not None)
     if differing:
-        return (f"release {version} differs from the pinned commit in {len(differing)} of the "
-                f"{len(shipped)} files the patches touch: {', '.join(differing)}")
+        return (
+            f"release {version} differs from the pinned commit in {len(differing)} of the "
+            f"{len(shipped)} files the patches touch: {', '.join(differing)}"
+        )
     return f"release {version} matches the pinned commit in {every_touched_file(len(shipped))}"
 
 

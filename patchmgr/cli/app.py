@@ -34,18 +34,33 @@ from patchmgr.cli import (
 )
 from patchmgr.model.errors import PatchmgrError
 
-EXIT_CODES = ("Exit codes, the same for every command: 0 fine; 1 the check ran and found trouble; "
-              "2 bad input or usage.")
+EXIT_CODES = "Exit codes, the same for every command: 0 fine; 1 the check ran and found trouble; 2 bad input or usage."
 
 app = typer.Typer(
     help="Keep .patch files against pinned upstream commits: check, apply, verify. " + EXIT_CODES,
-    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-COMMANDS = {"status": status, "apply": apply, "verify": verify, "lint": lint, "smoke": smoke, "fetch": fetch,
-            "revert": revert, "bisect": bisect, "refresh": refresh, "bump": bump, "edit": edit, "export": export,
-            "roots": roots, "matrix": matrix, "import": import_}
+COMMANDS = {
+    "status": status,
+    "apply": apply,
+    "verify": verify,
+    "lint": lint,
+    "smoke": smoke,
+    "fetch": fetch,
+    "revert": revert,
+    "bisect": bisect,
+    "refresh": refresh,
+    "bump": bump,
+    "edit": edit,
+    "export": export,
+    "roots": roots,
+    "matrix": matrix,
+    "import": import_,
+}
 for _name, _module in COMMANDS.items():
     app.command(name=_name, help=_module.HELP)(_module.command)
 
@@ -56,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         result = command.main(args=argv, prog_name="patchmgr", standalone_mode=False)
     except PatchmgrError as error:
         from patchmgr.render.console import make_console, render_error
+
         render_error(make_console(stderr=True), error)
         return error.exit_code
     except typer.Exit as exit_:

@@ -41,9 +41,11 @@ def command(
         if isinstance(place, str):  # --python PATH
             from patchmgr.render.status import env_json, render_env
             from patchmgr.targets.installed import apply_environment
+
             env = apply_environment(session.project, selected, store, overrides, place, only, dry_run, force)
             return session.emit(0 if env.ok else 1, env_json, render_env, env)
         from patchmgr.render.status import apply_json, render_apply
         from patchmgr.targets.checkout import apply_into
+
         outcome = apply_into(session.project, selected, store, overrides, place, dry_run, only, force)
     return session.emit(0 if outcome.ok else 1, apply_json, render_apply, outcome)

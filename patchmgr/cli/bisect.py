@@ -19,22 +19,26 @@ from patchmgr.cli.options import (
 )
 from patchmgr.cli.session import Session
 
-HELP = ("Name the upstream commit between the pin and --to where each patch stops applying, with its state there "
-        "and its pull request; no checkout.")
+HELP = (
+    "Name the upstream commit between the pin and --to where each patch stops applying, with its state there "
+    "and its pull request; no checkout."
+)
 
 
 def command(
     target: NeededTargetOpt = None,
     upstream: UpstreamOpt = None,
     to: ToOpt = None,
-    patch: Annotated[Optional[list[str]], typer.Option(
-        "--patch", help="Only this patch, whatever its state at --to (repeatable).")] = None,
+    patch: Annotated[
+        Optional[list[str]], typer.Option("--patch", help="Only this patch, whatever its state at --to (repeatable).")
+    ] = None,
     source: SourceOpt = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
     from patchmgr.history.bisect import bisect_upstream
     from patchmgr.render.maintain import bisect_json, render_bisect
+
     session = Session("bisect", root, json_output)
     overrides = source_overrides(source)
     selected, upstream = session.upstream_target(target, upstream, overrides)

@@ -22,8 +22,10 @@ from patchmgr.cli.options import (
 )
 from patchmgr.cli.session import Session
 
-HELP = ("Refresh the patches at --to, then move the pin (and version) there; drops patches that are upstream unless "
-        "--keep; refuses while a patch is conflict or missing.")
+HELP = (
+    "Refresh the patches at --to, then move the pin (and version) there; drops patches that are upstream unless "
+    "--keep; refuses while a patch is conflict or missing."
+)
 
 
 def command(
@@ -33,8 +35,10 @@ def command(
     keep: Annotated[bool, typer.Option("--keep", help="Keep patches that are already upstream.")] = False,
     allow_fuzz: AllowFuzzOpt = False,
     allow_three_way: AllowThreeWayOpt = False,
-    version: Annotated[Optional[str], typer.Option(
-        "--version", help="The upstream's version at --to (default: from a tag such as v0.5.0).")] = None,
+    version: Annotated[
+        Optional[str],
+        typer.Option("--version", help="The upstream's version at --to (default: from a tag such as v0.5.0)."),
+    ] = None,
     dry_run: DryRunOpt = False,
     source: SourceOpt = None,
     json_output: JsonOpt = False,
@@ -42,13 +46,15 @@ def command(
 ) -> int:
     from patchmgr.maintain.bump import plan_bump, write_bump
     from patchmgr.render.maintain import bump_json, render_bump, render_interdiffs
+
     session = Session("bump", root, json_output)
     overrides = source_overrides(source)
     selected, upstream = session.upstream_target(target, upstream, overrides)
     ref = required_ref("bump", to)
     with session.store() as store:
-        outcome = plan_bump(session.project, selected, upstream, store, overrides, ref, keep, allow_three_way, version,
-                            allow_fuzz)
+        outcome = plan_bump(
+            session.project, selected, upstream, store, overrides, ref, keep, allow_three_way, version, allow_fuzz
+        )
     if not session.json:
         render_interdiffs(session.out, outcome.plan)
     if outcome.action == "planned" and not dry_run:

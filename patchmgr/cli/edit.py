@@ -23,38 +23,52 @@ from patchmgr.cli.options import (
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
-HELP = ("Check the upstream out at its pin in DIR with each patch as one commit, to edit them with git; write them "
-        "back with export. With --onto REF, move the series onto a new upstream ref there (git am -3, patch by "
-        "patch), stopping at a conflict; then --continue, --skip or --abort.")
+HELP = (
+    "Check the upstream out at its pin in DIR with each patch as one commit, to edit them with git; write them "
+    "back with export. With --onto REF, move the series onto a new upstream ref there (git am -3, patch by "
+    "patch), stopping at a conflict; then --continue, --skip or --abort."
+)
 
 
 def command(
     target: TargetOpt = None,
     upstream: UpstreamOpt = None,
     into: Annotated[Optional[Path], typer.Option("--into", help="New folder for the checkout." + REQUIRED)] = None,
-    onto: Annotated[Optional[str], typer.Option(
-        "--onto", help="Branch, tag or commit of the upstream to move the series onto (the pin moves on export).")
+    onto: Annotated[
+        Optional[str],
+        typer.Option(
+            "--onto", help="Branch, tag or commit of the upstream to move the series onto (the pin moves on export)."
+        ),
     ] = None,
-    continue_: Annotated[bool, typer.Option(
-        "--continue", help="After resolving and git add-ing a stopped patch in --into DIR: commit it, apply the rest."
-    )] = False,
-    skip: Annotated[bool, typer.Option(
-        "--skip", help="Leave the stopped patch out of the series (export removes it), apply the rest.")] = False,
-    abort: Annotated[bool, typer.Option(
-        "--abort", help="Give up the move: DIR goes back to the series at the pin (resolved work kept on a branch)."
-    )] = False,
+    continue_: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            help="After resolving and git add-ing a stopped patch in --into DIR: commit it, apply the rest.",
+        ),
+    ] = False,
+    skip: Annotated[
+        bool,
+        typer.Option("--skip", help="Leave the stopped patch out of the series (export removes it), apply the rest."),
+    ] = False,
+    abort: Annotated[
+        bool,
+        typer.Option(
+            "--abort", help="Give up the move: DIR goes back to the series at the pin (resolved work kept on a branch)."
+        ),
+    ] = False,
     force: ForceOpt = False,
     source: SourceOpt = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.maintain import edit_json, onto_json, render_edit, render_onto
+
     session = Session("edit", root, json_output)
     resume = [name for name, on in (("continue", continue_), ("skip", skip), ("abort", abort)) if on]
     if len(resume) > 1 or (resume and onto):
         given = [f"--{name}" for name in resume] + (["--onto"] if onto else [])
-        raise UsageError(f"{' and '.join(given)} do not go together", "give one of --onto, --continue, --skip, "
-                         "--abort")
+        raise UsageError(f"{' and '.join(given)} do not go together", "give one of --onto, --continue, --skip, --abort")
     if resume:
         into = required_folder("edit", "--into", into, "give the folder that patchmgr edit --onto made")
         return _resume(session, target, upstream, into, resume[0])
@@ -64,9 +78,11 @@ def command(
     with session.store() as store:
         if onto:
             from patchmgr.maintain.roundtrip import edit_onto
+
             moved = edit_onto(session.project, selected, upstream, store, overrides, into, onto, force)
             return session.emit(0 if moved.finished and moved.guards_hold else 1, onto_json, render_onto, moved)
         from patchmgr.maintain.roundtrip import edit_checkout
+
         outcome = edit_checkout(session.project, selected, upstream, store, overrides, into, force)
     return session.emit(0, edit_json, render_edit, outcome)
 
@@ -74,5 +90,6 @@ def command(
 def _resume(session: Session, target: Optional[str], upstream: Optional[str], into: Path, action: str) -> int:
     from patchmgr.maintain.onto_resume import resume_onto
     from patchmgr.render.maintain import onto_json, render_onto
+
     moved = resume_onto(session.project, into, action, target, upstream)
     return session.emit(0 if moved.finished and moved.guards_hold else 1, onto_json, render_onto, moved)

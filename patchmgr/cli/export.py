@@ -10,29 +10,39 @@ import typer
 from patchmgr.cli.options import REQUIRED, JsonOpt, NeededTargetOpt, RootOpt, UpstreamOpt, required_folder
 from patchmgr.cli.session import Session
 
-HELP = ("Write the commits of an edit checkout back as patch files and update the series; an unchanged commit "
-        "leaves its file byte for byte. From an edit --onto checkout also move the pin (and version), drop patches "
-        "upstream carries, and show a range-diff of old against new.")
+HELP = (
+    "Write the commits of an edit checkout back as patch files and update the series; an unchanged commit "
+    "leaves its file byte for byte. From an edit --onto checkout also move the pin (and version), drop patches "
+    "upstream carries, and show a range-diff of old against new."
+)
 
 
 def command(
     target: NeededTargetOpt = None,
     upstream: UpstreamOpt = None,
-    from_dir: Annotated[Optional[Path], typer.Option(
-        "--from", help="The folder that patchmgr edit made." + REQUIRED)] = None,
-    version: Annotated[Optional[str], typer.Option(
-        "--version", help="From an edit --onto checkout: the upstream's version at the new ref (default: from a "
-        "tag such as v0.5.0).")] = None,
+    from_dir: Annotated[
+        Optional[Path], typer.Option("--from", help="The folder that patchmgr edit made." + REQUIRED)
+    ] = None,
+    version: Annotated[
+        Optional[str],
+        typer.Option(
+            "--version",
+            help="From an edit --onto checkout: the upstream's version at the new ref (default: from a "
+            "tag such as v0.5.0).",
+        ),
+    ] = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
     from patchmgr.maintain.roundtrip import export_checkout
     from patchmgr.render.maintain import export_json, render_export
+
     session = Session("export", root, json_output)
     selected, upstream = session.upstream_target(target, upstream)
     from_dir = required_folder("export", "--from", from_dir, "give the folder that `patchmgr edit --into` made")
     outcome = export_checkout(session.project, selected, upstream, from_dir, version)
     from patchmgr.maintain.export_guards import guards_at_head
+
     outcome.guards = guards_at_head(session.project, selected.name, upstream, from_dir)
     broken = any(not g.holds for guards in outcome.guards.values() for g in guards)
     return session.emit(1 if broken else 0, export_json, render_export, outcome)

@@ -8,8 +8,10 @@ from patchmgr.cli.options import JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, U
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import PatchmgrError
 
-HELP = ("Fill the cache with each upstream at its pin (every file of the commit, or the pinned release), so a later "
-        "apply needs no network: the download layer of an image build.")
+HELP = (
+    "Fill the cache with each upstream at its pin (every file of the commit, or the pinned release), so a later "
+    "apply needs no network: the download layer of an image build."
+)
 
 
 def command(
@@ -21,6 +23,7 @@ def command(
 ) -> int:
     from patchmgr.render.status import fetch_json, render_fetch
     from patchmgr.sources.upstream import fetch_upstream
+
     session = Session("fetch", root, json_output)
     overrides, only = source_overrides(source), upstream or []
     selected = session.target(target, overrides, only)

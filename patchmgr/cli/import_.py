@@ -11,13 +11,19 @@ from patchmgr.cli.options import DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt, S
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
-HELP = ("Adopt a monolithic patch set (series.conf, per-version folder or patch files): find each patch's base "
-        "commit, split it into pieces with DEP-3 stubs, leave out what upstream carries, prove the series equals "
-        "the patch, and write the manifest and patch files.")
+HELP = (
+    "Adopt a monolithic patch set (series.conf, per-version folder or patch files): find each patch's base "
+    "commit, split it into pieces with DEP-3 stubs, leave out what upstream carries, prove the series equals "
+    "the patch, and write the manifest and patch files."
+)
 
-PathsArg = Annotated[Optional[list[Path]], typer.Argument(
-    help="series.conf (or its folder), a per-version folder (<version>/<upstream>.patch), or patch files.",
-    show_default=False)]
+PathsArg = Annotated[
+    Optional[list[Path]],
+    typer.Argument(
+        help="series.conf (or its folder), a per-version folder (<version>/<upstream>.patch), or patch files.",
+        show_default=False,
+    ),
+]
 
 
 def _pairs(option: str, values: list[str] | None, example: str) -> dict[str, str]:
@@ -33,24 +39,42 @@ def _pairs(option: str, values: list[str] | None, example: str) -> dict[str, str
 def command(
     paths: PathsArg = None,
     target: NeededTargetOpt = None,
-    upstream: Annotated[Optional[str], typer.Option(
-        "--upstream", "-u", help="The upstream of a single patch file (default: the file's name).")] = None,
-    git: Annotated[Optional[list[str]], typer.Option(
-        "--git", help="NAME=URL: the upstream's git URL for the manifest (default: the Dockerfile's git clone)."
-    )] = None,
-    pin: Annotated[Optional[list[str]], typer.Option(
-        "--pin", help="NAME=REF: the commit the patch belongs at, if known (default: the Dockerfile's git checkout, "
-        "else found from the patch).")] = None,
-    dockerfile: Annotated[Optional[Path], typer.Option(
-        "--dockerfile", help="Read git URLs and pins from its `git clone URL DIR` and `git checkout SHA` lines."
-    )] = None,
-    search: Annotated[Optional[list[str]], typer.Option(
-        "--search", help="NAME=REF: the branch whose history is searched for the base (default: HEAD).")] = None,
+    upstream: Annotated[
+        Optional[str],
+        typer.Option("--upstream", "-u", help="The upstream of a single patch file (default: the file's name)."),
+    ] = None,
+    git: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--git", help="NAME=URL: the upstream's git URL for the manifest (default: the Dockerfile's git clone)."
+        ),
+    ] = None,
+    pin: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--pin",
+            help="NAME=REF: the commit the patch belongs at, if known (default: the Dockerfile's git checkout, "
+            "else found from the patch).",
+        ),
+    ] = None,
+    dockerfile: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--dockerfile", help="Read git URLs and pins from its `git clone URL DIR` and `git checkout SHA` lines."
+        ),
+    ] = None,
+    search: Annotated[
+        Optional[list[str]],
+        typer.Option("--search", help="NAME=REF: the branch whose history is searched for the base (default: HEAD)."),
+    ] = None,
     split: Annotated[str, typer.Option("--split", help="One piece per `file` or per `hunk`.")] = "file",
-    mapping: Annotated[Optional[Path], typer.Option(
-        "--map", help="TOML file: topic = [\"path\", \"path#N\"], one piece per topic.")] = None,
-    version: Annotated[Optional[str], typer.Option(
-        "--version", help="Of a per-version folder, the version to import (default: the highest).")] = None,
+    mapping: Annotated[
+        Optional[Path], typer.Option("--map", help='TOML file: topic = ["path", "path#N"], one piece per topic.')
+    ] = None,
+    version: Annotated[
+        Optional[str],
+        typer.Option("--version", help="Of a per-version folder, the version to import (default: the highest)."),
+    ] = None,
     dry_run: DryRunOpt = False,
     source: SourceOpt = None,
     json_output: JsonOpt = False,
@@ -62,9 +86,12 @@ def command(
     from patchmgr.maintain.importing.write import write_import
     from patchmgr.model.manifest import NAME
     from patchmgr.render.importing import import_json, render_import
+
     if not (root / "manifests").is_dir():
-        raise UsageError(f"{root.resolve()} has no manifests/ folder",
-                         "make the project first (mkdir -p manifests patches) and import there, or pass --root DIR")
+        raise UsageError(
+            f"{root.resolve()} has no manifests/ folder",
+            "make the project first (mkdir -p manifests patches) and import there, or pass --root DIR",
+        )
     session = Session("import", root, json_output)
     if not target:
         raise missing("import", "--target NAME", "name the target to create or add to: --target ascend")
@@ -75,9 +102,15 @@ def command(
     if mapping is not None and split != "file":
         raise UsageError("--map and --split hunk both say how to split", "pick one")
     options = ImportOptions(
-        target, split, read_mapping(mapping) if mapping else None, _pairs("--git", git, "mbridge=https://..."),
-        _pairs("--pin", pin, "mbridge=v0.1.0"), _pairs("--search", search, "mbridge=main"), source_overrides(source),
-        read_dockerfile(dockerfile) if dockerfile else {})
+        target,
+        split,
+        read_mapping(mapping) if mapping else None,
+        _pairs("--git", git, "mbridge=https://..."),
+        _pairs("--pin", pin, "mbridge=v0.1.0"),
+        _pairs("--search", search, "mbridge=main"),
+        source_overrides(source),
+        read_dockerfile(dockerfile) if dockerfile else {},
+    )
     monoliths = read_inputs(list(paths or []), upstream, version)
     with session.store() as store:
         outcome = plan_import(session.project, monoliths, store, options)

@@ -13,6 +13,7 @@ HELP = "Check manifests and patch files: well-formed, documented (DEP-3), all li
 def command(json_output: JsonOpt = False, root: RootOpt = Path(".")) -> int:
     from patchmgr.model.lint import lint_project
     from patchmgr.render.status import lint_json, render_lint
+
     session = Session("lint", root, json_output)
     problems, checked = lint_project(session.project)
     return session.emit(1 if problems else 0, lint_json, render_lint, problems, checked)

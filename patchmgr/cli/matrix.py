@@ -11,18 +11,29 @@ from patchmgr.cli.options import JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, s
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
-HELP = ("Show every patch (rows) at the pin, each release tag since it and the branch tip (columns), with the first "
-        "upstream commit where each changed; --html FILE writes one self-contained page. Exit 1 when a patch does "
-        "not apply (or a guard breaks) at the newest release tag shown (the branch tip when none is newer than the "
-        "pin).")
+HELP = (
+    "Show every patch (rows) at the pin, each release tag since it and the branch tip (columns), with the first "
+    "upstream commit where each changed; --html FILE writes one self-contained page. Exit 1 when a patch does "
+    "not apply (or a guard breaks) at the newest release tag shown (the branch tip when none is newer than the "
+    "pin)."
+)
 
-MatrixUpstreamOpt = Annotated[Optional[list[str]], typer.Option(
-    "--upstream", "-u", help="Only this upstream (repeatable); default: every upstream of the target.")]
-RefsOpt = Annotated[Optional[str], typer.Option(
-    "--refs", help="Columns: the tags matching this glob (e.g. 'v0.5.*'), pre-releases included.")]
-SinceOpt = Annotated[Optional[str], typer.Option(
-    "--since", help="Columns: the release tags newer than this tag (or not contained in this branch or commit); "
-    "default: since the pin.")]
+MatrixUpstreamOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--upstream", "-u", help="Only this upstream (repeatable); default: every upstream of the target."),
+]
+RefsOpt = Annotated[
+    Optional[str],
+    typer.Option("--refs", help="Columns: the tags matching this glob (e.g. 'v0.5.*'), pre-releases included."),
+]
+SinceOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--since",
+        help="Columns: the release tags newer than this tag (or not contained in this branch or commit); "
+        "default: since the pin.",
+    ),
+]
 # a str, not a Path: a Path drops the trailing "/" that says the name is a folder's
 HtmlOpt = Annotated[Optional[str], typer.Option("--html", help="Also write the matrix as one self-contained page.")]
 
@@ -46,17 +57,19 @@ def command(
         raise UsageError("--refs needs a pattern", "for example --refs 'v0.*'")
     if html is not None:
         from patchmgr.io.files import check_output_file
+
         check_output_file(html, "--html")
     from patchmgr.history.matrix import build_matrices
     from patchmgr.render.matrix import matrix_json, render_matrix
+
     with session.store() as store:
         matrices = build_matrices(session.project, selected, store, overrides, only, refs, since)
     written = None
     if html is not None:
         from patchmgr.io.files import write_output
         from patchmgr.render.matrix_html import render_matrix_html
+
         write_output(html, render_matrix_html(matrices, selected.name).encode(), "--html")
         written = str(html)
     code = 0 if all(m.ok for m in matrices) else 1
     return session.emit(code, matrix_json, render_matrix, matrices, selected.name, written)
-

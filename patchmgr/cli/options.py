@@ -21,34 +21,63 @@ REQUIRED = " \\[required]"  # escaped: typer reads help text as rich markup
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Project root (holds manifests/ and patches/).")]
 TargetOpt = Annotated[Optional[str], typer.Option("--target", "-t", help="Target name (manifests/<target>.toml).")]
-NeededTargetOpt = Annotated[Optional[str], typer.Option(
-    "--target", "-t", help="Target name (manifests/<target>.toml)." + REQUIRED)]
-SourceOpt = Annotated[Optional[list[str]], typer.Option(
-    "--source", help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead.")]
+NeededTargetOpt = Annotated[
+    Optional[str], typer.Option("--target", "-t", help="Target name (manifests/<target>.toml)." + REQUIRED)
+]
+SourceOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--source", help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead."),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-PythonOpt = Annotated[Optional[str], typer.Option(
-    "--python", help="Interpreter of an installed environment to work on (instead of --into DIR).")]
-ForceOpt = Annotated[bool, typer.Option(
-    "--force", help="Proceed over local work that would be lost, after saving it (the output says where).")]
-UpstreamsOpt = Annotated[Optional[list[str]], typer.Option(
-    "--upstream", "-u", help="Restrict the run to this upstream (repeatable).")]
-UpstreamOpt = Annotated[Optional[str], typer.Option(
-    "--upstream", "-u", help="The upstream, by its name in the manifest." + REQUIRED)]
-ToOpt = Annotated[Optional[str], typer.Option(
-    "--to", help="Branch, tag or commit of the upstream to go to." + REQUIRED)]
-AllowThreeWayOpt = Annotated[bool, typer.Option(
-    "--allow-three-way", help="Also rewrite patches that need a 3-way merge (not fuzz: see --allow-fuzz); each "
-    "one's old and new patch are shown before anything is written (with --dry-run: shown only).")]
-AllowFuzzOpt = Annotated[bool, typer.Option(
-    "--allow-fuzz", help="Also rewrite patches that apply only with fuzz (context lines ignored); each one's old "
-    "and new patch are shown before anything is written (with --dry-run: shown only).")]
+PythonOpt = Annotated[
+    Optional[str],
+    typer.Option("--python", help="Interpreter of an installed environment to work on (instead of --into DIR)."),
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Proceed over local work that would be lost, after saving it (the output says where)."
+    ),
+]
+UpstreamsOpt = Annotated[
+    Optional[list[str]], typer.Option("--upstream", "-u", help="Restrict the run to this upstream (repeatable).")
+]
+UpstreamOpt = Annotated[
+    Optional[str], typer.Option("--upstream", "-u", help="The upstream, by its name in the manifest." + REQUIRED)
+]
+ToOpt = Annotated[
+    Optional[str], typer.Option("--to", help="Branch, tag or commit of the upstream to go to." + REQUIRED)
+]
+AllowThreeWayOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-three-way",
+        help="Also rewrite patches that need a 3-way merge (not fuzz: see --allow-fuzz); each "
+        "one's old and new patch are shown before anything is written (with --dry-run: shown only).",
+    ),
+]
+AllowFuzzOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-fuzz",
+        help="Also rewrite patches that apply only with fuzz (context lines ignored); each one's old "
+        "and new patch are shown before anything is written (with --dry-run: shown only).",
+    ),
+]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change, write nothing.")]
-NewIntoOpt = Annotated[Optional[Path], typer.Option(
-    "--into", help="Folder that receives one checkout per upstream. --into DIR or --python PATH is required.")]
-EnvPythonOpt = Annotated[Optional[str], typer.Option(
-    "--python", help="Interpreter of the installed environment that apply --python patched." + REQUIRED)]
-AppliedIntoOpt = Annotated[Optional[Path], typer.Option(
-    "--into", help="Folder that apply wrote. --into DIR or --python PATH is required.")]
+NewIntoOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--into", help="Folder that receives one checkout per upstream. --into DIR or --python PATH is required."
+    ),
+]
+EnvPythonOpt = Annotated[
+    Optional[str],
+    typer.Option("--python", help="Interpreter of the installed environment that apply --python patched." + REQUIRED),
+]
+AppliedIntoOpt = Annotated[
+    Optional[Path], typer.Option("--into", help="Folder that apply wrote. --into DIR or --python PATH is required.")
+]
 
 
 def missing(command: str, usage: str, hint: str) -> UsageError:
@@ -87,16 +116,19 @@ an installed environment)."""
 def one_place(command: str, into: Optional[Path], python: Optional[str]) -> Place:
     """``--into DIR`` or ``--python PATH``: exactly one of them, returned (``Place``)."""
     if into is None and python is None:
-        raise missing(command, "--into DIR or --python PATH",
-                      f"for example: patchmgr {command} --target ascend --into build/")
+        raise missing(
+            command, "--into DIR or --python PATH", f"for example: patchmgr {command} --target ascend --into build/"
+        )
     if into is not None and python is not None:
         raise UsageError(f"{command} takes --into DIR or --python PATH, not both", "pick one")
     if into is not None:
         folder_option("--into", into)
         return into
     if not python:  # --python "": no interpreter named (it once fell through to --into and its None)
-        raise UsageError("--python is empty: it takes the path of an interpreter",
-                         f"for example: patchmgr {command} --target ascend --python .venv/bin/python")
+        raise UsageError(
+            "--python is empty: it takes the path of an interpreter",
+            f"for example: patchmgr {command} --target ascend --python .venv/bin/python",
+        )
     return python
 
 
@@ -123,8 +155,9 @@ def source_overrides(values: list[str] | None) -> dict[str, str]:
     for value in values or []:
         name, sep, location = value.partition("=")
         if not sep or not name or not location:
-            raise UsageError(f"--source {value!r} is not NAME=LOCATION",
-                             "for example --source mindspeed=/srv/mirrors/MindSpeed")
+            raise UsageError(
+                f"--source {value!r} is not NAME=LOCATION", "for example --source mindspeed=/srv/mirrors/MindSpeed"
+            )
         problem = url_problem(location, from_command_line=True)
         if problem:
             raise UsageError(f"--source {mask_url(value)!r}: {problem}", "give a URL or a local path")
@@ -143,8 +176,11 @@ def against_refs(values: list[str] | None) -> dict[str, str]:
     return refs
 
 
-def require_upstreams(targets: list[Target], *option_maps: Mapping[str, str] | list[str] | tuple[str, ...],
-                      elsewhere: Callable[[], set[str]] = set) -> list[str]:
+def require_upstreams(
+    targets: list[Target],
+    *option_maps: Mapping[str, str] | list[str] | tuple[str, ...],
+    elsewhere: Callable[[], set[str]] = set,
+) -> list[str]:
     """An option naming an upstream that no selected target has is a usage error, not a silent no-op.
 
     Except ``--source``/``--against`` (``NamedOptions``) naming an upstream that another target of the project
@@ -160,8 +196,13 @@ def require_upstreams(targets: list[Target], *option_maps: Mapping[str, str] | l
                 del names[name]
                 notes.append(f"{names.option} {name}: target {where} has no upstream {name}; ignored")
                 continue
-            raise UsageError(f"no upstream {name!r} in target {where} (it has: {', '.join(sorted(known))})",
-                             "use an upstream name from the manifest" + (
-                                 f" ({names.option} for an upstream of another target is ignored; no manifest "
-                                 f"names {name!r})" if isinstance(names, NamedOptions) else ""))
+            raise UsageError(
+                f"no upstream {name!r} in target {where} (it has: {', '.join(sorted(known))})",
+                "use an upstream name from the manifest"
+                + (
+                    f" ({names.option} for an upstream of another target is ignored; no manifest names {name!r})"
+                    if isinstance(names, NamedOptions)
+                    else ""
+                ),
+            )
     return notes

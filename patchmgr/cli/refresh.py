@@ -19,9 +19,11 @@ from patchmgr.cli.options import (
 )
 from patchmgr.cli.session import Session
 
-HELP = ("Rewrite the patches that apply with offsets at --to so they apply exactly there, keeping their messages; "
-        "refuses fuzz and 3-way merges unless allowed (--allow-fuzz, --allow-three-way), and conflicts; a rewritten "
-        "patch's Last-Update is set to today.")
+HELP = (
+    "Rewrite the patches that apply with offsets at --to so they apply exactly there, keeping their messages; "
+    "refuses fuzz and 3-way merges unless allowed (--allow-fuzz, --allow-three-way), and conflicts; a rewritten "
+    "patch's Last-Update is set to today."
+)
 
 
 def command(
@@ -37,13 +39,22 @@ def command(
 ) -> int:
     from patchmgr.maintain.refresh import plan_refresh, write_refresh
     from patchmgr.render.maintain import refresh_json, render_interdiffs, render_refresh
+
     session = Session("refresh", root, json_output)
     overrides = source_overrides(source)
     selected, upstream = session.upstream_target(target, upstream, overrides)
     ref = required_ref("refresh", to)
     with session.store() as store:
-        plan = plan_refresh(session.project, selected.upstream(upstream), store, overrides, ref, allow_three_way,
-                            selected.name, allow_fuzz)
+        plan = plan_refresh(
+            session.project,
+            selected.upstream(upstream),
+            store,
+            overrides,
+            ref,
+            allow_three_way,
+            selected.name,
+            allow_fuzz,
+        )
     if not session.json:
         render_interdiffs(session.out, plan)
     if plan.ok and not dry_run:

@@ -20,6 +20,7 @@ def command(
 ) -> int:
     from patchmgr.render.status import env_json, render_env
     from patchmgr.targets.env_verify import revert_environment
+
     session = Session("revert", root, json_output)
     if not python:
         raise missing("revert", "--python PATH", "a checkout made with --into is reverted by removing it: rm -r DIR")

@@ -10,9 +10,11 @@ import typer
 from patchmgr.cli.options import REQUIRED, JsonOpt, NeededTargetOpt, RootOpt, UpstreamsOpt, required_folder
 from patchmgr.cli.session import Session
 
-HELP = ("Print `NAME ROOT` for each upstream that apply checked out into DIR: ROOT is the folder to put on sys.path "
-        "(the checkout, or its package-root). Exit 1 when none is applied there. Scripts read --json: a folder "
-        "name may hold any character, a newline included, and only JSON keeps it one value.")
+HELP = (
+    "Print `NAME ROOT` for each upstream that apply checked out into DIR: ROOT is the folder to put on sys.path "
+    "(the checkout, or its package-root). Exit 1 when none is applied there. Scripts read --json: a folder "
+    "name may hold any character, a newline included, and only JSON keeps it one value."
+)
 
 
 def command(
@@ -24,12 +26,15 @@ def command(
 ) -> int:
     from patchmgr.render.status import render_roots, roots_json
     from patchmgr.targets.trees import checkout_trees
+
     session = Session("roots", root, json_output, data_on_stdout=True)
     into = required_folder("roots", "--into", into, "give the folder that `patchmgr apply --into` wrote")
     selected = session.target(target, upstream or [])
     trees = checkout_trees(selected, into, upstream or [])
     code = 0 if any(tree.patched_root is not None for tree in trees) else 1
     if not session.json:  # on stderr: stdout holds only the NAME ROOT lines
-        session.say_notes([note for tree in trees for note in tree.notes] +
-                          [tree.reason for tree in trees if tree.patched_root is None])
+        session.say_notes(
+            [note for tree in trees for note in tree.notes]
+            + [tree.reason for tree in trees if tree.patched_root is None]
+        )
     return session.emit(code, roots_json, render_roots, trees)

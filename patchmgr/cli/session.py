@@ -51,8 +51,9 @@ class Session:
         self._require_upstreams([selected], option_maps)
         return selected
 
-    def placed_target(self, name: str | None, into: Path | None, python: str | None,
-                      *option_maps: OptionMap) -> tuple[Target, Place]:
+    def placed_target(
+        self, name: str | None, into: Path | None, python: str | None, *option_maps: OptionMap
+    ) -> tuple[Target, Place]:
         """The target of a command that works on ``--into DIR`` or ``--python PATH`` (exactly one of them), and
         that place: a ``Path`` (``--into``) or a ``str`` (``--python``)."""
         place = one_place(self.command, into, python)
@@ -66,13 +67,15 @@ class Session:
         self._require_upstreams(targets, option_maps)
         return targets
 
-    def upstream_target(self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]
-                        ) -> tuple[Target, str]:
+    def upstream_target(
+        self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]
+    ) -> tuple[Target, str]:
         """The target of a command on one upstream (``--upstream NAME``, required), and that upstream's name."""
         selected = self.project.target(required_target(self.command, name))
         if not upstream:
-            raise missing(self.command, "--upstream NAME",
-                          f"name one of: {', '.join(u.name for u in selected.upstreams)}")
+            raise missing(
+                self.command, "--upstream NAME", f"name one of: {', '.join(u.name for u in selected.upstreams)}"
+            )
         selected.upstream(upstream)  # a name the target lacks: its ManifestError
         self._require_upstreams([selected], option_maps)
         return selected, upstream
@@ -91,10 +94,13 @@ class Session:
     def store(self) -> Iterator[Store]:
         """The cache of upstreams; progress on a terminal, quiet with --json or off a terminal."""
         from patchmgr.sources.store import Store
+
         err = self.console(stderr=True)
         show = err.is_terminal and not self.json
-        store = Store(progress=(lambda message: err.print(f"… {message}", style="dim")) if show else None,
-                      note=lambda message: err.print(f"note: {message}", style="yellow"))
+        store = Store(
+            progress=(lambda message: err.print(f"… {message}", style="dim")) if show else None,
+            note=lambda message: err.print(f"note: {message}", style="yellow"),
+        )
         try:
             yield store
         finally:
@@ -104,6 +110,7 @@ class Session:
     @staticmethod
     def console(stderr: bool = False) -> Console:
         from patchmgr.render.console import make_console
+
         return make_console(stderr)
 
     @property
@@ -113,15 +120,16 @@ class Session:
 
     def say_notes(self, more: list[str] | None = None) -> None:
         from patchmgr.render.console import notes
+
         notes(self.console(stderr=True) if self.data_on_stdout else self.out, self.notes if more is None else more)
 
-    def emit(self, code: int, as_json: Callable[..., dict], render: Callable[..., None],
-             *values: object) -> int:
+    def emit(self, code: int, as_json: Callable[..., dict], render: Callable[..., None], *values: object) -> int:
         """Print the result (one JSON document on stdout, or the rendering for people); return ``code``.
 
         Every JSON document carries ``command``, ``ok`` and ``notes`` (the recovery note first)."""
         if self.json:
             from patchmgr.render.outside import for_json
+
             doc = as_json(*values)
             doc = {"command": self.command, "ok": code == 0, **doc}
             doc["notes"] = self.notes + list(doc.get("notes") or [])

@@ -10,39 +10,57 @@ import typer
 from patchmgr.cli.options import AppliedIntoOpt, JsonOpt, NeededTargetOpt, RootOpt, UpstreamsOpt
 from patchmgr.cli.session import Session
 
-HELP = ("Run each patch's smoke tests against the upstream code in DIR; exit 0 only when every patch is proven by "
-        "tests that ran (--unpatched: against the pinned upstream without the patches, which must fail). "
-        "--into DIR --python PATH runs DIR's tests on that interpreter (one the upstream's Requires-Python fits).")
+HELP = (
+    "Run each patch's smoke tests against the upstream code in DIR; exit 0 only when every patch is proven by "
+    "tests that ran (--unpatched: against the pinned upstream without the patches, which must fail). "
+    "--into DIR --python PATH runs DIR's tests on that interpreter (one the upstream's Requires-Python fits)."
+)
 
 
 def command(
     target: NeededTargetOpt = None,
     into: AppliedIntoOpt = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or npu.")] = "auto",
-    unpatched: Annotated[bool, typer.Option(
-        "--unpatched", help="Run against the pinned upstream without the patches; exit 0 only if every "
-        "patch's tests fail there by assertion (each detects its bug).")] = False,
+    unpatched: Annotated[
+        bool,
+        typer.Option(
+            "--unpatched",
+            help="Run against the pinned upstream without the patches; exit 0 only if every "
+            "patch's tests fail there by assertion (each detects its bug).",
+        ),
+    ] = False,
     upstream: UpstreamsOpt = None,
-    python: Annotated[Optional[str], typer.Option(
-        "--python", help="Interpreter of an installed environment to test (instead of --into DIR); with --into DIR, "
-        "the interpreter that runs DIR's tests.")] = None,
+    python: Annotated[
+        Optional[str],
+        typer.Option(
+            "--python",
+            help="Interpreter of an installed environment to test (instead of --into DIR); with --into DIR, "
+            "the interpreter that runs DIR's tests.",
+        ),
+    ] = None,
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.smoke import render_smoke, smoke_json
     from patchmgr.smoke.runner import run_smoke
+
     session = Session("smoke", root, json_output)
     only = upstream or []
     # --into with --python: the checkout's code on another interpreter (an upstream that needs a newer Python)
     selected, place = session.placed_target(target, into, None if into is not None else python, only)
     if isinstance(place, str):  # --python PATH alone: an installed environment
         from patchmgr.targets.installed import environment_trees
+
         trees = environment_trees(selected, place, only)
     else:
         from patchmgr.targets.trees import checkout_trees
+
         trees = checkout_trees(selected, place, only)
     err = session.console(stderr=True)
-    progress = (lambda message: err.print(f"… {message}", style="dim", highlight=False, markup=False)) \
-        if err.is_terminal and not json_output else None
+    progress = (
+        (lambda message: err.print(f"… {message}", style="dim", highlight=False, markup=False))
+        if err.is_terminal and not json_output
+        else None
+    )
     result = run_smoke(session.project, selected, trees, device, unpatched, python, progress)
     return session.emit(0 if result.ok else 1, smoke_json, render_smoke, result)

@@ -25,18 +25,33 @@ from patchmgr.model.errors import UsageError
 HELP = "Classify every patch of a target at its pins (or --against refs)."
 
 FORMATS = ("text", "json", "junit", "markdown", "github")
-FormatOpt = Annotated[Optional[str], typer.Option(
-    "--format", help="Output: text (the default), json (the same as --json), or a report for CI: junit "
-    "(JUnit XML, one test case per patch), markdown (a table for a job summary) or github (workflow "
-    "annotations on the patch files). The exit code is the same whatever the format.")]
-AgainstOpt = Annotated[Optional[list[str]], typer.Option(
-    "--against", help="NAME=REF: check upstream NAME at a branch, tag or commit (or, for an upstream "
-    "with `pypi`, a release version) instead of its pin.")]
+FormatOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--format",
+        help="Output: text (the default), json (the same as --json), or a report for CI: junit "
+        "(JUnit XML, one test case per patch), markdown (a table for a job summary) or github (workflow "
+        "annotations on the patch files). The exit code is the same whatever the format.",
+    ),
+]
+AgainstOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--against",
+        help="NAME=REF: check upstream NAME at a branch, tag or commit (or, for an upstream "
+        "with `pypi`, a release version) instead of its pin.",
+    ),
+]
 
 
-NewestOpt = Annotated[bool, typer.Option(
-    "--newest-release", help="Check each upstream at its newest release tag since the pin (the last release column "
-    "of `patchmgr matrix`; the pin when none is newer); an --against ref still wins for its upstream.")]
+NewestOpt = Annotated[
+    bool,
+    typer.Option(
+        "--newest-release",
+        help="Check each upstream at its newest release tag since the pin (the last release column "
+        "of `patchmgr matrix`; the pin when none is newer); an --against ref still wins for its upstream.",
+    ),
+]
 
 
 def command(
@@ -51,31 +66,38 @@ def command(
     root: RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.status import render_status, status_json
+
     fmt = output_format_of(output_format, json_output)
     session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
     overrides, refs, only = source_overrides(source), against_refs(against), upstream or []
     targets = session.targets(target, overrides, refs, only)
     if python and (refs or newest_release):
-        raise UsageError("--python checks the installed files; it cannot be combined with "
-                         f"{'--against' if refs else '--newest-release'}", "drop one of the two")
+        raise UsageError(
+            "--python checks the installed files; it cannot be combined with "
+            f"{'--against' if refs else '--newest-release'}",
+            "drop one of the two",
+        )
     with session.store() as store:
         if python:
             from patchmgr.targets.installed import check_environment
+
             statuses = [check_environment(session.project, t, store, overrides, python, only)[0] for t in targets]
         else:
             from patchmgr.check.status import check_target
-            statuses = [check_target(session.project, t, store, overrides, refs, only, newest_release)
-                        for t in targets]
+
+            statuses = [check_target(session.project, t, store, overrides, refs, only, newest_release) for t in targets]
     project = session.project
     others, broken = (targets, []) if not target else project.readable_targets()
     unlisted = [] if broken else project.unlisted_patches(others)  # a broken manifest's list is unknown
     for status in statuses:
         status.warnings += [f"{p.relative_to(project.root)} is listed by no manifest" for p in unlisted]
-        status.warnings += [f"{line} (--target {target} does not need it; `patchmgr lint` reports it)"
-                            for line in broken]
+        status.warnings += [
+            f"{line} (--target {target} does not need it; `patchmgr lint` reports it)" for line in broken
+        ]
     code = 0 if all(s.ok for s in statuses) else 1
     if fmt not in ("text", "json"):
         from patchmgr.render.reports import render_report
+
         sys.stdout.write(render_report(fmt, statuses, report_base(project.root)))
         return code
     return session.emit(code, partial(status_json, single=bool(target)), render_status, statuses)
@@ -84,11 +106,15 @@ def command(
 def output_format_of(value: str | None, json_output: bool) -> str:
     """``--format`` checked; ``--json`` is ``--format json``, and asking for two outputs is bad input."""
     if value is not None and value not in FORMATS:
-        raise UsageError(f"--format {value!r} is not one of {', '.join(FORMATS)}",
-                         "for a CI report: --format junit, --format markdown or --format github")
+        raise UsageError(
+            f"--format {value!r} is not one of {', '.join(FORMATS)}",
+            "for a CI report: --format junit, --format markdown or --format github",
+        )
     if json_output and value not in (None, "json"):
-        raise UsageError(f"--json and --format {value} ask for two different outputs",
-                         "pick one (--json is the same as --format json)")
+        raise UsageError(
+            f"--json and --format {value} ask for two different outputs",
+            "pick one (--json is the same as --format json)",
+        )
     return "json" if json_output else value or "text"
 
 

@@ -24,9 +24,11 @@ def command(
     if isinstance(place, str):  # --python PATH
         from patchmgr.render.status import env_json, render_env
         from patchmgr.targets.env_verify import verify_environment
+
         env = verify_environment(session.project, selected, place, only)
         return session.emit(0 if env.ok else 1, env_json, render_env, env)
     from patchmgr.render.status import render_verify, verify_json
     from patchmgr.targets.checkout_verify import verify_into
+
     outcome = verify_into(session.project, selected, place, only)
     return session.emit(0 if outcome.ok else 1, verify_json, render_verify, outcome)

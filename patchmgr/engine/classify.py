@@ -65,8 +65,9 @@ def _is_folder(reader: TreeReader, staged: dict[str, bytes | None], path: str) -
     return bool(probe(path)) if probe is not None else False
 
 
-def apply_file(diff: FileDiff, reader: TreeReader, staged: dict[str, bytes | None], max_fuzz: int = 0
-               ) -> list[HunkPlacement]:
+def apply_file(
+    diff: FileDiff, reader: TreeReader, staged: dict[str, bytes | None], max_fuzz: int = 0
+) -> list[HunkPlacement]:
     """Apply one file's diff on top of ``staged`` (earlier files of the same patch)."""
 
     def current(path: str) -> bytes | None:
@@ -115,23 +116,34 @@ def _refuse_links(path: str, current: Callable[[str], bytes | None]) -> None:
         parent = "/".join(parts[:depth])
         data = current(parent)
         if getattr(data, "is_submodule", False):
-            raise _Failure(Conflict(path, 0, "", f"{parent} is a submodule upstream: patchmgr does not patch "
-                                    "inside submodules", 1), unsafe=True)
+            raise _Failure(
+                Conflict(
+                    path, 0, "", f"{parent} is a submodule upstream: patchmgr does not patch inside submodules", 1
+                ),
+                unsafe=True,
+            )
         if data is not None:
             what = "a symbolic link" if getattr(data, "is_symlink", False) else "a file"
-            raise _Failure(Conflict(path, 0, "", f"{parent} is {what} upstream, not a folder: "
-                                    "patchmgr never writes through it", 1), unsafe=True)
+            raise _Failure(
+                Conflict(
+                    path, 0, "", f"{parent} is {what} upstream, not a folder: patchmgr never writes through it", 1
+                ),
+                unsafe=True,
+            )
     data = current(path)
     if getattr(data, "is_submodule", False):
-        raise _Failure(Conflict(path, 0, "", "it is a submodule upstream: patchmgr patches only regular "
-                                "files", 1), unsafe=True)
+        raise _Failure(
+            Conflict(path, 0, "", "it is a submodule upstream: patchmgr patches only regular files", 1), unsafe=True
+        )
     if getattr(data, "is_symlink", False):
-        raise _Failure(Conflict(path, 0, "", "it is a symbolic link upstream: patchmgr patches only regular "
-                                "files", 1), unsafe=True)
+        raise _Failure(
+            Conflict(path, 0, "", "it is a symbolic link upstream: patchmgr patches only regular files", 1), unsafe=True
+        )
 
 
-def _apply_all(diffs: Iterable[FileDiff], reader: TreeReader, max_fuzz: int
-               ) -> tuple[dict[str, bytes | None], list[HunkPlacement]]:
+def _apply_all(
+    diffs: Iterable[FileDiff], reader: TreeReader, max_fuzz: int
+) -> tuple[dict[str, bytes | None], list[HunkPlacement]]:
     staged: dict[str, bytes | None] = {}
     placements: list[HunkPlacement] = []
     for diff in diffs:
@@ -245,16 +257,18 @@ def _elsewhere(patch: PatchFile, placements: list[HunkPlacement], reader: TreeRe
         at = max(hunk.old_start - 1, 0)
         why = _not_own_place(images[path], hunk, at, distance)
         if why:
-            notes.append(f"the lines hunk #{placement.number} produces appear at line {at + placement.offset + 1} "
-                         f"of {path}, {distance} lines from where the patch places them, {why}: "
-                         "not counted as upstream")
+            notes.append(
+                f"the lines hunk #{placement.number} produces appear at line {at + placement.offset + 1} "
+                f"of {path}, {distance} lines from where the patch places them, {why}: "
+                "not counted as upstream"
+            )
     return notes
 
 
 def _not_own_place(image: list[str], hunk: Hunk, at: int, distance: int) -> str | None:
     """Why the reversed ``hunk``, ``distance`` lines from line ``at`` (0-based), is not at the patch's place."""
     size = len(hunk.old_lines)
-    blocks = [(hunk.old_lines[:hunk.leading], at), (hunk.old_lines[size - hunk.trailing:], at + size - hunk.trailing)]
+    blocks = [(hunk.old_lines[: hunk.leading], at), (hunk.old_lines[size - hunk.trailing :], at + size - hunk.trailing)]
     blocks = [(block, home) for block, home in blocks if block and any(line.strip() for line in block)]
     if not blocks:
         return "and the hunk has no context lines to tell its place by"
@@ -269,14 +283,13 @@ def _nearest(image: list[str], block: tuple[str, ...], home: int, distance: int)
     """The start of a copy of ``block`` in ``image`` less than ``distance`` lines from ``home``, nearest first."""
     first, size = block[0], len(block)
     for step in range(distance):
-        for pos in ((home,) if not step else (home + step, home - step)):
-            if 0 <= pos < len(image) and image[pos] == first and tuple(image[pos: pos + size]) == block:
+        for pos in (home,) if not step else (home + step, home - step):
+            if 0 <= pos < len(image) and image[pos] == first and tuple(image[pos : pos + size]) == block:
                 return pos
     return None
 
 
-def check_series(patches: Iterable[PatchFile], reader: TreeReader, merge3: Merge3 | None = None
-                 ) -> list[CheckResult]:
+def check_series(patches: Iterable[PatchFile], reader: TreeReader, merge3: Merge3 | None = None) -> list[CheckResult]:
     """Check patches in series order, each on top of the ones before it that could apply."""
     overlay = Overlay(reader)
     results = []
@@ -302,8 +315,9 @@ def check_guards(results: Iterable[CheckResult], tree: TreeReader) -> None:
         result.guards = patch_guards(result.patch, tree, listing) if result.state in GUARDED_STATES else []
 
 
-def patch_guards(patch: PatchFile, tree: TreeReader, listing: list[list[str] | None] | None = None
-                 ) -> list[GuardResult]:
+def patch_guards(
+    patch: PatchFile, tree: TreeReader, listing: list[list[str] | None] | None = None
+) -> list[GuardResult]:
     """``patch``'s ``Guard:`` headers evaluated on ``tree`` (``listing``: a one-item cache of ``tree.paths()``)."""
     listing = [] if listing is None else listing
     found = []

@@ -67,19 +67,19 @@ class _Image:
         return len(self.out) + len(self.orig) - self.tail
 
     def lines(self) -> list[str]:
-        return self.out + self.orig[self.tail:]
+        return self.out + self.orig[self.tail :]
 
     def window(self, pos: int, count: int) -> list[str]:
         done = len(self.out)
         if pos >= done:
             start = self.tail + pos - done
-            return self.orig[start: start + count]
+            return self.orig[start : start + count]
         if pos + count <= done:
-            return self.out[pos: pos + count]
-        return self.out[pos:] + self.orig[self.tail: self.tail + pos + count - done]
+            return self.out[pos : pos + count]
+        return self.out[pos:] + self.orig[self.tail : self.tail + pos + count - done]
 
     def touches_patched(self, pos: int, count: int) -> bool:
-        return pos < len(self.out) and True in self.patched[pos: pos + count]
+        return pos < len(self.out) and True in self.patched[pos : pos + count]
 
     def find_forward(self, value: str, lo: int, hi: int) -> int | None:
         """The first position in [lo, hi] that holds ``value``."""
@@ -110,7 +110,7 @@ class _Image:
         """Lines [start, stop) of the image become ``lines``, marked as patched."""
         done = len(self.out)
         if stop > done:
-            self.out += self.orig[self.tail: self.tail + stop - done]
+            self.out += self.orig[self.tail : self.tail + stop - done]
             self.patched += [False] * (stop - done)
             self.tail += stop - done
         self.out[start:stop] = lines  # at the end of ``out`` unless the hunk went back into it
@@ -122,7 +122,7 @@ def _rfind(lines: list[str], value: str, lo: int, hi: int) -> int | None:
     size = 64
     while hi >= lo:
         start = max(lo, hi - size + 1)
-        chunk = lines[start: hi + 1]
+        chunk = lines[start : hi + 1]
         chunk.reverse()
         try:
             return hi - chunk.index(value)
@@ -132,8 +132,7 @@ def _rfind(lines: list[str], value: str, lo: int, hi: int) -> int | None:
     return None
 
 
-def _candidates(image: _Image, preimage: tuple[str, ...], expected: int,
-                at_start: bool, at_end: bool) -> Iterator[int]:
+def _candidates(image: _Image, preimage: tuple[str, ...], expected: int, at_start: bool, at_end: bool) -> Iterator[int]:
     """Where ``preimage`` may start, in git's order: the expected line, then outward, forward first.
 
     Only lines that hold the preimage's first line are offered, found with
@@ -183,7 +182,7 @@ def place_hunk(image: _Image | list[str], hunk: Hunk, fuzz: int = 0, patched: bo
     drop_trail = min(fuzz, hunk.trailing)
     if fuzz and not (drop_lead or drop_trail):
         return None
-    preimage = hunk.old_lines[drop_lead: len(hunk.old_lines) - drop_trail]
+    preimage = hunk.old_lines[drop_lead : len(hunk.old_lines) - drop_trail]
     need = len(preimage)
     wanted = list(preimage)
     expected = max(hunk.new_start - 1, 0) + drop_lead
@@ -196,8 +195,9 @@ def place_hunk(image: _Image | list[str], hunk: Hunk, fuzz: int = 0, patched: bo
     return None
 
 
-def apply_hunks(path: str, image: list[str], hunks: tuple[Hunk, ...], max_fuzz: int = 0
-                ) -> tuple[list[str], list[HunkPlacement]]:
+def apply_hunks(
+    path: str, image: list[str], hunks: tuple[Hunk, ...], max_fuzz: int = 0
+) -> tuple[list[str], list[HunkPlacement]]:
     """Apply hunks in order to ``image`` (left as it is); raise ``_Failure`` at the first that fails."""
     current = _Image(image)
     placements = []
@@ -214,7 +214,7 @@ def apply_hunks(path: str, image: list[str], hunks: tuple[Hunk, ...], max_fuzz: 
         drop_lead, drop_trail = min(fuzz, hunk.leading), min(fuzz, hunk.trailing)
         start = pos + drop_lead
         stop = start + len(hunk.old_lines) - drop_lead - drop_trail
-        current.replace(start, stop, list(hunk.new_lines[drop_lead: len(hunk.new_lines) - drop_trail]))
+        current.replace(start, stop, list(hunk.new_lines[drop_lead : len(hunk.new_lines) - drop_trail]))
         placements.append(HunkPlacement(path, number, pos - max(hunk.new_start - 1, 0), fuzz))
     return current.lines(), placements
 
@@ -225,8 +225,8 @@ def _conflict(path: str, number: int, hunk: Hunk, current: _Image) -> Conflict:
     overlaps = place_hunk(current, hunk, patched=False) is not None
     image = current.lines()
     expected = max(hunk.new_start - 1, 0)
-    excerpt = tuple(line.rstrip("\n") for line in image[expected: expected + CONFLICT_EXCERPT])
-    first_removed = next((line for line in hunk.old_lines[hunk.leading:]), None)
+    excerpt = tuple(line.rstrip("\n") for line in image[expected : expected + CONFLICT_EXCERPT])
+    first_removed = next((line for line in hunk.old_lines[hunk.leading :]), None)
     reason = "the hunk's lines are not in the upstream file"
     anchored = hunk.old_start <= 1 or hunk.trailing == 0
     if overlaps:
@@ -235,12 +235,16 @@ def _conflict(path: str, number: int, hunk: Hunk, current: _Image) -> Conflict:
         reason = f"line {first_removed.rstrip()!r} is not in the upstream file"
     elif anchored and hunk.old_lines and _found_unanchored(image, hunk):
         if hunk.leading == 0 and hunk.trailing == 0:
-            reason = ("the hunk has no context lines (a -U0 diff): git apply, without --unidiff-zero, anchors "
-                      "it at the " + ("beginning" if hunk.old_start <= 1 else "end") + " of the file, and its "
-                      "lines are elsewhere; regenerate the patch with context (git format-patch -U3)")
+            reason = (
+                "the hunk has no context lines (a -U0 diff): git apply, without --unidiff-zero, anchors "
+                "it at the " + ("beginning" if hunk.old_start <= 1 else "end") + " of the file, and its "
+                "lines are elsewhere; regenerate the patch with context (git format-patch -U3)"
+            )
         elif hunk.trailing == 0:
-            reason = ("the hunk's lines are in the upstream file, but not at its end, where the patch (no "
-                      "context after the change) has them")
+            reason = (
+                "the hunk's lines are in the upstream file, but not at its end, where the patch (no "
+                "context after the change) has them"
+            )
         else:
             reason = "the hunk's lines are in the upstream file, but not at its beginning, where the patch has them"
     return Conflict(path, number, hunk.header, reason, expected + 1, excerpt)
@@ -250,5 +254,6 @@ def _found_unanchored(image: list[str], hunk: Hunk) -> bool:
     """Whether the hunk's old lines are somewhere in ``image`` (git's end anchors aside)."""
     wanted, need = list(hunk.old_lines), len(hunk.old_lines)
     first = wanted[0]
-    return any(image[pos: pos + need] == wanted for pos, line in enumerate(image[: len(image) - need + 1])
-               if line == first)
+    return any(
+        image[pos : pos + need] == wanted for pos, line in enumerate(image[: len(image) - need + 1]) if line == first
+    )

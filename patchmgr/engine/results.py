@@ -62,6 +62,7 @@ class Conflict:
 @dataclass(frozen=True)
 class GuardResult:
     """One ``Guard:`` header of a patch evaluated on the patched content (see model/guards.py)."""
+
     guard: str  # the header value as written
     holds: bool
     offenses: tuple[str, ...] = ()  # "path:line: text", the first places that break it (model/guards.MAX_OFFENSES)

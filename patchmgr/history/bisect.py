@@ -32,30 +32,43 @@ class Bisection:
         return all(p.state_at_to.applies and not p.guards_broken_at_to for p in self.patches)
 
 
-def bisect_upstream(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str],
-                    ref: str, patch_ids: Sequence[str] = ()) -> Bisection:
+def bisect_upstream(
+    project: Project,
+    upstream: Upstream,
+    store: Store,
+    overrides: Mapping[str, str],
+    ref: str,
+    patch_ids: Sequence[str] = (),
+) -> Bisection:
     """For each patch that does not apply at ``ref``, or whose guards break there (or each of ``patch_ids``),
     walk the history: a commit where a guard breaks counts as the patch breaking there."""
     patches = project.patches(upstream)
     unknown = [pid for pid in patch_ids if pid not in upstream.patch_ids]
     if unknown:
-        raise UsageError(f"no patch {', '.join(unknown)} in upstream {upstream.name} "
-                         f"(it has: {', '.join(upstream.patch_ids) or 'none'})", "use a patch id from the manifest")
+        raise UsageError(
+            f"no patch {', '.join(unknown)} in upstream {upstream.name} "
+            f"(it has: {', '.join(upstream.patch_ids) or 'none'})",
+            "use a patch id from the manifest",
+        )
     open_git_source(store, upstream, None, overrides)
     target = open_git_source(store, upstream, ref, overrides)
     repo, to = target.repo, target.commit
     base = repo.merge_base(upstream.commit, to)
     if base is None:
-        raise StateError(f"{upstream.name}: the pin {upstream.commit[:12]} and {ref} share no history",
-                         "check that the ref belongs to the same upstream")
+        raise StateError(
+            f"{upstream.name}: the pin {upstream.commit[:12]} and {ref} share no history",
+            "check that the ref belongs to the same upstream",
+        )
     at_to = check_series(patches, target, merge_texts)
     fine = [r.state.applies and r.guards_hold for r in at_to]
     chosen = [i for i, r in enumerate(at_to) if (r.patch.id in patch_ids if patch_ids else not fine[i])]
     line = repo.first_parent_path(base, to)
     result = Bisection(upstream, ref, to, upstream.commit, base, len(line))
     if line and repo.commit_info(line[0]).parents[:1] != (base,):
-        result.notes.append(f"the merge base {base[:12]} is not on {ref}'s first-parent line (a merge brought it "
-                            "in): the first commits of the walk compare the two lines, not one change")
+        result.notes.append(
+            f"the merge base {base[:12]} is not on {ref}'s first-parent line (a merge brought it "
+            "in): the first commits of the walk compare the two lines, not one change"
+        )
     result.applying = [r.patch.id for i, r in enumerate(at_to) if fine[i] and r.patch.id not in patch_ids]
     if not chosen:
         return result

@@ -32,8 +32,9 @@ class Evidence:
     carrier: str | None = None
 
 
-def find_evidence(store: Store, upstream: Upstream, overrides: Mapping[str, str], source: GitSource,
-                  results: list[CheckResult]) -> dict[int, Evidence]:
+def find_evidence(
+    store: Store, upstream: Upstream, overrides: Mapping[str, str], source: GitSource, results: list[CheckResult]
+) -> dict[int, Evidence]:
     """Evidence for the results (by index) that do not apply at ``source`` (a ref past the pin)."""
     pending = [i for i, r in enumerate(results) if not r.state.applies]
     if not pending:
@@ -55,19 +56,24 @@ def find_evidence(store: Store, upstream: Upstream, overrides: Mapping[str, str]
         result = results[index]
         carrier = find_carrier(repo, base, to, result.patch)
         if carrier is not None:
-            found[index] = Evidence(f"upstream commit {carrier.sha} carries this change (same patch-id): "
-                                    + _named(carrier.subject), carrier.sha)
+            found[index] = Evidence(
+                f"upstream commit {carrier.sha} carries this change (same patch-id): " + _named(carrier.subject),
+                carrier.sha,
+            )
         elif result.state is State.UPSTREAM:
             walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1])
             first = walk.history(index, result.state, None).first_commit
             if first is not None and first.state is State.UPSTREAM:
-                found[index] = Evidence(f"the reverse of the patch applies from upstream commit {first.commit} on, "
-                                        "but no upstream commit has its patch-id: " + _named(first.subject))
+                found[index] = Evidence(
+                    f"the reverse of the patch applies from upstream commit {first.commit} on, "
+                    "but no upstream commit has its patch-id: " + _named(first.subject)
+                )
     return found
 
 
-def explain_upstream(store: Store, upstream: Upstream, overrides: Mapping[str, str], source: GitSource,
-                     results: list[CheckResult]) -> list[CheckResult]:
+def explain_upstream(
+    store: Store, upstream: Upstream, overrides: Mapping[str, str], source: GitSource, results: list[CheckResult]
+) -> list[CheckResult]:
     """The results, with those that do not apply at ``source`` replaced by ``upstream`` ones where evidence names
     the commit; new values, the engine's results are left as they are."""
     found = find_evidence(store, upstream, overrides, source, results)

@@ -96,8 +96,15 @@ class Matrix:
         return all(row.cells[index].state.applies and row.cells[index].guards_hold for row in self.rows)
 
 
-def build_matrices(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-                   only: Sequence[str] = (), pattern: str | None = None, since: str | None = None) -> list[Matrix]:
+def build_matrices(
+    project: Project,
+    target: Target,
+    store: Store,
+    overrides: Mapping[str, str],
+    only: Sequence[str] = (),
+    pattern: str | None = None,
+    since: str | None = None,
+) -> list[Matrix]:
     """A matrix per upstream of ``target`` (or of those in ``only``). An upstream that no source provides is a
     matrix with its ``error``, as in status; bad input (a ``--since`` ref no source has, a malformed patch)
     stops the run."""
@@ -114,8 +121,14 @@ def build_matrices(project: Project, target: Target, store: Store, overrides: Ma
     return matrices
 
 
-def build_matrix(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str],
-                 pattern: str | None = None, since: str | None = None) -> Matrix:
+def build_matrix(
+    project: Project,
+    upstream: Upstream,
+    store: Store,
+    overrides: Mapping[str, str],
+    pattern: str | None = None,
+    since: str | None = None,
+) -> Matrix:
     """The matrix of ``upstream``'s patches: pin, release tags (``pattern``, or those since ``since``), tip."""
     if pattern is not None and since is not None:
         raise UsageError("matrix takes --refs PATTERN or --since REF, not both", "pick one")
@@ -129,8 +142,9 @@ def build_matrix(project: Project, upstream: Upstream, store: Store, overrides: 
     notes: list[str] = []
 
     columns = [Column("pin", pin_name(refs, upstream), upstream.commit)]
-    columns += [Column("tag", name, commit) for name, commit in release_tags(refs, upstream, resolver, pattern, since,
-                                                                            notes)]
+    columns += [
+        Column("tag", name, commit) for name, commit in release_tags(refs, upstream, resolver, pattern, since, notes)
+    ]
     if refs.head is not None:
         branch = refs.head_branch or "HEAD"
         tip = resolver.commit_of(f"refs/heads/{branch}" if refs.head_branch else "HEAD", refs.head)
@@ -139,8 +153,9 @@ def build_matrix(project: Project, upstream: Upstream, store: Store, overrides: 
         notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
     repo = resolver.repo
 
-    results = _check_columns(store, upstream, overrides, repo, location, patches,
-                             list(dict.fromkeys(c.commit for c in columns)))
+    results = _check_columns(
+        store, upstream, overrides, repo, location, patches, list(dict.fromkeys(c.commit for c in columns))
+    )
     matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes)
     walks: dict[str, Walk | None] = {}
     for index, patch in enumerate(patches):
@@ -150,8 +165,15 @@ def build_matrix(project: Project, upstream: Upstream, store: Store, overrides: 
     return matrix
 
 
-def _check_columns(store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo, location: str,
-                   patches: list[PatchFile], commits: list[str]) -> dict[str, list[CheckResult]]:
+def _check_columns(
+    store: Store,
+    upstream: Upstream,
+    overrides: Mapping[str, str],
+    repo: GitRepo,
+    location: str,
+    patches: list[PatchFile],
+    commits: list[str],
+) -> dict[str, list[CheckResult]]:
     """Each commit checked as ``status --against`` checks it: the engine, then ``explain_upstream``.
 
     The evidence search (one path-limited ``git log -p`` per patch per commit) is most of the cost, and
@@ -186,8 +208,9 @@ def _check_columns(store: Store, upstream: Upstream, overrides: Mapping[str, str
             elif len(on_line) == 1 and (carrier := next(iter(on_line))) in known:
                 # the one commit find_carrier can name here, already explained at another column: the same
                 # new result as evidence._explained makes
-                settled[i] = replace(results[i], state=State.UPSTREAM, evidence=known[carrier].evidence,
-                                     carrier=carrier, notes=[])
+                settled[i] = replace(
+                    results[i], state=State.UPSTREAM, evidence=known[carrier].evidence, carrier=carrier, notes=[]
+                )
         if len(settled) == len(pending[commit]):
             checked[commit] = [settled.get(i, r) for i, r in enumerate(results)]
             continue
@@ -200,8 +223,9 @@ def _check_columns(store: Store, upstream: Upstream, overrides: Mapping[str, str
     return checked
 
 
-def _carrier_candidates(repo: GitRepo, bases: dict[str, str], patches: list[PatchFile], indexes: list[int]
-                        ) -> dict[tuple[str, int], set[str]]:
+def _carrier_candidates(
+    repo: GitRepo, bases: dict[str, str], patches: list[PatchFile], indexes: list[int]
+) -> dict[tuple[str, int], set[str]]:
     """``(merge base, patch index)`` -> the commits with the patch's patch-id on the first-parent lines from the
     merge base to any of the columns that share it: a superset of what ``find_carrier`` searches per column.
     The log is ``GitRepo.path_patch_ids``'s, with every column's tip at once."""
@@ -218,15 +242,32 @@ def _carrier_candidates(repo: GitRepo, bases: dict[str, str], patches: list[Patc
             wanted = repo.patch_id(patch.data)
             if wanted is None:
                 continue
-            log = repo.run("log", "--first-parent", "--diff-merges=first-parent", "-p", f"-U{context_size(patch)}",
-                           "--no-color", "--no-ext-diff", "--no-textconv", "--full-index", "--src-prefix=a/",
-                           "--dst-prefix=b/", "--format=commit %H", *tips, f"^{base}", "--", *patch.touched_paths,
-                           env=_LITERAL, strip=False)
+            log = repo.run(
+                "log",
+                "--first-parent",
+                "--diff-merges=first-parent",
+                "-p",
+                f"-U{context_size(patch)}",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--full-index",
+                "--src-prefix=a/",
+                "--dst-prefix=b/",
+                "--format=commit %H",
+                *tips,
+                f"^{base}",
+                "--",
+                *patch.touched_paths,
+                env=_LITERAL,
+                strip=False,
+            )
             if not log.strip():
                 continue
             ids = repo.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
-            found[(base, index)] = {commit for patch_id, commit in (line.split() for line in ids.split("\n") if line)
-                                    if patch_id == wanted}
+            found[(base, index)] = {
+                commit for patch_id, commit in (line.split() for line in ids.split("\n") if line) if patch_id == wanted
+            }
     return found
 
 
@@ -234,8 +275,16 @@ def _fine(cell: CheckResult) -> bool:
     return cell.state.applies and cell.guards_hold
 
 
-def _first_change(repo: GitRepo, location: str, upstream: Upstream, patches: list[PatchFile], index: int, row: Row,
-                  columns: list[Column], walks: dict[str, Walk | None]) -> Change | None:
+def _first_change(
+    repo: GitRepo,
+    location: str,
+    upstream: Upstream,
+    patches: list[PatchFile],
+    index: int,
+    row: Row,
+    columns: list[Column],
+    walks: dict[str, Walk | None],
+) -> Change | None:
     """Where the patch changed: toward the first column where it stops applying (or a guard breaks), else toward
     the first column whose state differs from the pin's."""
     cells, later = row.cells, range(1, len(columns))
@@ -261,8 +310,22 @@ def _first_change(repo: GitRepo, location: str, upstream: Upstream, patches: lis
         wanted = (lambda s: not s.applies) if stops else (lambda s: s.state is cell.state)
         step = next((s for s in history.transitions if wanted(s)), None)
     if step is None:
-        return Change(column.name, cell.state, monotonic=history.monotonic, commits_checked=history.commits_checked,
-                      note=history.note or f"no commit from the merge base {walk.base[:12]} to {column.name} that "
-                      "touches its files changes it: the pin's own line differs")
-    return Change(column.name, step.state, step.commit, step.subject, guards_broken=step.guards_broken,
-                  monotonic=history.monotonic, commits_checked=history.commits_checked, note=history.note)
+        return Change(
+            column.name,
+            cell.state,
+            monotonic=history.monotonic,
+            commits_checked=history.commits_checked,
+            note=history.note
+            or f"no commit from the merge base {walk.base[:12]} to {column.name} that "
+            "touches its files changes it: the pin's own line differs",
+        )
+    return Change(
+        column.name,
+        step.state,
+        step.commit,
+        step.subject,
+        guards_broken=step.guards_broken,
+        monotonic=history.monotonic,
+        commits_checked=history.commits_checked,
+        note=history.note,
+    )

@@ -78,8 +78,10 @@ def remote_refs(store: Store, upstream: Upstream, overrides: Mapping[str, str]) 
             errors.append(f"{mask_url(url)}: {exc.message}")
             continue
         return _parse_ls_remote(out)
-    raise SourceError(f"cannot list the tags of {upstream.name}: " + "; ".join(errors),
-                      f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+    raise SourceError(
+        f"cannot list the tags of {upstream.name}: " + "; ".join(errors),
+        f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
+    )
 
 
 def _parse_ls_remote(out: str) -> RemoteRefs:
@@ -90,12 +92,12 @@ def _parse_ls_remote(out: str) -> RemoteRefs:
         left, _, ref = line.partition("\t")
         if left.startswith("ref: "):
             if ref == "HEAD" and left[5:].startswith("refs/heads/"):
-                head_branch = left[5 + len("refs/heads/"):]
+                head_branch = left[5 + len("refs/heads/") :]
             continue
         if ref == "HEAD":
             head = left
         elif ref.startswith("refs/tags/"):
-            name = ref[len("refs/tags/"):]
+            name = ref[len("refs/tags/") :]
             if name.endswith("^{}"):
                 peeled[name[:-3]] = left
             else:
@@ -114,8 +116,11 @@ def choose_tags(refs: RemoteRefs, pattern: str | None, since_version: Version | 
     if pattern is not None:
         names = [n for n in refs.tags if fnmatch.fnmatchcase(n, pattern)]
     else:
-        names = [n for n in refs.tags if (version := final_version(n)) is not None
-                 and (since_version is None or version > since_version)]
+        names = [
+            n
+            for n in refs.tags
+            if (version := final_version(n)) is not None and (since_version is None or version > since_version)
+        ]
     return sorted(names, key=_sort_key)
 
 
@@ -133,14 +138,21 @@ class TagResolver:
         return fetched.commit
 
 
-def _since(refs: RemoteRefs, upstream: Upstream, since: str | None, resolver: TagResolver
-           ) -> tuple[Version | None, str]:
+def _since(
+    refs: RemoteRefs, upstream: Upstream, since: str | None, resolver: TagResolver
+) -> tuple[Version | None, str]:
     """The version the columns must be newer than (None: compare by ancestry), and the commit to start from."""
     if since is None:
         version = tag_version(upstream.version) if upstream.version else None
         if version is None:
-            version = next((tag_version(n) for n, sha in refs.tags.items()
-                            if sha == upstream.commit and tag_version(n) is not None), None)
+            version = next(
+                (
+                    tag_version(n)
+                    for n, sha in refs.tags.items()
+                    if sha == upstream.commit and tag_version(n) is not None
+                ),
+                None,
+            )
         return version, upstream.commit
     if since in refs.tags:
         return tag_version(since), resolver.commit_of(f"refs/tags/{since}", refs.tags[since])
@@ -150,8 +162,7 @@ def _since(refs: RemoteRefs, upstream: Upstream, since: str | None, resolver: Ta
 def _later(repo: GitRepo, commit: str, start: str, start_time: int) -> bool:
     """With no version to compare, a tag is "since" the starting point when the start does not contain it and it
     was not committed before it: a tag of an older release branch is neither, though the start does not contain it."""
-    return (repo.commit_time(commit) >= start_time
-            and not repo.run_ok("merge-base", "--is-ancestor", commit, start))
+    return repo.commit_time(commit) >= start_time and not repo.run_ok("merge-base", "--is-ancestor", commit, start)
 
 
 def pin_name(refs: RemoteRefs, upstream: Upstream) -> str:
@@ -159,8 +170,14 @@ def pin_name(refs: RemoteRefs, upstream: Upstream) -> str:
     return next((n for n in sorted(refs.tags, key=_sort_key) if refs.tags[n] == upstream.commit), upstream.commit[:12])
 
 
-def release_tags(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, pattern: str | None = None,
-                 since: str | None = None, notes: list[str] | None = None) -> list[tuple[str, str]]:
+def release_tags(
+    refs: RemoteRefs,
+    upstream: Upstream,
+    resolver: TagResolver,
+    pattern: str | None = None,
+    since: str | None = None,
+    notes: list[str] | None = None,
+) -> list[tuple[str, str]]:
     """(tag, commit) of the tags matching ``pattern``, or else of the release tags newer than ``since`` (default:
     the pin), oldest version first; the pin's own tag is left out. ``notes`` gets what was left out and why."""
     notes = notes if notes is not None else []
@@ -194,13 +211,16 @@ def release_tags(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, pa
     if pattern is not None and not names:
         notes.append(f"no tag of {upstream.name} matches {pattern!r}")
     elif pattern is None and not found:
-        notes.append(f"no release tag of {upstream.name} is newer than "
-                     f"{since or ('the pin (' + str(upstream.version or upstream.commit[:12]) + ')')}")
+        notes.append(
+            f"no release tag of {upstream.name} is newer than "
+            f"{since or ('the pin (' + str(upstream.version or upstream.commit[:12]) + ')')}"
+        )
     return found
 
 
-def newest_release(store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo,
-                   notes: list[str] | None = None) -> tuple[str, str] | None:
+def newest_release(
+    store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo, notes: list[str] | None = None
+) -> tuple[str, str] | None:
     """(tag, commit) of the newest release tag since the pin, as ``matrix`` would make its last tag column;
     None when no release is newer. A source whose tags cannot be listed is a SourceError. ``notes`` gets the
     tags left out and why (a tag at a tree), as ``matrix`` says them."""
@@ -210,5 +230,3 @@ def newest_release(store: Store, upstream: Upstream, overrides: Mapping[str, str
     if notes is not None:
         notes += [note for note in found if note.startswith("tag ")]
     return tags[-1] if tags else None
-
-

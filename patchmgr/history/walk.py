@@ -94,8 +94,10 @@ class PatchHistory:
     @property
     def note(self) -> str:
         if not self.at_base.applies and not any(s.applies for s in self.transitions):
-            return (f"already {self.at_base.label} at the merge base {self.at_base.commit[:12]}: "
-                    f"the pin's own branch has changes this patch needs")
+            return (
+                f"already {self.at_base.label} at the merge base {self.at_base.commit[:12]}: "
+                f"the pin's own branch has changes this patch needs"
+            )
         if not self.monotonic:
             path = " -> ".join([self.at_base.label] + [f"{s.label} at {s.commit[:12]}" for s in self.transitions])
             return f"not monotonic ({path}): it stops applying more than once, so no single commit broke it"
@@ -109,8 +111,11 @@ class PatchHistory:
 
 def broken_guards(result: CheckResult) -> tuple[str, ...]:
     """Each broken guard of ``result`` with its offenses, as one line each: ``guard: path:line: text; ...``."""
-    return tuple(f"{g.guard}: {'; '.join((*g.offense_lines, *([g.error] if g.error else [])))}"
-                 for g in result.guards if not g.holds)
+    return tuple(
+        f"{g.guard}: {'; '.join((*g.offense_lines, *([g.error] if g.error else [])))}"
+        for g in result.guards
+        if not g.holds
+    )
 
 
 def guard_paths(patch: PatchFile, listing: list[str] | None) -> list[str]:
@@ -135,8 +140,7 @@ def _reads(patch: PatchFile, guarded: Iterable[str] = ()) -> set[str]:
     return reads
 
 
-def independent_groups(series: list[PatchFile], guarded: dict[int, list[str]] | None = None
-                       ) -> list[tuple[int, ...]]:
+def independent_groups(series: list[PatchFile], guarded: dict[int, list[str]] | None = None) -> list[tuple[int, ...]]:
     """The series split into groups that share no path: no patch of one group writes what another reads.
 
     A patch's state depends on the patches before it only through the files they
@@ -240,8 +244,14 @@ class Walk:
 
     def group_paths(self, indexes: Iterable[int]) -> list[str]:
         """The files of the groups of the patches ``indexes``: what classifying them reads at each commit."""
-        return sorted({p for index in indexes for i in self._group_of[index]
-                       for p in [*self.series[i].touched_paths, *self._guarded[i]]})
+        return sorted(
+            {
+                p
+                for index in indexes
+                for i in self._group_of[index]
+                for p in [*self.series[i].touched_paths, *self._guarded[i]]
+            }
+        )
 
     def related(self, index: int) -> list[int]:
         """The patches up to ``index`` whose files can change its state: it, and those writing what it reads."""
@@ -252,17 +262,27 @@ class Walk:
                 reads |= _reads(self.series[other], self._guarded[other])
         return sorted(chosen)
 
-    def history(self, index: int, state_at_to: State, carrier: CommitInfo | None,
-                guards_broken_at_to: tuple[str, ...] = ()) -> PatchHistory:
+    def history(
+        self, index: int, state_at_to: State, carrier: CommitInfo | None, guards_broken_at_to: tuple[str, ...] = ()
+    ) -> PatchHistory:
         """One patch's steps, at the commits touching files of it, of its guards, or of the earlier patches it
         depends on. A step is a change of state, or of whether the patch's guards hold."""
         self.prefetch(self.group_paths([index]))
         paths = sorted({p for i in self.related(index) for p in [*self.series[i].touched_paths, *self._guarded[i]]})
         commits = self.repo.commits_touching(self.base, self.to, paths)
-        at_base = Step(self.base, self.repo.commit_info(self.base).subject, self.state_at(index, self.base),
-                       self.guards_at(index, self.base))
-        history = PatchHistory(self.series[index], state_at_to, at_base, commits_checked=len(commits) + 1,
-                               guards_broken_at_to=guards_broken_at_to)
+        at_base = Step(
+            self.base,
+            self.repo.commit_info(self.base).subject,
+            self.state_at(index, self.base),
+            self.guards_at(index, self.base),
+        )
+        history = PatchHistory(
+            self.series[index],
+            state_at_to,
+            at_base,
+            commits_checked=len(commits) + 1,
+            guards_broken_at_to=guards_broken_at_to,
+        )
         carried = False
         previous = (at_base.state, bool(at_base.guards_broken))
         for commit in commits:

@@ -45,9 +45,14 @@ _PSEUDO_FOLDERS = ("/proc", "/sys", "/dev")
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -94,8 +99,10 @@ def check_output_file(path: str | Path, option: str) -> None:
     """Refuse (exit 2) an output path that ``output_file_problem`` finds fault with, before any work."""
     problem = output_file_problem(path)
     if problem is not None:
-        raise UsageError(f"{option} {path}: {problem}; patchmgr writes only a regular file or a new one",
-                         "give the path of a regular file, or a new name in an existing folder (nothing was written)")
+        raise UsageError(
+            f"{option} {path}: {problem}; patchmgr writes only a regular file or a new one",
+            "give the path of a regular file, or a new name in an existing folder (nothing was written)",
+        )
 
 
 def write_output(path: str | Path, data: bytes, option: str) -> None:
@@ -104,8 +111,10 @@ def write_output(path: str | Path, data: bytes, option: str) -> None:
     try:
         write_atomic(Path(path), data)
     except OSError as exc:
-        raise StateError(f"{option} {path}: cannot be written ({exc.strerror or exc})",
-                         "check the folder's permissions and free space, then run again") from None
+        raise StateError(
+            f"{option} {path}: cannot be written ({exc.strerror or exc})",
+            "check the folder's permissions and free space, then run again",
+        ) from None
 
 
 LINK_HINT = "remove that link (and put a real folder there, or nothing), then run again"
@@ -136,15 +145,17 @@ def require_real_folder(root: Path, *below: str | Path, children: bool = False, 
         candidates += sorted(root.iterdir())
     for path in candidates:
         if path.is_symlink():
-            raise StateError(f"{path} is a symbolic link; patchmgr never writes through links in its state folder",
-                             LINK_HINT)
+            raise StateError(
+                f"{path} is a symbolic link; patchmgr never writes through links in its state folder", LINK_HINT
+            )
     if walk and root.is_dir():
         for folder, dirs, files in os.walk(root):  # never follows a link (and any link was refused above)
             for name in dirs + files:
                 path = Path(folder) / name
                 if path.is_symlink():
-                    raise StateError(f"{path} is a symbolic link; patchmgr never writes through links in its "
-                                     "state folder", LINK_HINT)
+                    raise StateError(
+                        f"{path} is a symbolic link; patchmgr never writes through links in its state folder", LINK_HINT
+                    )
 
 
 def remove_tree(path: Path | str) -> None:

@@ -54,11 +54,16 @@ from patchmgr.model.errors import GitError
 from patchmgr.model.mail import PATCHMGR_AUTHOR  # who patchmgr's own commits, notes and saves are by
 
 
-def identity_env(name: str = PATCHMGR_AUTHOR[0], address: str = PATCHMGR_AUTHOR[1], date: str | None = None
-                 ) -> dict[str, str]:
+def identity_env(
+    name: str = PATCHMGR_AUTHOR[0], address: str = PATCHMGR_AUTHOR[1], date: str | None = None
+) -> dict[str, str]:
     """The author and committer of a git command that records something (a commit, a note, a stash)."""
-    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": address, "GIT_COMMITTER_NAME": name,
-           "GIT_COMMITTER_EMAIL": address}
+    env = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": address,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": address,
+    }
     return env if date is None else {**env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
 
 
@@ -116,14 +121,16 @@ class GitRepo:
         return cls(path)
 
     # -- running commands -------------------------------------------------
-    def run(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
-            strip: bool = True) -> str:
+    def run(
+        self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None, strip: bool = True
+    ) -> str:
         if self._objects is not None and _RECONFIGURES.intersection(args[:3]):
             # the cat-file process read the config when it started: a new remote or promisor
             # setting (lazy fetches of missing blobs) takes a fresh one; what it read stays kept
             self._objects.close()
-        return execute(args, self.path, {**self._env, **(env or {})}, stdin, strip,
-                        self.path if self.untrusted else None)
+        return execute(
+            args, self.path, {**self._env, **(env or {})}, stdin, strip, self.path if self.untrusted else None
+        )
 
     def run_ok(self, *args: str) -> bool:
         try:
@@ -142,8 +149,15 @@ class GitRepo:
         clone has no refs for ``--reachable`` to find, so the commit is named.
         """
         try:
-            self.run("commit-graph", "write", "--no-progress", "--stdin-commits", "--append", "--changed-paths",
-                     stdin=f"{commit}\n".encode())
+            self.run(
+                "commit-graph",
+                "write",
+                "--no-progress",
+                "--stdin-commits",
+                "--append",
+                "--changed-paths",
+                stdin=f"{commit}\n".encode(),
+            )
             with open(self._indexed_record(), "a") as record:
                 record.write(f"{commit}\n")
         except (GitError, OSError):
@@ -235,8 +249,9 @@ class GitRepo:
 
     def _tree_listing(self, commit: str, *paths: str) -> list[tuple[str, str, str]]:
         """``(type, object id, path)`` of every entry of ``git ls-tree -r -z`` (paths as they are, never quoted)."""
-        out = self.run("ls-tree", "-r", "-z", "--full-tree", commit, *(("--", *paths) if paths else ()),
-                       env=_LITERAL, strip=False)
+        out = self.run(
+            "ls-tree", "-r", "-z", "--full-tree", commit, *(("--", *paths) if paths else ()), env=_LITERAL, strip=False
+        )
         entries = [entry.split("\t", 1) for entry in out.split("\0") if "\t" in entry]
         return [(meta.split()[1], meta.split()[2], path) for meta, path in entries]
 
@@ -285,16 +300,36 @@ class GitRepo:
         Reading them one by one would start one lazy fetch per blob. Best effort:
         what cannot be fetched now is fetched (or found missing) when read.
         """
-        out = self.run("rev-list", "--objects", "--no-object-names", "--missing=print", "--first-parent", tip,
-                       f"^{base}", "--", *paths, env=_LITERAL)
+        out = self.run(
+            "rev-list",
+            "--objects",
+            "--no-object-names",
+            "--missing=print",
+            "--first-parent",
+            tip,
+            f"^{base}",
+            "--",
+            *paths,
+            env=_LITERAL,
+        )
         missing = [line[1:] for line in out.split("\n") if line.startswith("?")]
         if not missing:
             return 0
         missing += [sha for kind, sha, _path in self._tree_listing(base, *paths) if kind == "blob"]
         try:
-            self.run("-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
-                     "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin", "origin",
-                     stdin="".join(f"{sha}\n" for sha in dict.fromkeys(missing)).encode())
+            self.run(
+                "-c",
+                "fetch.negotiationAlgorithm=noop",
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--recurse-submodules=no",
+                "--filter=blob:none",
+                "--stdin",
+                "origin",
+                stdin="".join(f"{sha}\n" for sha in dict.fromkeys(missing)).encode(),
+            )
         except GitError:
             pass
         return len(missing)
@@ -305,9 +340,25 @@ class GitRepo:
         Stable patch-ids (``git patch-id --stable``) ignore line numbers and
         whitespace, so a commit carrying a patch's change has the patch's id.
         """
-        log = self.run("log", "--first-parent", "--diff-merges=first-parent", "-p", f"-U{context}", "--no-color",
-                       "--no-ext-diff", "--no-textconv", "--full-index", "--src-prefix=a/", "--dst-prefix=b/",
-                       "--format=commit %H", f"{base}..{tip}", "--", *paths, env=_LITERAL, strip=False)
+        log = self.run(
+            "log",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "-p",
+            f"-U{context}",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--full-index",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            "--format=commit %H",
+            f"{base}..{tip}",
+            "--",
+            *paths,
+            env=_LITERAL,
+            strip=False,
+        )
         if not log.strip():
             return []
         out = self.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
@@ -322,10 +373,11 @@ class GitRepo:
         """The hunks (from the first ``@@``) that turn ``old`` into ``new``, as git writes them."""
         old_sha = self.run("hash-object", "-w", "--stdin", stdin=old)
         new_sha = self.run("hash-object", "-w", "--stdin", stdin=new)
-        out = self.run("diff", f"-U{context}", "--no-color", "--no-ext-diff", "--no-textconv", old_sha, new_sha,
-                       strip=False)
+        out = self.run(
+            "diff", f"-U{context}", "--no-color", "--no-ext-diff", "--no-textconv", old_sha, new_sha, strip=False
+        )
         start = out.find("\n@@ ")
-        return out[start + 1:] if start >= 0 else ""
+        return out[start + 1 :] if start >= 0 else ""
 
     def diffstat(self, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]) -> str:
         """The diffstat lines that ``git format-patch`` writes for a change from ``before`` to ``after``."""
@@ -343,18 +395,46 @@ class GitRepo:
 
     def format_patch(self, commit: str) -> str:
         """``commit`` as one patch mail in patchmgr's format, whatever the user's git config says."""
-        return self.run("format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature",
-                        "--no-numbered", "--no-color", "--no-thread", "--no-attach", "--no-cover-letter",
-                        "--no-to", "--no-cc", "--no-add-header", "--no-base", "--src-prefix=a/", "--dst-prefix=b/",
-                        "--stat=72", commit, strip=False)
+        return self.run(
+            "format-patch",
+            "-1",
+            "--stdout",
+            "--zero-commit",
+            "--full-index",
+            "--no-signature",
+            "--no-numbered",
+            "--no-color",
+            "--no-thread",
+            "--no-attach",
+            "--no-cover-letter",
+            "--no-to",
+            "--no-cc",
+            "--no-add-header",
+            "--no-base",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            "--stat=72",
+            commit,
+            strip=False,
+        )
 
     # -- git am, for edit --onto ----------------------------------------------
     def am_apply(self, mail: Path, env: Mapping[str, str] | None = None) -> bool:
         """``git am -3`` of one patch mail: True when it committed, False when it stopped for a person
         (conflict markers in place, or no base to merge on); other failures are a GitError."""
         try:
-            self.run("am", "--3way", "--keep-cr", "--no-scissors", "--no-message-id", "--whitespace=nowarn",
-                     "--no-gpg-sign", "--", str(mail), env=env)
+            self.run(
+                "am",
+                "--3way",
+                "--keep-cr",
+                "--no-scissors",
+                "--no-message-id",
+                "--whitespace=nowarn",
+                "--no-gpg-sign",
+                "--",
+                str(mail),
+                env=env,
+            )
             return True
         except GitError:
             if self.am_in_progress():
@@ -433,8 +513,9 @@ def merge_texts(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
         name = os.path.join(tmp, f"{label}-{threading.get_ident()}")
         Path(name).write_bytes(data)
         names.append(name)
-    done = subprocess.run(["git", "merge-file", "-p", *names], cwd=tmp, env=plain_env(),
-                          stdin=subprocess.DEVNULL, capture_output=True)
+    done = subprocess.run(
+        ["git", "merge-file", "-p", *names], cwd=tmp, env=plain_env(), stdin=subprocess.DEVNULL, capture_output=True
+    )
     merged = done.stdout if done.returncode == 0 else None
     _MERGES[key] = merged
     if len(_MERGES) > _MERGES_KEPT:

@@ -29,10 +29,11 @@ class ObjectUnavailable(GitError):
 
     def __init__(self, sha: str, what: str | None = None) -> None:
         named = f"{what} (blob {sha[:12]})" if what else f"object {sha[:12]}"
-        super().__init__(f"cannot read {named}: the source lacks it (a mirror without its large files, or a source "
-                         "out of reach), so a patch that changes it cannot be checked or applied from there",
-                         "pass a complete clone of the upstream (one that has that file) with --source "
-                         "NAME=PATH_OR_URL")
+        super().__init__(
+            f"cannot read {named}: the source lacks it (a mirror without its large files, or a source "
+            "out of reach), so a patch that changes it cannot be checked or applied from there",
+            "pass a complete clone of the upstream (one that has that file) with --source NAME=PATH_OR_URL",
+        )
         self.sha = sha
 
 
@@ -260,9 +261,14 @@ class ObjectReader:
         if self._process is None or self._process.poll() is not None:
             if self._stderr is None:
                 self._stderr = tempfile.TemporaryFile()
-            self._process = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self._path, env=self._env,
-                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             stderr=self._stderr)
+            self._process = subprocess.Popen(
+                ["git", "cat-file", "--batch"],
+                cwd=self._path,
+                env=self._env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+            )
         return self._process
 
     def close(self) -> None:
@@ -295,7 +301,6 @@ def _parse_tree(data: bytes, hash_size: int) -> _Tree:
     while pos < end:
         space = data.index(b" ", pos)
         nul = data.index(b"\0", space)
-        entries[data[space + 1: nul]] = (data[pos: space].decode("ascii"),
-                                         data[nul + 1: nul + 1 + hash_size].hex())
+        entries[data[space + 1 : nul]] = (data[pos:space].decode("ascii"), data[nul + 1 : nul + 1 + hash_size].hex())
         pos = nul + 1 + hash_size
     return entries

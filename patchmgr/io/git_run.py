@@ -65,8 +65,9 @@ PROGRAM_DEFAULTS = {
 }
 
 
-_PROGRAM_KEYS = re.compile(r"^(" + "|".join(re.escape(key) for key in PROGRAM_DEFAULTS)
-                           + r"|credential\..*\.?helper|core\.gitproxy)$")
+_PROGRAM_KEYS = re.compile(
+    r"^(" + "|".join(re.escape(key) for key in PROGRAM_DEFAULTS) + r"|credential\..*\.?helper|core\.gitproxy)$"
+)
 
 
 _TRUSTED: dict[tuple, list[tuple[str, str]]] = {}
@@ -90,14 +91,20 @@ def trusted_config() -> list[tuple[str, str]]:
     change); entries from a repository's own config (scope ``local``/``worktree``)
     are dropped, whatever folder this runs in.
     """
-    key = tuple(os.environ.get(name) for name in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL",
-                                                  "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"))
+    key = tuple(
+        os.environ.get(name)
+        for name in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM")
+    )
     if key not in _TRUSTED:
         pairs = []
         try:
-            done = subprocess.run(["git", "config", "-z", "--show-scope", "--includes", "--get-regexp",
-                                   _PROGRAM_KEYS.pattern], env=plain_env(), capture_output=True,
-                                  stdin=subprocess.DEVNULL, cwd=os.path.abspath(os.sep))
+            done = subprocess.run(
+                ["git", "config", "-z", "--show-scope", "--includes", "--get-regexp", _PROGRAM_KEYS.pattern],
+                env=plain_env(),
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                cwd=os.path.abspath(os.sep),
+            )
             fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
             for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
                 name, _, value = entry.partition("\n")
@@ -126,12 +133,24 @@ def plain_env() -> dict[str, str]:
     return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **config_env()}
 
 
-def execute(args: Sequence[str], cwd: Path | None, env: Mapping[str, str], stdin: bytes | None,
-             strip: bool, repository: Path | None = None) -> str:
+def execute(
+    args: Sequence[str],
+    cwd: Path | None,
+    env: Mapping[str, str],
+    stdin: bytes | None,
+    strip: bool,
+    repository: Path | None = None,
+) -> str:
     """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError."""
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True,
-                              input=stdin, stdin=subprocess.DEVNULL if stdin is None else None)
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
+        )
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
     if done.returncode != 0:
@@ -140,14 +159,18 @@ def execute(args: Sequence[str], cwd: Path | None, env: Mapping[str, str], stdin
     return out[:-1] if strip and out.endswith("\n") else out
 
 
-def _as_git_error(command: Sequence[str], status: int, stderr: bytes | str,
-                  repository: Path | None = None, stdout: bytes | str = b"") -> GitError:
+def _as_git_error(
+    command: Sequence[str], status: int, stderr: bytes | str, repository: Path | None = None, stdout: bytes | str = b""
+) -> GitError:
     lines = [mask_url(line.strip()) for line in as_text(stderr).strip().splitlines() if line.strip()]
     if not lines:
         # some commands say why on standard output (git am --continue: "No changes - did you forget to use
         # 'git add'?"), the reason first, then advice; its progress lines ("Applying: ...") are not the reason
-        lines = [mask_url(line.strip()) for line in as_text(stdout).strip().splitlines()
-                 if line.strip() and not line.startswith("Applying: ")][:1]
+        lines = [
+            mask_url(line.strip())
+            for line in as_text(stdout).strip().splitlines()
+            if line.strip() and not line.startswith("Applying: ")
+        ][:1]
     # git's first fatal line is the cause ("'/x' does not appear to be a git repository"); what follows
     # is advice ("Please make sure you have the correct access rights / and the repository exists.")
     fatal = [line for line in lines if line.startswith("fatal: ")]
@@ -168,7 +191,8 @@ _DAMAGE = re.compile(
     r"|unable to unpack|bad config line|bad config variable|not a git repository|invalid object type"
     r"|packfile \S+ (?:cannot be accessed|is far too short|has unknown|is version)|index file \S+ is too small"
     r"|non-monotonic index|garbage at end of loose object|bad numeric config value|unknown repository extension"
-    r"|invalid (?:gitfile|HEAD)|expected format version|loose object \S+ .*is corrupt")
+    r"|invalid (?:gitfile|HEAD)|expected format version|loose object \S+ .*is corrupt"
+)
 
 
 def damage_in(stderr: bytes | str) -> str | None:
@@ -183,8 +207,9 @@ class RepositoryDamaged(GitError):
     """A repository's own files are broken (a garbage HEAD or config, a truncated pack, a half-made folder)."""
 
     def __init__(self, path: Path, detail: str) -> None:
-        super().__init__(f"the git repository {path} is damaged: {mask_url(detail)}",
-                         f"remove it (rm -rf {path}) and run again")
+        super().__init__(
+            f"the git repository {path} is damaged: {mask_url(detail)}", f"remove it (rm -rf {path}) and run again"
+        )
         self.path = Path(path)
         self.detail = mask_url(detail)
 

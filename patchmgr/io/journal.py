@@ -49,6 +49,7 @@ class _Entry(TypedDict):
 
 class _Journal(TypedDict):
     """journal.json: what ``recover`` needs to finish or undo the run."""
+
     state: _State
     entries: list[_Entry]  # the file writes
     moves: list[list[str]]  # the folder renames, each [source, destination]
@@ -63,8 +64,12 @@ def _journal_paths(state_dir: Path) -> None:
         require_real_folder(saved, children=True)
 
 
-def apply_transaction(state_dir: Path, writes: Mapping[Path, bytes | None],
-                      moves: Sequence[tuple[Path, Path]] = (), discard: Sequence[Path] = ()) -> None:
+def apply_transaction(
+    state_dir: Path,
+    writes: Mapping[Path, bytes | None],
+    moves: Sequence[tuple[Path, Path]] = (),
+    discard: Sequence[Path] = (),
+) -> None:
     """Write (or, for None, delete) every path in ``writes``, all or nothing across a crash.
 
     ``moves`` are folder renames (source, destination), done in order before the
@@ -77,8 +82,13 @@ def apply_transaction(state_dir: Path, writes: Mapping[Path, bytes | None],
     _journal_paths(state_dir)
     require_real_folder(state_dir, *[path for path in writes if state_dir in path.parents])
     remove_tree(journal)
-    doc: _Journal = {"state": "prepared", "entries": [], "moves": [[str(s), str(d)] for s, d in moves],
-           "discard": [str(path) for path in discard], "made": _missing_folders(writes)}
+    doc: _Journal = {
+        "state": "prepared",
+        "entries": [],
+        "moves": [[str(s), str(d)] for s, d in moves],
+        "discard": [str(path) for path in discard],
+        "made": _missing_folders(writes),
+    }
     try:
         (journal / "saved").mkdir(parents=True)
         for index, path in enumerate(writes):
@@ -132,8 +142,11 @@ def _missing_folders(writes: Mapping[Path, bytes | None]) -> list[str]:
 
 def _failed(exc: OSError, outcome: str) -> StateError:
     where = f" ({exc.filename})" if exc.filename else ""
-    hint = "free some space on that disk, then run again" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) \
+    hint = (
+        "free some space on that disk, then run again"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
         else "fix the cause, then run again"
+    )
     return StateError(f"cannot write{where}: {exc.strerror or exc}; {outcome}", hint)
 
 
@@ -163,8 +176,7 @@ def recover_or_fail(state_dir: Path, hint: str, place: PlaceCheck | None = None)
 
 def _recovery_failed(state_dir: Path, exc: OSError, hint: str) -> StateError:
     where = f"{exc.filename}: " if exc.filename else ""
-    return StateError(f"cannot finish or undo the interrupted run in {state_dir} ({where}{exc.strerror or exc})",
-                      hint)
+    return StateError(f"cannot finish or undo the interrupted run in {state_dir} ({where}{exc.strerror or exc})", hint)
 
 
 def recover(state_dir: Path, place: PlaceCheck | None = None) -> str | None:
@@ -206,8 +218,10 @@ def recover(state_dir: Path, place: PlaceCheck | None = None) -> str | None:
     return f"an interrupted run was rolled back ({undid} undone): everything is as it was before it"
 
 
-DAMAGED_HINT = ("patchmgr cannot tell what the interrupted run changed: check those files (or restore them from a "
-                "backup, or reinstall), then remove the journal folder")
+DAMAGED_HINT = (
+    "patchmgr cannot tell what the interrupted run changed: check those files (or restore them from a "
+    "backup, or reinstall), then remove the journal folder"
+)
 
 
 def _read_journal(marker: Path, place: PlaceCheck | None = None) -> _Journal:
@@ -219,8 +233,10 @@ def _read_journal(marker: Path, place: PlaceCheck | None = None) -> _Journal:
             raise ValueError(f"state {doc['state']!r} is neither 'prepared' nor 'committed'")
         entries = [_entry(entry) for entry in typed(doc["entries"], list, "entries")]
         moves = [_move(move) for move in typed(doc.get("moves", []), list, "moves")]
-        discard, made = ([typed(path, str, f"a path in {key}") for path in typed(doc.get(key, []), list, key)]
-                         for key in ("discard", "made"))
+        discard, made = (
+            [typed(path, str, f"a path in {key}") for path in typed(doc.get(key, []), list, key)]
+            for key in ("discard", "made")
+        )
         if place is not None:
             named = [e["path"] for e in entries] + [p for m in moves for p in m] + discard + made
             why = next(filter(None, (place(Path(path)) for path in named)), None)
@@ -228,8 +244,9 @@ def _read_journal(marker: Path, place: PlaceCheck | None = None) -> _Journal:
                 raise ValueError(f"it names a path out of its place: {why}")
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise StateError(f"{marker} is damaged ({why}); nothing was changed",
-                         f"{DAMAGED_HINT} {marker.parent}") from None
+        raise StateError(
+            f"{marker} is damaged ({why}); nothing was changed", f"{DAMAGED_HINT} {marker.parent}"
+        ) from None
     return {"state": state, "entries": entries, "moves": moves, "discard": discard, "made": made}
 
 
@@ -274,8 +291,11 @@ class StateLock(FileLock):
     """One patchmgr at a time per environment (or --into folder): a second waits, then fails clearly."""
 
     def __init__(self, state_dir: Path, timeout: float | None = None) -> None:
-        super().__init__(state_dir / "lock", lock_timeout(60.0) if timeout is None else timeout,
-                         "it is changing that environment or folder")
+        super().__init__(
+            state_dir / "lock",
+            lock_timeout(60.0) if timeout is None else timeout,
+            "it is changing that environment or folder",
+        )
         self.state_dir = state_dir
 
     def __enter__(self) -> StateLock:
@@ -289,15 +309,21 @@ class StateLock(FileLock):
 class Recovered:
     """What ``locked_recovery`` did: the note on an interrupted run it finished or undid (None: there was none),
     the seconds it waited for another run, and whether it holds the lock (False: a read-only place read as is)."""
+
     message: str | None = None
     waited: float = 0.0
     locked: bool = True
 
 
 @contextmanager
-def locked_recovery(state_dir: Path, hint: str, *, leftovers: Callable[[], str | None] | None = None,
-                    lock_error: Callable[[OSError], StateError | None] | None = None,
-                    place: PlaceCheck | None = None) -> Iterator[Recovered]:
+def locked_recovery(
+    state_dir: Path,
+    hint: str,
+    *,
+    leftovers: Callable[[], str | None] | None = None,
+    lock_error: Callable[[OSError], StateError | None] | None = None,
+    place: PlaceCheck | None = None,
+) -> Iterator[Recovered]:
     """Lock, recover, report: the one way every state folder is recovered (DIR's, an environment's, the
     project's, an edit checkout's staging).
 
@@ -315,8 +341,13 @@ def locked_recovery(state_dir: Path, hint: str, *, leftovers: Callable[[], str |
             try:
                 lock = stack.enter_context(StateLock(state_dir))
             except OSError as exc:
-                error = lock_error(exc) if lock_error else StateError(
-                    f"cannot lock {state_dir}: {exc.strerror or exc} ({exc.filename or state_dir / 'lock'})", hint)
+                error = (
+                    lock_error(exc)
+                    if lock_error
+                    else StateError(
+                        f"cannot lock {state_dir}: {exc.strerror or exc} ({exc.filename or state_dir / 'lock'})", hint
+                    )
+                )
                 if error is not None:
                     raise error from None
                 yield Recovered(locked=False)

@@ -32,8 +32,7 @@ class FileLock:
 
     _held: dict[str, int] = {}
 
-    def __init__(self, path: Path, timeout: float, what: str,
-                 on_wait: Callable[[str], None] | None = None) -> None:
+    def __init__(self, path: Path, timeout: float, what: str, on_wait: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.timeout = timeout
         self.what = what
@@ -62,9 +61,10 @@ class FileLock:
                 if time.monotonic() >= deadline:
                     handle.close()
                     self._handle = None
-                    raise StateError(f"another patchmgr run holds {self.path} ({self.what}); "
-                                     f"gave up after {self.timeout:g}s",
-                                     "wait for it to finish, then run again") from None
+                    raise StateError(
+                        f"another patchmgr run holds {self.path} ({self.what}); gave up after {self.timeout:g}s",
+                        "wait for it to finish, then run again",
+                    ) from None
                 time.sleep(0.1)
 
     def __exit__(self, *exc: object) -> None:
@@ -77,7 +77,6 @@ class FileLock:
             self._handle = None
 
 
-
 def _open_lock_file(path: Path) -> TextIOWrapper:
     """The lock file, opened never through a link and never as a FIFO or device (another user's link in a
     shared folder would have this run create or open a file elsewhere). OSError as ``open`` raises it."""
@@ -86,8 +85,9 @@ def _open_lock_file(path: Path) -> TextIOWrapper:
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
-        raise OSError(errno.ELOOP, "it is a symbolic link (a lock file is never opened through one)",
-                      str(path)) from None
+        raise OSError(
+            errno.ELOOP, "it is a symbolic link (a lock file is never opened through one)", str(path)
+        ) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(errno.EINVAL, "it is not a regular file", str(path))

@@ -67,9 +67,18 @@ class BumpOutcome:
         return self.action != "refused"
 
 
-def plan_bump(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str], ref: str,
-              keep: bool = False, allow_three_way: bool = False, version: str | None = None,
-              allow_fuzz: bool = False) -> BumpOutcome:
+def plan_bump(
+    project: Project,
+    target: Target,
+    name: str,
+    store: Store,
+    overrides: Mapping[str, str],
+    ref: str,
+    keep: bool = False,
+    allow_three_way: bool = False,
+    version: str | None = None,
+    allow_fuzz: bool = False,
+) -> BumpOutcome:
     """What bumping ``name`` to ``ref`` would do, every byte of it computed and checked; writes nothing.
 
     (The command line has already rolled back an interrupted refresh, bump or export.)
@@ -78,16 +87,21 @@ def plan_bump(project: Project, target: Target, name: str, store: Store, overrid
         try:
             Version(version)
         except InvalidVersion:
-            raise UsageError(f"--version {version!r} is not a PEP 440 version; nothing was written",
-                             "give the upstream's release version at that ref, e.g. --version 0.5.0") from None
+            raise UsageError(
+                f"--version {version!r} is not a PEP 440 version; nothing was written",
+                "give the upstream's release version at that ref, e.g. --version 0.5.0",
+            ) from None
     upstream = target.upstream(name)
     new_version = version or release_version(upstream, ref)
     if upstream.version and new_version is None:
-        raise UsageError(f"{ref!r} names no release version, and {upstream.name} pins version {upstream.version}",
-                         "pass --version X.Y.Z (the upstream's version at that ref)")
+        raise UsageError(
+            f"{ref!r} names no release version, and {upstream.name} pins version {upstream.version}",
+            "pass --version X.Y.Z (the upstream's version at that ref)",
+        )
     plan = plan_refresh(project, upstream, store, overrides, ref, allow_three_way, target.name, allow_fuzz)
-    outcome = BumpOutcome(target, plan, "refused", upstream.version, new_version if upstream.version or version
-                          else None)
+    outcome = BumpOutcome(
+        target, plan, "refused", upstream.version, new_version if upstream.version or version else None
+    )
     if outcome.blockers or not plan.ok or outcome.guard_blockers:
         return outcome
     if plan.commit == upstream.commit:
@@ -125,10 +139,10 @@ def _changes(project: Project, outcome: BumpOutcome) -> tuple[dict[Path, bytes |
     new_text = text
     if outcome.dropped:
         gone = {p.patch.id for p in outcome.dropped}
-        new_text = manifest_edit.series_text(new_text, target.path, upstream.name,
-                                             [pid for pid in upstream.patch_ids if pid not in gone])
-    new_text = manifest_edit.pin_text(new_text, target.path, upstream.name, plan.commit, plan.ref,
-                                      outcome.new_version)
+        new_text = manifest_edit.series_text(
+            new_text, target.path, upstream.name, [pid for pid in upstream.patch_ids if pid not in gone]
+        )
+    new_text = manifest_edit.pin_text(new_text, target.path, upstream.name, plan.commit, plan.ref, outcome.new_version)
     manifest_edit.check_manifest(target.path, new_text, project.patches_dir)
     if new_text != text:
         writes[target.path] = new_text.encode("utf-8")

@@ -81,8 +81,15 @@ def locked_edit(into: Path, notes: list[str]) -> Iterator[Slot]:
         remove_made(into.parent, made)  # the parent folders the lock made, when the run left them empty
 
 
-def edit_checkout(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str],
-                  into: Path, force: bool = False) -> EditOutcome:
+def edit_checkout(
+    project: Project,
+    target: Target,
+    name: str,
+    store: Store,
+    overrides: Mapping[str, str],
+    into: Path,
+    force: bool = False,
+) -> EditOutcome:
     """A checkout of ``name`` at its pin in ``into``, one commit per patch.
 
     ``into`` may be empty, or an earlier edit checkout of the same upstream: that one is rebuilt only when
@@ -98,8 +105,16 @@ def edit_checkout(project: Project, target: Target, name: str, store: Store, ove
     return outcome
 
 
-def edit_onto(project: Project, target: Target, name: str, store: Store, overrides: Mapping[str, str],
-              into: Path, ref: str, force: bool = False) -> OntoOutcome:
+def edit_onto(
+    project: Project,
+    target: Target,
+    name: str,
+    store: Store,
+    overrides: Mapping[str, str],
+    into: Path,
+    ref: str,
+    force: bool = False,
+) -> OntoOutcome:
     """``edit`` at the pin, then the series moved onto ``ref`` there as far as it applies (``maintain.onto``),
     all of it in the slot's staging: ``into`` changes only when the move has started (or finished), never when
     it fails. The ref is resolved, and the patches it already carries found, before anything is written."""
@@ -119,8 +134,17 @@ def edit_onto(project: Project, target: Target, name: str, store: Store, overrid
     return outcome
 
 
-def _build_at_pin(slot: Slot, project: Project, target: Target, upstream: Upstream, store: Store,
-                  overrides: Mapping[str, str], into: Path, force: bool, notes: list[str]) -> EditOutcome:
+def _build_at_pin(
+    slot: Slot,
+    project: Project,
+    target: Target,
+    upstream: Upstream,
+    store: Store,
+    overrides: Mapping[str, str],
+    into: Path,
+    force: bool,
+    notes: list[str],
+) -> EditOutcome:
     """The checkout at the pin, one commit per patch, built in the slot's staging (with any local work of the
     checkout it replaces saved into it); ``into`` is not touched."""
     name = upstream.name
@@ -129,12 +153,16 @@ def _build_at_pin(slot: Slot, project: Project, target: Target, upstream: Upstre
     if not status.available:
         raise SourceError(status.error or f"{name} is unavailable", status.hint)
     if status.release is not None:
-        raise StateError(f"{name}: edit needs a git source of the pin, not {status.source}",
-                         f"pass a clone with --source {name}=PATH_OR_URL")
+        raise StateError(
+            f"{name}: edit needs a git source of the pin, not {status.source}",
+            f"pass a clone with --source {name}=PATH_OR_URL",
+        )
     broken = [f"{r.patch.id} ({r.state.value})" for r in status.results if not r.state.applies]
     if broken:
-        raise StateError(f"{name}: not every patch applies at the pin: {', '.join(broken)}",
-                         "fix those patch files first; `patchmgr status` shows why")
+        raise StateError(
+            f"{name}: not every patch applies at the pin: {', '.join(broken)}",
+            "fix those patch files first; `patchmgr status` shows why",
+        )
     begin(slot)
     try:
         entry = build_checkout(status, store, overrides, slot.staging)
@@ -147,8 +175,12 @@ def _build_at_pin(slot: Slot, project: Project, target: Target, upstream: Upstre
             repo.run("config", "notes.rewriteRef", NOTES_REF)  # amend and rebase carry the notes along
             for patch_id, commit in commits:
                 add_note(repo, commit, patch_id)
-        write_record(staged, EditRecord(target.name, name, upstream.commit,
-                                        [PatchCommit(p.id, p.commit or "", p.sha256) for p in entry.patches]))
+        write_record(
+            staged,
+            EditRecord(
+                target.name, name, upstream.commit, [PatchCommit(p.id, p.commit or "", p.sha256) for p in entry.patches]
+            ),
+        )
     except BaseException:
         discard(slot)
         raise
@@ -160,12 +192,16 @@ def _edit_local_work(into: Path, target: Target, upstream: Upstream, force: bool
     if not os.path.lexists(into) or (into.is_dir() and not into.is_symlink() and not any(into.iterdir())):
         return None
     if into.is_symlink() or not has_record(into):
-        raise UsageError(f"{into} exists and is not an empty folder (nor a checkout patchmgr edit made)",
-                         "choose a new folder for --into")
+        raise UsageError(
+            f"{into} exists and is not an empty folder (nor a checkout patchmgr edit made)",
+            "choose a new folder for --into",
+        )
     record = read_record(into)
     if (record.target, record.upstream) != (target.name, upstream.name):
-        raise StateError(f"{into} is an edit checkout of {record.made_for()}, not {target.name}/{upstream.name}",
-                         "choose another folder for --into")
+        raise StateError(
+            f"{into} is an edit checkout of {record.made_for()}, not {target.name}/{upstream.name}",
+            "choose another folder for --into",
+        )
     # during a move (edit --onto) not yet exported, every commit on the new base is work: none is written back
     recorded = record.onto.commit if record.onto else record.tip()
     move = record.onto
@@ -176,7 +212,13 @@ def _edit_local_work(into: Path, target: Target, upstream: Upstream, force: bool
             f"write it back first with: patchmgr export --target {target.name} --upstream {upstream.name} --from "
             f"{into} (and commit or remove other files), or run edit again with --force to save it on a branch "
             f"{SAVED_PREFIX}<UTC time> in the new checkout"
-            + (f"; a move to {move.ref} is under way there: finish it with patchmgr edit --continue/--skip/--abort "
-               f"--into {into}" if move else ""))
+            + (
+                f"; a move to {move.ref} is under way there: finish it with patchmgr edit --continue/--skip/--abort "
+                f"--into {into}"
+                if move
+                else ""
+            ),
+        )
+
     found = local_work([Place(upstream.name, into, recorded)], force, refusal)
     return found[0] if found else None

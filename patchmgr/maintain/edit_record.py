@@ -136,17 +136,20 @@ def read_record(folder: Path) -> EditRecord:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise StateError(f"{folder} was not made by `patchmgr edit` (no readable {RECORD}: "
-                         f"{exc.strerror or exc})",
-                         "make one with: patchmgr edit --target T --upstream NAME --into DIR") from None
+        raise StateError(
+            f"{folder} was not made by `patchmgr edit` (no readable {RECORD}: {exc.strerror or exc})",
+            "make one with: patchmgr edit --target T --upstream NAME --into DIR",
+        ) from None
     try:
         return parse_record(json.loads(text))
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise UsageError(f"{path} is damaged ({why}); nothing was changed",
-                         f"restore that file, or make the checkout anew in another folder with: patchmgr edit "
-                         f"--target T --upstream NAME --into NEW_DIR (export from {folder} is not possible "
-                         "until then)") from None
+        raise UsageError(
+            f"{path} is damaged ({why}); nothing was changed",
+            f"restore that file, or make the checkout anew in another folder with: patchmgr edit "
+            f"--target T --upstream NAME --into NEW_DIR (export from {folder} is not possible "
+            "until then)",
+        ) from None
 
 
 def parse_record(raw: object) -> EditRecord:
@@ -154,8 +157,12 @@ def parse_record(raw: object) -> EditRecord:
     version = doc.get("format")
     if version not in _READABLE:
         raise ValueError(f"format {version!r} is not one this patchmgr reads ({', '.join(map(str, _READABLE))})")
-    record = EditRecord(_text(doc["target"], "target"), _text(doc["upstream"], "upstream"),
-                        _commit(doc["pin"], "pin"), _patches(doc["patches"], "patches"))
+    record = EditRecord(
+        _text(doc["target"], "target"),
+        _text(doc["upstream"], "upstream"),
+        _commit(doc["pin"], "pin"),
+        _patches(doc["patches"], "patches"),
+    )
     onto = doc.get("onto")
     if onto is not None:
         record.onto = _move(typed(onto, dict, "onto"))
@@ -198,9 +205,13 @@ def _patches(value: object, what: str) -> list[PatchCommit]:
     patches = []
     for entry in typed(value, list, what):
         typed(entry, dict, f"an entry of {what}")
-        patches.append(PatchCommit(_patch_id(entry["id"], f"{what}: id"),
-                                   _commit(entry["commit"], f"{what}: commit", empty=True),
-                                   _text(entry.get("sha256", ""), f"{what}: sha256")))
+        patches.append(
+            PatchCommit(
+                _patch_id(entry["id"], f"{what}: id"),
+                _commit(entry["commit"], f"{what}: commit", empty=True),
+                _text(entry.get("sha256", ""), f"{what}: sha256"),
+            )
+        )
     return patches
 
 
@@ -212,19 +223,34 @@ def _move(onto: dict) -> Move:
     carried = []
     for entry in typed(onto.get("carried", []), list, "onto.carried"):
         typed(entry, dict, "an entry of onto.carried")
-        carried.append(Carried(_patch_id(entry["id"], "onto.carried: id"),
-                               _commit(entry["commit"], "onto.carried: commit"),
-                               _text(entry["subject"], "onto.carried: subject")))
+        carried.append(
+            Carried(
+                _patch_id(entry["id"], "onto.carried: id"),
+                _commit(entry["commit"], "onto.carried: commit"),
+                _text(entry["subject"], "onto.carried: subject"),
+            )
+        )
     stop = onto.get("stop")
     if stop is not None:
         typed(stop, dict, "onto.stop")
-        stop = StopMark(_commit(stop["tree"], "onto.stop: tree"), _text(stop["index"], "onto.stop: index"),
-                        typed(stop["am"], bool, "onto.stop: am"))
-    return Move(_text(onto["ref"], "onto.ref"), _commit(onto["commit"], "onto.commit"),
-                _commit(onto["old_tip"], "onto.old_tip"), _patches(onto["old_patches"], "onto.old_patches"), queue,
-                _patch_id_or_none(onto.get("current"), "onto.current"),
-                _commit_or_none(onto.get("before"), "onto.before"), carried,
-                _ids(onto.get("skipped", []), "onto.skipped"), _ids(onto.get("resolved", []), "onto.resolved"), stop)
+        stop = StopMark(
+            _commit(stop["tree"], "onto.stop: tree"),
+            _text(stop["index"], "onto.stop: index"),
+            typed(stop["am"], bool, "onto.stop: am"),
+        )
+    return Move(
+        _text(onto["ref"], "onto.ref"),
+        _commit(onto["commit"], "onto.commit"),
+        _commit(onto["old_tip"], "onto.old_tip"),
+        _patches(onto["old_patches"], "onto.old_patches"),
+        queue,
+        _patch_id_or_none(onto.get("current"), "onto.current"),
+        _commit_or_none(onto.get("before"), "onto.before"),
+        carried,
+        _ids(onto.get("skipped", []), "onto.skipped"),
+        _ids(onto.get("resolved", []), "onto.resolved"),
+        stop,
+    )
 
 
 def add_note(repo: GitRepo, commit: str, patch_id: str) -> None:
@@ -236,5 +262,5 @@ def note_of(repo: GitRepo, commit: str) -> str | None:
         return None
     for line in repo.run("notes", "--ref", NOTES_REF, "show", commit).split("\n"):
         if line.startswith(NOTE_PREFIX):
-            return line[len(NOTE_PREFIX):].strip()
+            return line[len(NOTE_PREFIX) :].strip()
     return None

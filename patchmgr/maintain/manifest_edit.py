@@ -61,7 +61,7 @@ def series_text(text: str, path: Path, upstream: str, patch_ids: Sequence[str]) 
                 del series[index]
         if list(series) != list(patch_ids)[: len(series)]:
             series.clear()
-        for patch_id in patch_ids[len(series):]:
+        for patch_id in patch_ids[len(series) :]:
             series.append(patch_id)
 
     return _edit(text, path, upstream, change)
@@ -81,8 +81,10 @@ def check_manifest(path: Path, text: str, patches_dir: Path, planned: Collection
         fresh = {pid for pid in listed if isinstance(pid, str) and patches_dir / name / f"{pid}.patch" in planned}
         for pid in fresh:  # the validator below checks the others, with their files
             if not PATCH_ID.fullmatch(pid):
-                raise ManifestError(f"{path}: {pid!r} is not a patch id (letters, digits, '.', '_', '+', '-')",
-                                    "rename the commit's patch (its git note) and run again")
+                raise ManifestError(
+                    f"{path}: {pid!r} is not a patch id (letters, digits, '.', '_', '+', '-')",
+                    "rename the commit's patch (its git note) and run again",
+                )
         if fresh and len(set(listed)) != len(listed):
             raise ManifestError(f"{path}: upstreams.{name}.patches would list a patch twice", "list each patch once")
         table["patches"] = [pid for pid in listed if pid not in fresh]

@@ -113,8 +113,7 @@ class OntoOutcome:
         return all(g.holds for guards in self.guards.values() for g in guards)
 
 
-def plan_onto(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str], ref: str
-              ) -> OntoPlan:
+def plan_onto(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str], ref: str) -> OntoPlan:
     """The commit ``ref`` names, and the patches whose change it already carries; reads only.
 
     A ref the source does not have is bad input (exit 2), before anything is written.
@@ -122,11 +121,15 @@ def plan_onto(project: Project, upstream: Upstream, store: Store, overrides: Map
     source = open_git_source(store, upstream, ref, overrides)
     plan = OntoPlan(ref, source.commit)
     if source.commit == upstream.commit:
-        raise UsageError(f"{upstream.name} is already pinned at {ref} ({source.commit[:12]}); nothing to move",
-                         "edit without --onto to change the patches at the pin")
+        raise UsageError(
+            f"{upstream.name} is already pinned at {ref} ({source.commit[:12]}); nothing to move",
+            "edit without --onto to change the patches at the pin",
+        )
     if not source.repo.has_commit(upstream.commit) or source.repo.merge_base(upstream.commit, source.commit) is None:
-        raise UsageError(f"{ref} ({source.commit[:12]}) shares no history with the pin {upstream.commit[:12]}",
-                         "give a branch, tag or commit of the same upstream")
+        raise UsageError(
+            f"{ref} ({source.commit[:12]}) shares no history with the pin {upstream.commit[:12]}",
+            "give a branch, tag or commit of the same upstream",
+        )
     overlay = Overlay(source)
     results = []
     for patch in project.patches(upstream):
@@ -136,11 +139,14 @@ def plan_onto(project: Project, upstream: Upstream, store: Store, overrides: Map
     for result in results:
         plan.states[result.patch.id] = result.state.value
         if result.state is State.UPSTREAM and result.carrier:
-            plan.carried.append(Carried(result.patch.id, result.carrier,
-                                        source.repo.commit_info(result.carrier).subject))
+            plan.carried.append(
+                Carried(result.patch.id, result.carrier, source.repo.commit_info(result.carrier).subject)
+            )
         elif result.state is State.UPSTREAM:
-            plan.notes.append(f"{result.patch.id} looks upstream at {ref} (its reverse applies), but no upstream "
-                              "commit has its patch-id: it is applied like the others; skip it if it is redundant")
+            plan.notes.append(
+                f"{result.patch.id} looks upstream at {ref} (its reverse applies), but no upstream "
+                "commit has its patch-id: it is applied like the others; skip it if it is redundant"
+            )
     return plan
 
 
@@ -196,9 +202,11 @@ def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, p
             with leaving_out_absent(repo, folder, plan.commit) as absent:  # the files the source lacks there
                 repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
         except GitError as exc:
-            raise StateError(f"cannot check {upstream.name} out at {plan.ref} ({plan.commit[:12]}): {exc.message}; "
-                             f"nothing in {into} was changed",
-                             f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL") from None
+            raise StateError(
+                f"cannot check {upstream.name} out at {plan.ref} ({plan.commit[:12]}): {exc.message}; "
+                f"nothing in {into} was changed",
+                f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
+            ) from None
         step()
         record.onto = Move(plan.ref, plan.commit, old_tip, record.patches, queue, carried=list(plan.carried))
         record.patches = []
@@ -238,8 +246,10 @@ def run_queue(run: MoveRun, outcome: OntoOutcome) -> OntoOutcome:
         step()
         made = _commits(repo, before) if applied else []
         if applied and not made:
-            applied, reason = False, (f"git am found nothing left to change at {move.ref} (the ref may already "
-                                      "have its change)")
+            applied, reason = (
+                False,
+                (f"git am found nothing left to change at {move.ref} (the ref may already have its change)"),
+            )
         if not applied:
             number = len(record.patches) + len(move.skipped) + 1
             move.stop = stop_mark(repo, run.work, am=reason is None)
@@ -291,8 +301,17 @@ def done_current(run: MoveRun) -> None:
 
 def run_outcome(run: MoveRun, action: str) -> OntoOutcome:
     record, move = run.record, run.move
-    return OntoOutcome(record.target, record.upstream, run.into, move.ref, move.commit, record.pin, action,
-                       carried=list(move.carried), skipped=list(move.skipped))
+    return OntoOutcome(
+        record.target,
+        record.upstream,
+        run.into,
+        move.ref,
+        move.commit,
+        record.pin,
+        action,
+        carried=list(move.carried),
+        skipped=list(move.skipped),
+    )
 
 
 def _commits(repo: GitRepo, before: str) -> list[str]:

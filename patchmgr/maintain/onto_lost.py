@@ -19,18 +19,28 @@ BRANCH = "refs/heads/patchmgr"
 def lost_tips(repo: GitRepo, record: EditRecord, move: Move, kept: tuple[str, ...] = ()) -> list[str]:
     """The tips of the move's commits that would be on no ref once the ``patchmgr`` branch and HEAD move
     (``kept``: commits that will be on a ref anyway); none is an ancestor of another."""
-    looked_at = [repo.resolve("HEAD"), repo.resolve(BRANCH), *(p.commit for p in record.patches),
-                 *_reflog(repo, "HEAD"), *_reflog(repo, BRANCH)]
-    beyond = [c for c in dict.fromkeys(c for c in looked_at if c)
-              if c != move.commit and repo.run_ok("merge-base", "--is-ancestor", move.commit, c)]
+    looked_at = [
+        repo.resolve("HEAD"),
+        repo.resolve(BRANCH),
+        *(p.commit for p in record.patches),
+        *_reflog(repo, "HEAD"),
+        *_reflog(repo, BRANCH),
+    ]
+    beyond = [
+        c
+        for c in dict.fromkeys(c for c in looked_at if c)
+        if c != move.commit and repo.run_ok("merge-base", "--is-ancestor", move.commit, c)
+    ]
     if not beyond:
         return []
-    staying = [line.split(" ", 1)[0] for line in repo.run("for-each-ref", "--format=%(objectname) %(refname)")
-               .splitlines() if line.split(" ", 1)[1:] != [BRANCH]]
+    staying = [
+        line.split(" ", 1)[0]
+        for line in repo.run("for-each-ref", "--format=%(objectname) %(refname)").splitlines()
+        if line.split(" ", 1)[1:] != [BRANCH]
+    ]
     # patchmgr's own git am commits (applied cleanly, not resolved) are no one's work: the patch files make them
     applied = [p.commit for p in record.patches if p.id not in move.resolved]
-    wanted = "".join(f"{c}\n" for c in beyond) + "".join(f"^{c}\n" for c in (*staying, *kept, *applied,
-                                                                                 move.old_tip))
+    wanted = "".join(f"{c}\n" for c in beyond) + "".join(f"^{c}\n" for c in (*staying, *kept, *applied, move.old_tip))
     lost = set(repo.run("rev-list", "--stdin", stdin=wanted.encode()).split())
     tips = [c for c in beyond if c in lost]
     if len(tips) > 1:

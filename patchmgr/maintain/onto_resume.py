@@ -45,8 +45,9 @@ from patchmgr.targets.localwork import SAVED_PREFIX, utc_stamp
 from patchmgr.targets.slot import begin, discard, stage_copy, swap_in
 
 
-def resume_onto(project: Project, into: Path, action: str, target: str | None = None,
-                upstream: str | None = None) -> OntoOutcome:
+def resume_onto(
+    project: Project, into: Path, action: str, target: str | None = None, upstream: str | None = None
+) -> OntoOutcome:
     """``--continue``, ``--skip`` or ``--abort`` of the move in ``into`` (made for ``target``/``upstream`` when
     given)."""
     into = into.resolve()
@@ -55,11 +56,15 @@ def resume_onto(project: Project, into: Path, action: str, target: str | None = 
         record = read_record(into)
         for option, given, made in (("--target", target, record.target), ("--upstream", upstream, record.upstream)):
             if given and given != made:
-                raise UsageError(f"{into} was made for {record.made_for()}, not {option} {given}",
-                                 f"leave {option} out: --{action} reads it from the checkout")
+                raise UsageError(
+                    f"{into} was made for {record.made_for()}, not {option} {given}",
+                    f"leave {option} out: --{action} reads it from the checkout",
+                )
         if record.onto is None:
-            raise StateError(f"{into} is not moving to a new ref: no edit --onto to {action}",
-                             "start one with: patchmgr edit --target T --upstream NAME --into DIR --onto REF")
+            raise StateError(
+                f"{into} is not moving to a new ref: no edit --onto to {action}",
+                "start one with: patchmgr edit --target T --upstream NAME --into DIR --onto REF",
+            )
         begin(slot)
         work = stage_copy(slot, into, record.upstream)
         try:
@@ -87,8 +92,10 @@ def _resume(project: Project, run: MoveRun, action: str) -> OntoOutcome:
         else:
             _skip_current(run, move.current, outcome)
     elif repo.am_in_progress():
-        raise StateError(f"a git am that patchmgr did not start is in progress in {run.into}",
-                         f"finish it with git am --continue, --skip or --abort in {run.into}, then run again")
+        raise StateError(
+            f"a git am that patchmgr did not start is in progress in {run.into}",
+            f"finish it with git am --continue, --skip or --abort in {run.into}, then run again",
+        )
     return checked(project, run_queue(run, outcome), run.work)
 
 
@@ -99,22 +106,27 @@ def _continue_current(run: MoveRun, current: str) -> None:
     if not ended_by_hand:
         unmerged = repo.unmerged_paths()
         if unmerged:
-            raise StateError(f"{current}: {_paths(unmerged)} still {'has' if len(unmerged) == 1 else 'have'} "
-                             "conflicts; nothing was done",
-                             f"edit {'it' if len(unmerged) == 1 else 'them'} in {into} (remove the <<<<<<< ======= "
-                             f">>>>>>> markers), then: git -C {into} add {' '.join(unmerged)} && patchmgr edit "
-                             f"--continue --into {into}")
+            raise StateError(
+                f"{current}: {_paths(unmerged)} still {'has' if len(unmerged) == 1 else 'have'} "
+                "conflicts; nothing was done",
+                f"edit {'it' if len(unmerged) == 1 else 'them'} in {into} (remove the <<<<<<< ======= "
+                f">>>>>>> markers), then: git -C {into} add {' '.join(unmerged)} && patchmgr edit "
+                f"--continue --into {into}",
+            )
         marked = _marked(run.work, _changed_paths(repo))
         if marked:
-            raise StateError(f"{current}: conflict markers remain in {_paths(marked)}; nothing was done",
-                             f"resolve them in {into}, git add the files, then patchmgr edit --continue "
-                             f"--into {into}")
+            raise StateError(
+                f"{current}: conflict markers remain in {_paths(marked)}; nothing was done",
+                f"resolve them in {into}, git add the files, then patchmgr edit --continue --into {into}",
+            )
         try:
             repo.am_resume("continue", env=_COMMITTER)
         except GitError as exc:
-            raise StateError(f"{current}: git am --continue refused: {exc.message.removeprefix('git am: ')}",
-                             f"git -C {into} add the resolved files, or leave the patch out with: patchmgr edit "
-                             f"--skip --into {into}") from None
+            raise StateError(
+                f"{current}: git am --continue refused: {exc.message.removeprefix('git am: ')}",
+                f"git -C {into} add the resolved files, or leave the patch out with: patchmgr edit "
+                f"--skip --into {into}",
+            ) from None
         step()
     made = commits_since(repo, move.before)
     if not made:
@@ -123,8 +135,9 @@ def _continue_current(run: MoveRun, current: str) -> None:
     if ended_by_hand:
         _refuse_a_commit_not_ams(run, current, made[0])
     add_note(repo, made[0], current)
-    run.record.patches.append(PatchCommit(current, made[0], next((e.sha256 for e in move.queue if e.id == current),
-                                                                  "")))
+    run.record.patches.append(
+        PatchCommit(current, made[0], next((e.sha256 for e in move.queue if e.id == current), ""))
+    )
     move.resolved.append(current)
     done_current(run)
 
@@ -145,7 +158,8 @@ def _refuse_a_commit_not_ams(run: MoveRun, current: str, commit: str) -> None:
         f"give the move up with: patchmgr edit --abort --into {into} (it keeps that commit on a patchmgr-saved "
         f"branch), then start it again with edit --onto {run.move.ref}; or, if that commit is {current} resolved, "
         f"give it the patch's subject and author (git -C {into} commit --amend) and run patchmgr edit --continue "
-        f"--into {into} again")
+        f"--into {into} again",
+    )
 
 
 def _on_the_branch(run: MoveRun, action: str) -> None:
@@ -158,10 +172,12 @@ def _on_the_branch(run: MoveRun, action: str) -> None:
     if head == BRANCH:
         return
     where = f"on branch {head.removeprefix('refs/heads/')}" if head else f"detached at {repo.resolve('HEAD') or '?'}"
-    raise StateError(f"HEAD in {into} is no longer on the move's branch patchmgr (it is {where}); nothing was done",
-                     f"go back with: git -C {into} switch patchmgr, then patchmgr edit --{action} --into {into}; or "
-                     f"give the move up with: patchmgr edit --abort --into {into} (it keeps every commit made during "
-                     "the move on a patchmgr-saved branch)")
+    raise StateError(
+        f"HEAD in {into} is no longer on the move's branch patchmgr (it is {where}); nothing was done",
+        f"go back with: git -C {into} switch patchmgr, then patchmgr edit --{action} --into {into}; or "
+        f"give the move up with: patchmgr edit --abort --into {into} (it keeps every commit made during "
+        "the move on a patchmgr-saved branch)",
+    )
 
 
 def _refuse_lost_commits(run: MoveRun, action: str) -> None:
@@ -170,27 +186,35 @@ def _refuse_lost_commits(run: MoveRun, action: str) -> None:
     lost = lost_tips(run.repo, run.record, run.move)
     if lost:
         into = run.into
-        raise StateError(f"{run.move.current}: the move's branch patchmgr was moved back; the commit "
-                         f"{lost[0][:12]} made during the move is on no branch now; nothing was done",
-                         f"bring it back with: git -C {into} reset --hard {lost[0][:12]}, then patchmgr edit "
-                         f"--{action} --into {into}; or give the move up with: patchmgr edit --abort --into {into} "
-                         "(it keeps every commit made during the move on a patchmgr-saved branch)")
+        raise StateError(
+            f"{run.move.current}: the move's branch patchmgr was moved back; the commit "
+            f"{lost[0][:12]} made during the move is on no branch now; nothing was done",
+            f"bring it back with: git -C {into} reset --hard {lost[0][:12]}, then patchmgr edit "
+            f"--{action} --into {into}; or give the move up with: patchmgr edit --abort --into {into} "
+            "(it keeps every commit made during the move on a patchmgr-saved branch)",
+        )
 
 
 def _no_commit(run: MoveRun) -> StateError:
     """The stopped patch made no commit and no git am waits: never taken as a skip."""
     move, into = run.move, run.into
-    restart = (f"start the move again with: patchmgr edit --abort --into {into}, then patchmgr edit --target "
-               f"{run.record.target} --upstream {run.record.upstream} --into {into} --onto {move.ref}")
+    restart = (
+        f"start the move again with: patchmgr edit --abort --into {into}, then patchmgr edit --target "
+        f"{run.record.target} --upstream {run.record.upstream} --into {into} --onto {move.ref}"
+    )
     if move.stop is None or move.stop.am:
-        return StateError(f"{move.current}: the git am that patchmgr started for it is no longer in progress and "
-                          "made no commit: it was ended outside patchmgr (git am --abort, --skip or --quit); "
-                          "nothing was done",
-                          f"to apply it again, {restart}; to leave it out of the series, say so with: patchmgr edit "
-                          f"--skip --into {into}")
-    return StateError(f"{move.current}: no commit was made for it (git could not apply it); nothing was done",
-                      f"make its change in {into} and commit it (git commit), then patchmgr edit --continue --into "
-                      f"{into}; or leave it out with: patchmgr edit --skip --into {into}")
+        return StateError(
+            f"{move.current}: the git am that patchmgr started for it is no longer in progress and "
+            "made no commit: it was ended outside patchmgr (git am --abort, --skip or --quit); "
+            "nothing was done",
+            f"to apply it again, {restart}; to leave it out of the series, say so with: patchmgr edit "
+            f"--skip --into {into}",
+        )
+    return StateError(
+        f"{move.current}: no commit was made for it (git could not apply it); nothing was done",
+        f"make its change in {into} and commit it (git commit), then patchmgr edit --continue --into "
+        f"{into}; or leave it out with: patchmgr edit --skip --into {into}",
+    )
 
 
 def _skip_current(run: MoveRun, current: str, outcome: OntoOutcome) -> None:
@@ -200,8 +224,10 @@ def _skip_current(run: MoveRun, current: str, outcome: OntoOutcome) -> None:
         repo.am_resume("skip", env=_COMMITTER)
         step()
     elif commits_since(repo, move.before):
-        raise StateError(f"{current} is already committed ({commits_since(repo, move.before)[0][:12]}); there is "
-                         "nothing to skip", f"carry on with: patchmgr edit --continue --into {run.into}")
+        raise StateError(
+            f"{current} is already committed ({commits_since(repo, move.before)[0][:12]}); there is nothing to skip",
+            f"carry on with: patchmgr edit --continue --into {run.into}",
+        )
     else:
         _refuse_lost_commits(run, "skip")
     move.skipped.append(current)
@@ -227,8 +253,10 @@ def _abort(run: MoveRun) -> OntoOutcome:
         with leaving_out_absent(repo, run.work, record.pin):  # back to the files the source lacks at the pin
             repo.run("checkout", "--quiet", "--force", "-B", "patchmgr", move.old_tip)
     except GitError as exc:
-        raise StateError(f"cannot go back to the series at the pin in {run.into}: {exc.message}; nothing was "
-                         "changed", f"fix the cause, then patchmgr edit --abort --into {run.into} again") from None
+        raise StateError(
+            f"cannot go back to the series at the pin in {run.into}: {exc.message}; nothing was changed",
+            f"fix the cause, then patchmgr edit --abort --into {run.into} again",
+        ) from None
     step()
     record.patches = move.old_patches
     record.onto = None

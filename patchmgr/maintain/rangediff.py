@@ -42,8 +42,14 @@ def range_diff(repo: GitRepo, old: str, new: str) -> RangeDiff | None:
         match = _PAIR.match(line)
         if match:
             old_no, old_commit, mark, new_no, new_commit, subject = match.groups()
-            result.pairs.append(RangePair(None if old_no == "-" else int(old_no),
-                                          None if old_commit.startswith("-") else old_commit, MEANING[mark],
-                                          None if new_no == "-" else int(new_no),
-                                          None if new_commit.startswith("-") else new_commit, subject))
+            result.pairs.append(
+                RangePair(
+                    None if old_no == "-" else int(old_no),
+                    None if old_commit.startswith("-") else old_commit,
+                    MEANING[mark],
+                    None if new_no == "-" else int(new_no),
+                    None if new_commit.startswith("-") else new_commit,
+                    subject,
+                )
+            )
     return result

@@ -95,9 +95,16 @@ class RefreshPlan:
         return {p.patch.path: p.patch.data for p in self.changed}
 
 
-def plan_refresh(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str], ref: str,
-                 allow_three_way: bool = False, target: str | None = None, allow_fuzz: bool = False
-                 ) -> RefreshPlan:
+def plan_refresh(
+    project: Project,
+    upstream: Upstream,
+    store: Store,
+    overrides: Mapping[str, str],
+    ref: str,
+    allow_three_way: bool = False,
+    target: str | None = None,
+    allow_fuzz: bool = False,
+) -> RefreshPlan:
     """What refreshing the upstream's series at ``ref`` would write; writes nothing.
 
     Patch files are shared by the targets that list them: the plan names, for
@@ -114,8 +121,10 @@ def plan_refresh(project: Project, upstream: Upstream, store: Store, overrides: 
     check_guards(results, overlay)
     if source.commit != upstream.commit:
         results = explain_upstream(store, upstream, overrides, source, results)
-    plan.patches = [_plan_one(r.patch, r, before, source, allow_three_way, allow_fuzz)
-                    for r, before in zip(results, preimages, strict=True)]
+    plan.patches = [
+        _plan_one(r.patch, r, before, source, allow_three_way, allow_fuzz)
+        for r, before in zip(results, preimages, strict=True)
+    ]
     for refreshed, result in zip(plan.patches, results, strict=True):
         refreshed.guards = result.guards
     for refreshed in plan.patches:
@@ -124,25 +133,43 @@ def plan_refresh(project: Project, upstream: Upstream, store: Store, overrides: 
     return plan
 
 
-def _plan_one(patch: PatchFile, result: CheckResult, before: dict[str, bytes | None], source: GitSource,
-              allow_three_way: bool, allow_fuzz: bool = False) -> RefreshedPatch:
+def _plan_one(
+    patch: PatchFile,
+    result: CheckResult,
+    before: dict[str, bytes | None],
+    source: GitSource,
+    allow_three_way: bool,
+    allow_fuzz: bool = False,
+) -> RefreshedPatch:
     state = result.state
     if state is State.CLEAN:
         return RefreshedPatch(patch, state, "unchanged")
     if state is State.UPSTREAM:
         return RefreshedPatch(patch, state, "upstream", result.detail, carrier=result.carrier)
     if state in (State.CONFLICT, State.MISSING):
-        return RefreshedPatch(patch, state, "refused", f"{state.value}: {result.detail}; resolve it in a "
-                              "checkout at the new ref (patchmgr edit --onto REF, then export)")
+        return RefreshedPatch(
+            patch,
+            state,
+            "refused",
+            f"{state.value}: {result.detail}; resolve it in a "
+            "checkout at the new ref (patchmgr edit --onto REF, then export)",
+        )
     if (state is State.FUZZ and not allow_fuzz) or (state is State.THREE_WAY and not allow_three_way):
         option = "--allow-fuzz" if state is State.FUZZ else "--allow-three-way"
-        return RefreshedPatch(patch, state, "refused", f"needs {state.value} ({result.detail or 'merged'}); "
-                              f"look at old against new with {option} --dry-run, then pass {option} to rewrite it")
+        return RefreshedPatch(
+            patch,
+            state,
+            "refused",
+            f"needs {state.value} ({result.detail or 'merged'}); "
+            f"look at old against new with {option} --dry-run, then pass {option} to rewrite it",
+        )
     new_data = set_last_update(regenerate(patch, before, result.files, source.repo))
     reread = parse_patch(new_data, patch.path, patch.upstream, patch.id)
     if check_patch(reread, _Files(before, source)).state is not State.CLEAN:
-        raise StateError(f"{patch.path}: the refreshed patch does not apply cleanly at {source.commit[:12]}",
-                         "this is a bug in patchmgr refresh; please report it with the patch")
+        raise StateError(
+            f"{patch.path}: the refreshed patch does not apply cleanly at {source.commit[:12]}",
+            "this is a bug in patchmgr refresh; please report it with the patch",
+        )
     refreshed = RefreshedPatch(patch, state, "refreshed", result.detail, new_data)
     if state is not State.OFFSET:
         refreshed.interdiff = interdiff(patch.data, new_data, patch.id)
@@ -166,8 +193,9 @@ def _root(plan: RefreshPlan) -> Path:
 
 
 # -- rewriting the diff part ---------------------------------------------------
-def regenerate(patch: PatchFile, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None],
-               repo: GitRepo) -> bytes:
+def regenerate(
+    patch: PatchFile, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None], repo: GitRepo
+) -> bytes:
     """``patch`` with each file's hunks turning ``before`` into ``after``; everything else kept."""
     lines = split_lines(patch.data.decode("utf-8"))  # LF only: a form feed is part of its line
     start = diff_start(lines)
@@ -190,7 +218,8 @@ def diff_start(lines: list[str]) -> int:
     """Where the diff part of a patch begins (as patchfile splits it)."""
     for index, line in enumerate(lines):
         if line.startswith("diff --git ") or (
-                line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ ")):
+            line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ ")
+        ):
             return index
     return len(lines)
 
@@ -201,8 +230,11 @@ def _sections(lines: list[str], files: tuple[FileDiff, ...]) -> tuple[list[tuple
     index = 0
     for diff in files:
         header: list[str] = []
-        while index < len(lines) and not lines[index].startswith("@@ ") and not (
-                header and lines[index].startswith("diff --git ")):
+        while (
+            index < len(lines)
+            and not lines[index].startswith("@@ ")
+            and not (header and lines[index].startswith("diff --git "))
+        ):
             header.append(lines[index])
             index += 1
         hunk_lines: list[str] = []
@@ -219,10 +251,12 @@ def _index_line(line: str, old: bytes | None, new: bytes | None) -> str:
     match = INDEX_LINE.match(body)
     if not match:
         return line
-    ids = [blob_id(data) if data is not None and set(given) != {"0"} else given
-           for data, given in ((old, match.group(1)), (new, match.group(2)))]
+    ids = [
+        blob_id(data) if data is not None and set(given) != {"0"} else given
+        for data, given in ((old, match.group(1)), (new, match.group(2)))
+    ]
     mode = f" {match.group(3)}" if match.group(3) else ""
-    return f"index {ids[0]}..{ids[1]}{mode}{line[len(body):]}"
+    return f"index {ids[0]}..{ids[1]}{mode}{line[len(body) :]}"
 
 
 def blob_id(data: bytes) -> str:
@@ -243,14 +277,20 @@ def _restat(prologue: list[str], stat: str) -> list[str]:
         end = next(i for i in range(separator, len(prologue)) if _STAT_SUMMARY.match(prologue[i]))
     except (ValueError, StopIteration):
         return prologue  # a plain diff without a diffstat
-    return prologue[: separator + 1] + split_lines(stat) + prologue[end + 1:]
+    return prologue[: separator + 1] + split_lines(stat) + prologue[end + 1 :]
 
 
 def interdiff(old: bytes, new: bytes, patch_id: str) -> list[str]:
     """The old and new diff parts side by side, as one diff of the two (``git range-diff`` style)."""
     old_lines, new_lines = split_lines(old.decode("utf-8")), split_lines(new.decode("utf-8"))
-    return list(difflib.unified_diff(old_lines[diff_start(old_lines):], new_lines[diff_start(new_lines):],
-                                     f"{patch_id} (now)", f"{patch_id} (refreshed)"))
+    return list(
+        difflib.unified_diff(
+            old_lines[diff_start(old_lines) :],
+            new_lines[diff_start(new_lines) :],
+            f"{patch_id} (now)",
+            f"{patch_id} (refreshed)",
+        )
+    )
 
 
 class _Files:

@@ -84,8 +84,9 @@ class ExportOutcome:
         return self.series_changed or bool(self.moved) or any(p.action != "unchanged" for p in self.patches)
 
 
-def export_checkout(project: Project, target: Target, name: str, source: Path, version: str | None = None
-                    ) -> ExportOutcome:
+def export_checkout(
+    project: Project, target: Target, name: str, source: Path, version: str | None = None
+) -> ExportOutcome:
     """Write the commits of an ``edit`` checkout back as the upstream's patch files and series.
 
     From a checkout that ``edit --onto REF`` moved, the pin (and version) moves
@@ -108,12 +109,16 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
     upstream = target.upstream(name)
     record = read_record(source)
     if (record.target, record.upstream) != (target.name, upstream.name):
-        raise StateError(f"{source} was made for {record.made_for()}, "
-                         f"not {target.name}/{upstream.name}", "export into the target and upstream it was made for")
+        raise StateError(
+            f"{source} was made for {record.made_for()}, not {target.name}/{upstream.name}",
+            "export into the target and upstream it was made for",
+        )
     pin = record.pin
     if pin != upstream.commit:
-        raise StateError(f"{upstream.name}: the pin moved from {str(pin)[:12]} to {upstream.commit[:12]} since edit",
-                         "run patchmgr edit again on the new pin and redo the change there")
+        raise StateError(
+            f"{upstream.name}: the pin moved from {str(pin)[:12]} to {upstream.commit[:12]} since edit",
+            "run patchmgr edit again on the new pin and redo the change there",
+        )
     onto = record.onto
     outcome = ExportOutcome(upstream, source)
     _new_version(outcome, onto, version)
@@ -133,14 +138,20 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
                 wanted = by_subject.get(subject)
             patch_id = _patch_id(wanted, subject, used)
             path = project.patch_path(upstream.name, patch_id)
-            if entry and entry.id == patch_id and path.is_file() and (
-                    not onto or _file_makes(repo, commit, path, entry, upstream.name, patch_id)):
+            if (
+                entry
+                and entry.id == patch_id
+                and path.is_file()
+                and (not onto or _file_makes(repo, commit, path, entry, upstream.name, patch_id))
+            ):
                 exported.append((ExportedPatch(patch_id, commit, "unchanged", path), None))
                 continue
             data = repo.format_patch(commit).encode("utf-8")
             if "\ndiff --git " not in data.decode("utf-8"):
-                raise StateError(f"commit {commit[:12]} ({subject}) changes nothing",
-                                 "drop it (git rebase -i) or give it a change, then export again")
+                raise StateError(
+                    f"commit {commit[:12]} ({subject}) changes nothing",
+                    "drop it (git rebase -i) or give it a change, then export again",
+                )
             data = file_form(repo, record, commit, patch_id, path, data)  # a plain DEP-3 diff stays one
             parse_patch(data, path, upstream.name, patch_id)
             if path.is_file() and path.read_bytes() == data:
@@ -174,11 +185,13 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
         try:
             write_record(source, EditRecord(target.name, upstream.name, base, [PatchCommit(*s) for s in sums]))
         except OSError as exc:
-            raise StateError(f"cannot write {exc.filename or source}: {exc.strerror or exc}",
-                             "fix the cause, then export again") from None
+            raise StateError(
+                f"cannot write {exc.filename or source}: {exc.strerror or exc}", "fix the cause, then export again"
+            ) from None
         return outcome
-    writes[record_path(source)] = EditRecord(target.name, upstream.name, base,
-                                             [PatchCommit(*s) for s in sums]).to_bytes()
+    writes[record_path(source)] = EditRecord(
+        target.name, upstream.name, base, [PatchCommit(*s) for s in sums]
+    ).to_bytes()
     write_files(project.root, writes, expected)
     if onto:
         shutil.rmtree(source / ".git" / MAILS, ignore_errors=True)
@@ -192,11 +205,15 @@ def _new_version(outcome: ExportOutcome, onto: Move | None, version: str | None)
         try:
             Version(version)
         except InvalidVersion:
-            raise UsageError(f"--version {version!r} is not a PEP 440 version; nothing was written",
-                             "give the upstream's release version at the new ref, e.g. --version 0.5.0") from None
+            raise UsageError(
+                f"--version {version!r} is not a PEP 440 version; nothing was written",
+                "give the upstream's release version at the new ref, e.g. --version 0.5.0",
+            ) from None
         if not onto:
-            raise UsageError("--version goes with an export from an edit --onto checkout (the pin moves there); "
-                             "nothing was written", "leave --version out, or move the series with edit --onto REF")
+            raise UsageError(
+                "--version goes with an export from an edit --onto checkout (the pin moves there); nothing was written",
+                "leave --version out, or move the series with edit --onto REF",
+            )
     if not onto:
         return
     outcome.old_version = upstream.version
@@ -204,17 +221,20 @@ def _new_version(outcome: ExportOutcome, onto: Move | None, version: str | None)
     if version is not None or (upstream.version and guessed):
         outcome.new_version = guessed
     elif upstream.version:
-        outcome.notes.append(f"version stays {upstream.version}: {onto.ref} names no release version; pass "
-                             "--version X.Y.Z if it changed")
+        outcome.notes.append(
+            f"version stays {upstream.version}: {onto.ref} names no release version; pass --version X.Y.Z if it changed"
+        )
 
 
 def _refuse_unfinished(repo: GitRepo, source: Path, onto: Move | None) -> None:
     if repo.am_in_progress() or (onto and (onto.queue or onto.current)):
         waiting = onto and (onto.current or (onto.queue[0].id if onto.queue else None))
         what = f"the move to {onto.ref} stopped at {waiting}" if onto and waiting else "a git am is in progress"
-        raise StateError(f"{source}: {what}; export writes nothing until it is finished",
-                         f"resolve the conflicts, git add them, then patchmgr edit --continue --into {source} "
-                         f"(or --skip, or --abort), then export again")
+        raise StateError(
+            f"{source}: {what}; export writes nothing until it is finished",
+            f"resolve the conflicts, git add them, then patchmgr edit --continue --into {source} "
+            f"(or --skip, or --abort), then export again",
+        )
 
 
 def _file_makes(repo: GitRepo, commit: str, path: Path, entry: PatchCommit, upstream: str, patch_id: str) -> bool:
@@ -230,9 +250,13 @@ def _file_makes(repo: GitRepo, commit: str, path: Path, entry: PatchCommit, upst
     return check_patch(patch, GitSource(repo, parents[0], str(repo.path))).state is State.CLEAN
 
 
-def _export_changes(project: Project, target: Target, outcome: ExportOutcome,
-                    exported: list[tuple[ExportedPatch, bytes | None]], series: list[str]
-                    ) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
+def _export_changes(
+    project: Project,
+    target: Target,
+    outcome: ExportOutcome,
+    exported: list[tuple[ExportedPatch, bytes | None]],
+    series: list[str],
+) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
     """The project files an export writes (None: removes) and what each held; checks the new manifest."""
     upstream = outcome.upstream
     writes: dict[Path, bytes | None] = {}
@@ -260,8 +284,9 @@ def _export_changes(project: Project, target: Target, outcome: ExportOutcome,
         if outcome.moved:
             _old, base, ref = outcome.moved
             new_text = manifest_edit.pin_text(new_text, target.path, upstream.name, base, ref, outcome.new_version)
-        manifest_edit.check_manifest(target.path, new_text, project.patches_dir,
-                                     {p for p, d in writes.items() if d is not None})
+        manifest_edit.check_manifest(
+            target.path, new_text, project.patches_dir, {p for p, d in writes.items() if d is not None}
+        )
         if new_text != text:
             writes[target.path] = new_text.encode("utf-8")
             expected[target.path] = data
@@ -285,8 +310,10 @@ def _commits_since(repo: GitRepo, pin: str, folder: Path) -> list[tuple[str, str
     for line in out.splitlines():
         commit, parents, subject = line.split("\x00", 2)
         if len(parents.split()) > 1:
-            raise StateError(f"commit {commit[:12]} is a merge; a patch series is a straight line",
-                             f"rebase the commits onto {pin[:12]} without merges")
+            raise StateError(
+                f"commit {commit[:12]} is a merge; a patch series is a straight line",
+                f"rebase the commits onto {pin[:12]} without merges",
+            )
         commits.append((commit, subject))
     return commits
 

@@ -25,8 +25,13 @@ def set_last_update(data: bytes, date: str | None = None) -> bytes:
         return new + rest
     if not message.strip():  # a bare diff: the field is its whole message
         return b"Last-Update: " + date.encode() + line_end + rest
-    fields = list(re.finditer(rb"(?m)^(Origin|Upstream-Status|Forwarded|Bug|Applied-Upstream|Author|"
-                              rb"Reviewed-by|Acked-by|Smoke-Test|Guard|Description):[^\n]*\n", message))
+    fields = list(
+        re.finditer(
+            rb"(?m)^(Origin|Upstream-Status|Forwarded|Bug|Applied-Upstream|Author|"
+            rb"Reviewed-by|Acked-by|Smoke-Test|Guard|Description):[^\n]*\n",
+            message,
+        )
+    )
     at = fields[-1].end() if fields else len(message.rstrip(b"\r\n")) + len(line_end)
     if not fields and not message.endswith(line_end):
         message += line_end

@@ -23,7 +23,8 @@ _COUNTS_HINT = "the hunk line counts must match the hunk's lines; regenerate the
 
 # what diff -N writes for the absent side: git's has_epoch_timestamp
 _EPOCH_STAMP = re.compile(
-    r"^(1969-12-31|1970-01-01) ([0-2][0-9]):([0-5][0-9]):00(?:\.0+)? ([-+])([0-2][0-9]):?([0-5][0-9])$")
+    r"^(1969-12-31|1970-01-01) ([0-2][0-9]):([0-5][0-9]):00(?:\.0+)? ([-+])([0-2][0-9]):?([0-5][0-9])$"
+)
 
 
 # git (2.39) takes author dates from 1970 to 2099; apply commits each patch with its Date
@@ -58,8 +59,9 @@ class Hunk:
     trailing: int
 
     def reversed(self) -> Hunk:
-        return Hunk(self.header, self.new_start, self.old_start, self.new_lines, self.old_lines,
-                    self.leading, self.trailing)
+        return Hunk(
+            self.header, self.new_start, self.old_start, self.new_lines, self.old_lines, self.leading, self.trailing
+        )
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,9 @@ class FileDiff:
         return "modify"
 
     def reversed(self) -> FileDiff:
-        return FileDiff(self.new_path, self.old_path, self.new_blob, self.old_blob,
-                        tuple(h.reversed() for h in self.hunks))
+        return FileDiff(
+            self.new_path, self.old_path, self.new_blob, self.old_blob, tuple(h.reversed() for h in self.hunks)
+        )
 
 
 def _check_hunks(diff_text: str, path: Path, first_line: int) -> str:
@@ -117,15 +120,18 @@ def _check_hunks(diff_text: str, path: Path, first_line: int) -> str:
         elif header:
             index = _skip_hunk(lines, index, header, path, first_line)
         elif line.startswith("@@"):
-            raise PatchFormatError(f"{where}: malformed diff: bad hunk header {line.rstrip()!r}",
-                                   "a hunk header reads @@ -START,COUNT +START,COUNT @@")
+            raise PatchFormatError(
+                f"{where}: malformed diff: bad hunk header {line.rstrip()!r}",
+                "a hunk header reads @@ -START,COUNT +START,COUNT @@",
+            )
         elif line.rstrip("\r\n") == "-- " or MAIL_START.match(line):
             # format-patch's signature ends the diff; another mail after it is another commit
             later = next((i for i in range(index, len(lines)) if MAIL_START.match(lines[i])), None)
             if later is not None:
                 raise PatchFormatError(
                     f"{path}:{first_line + later}: holds a second commit; a .patch file holds exactly one",
-                    "split it: git format-patch writes one file per commit")
+                    "split it: git format-patch writes one file per commit",
+                )
             return "".join(lines[:index])
         elif line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ "):
             if section is not None:
@@ -134,7 +140,9 @@ def _check_hunks(diff_text: str, path: Path, first_line: int) -> str:
         elif line[:1] in (" ", "+", "-", "\\"):
             raise PatchFormatError(
                 f"{where}: malformed diff: {line.rstrip()!r} is outside any hunk (a hunk header above counts too "
-                "few lines, or is missing)", _COUNTS_HINT)
+                "few lines, or is missing)",
+                _COUNTS_HINT,
+            )
         else:
             index += 1
     return "".join(lines)
@@ -150,7 +158,8 @@ def _check_names(section: list[str], minus: str, plus: str, where: str) -> None:
     old, new = (name.split("\t")[0].rstrip("\r\n")[4:] for name in (minus, plus))
     header, created, deleted = section[0], "new" in section, "deleted" in section
     consistent = (
-        (old == "/dev/null") == created and (new == "/dev/null") == deleted
+        (old == "/dev/null") == created
+        and (new == "/dev/null") == deleted
         and (created or header.startswith(f"diff --git {old} "))
         and (deleted or header.endswith(f" {new}"))
     )
@@ -158,9 +167,13 @@ def _check_names(section: list[str], minus: str, plus: str, where: str) -> None:
         missing_mode = "/dev/null" in (old, new) and not (created or deleted)
         raise PatchFormatError(
             f"{where}: malformed diff: '--- {old}' and '+++ {new}' disagree with {header!r}"
-            + (" (a created or deleted file needs a 'new file mode' or 'deleted file mode' line)"
-               if missing_mode else ""),
-            "regenerate the patch with git format-patch")
+            + (
+                " (a created or deleted file needs a 'new file mode' or 'deleted file mode' line)"
+                if missing_mode
+                else ""
+            ),
+            "regenerate the patch with git format-patch",
+        )
 
 
 def hunk_end(lines: list[str], index: int) -> int:
@@ -194,7 +207,9 @@ def _skip_hunk(lines: list[str], index: int, header: re.Match[str], path: Path, 
         if problem:
             raise PatchFormatError(
                 f"{path}:{first_line + start}: malformed diff: hunk {lines[start].split(' @@')[0]} @@ does not match "
-                f"its line counts ({want[0]} old, {want[1]} new lines): {problem}", _COUNTS_HINT)
+                f"its line counts ({want[0]} old, {want[1]} new lines): {problem}",
+                _COUNTS_HINT,
+            )
         index += 1
     while index < len(lines) and lines[index].startswith("\\"):
         index += 1
@@ -209,8 +224,9 @@ def _parse_diff(diff_text: str, path: Path, first_line: int) -> tuple[FileDiff, 
         # unidiff's message may end with the raw line: keep the error on one line
         raise PatchFormatError(f"{path}: malformed diff ({str(exc).strip()!r})", _COUNTS_HINT) from exc
     if not len(patch_set):
-        raise PatchFormatError(f"{path}:{first_line}: no file changes found in the diff",
-                               "a patch needs at least one 'diff --git' section")
+        raise PatchFormatError(
+            f"{path}:{first_line}: no file changes found in the diff", "a patch needs at least one 'diff --git' section"
+        )
     strip = [None]  # git's -p for plain diffs: guessed from the first file's names, then kept
     return tuple(_file_diff(patched, path, strip) for patched in patch_set)
 
@@ -238,8 +254,10 @@ def _plain_names(patched: unidiff.PatchedFile, path: Path, strip: list) -> tuple
         name = re.sub(r"/+", "/", name)
         if strip[0]:
             if "/" not in name:
-                raise PatchFormatError(f"{path}: plain diff names {name!r} without the folder the other names have",
-                                       "regenerate the patch (git diff, or diff -ruN old new from the folder above)")
+                raise PatchFormatError(
+                    f"{path}: plain diff names {name!r} without the folder the other names have",
+                    "regenerate the patch (git diff, or diff -ruN old new from the folder above)",
+                )
             name = name.split("/", 1)[1]
         return name
 
@@ -272,10 +290,10 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDif
             continue
         for key in ("new file mode", "deleted file mode", "old mode", "new mode"):
             if line.startswith(key + " "):
-                modes[key] = line[len(key) + 1:].strip()
+                modes[key] = line[len(key) + 1 :].strip()
         for key in ("rename from", "rename to", "copy from", "copy to"):
             if line.startswith(key + " "):
-                names[key] = _unquote(line[len(key) + 1:], path)
+                names[key] = _unquote(line[len(key) + 1 :], path)
     if any(line.startswith("diff --git ") for line in info):
         old_path = _strip_prefix(_unquote(patched.source_file, path), "a/", path)
         new_path = _strip_prefix(_unquote(patched.target_file, path), "b/", path)
@@ -283,24 +301,33 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDif
         old_path, new_path = _plain_names(patched, path, strip)
     shown = new_path or old_path
     if shown is None:
-        raise PatchFormatError(f"{path}: a file's section has /dev/null on both sides, so it names no file",
-                               "regenerate the patch with git format-patch")
+        raise PatchFormatError(
+            f"{path}: a file's section has /dev/null on both sides, so it names no file",
+            "regenerate the patch with git format-patch",
+        )
     if patched.is_binary_file or any(line.startswith(("GIT binary patch", "Binary files ")) for line in info):
-        raise PatchFormatError(f"{path}: binary change to {shown} is not supported",
-                               "keep binary files out of patches; ship them another way")
+        raise PatchFormatError(
+            f"{path}: binary change to {shown} is not supported",
+            "keep binary files out of patches; ship them another way",
+        )
     _check_modes(modes, shown, path)
     if "copy from" in names or "copy to" in names:
-        raise PatchFormatError(f"{path}: copies {names.get('copy from')} to {names.get('copy to')}; "
-                               "copies are not supported", "write the copy as a new file (git diff --no-renames)")
+        raise PatchFormatError(
+            f"{path}: copies {names.get('copy from')} to {names.get('copy to')}; copies are not supported",
+            "write the copy as a new file (git diff --no-renames)",
+        )
     for key, value in (("rename from", old_path), ("rename to", new_path)):
         if key in names and _strip_prefix(names[key], "", path) != value:
-            raise PatchFormatError(f"{path}: '{key} {names[key]}' disagrees with the diff's file name {value!r}",
-                                   "regenerate the patch with git format-patch")
+            raise PatchFormatError(
+                f"{path}: '{key} {names[key]}' disagrees with the diff's file name {value!r}",
+                "regenerate the patch with git format-patch",
+            )
     hunks = tuple(_hunk(h) for h in patched)
     if not hunks and old_path == new_path and old_path is not None:
-        raise PatchFormatError(f"{path}: the section for {shown} changes nothing (no hunks)",
-                               "a hunk starts with a '@@ -START,COUNT +START,COUNT @@' line; remove the section "
-                               "or regenerate the patch")
+        raise PatchFormatError(
+            f"{path}: the section for {shown} changes nothing (no hunks)",
+            "a hunk starts with a '@@ -START,COUNT +START,COUNT @@' line; remove the section or regenerate the patch",
+        )
     return FileDiff(old_path, new_path, _full(old_blob), _full(new_blob), hunks, modes.get("new file mode"))
 
 
@@ -308,14 +335,22 @@ def _check_modes(modes: dict[str, str], shown: str, path: Path) -> None:
     """Refuse what apply could not write faithfully: it writes regular files, and only their content."""
     for mode in modes.values():
         if mode in _SPECIAL_MODES:
-            raise PatchFormatError(f"{path}: {shown} is a {_SPECIAL_MODES[mode]} (mode {mode}); "
-                                   "patches may only change regular files", "leave it out of the patch")
+            raise PatchFormatError(
+                f"{path}: {shown} is a {_SPECIAL_MODES[mode]} (mode {mode}); patches may only change regular files",
+                "leave it out of the patch",
+            )
     if modes.get("old mode", REGULAR_MODE) != modes.get("new mode", modes.get("old mode", REGULAR_MODE)):
-        raise PatchFormatError(f"{path}: changes the mode of {shown} ({modes['old mode']} to {modes['new mode']}); "
-                               "mode changes are not supported", "leave the mode change out of the patch")
+        raise PatchFormatError(
+            f"{path}: changes the mode of {shown} ({modes['old mode']} to {modes['new mode']}); "
+            "mode changes are not supported",
+            "leave the mode change out of the patch",
+        )
     if modes.get("new file mode", REGULAR_MODE) != REGULAR_MODE:
-        raise PatchFormatError(f"{path}: creates {shown} with mode {modes['new file mode']}; only regular, "
-                               f"non-executable files ({REGULAR_MODE}) can be created", "create it as 100644")
+        raise PatchFormatError(
+            f"{path}: creates {shown} with mode {modes['new file mode']}; only regular, "
+            f"non-executable files ({REGULAR_MODE}) can be created",
+            "create it as 100644",
+        )
 
 
 def _unquote(name: str, path: Path) -> str:
@@ -326,11 +361,11 @@ def _unquote(name: str, path: Path) -> str:
     body, raw, index = name[1:-1], bytearray(), 0
     while index < len(body):
         char = body[index]
-        octal = body[index + 1: index + 4]
+        octal = body[index + 1 : index + 4]
         if char != "\\":
             raw += char.encode("utf-8", "surrogateescape")
             index += 1
-        elif body[index + 1: index + 2] in _C_ESCAPES:
+        elif body[index + 1 : index + 2] in _C_ESCAPES:
             raw.append(_C_ESCAPES[body[index + 1]])
             index += 2
         elif re.fullmatch(r"[0-3][0-7][0-7]", octal):
@@ -347,11 +382,12 @@ def _unquote(name: str, path: Path) -> str:
 def _strip_prefix(name: str, prefix: str, path: Path) -> str | None:
     if name == "/dev/null":
         return None
-    name = name[len(prefix):] if name.startswith(prefix) else name
+    name = name[len(prefix) :] if name.startswith(prefix) else name
     pure = PurePosixPath(name)
     if pure.is_absolute() or ".." in pure.parts or not pure.parts or name.startswith("~"):
-        raise PatchFormatError(f"{path}: path {name!r} leaves the upstream tree",
-                               "patch paths must be relative to the upstream's root")
+        raise PatchFormatError(
+            f"{path}: path {name!r} leaves the upstream tree", "patch paths must be relative to the upstream's root"
+        )
     # git refuses these too (verify_path): a patch must not reach into a repository's
     # own metadata, and a name with a control character cannot be passed to git safely
     if any(part.lower() == ".git" for part in pure.parts):
@@ -360,9 +396,11 @@ def _strip_prefix(name: str, prefix: str, path: Path) -> str | None:
         raise PatchFormatError(f"{path}: path {name!r} holds a control character", "rename the file upstream")
     if name.startswith(":"):
         # apply hands the paths to git add, where ":/top" is pathspec magic (":/" = the whole tree)
-        raise PatchFormatError(f"{path}: path {name!r} starts with ':', which git reads as pathspec magic "
-                               "(':/top' would name the whole tree, not a file)",
-                               "patch files whose names do not start with ':'")
+        raise PatchFormatError(
+            f"{path}: path {name!r} starts with ':', which git reads as pathspec magic "
+            "(':/top' would name the whole tree, not a file)",
+            "patch files whose names do not start with ':'",
+        )
     return str(pure)
 
 

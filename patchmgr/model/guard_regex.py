@@ -42,8 +42,12 @@ UNSUPPORTED = (
 )
 GUARD_SYNTAX = "RE2 syntax (linear-time matching: no backreferences, no lookaround; see the README's Guards)"
 # what a guard cannot say because its expression is searched in each line: the escape or flag -> what to write
-LINE_ONLY = {"A": "^ (a line's start)", "z": "$ (a line's end)", "C": ". (any character but a line break)",
-             "-m": "the expression with m left on (^ and $ anchor at each line)"}
+LINE_ONLY = {
+    "A": "^ (a line's start)",
+    "z": "$ (a line's end)",
+    "C": ". (any character but a line break)",
+    "-m": "the expression with m left on (^ and $ anchor at each line)",
+}
 CHUNK = 64 << 10  # bytes searched between two looks at the clock: RE2 is linear, yet a large program is slow
 _ESCAPE_OR_FLAGS = re.compile(r"\\(.)|\(\?([a-zA-Z]*-[a-zA-Z]*)", re.DOTALL)
 
@@ -122,8 +126,10 @@ def _refuse_whole_text(pattern: str) -> None:
         said = f"\\{escaped}" if escaped else f"(?{flags}"
         key = escaped if escaped else ("-m" if "m" in flags.partition("-")[2] else None)
         if key in LINE_ONLY:
-            raise GuardRegexError(f"the regular expression uses {said}, which a guard cannot use: its expression is "
-                                  f"searched in each line on its own; write {LINE_ONLY[key]} instead")
+            raise GuardRegexError(
+                f"the regular expression uses {said}, which a guard cannot use: its expression is "
+                f"searched in each line on its own; write {LINE_ONLY[key]} instead"
+            )
 
 
 def _explain(pattern: str, exc: Exception) -> str:
@@ -136,6 +142,8 @@ def _explain(pattern: str, exc: Exception) -> str:
         return f"the regular expression does not compile ({said})"
     for start, what, instead in UNSUPPORTED:
         if said.startswith(start):
-            return (f"the regular expression uses {what} ({said}), which guards do not support: they use "
-                    f"{GUARD_SYNTAX}" + (f"; {instead}" if instead else ""))
+            return (
+                f"the regular expression uses {what} ({said}), which guards do not support: they use "
+                f"{GUARD_SYNTAX}" + (f"; {instead}" if instead else "")
+            )
     return f"the regular expression is not RE2 syntax ({said}); guards use {GUARD_SYNTAX}"

@@ -65,8 +65,10 @@ class GuardSyntaxError(ValueError):
         self.hint = hint
 
 
-REGEX_HINT = ("write the expression in RE2 syntax, searched in each line (^ and $ anchor at the line): no "
-              "backreferences, no lookaround (see the README's Guards)")
+REGEX_HINT = (
+    "write the expression in RE2 syntax, searched in each line (^ and $ anchor at the line): no "
+    "backreferences, no lookaround (see the README's Guards)"
+)
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,9 @@ def parse_guard(text: str) -> Guard:
     except GuardRegexError as exc:
         raise GuardSyntaxError(f"Guard {value!r}: {exc}", REGEX_HINT) from None
     if where.startswith("/") or ".." in where.split("/") or "\\" in where:
-        raise GuardSyntaxError(f"Guard {value!r}: {where!r} must be a path relative to the upstream's root, "
-                               "with / and without '..'")
+        raise GuardSyntaxError(
+            f"Guard {value!r}: {where!r} must be a path relative to the upstream's root, with / and without '..'"
+        )
     return Guard(value, kind, pattern, where)
 
 
@@ -107,6 +110,7 @@ def parse_guard(text: str) -> Guard:
 class Verdict:
     """A guard evaluated: whether it holds, its first ``MAX_OFFENSES`` offenses and how many there are in all
     (``count``), or why it could not be evaluated."""
+
     holds: bool
     offenses: tuple[str, ...] = ()
     error: str | None = None
@@ -122,8 +126,9 @@ def more_offenses(shown: int, count: int) -> str | None:
     return f"… and {count - shown:,} more ({count:,} in all)"
 
 
-def evaluate(guard: Guard, read: Callable[[str], bytes | None], listing: Iterable[str] | None,
-             touched: Iterable[str] = ()) -> Verdict:
+def evaluate(
+    guard: Guard, read: Callable[[str], bytes | None], listing: Iterable[str] | None, touched: Iterable[str] = ()
+) -> Verdict:
     """Evaluate ``guard`` on a tree: ``read(path)`` gives a file's bytes (None: not a file); ``listing`` is every
     file's path, or None when the tree cannot list (a glob then looks only at ``touched``). The files are read
     one at a time, each let go once searched, up to ``MAX_BYTES`` in all."""
@@ -140,8 +145,13 @@ def evaluate(guard: Guard, read: Callable[[str], bytes | None], listing: Iterabl
         looked = True
         size += len(data)
         if size > MAX_BYTES:
-            return Verdict(False, tuple(offenses), f"{guard.where} holds more than {_size(MAX_BYTES)} of files "
-                           f"(stopped at {path}); a guard reads at most that much: name fewer files", count)
+            return Verdict(
+                False,
+                tuple(offenses),
+                f"{guard.where} holds more than {_size(MAX_BYTES)} of files "
+                f"(stopped at {path}); a guard reads at most that much: name fewer files",
+                count,
+            )
         text, number, counted = as_lines(data), 1, 0
         try:
             for start in guard.pattern.line_starts(text, deadline):
@@ -164,8 +174,10 @@ def evaluate(guard: Guard, read: Callable[[str], bytes | None], listing: Iterabl
 
 
 def _too_slow(where: str) -> str:
-    return (f"stopped after {MAX_SECONDS:g} s {where}: a guard may take at most that long; make its expression "
-            "simpler (a smaller repeat count) or name fewer files")
+    return (
+        f"stopped after {MAX_SECONDS:g} s {where}: a guard may take at most that long; make its expression "
+        "simpler (a smaller repeat count) or name fewer files"
+    )
 
 
 def _paths(guard: Guard, listing: Iterable[str] | None, touched: Iterable[str]) -> list[str]:

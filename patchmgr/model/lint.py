@@ -64,8 +64,10 @@ def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
     if len(patch.body.replace("\n", " ").split()) < 12:
         messages.append("the message does not say why the patch exists (what broke, how it showed)")
     if IMPORT_STUB in text.split("\ndiff --git ", 1)[0]:
-        messages.append(f"DEP-3 stub left by patchmgr import ({IMPORT_STUB!r}): say what the patch fixes and why "
-                        "in Description, then remove the marker")
+        messages.append(
+            f"DEP-3 stub left by patchmgr import ({IMPORT_STUB!r}): say what the patch fixes and why "
+            "in Description, then remove the marker"
+        )
     status = patch.field("Upstream-Status")
     if not status:
         messages.append("no Upstream-Status field (Pending, Submitted <url>, Backport <url>, ...)")

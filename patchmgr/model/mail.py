@@ -51,8 +51,12 @@ def commit_spec(patch: PatchFile) -> CommitSpec:
         else:  # DEP-3 allows a bare name ("Author: Jane Doe")
             name = author.strip()
     message = f"{patch.subject or patch.id}\n\n{patch.body}".strip() + "\n"
-    return CommitSpec(message, _CONTROL.sub(" ", name), _CONTROL.sub("", address),
-                      patch.date or _day(patch.field("Last-Update")) or FIXED_DATE)
+    return CommitSpec(
+        message,
+        _CONTROL.sub(" ", name),
+        _CONTROL.sub("", address),
+        patch.date or _day(patch.field("Last-Update")) or FIXED_DATE,
+    )
 
 
 def as_mail(patch: PatchFile) -> bytes:
@@ -66,9 +70,11 @@ def as_mail(patch: PatchFile) -> bytes:
     when = email.utils.format_datetime(_parsed_date(spec.date))
     # No Subject header: git am then takes the whole body as the message, so a DEP-3 "From:" or "Subject:"
     # field at its top is kept as text (as edit keeps it), not taken as an in-body header.
-    head = (f"{_ZERO_FROM}From: {email.utils.formataddr((spec.name, spec.address), 'utf-8')}\nDate: {when}\n"
-            "MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n\n")
-    return (head + spec.message + "---\n" + "".join(lines[diff_line_index(lines) or 0:])).encode("utf-8")
+    head = (
+        f"{_ZERO_FROM}From: {email.utils.formataddr((spec.name, spec.address), 'utf-8')}\nDate: {when}\n"
+        "MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n\n"
+    )
+    return (head + spec.message + "---\n" + "".join(lines[diff_line_index(lines) or 0 :])).encode("utf-8")
 
 
 def in_file_form(old: bytes, mail: bytes, reworded: str | None = None) -> bytes:
@@ -83,7 +89,7 @@ def in_file_form(old: bytes, mail: bytes, reworded: str | None = None) -> bytes:
     mail_lines = _lines(mail.decode("utf-8"))
     diff_at = diff_line_index(mail_lines) or 0
     lines = _lines(old_text)
-    head = lines[:diff_line_index(lines) or 0]
+    head = lines[: diff_line_index(lines) or 0]
     while head and head[-1].startswith(_DIFF_PREAMBLE):
         head.pop()
     fields, tail = _split_at_dashes(head)

@@ -35,17 +35,17 @@ def am_subject(value: str) -> str:
         char = subject[at]
         if char in "rR":
             if len(subject) > at + 3 and subject[at + 1] in "eE" and subject[at + 2] == ":":
-                subject = subject[:at] + subject[at + 3:]
+                subject = subject[:at] + subject[at + 3 :]
                 continue
             break
         if char in " \t:":
-            subject = subject[:at] + subject[at + 1:]
+            subject = subject[:at] + subject[at + 1 :]
             continue
         if char == "[":
             end = subject.find("]", at)
             if end < 0:
                 break
-            subject = subject[:at] + subject[end + 1:]
+            subject = subject[:at] + subject[end + 1 :]
             continue
         break
     return _SPACE_RUN.sub(" ", subject.strip(" \t\n\r"))

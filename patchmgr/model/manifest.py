@@ -54,8 +54,7 @@ class Target:
             if upstream.name == name:
                 return upstream
         known = ", ".join(u.name for u in self.upstreams) or "none"
-        raise ManifestError(f"target {self.name} has no upstream {name!r} (it has: {known})",
-                            f"see {self.path}")
+        raise ManifestError(f"target {self.name} has no upstream {name!r} (it has: {known})", f"see {self.path}")
 
 
 def load_target(path: Path, patches_dir: Path) -> Target:
@@ -72,8 +71,10 @@ def load_target(path: Path, patches_dir: Path) -> Target:
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: invalid TOML: {exc}", "fix the syntax at that line") from exc
     except RecursionError:
-        raise ManifestError(f"{path}: invalid TOML: arrays or tables nested too deeply to read",
-                            "a manifest needs no nesting deeper than a list of patch names") from None
+        raise ManifestError(
+            f"{path}: invalid TOML: arrays or tables nested too deeply to read",
+            "a manifest needs no nesting deeper than a list of patch names",
+        ) from None
     return _Validator(path, patches_dir).target(raw)
 
 
@@ -93,13 +94,17 @@ class _Validator:
         self._only(section, _TARGET_KEYS, "target.")
         name = self._string(section, "name", "target.name", required=True)
         if name != self.path.stem:
-            raise self.fail("target.name", f"{name!r} differs from the file name {self.path.stem!r}",
-                            f'set name = "{self.path.stem}" or rename the file')
+            raise self.fail(
+                "target.name",
+                f"{name!r} differs from the file name {self.path.stem!r}",
+                f'set name = "{self.path.stem}" or rename the file',
+            )
         description = self._string(section, "description", "target.description", free_text=True) or ""
         upstreams = raw.get("upstreams", {})
         if not isinstance(upstreams, dict):
-            raise self.fail("upstreams", "must be a table of [upstreams.<name>] tables",
-                            "see README.md for the manifest format")
+            raise self.fail(
+                "upstreams", "must be a table of [upstreams.<name>] tables", "see README.md for the manifest format"
+            )
         parsed = tuple(self.upstream(n, u) for n, u in upstreams.items())
         return Target(name, description, self.path, parsed)
 
@@ -107,8 +112,7 @@ class _Validator:
         key = f"upstreams.{name!r}" if control_character(name) else f"upstreams.{name}"
         self._one_line(name, key, "an upstream name")
         if not NAME.match(name):
-            raise self.fail(key, "an upstream name is lower-case letters, digits, '.', '_' or '-'",
-                            "rename the table")
+            raise self.fail(key, "an upstream name is lower-case letters, digits, '.', '_' or '-'", "rename the table")
         if not isinstance(raw, dict):
             raise self.fail(key, "must be a table", f"write it as [{key}]")
         self._only(raw, _UPSTREAM_KEYS, key + ".")
@@ -120,37 +124,46 @@ class _Validator:
             self._url(mirror, f"{key}.mirrors[{index}]")
         commit = self._string(raw, "commit", f"{key}.commit", required=True)
         if not FULL_SHA.match(commit):
-            raise self.fail(f"{key}.commit", f"{commit!r} is not a full commit id (40 lower-case hex digits)",
-                            "pin the full id: `git rev-parse <tag>^{commit}` prints it")
+            raise self.fail(
+                f"{key}.commit",
+                f"{commit!r} is not a full commit id (40 lower-case hex digits)",
+                "pin the full id: `git rev-parse <tag>^{commit}` prints it",
+            )
         version = self._string(raw, "version", f"{key}.version")
         if version is not None:
             try:
                 Version(version)
             except InvalidVersion as exc:
-                raise self.fail(f"{key}.version", f"{version!r} is not a PEP 440 version",
-                                'write it like "0.4.2"') from exc
+                raise self.fail(
+                    f"{key}.version", f"{version!r} is not a PEP 440 version", 'write it like "0.4.2"'
+                ) from exc
         pypi = self._string(raw, "pypi", f"{key}.pypi")
         if pypi is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z", pypi):
             raise self.fail(f"{key}.pypi", f"{pypi!r} is not a PyPI project name", "check the name on PyPI")
         package_root = self._string(raw, "package-root", f"{key}.package-root") or ""
         if package_root.startswith("/") or ".." in Path(package_root).parts:
-            raise self.fail(f"{key}.package-root", f"{package_root!r} leaves the repository",
-                            'give a folder inside the repository, like "src"')
+            raise self.fail(
+                f"{key}.package-root",
+                f"{package_root!r} leaves the repository",
+                'give a folder inside the repository, like "src"',
+            )
         if not git and not mirrors and not pypi:
             raise self.fail(key, "no source: needs `git`, `mirrors` or `pypi`", "add the upstream's git URL")
         patch_ids = self._patches(raw, name, key)
         requirements = self._requirements(raw, f"{key}.smoke-requirements")
-        return Upstream(name, git, mirrors, commit, version, pypi, package_root.strip("/"), patch_ids,
-                        requirements)
+        return Upstream(name, git, mirrors, commit, version, pypi, package_root.strip("/"), patch_ids, requirements)
 
     def _requirements(self, raw: dict, key: str) -> tuple[str, ...]:
         values = self._strings(raw, "smoke-requirements", key)
         for index, value in enumerate(values):
             problem = requirement_problem(value)
             if problem:
-                raise self.fail(f"{key}[{index}]", f"{mask_url(value)!r} {problem}",
-                                'write a requirement like "transformers==4.57.1", or "name @ https://..." for a '
-                                "published archive or git+https:// repository")
+                raise self.fail(
+                    f"{key}[{index}]",
+                    f"{mask_url(value)!r} {problem}",
+                    'write a requirement like "transformers==4.57.1", or "name @ https://..." for a '
+                    "published archive or git+https:// repository",
+                )
         return tuple(v.strip() for v in values)
 
     def _patches(self, raw: dict, upstream: str, key: str) -> tuple[str, ...]:
@@ -159,45 +172,51 @@ class _Validator:
         for index, patch_id in enumerate(ids):
             where = f"{key}.patches[{index}]"
             if not PATCH_ID.match(patch_id):
-                raise self.fail(where, f"{patch_id!r} is not a patch id (letters, digits, '.', '_', '+', '-')",
-                                "name the patch file without its .patch suffix")
+                raise self.fail(
+                    where,
+                    f"{patch_id!r} is not a patch id (letters, digits, '.', '_', '+', '-')",
+                    "name the patch file without its .patch suffix",
+                )
             if patch_id in seen:
                 raise self.fail(where, f"duplicate patch id {patch_id!r}", "list each patch once")
             seen.add(patch_id)
             file = self.patches_dir / upstream / f"{patch_id}.patch"
             if not file.is_file():
-                raise self.fail(where, f"patch file {file} does not exist",
-                                f"create it, or remove {patch_id!r} from the list")
+                raise self.fail(
+                    where, f"patch file {file} does not exist", f"create it, or remove {patch_id!r} from the list"
+                )
         return tuple(ids)
 
     def _only(self, table: dict, allowed: set[str], prefix: str) -> None:
         for name in table:
             if name not in allowed:
                 shown = repr(name) if control_character(name) else name  # a key printed raw could forge a line
-                raise self.fail(prefix + shown, "unknown key",
-                                "allowed here: " + ", ".join(sorted(allowed)))
+                raise self.fail(prefix + shown, "unknown key", "allowed here: " + ", ".join(sorted(allowed)))
 
     def _one_line(self, value: str, key: str, what: str = "a path, id, ref or URL") -> None:
         """Every value that names a path, id, ref or URL is one line of printable text: a control character
         (a newline above all) would forge a second line wherever it is printed or read line by line."""
         problem = control_character(value)
         if problem:
-            raise self.fail(key, f"{mask_url(value)!r} {problem}",
-                            f"{what} is one line of printable text: remove the character (often a newline "
-                            "or tab inside the quotes)")
+            raise self.fail(
+                key,
+                f"{mask_url(value)!r} {problem}",
+                f"{what} is one line of printable text: remove the character (often a newline "
+                "or tab inside the quotes)",
+            )
 
     @overload
     def _string(self, table: dict, name: str, key: str, required: Literal[True], free_text: bool = False) -> str: ...
 
     @overload
-    def _string(self, table: dict, name: str, key: str, required: bool = False,
-                free_text: bool = False) -> str | None: ...
+    def _string(
+        self, table: dict, name: str, key: str, required: bool = False, free_text: bool = False
+    ) -> str | None: ...
 
-    def _string(self, table: dict, name: str, key: str, required: bool = False,
-                free_text: bool = False) -> str | None:
+    def _string(self, table: dict, name: str, key: str, required: bool = False, free_text: bool = False) -> str | None:
         if name not in table:
             if required:
-                raise self.fail(key, "missing", f"add {name} = \"...\"")
+                raise self.fail(key, "missing", f'add {name} = "..."')
             return None
         value = table[name]
         if not isinstance(value, str) or not value.strip():

@@ -28,13 +28,25 @@ from patchmgr.model.guards import SYNTAX, GuardSyntaxError, parse_guard
 from patchmgr.model.mailheader import am_subject, decoded, in_body_headers
 
 DEP3_KEYS = (
-    "Description", "Subject", "Origin", "Upstream-Status", "Forwarded", "Bug", "Applied-Upstream",
-    "Last-Update", "Author", "From", "Reviewed-by", "Acked-by", "Signed-off-by", "Smoke-Test", "Guard",
+    "Description",
+    "Subject",
+    "Origin",
+    "Upstream-Status",
+    "Forwarded",
+    "Bug",
+    "Applied-Upstream",
+    "Last-Update",
+    "Author",
+    "From",
+    "Reviewed-by",
+    "Acked-by",
+    "Signed-off-by",
+    "Smoke-Test",
+    "Guard",
 )
 
 
-UPSTREAM_STATUSES = ("Pending", "Submitted", "Backport", "Accepted", "Denied", "Inappropriate",
-                     "Inactive-Upstream")
+UPSTREAM_STATUSES = ("Pending", "Submitted", "Backport", "Accepted", "Denied", "Inappropriate", "Inactive-Upstream")
 
 
 _FIELD_LINE = re.compile(r"^(" + "|".join(re.escape(k) for k in DEP3_KEYS) + r"):[ \t]*(.*)$")
@@ -102,8 +114,10 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
         ) from exc
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
-        raise PatchFormatError(f"{path}:{line}: holds a NUL byte, so it is binary, not a text diff",
-                               "keep binary files out of patches; ship them another way")
+        raise PatchFormatError(
+            f"{path}:{line}: holds a NUL byte, so it is binary, not a text diff",
+            "keep binary files out of patches; ship them another way",
+        )
     # Editors on Windows start files with a byte-order mark; it is not part of
     # the patch, and left in place it hides the first "From"/"diff" line.
     text = text.removeprefix("\ufeff")
@@ -120,8 +134,7 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
     described = dict(fields).get("Description") or dict(fields).get("Subject")  # DEP-3: Subject is its alias
     if not subject and described:
         subject = _bare_lines(described)[0]
-    return PatchFile(patch_id or path.stem, upstream, path, data, subject, body, author, date,
-                     tuple(fields), files)
+    return PatchFile(patch_id or path.stem, upstream, path, data, subject, body, author, date, tuple(fields), files)
 
 
 def _split_message(text: str) -> tuple[str, str, int]:
@@ -169,7 +182,7 @@ def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
             last = key.strip()
             headers[last] = value.strip()
         index += 1
-    in_body, rest = in_body_headers(lines[index + 1:])
+    in_body, rest = in_body_headers(lines[index + 1 :])
     headers.update(in_body)
     subject = am_subject(headers.get("Subject", ""))
     body = "\n".join(rest).strip("\n")
@@ -196,10 +209,17 @@ def _check_guards(fields: list[tuple[str, str]], message: str, path: Path) -> No
         try:
             parse_guard(value)
         except GuardSyntaxError as exc:
-            line = next((n for n, text in enumerate(_bare_lines(message), 1)
-                         if text.startswith("Guard:") and text[len("Guard:"):].strip() == value), 1)
-            raise PatchFormatError(f"{path}:{line}: {exc}",
-                                   exc.hint or f"write it as {SYNTAX!r} (see the README's Guards)") from exc
+            line = next(
+                (
+                    n
+                    for n, text in enumerate(_bare_lines(message), 1)
+                    if text.startswith("Guard:") and text[len("Guard:") :].strip() == value
+                ),
+                1,
+            )
+            raise PatchFormatError(
+                f"{path}:{line}: {exc}", exc.hint or f"write it as {SYNTAX!r} (see the README's Guards)"
+            ) from exc
 
 
 def _check_date(date: str, message: str, path: Path) -> None:
@@ -220,4 +240,5 @@ def _check_date(date: str, message: str, path: Path) -> None:
         raise PatchFormatError(
             f"{path}:{line}: the Date header {date!r} {problem} (git takes RFC 2822 or ISO 8601 dates from 1970 "
             "to 2099); apply would commit the patch with it as the author date",
-            "write an RFC 2822 date, as git format-patch does (Date: Thu, 1 Jan 2026 00:00:00 +0000)")
+            "write an RFC 2822 date, as git format-patch does (Date: Thu, 1 Jan 2026 00:00:00 +0000)",
+        )

@@ -21,8 +21,9 @@ class Project:
     def at(cls, root: Path) -> Project:
         root = root.resolve()
         if not (root / "manifests").is_dir():
-            raise UsageError(f"{root} has no manifests/ folder",
-                             "run patchmgr from the project root, or pass --root DIR")
+            raise UsageError(
+                f"{root} has no manifests/ folder", "run patchmgr from the project root, or pass --root DIR"
+            )
         return cls(root)
 
     @property
@@ -40,8 +41,9 @@ class Project:
         path = self.manifests_dir / f"{name}.toml"
         if not path.is_file():
             known = ", ".join(self.target_names()) or "none"
-            raise ManifestError(f"no target {name!r}: {path} does not exist (targets: {known})",
-                                "pick one of the targets listed")
+            raise ManifestError(
+                f"no target {name!r}: {path} does not exist (targets: {known})", "pick one of the targets listed"
+            )
         return load_target(path, self.patches_dir)
 
     def targets(self, name: str | None = None) -> list[Target]:
@@ -57,8 +59,11 @@ class Project:
             try:
                 targets.append(self.target(name))
             except PatchmgrError as exc:
-                broken.append(exc.message if exc.message.startswith(str(self.manifests_dir))
-                              else f"{self.manifests_dir / f'{name}.toml'}: {exc.message}")
+                broken.append(
+                    exc.message
+                    if exc.message.startswith(str(self.manifests_dir))
+                    else f"{self.manifests_dir / f'{name}.toml'}: {exc.message}"
+                )
         return targets, broken
 
     def upstream_names(self) -> set[str]:
@@ -74,12 +79,11 @@ class Project:
                     text = path.read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     continue
-                names.update(match.group(1).strip('"\'') for match in _UPSTREAM_TABLE.finditer(text))
+                names.update(match.group(1).strip("\"'") for match in _UPSTREAM_TABLE.finditer(text))
         return names
 
     def patches(self, upstream: Upstream) -> list[PatchFile]:
-        return [read_patch(self.patch_path(upstream.name, pid), upstream.name, pid)
-                for pid in upstream.patch_ids]
+        return [read_patch(self.patch_path(upstream.name, pid), upstream.name, pid) for pid in upstream.patch_ids]
 
     def patch_path(self, upstream: str, patch_id: str) -> Path:
         return self.patches_dir / upstream / f"{patch_id}.patch"

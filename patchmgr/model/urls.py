@@ -152,6 +152,8 @@ def requirement_problem(value: str) -> str | None:
         return None
     url = _VCS_PREFIX.sub("", requirement.url)
     if not re.match(r"^(https?|ssh|git)://", url.lower()):  # a path, file:, or anything pip reads from this machine
-        return (f"points at {mask_url(requirement.url)!r}, not an https://, ssh:// or git:// URL "
-                "(local paths and file: URLs are refused: their build code would run as you)")
+        return (
+            f"points at {mask_url(requirement.url)!r}, not an https://, ssh:// or git:// URL "
+            "(local paths and file: URLs are refused: their build code would run as you)"
+        )
     return url_problem(url)

@@ -24,11 +24,28 @@ class SafeConsole(Console):
     Text from outside is best made visible when its ``Text`` is made (``shown``), so that a table measures
     what it prints; this is the net under everything else."""
 
-    def render_str(self, text: str, *, style: str | Style = "", justify: JustifyMethod | None = None,
-                   overflow: OverflowMethod | None = None, emoji: bool | None = None, markup: bool | None = None,
-                   highlight: bool | None = None, highlighter: HighlighterType | None = None) -> Text:
-        return super().render_str(for_terminal(text), style=style, justify=justify, overflow=overflow, emoji=emoji,
-                                  markup=markup, highlight=highlight, highlighter=highlighter)
+    def render_str(
+        self,
+        text: str,
+        *,
+        style: str | Style = "",
+        justify: JustifyMethod | None = None,
+        overflow: OverflowMethod | None = None,
+        emoji: bool | None = None,
+        markup: bool | None = None,
+        highlight: bool | None = None,
+        highlighter: HighlighterType | None = None,
+    ) -> Text:
+        return super().render_str(
+            for_terminal(text),
+            style=style,
+            justify=justify,
+            overflow=overflow,
+            emoji=emoji,
+            markup=markup,
+            highlight=highlight,
+            highlighter=highlighter,
+        )
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
@@ -55,8 +72,13 @@ def shown(text: str, style: str = "", lines: bool = True) -> Text:
 
 
 STATE_STYLE = {
-    State.CLEAN: "green", State.OFFSET: "green", State.FUZZ: "yellow", State.THREE_WAY: "yellow",
-    State.CONFLICT: "red", State.UPSTREAM: "cyan", State.MISSING: "red",
+    State.CLEAN: "green",
+    State.OFFSET: "green",
+    State.FUZZ: "yellow",
+    State.THREE_WAY: "yellow",
+    State.CONFLICT: "red",
+    State.UPSTREAM: "cyan",
+    State.MISSING: "red",
 }
 
 

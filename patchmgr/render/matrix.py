@@ -16,8 +16,12 @@ if TYPE_CHECKING:
     from patchmgr.history.matrix import Change, Column, Matrix
 
 LEGEND = {
-    State.CLEAN: "applies as is", State.OFFSET: "applies, hunks moved", State.FUZZ: "applies only with fuzz",
-    State.THREE_WAY: "needs a 3-way merge", State.CONFLICT: "does not apply", State.UPSTREAM: "upstream has it",
+    State.CLEAN: "applies as is",
+    State.OFFSET: "applies, hunks moved",
+    State.FUZZ: "applies only with fuzz",
+    State.THREE_WAY: "needs a 3-way merge",
+    State.CONFLICT: "does not apply",
+    State.UPSTREAM: "upstream has it",
     State.MISSING: "a file it patches is gone",
 }
 GUARD_BROKEN = "guard broken"
@@ -57,8 +61,12 @@ def change_text(change: Change | None) -> str:
 
 
 def matrix_json(matrices: list[Matrix], target: str, html: str | None) -> dict:
-    return {"target": target, "html": html, "ok": all(m.ok for m in matrices),
-            "upstreams": [_upstream_json(m) for m in matrices]}
+    return {
+        "target": target,
+        "html": html,
+        "ok": all(m.ok for m in matrices),
+        "upstreams": [_upstream_json(m) for m in matrices],
+    }
 
 
 def _upstream_json(matrix: Matrix) -> dict:
@@ -72,17 +80,26 @@ def _upstream_json(matrix: Matrix) -> dict:
         "hint": matrix.hint,
         "verdict_column": matrix.columns[matrix.verdict_column].name if matrix.columns else None,
         "columns": [{"kind": c.kind, "name": c.name, "commit": c.commit} for c in matrix.columns],
-        "patches": [{"id": row.patch.id,
-                     "cells": [_cell_json(c, r) for c, r in zip(matrix.columns, row.cells, strict=False)],
-                     "changed": _change_json(row.change)} for row in matrix.rows],
+        "patches": [
+            {
+                "id": row.patch.id,
+                "cells": [_cell_json(c, r) for c, r in zip(matrix.columns, row.cells, strict=False)],
+                "changed": _change_json(row.change),
+            }
+            for row in matrix.rows
+        ],
         "notes": matrix.notes,
     }
 
 
 def _cell_json(column: Column, result: CheckResult) -> dict:
-    doc = {"column": column.name, "state": result.state.value, "detail": result.detail,
-           "guards_hold": result.guards_hold,
-           "guards": [guard_json(g) for g in result.guards]}
+    doc = {
+        "column": column.name,
+        "state": result.state.value,
+        "detail": result.detail,
+        "guards_hold": result.guards_hold,
+        "guards": [guard_json(g) for g in result.guards],
+    }
     if result.carrier:
         doc["carrier"] = result.carrier
     return doc
@@ -91,24 +108,39 @@ def _cell_json(column: Column, result: CheckResult) -> dict:
 def _change_json(change: Change | None) -> dict | None:
     if change is None:
         return None
-    return {"column": change.column, "state": change.state.value, "commit": change.commit,
-            "subject": change.subject, "pr": change.pr, "carrier": change.carrier,
-            "guards_broken": list(change.guards_broken), "monotonic": change.monotonic,
-            "commits_checked": change.commits_checked, "note": change.note}
+    return {
+        "column": change.column,
+        "state": change.state.value,
+        "commit": change.commit,
+        "subject": change.subject,
+        "pr": change.pr,
+        "carrier": change.carrier,
+        "guards_broken": list(change.guards_broken),
+        "monotonic": change.monotonic,
+        "commits_checked": change.commits_checked,
+        "note": change.note,
+    }
 
 
 def render_matrix(console: Console, matrices: list[Matrix], target: str, html: str | None) -> None:
     for matrix in matrices:
         if matrix.error is not None:
-            console.print(f"target {target}, {matrix.upstream.name}: unavailable, no source could provide it:",
-                          style="red", highlight=False, markup=False)
+            console.print(
+                f"target {target}, {matrix.upstream.name}: unavailable, no source could provide it:",
+                style="red",
+                highlight=False,
+                markup=False,
+            )
             console.print(f"  {matrix.error}", highlight=False, markup=False)
             if matrix.hint:
                 console.print(f"  hint: {matrix.hint}", highlight=False, markup=False)
             continue
         tip = next((c for c in matrix.columns if c.kind == "tip"), None)
-        title = (f"target {target}, {matrix.upstream.name}: pin {matrix.upstream.commit[:12]}"
-                 + (f" .. {tip.name} {tip.commit[:12]}" if tip else "") + f", from {matrix.source}")
+        title = (
+            f"target {target}, {matrix.upstream.name}: pin {matrix.upstream.commit[:12]}"
+            + (f" .. {tip.name} {tip.commit[:12]}" if tip else "")
+            + f", from {matrix.source}"
+        )
         table = Table(title=title, title_justify="left", expand=False)
         table.add_column("patch")
         for column in matrix.columns:

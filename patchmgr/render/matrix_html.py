@@ -14,8 +14,13 @@ if TYPE_CHECKING:
     from patchmgr.history.matrix import Change, Matrix
 
 COLOURS = {
-    State.CLEAN: "#1f8f3a", State.OFFSET: "#5cb85c", State.FUZZ: "#e0a800", State.THREE_WAY: "#f0ad4e",
-    State.CONFLICT: "#d9534f", State.UPSTREAM: "#2a9fd6", State.MISSING: "#8b1a1a",
+    State.CLEAN: "#1f8f3a",
+    State.OFFSET: "#5cb85c",
+    State.FUZZ: "#e0a800",
+    State.THREE_WAY: "#f0ad4e",
+    State.CONFLICT: "#d9534f",
+    State.UPSTREAM: "#2a9fd6",
+    State.MISSING: "#8b1a1a",
 }
 
 STYLE = """
@@ -69,10 +74,15 @@ def render_matrix_html(matrices: list[Matrix], target: str) -> str:
     """The page: one section per upstream. Every text comes from escape() (``outside.for_html``): nothing a patch
     or an upstream says is read as markup, and no control character or byte that is not UTF-8 reaches the page."""
     sections = "\n".join(_section(number, matrix) for number, matrix in enumerate(matrices))
-    legend = "".join(f'<li><span class="swatch" style="background:{COLOURS[state]}"></span><b>{state.value}</b> '
-                     f"{escape(meaning)}</li>" for state, meaning in LEGEND.items())
-    legend += (f'<li><span class="swatch" style="background:#fff;border:2px solid #b00020"></span>'
-               f"<b>{GUARD_BROKEN}</b> a Guard: header does not hold</li>")
+    legend = "".join(
+        f'<li><span class="swatch" style="background:{COLOURS[state]}"></span><b>{state.value}</b> '
+        f"{escape(meaning)}</li>"
+        for state, meaning in LEGEND.items()
+    )
+    legend += (
+        f'<li><span class="swatch" style="background:#fff;border:2px solid #b00020"></span>'
+        f"<b>{GUARD_BROKEN}</b> a Guard: header does not hold</li>"
+    )
     title = f"patchmgr matrix: target {target}"
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -99,26 +109,36 @@ def _section(number: int, matrix: Matrix) -> str:
     name = matrix.upstream.name
     if matrix.error is not None:
         hint = f"<br>hint: {escape(matrix.hint)}" if matrix.hint else ""
-        return (f'<section class="upstream" data-upstream="{_attr(name)}"><h2>{escape(name)}</h2>'
-                f'<p class="notes">unavailable, no source could provide it: {escape(matrix.error)}{hint}</p></section>')
-    head = "".join(f'<th data-column="{_attr(c.name)}" title="{_attr(c.commit)}">{escape(column_title(c))}'
-                   f"<small>{escape(c.commit[:12])}</small></th>" for c in matrix.columns)
+        return (
+            f'<section class="upstream" data-upstream="{_attr(name)}"><h2>{escape(name)}</h2>'
+            f'<p class="notes">unavailable, no source could provide it: {escape(matrix.error)}{hint}</p></section>'
+        )
+    head = "".join(
+        f'<th data-column="{_attr(c.name)}" title="{_attr(c.commit)}">{escape(column_title(c))}'
+        f"<small>{escape(c.commit[:12])}</small></th>"
+        for c in matrix.columns
+    )
     rows = []
     for row_number, row in enumerate(matrix.rows):
         cells = []
         for column_number, (column, result) in enumerate(zip(matrix.columns, row.cells, strict=False)):
             detail = cell_detail(result)
             hover = f"{row.patch.id} at {column.name} ({column.commit[:12]}): {cell_label(result)}" + (
-                f"\n{detail}" if detail else "")
+                f"\n{detail}" if detail else ""
+            )
             guard = "" if result.guards_hold else f'<span class="guard">{GUARD_BROKEN}</span>'
             cells.append(
                 f'<td id="c-{number}-{row_number}-{column_number}" class="cell state-{result.state.value}"'
                 f' tabindex="0" style="background:{COLOURS[result.state]}"'
                 f' data-patch="{_attr(row.patch.id)}" data-column="{_attr(column.name)}"'
                 f' data-state="{_attr(cell_label(result))}" data-detail="{_attr(detail)}"'
-                f' title="{_attr(hover)}">{escape(result.state.value)}{guard}</td>')
-        rows.append(f'<tr data-patch="{_attr(row.patch.id)}"><th class="patch" scope="row">{escape(row.patch.id)}</th>'
-                    + "".join(cells) + f'<td class="change">{_change_html(row.change)}</td></tr>')
+                f' title="{_attr(hover)}">{escape(result.state.value)}{guard}</td>'
+            )
+        rows.append(
+            f'<tr data-patch="{_attr(row.patch.id)}"><th class="patch" scope="row">{escape(row.patch.id)}</th>'
+            + "".join(cells)
+            + f'<td class="change">{_change_html(row.change)}</td></tr>'
+        )
     notes = "".join(f"<li>{escape(note)}</li>" for note in matrix.notes)
     data = json.dumps({"upstream": name, "ok": matrix.ok})
     return f"""<section class="upstream" data-upstream="{_attr(name)}" data-summary="{_attr(data)}">
@@ -130,7 +150,7 @@ def _section(number: int, matrix: Matrix) -> str:
 {chr(10).join(rows)}
 </tbody>
 </table>
-{f'<ul class="notes">{notes}</ul>' if notes else ''}
+{f'<ul class="notes">{notes}</ul>' if notes else ""}
 </section>"""
 
 
@@ -140,5 +160,7 @@ def _change_html(change: Change | None) -> str:
     text = change_text(change)
     short = change.commit[:12]
     rest = text.split(short, 1)
-    return (f"{escape(rest[0])}<code title=\"{_attr(change.commit)}\">{short}</code>{escape(rest[1])}"
-            f" <span class=\"meta\">(toward {escape(change.column)})</span>")
+    return (
+        f'{escape(rest[0])}<code title="{_attr(change.commit)}">{short}</code>{escape(rest[1])}'
+        f' <span class="meta">(toward {escape(change.column)})</span>'
+    )

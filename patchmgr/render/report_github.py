@@ -50,16 +50,27 @@ def render_github(statuses: list[TargetStatus], base: Path) -> str:
             for note in status.notes:  # what was left out and why (a tag that names no commit), as text says it
                 lines.append(command("notice", note, title=f"patchmgr: {target}.{status.upstream.name}"))
             if not status.available:
-                lines.append(command(
-                    "error", "\n".join(items[0].details), file=display_path(target_status.target.path, base),
-                    line=1, title=f"patchmgr: {target}.{status.upstream.name} could not be checked"))
+                lines.append(
+                    command(
+                        "error",
+                        "\n".join(items[0].details),
+                        file=display_path(target_status.target.path, base),
+                        line=1,
+                        title=f"patchmgr: {target}.{status.upstream.name} could not be checked",
+                    )
+                )
                 continue
             for row in items:
                 if row.verdict in (FAIL, WARN):
-                    lines.append(command(
-                        "error" if row.verdict == FAIL else "warning", "\n".join(row.details),
-                        file=patch_file(row, base), line=patch_line(row),
-                        title=f"patchmgr: {row.upstream}/{row.patch_id} {row.kind} at {short_ref(status.ref)}"))
+                    lines.append(
+                        command(
+                            "error" if row.verdict == FAIL else "warning",
+                            "\n".join(row.details),
+                            file=patch_file(row, base),
+                            line=patch_line(row),
+                            title=f"patchmgr: {row.upstream}/{row.patch_id} {row.kind} at {short_ref(status.ref)}",
+                        )
+                    )
         for warning in target_status.warnings:
             lines.append(command("warning", warning, title="patchmgr"))
         tally = counts(rows([target_status]))

@@ -19,6 +19,7 @@ from patchmgr.render.reports import ERROR, FAIL, WARN, Row, counts, upstream_row
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus, UpstreamStatus
 
+
 def render_junit(statuses: list[TargetStatus]) -> str:
     root = ET.Element("testsuites", {"name": "patchmgr status"})
     total = {"tests": 0, "failures": 0, "errors": 0}
@@ -38,12 +39,25 @@ def _suite(root: ET.Element, target: str, status: UpstreamStatus, warnings: list
     name = f"{target}.{status.upstream.name}"
     items = upstream_rows(target, status)
     tally = counts(items)
-    suite = ET.SubElement(root, "testsuite", {
-        "name": xml_text(name), "tests": str(len(items)), "failures": str(tally[FAIL]),
-        "errors": str(tally[ERROR]), "skipped": "0"})
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": xml_text(name),
+            "tests": str(len(items)),
+            "failures": str(tally[FAIL]),
+            "errors": str(tally[ERROR]),
+            "skipped": "0",
+        },
+    )
     properties = ET.SubElement(suite, "properties")
-    for key, value in (("target", target), ("upstream", status.upstream.name), ("ref", status.ref),
-                       ("commit", status.commit), ("source", status.source)):
+    for key, value in (
+        ("target", target),
+        ("upstream", status.upstream.name),
+        ("ref", status.ref),
+        ("commit", status.commit),
+        ("source", status.source),
+    ):
         if value:
             ET.SubElement(properties, "property", {"name": key, "value": xml_text(value)})
     for row in items:

@@ -40,8 +40,11 @@ def _target(status: TargetStatus) -> str:
         for row in upstream_rows(status.target.name, upstream_status):
             details = row.details if row.result is None else [_after_state(row.summary, row.state), *row.details[1:]]
             detail = "\n".join(line for line in details if line)
-            lines.append("| " + " | ".join(md_escape(cell) for cell in (
-                row.upstream, row.patch_id, row.state, row.verdict, detail)) + " |")
+            lines.append(
+                "| "
+                + " | ".join(md_escape(cell) for cell in (row.upstream, row.patch_id, row.state, row.verdict, detail))
+                + " |"
+            )
     lines.append("")
     lines += [_checked(u) for u in status.upstreams]
     lines += [f"- warning: {md_escape(w, ' ')}" for w in status.warnings]

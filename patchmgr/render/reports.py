@@ -26,6 +26,7 @@ FORMATS = ("junit", "markdown", "github")
 @dataclass(frozen=True)
 class Row:
     """One patch (or one upstream that could not be checked) in a report."""
+
     target: str
     status: UpstreamStatus
     patch_id: str
@@ -111,8 +112,9 @@ def rows(statuses: Iterable[TargetStatus]) -> Iterator[Row]:
 
 def upstream_rows(target: str, status: UpstreamStatus) -> list[Row]:
     if not status.available:
-        return [Row(target, status, patch_id, None)
-                for patch_id in (status.upstream.patch_ids or (status.upstream.name,))]
+        return [
+            Row(target, status, patch_id, None) for patch_id in (status.upstream.patch_ids or (status.upstream.name,))
+        ]
     return [Row(target, status, result.patch.id, result) for result in status.results]
 
 
@@ -158,14 +160,27 @@ def hunk_line(result: CheckResult, path: str, hunk: int) -> int:
     hunk headers of the diff, in order, are the hunks of ``patch.files`` in order."""
     patch = result.patch
     order = [(diff, number) for diff in patch.files for number in range(1, len(diff.hunks) + 1)]
-    wanted = next((index for index, (diff, number) in enumerate(order)
-                   if path in (diff.old_path, diff.new_path) and number == max(hunk, 1)), None)
+    wanted = next(
+        (
+            index
+            for index, (diff, number) in enumerate(order)
+            if path in (diff.old_path, diff.new_path) and number == max(hunk, 1)
+        ),
+        None,
+    )
     if wanted is None:
         return 1
     text = patch.data.decode("utf-8", "replace").removeprefix("\ufeff")
     lines = [line + "\n" for line in text.split("\n")]
-    start = next((i for i, line in enumerate(lines) if line.startswith("diff --git ") or (
-        line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "))), len(lines))
+    start = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if line.startswith("diff --git ")
+            or (line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "))
+        ),
+        len(lines),
+    )
     headers: list[int] = []
     index = start
     try:
@@ -184,9 +199,12 @@ def render_report(fmt: str, statuses: list[TargetStatus], base: Path) -> str:
     """The report in ``fmt`` (one of ``FORMATS``) as text to print; paths are shown relative to ``base``."""
     if fmt == "junit":
         from patchmgr.render.report_junit import render_junit
+
         return render_junit(statuses)
     if fmt == "markdown":
         from patchmgr.render.report_markdown import render_markdown
+
         return render_markdown(statuses)
     from patchmgr.render.report_github import render_github
+
     return render_github(statuses, base)

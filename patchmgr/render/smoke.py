@@ -15,22 +15,44 @@ if TYPE_CHECKING:
 
 
 def smoke_json(smoke: SmokeReport) -> dict:
-    return {"target": smoke.target, "unpatched": smoke.unpatched, "ok": smoke.ok, "notes": smoke.notes,
-                       "summary": {v: len(smoke.with_verdict(v)) for v in ("proven", "failed", "not-proven")},
-                       "patches": [{"patch": v.patch, "upstream": v.upstream, "verdict": v.verdict,
-                                    "reason": v.reason} for v in smoke.verdicts],
-                       "python": [{"upstream": n.upstream, "requires_python": n.spec, "from": n.where or None,
-                                   "python": n.python, "version": n.version, "fits": n.fits}
-                                  for n in smoke.python_needs],
-                       "results": [{"patch": r.patch, "upstream": r.upstream, "test": r.test, "device": r.device,
-                                    "result": r.result, "seconds": r.seconds, "reason": r.reason}
-                                   for r in smoke.results]}
+    return {
+        "target": smoke.target,
+        "unpatched": smoke.unpatched,
+        "ok": smoke.ok,
+        "notes": smoke.notes,
+        "summary": {v: len(smoke.with_verdict(v)) for v in ("proven", "failed", "not-proven")},
+        "patches": [
+            {"patch": v.patch, "upstream": v.upstream, "verdict": v.verdict, "reason": v.reason} for v in smoke.verdicts
+        ],
+        "python": [
+            {
+                "upstream": n.upstream,
+                "requires_python": n.spec,
+                "from": n.where or None,
+                "python": n.python,
+                "version": n.version,
+                "fits": n.fits,
+            }
+            for n in smoke.python_needs
+        ],
+        "results": [
+            {
+                "patch": r.patch,
+                "upstream": r.upstream,
+                "test": r.test,
+                "device": r.device,
+                "result": r.result,
+                "seconds": r.seconds,
+                "reason": r.reason,
+            }
+            for r in smoke.results
+        ],
+    }
 
 
 def render_smoke(console: Console, smoke: SmokeReport) -> None:
     notes(console, smoke.notes)
-    title = f"smoke {smoke.target}" + (" (unpatched: every test must fail its assertions)" if smoke.unpatched
-                                       else "")
+    title = f"smoke {smoke.target}" + (" (unpatched: every test must fail its assertions)" if smoke.unpatched else "")
     table = Table(title=title, title_justify="left")
     for column in ("patch", "test", "device", "result", "time", "reason"):
         table.add_column(column, overflow="fold")
@@ -38,28 +60,37 @@ def render_smoke(console: Console, smoke: SmokeReport) -> None:
     if smoke.unpatched:
         styles = {**styles, "passed": "red", "failed": "green"}
     for r in smoke.results:
-        row(table, r.patch, r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test, r.device,
-             Text(r.result, style=styles.get(r.result, "")), f"{r.seconds:.1f}s", r.reason)
+        row(
+            table,
+            r.patch,
+            r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test,
+            r.device,
+            Text(r.result, style=styles.get(r.result, "")),
+            f"{r.seconds:.1f}s",
+            r.reason,
+        )
     console.print(table)
     # one line per patch that is not proven, saying which and why
     for v in smoke.verdicts:
         if v.verdict != "proven":
             label = "failed" if v.verdict == "failed" else "not proven"
-            console.print(f"{label}: {v.upstream}/{v.patch}: {v.reason}", style="red", highlight=False,
-                          markup=False)
-    counts = {result: sum(r.result == result for r in smoke.results)
-              for result in ("passed", "failed", "error", "skipped")}
+            console.print(f"{label}: {v.upstream}/{v.patch}: {v.reason}", style="red", highlight=False, markup=False)
+    counts = {
+        result: sum(r.result == result for r in smoke.results) for result in ("passed", "failed", "error", "skipped")
+    }
     proven, failed, not_proven = (len(smoke.with_verdict(v)) for v in ("proven", "failed", "not-proven"))
     if smoke.unpatched:
-        patches = (f"{proven} proven (each detects its bug), {failed} failed (a test passes without the patch), "
-                   f"{not_proven} not proven")
-        tests = (f"{counts['failed']} tests failed their assertions on the unpatched upstream, "
-                 f"{counts['passed']} passed")
+        patches = (
+            f"{proven} proven (each detects its bug), {failed} failed (a test passes without the patch), "
+            f"{not_proven} not proven"
+        )
+        tests = f"{counts['failed']} tests failed their assertions on the unpatched upstream, {counts['passed']} passed"
     else:
         patches = f"{proven} proven, {failed} failed, {not_proven} not proven"
         tests = f"{counts['passed']} tests passed, {counts['failed']} failed"
     tests += (f", {counts['error']} errors" if counts["error"] else "") + (
-        f", {counts['skipped']} not run" if counts["skipped"] else "")
+        f", {counts['skipped']} not run" if counts["skipped"] else ""
+    )
     if not smoke.verdicts:
         patches = "no patch selected: nothing proven"
     console.print(f"{patches} ({tests})", style="green" if smoke.ok else "red", highlight=False, markup=False)

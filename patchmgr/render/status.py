@@ -34,12 +34,19 @@ def patch_json(result: CheckResult) -> dict:
         "files": patch.touched_paths,
     }
     if result.placements:
-        doc["hunks"] = [{"file": p.path, "hunk": p.number, "offset": p.offset, "fuzz": p.fuzz}
-                        for p in result.placements]
+        doc["hunks"] = [
+            {"file": p.path, "hunk": p.number, "offset": p.offset, "fuzz": p.fuzz} for p in result.placements
+        ]
     if result.conflict:
         c = result.conflict
-        doc["conflict"] = {"file": c.path, "hunk": c.hunk, "header": c.header, "reason": c.reason,
-                           "line": c.expected_line, "upstream_lines": list(c.upstream_lines)}
+        doc["conflict"] = {
+            "file": c.path,
+            "hunk": c.hunk,
+            "header": c.header,
+            "reason": c.reason,
+            "line": c.expected_line,
+            "upstream_lines": list(c.upstream_lines),
+        }
     if result.evidence:
         doc["evidence"] = result.evidence
     if result.state is State.UPSTREAM:
@@ -53,8 +60,13 @@ def patch_json(result: CheckResult) -> dict:
 
 def guard_json(guard: GuardResult) -> dict:
     """A guard's result; ``offenses`` are the first ones (model/guards.MAX_OFFENSES), ``offense_count`` all."""
-    return {"guard": guard.guard, "holds": guard.holds, "offenses": list(guard.offenses), "error": guard.error,
-            "offense_count": max(guard.offense_count, len(guard.offenses))}
+    return {
+        "guard": guard.guard,
+        "holds": guard.holds,
+        "offenses": list(guard.offenses),
+        "error": guard.error,
+        "offense_count": max(guard.offense_count, len(guard.offenses)),
+    }
 
 
 def state_text(result: CheckResult) -> Text:
@@ -91,8 +103,12 @@ def upstream_json(status: UpstreamStatus) -> dict:
 
 
 def target_json(status: TargetStatus) -> dict:
-    return {"target": status.target.name, "ok": status.ok,
-            "upstreams": [upstream_json(u) for u in status.upstreams], "warnings": status.warnings}
+    return {
+        "target": status.target.name,
+        "ok": status.ok,
+        "upstreams": [upstream_json(u) for u in status.upstreams],
+        "warnings": status.warnings,
+    }
 
 
 def status_json(statuses: list[TargetStatus], single: bool) -> dict:
@@ -146,8 +162,7 @@ def _status_rows(table: Table, status: UpstreamStatus) -> None:
             row(table, "", "", "", shown("\n".join(broken), style="red"))
         if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT:
             lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
-            row(table, "", "", "", shown(f"upstream at line {result.conflict.expected_line}:\n{lines}",
-                                            style="dim"))
+            row(table, "", "", "", shown(f"upstream at line {result.conflict.expected_line}:\n{lines}", style="dim"))
 
 
 def apply_json(outcome: ApplyOutcome) -> dict:
@@ -164,56 +179,75 @@ def render_apply(console: Console, outcome: ApplyOutcome) -> None:
         "already-applied": f"{outcome.into} already holds exactly these patches: nothing to do",
         "dry-run": f"dry run: every patch applies; nothing was written to {outcome.into}",
         "refused": "refused: not every patch applies exactly, so nothing was changed "
-                   "(fix or refresh the patches listed above)",
+        "(fix or refresh the patches listed above)",
     }
     if outcome.action == "refused" and guards_only(outcome.status):
         messages["refused"] = GUARD_REFUSAL
     console.print(messages[outcome.action], style="green" if outcome.ok else "red", highlight=False)
 
 
-GUARD_REFUSAL = ("refused: every patch applies, but a guard is broken (listed above): the tree would be known "
-                 "broken, so nothing was changed (fix the patch so that its guards hold, then apply again)")
+GUARD_REFUSAL = (
+    "refused: every patch applies, but a guard is broken (listed above): the tree would be known "
+    "broken, so nothing was changed (fix the patch so that its guards hold, then apply again)"
+)
 
 
 def guards_only(status: TargetStatus) -> bool:
     """Whether every patch applies and only guards make ``status`` not OK."""
     results = [r for u in status.upstreams for r in u.results]
-    return (all(u.available for u in status.upstreams) and all(r.state.applies for r in results)
-            and not all(r.guards_hold for r in results))
+    return (
+        all(u.available for u in status.upstreams)
+        and all(r.state.applies for r in results)
+        and not all(r.guards_hold for r in results)
+    )
 
 
 def verify_json(outcome: VerifyOutcome) -> dict:
-    return {"target": outcome.target, "into": str(outcome.into), "ok": outcome.ok,
-                       "checked": outcome.checked, "problems": outcome.problems, "notes": outcome.notes}
+    return {
+        "target": outcome.target,
+        "into": str(outcome.into),
+        "ok": outcome.ok,
+        "checked": outcome.checked,
+        "problems": outcome.problems,
+        "notes": outcome.notes,
+    }
 
 
 def render_verify(console: Console, outcome: VerifyOutcome) -> None:
     notes(console, outcome.notes)
     if outcome.ok:
-        console.print(f"verified: {outcome.into} holds exactly target {outcome.target} "
-                      f"({', '.join(outcome.checked)})", style="green", highlight=False)
+        console.print(
+            f"verified: {outcome.into} holds exactly target {outcome.target} ({', '.join(outcome.checked)})",
+            style="green",
+            highlight=False,
+        )
         return
     for problem in outcome.problems:
         console.print(f"differs: {problem}", style="red", highlight=False)
 
 
 def lint_json(problems: list[LintProblem], checked: int) -> dict:
-    return {"ok": not problems, "patches_checked": checked,
-                       "problems": [{"path": str(p.path), "message": p.message} for p in problems]}
+    return {
+        "ok": not problems,
+        "patches_checked": checked,
+        "problems": [{"path": str(p.path), "message": p.message} for p in problems],
+    }
 
 
 def render_lint(console: Console, problems: list[LintProblem], checked: int) -> None:
     for problem in problems:
         console.print(f"{problem.path}: {problem.message}", style="red", highlight=False)
     if not problems:
-        console.print(f"lint: {checked} patches and their manifests are well-formed", style="green",
-                      highlight=False)
+        console.print(f"lint: {checked} patches and their manifests are well-formed", style="green", highlight=False)
 
 
 def fetch_json(target: str, fetched: dict[str, dict]) -> dict:
     """``upstreams`` is a list of named entries, as in status."""
-    return {"target": target, "ok": all(f["ok"] for f in fetched.values()),
-            "upstreams": [{"name": name, **entry} for name, entry in fetched.items()]}
+    return {
+        "target": target,
+        "ok": all(f["ok"] for f in fetched.values()),
+        "upstreams": [{"name": name, **entry} for name, entry in fetched.items()],
+    }
 
 
 def render_fetch(console: Console, target: str, fetched: dict[str, dict]) -> None:
@@ -221,16 +255,29 @@ def render_fetch(console: Console, target: str, fetched: dict[str, dict]) -> Non
         if entry["ok"]:
             console.print(f"{name}: cached from {entry['source']}", style="green", highlight=False, markup=False)
             if entry["absent"]:
-                console.print(f"  the source lacks {len(entry['absent'])} files; checkouts leave them out: "
-                              + ", ".join(entry["absent"]), style="yellow", highlight=False, markup=False)
+                console.print(
+                    f"  the source lacks {len(entry['absent'])} files; checkouts leave them out: "
+                    + ", ".join(entry["absent"]),
+                    style="yellow",
+                    highlight=False,
+                    markup=False,
+                )
         else:
             console.print(f"{name}: not fetched: {entry['error']}", style="red", highlight=False, markup=False)
 
 
 def env_json(outcome: EnvOutcome) -> dict:
     doc = target_json(outcome.status) if outcome.status else {"target": outcome.target}
-    doc.update({"python": outcome.python, "action": outcome.action, "ok": outcome.ok, "notes": outcome.notes,
-                "problems": outcome.problems, "changed": outcome.changed})
+    doc.update(
+        {
+            "python": outcome.python,
+            "action": outcome.action,
+            "ok": outcome.ok,
+            "notes": outcome.notes,
+            "problems": outcome.problems,
+            "changed": outcome.changed,
+        }
+    )
     return doc
 
 
@@ -242,14 +289,17 @@ def render_env(console: Console, outcome: EnvOutcome) -> None:
         console.print(f"differs: {problem}", style="red", highlight=False, markup=False)
     messages = {
         "applied": f"applied target {outcome.target} into {outcome.python}'s environment "
-                   f"({len(outcome.changed)} files changed: sources, stale bytecode, RECORD; originals kept for "
-                   "revert)",
+        f"({len(outcome.changed)} files changed: sources, stale bytecode, RECORD; originals kept for "
+        "revert)",
         "already-applied": f"{outcome.python}'s environment already holds exactly these patches: nothing to do",
         "dry-run": "dry run: every patch applies; nothing was written",
-        "refused": (GUARD_REFUSAL if outcome.status and guards_only(outcome.status)
-                    else "refused: not every patch applies exactly, so nothing was changed"),
+        "refused": (
+            GUARD_REFUSAL
+            if outcome.status and guards_only(outcome.status)
+            else "refused: not every patch applies exactly, so nothing was changed"
+        ),
         "reverted": f"reverted target {outcome.target}: {len(outcome.changed)} files (sources, bytecode, RECORD) "
-                    "restored byte for byte",
+        "restored byte for byte",
         "nothing-to-revert": f"nothing to revert: patchmgr has not applied target {outcome.target} there",
         "verified": f"verified: the environment holds exactly target {outcome.target}'s patches",
         "differs": "the environment differs from what apply wrote (see above)",
@@ -258,9 +308,11 @@ def render_env(console: Console, outcome: EnvOutcome) -> None:
 
 
 def roots_json(trees: list[SmokeTree]) -> dict:
-    return {"roots": [{"name": t.upstream.name, "root": str(t.patched_root)} for t in trees if t.patched_root],
-            "missing": [{"name": t.upstream.name, "reason": t.reason} for t in trees if t.patched_root is None],
-            "notes": [note for t in trees for note in t.notes]}
+    return {
+        "roots": [{"name": t.upstream.name, "root": str(t.patched_root)} for t in trees if t.patched_root],
+        "missing": [{"name": t.upstream.name, "reason": t.reason} for t in trees if t.patched_root is None],
+        "notes": [note for t in trees for note in t.notes],
+    }
 
 
 def render_roots(console: Console, trees: list[SmokeTree]) -> None:

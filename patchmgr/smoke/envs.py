@@ -56,8 +56,15 @@ def host_site_packages() -> list[str]:
 
 
 def env_key(requirements: tuple[str, ...]) -> str:
-    data = json.dumps({"python": list(sys.version_info[:3]), "implementation": sys.implementation.name,
-                       "requirements": sorted(requirements), "host": host_site_packages()}, sort_keys=True)
+    data = json.dumps(
+        {
+            "python": list(sys.version_info[:3]),
+            "implementation": sys.implementation.name,
+            "requirements": sorted(requirements),
+            "host": host_site_packages(),
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
@@ -73,8 +80,9 @@ def smoke_env(upstream: Upstream, progress: Progress | None = None, cache: Path 
     if _complete(path):
         return SmokeEnv(str(env_python(path)), path, False, 0.0)
     say = progress or (lambda message: None)
-    with CacheLock(root / f"{path.name}.lock", lock_timeout(1800), f"building smoke environment {path.name}",
-                   on_wait=say):
+    with CacheLock(
+        root / f"{path.name}.lock", lock_timeout(1800), f"building smoke environment {path.name}", on_wait=say
+    ):
         if _complete(path):  # another run built it while this one waited
             return SmokeEnv(str(env_python(path)), path, False, 0.0)
         started = time.monotonic()
@@ -103,20 +111,23 @@ def _complete(path: Path) -> bool:
     hint = f"remove it (rm -rf {path}): smoke builds it again"
     what = "the smoke environment"
     base = Path(getattr(sys, "_base_executable", None) or sys.executable)  # what venv links bin/python to
-    check_cache_entry(path, what, hint, inside=("bin", "pyvenv.cfg", _DONE), programs={"bin/python": base},
-                      walk=True)
+    check_cache_entry(path, what, hint, inside=("bin", "pyvenv.cfg", _DONE), programs={"bin/python": base}, walk=True)
     if not (path / _DONE).is_file():
         return False
     pth = path / _site_packages(path) / _PTH
     if not pth.is_file() or pth.read_text(encoding="utf-8", errors="replace") != _pth_text():
-        raise CacheError(f"{pth} in {what} is not the one patchmgr wrote (a .pth file runs its `import` lines "
-                         "at every start): refusing to run it", hint)
+        raise CacheError(
+            f"{pth} in {what} is not the one patchmgr wrote (a .pth file runs its `import` lines "
+            "at every start): refusing to run it",
+            hint,
+        )
     config = path / "pyvenv.cfg"
     lines = config.read_text(encoding="utf-8", errors="replace").splitlines() if config.is_file() else []
     homes = [line.partition("=")[2].strip() for line in lines if line.partition("=")[0].strip() == "home"]
     if [os.path.realpath(home) for home in homes] != [os.path.realpath(base.parent)]:
-        raise CacheError(f"{path / 'pyvenv.cfg'} in {what} names a Python home other than {base.parent}: "
-                         "refusing to run it", hint)
+        raise CacheError(
+            f"{path / 'pyvenv.cfg'} in {what} names a Python home other than {base.parent}: refusing to run it", hint
+        )
     return True
 
 
@@ -142,15 +153,43 @@ def _build(building: Path, requirements: tuple[str, ...], say: Progress) -> None
     _run([sys.executable, "-m", "venv", "--without-pip", str(building)], "python -m venv")
     python = env_python(building)
     say(f"installing {', '.join(requirements)} with their dependencies (pip)")
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--disable-pip-version-check",
-          "--no-input", "--quiet", "--", *requirements], "pip install", cwd=building)
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+            "--quiet",
+            "--",
+            *requirements,
+        ],
+        "pip install",
+        cwd=building,
+    )
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(purelib, _PTH).write_text(_pth_text(), encoding="utf-8")
-    (building / _DONE).write_text(json.dumps({"requirements": list(requirements), "python": sys.version.split()[0],
-                                              "host-site-packages": host_site_packages(),
-                                              "site-packages": os.path.relpath(purelib, building)}, indent=1) + "\n",
-                                  encoding="utf-8")
+    (building / _DONE).write_text(
+        json.dumps(
+            {
+                "requirements": list(requirements),
+                "python": sys.version.split()[0],
+                "host-site-packages": host_site_packages(),
+                "site-packages": os.path.relpath(purelib, building),
+            },
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
 
 
 def _run(command: list[str], what: str, cwd: Path | None = None) -> None:
@@ -158,5 +197,7 @@ def _run(command: list[str], what: str, cwd: Path | None = None) -> None:
     done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if done.returncode != 0:
         tail = " | ".join(line.strip() for line in (done.stdout + done.stderr).strip().splitlines()[-4:])
-        raise StateError(f"cannot build the smoke environment: {what} failed (exit {done.returncode}): {tail[-600:]}",
-                         "check the requirement and pip's index (PIP_INDEX_URL, pip.conf), then run again")
+        raise StateError(
+            f"cannot build the smoke environment: {what} failed (exit {done.returncode}): {tail[-600:]}",
+            "check the requirement and pip's index (PIP_INDEX_URL, pip.conf), then run again",
+        )

@@ -43,22 +43,32 @@ class PythonNeed:
 
     def reason(self, outcome: str) -> str:
         """The verdict's reason for a test outcome short of a proof on this interpreter: it proves nothing."""
-        return (f"needs Python {self.spec} (this is {_minor(self.version)}), so this outcome says nothing about the "
-                f"patch: {outcome}; pass --python with an interpreter that fits")
+        return (
+            f"needs Python {self.spec} (this is {_minor(self.version)}), so this outcome says nothing about the "
+            f"patch: {outcome}; pass --python with an interpreter that fits"
+        )
 
     def note(self, proven: bool) -> str:
         """The note for the upstream: its tests ran outside the declared range; the way out when that mattered."""
-        said = (f"{self.upstream}: its smoke tests ran on Python {self.version} ({self.python}), outside its "
-                f"declared Requires-Python {self.spec} ({self.where})")
+        said = (
+            f"{self.upstream}: its smoke tests ran on Python {self.version} ({self.python}), outside its "
+            f"declared Requires-Python {self.spec} ({self.where})"
+        )
         if proven:
             return said + "; they passed there"
         fitting = _fitting_minor(self.spec or "")
-        example = (f", e.g. a virtual environment made from pyenv's {fitting} (`$(pyenv root)/versions/{fitting}.*/"
-                   "bin/python -m venv VENV`, `VENV/bin/pip install -e '.[smoke]'`, then `patchmgr smoke --into DIR "
-                   "--python VENV/bin/python ...` for a checkout, or `--python VENV/bin/python` alone for an "
-                   "environment that apply --python patched)" if fitting else "")
-        return (said + ", so what did not pass there is not proven (neither failed nor proven); pass --python "
-                f"with an interpreter that fits and holds the smoke dependencies{example}")
+        example = (
+            f", e.g. a virtual environment made from pyenv's {fitting} (`$(pyenv root)/versions/{fitting}.*/"
+            "bin/python -m venv VENV`, `VENV/bin/pip install -e '.[smoke]'`, then `patchmgr smoke --into DIR "
+            "--python VENV/bin/python ...` for a checkout, or `--python VENV/bin/python` alone for an "
+            "environment that apply --python patched)"
+            if fitting
+            else ""
+        )
+        return (
+            said + ", so what did not pass there is not proven (neither failed nor proven); pass --python "
+            f"with an interpreter that fits and holds the smoke dependencies{example}"
+        )
 
 
 def interpreter_version(python: str | None) -> tuple[str, str]:
@@ -88,9 +98,16 @@ def python_need(tree: SmokeTree, python: str, version: str) -> PythonNeed | None
     try:
         fits = SpecifierSet(spec).contains(version, prereleases=True)
     except InvalidSpecifier:
-        return PythonNeed(name, spec, where, python, version, True,
-                          problem=f"{name}: its Requires-Python {spec!r} ({where}) is not a version specifier; "
-                                  "the interpreter was not checked against it")
+        return PythonNeed(
+            name,
+            spec,
+            where,
+            python,
+            version,
+            True,
+            problem=f"{name}: its Requires-Python {spec!r} ({where}) is not a version specifier; "
+            "the interpreter was not checked against it",
+        )
     return PythonNeed(name, spec, where, python, version, fits)
 
 
@@ -146,7 +163,7 @@ def _from_installed(root: Path, name: str) -> tuple[str, str] | None:
     """From the installed distribution's METADATA beside its packages (site-packages)."""
     wanted = canonicalize_name(name)
     for info in sorted(root.glob("*.dist-info")):
-        if canonicalize_name(info.name[:-len(".dist-info")].split("-")[0]) != wanted:
+        if canonicalize_name(info.name[: -len(".dist-info")].split("-")[0]) != wanted:
             continue
         metadata = info / "METADATA"
         if metadata.is_file() and (spec := _metadata(metadata.read_bytes())) is not None:
@@ -173,12 +190,10 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-
 def _fitting_minor(spec: str) -> str | None:
     """The oldest Python 3 minor version (3.8 to 3.14) that ``spec`` admits: the one to suggest."""
     try:
         specifiers = SpecifierSet(spec)
     except InvalidSpecifier:
         return None
-    return next((f"3.{minor}" for minor in range(8, 15) if specifiers.contains(f"3.{minor}.0", prereleases=True)),
-                None)
+    return next((f"3.{minor}" for minor in range(8, 15) if specifiers.contains(f"3.{minor}.0", prereleases=True)), None)

@@ -49,17 +49,16 @@ class UpstreamTree(importlib.abc.MetaPathFinder):
         return module
 
     # importlib.abc.MetaPathFinder
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname != self.package and not fullname.startswith(self.package + "."):
             return None
         folder = self._dir_of(fullname)
         if folder.is_dir():
             init = folder / "__init__.py"
             if fullname in self.run_init and init.is_file():
-                return importlib.util.spec_from_file_location(
-                    fullname, init, submodule_search_locations=[str(folder)]
-                )
+                return importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=[str(folder)])
             spec = importlib.machinery.ModuleSpec(fullname, _EmptyPackageLoader(), is_package=True)
             spec.submodule_search_locations = [str(folder)]
             spec.origin = str(folder)

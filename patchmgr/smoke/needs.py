@@ -22,8 +22,14 @@ from patchmgr.targets.trees import SmokeTree
 
 # Which distribution a missing import is installed from, when the names differ (megatron alone: the smoke
 # tests import megatron.core from the environment, megatron.bridge comes from the upstream under test).
-_DISTRIBUTION_OF = {"megatron": "megatron-core", "megatron.core": "megatron-core", "yaml": "pyyaml", "PIL": "pillow",
-                    "sklearn": "scikit-learn", "re2": "google-re2"}
+_DISTRIBUTION_OF = {
+    "megatron": "megatron-core",
+    "megatron.core": "megatron-core",
+    "yaml": "pyyaml",
+    "PIL": "pillow",
+    "sklearn": "scikit-learn",
+    "re2": "google-re2",
+}
 _MODULE_OF = {"google_re2": "re2"}  # patchmgr's own dependencies whose import name is not their distribution's
 _NEEDS_PROBE = r"""
 import importlib, importlib.machinery, importlib.util, json, sys
@@ -85,8 +91,13 @@ def check_smoke_needs(project: Project, trees: Sequence[SmokeTree], python: str)
     missing distribution (``require_dists``): ``--python`` names an environment
     that does not hold what the run needs, and nothing was run.
     """
-    files = [project.root / value.split("::", 1)[0] for tree in trees if tree.patched_root is not None
-             for patch in project.patches(tree.upstream) for value in smoke_tests(patch)]
+    files = [
+        project.root / value.split("::", 1)[0]
+        for tree in trees
+        if tree.patched_root is not None
+        for patch in project.patches(tree.upstream)
+        for value in smoke_tests(patch)
+    ]
     if not files:
         return
     find, imports = {"pytest"}, set()
@@ -97,29 +108,34 @@ def check_smoke_needs(project: Project, trees: Sequence[SmokeTree], python: str)
                 imports.add(module)
             elif not _local_module(project.root, path.parent, top):
                 find.add(module)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_package_parent(),
-                                                                      os.environ.get("PYTHONPATH")]))}
-    need = {"find": sorted(find, key=lambda name: (name != "pytest", name)), "import": sorted(imports),
-            "deps": _own_dependencies()}
-    output = run_probe(python, _NEEDS_PROBE, json.dumps(need),
-                       timeout=300, env=env, cwd=project.root)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_package_parent(), os.environ.get("PYTHONPATH")]))}
+    need = {
+        "find": sorted(find, key=lambda name: (name != "pytest", name)),
+        "import": sorted(imports),
+        "deps": _own_dependencies(),
+    }
+    output = run_probe(python, _NEEDS_PROBE, json.dumps(need), timeout=300, env=env, cwd=project.root)
     answer = interpreter_answer(python, output, _needs_answer)
     missing = list(dict.fromkeys(answer["missing"]))
     if missing:
         requirements = " ".join(shlex.quote(_requirement(name)) for name in missing)
-        raise UsageError(f"--python {python} lacks {', '.join(missing)} (the smoke tests import them); "
-                         "nothing was run",
-                         f"install them there, e.g. {python} -m pip install {requirements}")
+        raise UsageError(
+            f"--python {python} lacks {', '.join(missing)} (the smoke tests import them); nothing was run",
+            f"install them there, e.g. {python} -m pip install {requirements}",
+        )
     if answer["broken"]:
-        raise UsageError(f"--python {python} cannot import what the smoke tests need ({answer['broken'][0]}); "
-                         "nothing was run", "use an interpreter of the Python version patchmgr runs on, with "
-                         "patchmgr's own dependencies installed")
+        raise UsageError(
+            f"--python {python} cannot import what the smoke tests need ({answer['broken'][0]}); nothing was run",
+            "use an interpreter of the Python version patchmgr runs on, with patchmgr's own dependencies installed",
+        )
 
 
 def _needs_answer(raw: object) -> dict[str, list[str]]:
     answer = typed(raw, dict, "the answer")
-    return {key: [typed(item, str, f"an item of {key}") for item in typed(answer[key], list, key)]
-            for key in ("missing", "broken")}
+    return {
+        key: [typed(item, str, f"an item of {key}") for item in typed(answer[key], list, key)]
+        for key in ("missing", "broken")
+    }
 
 
 def _with_conftests(root: Path, files: Sequence[Path]) -> list[Path]:
@@ -206,15 +222,20 @@ def smoke_tests(patch: PatchFile) -> list[str]:
 
 def check_smoke_tests(project: Project, trees: Sequence[SmokeTree]) -> None:
     """Refuse the run, before anything runs, when a selected patch names a Smoke-Test that is not a test id."""
-    bad = [(patch, value, problem) for tree in trees for patch in project.patches(tree.upstream)
-           for value in smoke_tests(patch)
-           if (problem := smoke_test_problem(project, tree.upstream.name, value)) is not None]
+    bad = [
+        (patch, value, problem)
+        for tree in trees
+        for patch in project.patches(tree.upstream)
+        for value in smoke_tests(patch)
+        if (problem := smoke_test_problem(project, tree.upstream.name, value)) is not None
+    ]
     if bad:
         patch, value, problem = bad[0]
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        raise UsageError(f"{_shown(project, patch.path)}: Smoke-Test {value!r} {problem}{more}; nothing was run",
-                         "Smoke-Test values are pytest node ids under tests/smoke/<upstream>/; "
-                         "`patchmgr lint` lists every bad one")
+        raise UsageError(
+            f"{_shown(project, patch.path)}: Smoke-Test {value!r} {problem}{more}; nothing was run",
+            "Smoke-Test values are pytest node ids under tests/smoke/<upstream>/; `patchmgr lint` lists every bad one",
+        )
 
 
 def _shown(project: Project, path: Path) -> str:

@@ -76,12 +76,14 @@ def available_devices(python: str) -> dict[str, str | None]:
     except subprocess.TimeoutExpired:
         return {d: "cannot probe devices: importing torch took more than 300s" for d in DEVICES}
     except (OSError, ValueError) as exc:
-        raise UsageError(f"--python {python}: cannot run it ({cannot_run(python, exc)})",
-                         "give the path of a Python 3 interpreter") from None
+        raise UsageError(
+            f"--python {python}: cannot run it ({cannot_run(python, exc)})", "give the path of a Python 3 interpreter"
+        ) from None
     if done.returncode != 0:
         last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
-        return {d: f"cannot probe devices: {last[0][:300] if last else f'exit status {done.returncode}'}"
-                for d in DEVICES}
+        return {
+            d: f"cannot probe devices: {last[0][:300] if last else f'exit status {done.returncode}'}" for d in DEVICES
+        }
     return interpreter_answer(python, done.stdout, _devices_answer)
 
 
@@ -90,8 +92,15 @@ def _devices_answer(raw: object) -> dict[str, str | None]:
     return {device: text_or_none(answer[device], device) for device in DEVICES}
 
 
-def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: str, unpatched: bool,
-              python: str | None = None, progress: Progress | None = None) -> SmokeReport:
+def run_smoke(
+    project: Project,
+    target: Target,
+    trees: list[SmokeTree],
+    device: str,
+    unpatched: bool,
+    python: str | None = None,
+    progress: Progress | None = None,
+) -> SmokeReport:
     checked_python = python
     python = python or sys.executable
     if device not in ("auto", *DEVICES):
@@ -103,14 +112,17 @@ def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: 
         check_smoke_needs(project, trees, checked_python)
     probe = available_devices(python)
     devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
-    report = SmokeReport(target.name, unpatched, notes=[note for tree in trees for note in tree.notes],
-                         python_needs=needs)
+    report = SmokeReport(
+        target.name, unpatched, notes=[note for tree in trees for note in tree.notes], python_needs=needs
+    )
     report.notes += [n.problem for n in needs if n.problem]
     outside = {n.upstream: n for n in needs if not n.fits}
     own = [t.upstream for t in trees if t.upstream.smoke_requirements and t.patched_root is not None]
     if checked_python is not None and own:
-        report.notes.append(f"--python {checked_python}: every upstream's smoke tests ran in it; the smoke "
-                            f"requirements of {', '.join(u.name for u in own)} were not installed")
+        report.notes.append(
+            f"--python {checked_python}: every upstream's smoke tests ran in it; the smoke "
+            f"requirements of {', '.join(u.name for u in own)} were not installed"
+        )
     # every environment built or found trusted before any test runs: one refused runs nothing
     envs = {} if checked_python is not None else {upstream.name: smoke_env(upstream, progress) for upstream in own}
     for tree in trees:
@@ -119,28 +131,43 @@ def run_smoke(project: Project, target: Target, trees: list[SmokeTree], device: 
         if env is not None:
             upstream_python = env.python
             how = f"built in {env.seconds:g}s" if env.built else "reused"
-            report.notes.append(f"{tree.upstream.name}: smoke tests ran in the smoke environment {env.path} "
-                                f"({', '.join(tree.upstream.smoke_requirements)}; {how})")
-        results, verdicts = _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched,
-                                            upstream_python)
+            report.notes.append(
+                f"{tree.upstream.name}: smoke tests ran in the smoke environment {env.path} "
+                f"({', '.join(tree.upstream.smoke_requirements)}; {how})"
+            )
+        results, verdicts = _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched, upstream_python)
         need = outside.get(tree.upstream.name)
         if need is not None:  # on an interpreter the upstream does not declare: only a proof counts
-            verdicts = [v if v.verdict == "proven" else replace(v, verdict="not-proven", reason=need.reason(v.reason))
-                        for v in verdicts]
+            verdicts = [
+                v if v.verdict == "proven" else replace(v, verdict="not-proven", reason=need.reason(v.reason))
+                for v in verdicts
+            ]
             report.notes.append(need.note(all(v.verdict == "proven" for v in verdicts)))
         report.results += results
         report.verdicts += verdicts
     return report
 
 
-def _smoke_upstream(project: Project, tree: SmokeTree, devices: list[str], probe: dict[str, str | None],
-                    auto: bool, unpatched: bool, python: str) -> tuple[list[SmokeResult], list[PatchVerdict]]:
+def _smoke_upstream(
+    project: Project,
+    tree: SmokeTree,
+    devices: list[str],
+    probe: dict[str, str | None],
+    auto: bool,
+    unpatched: bool,
+    python: str,
+) -> tuple[list[SmokeResult], list[PatchVerdict]]:
     upstream = tree.upstream
     patches = project.patches(upstream)
     if tree.patched_root is None:
-        return ([SmokeResult(p.id, upstream.name, t, "-", "skipped", reason=tree.reason)
-                 for p in patches for t in (smoke_tests(p) or ["-"])],
-                [patch_verdict(p.id, upstream.name, [], unpatched, not_run=tree.reason) for p in patches])
+        return (
+            [
+                SmokeResult(p.id, upstream.name, t, "-", "skipped", reason=tree.reason)
+                for p in patches
+                for t in (smoke_tests(p) or ["-"])
+            ],
+            [patch_verdict(p.id, upstream.name, [], unpatched, not_run=tree.reason) for p in patches],
+        )
     results: list[SmokeResult] = []
     verdicts: list[PatchVerdict] = []
     view: AbstractContextManager[Path]
@@ -163,33 +190,58 @@ def _smoke_upstream(project: Project, tree: SmokeTree, devices: list[str], probe
             mine: list[SmokeResult] = []
             for dev in devices:
                 if probe.get(dev) is not None and not auto:
-                    mine += [SmokeResult(patch.id, upstream.name, t, dev, "skipped", reason=f"{dev}: {probe[dev]}")
-                             for t in tests]
+                    mine += [
+                        SmokeResult(patch.id, upstream.name, t, dev, "skipped", reason=f"{dev}: {probe[dev]}")
+                        for t in tests
+                    ]
                     continue
                 mine += _run_pytest(project, patch, upstream.name, tests, root, dev, python)
             if auto:
-                mine += [SmokeResult(patch.id, upstream.name, "-", d, "skipped", reason=f"{d}: {probe[d]}")
-                         for d in DEVICES if probe[d] is not None]
+                mine += [
+                    SmokeResult(patch.id, upstream.name, "-", d, "skipped", reason=f"{d}: {probe[d]}")
+                    for d in DEVICES
+                    if probe[d] is not None
+                ]
             results += mine
             verdicts.append(patch_verdict(patch.id, upstream.name, mine, unpatched))
     return results, verdicts
 
 
-_PYTEST_EXITS = {2: "interrupted, e.g. by a collection error", 3: "internal error", 4: "usage error",
-                 5: "no tests were collected"}
+_PYTEST_EXITS = {
+    2: "interrupted, e.g. by a collection error",
+    3: "internal error",
+    4: "usage error",
+    5: "no tests were collected",
+}
 
 
-def _run_pytest(project: Project, patch: PatchFile, upstream: str, tests: list[str], root: Path,
-                device: str, python: str) -> list[SmokeResult]:
+def _run_pytest(
+    project: Project, patch: PatchFile, upstream: str, tests: list[str], root: Path, device: str, python: str
+) -> list[SmokeResult]:
     with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-") as tmp:
         junit = Path(tmp) / "junit.xml"
         package_parent = _package_parent()
-        env = {**os.environ, "PATCHMGR_SMOKE_ROOT": str(root), "PATCHMGR_SMOKE_DEVICE": device,
-               "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])),
-               "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {
+            **os.environ,
+            "PATCHMGR_SMOKE_ROOT": str(root),
+            "PATCHMGR_SMOKE_DEVICE": device,
+            "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         # the ids were checked by check_smoke_tests; after "--" pytest takes them as paths, never options
-        command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-                   "--rootdir", str(project.root), "--", *tests]
+        command = [
+            python,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit}",
+            "--rootdir",
+            str(project.root),
+            "--",
+            *tests,
+        ]
         started = time.monotonic()
         done = subprocess.run(command, cwd=project.root, env=env, capture_output=True, text=True)
         elapsed = round(time.monotonic() - started, 2)

@@ -51,9 +51,11 @@ class SmokeReport:
         return bool(self.verdicts) and all(v.verdict == "proven" for v in self.verdicts)
 
 
-def patch_verdict(patch: str, upstream: str, results: Sequence[SmokeResult], unpatched: bool,
-                  not_run: str = "") -> PatchVerdict:
+def patch_verdict(
+    patch: str, upstream: str, results: Sequence[SmokeResult], unpatched: bool, not_run: str = ""
+) -> PatchVerdict:
     """The verdict on one patch from all its results (every test on every device)."""
+
     def where(r: SmokeResult) -> str:
         name = r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test
         return name + (f" on {r.device}" if r.device != "-" else "")
@@ -65,24 +67,35 @@ def patch_verdict(patch: str, upstream: str, results: Sequence[SmokeResult], unp
     errors = [r for r in results if r.result == "error"]
     if unpatched and passed:
         first = passed[0]
-        return PatchVerdict(patch, upstream, "failed",
-                            f"{where(first)} passes without the patch: it does not detect the bug"
-                            + (f" ({len(passed)} tests pass)" if len(passed) > 1 else ""))
+        return PatchVerdict(
+            patch,
+            upstream,
+            "failed",
+            f"{where(first)} passes without the patch: it does not detect the bug"
+            + (f" ({len(passed)} tests pass)" if len(passed) > 1 else ""),
+        )
     if not unpatched and failed:
         first = failed[0]
         return PatchVerdict(patch, upstream, "failed", f"{where(first)} failed: {first.reason}")
     if errors:
         first = errors[0]
-        return PatchVerdict(patch, upstream, "not-proven",
-                            f"{where(first)} did not run to an outcome: {first.reason}"
-                            + (f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""))
+        return PatchVerdict(
+            patch,
+            upstream,
+            "not-proven",
+            f"{where(first)} did not run to an outcome: {first.reason}"
+            + (f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""),
+        )
     proof = failed if unpatched else passed
     if not proof:
         skips = list(dict.fromkeys(r.reason or "skipped" for r in results if r.result == "skipped"))
-        return PatchVerdict(patch, upstream, "not-proven",
-                            "no test ran" + (f": {'; '.join(skips)}" if skips else ""))
+        return PatchVerdict(patch, upstream, "not-proven", "no test ran" + (f": {'; '.join(skips)}" if skips else ""))
     devices = sorted({r.device for r in proof})
     if unpatched:
-        return PatchVerdict(patch, upstream, "proven", f"{len(proof)} tests fail their assertions without the "
-                            f"patch on {', '.join(devices)}: they detect its bug")
+        return PatchVerdict(
+            patch,
+            upstream,
+            "proven",
+            f"{len(proof)} tests fail their assertions without the patch on {', '.join(devices)}: they detect its bug",
+        )
     return PatchVerdict(patch, upstream, "proven", f"{len(proof)} tests passed on {', '.join(devices)}")

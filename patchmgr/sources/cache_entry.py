@@ -29,8 +29,9 @@ def check_owned(path: Path, what: str, hint: str) -> None:
     except OSError as exc:
         raise CacheError(f"cannot read {what} {path}: {_os_problem(exc, path)}", hint) from None
     if owner != os.geteuid():
-        raise CacheError(f"{what} ({path}) belongs to another user (uid {owner}, not {os.geteuid()}): "
-                         "refusing to use it", hint)
+        raise CacheError(
+            f"{what} ({path}) belongs to another user (uid {owner}, not {os.geteuid()}): refusing to use it", hint
+        )
 
 
 def cache_folder(cache_dir: Path, name: str) -> Path:
@@ -42,8 +43,9 @@ def cache_folder(cache_dir: Path, name: str) -> Path:
     for folder in (cache_dir, cache_dir / name):
         if os.path.lexists(folder) and not folder.is_dir():
             what = f"{where} points at a file" if folder == cache_dir else "the patchmgr cache holds a file"
-            raise CacheError(f"{what}, not a folder: {folder}",
-                             "point PATCHMGR_CACHE at a folder of your own (or remove that file)")
+            raise CacheError(
+                f"{what}, not a folder: {folder}", "point PATCHMGR_CACHE at a folder of your own (or remove that file)"
+            )
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -54,9 +56,15 @@ def cache_folder(cache_dir: Path, name: str) -> Path:
     return cache_dir / name
 
 
-def check_cache_entry(entry: Path, what: str, hint: str, inside: Iterable[str] = (),
-                      programs: Mapping[str, Path] | None = None, walk: bool = False,
-                      listed: Iterable[str] = ()) -> None:
+def check_cache_entry(
+    entry: Path,
+    what: str,
+    hint: str,
+    inside: Iterable[str] = (),
+    programs: Mapping[str, Path] | None = None,
+    walk: bool = False,
+    listed: Iterable[str] = (),
+) -> None:
     """Refuse (CacheError, one message) the cache entry ``entry`` unless it is this user's own.
 
     ``entry`` must be a real folder of this user's that no other user can write; so must each path of
@@ -93,8 +101,11 @@ def check_cache_entry(entry: Path, what: str, hint: str, inside: Iterable[str] =
                 if path.is_symlink():
                     real = os.path.realpath(path)
                     if real not in allowed and not _inside(Path(real), Path(os.path.realpath(entry))):
-                        raise CacheError(f"{what} ({entry}) holds {path}, a symbolic link that leads out of it "
-                                         f"(to {real}): refusing to use it", hint)
+                        raise CacheError(
+                            f"{what} ({entry}) holds {path}, a symbolic link that leads out of it "
+                            f"(to {real}): refusing to use it",
+                            hint,
+                        )
                     continue
                 _check_node(path, entry, what, hint)
 
@@ -106,17 +117,25 @@ def _check_node(path: Path, entry: Path, what: str, hint: str) -> None:
         raise CacheError(f"cannot read {what} {path}: {_os_problem(exc, path)}", hint) from None
     where = f"{what} ({entry})" if path == entry else f"{path} in {what}"
     if stat.S_ISLNK(info.st_mode):
-        raise CacheError(f"{where} is a symbolic link (to {os.readlink(path)}): patchmgr reuses only files "
-                         "and folders of its own in its cache, never what a link names", hint)
+        raise CacheError(
+            f"{where} is a symbolic link (to {os.readlink(path)}): patchmgr reuses only files "
+            "and folders of its own in its cache, never what a link names",
+            hint,
+        )
     if info.st_uid != os.geteuid():
-        raise CacheError(f"{where} belongs to another user (uid {info.st_uid}, not {os.geteuid()}): "
-                         "refusing to use it", hint)
+        raise CacheError(
+            f"{where} belongs to another user (uid {info.st_uid}, not {os.geteuid()}): refusing to use it", hint
+        )
     if info.st_mode & stat.S_IWOTH and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX):
-        raise CacheError(f"{where} can be written by every user (mode {stat.filemode(info.st_mode)}): "
-                         "refusing to use it", hint)
+        raise CacheError(
+            f"{where} can be written by every user (mode {stat.filemode(info.st_mode)}): refusing to use it", hint
+        )
     if info.st_mode & stat.S_IWGRP and info.st_gid != os.getegid():
-        raise CacheError(f"{where} can be written by group {info.st_gid}, which is not your own "
-                         f"(mode {stat.filemode(info.st_mode)}): refusing to use it", hint)
+        raise CacheError(
+            f"{where} can be written by group {info.st_gid}, which is not your own "
+            f"(mode {stat.filemode(info.st_mode)}): refusing to use it",
+            hint,
+        )
     if path == entry and not stat.S_ISDIR(info.st_mode):
         raise CacheError(f"{where} is not a folder: refusing to use it", hint)
 

@@ -20,8 +20,11 @@ class CacheError(StateError):
 
 
 # What git says when it cannot write to the disk, as the errno that says it (git runs with LC_ALL=C).
-_GIT_DISK_ERRORS = {"No space left on device": errno.ENOSPC, "Disk quota exceeded": errno.EDQUOT,
-                    "Read-only file system": errno.EROFS}
+_GIT_DISK_ERRORS = {
+    "No space left on device": errno.ENOSPC,
+    "Disk quota exceeded": errno.EDQUOT,
+    "Read-only file system": errno.EROFS,
+}
 
 
 def disk_problem(said: str, path: Path) -> str | None:
@@ -98,21 +101,25 @@ class UnknownRef(UsageError):
 
 def unknown_ref(upstream: str, ref: str, urls: Sequence[str]) -> UnknownRef:
     import shlex
+
     where = ", ".join(mask_url(url) for url in urls)
     hint = f"list its branches and tags with `git ls-remote --heads --tags {shlex.quote(mask_url(urls[0]))}`"
     if re.fullmatch(r"[0-9a-fA-F]{4,39}", ref):
         hint += ", or give the full 40-character commit id"
     said = "was reached and has" if len(urls) == 1 else "were reached and none has"
-    return UnknownRef(f"upstream {upstream} has no ref {ref!r}: {where} {said} no branch, tag or commit of that name",
-                      hint)
+    return UnknownRef(
+        f"upstream {upstream} has no ref {ref!r}: {where} {said} no branch, tag or commit of that name", hint
+    )
 
 
 class NotACommit(UsageError):
     """A ref that names a tree or a blob (a tag can point at any object), not a commit: nothing to check there."""
 
     def __init__(self, upstream: str, ref: str, kind: str) -> None:
-        super().__init__(f"upstream {upstream}'s ref {ref!r} names a {kind}, not a commit",
-                         "give a branch, a tag or a commit id that names a commit")
+        super().__init__(
+            f"upstream {upstream}'s ref {ref!r} names a {kind}, not a commit",
+            "give a branch, a tag or a commit id that names a commit",
+        )
         self.kind = kind
 
 
@@ -122,12 +129,14 @@ class NotARepository(GitError):
 
 def _require_repository(local: Path) -> None:
     if not ((local / ".git").exists() or ((local / "HEAD").is_file() and (local / "objects").is_dir())):
-        raise NotARepository(f"{local} is not a git repository",
-                             "give the folder of a git clone (or a bare repository), or a URL")
+        raise NotARepository(
+            f"{local} is not a git repository", "give the folder of a git clone (or a bare repository), or a URL"
+        )
 
 
 def _said(url: str, exc: GitError) -> str:
     """``url: what went wrong``, the URL said once and its password masked."""
     shown, message = mask_url(url), mask_url(exc.message)
-    return message if message.startswith(shown) or message.startswith(str(as_local_path(url))) \
-        else f"{shown}: {message}"
+    return (
+        message if message.startswith(shown) or message.startswith(str(as_local_path(url))) else f"{shown}: {message}"
+    )

@@ -22,11 +22,23 @@ LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySH
 # The config keys (lower-cased, as git lists them) a cached clone may hold: what `git init --bare`
 # and `Store.configure_remote` write. Anything else (core.sshCommand, include.path, url.*.insteadOf,
 # credential.helper, filter.*, ...) was written by someone else, and the clone is refused.
-CACHE_CONFIG_KEYS = frozenset({
-    "core.repositoryformatversion", "core.filemode", "core.bare", "core.ignorecase", "core.precomposeunicode",
-    "core.symlinks", "core.logallrefupdates", "extensions.partialclone", "extensions.objectformat",
-    "remote.origin.url", "remote.origin.fetch", "remote.origin.promisor", "remote.origin.partialclonefilter",
-})
+CACHE_CONFIG_KEYS = frozenset(
+    {
+        "core.repositoryformatversion",
+        "core.filemode",
+        "core.bare",
+        "core.ignorecase",
+        "core.precomposeunicode",
+        "core.symlinks",
+        "core.logallrefupdates",
+        "extensions.partialclone",
+        "extensions.objectformat",
+        "remote.origin.url",
+        "remote.origin.fetch",
+        "remote.origin.promisor",
+        "remote.origin.partialclonefilter",
+    }
+)
 
 
 CACHE_CONFIG_VALUES = {"remote.origin.uploadpack": LOCAL_UPLOAD_PACK}  # runs a program: only patchmgr's own
@@ -37,14 +49,28 @@ def check_cache_config(path: Path, config: Sequence[tuple[str, str]]) -> None:
     for key, value in config:
         if key in CACHE_CONFIG_KEYS or CACHE_CONFIG_VALUES.get(key) == value:
             continue
-        raise CacheError(f"the cached clone {path} has config {key} = {mask_url(value)!r}, which patchmgr "
-                         "never writes: refusing to run git there",
-                         f"remove it (rm -rf {path}): patchmgr fetches it again")
+        raise CacheError(
+            f"the cached clone {path} has config {key} = {mask_url(value)!r}, which patchmgr "
+            "never writes: refusing to run git there",
+            f"remove it (rm -rf {path}): patchmgr fetches it again",
+        )
 
 
 # what git reads in a bare clone before it does anything: a link or a foreign file among them is refused
-_CLONE_PARTS = ("config", "HEAD", "packed-refs", "objects", "objects/info", "objects/pack", "refs", "refs/heads",
-                "refs/tags", "shallow", "hooks", "info")
+_CLONE_PARTS = (
+    "config",
+    "HEAD",
+    "packed-refs",
+    "objects",
+    "objects/info",
+    "objects/pack",
+    "refs",
+    "refs/heads",
+    "refs/tags",
+    "shallow",
+    "hooks",
+    "info",
+)
 # folders whose every entry git reads or runs (hooks run; packs and the 256 loose-object folders are read): each
 # entry is checked, one level down only, so that a clone's thousands of loose objects cost nothing
 _CLONE_FOLDERS = ("hooks", "objects", "objects/pack", "objects/info", "refs", "info")
@@ -105,8 +131,7 @@ class CacheHealth(ABC):
         if not path.is_symlink() and not path.is_dir():
             return "it is not a folder"
         # git reads its config (which can name programs) and its refs and objects: all of them its own
-        check_cache_entry(path, f"the cached clone of {upstream}", hint, inside=_CLONE_PARTS,
-                          listed=_CLONE_FOLDERS)
+        check_cache_entry(path, f"the cached clone of {upstream}", hint, inside=_CLONE_PARTS, listed=_CLONE_FOLDERS)
         for name in ("objects/info/alternates", "objects/info/http-alternates", "commondir", "info/attributes"):
             if os.path.lexists(path / name):
                 raise CacheError(f"the cached clone {path} has {name}, which patchmgr never writes", hint)
@@ -147,5 +172,7 @@ class CacheHealth(ABC):
                 elif os.path.lexists(path):
                     path.unlink()
             except OSError as exc:
-                raise CacheError(f"cannot remove the damaged cached clone {path}: {_os_problem(exc, path)}",
-                                 f"remove it by hand (rm -rf {path}), then run again") from None
+                raise CacheError(
+                    f"cannot remove the damaged cached clone {path}: {_os_problem(exc, path)}",
+                    f"remove it by hand (rm -rf {path}), then run again",
+                ) from None

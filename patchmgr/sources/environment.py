@@ -34,8 +34,9 @@ T = TypeVar("T")
 _MODULE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
 # repository tooling at the root that is never imported at run time: left out, not refused, when a patch adds it
 _REPO_TOOLING = ("setup.py", "conftest.py", "noxfile.py")
-_PTH_REASON = ("a .pth file runs its code at every interpreter start; patchmgr never writes one into an installed "
-               "environment")
+_PTH_REASON = (
+    "a .pth file runs its code at every interpreter start; patchmgr never writes one into an installed environment"
+)
 
 _PROBE = r"""
 import json, sys
@@ -82,6 +83,7 @@ def interpreter_answer(python: str, output: bytes, read: Callable[[object], T]) 
     ``TypeError`` or ``ValueError`` otherwise) means ``python`` is not a Python
     interpreter patchmgr can work with: bad input, exit 2.
     """
+
     def refused(why: str) -> UsageError:
         return UsageError(f"--python {python} did not answer as a Python interpreter ({why})", _NOT_PYTHON_HINT)
 
@@ -103,23 +105,29 @@ def interpreter_answer(python: str, output: bytes, read: Callable[[object], T]) 
         raise refused(f"its answer is not what the probe prints: {exc}") from None
 
 
-def run_probe(python: str, script: str, *args: str, timeout: float = 120, env: Mapping[str, str] | None = None,
-              cwd: str | Path | None = None) -> bytes:
+def run_probe(
+    python: str,
+    script: str,
+    *args: str,
+    timeout: float = 120,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> bytes:
     """Run ``script`` in ``python`` (in ``cwd``, with ``env``: None, this process's) and return its standard output;
     bad input (exit 2) when it cannot run."""
     try:
         done = subprocess.run([python, "-c", script, *args], capture_output=True, timeout=timeout, env=env, cwd=cwd)
     except subprocess.TimeoutExpired:
-        raise UsageError(f"--python {python}: it did not answer within {timeout:g}s",
-                         _NOT_PYTHON_HINT) from None
+        raise UsageError(f"--python {python}: it did not answer within {timeout:g}s", _NOT_PYTHON_HINT) from None
     except (OSError, ValueError) as exc:
-        raise UsageError(f"--python {python}: cannot run it ({cannot_run(python, exc)})", _NOT_PYTHON_HINT) \
-            from None
+        raise UsageError(f"--python {python}: cannot run it ({cannot_run(python, exc)})", _NOT_PYTHON_HINT) from None
     if done.returncode != 0:
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
         last = lines[-1].strip() if lines else f"exit status {done.returncode}, no output"
-        raise UsageError(f"--python {python}: the interpreter failed ({last[:300]})",
-                         "give a working Python 3 interpreter (3.8 or later)")
+        raise UsageError(
+            f"--python {python}: the interpreter failed ({last[:300]})",
+            "give a working Python 3 interpreter (3.8 or later)",
+        )
     return done.stdout
 
 
@@ -154,7 +162,7 @@ class InstalledDist:
         root = self.upstream.package_root
         if root and not path.startswith(root + "/"):
             return None
-        return self.location / (path[len(root) + 1:] if root else path)
+        return self.location / (path[len(root) + 1 :] if root else path)
 
     @cached_property
     def package_folders(self) -> frozenset[str]:
@@ -162,8 +170,12 @@ class InstalledDist:
         folders = set()
         for name in self.files:
             parts = name.split("/")
-            if len(parts) < 2 or parts[0] in ("..", "__pycache__") or "__pycache__" in parts \
-                    or parts[0].endswith((".dist-info", ".egg-info", ".data")):
+            if (
+                len(parts) < 2
+                or parts[0] in ("..", "__pycache__")
+                or "__pycache__" in parts
+                or parts[0].endswith((".dist-info", ".egg-info", ".data"))
+            ):
                 continue
             folders.add("/".join(parts[:-1]))
         return frozenset(folders)
@@ -187,8 +199,10 @@ class InstalledDist:
         relative = installed.relative_to(self.location).as_posix()
         parts = relative.split("/")
         if not self.files:
-            return "refused", (f"{self.name} lists no installed files (no RECORD), so patchmgr cannot tell its own "
-                               "packages from the rest of the environment")
+            return "refused", (
+                f"{self.name} lists no installed files (no RECORD), so patchmgr cannot tell its own "
+                "packages from the rest of the environment"
+            )
         if parts[0].endswith((".dist-info", ".egg-info", ".data")):
             return "refused", f"{parts[0]} is the installer's metadata, not the distribution's code"
         if relative in self.files and len(parts) == 1:
@@ -196,8 +210,10 @@ class InstalledDist:
         if any("/".join(parts[:depth]) in self.package_folders for depth in range(1, len(parts))):
             return "write", ""
         if len(parts) == 1 and added and relative.endswith(_MODULE_SUFFIXES) and relative not in _REPO_TOOLING:
-            return "refused", (f"it would be a new top-level module in {self.location}, which {self.name} does not "
-                               "install; patchmgr writes only inside the distribution's own packages")
+            return "refused", (
+                f"it would be a new top-level module in {self.location}, which {self.name} does not "
+                "install; patchmgr writes only inside the distribution's own packages"
+            )
         return "left-out", f"not part of {self.name}'s installed packages"
 
     @property
@@ -246,8 +262,15 @@ def place_patch(dist: InstalledDist, patch: PatchFile) -> Placed:
         elif kinds == {"left-out"}:
             left_out += [path for path, _, _ in verdicts if path not in left_out]
         else:
-            return Placed(patch, left_out, (diff.path, f"it moves a file between {dist.name}'s installed packages "
-                                                       "and files the installation does not hold"))
+            return Placed(
+                patch,
+                left_out,
+                (
+                    diff.path,
+                    f"it moves a file between {dist.name}'s installed packages "
+                    "and files the installation does not hold",
+                ),
+            )
     return Placed(replace(patch, files=tuple(kept)), left_out)
 
 
@@ -265,22 +288,31 @@ def probe(python: str, upstreams: list[Upstream]) -> Environment:
             continue
         if entry["damaged"]:
             where = entry["record"] or entry["location"]
-            raise StateError(f"{python}: the installed metadata of {dist_name(upstream)} {entry['version']} is "
-                             f"damaged ({entry['damaged']}; at {where})",
-                             f"reinstall it: {python} -m pip install --force-reinstall --no-deps "
-                             f"{dist_name(upstream)}" + (f"=={entry['version']}" if entry["version"] else ""))
+            raise StateError(
+                f"{python}: the installed metadata of {dist_name(upstream)} {entry['version']} is "
+                f"damaged ({entry['damaged']}; at {where})",
+                f"reinstall it: {python} -m pip install --force-reinstall --no-deps "
+                f"{dist_name(upstream)}" + (f"=={entry['version']}" if entry["version"] else ""),
+            )
         location = Path(entry["location"])
         url = entry["url"] or ""
         if entry["editable"] and url.startswith("file://"):
-            location = Path(url[len("file://"):])
-        dists[upstream.name] = InstalledDist(upstream, dist_name(upstream), entry["version"], location,
-                                             Path(entry["record"]) if entry["record"] else None, entry["editable"],
-                                             frozenset(Path(f).as_posix() for f in entry["files"]))
+            location = Path(url[len("file://") :])
+        dists[upstream.name] = InstalledDist(
+            upstream,
+            dist_name(upstream),
+            entry["version"],
+            location,
+            Path(entry["record"]) if entry["record"] else None,
+            entry["editable"],
+            frozenset(Path(f).as_posix() for f in entry["files"]),
+        )
     return Environment(python, Path(raw["prefix"]), dists)
 
 
 class _ProbeDist(TypedDict):
     """One distribution as ``_PROBE`` prints it."""
+
     version: str  # "" when its metadata names none (then ``damaged`` says why)
     location: str  # absolute
     record: str | None  # its RECORD file, if it has one
@@ -304,8 +336,11 @@ def _probe_answer(names: list[str], raw: object) -> _ProbeAnswer:
         raise ValueError(f"prefix {prefix!r} is not an absolute path")
     executable = typed(answer["executable"], str, "executable")
     dists = typed(answer["dists"], dict, "dists")
-    return {"prefix": prefix, "executable": executable,
-            "dists": {name: _probe_dist(name, dists[name]) for name in names if name in dists}}
+    return {
+        "prefix": prefix,
+        "executable": executable,
+        "dists": {name: _probe_dist(name, dists[name]) for name in names if name in dists},
+    }
 
 
 def _probe_dist(name: str, raw: object) -> _ProbeDist:
@@ -318,8 +353,15 @@ def _probe_dist(name: str, raw: object) -> _ProbeDist:
     editable = typed(entry["editable"], bool, f"{name}: editable")
     url = text_or_none(entry["url"], f"{name}: url")
     files = [typed(file, str, f"{name}: a file") for file in typed(entry["files"], list, f"{name}: files")]
-    return {"version": version, "location": location, "record": record, "editable": editable, "url": url,
-            "files": files, "damaged": text_or_none(entry["damaged"], f"{name}: damaged")}
+    return {
+        "version": version,
+        "location": location,
+        "record": record,
+        "editable": editable,
+        "url": url,
+        "files": files,
+        "damaged": text_or_none(entry["damaged"], f"{name}: damaged"),
+    }
 
 
 def require_dists(environment: Environment, upstreams: list[Upstream]) -> list[InstalledDist]:
@@ -335,8 +377,10 @@ def require_dists(environment: Environment, upstreams: list[Upstream]) -> list[I
     if problems:
         # bad input (exit 2), like an interpreter that is not one: --python names an environment that does not
         # hold what the manifest pins, so nothing was checked
-        raise UsageError(f"{environment.python}: " + "; ".join(problems),
-                         "install the pinned versions, or restrict the run with --upstream NAME")
+        raise UsageError(
+            f"{environment.python}: " + "; ".join(problems),
+            "install the pinned versions, or restrict the run with --upstream NAME",
+        )
     return [environment.dists[u.name] for u in upstreams]
 
 

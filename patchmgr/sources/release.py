@@ -33,6 +33,7 @@ def index_url() -> str:
 def file_version(filename: str) -> Version | None:
     # packaging.utils loads the wheel-tag machinery: only choosing a download needs it, not a CLI start
     from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+
     try:
         if filename.endswith(".whl"):
             return parse_wheel_filename(filename)[1]
@@ -66,7 +67,7 @@ class ReleaseSource:
         if self.file.kind == "sdist" or not self.package_root:
             return path
         prefix = self.package_root + "/"
-        return path[len(prefix):] if path.startswith(prefix) else None
+        return path[len(prefix) :] if path.startswith(prefix) else None
 
     def read(self, path: str) -> bytes | None:
         mapped = self.release_path(path)
@@ -104,13 +105,20 @@ class ReleaseNotFound(SourceError):
 
 def choose_file(files: list[dict], project: str, version: str) -> ReleaseFile:
     """A pure wheel first (smallest to read), then the sdist, then any wheel: all carry the .py files."""
+
     def as_release(entry: dict) -> ReleaseFile:
         kind = "wheel" if entry["filename"].endswith(".whl") else "sdist"
         return ReleaseFile(entry["filename"], entry["url"], entry["hashes"]["sha256"], kind)
 
     wanted = Version(version)
-    usable = [f for f in files if f["filename"].endswith((".whl", ".tar.gz", ".zip")) and not f.get("yanked")
-              and file_version(f["filename"]) == wanted and f.get("hashes", {}).get("sha256")]
+    usable = [
+        f
+        for f in files
+        if f["filename"].endswith((".whl", ".tar.gz", ".zip"))
+        and not f.get("yanked")
+        and file_version(f["filename"]) == wanted
+        and f.get("hashes", {}).get("sha256")
+    ]
     pure = [f for f in usable if f["filename"].endswith("-none-any.whl")]
     sdists = [f for f in usable if not f["filename"].endswith(".whl")]
     wheels = sorted((f for f in usable if f["filename"].endswith(".whl")), key=lambda f: f.get("size", 0))
@@ -118,10 +126,14 @@ def choose_file(files: list[dict], project: str, version: str) -> ReleaseFile:
         if group:
             return as_release(group[0])
     if not any(file_version(f["filename"]) == wanted for f in files if isinstance(f.get("filename"), str)):
-        raise ReleaseNotFound(f"the package index has no release {version} of {project}",
-                              "check `version` in the manifest (or the version given to --against)")
-    raise SourceError(f"the package index has no wheel or sdist of {project} {version}",
-                      "check `version` in the manifest (or the version given to --against)")
+        raise ReleaseNotFound(
+            f"the package index has no release {version} of {project}",
+            "check `version` in the manifest (or the version given to --against)",
+        )
+    raise SourceError(
+        f"the package index has no wheel or sdist of {project} {version}",
+        "check `version` in the manifest (or the version given to --against)",
+    )
 
 
 class ReleaseCache:
@@ -142,6 +154,7 @@ class ReleaseCache:
                 meta.write_text(json.dumps(file.__dict__))
         except OSError as exc:  # the network's errors are SourceErrors by now: this is the cache's disk
             from patchmgr.sources.cache_errors import CacheError, _os_problem, disk_hint  # store imports this module
+
             problem = _os_problem(exc, folder)
             raise CacheError(f"cannot write the release cache {folder}: {problem}", disk_hint(problem)) from None
         return ReleaseSource(project, version, file, _top(tree, file), package_root)
@@ -152,6 +165,7 @@ class ReleaseCache:
         import urllib.request
 
         from packaging.utils import canonicalize_name
+
         url = f"{index_url()}/{canonicalize_name(project)}/"
         request = urllib.request.Request(url, headers={"Accept": _SIMPLE_JSON})
         try:
@@ -159,8 +173,9 @@ class ReleaseCache:
                 files = json.load(response)["files"]
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
-                raise SourceError(f"the package index has no project {project}",
-                                  "check `pypi` in the manifest") from exc
+                raise SourceError(
+                    f"the package index has no project {project}", "check `pypi` in the manifest"
+                ) from exc
             raise SourceError(f"the package index answered {exc.code} for {url}", "try again later") from exc
         except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
             raise SourceError(f"cannot read {url}: {exc}", "check the network, or set PATCHMGR_INDEX_URL") from exc
@@ -169,6 +184,7 @@ class ReleaseCache:
     def _download_and_unpack(self, file: ReleaseFile, folder: Path, tree: Path) -> None:
         import urllib.error
         import urllib.request
+
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=folder, prefix=".unpack-") as tmp:
             archive = Path(tmp) / file.filename
@@ -188,8 +204,10 @@ class ReleaseCache:
                     digest.update(chunk)
                     out.write(chunk)
             if digest.hexdigest() != file.sha256:
-                raise SourceError(f"{file.filename}: sha256 {digest.hexdigest()} differs from PyPI's {file.sha256}",
-                                  "the download was damaged or tampered with; try again")
+                raise SourceError(
+                    f"{file.filename}: sha256 {digest.hexdigest()} differs from PyPI's {file.sha256}",
+                    "the download was damaged or tampered with; try again",
+                )
             unpacked = Path(tmp) / "tree"
             if file.kind == "wheel" or file.filename.endswith(".zip"):
                 _unzip(archive, unpacked)
@@ -218,19 +236,24 @@ def _untar(archive: Path, into: Path) -> None:
         for member in tar.getmembers():
             name = Path(member.name)
             if name.is_absolute() or ".." in name.parts or not (member.isfile() or member.isdir()):
-                raise SourceError(f"{archive.name}: member {member.name!r} is not a plain file or folder inside "
-                                  "the archive", "the release file is unsafe to unpack; report it upstream")
+                raise SourceError(
+                    f"{archive.name}: member {member.name!r} is not a plain file or folder inside the archive",
+                    "the release file is unsafe to unpack; report it upstream",
+                )
         tar.extractall(into)
 
 
 def _unzip(archive: Path, into: Path) -> None:
     import zipfile
+
     with zipfile.ZipFile(archive) as zipped:
         for member in zipped.infolist():
             name = Path(member.filename)
             if name.is_absolute() or ".." in name.parts:
-                raise SourceError(f"{archive.name}: member {member.filename!r} leaves the archive",
-                                  "this release is malformed; do not use it")
+                raise SourceError(
+                    f"{archive.name}: member {member.filename!r} leaves the archive",
+                    "this release is malformed; do not use it",
+                )
         zipped.extractall(into)
 
 

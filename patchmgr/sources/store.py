@@ -76,10 +76,15 @@ def validate_ref(ref: str) -> str:
     why = _ref_problem(ref)
     if why:
         expression = any(mark in ref for mark in ("@{", "~", "^")) and ref.isprintable()
-        raise UsageError(f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: {why}",
-                         "give a branch, a tag or a commit id" + (
-                             f"; for a revision of your own clone, pass the commit it names (git rev-parse "
-                             f"{_quoted(ref)} there)" if expression else ""))
+        raise UsageError(
+            f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: {why}",
+            "give a branch, a tag or a commit id"
+            + (
+                f"; for a revision of your own clone, pass the commit it names (git rev-parse {_quoted(ref)} there)"
+                if expression
+                else ""
+            ),
+        )
     return ref
 
 
@@ -121,8 +126,9 @@ class Fetched:
 class Store(CacheHealth):
     """The cache of blobless clones, one per upstream, shared by every run on this machine."""
 
-    def __init__(self, cache_dir: Path | None = None, progress: Progress | None = None,
-                 note: Progress | None = None) -> None:
+    def __init__(
+        self, cache_dir: Path | None = None, progress: Progress | None = None, note: Progress | None = None
+    ) -> None:
         self.cache_dir = cache_dir or default_cache_dir()
         self.progress = progress or (lambda message: None)
         self.note = note or (lambda message: print(f"note: {message}", file=sys.stderr))
@@ -143,8 +149,12 @@ class Store(CacheHealth):
     def lock(self, upstream: str) -> FileLock:
         """Held while writing the cached clone of ``upstream``; a fetch can take minutes, so others wait long."""
         self._check_root()
-        return CacheLock(self.cache_dir / "git" / f"{upstream}.lock", lock_timeout(600.0),
-                          f"it is fetching {upstream} into the cache", self.progress)
+        return CacheLock(
+            self.cache_dir / "git" / f"{upstream}.lock",
+            lock_timeout(600.0),
+            f"it is fetching {upstream} into the cache",
+            self.progress,
+        )
 
     # -- the cache folder, trusted only when it is the user's own ------------------
     def repo(self, upstream: str) -> GitRepo:
@@ -164,8 +174,9 @@ class Store(CacheHealth):
                             else:
                                 cause = disk_problem(exc.message, path)
                                 problem = f"{cause} ({exc.message})" if cause else exc.message
-                            raise CacheError(f"cannot create the cached clone {path}: {problem}",
-                                             disk_hint(problem)) from None
+                            raise CacheError(
+                                f"cannot create the cached clone {path}: {problem}", disk_hint(problem)
+                            ) from None
                 repo = GitRepo(path, untrusted=True)
             self._open[upstream] = repo
         return self._open[upstream]
@@ -199,8 +210,10 @@ class Store(CacheHealth):
         path = self.repo_path(upstream)
         if exc.path != path:
             return StateError(exc.message, exc.hint)
-        return CacheError(f"the cached clone of {upstream} ({path}) is damaged and fetching it again did not "
-                          f"help: {exc.detail}", f"remove it (rm -rf {path}) and check the disk, then run again")
+        return CacheError(
+            f"the cached clone of {upstream} ({path}) is damaged and fetching it again did not help: {exc.detail}",
+            f"remove it (rm -rf {path}) and check the disk, then run again",
+        )
 
     def ensure_commit(self, upstream: str, commit: str, urls: Sequence[str]) -> GitRepo:
         """The cached clone of ``upstream`` holding ``commit``, fetched if need be."""
@@ -280,8 +293,15 @@ class Store(CacheHealth):
         with self._writing(repo):
             for start in range(0, len(wanted), 2000):
                 self.progress(f"fetching {len(wanted)} files of {upstream} {commit[:12]}")
-                repo.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "origin", "--",
-                         *wanted[start:start + 2000])
+                repo.run(
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    "--no-write-fetch-head",
+                    "origin",
+                    "--",
+                    *wanted[start : start + 2000],
+                )
             record = self._absent_record(upstream, commit)
             record.parent.mkdir(exist_ok=True)
             record.write_text("".join(f"{path}\n" for path in absent))
@@ -307,10 +327,12 @@ class Store(CacheHealth):
         try:
             if FULL_SHA.match(ref):
                 return self.fetch_commit(upstream, ref, urls)
+
             def resolve() -> Fetched:
                 repo = self.repo(upstream)
                 with self.lock(upstream):
                     return self._resolve_fetched(repo, upstream, ref, urls)
+
             return self._repairing(upstream, resolve)
         except RefNotFound:
             raise unknown_ref(upstream, ref, urls) from None
@@ -332,16 +354,21 @@ class Store(CacheHealth):
             except GitError as exc:
                 errors.append(_said(url, exc))
                 if "invalid refspec" in exc.message:  # git cannot fetch it as given, from any source
-                    raise UsageError(f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: "
-                                     "git calls it an invalid refspec", "give a branch, a tag or a commit id") from None
+                    raise UsageError(
+                        f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: "
+                        "git calls it an invalid refspec",
+                        "give a branch, a tag or a commit id",
+                    ) from None
                 if _NO_SUCH_REF.search(exc.message):
                     lacking.append(url)
         local = repo.resolve(ref) if not urls else None
         if local:
             return Fetched(repo, local)
         error = RefNotFound if urls and len(lacking) == len(urls) else SourceError
-        raise error(f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(dict.fromkeys(errors)) or "no source"),
-                    "check the ref name, or pass --source with a clone that has it")
+        raise error(
+            f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(dict.fromkeys(errors)) or "no source"),
+            "check the ref name, or pass --source with a clone that has it",
+        )
 
     def _fetch(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
         with self._writing(repo):
@@ -359,8 +386,9 @@ class Store(CacheHealth):
             problem = disk_problem(exc.message, repo.path)
             if problem is None:
                 raise
-            raise CacheError(f"cannot write the cached clone {repo.path}: {problem} ({exc.message})",
-                             disk_hint(problem)) from None
+            raise CacheError(
+                f"cannot write the cached clone {repo.path}: {problem} ({exc.message})", disk_hint(problem)
+            ) from None
         except OSError as exc:
             problem = _os_problem(exc, repo.path)
             raise CacheError(f"cannot write the cached clone {repo.path}: {problem}", disk_hint(problem)) from None
@@ -373,8 +401,7 @@ class Store(CacheHealth):
         """Point ``origin`` of a (partial) clone at ``url``: a URL or a local repository."""
         problem = url_problem(url, from_command_line=True)
         if problem:
-            raise SourceError(f"refusing source {mask_url(url)!r}: {mask_url(problem)}",
-                              "give a URL or a local path")
+            raise SourceError(f"refusing source {mask_url(url)!r}: {mask_url(problem)}", "give a URL or a local path")
         local = as_local_path(url)
         if local is not None:
             if not local.exists():

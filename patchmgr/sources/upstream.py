@@ -81,8 +81,7 @@ def urls_for(upstream: Upstream, overrides: Mapping[str, str]) -> tuple[str, ...
     return upstream.urls
 
 
-def open_git_source(store: Store, upstream: Upstream, ref: str | None,
-                    overrides: Mapping[str, str]) -> GitSource:
+def open_git_source(store: Store, upstream: Upstream, ref: str | None, overrides: Mapping[str, str]) -> GitSource:
     """The upstream at ``ref`` (its pin when None) from the cache, fetched if need be."""
     urls = urls_for(upstream, overrides)
     if not urls:
@@ -92,9 +91,14 @@ def open_git_source(store: Store, upstream: Upstream, ref: str | None,
     else:
         fetched = store.resolve_ref(upstream.name, ref, urls)
     commit = fetched.commit
-    return GitSource(fetched.repo, commit, fetched.url or urls[0], fetched=fetched.url is not None,
-                     repair=lambda exc: store.repair(upstream.name, commit, urls, exc),
-                     unreachable=None if fetched.url is not None else local_problem(urls[0]))
+    return GitSource(
+        fetched.repo,
+        commit,
+        fetched.url or urls[0],
+        fetched=fetched.url is not None,
+        repair=lambda exc: store.repair(upstream.name, commit, urls, exc),
+        unreachable=None if fetched.url is not None else local_problem(urls[0]),
+    )
 
 
 def local_problem(location: str) -> str | None:
@@ -125,8 +129,9 @@ def release_version(upstream: Upstream, ref: str | None) -> str | None:
         return None
 
 
-def open_source(store: Store, upstream: Upstream, ref: str | None, overrides: Mapping[str, str]
-                ) -> GitSource | ReleaseSource:
+def open_source(
+    store: Store, upstream: Upstream, ref: str | None, overrides: Mapping[str, str]
+) -> GitSource | ReleaseSource:
     """Git first; the PyPI release of the same version when no git source answers.
 
     A ref (``--against``) that a reached source does not have is bad input (``UnknownRef``,
@@ -151,20 +156,26 @@ def open_source(store: Store, upstream: Upstream, ref: str | None, overrides: Ma
             return replace(release, fallback_from="; ".join(errors) or None)  # a new value, the cache's is left as is
         except ReleaseNotFound as exc:
             if ref is not None and not tried_git:
-                raise UnknownRef(f"upstream {upstream.name} has no ref {ref!r}: {exc.message}, and it has no "
-                                 "git source", f"see the released versions with `{_versions_command(upstream.pypi)}`"
-                                 ) from None
+                raise UnknownRef(
+                    f"upstream {upstream.name} has no ref {ref!r}: {exc.message}, and it has no git source",
+                    f"see the released versions with `{_versions_command(upstream.pypi)}`",
+                ) from None
             errors.append(exc.message)
         except SourceError as exc:
             errors.append(exc.message)
     elif upstream.pypi:
         if ref is not None and not tried_git:
-            raise UnknownRef(f"upstream {upstream.name} has no ref {ref!r}: it has no git source, and {ref!r} names "
-                             "no release version", f"give a release version (see `{_versions_command(upstream.pypi)}`)"
-                             f", or pass a clone with --source {upstream.name}=PATH_OR_URL")
+            raise UnknownRef(
+                f"upstream {upstream.name} has no ref {ref!r}: it has no git source, and {ref!r} names "
+                "no release version",
+                f"give a release version (see `{_versions_command(upstream.pypi)}`)"
+                f", or pass a clone with --source {upstream.name}=PATH_OR_URL",
+            )
         errors.append(f"{ref!r} names no release version, so PyPI cannot stand in")
-    raise SourceError("; ".join(errors) or f"{upstream.name} has no source",
-                      f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+    raise SourceError(
+        "; ".join(errors) or f"{upstream.name} has no source",
+        f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
+    )
 
 
 def _versions_command(project: str) -> str:

@@ -69,9 +69,11 @@ def missing_in_origin(repo: GitRepo, commit: str) -> list[str] | None:
 
 def absent_note(name: str, at: str, paths: list[str]) -> str:
     """What a command says of the files it left out of ``name``'s checkout at ``at``."""
-    return (f"{name}: {len(paths)} {'file' if len(paths) == 1 else 'files'} left out of the checkout at {at}, "
-            f"the source lacks {'its blob' if len(paths) == 1 else 'their blobs'} (kept in git's index, so git "
-            f"status shows no change; a patch that touches one is refused): {', '.join(paths)}")
+    return (
+        f"{name}: {len(paths)} {'file' if len(paths) == 1 else 'files'} left out of the checkout at {at}, "
+        f"the source lacks {'its blob' if len(paths) == 1 else 'their blobs'} (kept in git's index, so git "
+        f"status shows no change; a patch that touches one is refused): {', '.join(paths)}"
+    )
 
 
 def _literal(path: str) -> str:

@@ -29,9 +29,12 @@ _DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 # what git says when an object of the commit is not there and no remote can provide it
-_MISSING_OBJECT = re.compile(r"from promisor remote|unable to read sha1 file|unable to read [0-9a-f]{7,}"
-                             r"|missing (?:blob|tree|object)|bad object|not our ref|did not send all necessary"
-                             r"|is not a valid object|could not read object", re.I)
+_MISSING_OBJECT = re.compile(
+    r"from promisor remote|unable to read sha1 file|unable to read [0-9a-f]{7,}"
+    r"|missing (?:blob|tree|object)|bad object|not our ref|did not send all necessary"
+    r"|is not a valid object|could not read object",
+    re.I,
+)
 
 
 _DISK_HINT = "free some space on that disk, then run apply again"
@@ -63,8 +66,9 @@ def _disk_full(exc: OSError | GitError | str, folder: Path) -> bool:
     return stats.f_bavail * stats.f_frsize < (64 << 10) or (stats.f_files > 0 and stats.f_favail == 0)
 
 
-def build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Mapping[str, str],
-                    staging: Path) -> UpstreamLedger:
+def build_checkout(
+    upstream_status: UpstreamStatus, store: Store, overrides: Mapping[str, str], staging: Path
+) -> UpstreamLedger:
     upstream = upstream_status.upstream
     folder = staging / upstream.name
     if upstream_status.release is not None:
@@ -72,8 +76,10 @@ def build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Map
     elif upstream_status.commit is not None:
         repo, base, absent = _checkout_pin(upstream, upstream_status.commit, store, overrides, folder)
     else:  # apply builds only upstreams whose status is available, and each of those has a release or a commit
-        raise StateError(f"cannot check out {upstream.name}: no source gave a commit "
-                         f"({upstream_status.error or 'none was read'})", _CAUSE_HINT)
+        raise StateError(
+            f"cannot check out {upstream.name}: no source gave a commit ({upstream_status.error or 'none was read'})",
+            _CAUSE_HINT,
+        )
     step()
     applied = []
     files: dict[str, str | None] = {}
@@ -86,8 +92,13 @@ def build_checkout(upstream_status: UpstreamStatus, store: Store, overrides: Map
         head = repo.resolve("HEAD")
     finally:
         repo.close()
-    return UpstreamLedger(upstream.name, upstream.commit, applied, files,
-                          checkout=CheckoutPart(base, head, source_name(upstream_status), absent))
+    return UpstreamLedger(
+        upstream.name,
+        upstream.commit,
+        applied,
+        files,
+        checkout=CheckoutPart(base, head, source_name(upstream_status), absent),
+    )
 
 
 def source_name(upstream_status: UpstreamStatus) -> str:
@@ -95,8 +106,7 @@ def source_name(upstream_status: UpstreamStatus) -> str:
     return (upstream_status.source or "").removesuffix(" (cached)")
 
 
-def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]
-           ) -> dict[str, str | None]:
+def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]) -> dict[str, str | None]:
     """Put the engine's bytes for one patch into the index as they are, then into the work tree.
 
     Each file becomes a blob of exactly the bytes ``status`` computed (``hash-object --no-filters``),
@@ -110,8 +120,16 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
     paths = list(changes)
     sources = {d.new_path: d.old_path for d in patch.files if d.new_path and d.old_path}
     new_modes = {d.new_path: d.new_mode for d in patch.files if d.new_path and d.new_mode}
-    listed = repo.run("ls-files", "-s", "-z", "--", *paths, *[sources[p] for p in paths if p in sources],
-                      env={"GIT_LITERAL_PATHSPECS": "1"}, strip=False)
+    listed = repo.run(
+        "ls-files",
+        "-s",
+        "-z",
+        "--",
+        *paths,
+        *[sources[p] for p in paths if p in sources],
+        env={"GIT_LITERAL_PATHSPECS": "1"},
+        strip=False,
+    )
     modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
     zero = "0" * len(repo.resolve("HEAD") or "0" * 40)
     removals: list[str] = []
@@ -122,8 +140,11 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
             removals.append(f"0 {zero}\t{path}\0")
             digests[path] = None
             continue
-        mode = modes.get(path) or modes.get(sources.get(path, "")) or \
-            ("100755" if new_modes.get(path) == "100755" else "100644")
+        mode = (
+            modes.get(path)
+            or modes.get(sources.get(path, ""))
+            or ("100755" if new_modes.get(path) == "100755" else "100644")
+        )
         blob = repo.run("hash-object", "-w", "--no-filters", "--stdin", stdin=data)
         additions.append(f"{mode} {blob}\t{path}\0")
         digests[path] = sha256_bytes(data)
@@ -139,8 +160,9 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
     return digests
 
 
-def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapping[str, str],
-                  folder: Path) -> tuple[GitRepo, str, list[str]]:
+def _checkout_pin(
+    upstream: Upstream, commit: str, store: Store, overrides: Mapping[str, str], folder: Path
+) -> tuple[GitRepo, str, list[str]]:
     """A partial clone of the source at ``commit``; files the source lacks stay out of the work tree.
 
     The checkout fetches from patchmgr's cache only when ``patchmgr fetch`` filled
@@ -165,16 +187,23 @@ def _checkout_pin(upstream: Upstream, commit: str, store: Store, overrides: Mapp
     else:
         repo.close()
         full = any(_disk_full(error, folder) for error in errors)
-        raise StateError(f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
-                         _DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL")
+        raise StateError(
+            f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
+            _DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
+        )
     cached = repo.run("remote", "get-url", "origin") == str(store.repo_path(upstream.name))
     absent = leave_out_absent(repo, folder, commit, recorded_absent if cached else None)
     try:
         repo.run("checkout", "--quiet", "-B", "patchmgr", commit)
     except GitError as exc:
         repo.close()
-        hint = _DISK_HINT if _disk_full(exc, folder) else \
-            _LACKS_HINT.format(name=upstream.name) if _MISSING_OBJECT.search(exc.message) else _CAUSE_HINT
+        hint = (
+            _DISK_HINT
+            if _disk_full(exc, folder)
+            else _LACKS_HINT.format(name=upstream.name)
+            if _MISSING_OBJECT.search(exc.message)
+            else _CAUSE_HINT
+        )
         raise StateError(f"cannot check out {upstream.name} at {commit}: {exc.message}", hint) from None
     real = [url for url in urls if url != str(store.repo_path(upstream.name))]
     if real and repo.run("remote", "get-url", "origin") != real[0]:
@@ -186,17 +215,24 @@ def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, 
     """A git repository whose first commit is the release's files in the upstream's git layout."""
     repo = GitRepo.init(folder)
     destination = folder / (source.package_root if source.file.kind == "wheel" else "")
-    shutil.copytree(source.tree, destination, dirs_exist_ok=True, symlinks=True,
-                    ignore=shutil.ignore_patterns("*.dist-info", "*.data", "__pycache__"))
+    shutil.copytree(
+        source.tree,
+        destination,
+        dirs_exist_ok=True,
+        symlinks=True,
+        ignore=shutil.ignore_patterns("*.dist-info", "*.data", "__pycache__"),
+    )
     # the release's files as they are, which is what status read: none left out by a .gitignore it
     # ships, none converted by its .gitattributes (info/attributes overrides the tree's own)
     info = folder / ".git" / "info"
     info.mkdir(exist_ok=True)
     (info / "attributes").write_text("* -text -eol -crlf -filter -ident -working-tree-encoding\n")
     repo.run("add", "--all", "--force")
-    message = (f"{source.project} {source.version} from {source.file.filename}\n\n"
-               f"Imported by patchmgr from the package index (sha256 {source.file.sha256}),\n"
-               f"because no git source of the pin was reachable.\n")
+    message = (
+        f"{source.project} {source.version} from {source.file.filename}\n\n"
+        f"Imported by patchmgr from the package index (sha256 {source.file.sha256}),\n"
+        f"because no git source of the pin was reachable.\n"
+    )
     env = identity_env(date=FIXED_DATE)
     repo.run("commit", "--quiet", "--no-verify", "-F", "-", stdin=message.encode(), env=env)
     repo.run("branch", "-M", "patchmgr")

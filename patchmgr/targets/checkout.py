@@ -65,8 +65,16 @@ class ApplyOutcome:
         return self.action != "refused"
 
 
-def apply_into(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-               into: Path, dry_run: bool = False, only: Sequence[str] = (), force: bool = False) -> ApplyOutcome:
+def apply_into(
+    project: Project,
+    target: Target,
+    store: Store,
+    overrides: Mapping[str, str],
+    into: Path,
+    dry_run: bool = False,
+    only: Sequence[str] = (),
+    force: bool = False,
+) -> ApplyOutcome:
     into = into.resolve()
     _refuse_project_folder(project, into)
     notes: list[str] = []
@@ -90,8 +98,10 @@ def apply_into(project: Project, target: Target, store: Store, overrides: Mappin
             except BaseException as exc:
                 _remove_made(made, into)
                 if isinstance(exc, OSError):
-                    raise StateError(f"cannot lock {into / STATE}: {_detail(exc)}; nothing was changed",
-                                     _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT) from None
+                    raise StateError(
+                        f"cannot lock {into / STATE}: {_detail(exc)}; nothing was changed",
+                        _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT,
+                    ) from None
                 raise
         try:
             if not locked and not dry_run:
@@ -100,8 +110,11 @@ def apply_into(project: Project, target: Target, store: Store, overrides: Mappin
                 return ApplyOutcome(status, into, "already-applied", existing, notes)
             works = _local_work(into, existing, status, force)
             if dry_run:
-                notes += [f"would save local work of {w.name} ({w.counts()}) on a branch "
-                          f"{SAVED_PREFIX}<UTC time> in {w.folder} before rebuilding it" for w in works]
+                notes += [
+                    f"would save local work of {w.name} ({w.counts()}) on a branch "
+                    f"{SAVED_PREFIX}<UTC time> in {w.folder} before rebuilding it"
+                    for w in works
+                ]
                 return ApplyOutcome(status, into, "dry-run", notes=notes)
             ledger = _build_and_swap(slot, status, store, overrides, into, existing, works, notes)
         except BaseException:
@@ -115,13 +128,17 @@ def _refuse_project_folder(project: Project, into: Path) -> None:
     """``--into`` must not be the project root, nor inside its manifests/ or patches/ folder."""
     root = project.root.resolve()
     if into == root:
-        raise UsageError(f"--into {into} is the project root itself: apply writes checkouts and its state there",
-                         "give a folder of its own, for example --into build/")
+        raise UsageError(
+            f"--into {into} is the project root itself: apply writes checkouts and its state there",
+            "give a folder of its own, for example --into build/",
+        )
     for folder in (project.manifests_dir, project.patches_dir):
         folder = folder.resolve()
         if into == folder or folder in into.parents:
-            raise UsageError(f"--into {into} is inside the project's {folder.name}/ folder",
-                             f"give a folder outside {folder.name}/, for example --into build/")
+            raise UsageError(
+                f"--into {into} is inside the project's {folder.name}/ folder",
+                f"give a folder outside {folder.name}/, for example --into build/",
+            )
 
 
 def _make_folder(into: Path) -> Path | None:
@@ -131,8 +148,10 @@ def _make_folder(into: Path) -> Path | None:
         into.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _remove_made(missing, into)
-        raise StateError(f"cannot create {into}: {_detail(exc)}; nothing was changed",
-                         _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT) from None
+        raise StateError(
+            f"cannot create {into}: {_detail(exc)}; nothing was changed",
+            _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT,
+        ) from None
     return missing
 
 
@@ -148,13 +167,16 @@ def _remove_made(made: Path | None, into: Path) -> None:
 def _existing_ledger(into: Path, target: Target) -> Ledger | None:
     existing = read_into_ledger(into) if into.is_dir() else None
     if existing and existing.target != target.name:
-        raise StateError(f"{into} holds target {existing.target}, not {target.name}",
-                         "apply each target into its own folder")
+        raise StateError(
+            f"{into} holds target {existing.target}, not {target.name}", "apply each target into its own folder"
+        )
     for upstream in target.upstreams:
         folder = into / upstream.name
         if folder.exists() and not (existing and existing.upstream(upstream.name)):
-            raise StateError(f"{folder} exists and was not made by patchmgr apply",
-                             "choose an empty --into folder, or remove that one")
+            raise StateError(
+                f"{folder} exists and was not made by patchmgr apply",
+                "choose an empty --into folder, or remove that one",
+            )
     return existing
 
 
@@ -173,15 +195,20 @@ def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force
         hint = refuse_hint("apply")
         if any(w.not_a_checkout for w in found):
             hint = "move the files you want to keep out of that folder, then run apply again"
-        return StateError(f"apply would rebuild {folders} and lose local work: "
-                          f"{'; '.join(w.describe() for w in found)}; nothing was changed", hint)
+        return StateError(
+            f"apply would rebuild {folders} and lose local work: "
+            f"{'; '.join(w.describe() for w in found)}; nothing was changed",
+            hint,
+        )
+
     return local_work(places, force, refusal)
 
 
 def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
     """The same series (``same_plan``), built from the same source."""
-    return same_plan(ledger.series, status) and all(_recorded_source(ledger, u.upstream.name) == source_name(u)
-                                                    for u in status.upstreams)
+    return same_plan(ledger.series, status) and all(
+        _recorded_source(ledger, u.upstream.name) == source_name(u) for u in status.upstreams
+    )
 
 
 def _recorded_source(ledger: Ledger, name: str) -> str | None:
@@ -190,8 +217,16 @@ def _recorded_source(ledger: Ledger, name: str) -> str | None:
     return None if entry is None else entry.checkout_part().source
 
 
-def _build_and_swap(slot: Slot, status: TargetStatus, store: Store, overrides: Mapping[str, str], into: Path,
-                    existing: Ledger | None, works: Sequence[LocalWork] = (), notes: list[str] | None = None) -> Ledger:
+def _build_and_swap(
+    slot: Slot,
+    status: TargetStatus,
+    store: Store,
+    overrides: Mapping[str, str],
+    into: Path,
+    existing: Ledger | None,
+    works: Sequence[LocalWork] = (),
+    notes: list[str] | None = None,
+) -> Ledger:
     """Build every checkout in the slot's staging, then swap them in and write the ledger as one journaled
     transaction (``slot.swap_in``).
 
@@ -206,8 +241,10 @@ def _build_and_swap(slot: Slot, status: TargetStatus, store: Store, overrides: M
     except (OSError, GitError) as exc:
         full = _disk_full(exc, slot.staging)
         discard(slot)
-        raise StateError(f"cannot build the checkouts in {slot.staging}: {_detail(exc)}; nothing in {into} was "
-                         "changed", _DISK_HINT if full else _CAUSE_HINT) from None
+        raise StateError(
+            f"cannot build the checkouts in {slot.staging}: {_detail(exc)}; nothing in {into} was changed",
+            _DISK_HINT if full else _CAUSE_HINT,
+        ) from None
     except BaseException:
         discard(slot)
         raise
@@ -219,8 +256,11 @@ def _build_and_swap(slot: Slot, status: TargetStatus, store: Store, overrides: M
     rebuilt = {entry.name for entry in built}
     kept = [u for u in (existing.upstreams if existing else []) if u.name not in rebuilt]
     ledger = Ledger(status.target.name, sorted(kept + built, key=lambda u: u.name))
-    swap_in(slot, {into / entry.name: slot.staged(entry.name) for entry in built},
-            {into / LEDGER_NAME: ledger.to_json().encode("utf-8")})
+    swap_in(
+        slot,
+        {into / entry.name: slot.staged(entry.name) for entry in built},
+        {into / LEDGER_NAME: ledger.to_json().encode("utf-8")},
+    )
     if notes is not None:
         notes += [absent_note(e.name, e.pin[:12], e.checkout.absent) for e in built if e.checkout and e.checkout.absent]
     return ledger

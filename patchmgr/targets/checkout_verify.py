@@ -39,8 +39,10 @@ def verify_into(project: Project, target: Target, into: Path, only: Sequence[str
         # a read-only DIR (an image layer, a read-only mount): no run can be changing it, and nothing
         # could be recovered there, so verify reads it as it is, unless a journal says a run was cut off
         if os.path.lexists(into / STATE / "journal"):
-            raise StateError(f"{into} holds an interrupted apply, and its file system is read-only",
-                             "make it writable, then run verify again (it finishes or undoes that apply)")
+            raise StateError(
+                f"{into} holds an interrupted apply, and its file system is read-only",
+                "make it writable, then run verify again (it finishes or undoes that apply)",
+            )
         outcome.notes.append(f"{into} is read-only: verified without taking its lock")
         return _verify_ledger(project, target, into, only, outcome)
     with locked_into(into, outcome.notes):
@@ -51,8 +53,9 @@ def _read_only(folder: Path) -> bool:
     return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
 
 
-def _verify_ledger(project: Project, target: Target, into: Path, only: Sequence[str],
-                   outcome: VerifyOutcome) -> VerifyOutcome:
+def _verify_ledger(
+    project: Project, target: Target, into: Path, only: Sequence[str], outcome: VerifyOutcome
+) -> VerifyOutcome:
     ledger = read_into_ledger(into) if into.is_dir() else None
     if ledger is None:
         outcome.problems.append(f"{into} has no ledger: it was not made by `patchmgr apply`")
@@ -84,8 +87,9 @@ def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger
             problems.append(f"{name}: HEAD is {str(head)[:12]}, the ledger says {str(checkout.head_commit)[:12]}")
         elif repo.resolve(f"HEAD~{len(entry.patches)}") != checkout.base_commit:
             problems.append(f"{name}: the patches do not sit on the base commit {checkout.base_commit[:12]}")
-        out = repo.run("status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=_READ_ONLY,
-                       strip=False)
+        out = repo.run(
+            "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=_READ_ONLY, strip=False
+        )
         codes = {item[3:]: item[:2] for item in out.split("\0") if len(item) > 3}
         for path in entry.files:
             if path not in hashes_differ and codes.get(path) == " M":
@@ -95,8 +99,13 @@ def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger
         differs = []
         for path in hashes_differ:
             digest, file = entry.files[path], folder / path
-            if path not in codes and digest is not None and file.is_file() and not file.is_symlink() and \
-                    _checked_out_from(repo, path, file, digest):
+            if (
+                path not in codes
+                and digest is not None
+                and file.is_file()
+                and not file.is_symlink()
+                and _checked_out_from(repo, path, file, digest)
+            ):
                 continue  # the committed blob, written out through the upstream's .gitattributes
             if path not in codes:
                 differs.append(path)

@@ -55,25 +55,33 @@ class EnvState:
     def originals(self, entry: UpstreamLedger | None) -> dict[str, bytes | None]:
         if entry is None:
             return {}
-        return {path: None if digest is None else self.saved(entry, digest, path)
-                for path, digest in entry.env_part().originals.items()}
+        return {
+            path: None if digest is None else self.saved(entry, digest, path)
+            for path, digest in entry.env_part().originals.items()
+        }
 
     def saved(self, entry: UpstreamLedger, digest: str, what: str) -> bytes:
         """The original bytes of ``what`` (a file of ``entry``'s distribution) that apply kept, checked."""
         backup = self.backup_path(entry.name, digest)
-        hint = (f"reinstall the distribution to get its files back ({entry.env_part().reinstall()}), then remove "
-                f"{self.folder}")
+        hint = (
+            f"reinstall the distribution to get its files back ({entry.env_part().reinstall()}), then remove "
+            f"{self.folder}"
+        )
         try:
             data = backup.read_bytes()
         except FileNotFoundError:
-            raise StateError(f"the saved original of {what} ({entry.name}) is gone: {backup} was removed",
-                             hint) from None
+            raise StateError(
+                f"the saved original of {what} ({entry.name}) is gone: {backup} was removed", hint
+            ) from None
         except OSError as exc:
-            raise StateError(f"the saved original of {what} ({entry.name}) cannot be read: {backup}: "
-                             f"{exc.strerror or exc}", hint) from None
+            raise StateError(
+                f"the saved original of {what} ({entry.name}) cannot be read: {backup}: {exc.strerror or exc}", hint
+            ) from None
         if sha256_bytes(data) != digest:
-            raise StateError(f"the saved original of {what} ({entry.name}) is damaged: {backup} no longer has "
-                             "the bytes apply kept", hint)
+            raise StateError(
+                f"the saved original of {what} ({entry.name}) is damaged: {backup} no longer has the bytes apply kept",
+                hint,
+            )
         return data
 
 
@@ -90,12 +98,16 @@ def _locked(environment: Environment, writing: bool) -> Iterator[Recovered]:
     dry run) goes on without the lock; one that writes is refused before it
     changes anything, naming the cause.
     """
+
     def lock_error(exc: OSError) -> StateError | None:
         journal = environment.state_dir / JOURNAL
         if not writing and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not os.path.lexists(journal):
             return None
-        return StateError(f"cannot write {exc.filename or environment.state_dir}: {exc.strerror or exc}; nothing "
-                          "was changed", _WRITE_HINT)
+        return StateError(
+            f"cannot write {exc.filename or environment.state_dir}: {exc.strerror or exc}; nothing was changed",
+            _WRITE_HINT,
+        )
+
     with locked_recovery(environment.state_dir, _WRITE_HINT, lock_error=lock_error) as done:
         yield done
 
@@ -122,8 +134,9 @@ def _edited(entries: list[UpstreamLedger]) -> list[tuple[UpstreamLedger, str, Pa
     return found
 
 
-def _keep_edits(state: EnvState, entries: list[UpstreamLedger], force: bool, verb: str,
-                dry_run: bool = False) -> tuple[dict[Path, bytes], str | None]:
+def _keep_edits(
+    state: EnvState, entries: list[UpstreamLedger], force: bool, verb: str, dry_run: bool = False
+) -> tuple[dict[Path, bytes], str | None]:
     """Refuse to overwrite files edited since apply, unless forced; forced, the writes that save them first.
 
     Returns the writes (for the same journaled transaction, so the copies exist
@@ -135,10 +148,11 @@ def _keep_edits(state: EnvState, entries: list[UpstreamLedger], force: bool, ver
     listed = ", ".join(str(installed) for _, _, installed, _ in edited)
     saved_root = state.folder / "saved"
     if not force:
-        raise StateError(f"{_files(len(edited))} that patchmgr patched changed since apply ({listed}); {verb} would "
-                         "overwrite them, so nothing was changed",
-                         f"keep your edits elsewhere, or run again with --force to save them under {saved_root}/"
-                         "<UTC time>/ first")
+        raise StateError(
+            f"{_files(len(edited))} that patchmgr patched changed since apply ({listed}); {verb} would "
+            "overwrite them, so nothing was changed",
+            f"keep your edits elsewhere, or run again with --force to save them under {saved_root}/<UTC time>/ first",
+        )
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     folder, number = saved_root / stamp, 1
     while folder.exists():
@@ -148,15 +162,20 @@ def _keep_edits(state: EnvState, entries: list[UpstreamLedger], force: bool, ver
     manifest = {}
     for entry, path, installed, data in edited:
         key = f"{entry.name}/{path}"
-        manifest[key] = {"installed": str(installed), "sha256": None if data is None else sha256_bytes(data),
-                         "patched": entry.files[path]}
+        manifest[key] = {
+            "installed": str(installed),
+            "sha256": None if data is None else sha256_bytes(data),
+            "patched": entry.files[path],
+        }
         if data is not None:
             writes[folder / entry.name / path] = data
     writes[folder / "manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
     if dry_run:
         return {}, f"--force would save {_files(len(edited))} changed since apply ({listed}) under {folder}/ first"
-    return writes, (f"saved {_files(len(edited))} changed since apply ({listed}) under {folder}/ before the {verb} "
-                    "(manifest.json there names where each was; a removed file has sha256 null)")
+    return writes, (
+        f"saved {_files(len(edited))} changed since apply ({listed}) under {folder}/ before the {verb} "
+        "(manifest.json there names where each was; a removed file has sha256 null)"
+    )
 
 
 def _files(number: int) -> str:

@@ -41,8 +41,9 @@ def _recovered(environment: Environment) -> list[str]:
         return [done.message] if done.message else []
 
 
-def _verify_upstream(project: Project, environment: Environment, upstream: Upstream,
-                     entry: UpstreamLedger | None) -> list[str]:
+def _verify_upstream(
+    project: Project, environment: Environment, upstream: Upstream, entry: UpstreamLedger | None
+) -> list[str]:
     """The common checks (``verify_recorded``), then the distribution's version and its RECORD rows."""
     if entry is None:
         return [f"{upstream.name}: not applied in this environment"]

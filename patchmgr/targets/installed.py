@@ -41,15 +41,22 @@ from patchmgr.targets.record import _bytecode_of, update_record
 from patchmgr.targets.trees import SmokeTree, put_back
 
 
-def check_environment(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-                      python: str, only: Sequence[str] = ()) -> tuple[TargetStatus, list[str]]:
+def check_environment(
+    project: Project, target: Target, store: Store, overrides: Mapping[str, str], python: str, only: Sequence[str] = ()
+) -> tuple[TargetStatus, list[str]]:
     """Classify the patches against the installed files (seen unpatched when patchmgr patched them)."""
     environment, upstreams = _open(python, target, only)
     return _check(project, target, store, overrides, environment, upstreams)
 
 
-def _check(project: Project, target: Target, store: Store, overrides: Mapping[str, str], environment: Environment,
-           upstreams: list[Upstream]) -> tuple[TargetStatus, list[str]]:
+def _check(
+    project: Project,
+    target: Target,
+    store: Store,
+    overrides: Mapping[str, str],
+    environment: Environment,
+    upstreams: list[Upstream],
+) -> tuple[TargetStatus, list[str]]:
     dists = require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     notes = []
@@ -62,13 +69,16 @@ def _check(project: Project, target: Target, store: Store, overrides: Mapping[st
         entry = ledger.upstream(dist.upstream.name) if ledger else None
         source = InstalledSource(dist, state.originals(entry) if entry else None)
         placed = [place_patch(dist, patch) for patch in project.patches(dist.upstream)]
-        status = UpstreamStatus(dist.upstream, dist.version, None, source.description,
-                                _check_placed(placed, source), installed=dist)
+        status = UpstreamStatus(
+            dist.upstream, dist.version, None, source.description, _check_placed(placed, source), installed=dist
+        )
         status.notes.append(_drift(store, dist, overrides, source, [p.patch for p in placed if not p.refused]))
         left_out = [path for p in placed for path in p.left_out]
         if left_out:
-            status.notes.append(f"left out: {', '.join(dict.fromkeys(left_out))} (not part of {dist.name}'s installed "
-                                "packages, so apply does not write them into this environment)")
+            status.notes.append(
+                f"left out: {', '.join(dict.fromkeys(left_out))} (not part of {dist.name}'s installed "
+                "packages, so apply does not write them into this environment)"
+            )
         if entry:
             status.notes.append(f"patchmgr applied {len(entry.patches)} patches here (ledger {state.ledger_path})")
         statuses.append(status)
@@ -94,8 +104,13 @@ def _check_placed(placed: list[Placed], source: InstalledSource) -> list[CheckRe
     return results
 
 
-def _drift(store: Store, dist: InstalledDist, overrides: Mapping[str, str], installed: InstalledSource,
-           patches: list[PatchFile]) -> str:
+def _drift(
+    store: Store,
+    dist: InstalledDist,
+    overrides: Mapping[str, str],
+    installed: InstalledSource,
+    patches: list[PatchFile],
+) -> str:
     """Compare the installed originals of the touched files with the pinned commit (or release)."""
     try:
         pinned = open_source(store, dist.upstream, None, overrides)
@@ -103,13 +118,23 @@ def _drift(store: Store, dist: InstalledDist, overrides: Mapping[str, str], inst
         return f"drift not checked: no source of the pin ({exc.message})"
     paths, differing = drift(installed, pinned, patches, lambda path: bool(dist.installed_path(path)))
     if differing:
-        return (f"installed files differ from the pin ({pinned.description}) in {', '.join(differing)}: "
-                "this installation was not built from the pinned commit")
+        return (
+            f"installed files differ from the pin ({pinned.description}) in {', '.join(differing)}: "
+            "this installation was not built from the pinned commit"
+        )
     return f"installed files match the pin ({pinned.description}) in {every_touched_file(len(paths))}"
 
 
-def apply_environment(project: Project, target: Target, store: Store, overrides: Mapping[str, str],
-                      python: str, only: Sequence[str] = (), dry_run: bool = False, force: bool = False) -> EnvOutcome:
+def apply_environment(
+    project: Project,
+    target: Target,
+    store: Store,
+    overrides: Mapping[str, str],
+    python: str,
+    only: Sequence[str] = (),
+    dry_run: bool = False,
+    force: bool = False,
+) -> EnvOutcome:
     environment, upstreams = _open(python, target, only)
     require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
@@ -128,8 +153,9 @@ def apply_environment(project: Project, target: Target, store: Store, overrides:
             outcome.action = "already-applied"
             return outcome
         names = {u.name for u in upstreams}
-        saved, saved_note = _keep_edits(state, [u for u in ledger.upstreams if u.name in names], force,
-                                        "apply", dry_run)
+        saved, saved_note = _keep_edits(
+            state, [u for u in ledger.upstreams if u.name in names], force, "apply", dry_run
+        )
         if saved_note:
             outcome.notes.append(saved_note)
         if dry_run:
@@ -142,14 +168,15 @@ def apply_environment(project: Project, target: Target, store: Store, overrides:
     return outcome
 
 
-def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
-                 ) -> tuple[dict[Path, bytes | None], Ledger]:
+def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus) -> tuple[dict[Path, bytes | None], Ledger]:
     writes: dict[Path, bytes | None] = {}
     for upstream_status in status.upstreams:
         dist = upstream_status.installed
         if dist is None:  # _check gives every upstream the installed distribution it read
-            raise StateError(f"{upstream_status.upstream.name}: no installed distribution was read",
-                             "run `patchmgr status --python` to see why")
+            raise StateError(
+                f"{upstream_status.upstream.name}: no installed distribution was read",
+                "run `patchmgr status --python` to see why",
+            )
         old = ledger.upstream(dist.upstream.name)
         originals = state.originals(old)
         source = InstalledSource(dist, originals)
@@ -167,8 +194,10 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
         for path, data in final.items():
             installed = dist.installed_path(path)
             if installed is None:
-                raise StateError(f"{dist.name}: {path} is not part of the installed distribution",
-                                 "the patch touches files the release does not ship")
+                raise StateError(
+                    f"{dist.name}: {path} is not part of the installed distribution",
+                    "the patch touches files the release does not ship",
+                )
             original = originals[path] if path in originals else source.read(path)
             original_digest: str | None = None
             if original is not None:
@@ -195,11 +224,22 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus
                 base = state.saved(old, record_original, f"{dist.name}'s RECORD")
             writes[dist.record] = update_record(base, dist.location, record_updates, dist.record)
         entry = UpstreamLedger(
-            dist.upstream.name, dist.upstream.commit,
-            [AppliedPatch(r.patch.id, r.patch.sha256) for r in upstream_status.results], files,
-            env=InstalledPart(dist.name, dist.version, str(dist.location), dist.editable, installed_at,
-                              original_digests, str(dist.record) if dist.record else None, record_original,
-                              bytecode))
+            dist.upstream.name,
+            dist.upstream.commit,
+            [AppliedPatch(r.patch.id, r.patch.sha256) for r in upstream_status.results],
+            files,
+            env=InstalledPart(
+                dist.name,
+                dist.version,
+                str(dist.location),
+                dist.editable,
+                installed_at,
+                original_digests,
+                str(dist.record) if dist.record else None,
+                record_original,
+                bytecode,
+            ),
+        )
         ledger.upstreams = [u for u in ledger.upstreams if u.name != entry.name] + [entry]
     writes[state.ledger_path] = ledger.to_json().encode()
     return writes, ledger
@@ -217,8 +257,9 @@ def environment_trees(target: Target, python: str, only: Sequence[str] = ()) -> 
     trees = []
     for upstream, dist in zip(upstreams, dists, strict=False):
         entry = ledger.upstream(upstream.name) if ledger else None
-        trees.append(SmokeTree(upstream, dist.import_root,
-                               unpatched=partial(_unpatched_install, dist, state.originals(entry))))
+        trees.append(
+            SmokeTree(upstream, dist.import_root, unpatched=partial(_unpatched_install, dist, state.originals(entry)))
+        )
     if trees:
         trees[0].notes += notes
     return trees
@@ -233,8 +274,11 @@ def _unpatched_install(dist: InstalledDist, originals: dict[str, bytes | None]) 
         return
     with tempfile.TemporaryDirectory(prefix="patchmgr-unpatched-") as tmp:
         copy = Path(tmp)
-        tops = {Path(installed).relative_to(root).parts[0]
-                for path in originals if (installed := dist.installed_path(path)) is not None}
+        tops = {
+            Path(installed).relative_to(root).parts[0]
+            for path in originals
+            if (installed := dist.installed_path(path)) is not None
+        }
         for top in sorted(tops):
             shutil.copytree(root / top, copy / top, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
         for path, data in originals.items():

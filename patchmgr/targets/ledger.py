@@ -53,6 +53,7 @@ class AppliedPatch:
 @dataclass
 class CheckoutPart:
     """``--into`` only: where the checkout's patches sit."""
+
     base_commit: str  # the checkout's commit the patches sit on (the pin, or a release's import)
     head_commit: str | None
     source: str
@@ -62,6 +63,7 @@ class CheckoutPart:
 @dataclass
 class InstalledPart:
     """``--python`` only: the distribution patched, and what revert needs to put it back."""
+
     dist: str
     version: str
     location: str
@@ -155,8 +157,9 @@ def read_into_ledger(into: Path) -> Ledger | None:
     return read_ledger(into / LEDGER_NAME, "checkout", "remove the folder and run `patchmgr apply` again")
 
 
-def verify_recorded(project: Project, upstream: Upstream, entry: UpstreamLedger,
-                    where: Callable[[str], Path]) -> tuple[list[str], list[str]]:
+def verify_recorded(
+    project: Project, upstream: Upstream, entry: UpstreamLedger, where: Callable[[str], Path]
+) -> tuple[list[str], list[str]]:
     """What every target's verify checks the same way: the pin moved, the series changed, and each file's bytes
     against the ledger (``where`` gives a ledger path's file). Returns the problems, and the paths whose bytes
     differ, for the target to judge (a checkout may explain some by git's attributes)."""
@@ -167,8 +170,10 @@ def verify_recorded(project: Project, upstream: Upstream, entry: UpstreamLedger,
     current = [(p.id, p.sha256) for p in project.patches(upstream)]
     recorded = entry.series()[1]
     if current != recorded:
-        changed = sorted({pid for pid, _ in current} ^ {pid for pid, _ in recorded}
-                         | {pid for pid, sha in current if (pid, sha) not in recorded})
+        changed = sorted(
+            {pid for pid, _ in current} ^ {pid for pid, _ in recorded}
+            | {pid for pid, sha in current if (pid, sha) not in recorded}
+        )
         problems.append(f"{name}: the patch series changed since apply ({', '.join(changed)})")
     differs = []
     for path, digest in entry.files.items():
@@ -206,44 +211,65 @@ def _patches(raw: dict[str, object], name: str) -> list[AppliedPatch]:
     patches = []
     for item in typed(raw["patches"], list, f"{name}: patches"):
         patch: dict[str, object] = typed(item, dict, f"{name}: a patch")
-        patches.append(AppliedPatch(typed(patch["id"], str, f"{name}: a patch id"),
-                                    typed(patch["sha256"], str, f"{name}: a patch sha256"),
-                                    text_or_none(patch.get("commit"), f"{name}: a patch commit")))
+        patches.append(
+            AppliedPatch(
+                typed(patch["id"], str, f"{name}: a patch id"),
+                typed(patch["sha256"], str, f"{name}: a patch sha256"),
+                text_or_none(patch.get("commit"), f"{name}: a patch commit"),
+            )
+        )
     return patches
 
 
 def _files(raw: object, name: str) -> dict[str, str | None]:
-    return {typed(path, str, f"{name}: a file path"): _digest_or_none(digest, f"{name}: the hash of {path}")
-            for path, digest in typed(raw, dict, f"{name}: files").items()}
+    return {
+        typed(path, str, f"{name}: a file path"): _digest_or_none(digest, f"{name}: the hash of {path}")
+        for path, digest in typed(raw, dict, f"{name}: files").items()
+    }
 
 
 def _checkout_part(raw: dict[str, object], name: str) -> CheckoutPart:
-    absent = [typed(path, str, f"{name}: an absent path")
-              for path in typed(raw.get("absent", []), list, f"{name}: absent")]
-    return CheckoutPart(typed(raw["base_commit"], str, f"{name}: base_commit"),
-                        text_or_none(raw["head_commit"], f"{name}: head_commit"),
-                        typed(raw["source"], str, f"{name}: source"), absent)
+    absent = [
+        typed(path, str, f"{name}: an absent path") for path in typed(raw.get("absent", []), list, f"{name}: absent")
+    ]
+    return CheckoutPart(
+        typed(raw["base_commit"], str, f"{name}: base_commit"),
+        text_or_none(raw["head_commit"], f"{name}: head_commit"),
+        typed(raw["source"], str, f"{name}: source"),
+        absent,
+    )
 
 
 def _installed_part(raw: dict[str, object], name: str, installed: object, originals: object) -> InstalledPart:
-    bytecode = {typed(compiled, str, f"{name}: a bytecode path"): _digest(digest, f"{name}: {compiled}")
-                for compiled, digest in typed(raw.get("bytecode", {}), dict, f"{name}: bytecode").items()}
+    bytecode = {
+        typed(compiled, str, f"{name}: a bytecode path"): _digest(digest, f"{name}: {compiled}")
+        for compiled, digest in typed(raw.get("bytecode", {}), dict, f"{name}: bytecode").items()
+    }
     return InstalledPart(
-        typed(raw["dist"], str, f"{name}: dist"), typed(raw["version"], str, f"{name}: version"),
-        typed(raw["location"], str, f"{name}: location"), typed(raw["editable"], bool, f"{name}: editable"),
-        {typed(path, str, f"{name}: a file path"): typed(where, str, f"{name}: {path}: installed")
-         for path, where in typed(installed, dict, f"{name}: installed").items()},
-        {typed(path, str, f"{name}: a file path"): _digest_or_none(digest, f"{name}: {path}: original")
-         for path, digest in typed(originals, dict, f"{name}: originals").items()},
+        typed(raw["dist"], str, f"{name}: dist"),
+        typed(raw["version"], str, f"{name}: version"),
+        typed(raw["location"], str, f"{name}: location"),
+        typed(raw["editable"], bool, f"{name}: editable"),
+        {
+            typed(path, str, f"{name}: a file path"): typed(where, str, f"{name}: {path}: installed")
+            for path, where in typed(installed, dict, f"{name}: installed").items()
+        },
+        {
+            typed(path, str, f"{name}: a file path"): _digest_or_none(digest, f"{name}: {path}: original")
+            for path, digest in typed(originals, dict, f"{name}: originals").items()
+        },
         text_or_none(raw["record"], f"{name}: record"),
-        _digest_or_none(raw["record_original"], f"{name}: record_original"), bytecode)
+        _digest_or_none(raw["record_original"], f"{name}: record_original"),
+        bytecode,
+    )
 
 
 def _upstream_entry(item: object) -> UpstreamLedger:
     raw: dict[str, object] = typed(item, dict, "an upstream entry")
     name = _name(raw)
-    entry = UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name),
-                           _files(raw["files"], name))
+    entry = UpstreamLedger(
+        name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name), _files(raw["files"], name)
+    )
     if raw.get("checkout") is not None:
         entry.checkout = _checkout_part(typed(raw["checkout"], dict, f"{name}: checkout"), name)
     if raw.get("env") is not None:
@@ -260,8 +286,13 @@ def _old_into_entry(item: object) -> UpstreamLedger:
     """An ``--into`` entry of format 1: the checkout's fields beside the common ones."""
     raw: dict[str, object] = typed(item, dict, "an upstream entry")
     name = _name(raw)
-    return UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name),
-                          _files(raw["files"], name), checkout=_checkout_part(raw, name))
+    return UpstreamLedger(
+        name,
+        typed(raw["pin"], str, f"{name}: pin"),
+        _patches(raw, name),
+        _files(raw["files"], name),
+        checkout=_checkout_part(raw, name),
+    )
 
 
 def _old_env_entry(item: object) -> UpstreamLedger:
@@ -274,5 +305,10 @@ def _old_env_entry(item: object) -> UpstreamLedger:
     for path, entry in typed(raw["files"], dict, f"{name}: files").items():
         info: dict[str, object] = typed(entry, dict, f"{name}: the entry of {path}")
         installed[path], originals[path], patched[path] = info["installed"], info["original"], info["patched"]
-    return UpstreamLedger(name, typed(raw["pin"], str, f"{name}: pin"), _patches(raw, name),
-                          _files(patched, name), env=_installed_part(raw, name, installed, originals))
+    return UpstreamLedger(
+        name,
+        typed(raw["pin"], str, f"{name}: pin"),
+        _patches(raw, name),
+        _files(patched, name),
+        env=_installed_part(raw, name, installed, originals),
+    )

@@ -51,8 +51,15 @@ class LocalWork:
     not_a_checkout: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.not_a_checkout or self.commits or self.diverged or self.modified or self.untracked
-                    or self.refs or self.stashes)
+        return bool(
+            self.not_a_checkout
+            or self.commits
+            or self.diverged
+            or self.modified
+            or self.untracked
+            or self.refs
+            or self.stashes
+        )
 
     def counts(self) -> str:
         """``2 local commits, 1 modified file, 1 untracked file``."""
@@ -61,9 +68,12 @@ class LocalWork:
         parts = [_count(len(self.commits), "local commit")]
         if self.diverged:
             parts.append("HEAD no longer on the recorded commit")
-        parts += [_count(len(self.modified), "modified file"), _count(len(self.untracked), "untracked file"),
-                  _count(len(self.refs), "other branch or tag", "other branches or tags"),
-                  _count(len(self.stashes), "stash", "stashes")]
+        parts += [
+            _count(len(self.modified), "modified file"),
+            _count(len(self.untracked), "untracked file"),
+            _count(len(self.refs), "other branch or tag", "other branches or tags"),
+            _count(len(self.stashes), "stash", "stashes"),
+        ]
         return ", ".join(part for part in parts if part)
 
     def describe(self) -> str:
@@ -72,18 +82,21 @@ class LocalWork:
             return f"{self.name}: {self.folder} is not a git checkout any more; every file in it would be lost"
         parts = []
         if self.commits:
-            parts.append(_count(len(self.commits), "local commit") +
-                         _named([f"{sha} {subject}" for sha, subject in self.commits]))
+            parts.append(
+                _count(len(self.commits), "local commit")
+                + _named([f"{sha} {subject}" for sha, subject in self.commits])
+            )
         if self.diverged:
-            parts.append(f"HEAD {str(self.head)[:7]} does not descend from the recorded "
-                         f"{str(self.recorded)[:7]}")
+            parts.append(f"HEAD {str(self.head)[:7]} does not descend from the recorded {str(self.recorded)[:7]}")
         if self.modified:
             parts.append(_count(len(self.modified), "modified file") + _named(self.modified))
         if self.untracked:
             parts.append(_count(len(self.untracked), "untracked file") + _named(self.untracked))
         if self.refs:
-            parts.append(_count(len(self.refs), "other branch or tag", "other branches or tags") +
-                         _named([_short_ref(ref) for ref, _ in self.refs]))
+            parts.append(
+                _count(len(self.refs), "other branch or tag", "other branches or tags")
+                + _named([_short_ref(ref) for ref, _ in self.refs])
+            )
         if self.stashes:
             parts.append(_count(len(self.stashes), "stash", "stashes"))
         return f"{self.name}: " + ", ".join(parts)
@@ -121,19 +134,37 @@ def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
         # the recorded commit when this repository has it (None: everything here counts as local work)
         known = recorded if recorded is not None and repo.resolve(recorded) is not None else None
         if work.head and work.head != recorded:
-            listing = repo.run("log", "-z", "--format=%h%n%s", work.head, *([f"^{known}"] if known else ["-1"]),
-                               env=_READ_ONLY, strip=False)
+            listing = repo.run(
+                "log",
+                "-z",
+                "--format=%h%n%s",
+                work.head,
+                *([f"^{known}"] if known else ["-1"]),
+                env=_READ_ONLY,
+                strip=False,
+            )
             work.commits = [_sha_and_subject(record) for record in listing.split("\x00") if "\n" in record]
             # HEAD moved back into what patchmgr made (a reset) loses nothing; commits off to one side do
             work.diverged = bool(work.commits) and not (
-                known and repo.run_ok("merge-base", "--is-ancestor", known, work.head))
+                known and repo.run_ok("merge-base", "--is-ancestor", known, work.head)
+            )
         work.modified = _modified(repo)
-        work.untracked = [path for path in repo.run(
-            "ls-files", "-z", "--others", "--exclude-standard", *[f"--exclude={p}" for p in _GENERATED],
-            env=_READ_ONLY).split("\x00") if path]
+        work.untracked = [
+            path
+            for path in repo.run(
+                "ls-files",
+                "-z",
+                "--others",
+                "--exclude-standard",
+                *[f"--exclude={p}" for p in _GENERATED],
+                env=_READ_ONLY,
+            ).split("\x00")
+            if path
+        ]
         current = repo.run("symbolic-ref", "-q", "HEAD") if repo.run_ok("symbolic-ref", "-q", "HEAD") else ""
-        listing = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)",
-                           "refs/heads", "refs/tags")
+        listing = repo.run(
+            "for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", "refs/heads", "refs/tags"
+        )
         for line in filter(None, listing.split("\n")):
             ref, obj, peeled = line.split("\x00")
             if ref == current:
@@ -148,8 +179,9 @@ def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
 
 def _modified(repo: GitRepo) -> list[str]:
     """Tracked paths whose work-tree or staged state differs from HEAD (a stat refresh in memory only)."""
-    out = repo.run("status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=_READ_ONLY,
-                   strip=False)
+    out = repo.run(
+        "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=_READ_ONLY, strip=False
+    )
     return [entry[3:] for entry in out.split("\x00") if len(entry) > 3]
 
 
@@ -167,8 +199,10 @@ def save_local_work(work: LocalWork, new_folder: Path, stamp: str) -> list[str]:
     is written in the old checkout.
     """
     if work.not_a_checkout:
-        raise GitError(f"{work.folder} is not a git checkout, so its files cannot be saved on a branch",
-                       f"move {work.folder} out of the way yourself, then run again")
+        raise GitError(
+            f"{work.folder} is not a git checkout, so its files cannot be saved on a branch",
+            f"move {work.folder} out of the way yourself, then run again",
+        )
     old_objects = str(work.folder / ".git" / "objects")
     new_objects = str(new_folder / ".git" / "objects")
     wanted: dict[str, str] = {}  # ref in the new checkout -> object
@@ -191,10 +225,18 @@ def save_local_work(work: LocalWork, new_folder: Path, stamp: str) -> list[str]:
     with GitRepo(new_folder) as repo:
         alternate = {"GIT_ALTERNATE_OBJECT_DIRECTORIES": old_objects}
         revs = "".join(f"{obj}\n" for obj in wanted.values()) + "".join(
-            f"^{ref}\n" for ref in ("HEAD",) if repo.resolve(ref))
+            f"^{ref}\n" for ref in ("HEAD",) if repo.resolve(ref)
+        )
         # only what the new checkout lacks; objects a partial clone never had stay with its promisor remote
-        repo.run("pack-objects", "--revs", "--missing=allow-any", "--quiet", str(Path(new_objects) / "pack" / "pack"),
-                 stdin=revs.encode(), env=alternate)
+        repo.run(
+            "pack-objects",
+            "--revs",
+            "--missing=allow-any",
+            "--quiet",
+            str(Path(new_objects) / "pack" / "pack"),
+            stdin=revs.encode(),
+            env=alternate,
+        )
         for ref, obj in wanted.items():
             repo.run("update-ref", "-m", f"patchmgr: local work saved from {work.folder}", ref, obj)
     return [_short_ref(ref) for ref in wanted]
@@ -219,17 +261,31 @@ def _commit_work_tree(work: LocalWork, new_folder: Path, new_objects: str, old_o
     try:
         if (old_git / "index").is_file():
             shutil.copyfile(old_git / "index", index)
-        env = {"GIT_DIR": str(old_git), "GIT_WORK_TREE": str(work.folder), "GIT_INDEX_FILE": str(index),
-               "GIT_OBJECT_DIRECTORY": new_objects, "GIT_ALTERNATE_OBJECT_DIRECTORIES": old_objects,
-               "GIT_LITERAL_PATHSPECS": "1", **identity_env()}
+        env = {
+            "GIT_DIR": str(old_git),
+            "GIT_WORK_TREE": str(work.folder),
+            "GIT_INDEX_FILE": str(index),
+            "GIT_OBJECT_DIRECTORY": new_objects,
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": old_objects,
+            "GIT_LITERAL_PATHSPECS": "1",
+            **identity_env(),
+        }
         with GitRepo(work.folder) as old:
             old.run("add", "--update", "--", ".", env=env)
             if work.untracked:
-                old.run("update-index", "--add", "-z", "--stdin",
-                        stdin="".join(f"{path}\x00" for path in work.untracked).encode(), env=env)
+                old.run(
+                    "update-index",
+                    "--add",
+                    "-z",
+                    "--stdin",
+                    stdin="".join(f"{path}\x00" for path in work.untracked).encode(),
+                    env=env,
+                )
             tree = old.run("write-tree", env=env)
-            message = (f"patchmgr: uncommitted work saved from {work.folder}\n\n"
-                       f"{work.counts()}, before patchmgr rebuilt the checkout.\n")
+            message = (
+                f"patchmgr: uncommitted work saved from {work.folder}\n\n"
+                f"{work.counts()}, before patchmgr rebuilt the checkout.\n"
+            )
             parents = ["-p", work.head] if work.head else []
             return old.run("commit-tree", tree, *parents, "-F", "-", stdin=message.encode(), env=env)
     finally:

@@ -65,8 +65,9 @@ def write_files(root: Path, writes: Mapping[Path, bytes | None], expected: Mappi
         with locked_recovery(state, _RECOVER_HINT, lock_error=_cannot_write, place=partial(place_problem, root)):
             for path, data in expected.items():
                 if _current(path) != data:
-                    raise StateError(f"{path} changed while patchmgr was working on it; nothing was written",
-                                     "run the command again")
+                    raise StateError(
+                        f"{path} changed while patchmgr was working on it; nothing was written", "run the command again"
+                    )
             apply_transaction(state, writes)
     except OSError as exc:  # the journal folder could not be made
         raise _cannot_write(exc) from None
@@ -74,8 +75,9 @@ def write_files(root: Path, writes: Mapping[Path, bytes | None], expected: Mappi
 
 def _cannot_write(exc: OSError) -> StateError:
     where = f" {exc.filename}" if exc.filename else ""
-    return StateError(f"cannot write{where}: {exc.strerror or exc}; nothing was changed",
-                      "fix the cause, then run again")
+    return StateError(
+        f"cannot write{where}: {exc.strerror or exc}; nothing was changed", "fix the cause, then run again"
+    )
 
 
 def place_problem(root: Path, path: Path) -> str | None:
@@ -92,9 +94,10 @@ def check_places(root: Path, paths: Iterable[Path]) -> None:
     for path in paths:
         why = place_problem(root, path)
         if why is not None:
-            raise StateError(f"{why}: patchmgr writes the project's files only inside its root; nothing was written",
-                             "put a real folder (or the file) inside the project in place of the link, then run "
-                             "again")
+            raise StateError(
+                f"{why}: patchmgr writes the project's files only inside its root; nothing was written",
+                "put a real folder (or the file) inside the project in place of the link, then run again",
+            )
 
 
 def _check_paths(root: Path, writes: Iterable[Path]) -> None:
@@ -102,16 +105,20 @@ def _check_paths(root: Path, writes: Iterable[Path]) -> None:
     check_places(root, writes)
     for path in writes:
         if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise StateError(f"{path} is not a regular file; nothing was written",
-                             "put the file back as a plain file, then run again")
+            raise StateError(
+                f"{path} is not a regular file; nothing was written",
+                "put the file back as a plain file, then run again",
+            )
         folder = path.parent
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent
         if not folder.is_dir():
             raise StateError(f"{folder} is not a folder; nothing was written", "fix the project layout")
         if not os.access(folder, os.W_OK | os.X_OK):
-            raise StateError(f"cannot write in {folder}: permission denied; nothing was written",
-                             "make the folder writable, then run again")
+            raise StateError(
+                f"cannot write in {folder}: permission denied; nothing was written",
+                "make the folder writable, then run again",
+            )
 
 
 def _current(path: Path) -> bytes | None:

@@ -31,13 +31,15 @@ def _record_csv(record: bytes, where: Path | str) -> list[list[str]]:
         return list(csv.reader(io.StringIO(record.decode("utf-8"), newline="")))
     except (UnicodeDecodeError, csv.Error) as exc:
         why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"it is not CSV: {exc}"
-        raise StateError(f"{where} is damaged ({why}); nothing was changed",
-                         "reinstall the distribution (pip install --force-reinstall --no-deps NAME==VERSION), "
-                         "then run again") from None
+        raise StateError(
+            f"{where} is damaged ({why}); nothing was changed",
+            "reinstall the distribution (pip install --force-reinstall --no-deps NAME==VERSION), then run again",
+        ) from None
 
 
-def update_record(record: bytes, location: Path, changes: Mapping[str, bytes | None],
-                  where: Path | str = "RECORD") -> bytes:
+def update_record(
+    record: bytes, location: Path, changes: Mapping[str, bytes | None], where: Path | str = "RECORD"
+) -> bytes:
     """RECORD with the hash and size of each changed file, new files added, removed ones dropped."""
     rows = _record_csv(record, where)
     by_path = {str((location / row[0]).resolve()) if row else "": index for index, row in enumerate(rows)}

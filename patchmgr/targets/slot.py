@@ -58,11 +58,21 @@ class Slot:
 
 
 @contextmanager
-def locked_slot(state: Path, notes: list[str], hint: str, where: Path,
-                lock_error: Callable[[OSError], StateError | None] | None = None) -> Iterator[Slot]:
+def locked_slot(
+    state: Path,
+    notes: list[str],
+    hint: str,
+    where: Path,
+    lock_error: Callable[[OSError], StateError | None] | None = None,
+) -> Iterator[Slot]:
     """Hold the slot's lock, after finishing or undoing a run killed there (said in ``notes``)."""
-    with locked_recovery(state, hint, leftovers=partial(_clear_unfinished, state), lock_error=lock_error,
-                         place=partial(_outside_slot, where, state)) as done:
+    with locked_recovery(
+        state,
+        hint,
+        leftovers=partial(_clear_unfinished, state),
+        lock_error=lock_error,
+        place=partial(_outside_slot, where, state),
+    ) as done:
         said = []
         if done.waited:
             said.append(f"waited {done.waited:.1f}s for another patchmgr run on {where}")
@@ -118,8 +128,9 @@ class Place:
     recorded: str | None
 
 
-def local_work(places: Sequence[Place], force: bool, refusal: Callable[[list[LocalWork]], StateError]
-               ) -> list[LocalWork]:
+def local_work(
+    places: Sequence[Place], force: bool, refusal: Callable[[list[LocalWork]], StateError]
+) -> list[LocalWork]:
     """The local work in each checkout the run would replace; ``refusal``'s error (nothing changed) unless
     ``force`` lets it be saved (a folder that is no longer a git checkout is refused even then)."""
     found = []
@@ -143,13 +154,17 @@ def save_works(slot: Slot, works: Sequence[LocalWork], notes: list[str], command
             branches = save_local_work(work, slot.staged(work.name), stamp)
         except (OSError, GitError) as exc:
             cause = "free some space on that disk" if _disk_full(exc, slot.staging) else "fix the cause above"
-            raise StateError(f"cannot save the local work of {work.name} into its new checkout: {_detail(exc)}; "
-                             f"nothing in {where} was changed",
-                             f"{cause}, or save that work yourself, then run {command} again") from None
+            raise StateError(
+                f"cannot save the local work of {work.name} into its new checkout: {_detail(exc)}; "
+                f"nothing in {where} was changed",
+                f"{cause}, or save that work yourself, then run {command} again",
+            ) from None
         step()
         if branches:
-            notes.append(f"saved local work of {work.name} on {'branch' if len(branches) == 1 else 'branches'} "
-                         f"{', '.join(branches)} in {work.folder} ({work.counts()})")
+            notes.append(
+                f"saved local work of {work.name} on {'branch' if len(branches) == 1 else 'branches'} "
+                f"{', '.join(branches)} in {work.folder} ({work.counts()})"
+            )
 
 
 def stage_copy(slot: Slot, folder: Path, name: str) -> Path:
@@ -173,8 +188,10 @@ def stage_copy(slot: Slot, folder: Path, name: str) -> Path:
         shutil.copytree(folder, staged, symlinks=True, copy_function=link_or_copy)
     except (OSError, shutil.Error) as exc:
         discard(slot)
-        raise StateError(f"cannot copy {folder} to work on it ({exc}); nothing was changed",
-                         "free some space on that disk or fix its permissions, then run again") from None
+        raise StateError(
+            f"cannot copy {folder} to work on it ({exc}); nothing was changed",
+            "free some space on that disk or fix its permissions, then run again",
+        ) from None
     step()
     return staged
 
@@ -213,5 +230,7 @@ def remove_made(folder: Path, made: Path | None) -> None:
 
 
 def refuse_hint(command: str) -> str:
-    return (f"move that work out of the checkout first (push or copy the commits and files elsewhere), or run the "
-            f"same {command} again with --force to save it on a branch {SAVED_PREFIX}<UTC time> in the new checkout")
+    return (
+        f"move that work out of the checkout first (push or copy the commits and files elsewhere), or run the "
+        f"same {command} again with --force to save it on a branch {SAVED_PREFIX}<UTC time> in the new checkout"
+    )

@@ -44,14 +44,22 @@ def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list
             continue
         entry = ledger.upstream(upstream.name) if ledger else None
         if entry is None:
-            trees.append(SmokeTree(upstream, None, f"{upstream.name} is not applied into {into}: "
-                                                   "run `patchmgr apply` with a source for it"))
+            trees.append(
+                SmokeTree(
+                    upstream,
+                    None,
+                    f"{upstream.name} is not applied into {into}: run `patchmgr apply` with a source for it",
+                )
+            )
             continue
         checkout = into / upstream.name
         root = checkout / upstream.package_root if upstream.package_root else checkout
         base_commit = entry.checkout_part().base_commit
-        trees.append(SmokeTree(upstream, root, unpatched=partial(_unpatched_checkout, checkout, base_commit,
-                                                                  upstream.package_root)))
+        trees.append(
+            SmokeTree(
+                upstream, root, unpatched=partial(_unpatched_checkout, checkout, base_commit, upstream.package_root)
+            )
+        )
     if trees:
         trees[0].notes += notes
     return trees

@@ -52,8 +52,14 @@ class TagList(Protocol):
     def all(self) -> list[tuple[str, str]]: ...
 
 
-def find_base(repo: GitRepo, location: str, patch: PatchFile, given: str | None, search: Callable[[], str],
-              tags: TagList | None = None) -> Base:
+def find_base(
+    repo: GitRepo,
+    location: str,
+    patch: PatchFile,
+    given: str | None,
+    search: Callable[[], str],
+    tags: TagList | None = None,
+) -> Base:
     """``search`` gives the tip of the line to search (fetched only when the given pin does not fit); ``tags``
     the upstream's tags: ``held`` those whose commits the cache has, ``all`` every one (fetched on need)."""
     notes: list[str] = []
@@ -61,8 +67,9 @@ def find_base(repo: GitRepo, location: str, patch: PatchFile, given: str | None,
         state = check_patch(patch, GitSource(repo, given, location)).state
         if state.applies:
             return Base(given, "given", f"the patch applies at the given pin ({state.value})")
-        notes.append(f"the monolithic patch does not apply at the given pin {given[:12]} ({state.value}): "
-                     "searched for its base")
+        notes.append(
+            f"the monolithic patch does not apply at the given pin {given[:12]} ({state.value}): searched for its base"
+        )
     tip = search()
     line = _line(repo, tip, patch.touched_paths)
     by_blobs = _by_blobs(repo, patch, line, tip, notes, tags)
@@ -74,10 +81,11 @@ def find_base(repo: GitRepo, location: str, patch: PatchFile, given: str | None,
         notes.append(f"the index lines point at {by_blobs.commit[:12]}, but the patch is {state.value} there")
     found = _by_applying(repo, location, patch, line, tip, given)
     if found is None:
-        raise UsageError(f"{patch.path}: found no upstream commit on the line of {tip[:12]} where the patch applies "
-                         "(" + "; ".join(notes or ["no index line names an upstream blob"]) + ")",
-                         "pass --pin NAME=REF naming the commit it was made against, or --source a clone that "
-                         "has it")
+        raise UsageError(
+            f"{patch.path}: found no upstream commit on the line of {tip[:12]} where the patch applies "
+            "(" + "; ".join(notes or ["no index line names an upstream blob"]) + ")",
+            "pass --pin NAME=REF naming the commit it was made against, or --source a clone that has it",
+        )
     found.notes = notes + found.notes
     return found
 
@@ -102,10 +110,19 @@ def _segments(line: list[tuple[str, str | None]], tip: str) -> list[tuple[str, s
     return segments
 
 
-def _by_blobs(repo: GitRepo, patch: PatchFile, line: list[tuple[str, str | None]], tip: str,
-              notes: list[str], tags: TagList | None) -> Base | None:
-    wanted = [(d.old_path, d.old_blob) for d in patch.files
-              if d.kind != "add" and d.old_path and d.old_blob and set(d.old_blob) != {"0"}]
+def _by_blobs(
+    repo: GitRepo,
+    patch: PatchFile,
+    line: list[tuple[str, str | None]],
+    tip: str,
+    notes: list[str],
+    tags: TagList | None,
+) -> Base | None:
+    wanted = [
+        (d.old_path, d.old_blob)
+        for d in patch.files
+        if d.kind != "add" and d.old_path and d.old_blob and set(d.old_blob) != {"0"}
+    ]
     if not wanted:
         return None
     paths = [path for path, _ in wanted]
@@ -115,8 +132,11 @@ def _by_blobs(repo: GitRepo, patch: PatchFile, line: list[tuple[str, str | None]
 
     def matching(commit: str) -> set[int]:
         found = repo.path_entries(commit, paths)
-        hit = {i for i, ((_, blob), entry) in enumerate(zip(wanted, found, strict=False))
-               if entry is not None and entry[1].startswith(blob)}
+        hit = {
+            i
+            for i, ((_, blob), entry) in enumerate(zip(wanted, found, strict=False))
+            if entry is not None and entry[1].startswith(blob)
+        }
         seen.update(hit)
         return hit
 
@@ -130,42 +150,61 @@ def _by_blobs(repo: GitRepo, patch: PatchFile, line: list[tuple[str, str | None]
         hit = matching(oldest)
         if len(hit) == count:
             return _in_stretch(repo, oldest, newest, count, tags)
-        consider(hit, newest, f"{oldest[:12]}..{newest[:12]} (the newest of them)" if oldest != newest
-                 else oldest[:12])
+        consider(hit, newest, f"{oldest[:12]}..{newest[:12]} (the newest of them)" if oldest != newest else oldest[:12])
     searched = f"the first-parent line of {tip[:12]}"
     listed = tags.all() if tags is not None else []
     off_line = f"; not found together on {searched}"
     for name, commit in listed:
         hit = matching(commit)
         if len(hit) == count:
-            return Base(commit, "index", f"the preimage blobs of {count} of {count} files (index lines) match tag "
-                        f"{name}{off_line}", matched=count, of=count, tag=name)
+            return Base(
+                commit,
+                "index",
+                f"the preimage blobs of {count} of {count} files (index lines) match tag {name}{off_line}",
+                matched=count,
+                of=count,
+                tag=name,
+            )
         consider(hit, commit, f"tag {name}", name)
     if listed:
         searched += f", {len(listed)} tag(s) and their histories"
-        history = repo.run("log", "--format=%H", *dict.fromkeys(c for _, c in listed), "--", *paths,
-                           env={"GIT_LITERAL_PATHSPECS": "1"}).split()
+        history = repo.run(
+            "log", "--format=%H", *dict.fromkeys(c for _, c in listed), "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"}
+        ).split()
         for commit in history:
             hit = matching(commit)
             if len(hit) == count:
                 name = _containing_tag(repo, commit, listed)
-                return Base(commit, "index", f"the preimage blobs of {count} of {count} files (index lines) match "
-                            f"commit {commit[:12]}, in the history of tag {name} (no tag names it){off_line}",
-                            matched=count, of=count)
+                return Base(
+                    commit,
+                    "index",
+                    f"the preimage blobs of {count} of {count} files (index lines) match "
+                    f"commit {commit[:12]}, in the history of tag {name} (no tag names it){off_line}",
+                    matched=count,
+                    of=count,
+                )
             consider(hit, commit, f"commit {commit[:12]} (in the history of the tags)")
     fake = [wanted[i] for i in range(count) if i not in seen]
     if fake:
-        notes.append(f"index lines name blobs not found in those files' history (searched {searched}; a patch "
-                     "made in a dirty tree, or a blob of a branch not searched), left out: "
-                     + ", ".join(f"{path} ({blob[:12]})" for path, blob in fake))
+        notes.append(
+            f"index lines name blobs not found in those files' history (searched {searched}; a patch "
+            "made in a dirty tree, or a blob of a branch not searched), left out: "
+            + ", ".join(f"{path} ({blob[:12]})" for path, blob in fake)
+        )
     if best is None:
         return None
     matched, commit, where, tag = best
     if len(seen) > matched:
         notes.append(f"the preimage blobs of {len(seen)} files are upstream's, but never all at one commit")
-    return Base(commit, "index", f"PARTIAL: the preimage blobs of only {matched} of {count} files (index lines) "
-                f"match, at {where}; no commit searched ({searched}) matches all {count}",
-                matched=matched, of=count, tag=tag)
+    return Base(
+        commit,
+        "index",
+        f"PARTIAL: the preimage blobs of only {matched} of {count} files (index lines) "
+        f"match, at {where}; no commit searched ({searched}) matches all {count}",
+        matched=matched,
+        of=count,
+        tag=tag,
+    )
 
 
 def _in_stretch(repo: GitRepo, oldest: str, newest: str, count: int, tags: TagList | None) -> Base:
@@ -187,8 +226,9 @@ def _containing_tag(repo: GitRepo, commit: str, tags: list[tuple[str, str]]) -> 
     return containing[-1] if containing else "?"
 
 
-def _by_applying(repo: GitRepo, location: str, patch: PatchFile, line: list[tuple[str, str | None]], tip: str,
-                 given: str | None) -> Base | None:
+def _by_applying(
+    repo: GitRepo, location: str, patch: PatchFile, line: list[tuple[str, str | None]], tip: str, given: str | None
+) -> Base | None:
     segments = _segments(line, tip)
     if not segments:
         return None
@@ -210,5 +250,9 @@ def _by_applying(repo: GitRepo, location: str, patch: PatchFile, line: list[tupl
 
 def _applying(commit: str, state: State, given: str | None, checked: int, tip: str) -> Base:
     near = "nearest the given pin" if given is not None else "newest"
-    return Base(commit, "applies", f"the {near} commit where the patch applies ({state.value}); "
-                f"{checked} states of its files checked along {tip[:12]}")
+    return Base(
+        commit,
+        "applies",
+        f"the {near} commit where the patch applies ({state.value}); "
+        f"{checked} states of its files checked along {tip[:12]}",
+    )

@@ -29,8 +29,10 @@ def inside(repository: Path, relative: str, where: str, what: str) -> Path:
     """``repository/relative``, refused (bad input) unless it stays inside the repository."""
     pure = PurePosixPath(relative)
     if pure.is_absolute() or ".." in pure.parts or ".git" in pure.parts:
-        raise UsageError(f"{where}: {what} '{shown(relative)}' is not a path inside the repository {repository}",
-                         "name the patch relative to the repository's root (no '..', no absolute path)")
+        raise UsageError(
+            f"{where}: {what} '{shown(relative)}' is not a path inside the repository {repository}",
+            "name the patch relative to the repository's root (no '..', no absolute path)",
+        )
     return checked(repository, repository / pure, where, what)
 
 
@@ -38,9 +40,11 @@ def checked(repository: Path, path: Path, where: str, what: str) -> Path:
     """``path`` when it exists only inside ``repository`` (no link out of it); else one clear error."""
     why = leaves(repository, path)
     if why is not None:
-        raise UsageError(f"{where}: {what} {shown(str(path))} leads out of the repository {repository} ({why}); "
-                         "import reads a patch set only inside the repository that holds it",
-                         "copy the patch into the repository (not a link), or import the patch file itself")
+        raise UsageError(
+            f"{where}: {what} {shown(str(path))} leads out of the repository {repository} ({why}); "
+            "import reads a patch set only inside the repository that holds it",
+            "copy the patch into the repository (not a link), or import the patch file itself",
+        )
     return path
 
 
@@ -48,5 +52,8 @@ def plain_path(text: str, what: str) -> None:
     """Refuse a path (as given or as a series names it) that holds a control character."""
     char = control_character(text)
     if char is not None:
-        raise UsageError(f"{what} '{shown(text)}' {char}; import writes the path into "
-                         "the manifest and the patches' headers, one line each", "rename it, then run again")
+        raise UsageError(
+            f"{what} '{shown(text)}' {char}; import writes the path into "
+            "the manifest and the patches' headers, one line each",
+            "rename it, then run again",
+        )

@@ -112,8 +112,10 @@ def plan_import(project: Project, monoliths: list[Monolith], store: Store, optio
             outcome.upstreams.append(result)
             entries.append(entry)
     if unused:
-        raise UsageError(f"--map names what no imported patch changes: {', '.join(sorted(unused))}; nothing was "
-                         "written", "check the paths against the patch (hunks are numbered from 1)")
+        raise UsageError(
+            f"--map names what no imported patch changes: {', '.join(sorted(unused))}; nothing was written",
+            "check the paths against the patch (hunks are numbered from 1)",
+        )
     if not all(u.proven for u in outcome.upstreams):
         outcome.action = "refused"
         return outcome
@@ -127,9 +129,11 @@ def _check_names(options: ImportOptions, imported: list[str]) -> None:
     for option, given in (("--pin", options.pins), ("--git", options.git), ("--search", options.search)):
         for name in given:
             if name not in imported:
-                raise UsageError(f"{option} {name}: no patch imported here is for upstream {name!r} (the patches are "
-                                 f"for {', '.join(sorted(set(imported)))}); nothing was written",
-                                 f"check the name, or name the patch's upstream with --upstream {name}")
+                raise UsageError(
+                    f"{option} {name}: no patch imported here is for upstream {name!r} (the patches are "
+                    f"for {', '.join(sorted(set(imported)))}); nothing was written",
+                    f"check the name, or name the patch's upstream with --upstream {name}",
+                )
 
 
 def _existing(project: Project, target: str) -> dict[str, Upstream]:
@@ -138,8 +142,14 @@ def _existing(project: Project, target: str) -> dict[str, Upstream]:
     return {u.name: u for u in project.target(target).upstreams}  # a manifest that does not load: its error
 
 
-def _one(project: Project, monolith: Monolith, store: Store, options: ImportOptions, existing: Upstream | None,
-         scratch: Scratch) -> tuple[UpstreamImport, UpstreamEntry, set[str]]:
+def _one(
+    project: Project,
+    monolith: Monolith,
+    store: Store,
+    options: ImportOptions,
+    existing: Upstream | None,
+    scratch: Scratch,
+) -> tuple[UpstreamImport, UpstreamEntry, set[str]]:
     name = monolith.upstream
     declared = options.declared.get(name, Declared())
     notes: list[str] = []
@@ -167,8 +177,10 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
     specs, split_notes, used = plan_pieces(patch, options.mode, options.mapping, monolith.shown)
     notes += split_notes
     at = f" at commit {monolith.commit}" if monolith.commit else ""
-    origin = (f"vendor, imported from {monolith.shown}{at} (sha256 {patch.sha256[:12]}), made against {name} "
-              f"commit {base.commit}")
+    origin = (
+        f"vendor, imported from {monolith.shown}{at} (sha256 {patch.sha256[:12]}), made against {name} "
+        f"commit {base.commit}"
+    )
     base_reader = GitSource(repo, base.commit, location)
     base_pieces = _render(scratch, repo, base.commit, _changes(patch, specs, base_reader, monolith), origin, name)
     paths = patch.touched_paths
@@ -179,34 +191,53 @@ def _one(project: Project, monolith: Monolith, store: Store, options: ImportOpti
     at_given: dict[str, str] = {}
     if blockers and pin != base.commit and not existing:
         at_given = {r.patch.id: _at_given(r, pin) for r in results}
-        notes.extend(f"{r.patch.id} at the given pin {pin[:12]}: {r.detail or 'upstream carries it'}"
-                     for r in results if r.state is State.UPSTREAM)
-        notes.append(f"the given pin {pin[:12]} does not fit: "
-                     + "; ".join(f"{r.patch.id} is {r.state.value} there" for r in blockers)
-                     + f"; pinned the base {base.commit[:12]} instead")
+        notes.extend(
+            f"{r.patch.id} at the given pin {pin[:12]}: {r.detail or 'upstream carries it'}"
+            for r in results
+            if r.state is State.UPSTREAM
+        )
+        notes.append(
+            f"the given pin {pin[:12]} does not fit: "
+            + "; ".join(f"{r.patch.id} is {r.state.value} there" for r in blockers)
+            + f"; pinned the base {base.commit[:12]} instead"
+        )
         pin = base.commit
         results = _classify(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
         blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
     if blockers:
-        raise UsageError(f"{name}: the pieces do not apply at the target's pin {pin[:12]}: "
-                         + "; ".join(f"{r.patch.id} is {r.state.value}" for r in blockers) + "; nothing was written",
-                         f"import into a new target, or bump {name} to the base {base.commit[:12]} first")
+        raise UsageError(
+            f"{name}: the pieces do not apply at the target's pin {pin[:12]}: "
+            + "; ".join(f"{r.patch.id} is {r.state.value}" for r in blockers)
+            + "; nothing was written",
+            f"import into a new target, or bump {name} to the base {base.commit[:12]} first",
+        )
     pieces, data = _at_pin(scratch, repo, location, pin, results, specs, origin, name, project)
     for piece in pieces:
         piece.at_given_pin = at_given.get(piece.id)
     if pin != base.commit:
         carried, partly = _carried_files(patch, specs, pieces)
-        proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried,
-                               partly))
+        proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
     comment = _comment(monolith.shown, base, pin)
-    entry = UpstreamEntry(name, git, pin, comment, monolith.version if not existing else None,
-                          tuple((p.id, d) for p, d in zip([p for p in pieces if p.imported], data, strict=False)))
+    entry = UpstreamEntry(
+        name,
+        git,
+        pin,
+        comment,
+        monolith.version if not existing else None,
+        tuple((p.id, d) for p, d in zip([p for p in pieces if p.imported], data, strict=False)),
+    )
     return result, entry, used
 
 
-def _git_url(name: str, options: ImportOptions, declared: Declared, existing: Upstream | None, monolith: Monolith,
-             notes: list[str]) -> str:
+def _git_url(
+    name: str,
+    options: ImportOptions,
+    declared: Declared,
+    existing: Upstream | None,
+    monolith: Monolith,
+    notes: list[str],
+) -> str:
     """The upstream's URL as the manifest names it and import fetches it: credentials (a token in a
     Dockerfile's clone URL, or given with --git) are left out of both, and a note says so."""
     given: str | None
@@ -217,17 +248,23 @@ def _git_url(name: str, options: ImportOptions, declared: Declared, existing: Up
     else:
         given, where = (existing.git if existing else None), f"the manifest of {options.target}"
     if not given:
-        raise UsageError(f"no git URL for upstream {name} ({monolith.shown})",
-                         f"pass --git {name}=URL, or --dockerfile with its git clone line")
+        raise UsageError(
+            f"no git URL for upstream {name} ({monolith.shown})",
+            f"pass --git {name}=URL, or --dockerfile with its git clone line",
+        )
     git = without_credentials(given)
     problem = url_problem(git)  # a control character included
     if problem:
-        raise UsageError(f"the git URL of {name} ({where}: {shown(mask_url(git))}): {problem}",
-                         f"pass --git {name}=https://... (and --source {name}=PATH for a local clone)")
+        raise UsageError(
+            f"the git URL of {name} ({where}: {shown(mask_url(git))}): {problem}",
+            f"pass --git {name}=https://... (and --source {name}=PATH for a local clone)",
+        )
     if git != given:
-        notes.append(f"the git URL of {name} ({where}) holds credentials: the manifest names it without them "
-                     f"({git}), and import fetched it so too; give git the credentials (a credential helper), or "
-                     f"fetch with --source {name}=LOCATION")
+        notes.append(
+            f"the git URL of {name} ({where}) holds credentials: the manifest names it without them "
+            f"({git}), and import fetched it so too; give git the credentials (a credential helper), or "
+            f"fetch with --source {name}=LOCATION"
+        )
     return git
 
 
@@ -248,14 +285,24 @@ def _comment(shown: str, base: Base, pin: str) -> str:
     if base.how == "index":
         tag = f" (tag {base.tag})" if base.tag else ""
         if base.partial:
-            return (f"imported from {shown}; only {base.matched} of {base.of} files' index-line blobs match this "
-                    f"commit{tag}")
+            return (
+                f"imported from {shown}; only {base.matched} of {base.of} files' index-line blobs match this "
+                f"commit{tag}"
+            )
         return f"imported from {shown}, which was made against this commit{tag} (its index lines' blobs match)"
     return f"imported from {shown}, which applies at this commit (found by trying it along the history)"
 
 
-def _given(store: Store, name: str, urls: tuple[str, ...], options: ImportOptions, declared: Declared,
-           existing: Upstream | None, monolith: Monolith, notes: list[str]) -> str | None:
+def _given(
+    store: Store,
+    name: str,
+    urls: tuple[str, ...],
+    options: ImportOptions,
+    declared: Declared,
+    existing: Upstream | None,
+    monolith: Monolith,
+    notes: list[str],
+) -> str | None:
     """The commit the user or the Dockerfile says the patch belongs at (None: unknown)."""
     if existing is not None:
         return existing.commit
@@ -268,12 +315,13 @@ def _given(store: Store, name: str, urls: tuple[str, ...], options: ImportOption
                 line = store.resolve_ref(name, options.search.get(name, "HEAD"), urls)
                 commit = line.repo.resolve(ref)
                 if commit:
-                    notes.append(f"the abbreviated pin {ref} is {commit} on the line of "
-                                 f"{options.search.get(name, 'HEAD')}")
+                    notes.append(
+                        f"the abbreviated pin {ref} is {commit} on the line of {options.search.get(name, 'HEAD')}"
+                    )
                     return commit
             where = f"--pin {name}={ref}" if name in options.pins else f"{declared.where}: git checkout {ref}"
             raise UsageError(f"{where}: upstream {name} has no such commit or ref", "check the pin") from None
-    for tag in ((f"v{monolith.version}", monolith.version) if monolith.version else ()):
+    for tag in (f"v{monolith.version}", monolith.version) if monolith.version else ():
         try:
             commit = store.resolve_ref(name, tag, urls).commit
             notes.append(f"the version folder {monolith.version} names tag {tag} ({commit[:12]})")
@@ -288,17 +336,23 @@ def _changes(patch: PatchFile, specs: list[PieceSpec], reader: GitSource, monoli
         return piece_changes(patch, specs, reader)
     except _Failure as failure:
         conflict = failure.conflict
-        raise UsageError(f"{monolith.shown}: {conflict.path} hunk #{conflict.hunk} does not apply without the hunks "
-                         "before it, so it cannot be a piece of its own", "keep those hunks together (--map)") from None
+        raise UsageError(
+            f"{monolith.shown}: {conflict.path} hunk #{conflict.hunk} does not apply without the hunks "
+            "before it, so it cannot be a piece of its own",
+            "keep those hunks together (--map)",
+        ) from None
 
 
 def _header(spec_label: str, origin: str) -> str:
-    return (f"Description: {IMPORT_STUB} what this fixes and why ({spec_label})\n"
-            f"Origin: {origin}\nUpstream-Status: Pending\n---\n")
+    return (
+        f"Description: {IMPORT_STUB} what this fixes and why ({spec_label})\n"
+        f"Origin: {origin}\nUpstream-Status: Pending\n---\n"
+    )
 
 
-def _render(scratch: Scratch, repo: GitRepo, commit: str, changes: list[PieceChange], origin: str, name: str
-            ) -> list[tuple[PatchFile, bytes]]:
+def _render(
+    scratch: Scratch, repo: GitRepo, commit: str, changes: list[PieceChange], origin: str, name: str
+) -> list[tuple[PatchFile, bytes]]:
     out = []
     for change in changes:
         paths = sorted(set(change.before) | set(change.after))
@@ -309,8 +363,17 @@ def _render(scratch: Scratch, repo: GitRepo, commit: str, changes: list[PieceCha
     return out
 
 
-def _classify(store: Store, name: str, git: str, overrides: Mapping[str, str], repo: GitRepo, location: str, base: str,
-              pin: str, pieces: list[tuple[PatchFile, bytes]]) -> list[CheckResult]:
+def _classify(
+    store: Store,
+    name: str,
+    git: str,
+    overrides: Mapping[str, str],
+    repo: GitRepo,
+    location: str,
+    base: str,
+    pin: str,
+    pieces: list[tuple[PatchFile, bytes]],
+) -> list[CheckResult]:
     source = GitSource(repo, pin, location)
     results = check_series([p for p, _ in pieces], source, merge_texts)
     if pin != base:
@@ -319,15 +382,25 @@ def _classify(store: Store, name: str, git: str, overrides: Mapping[str, str], r
     return results
 
 
-def _at_pin(scratch: Scratch, repo: GitRepo, location: str, pin: str, results: list[CheckResult],
-            specs: list[PieceSpec], origin: str, name: str, project: Project) -> tuple[list[Piece], list[bytes]]:
+def _at_pin(
+    scratch: Scratch,
+    repo: GitRepo,
+    location: str,
+    pin: str,
+    results: list[CheckResult],
+    specs: list[PieceSpec],
+    origin: str,
+    name: str,
+    project: Project,
+) -> tuple[list[Piece], list[bytes]]:
     """The pieces as they are written: made again at the pin (exact there), carried ones left out."""
     overlay = Overlay(GitSource(repo, pin, location))
     pieces, data = [], []
     for result, spec in zip(results, specs, strict=True):
         if not result.state.applies:
-            pieces.append(Piece(spec.id, spec.label, result.state, False, evidence=result.detail,
-                                carrier=result.carrier))
+            pieces.append(
+                Piece(spec.id, spec.label, result.state, False, evidence=result.detail, carrier=result.carrier)
+            )
             continue
         before = {path: overlay.read(path) for path in result.files}
         paths = sorted(result.files)
@@ -345,7 +418,11 @@ def _carried_files(patch: PatchFile, specs: list[PieceSpec], pieces: list[Piece]
     carried: set[str] = set()
     kept: set[str] = set()
     for spec, piece in zip(specs, pieces, strict=False):
-        files = {path for index, _ in spec.parts for path in (patch.files[index].old_path, patch.files[index].new_path)
-                 if path}
+        files = {
+            path
+            for index, _ in spec.parts
+            for path in (patch.files[index].old_path, patch.files[index].new_path)
+            if path
+        }
         (kept if piece.imported else carried).update(files)
     return sorted(carried - kept), sorted(carried & kept)

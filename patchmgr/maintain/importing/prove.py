@@ -28,8 +28,16 @@ class Proof:
     detail: str  # what was compared, or where it differs
 
 
-def prove(scratch: Scratch, reader: TreeReader, commit: str, monolith: bytes, paths: list[str],
-          pieces: list[bytes], exclude: Sequence[str] = (), partly: Sequence[str] = ()) -> Proof:
+def prove(
+    scratch: Scratch,
+    reader: TreeReader,
+    commit: str,
+    monolith: bytes,
+    paths: list[str],
+    pieces: list[bytes],
+    exclude: Sequence[str] = (),
+    partly: Sequence[str] = (),
+) -> Proof:
     """``exclude``: files upstream carries whole; ``partly``: files it carries some of the changes to."""
     compared = [p for p in paths if p not in exclude and p not in partly]
     start = {path: reader.read(path) for path in paths}
@@ -37,14 +45,16 @@ def prove(scratch: Scratch, reader: TreeReader, commit: str, monolith: bytes, pa
     try:
         apply(whole, monolith, [*exclude, *partly])
     except GitError as exc:
-        return Proof(commit, False, 0, f"git apply of the monolithic patch fails at {commit[:12]}: "
-                     f"{_first_line(exc.message)}")
+        return Proof(
+            commit, False, 0, f"git apply of the monolithic patch fails at {commit[:12]}: {_first_line(exc.message)}"
+        )
     for number, piece in enumerate(pieces, 1):
         try:
             apply(series, piece)
         except GitError as exc:
-            return Proof(commit, False, 0, f"git apply of piece {number} fails at {commit[:12]}: "
-                         f"{_first_line(exc.message)}")
+            return Proof(
+                commit, False, 0, f"git apply of piece {number} fails at {commit[:12]}: {_first_line(exc.message)}"
+            )
     left, right = read_tree(whole, compared), read_tree(series, compared)
     differ = [path for path in compared if left[path] != right[path]]
     if differ:
@@ -53,14 +63,23 @@ def prove(scratch: Scratch, reader: TreeReader, commit: str, monolith: bytes, pa
         try:
             holds_postimage(series, monolith, partly)
         except GitError as exc:
-            return Proof(commit, False, len(compared), f"the series at {commit[:12]} lacks a change the monolithic "
-                         f"patch makes to {', '.join(partly)}: {_first_line(exc.message)}")
+            return Proof(
+                commit,
+                False,
+                len(compared),
+                f"the series at {commit[:12]} lacks a change the monolithic "
+                f"patch makes to {', '.join(partly)}: {_first_line(exc.message)}",
+            )
     what = "the monolithic patch" + (f" less {len(exclude)} file(s) upstream carries" if exclude else "")
-    detail = (f"{len(pieces)} piece(s) and {what}, both applied with git at {commit[:12]}, give byte-identical "
-              f"files ({len(compared)} compared)")
+    detail = (
+        f"{len(pieces)} piece(s) and {what}, both applied with git at {commit[:12]}, give byte-identical "
+        f"files ({len(compared)} compared)"
+    )
     if partly:
-        detail += (f"; in {', '.join(partly)}, which upstream carries part of, every change of the monolithic patch "
-                   "is in the series' result (it reverse-applies there)")
+        detail += (
+            f"; in {', '.join(partly)}, which upstream carries part of, every change of the monolithic patch "
+            "is in the series' result (it reverse-applies there)"
+        )
     return Proof(commit, True, len(compared) + len(partly), detail)
 
 

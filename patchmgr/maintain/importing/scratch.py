@@ -33,8 +33,9 @@ class Scratch:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def diff(self, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None],
-             modes: Mapping[str, str]) -> str:
+    def diff(
+        self, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None], modes: Mapping[str, str]
+    ) -> str:
         """``git diff --full-index`` from the files ``before`` to the files ``after`` (None: absent)."""
         trees = []
         env = {**_LITERAL, "GIT_INDEX_FILE": str(self.root / "index")}
@@ -48,8 +49,19 @@ class Scratch:
             if listing:
                 self.repo.run("update-index", "--index-info", stdin="".join(listing).encode(), env=env)
             trees.append(self.repo.run("write-tree", env=env))
-        return self.repo.run("diff", "--full-index", "--no-renames", "-U3", "--no-color", "--no-ext-diff",
-                             "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", *trees, strip=False)
+        return self.repo.run(
+            "diff",
+            "--full-index",
+            "--no-renames",
+            "-U3",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            *trees,
+            strip=False,
+        )
 
     def folder(self, files: Mapping[str, bytes | None]) -> GitRepo:
         """A new work tree holding ``files``."""
@@ -71,8 +83,9 @@ def apply(repo: GitRepo, patch: bytes, exclude: Iterable[str] = ()) -> None:
 
 def holds_postimage(repo: GitRepo, patch: bytes, paths: Iterable[str]) -> None:
     """``git apply -R --check`` of ``patch``'s changes to ``paths``: every one of them is in ``repo``'s work tree."""
-    repo.run("apply", "-R", "--check", "--whitespace=nowarn", *[f"--include={path}" for path in paths], "-",
-             stdin=patch)
+    repo.run(
+        "apply", "-R", "--check", "--whitespace=nowarn", *[f"--include={path}" for path in paths], "-", stdin=patch
+    )
 
 
 def read_tree(repo: GitRepo, paths: Iterable[str]) -> dict[str, bytes | None]:

@@ -61,27 +61,35 @@ def upstream_name(folder: str, where: str) -> str:
     base = base[:-4] if base.endswith(".git") else base
     name = base.lower().replace("_", "-")
     if not NAME.fullmatch(name):  # fullmatch: "$" would let a trailing line break through
-        raise UsageError(f"{where}: cannot name an upstream after {folder!r}",
-                         "pass --upstream NAME for a single patch, or rename the folder")
+        raise UsageError(
+            f"{where}: cannot name an upstream after {folder!r}",
+            "pass --upstream NAME for a single patch, or rename the folder",
+        )
     return name
 
 
 def read_inputs(paths: list[Path], upstream: str | None = None, version: str | None = None) -> list[Monolith]:
     """Every monolithic patch the paths name, in series order; two for one upstream is bad input."""
     if not paths:
-        raise UsageError("import needs the patch set to read: a series.conf, a per-version folder or patch files",
-                         "for example: patchmgr import --target ascend docker/npu_patch/series.conf")
+        raise UsageError(
+            "import needs the patch set to read: a series.conf, a per-version folder or patch files",
+            "for example: patchmgr import --target ascend docker/npu_patch/series.conf",
+        )
     for path in paths:
         plain_path(str(path), "the path")
     found: list[Monolith] = []
     singles = [p for p in paths if p.is_file() and p.name != SERIES_CONF]
     if upstream and len(paths) > 1:
-        raise UsageError("--upstream names the upstream of one patch file; several paths were given",
-                         "name each patch file after its upstream (mindspeed.patch), or import them one by one")
+        raise UsageError(
+            "--upstream names the upstream of one patch file; several paths were given",
+            "name each patch file after its upstream (mindspeed.patch), or import them one by one",
+        )
     if upstream and not singles and (paths[0].is_dir() or paths[0].is_file()):  # a device or FIFO: said below
-        raise UsageError(f"--upstream names the upstream of a single patch file, but {paths[0]} is a series.conf or "
-                         "a folder, whose patches are named by their upstreams already",
-                         "leave --upstream out (the series.conf lines or the patch file names give the upstreams)")
+        raise UsageError(
+            f"--upstream names the upstream of a single patch file, but {paths[0]} is a series.conf or "
+            "a folder, whose patches are named by their upstreams already",
+            "leave --upstream out (the series.conf lines or the patch file names give the upstreams)",
+        )
     for path in paths:
         if path.is_dir() and (path / SERIES_CONF).is_file():
             found += read_series_conf(path / SERIES_CONF)
@@ -91,8 +99,10 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
             found += read_version_folder(path, version)
         elif path.is_file():
             if upstream and not NAME.fullmatch(upstream):
-                raise UsageError(f"--upstream {upstream!r} is not an upstream name",
-                                 "use lower-case letters, digits, '.', '_' or '-'")
+                raise UsageError(
+                    f"--upstream {upstream!r} is not an upstream name",
+                    "use lower-case letters, digits, '.', '_' or '-'",
+                )
             name = upstream or upstream_name(path.stem, str(path))
             found.append(Monolith(name, path, str(path), read_monolith(path, name)))
         else:
@@ -106,8 +116,10 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
         if item.upstream in seen:
             first = seen[item.upstream].shown
             which = f"{first} twice" if first == item.shown else f"{first} and {item.shown}"
-            raise UsageError(f"two patches for upstream {item.upstream}: {which}",
-                             "import one patch per upstream at a time (combine them first)")
+            raise UsageError(
+                f"two patches for upstream {item.upstream}: {which}",
+                "import one patch per upstream at a time (combine them first)",
+            )
         seen[item.upstream] = item
     return found
 
@@ -150,16 +162,20 @@ def read_series_conf(conf: Path) -> list[Monolith]:
         plain_path(line, f"{where}: the line")
         parts = [part.strip() for part in line.split("|")]
         if len(parts) != 3 or not all(parts):
-            raise UsageError(f"{where}: {raw.strip()!r} is not target_worktree|image_patch|source_patch",
-                             "write one line per upstream, e.g. "
-                             "<ws>/Megatron-Bridge|megatron-bridge.patch|docker/npu_patch/megatron-bridge.patch")
+            raise UsageError(
+                f"{where}: {raw.strip()!r} is not target_worktree|image_patch|source_patch",
+                "write one line per upstream, e.g. "
+                "<ws>/Megatron-Bridge|megatron-bridge.patch|docker/npu_patch/megatron-bridge.patch",
+            )
         worktree, image_patch, source_patch = parts
         name = upstream_name(worktree, where)
         path = _locate(repository, conf.parent, source_patch, image_patch, where)
         if path is None:
-            raise UsageError(f"{where}: the patch {source_patch} is not in the repository {repository} (the git "
-                             f"work tree holding {conf.name}, or its folder outside git), nor next to {conf.name}",
-                             "name source_patch relative to that repository's root, or fix the line")
+            raise UsageError(
+                f"{where}: the patch {source_patch} is not in the repository {repository} (the git "
+                f"work tree holding {conf.name}, or its folder outside git), nor next to {conf.name}",
+                "name source_patch relative to that repository's root, or fix the line",
+            )
         found.append(Monolith(name, path, source_patch, read_monolith(path, name)))
     if not found:
         raise UsageError(f"{conf} lists no patches", "add target_worktree|image_patch|source_patch lines")
@@ -171,8 +187,10 @@ def _locate(repository: Path, folder: Path, source_patch: str, image_patch: str,
     name (or of ``image_patch``'s) next to the series.conf: only inside the repository, never above it."""
     relative = inside(repository, source_patch, where, "source_patch")
     local = folder.resolve()
-    candidates = [relative, inside(repository, (local / source_patch).relative_to(repository).as_posix(), where,
-                                   "source_patch")]
+    candidates = [
+        relative,
+        inside(repository, (local / source_patch).relative_to(repository).as_posix(), where, "source_patch"),
+    ]
     for name in (PurePosixPath(source_patch).name, PurePosixPath(image_patch).name):
         if name not in ("", ".", ".."):
             candidates.append(checked(repository, local / name, where, "the patch"))
@@ -186,19 +204,25 @@ def read_version_folder(folder: Path, wanted: str | None, repository: Path | Non
     own = [checked(repository, p, str(folder), "the patch") for p in sorted(folder.glob("*.patch")) if p.is_file()]
     if own:
         version = _version(folder.name)
-        return [Monolith(upstream_name(p.stem, str(p)), p, str(p), read_monolith(p, upstream_name(p.stem, str(p))),
-                         version) for p in own]
+        return [
+            Monolith(upstream_name(p.stem, str(p)), p, str(p), read_monolith(p, upstream_name(p.stem, str(p))), version)
+            for p in own
+        ]
     versions = {}
     for sub in folder.iterdir():
         if sub.is_dir() and any(sub.glob("*.patch")):
             versions[sub.name] = checked(repository, sub, str(folder), "the version folder")
     if not versions:
-        raise UsageError(f"{folder} holds no series.conf, no <version>/<upstream>.patch and no .patch files",
-                         "give the folder of the patch set, or the patch files")
+        raise UsageError(
+            f"{folder} holds no series.conf, no <version>/<upstream>.patch and no .patch files",
+            "give the folder of the patch set, or the patch files",
+        )
     if wanted is not None:
         if wanted not in versions:
-            raise UsageError(f"{folder} has no version folder {wanted!r} (it has: {', '.join(sorted(versions))})",
-                             "pick one of the versions listed")
+            raise UsageError(
+                f"{folder} has no version folder {wanted!r} (it has: {', '.join(sorted(versions))})",
+                "pick one of the versions listed",
+            )
         chosen = wanted
     else:
         chosen = max(versions, key=lambda v: (_version(v) is not None, Version(_version(v) or "0"), v))
@@ -213,9 +237,25 @@ def _version(text: str) -> str | None:
 
 
 # -- Dockerfiles ---------------------------------------------------------------------
-_CLONE_VALUE_OPTIONS = {"-b", "--branch", "--depth", "-o", "--origin", "--reference", "--filter", "-c", "--config",
-                        "--shallow-since", "--shallow-exclude", "-j", "--jobs", "--separate-git-dir", "-u",
-                        "--upload-pack", "--template"}
+_CLONE_VALUE_OPTIONS = {
+    "-b",
+    "--branch",
+    "--depth",
+    "-o",
+    "--origin",
+    "--reference",
+    "--filter",
+    "-c",
+    "--config",
+    "--shallow-since",
+    "--shallow-exclude",
+    "-j",
+    "--jobs",
+    "--separate-git-dir",
+    "-u",
+    "--upload-pack",
+    "--template",
+}
 
 
 def read_dockerfile(path: Path) -> dict[str, Declared]:
@@ -252,9 +292,11 @@ def read_dockerfile(path: Path) -> dict[str, Declared]:
                     target = cwd
                 control = control_character(target or "")
                 if control:  # never a folder's name: said, rather than the clone skipped as naming no upstream
-                    raise UsageError(f"{where}: the folder of `git clone` {target!r} {control}",
-                                     "remove the character from the Dockerfile's clone folder, or pass --git "
-                                     "NAME=URL instead of --dockerfile")
+                    raise UsageError(
+                        f"{where}: the folder of `git clone` {target!r} {control}",
+                        "remove the character from the Dockerfile's clone folder, or pass --git "
+                        "NAME=URL instead of --dockerfile",
+                    )
                 name = _name_or_none(target or url)
                 if name is None:
                     continue
@@ -338,4 +380,3 @@ def _clone_args(words: list[str]) -> tuple[str | None, str | None]:
     if not positional:
         return None, None
     return positional[0], positional[1] if len(positional) > 1 else None
-

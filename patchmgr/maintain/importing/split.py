@@ -46,24 +46,31 @@ def read_mapping(path: Path) -> dict[str, list[str]]:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not TOML
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--map {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})",
-                         "give the TOML mapping file: topic = [\"path\", \"path#2\"]") from None
+        raise UsageError(
+            f"--map {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})",
+            'give the TOML mapping file: topic = ["path", "path#2"]',
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"--map {path}: invalid TOML: {exc}", "fix the syntax at that line") from None
     mapping: dict[str, list[str]] = {}
     for topic, entries in raw.items():
         if not PATCH_ID.fullmatch(topic):  # a trailing line break would name the file
-            raise UsageError(f"--map {path}: topic {topic!r} cannot name a patch (letters, digits, '.', '_', '+', "
-                             "'-')", "rename the topic")
+            raise UsageError(
+                f"--map {path}: topic {topic!r} cannot name a patch (letters, digits, '.', '_', '+', '-')",
+                "rename the topic",
+            )
         if not isinstance(entries, list) or not entries or not all(isinstance(e, str) for e in entries):
-            raise UsageError(f"--map {path}: topic {topic} must be a list of files or hunks",
-                             f'write {topic} = ["src/a.py", "src/b.py#2"]')
+            raise UsageError(
+                f"--map {path}: topic {topic} must be a list of files or hunks",
+                f'write {topic} = ["src/a.py", "src/b.py#2"]',
+            )
         mapping[topic] = entries
     return mapping
 
 
-def plan_pieces(patch: PatchFile, mode: str, mapping: Mapping[str, list[str]] | None, where: str
-                ) -> tuple[list[PieceSpec], list[str], set[str]]:
+def plan_pieces(
+    patch: PatchFile, mode: str, mapping: Mapping[str, list[str]] | None, where: str
+) -> tuple[list[PieceSpec], list[str], set[str]]:
     """The pieces, notes, and the mapping entries this patch used (others may belong to another upstream)."""
     notes: list[str] = []
     used: set[str] = set()
@@ -80,16 +87,20 @@ def plan_pieces(patch: PatchFile, mode: str, mapping: Mapping[str, list[str]] | 
                 index, hunks = found
                 clash = hunks & taken.get(index, set())
                 if clash:
-                    raise UsageError(f"--map: {entry} takes hunk #{min(clash) + 1} of {patch.files[index].path} "
-                                     "that an earlier topic takes", "give each hunk to one topic")
+                    raise UsageError(
+                        f"--map: {entry} takes hunk #{min(clash) + 1} of {patch.files[index].path} "
+                        "that an earlier topic takes",
+                        "give each hunk to one topic",
+                    )
                 taken.setdefault(index, set()).update(hunks)
                 parts.setdefault(index, set()).update(hunks)
             if parts:
                 specs.append(_spec(patch, topic, parts))
         rest = [i for i, d in enumerate(patch.files) if len(taken.get(i, ())) < len(_hunks(d))]
         if rest:
-            notes.append(f"{where}: the mapping leaves out {', '.join(patch.files[i].path for i in rest)}: "
-                         "one piece per file")
+            notes.append(
+                f"{where}: the mapping leaves out {', '.join(patch.files[i].path for i in rest)}: one piece per file"
+            )
         for index in rest:
             left = set(range(len(_hunks(patch.files[index])))) - taken.get(index, set())
             specs.append(_spec(patch, None, {index: left}))
@@ -117,13 +128,17 @@ def _entry(patch: PatchFile, entry: str, where: str) -> tuple[int, set[int]] | N
     if not numbers:
         return index, set(range(count))
     if patch.files[index].kind != "modify":
-        raise UsageError(f"--map: {entry}: {path} is {patch.files[index].kind}ed whole, its hunks cannot be split",
-                         f"name the file alone: \"{path}\"")
+        raise UsageError(
+            f"--map: {entry}: {path} is {patch.files[index].kind}ed whole, its hunks cannot be split",
+            f'name the file alone: "{path}"',
+        )
     hunks = set()
     for number in numbers.split(","):
         if not re.fullmatch(r"\d+", number.strip()) or not 1 <= int(number) <= count:
-            raise UsageError(f"--map: {entry}: {path} has hunks #1 to #{count} in {where}",
-                             "number hunks from 1, as they come in the patch")
+            raise UsageError(
+                f"--map: {entry}: {path} has hunks #1 to #{count} in {where}",
+                "number hunks from 1, as they come in the patch",
+            )
         hunks.add(int(number) - 1)
     return index, hunks
 
@@ -136,8 +151,10 @@ def _spec(patch: PatchFile, topic: str | None, parts: dict[int, set[int]]) -> Pi
         if len(hunks) == total:
             labels.append(diff.path)
         else:
-            labels.append(f"{diff.path} hunk{'s' if len(hunks) > 1 else ''} "
-                          f"{', '.join(f'#{h + 1}' for h in sorted(hunks))} of {total}")
+            labels.append(
+                f"{diff.path} hunk{'s' if len(hunks) > 1 else ''} "
+                f"{', '.join(f'#{h + 1}' for h in sorted(hunks))} of {total}"
+            )
     if topic is None:
         index, hunks = min(parts.items())
         topic = _slug(patch.files[index].path)
@@ -188,8 +205,12 @@ def piece_changes(patch: PatchFile, specs: list[PieceSpec], reader: TreeReader) 
             applied.setdefault(index, set()).update(hunks)
             path = diff.old_path  # never None for a "modify"
             # a file absent at the base goes to apply_file, which refuses it as the engine does (_Failure)
-            if (diff.kind == "modify" and diff.hunks and path is not None
-                    and (original := reader.read(path)) is not None):
+            if (
+                diff.kind == "modify"
+                and diff.hunks
+                and path is not None
+                and (original := reader.read(path)) is not None
+            ):
                 chosen = tuple(diff.hunks[h] for h in sorted(applied[index]))
                 lines, _ = apply_hunks(path, split_lines(decode(original)), chosen)
                 staged[path] = encode("".join(lines))

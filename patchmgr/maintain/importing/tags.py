@@ -21,8 +21,9 @@ from patchmgr.sources.upstream import urls_for
 def newest_first(names: list[str]) -> list[str]:
     versions = {n: version for n in names if (version := tag_version(n)) is not None}
     released = sorted((n for n in names if n in versions and is_release(n)), key=versions.__getitem__, reverse=True)
-    versioned = sorted((n for n in names if n in versions and not is_release(n)), key=versions.__getitem__,
-                       reverse=True)
+    versioned = sorted(
+        (n for n in names if n in versions and not is_release(n)), key=versions.__getitem__, reverse=True
+    )
     rest = sorted(n for n in names if n not in versions)
     return released + versioned + rest
 

@@ -32,8 +32,9 @@ class UpstreamEntry:
     patches: tuple[tuple[str, bytes], ...]  # (piece id, file bytes), in series order
 
 
-def plan_writes(project: Project, target: str, description: str, entries: list[UpstreamEntry]
-                ) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
+def plan_writes(
+    project: Project, target: str, description: str, entries: list[UpstreamEntry]
+) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
     """(writes, what each path holds now): checked, nothing written."""
     path = project.manifests_dir / f"{target}.toml"
     existing = path.read_text(encoding="utf-8") if path.is_file() else None
@@ -42,8 +43,11 @@ def plan_writes(project: Project, target: str, description: str, entries: list[U
         for pid, data in entry.patches:
             file = project.patch_path(entry.name, pid)
             if file.exists() or file.is_symlink():
-                raise UsageError(f"{file.relative_to(project.root)} exists; import never overwrites a patch file, "
-                                 "nothing was written", "remove or rename it, or name the pieces otherwise (--map)")
+                raise UsageError(
+                    f"{file.relative_to(project.root)} exists; import never overwrites a patch file, "
+                    "nothing was written",
+                    "remove or rename it, or name the pieces otherwise (--map)",
+                )
             writes[file] = data
     check_places(project.root, [*writes, path])  # a dry run says it too: a link out of the project is refused
     text = manifest_text(existing, path, target, description, entries)
@@ -57,8 +61,7 @@ def write_import(project: Project, writes: dict[Path, bytes | None], expected: d
     write_files(project.root, writes, expected)
 
 
-def manifest_text(existing: str | None, path: Path, target: str, description: str,
-                  entries: list[UpstreamEntry]) -> str:
+def manifest_text(existing: str | None, path: Path, target: str, description: str, entries: list[UpstreamEntry]) -> str:
     if existing is None:
         document = tomlkit.document()
         head = tomlkit.table()
@@ -76,17 +79,21 @@ def manifest_text(existing: str | None, path: Path, target: str, description: st
         table = upstreams.get(entry.name)
         if isinstance(table, Table):
             if str(table.get("commit")) != entry.commit:
-                raise ManifestError(f"{path}: upstream {entry.name} is pinned at {table.get('commit')}, the import at "
-                                    f"{entry.commit}; nothing was written",
-                                    f"import into another target, or bump {entry.name} there first")
+                raise ManifestError(
+                    f"{path}: upstream {entry.name} is pinned at {table.get('commit')}, the import at "
+                    f"{entry.commit}; nothing was written",
+                    f"import into another target, or bump {entry.name} there first",
+                )
             series = table.get("patches")
             if not isinstance(series, Array):
                 table["patches"] = ids
             else:
                 clash = [pid for pid in ids if pid in series]
                 if clash:
-                    raise UsageError(f"{path}: upstream {entry.name} already lists {', '.join(clash)}; nothing was "
-                                     "written", "name the pieces otherwise (--map)")
+                    raise UsageError(
+                        f"{path}: upstream {entry.name} already lists {', '.join(clash)}; nothing was written",
+                        "name the pieces otherwise (--map)",
+                    )
                 for pid in ids:
                     series.append(pid)
             continue

@@ -63,9 +63,13 @@ MODELS = {
     "gemma3": (
         "Gemma3Model",
         dict(
-            add_encoder=False, add_decoder=True, encoder_hidden_state=None,
-            pre_process=False, post_process=True,
-            context_parallel_lm=1, sequence_parallel_lm=False,
+            add_encoder=False,
+            add_decoder=True,
+            encoder_hidden_state=None,
+            pre_process=False,
+            post_process=True,
+            context_parallel_lm=1,
+            sequence_parallel_lm=False,
         ),
         dict(images=None),
         ("mbridge.models.gemma3.gpt_model", "Gemma3GPTModel"),
@@ -74,7 +78,9 @@ MODELS = {
     "internvl3": ("InternVLModel", dict(pre_process=False, config=NO_SEQUENCE_PARALLEL), {}, GPT_MODEL),
     "qwen2_5_vl": ("Qwen2_5VLModel", dict(pre_process=False, config=NO_SEQUENCE_PARALLEL), {}, GPT_MODEL),
     "qwen3_vl": (
-        "Qwen3VLModel", dict(pre_process=False, config=NO_SEQUENCE_PARALLEL), {},
+        "Qwen3VLModel",
+        dict(pre_process=False, config=NO_SEQUENCE_PARALLEL),
+        {},
         ("mbridge.models.qwen3_vl.gpt_model", "Qwen3VLGPTModel"),
     ),
 }
@@ -107,8 +113,12 @@ def _build(load_upstream, package, extras):
     torch.nn.Module.__init__(model)
     for name, value in attributes.items():
         setattr(model, name, value)
-    real_forward = getattr(load_upstream("mbridge", lm_module) if lm_module.startswith("mbridge") else
-                           __import__(lm_module, fromlist=[lm_class]), lm_class).forward
+    real_forward = getattr(
+        load_upstream("mbridge", lm_module)
+        if lm_module.startswith("mbridge")
+        else __import__(lm_module, fromlist=[lm_class]),
+        lm_class,
+    ).forward
     model.language_model = RecordingLanguageModel(real_forward, extras)
     return model
 

@@ -295,8 +295,21 @@ class MindSpeedCoCRowParallelLinear(CoCRowParallelLinearImpl, RowParallelLinear)
 
 # mindspeed/te/pytorch/module/layernorm_column_parallel_linear.py:60: a plain nn.Module
 class MindSpeedTELayerNormColumnParallelLinear(torch.nn.Module):
-    def __init__(self, input_size, output_size, *, config, init_method, gather_output, bias, skip_bias_add,
-                 is_expert=False, skip_weight_param_allocation=False, tp_comm_buffer_name=None, tp_group=None):
+    def __init__(
+        self,
+        input_size,
+        output_size,
+        *,
+        config,
+        init_method,
+        gather_output,
+        bias,
+        skip_bias_add,
+        is_expert=False,
+        skip_weight_param_allocation=False,
+        tp_comm_buffer_name=None,
+        tp_group=None,
+    ):
         super().__init__()
         self.config = config
         self.input_size = input_size
@@ -321,9 +334,22 @@ class MindSpeedTELayerNormColumnParallelLinear(torch.nn.Module):
 # mindspeed/te/pytorch/module/linear.py:679: only parallel_mode="duplicated" builds
 # (any other mode leaves tp_size unbound), so its weight is whole on every rank.
 class MindSpeedTELinear(torch.nn.Module):
-    def __init__(self, input_size, output_size, *, parallel_mode, config, init_method, bias, skip_bias_add,
-                 skip_weight_param_allocation, tp_comm_buffer_name=None, is_expert=False,
-                 symmetric_ar_type=None, tp_group=None):
+    def __init__(
+        self,
+        input_size,
+        output_size,
+        *,
+        parallel_mode,
+        config,
+        init_method,
+        bias,
+        skip_bias_add,
+        skip_weight_param_allocation,
+        tp_comm_buffer_name=None,
+        is_expert=False,
+        symmetric_ar_type=None,
+        tp_group=None,
+    ):
         super().__init__()
         if parallel_mode != "duplicated":
             raise UnboundLocalError("cannot access local variable 'tp_size' where it is not associated with a value")
@@ -334,8 +360,22 @@ class MindSpeedTELinear(torch.nn.Module):
 
 # mindspeed/te/pytorch/module/grouped_linear.py:67, :227, :274
 class MindSpeedTEGroupedLinear(torch.nn.Module):
-    def __init__(self, num_gemms, input_size, output_size, *, parallel_mode, config, init_method, bias,
-                 skip_bias_add, is_expert=False, tp_comm_buffer_name=None, pg_collection=None, tp_group=None):
+    def __init__(
+        self,
+        num_gemms,
+        input_size,
+        output_size,
+        *,
+        parallel_mode,
+        config,
+        init_method,
+        bias,
+        skip_bias_add,
+        is_expert=False,
+        tp_comm_buffer_name=None,
+        pg_collection=None,
+        tp_group=None,
+    ):
         super().__init__()
         self.config = config
         self.num_gemms = num_gemms
@@ -385,15 +425,19 @@ VISION = "vision_model.decoder.layers.0"
 CLASSES = {
     "MindSpeedTEColumnParallelLinear": (
         lambda c, g: MindSpeedTEColumnParallelLinear(HIDDEN, 96, gather_output=False, **_linear_kwargs(c, g)),
-        [("vision_model.merger.linear_fc1.weight", "model.visual.merger.linear_fc1.weight", "column", 0),
-         ("vision_model.merger.linear_fc1.bias", "model.visual.merger.linear_fc1.bias", "column", 0)],
+        [
+            ("vision_model.merger.linear_fc1.weight", "model.visual.merger.linear_fc1.weight", "column", 0),
+            ("vision_model.merger.linear_fc1.bias", "model.visual.merger.linear_fc1.bias", "column", 0),
+        ],
     ),
     "MindSpeedTELayerNormColumnParallelLinear": (
         lambda c, g: MindSpeedTELayerNormColumnParallelLinear(HIDDEN, 96, gather_output=False, **_linear_kwargs(c, g)),
-        [(f"{VISION}.mlp.linear_fc1.weight", "model.visual.blocks.0.mlp.linear_fc1.weight", "column", 0),
-         (f"{VISION}.mlp.linear_fc1.bias", "model.visual.blocks.0.mlp.linear_fc1.bias", "column", 0),
-         (f"{VISION}.mlp.linear_fc1.layer_norm_weight", "model.visual.blocks.0.norm2.weight", "replicated", None),
-         (f"{VISION}.mlp.linear_fc1.layer_norm_bias", "model.visual.blocks.0.norm2.bias", "replicated", None)],
+        [
+            (f"{VISION}.mlp.linear_fc1.weight", "model.visual.blocks.0.mlp.linear_fc1.weight", "column", 0),
+            (f"{VISION}.mlp.linear_fc1.bias", "model.visual.blocks.0.mlp.linear_fc1.bias", "column", 0),
+            (f"{VISION}.mlp.linear_fc1.layer_norm_weight", "model.visual.blocks.0.norm2.weight", "replicated", None),
+            (f"{VISION}.mlp.linear_fc1.layer_norm_bias", "model.visual.blocks.0.norm2.bias", "replicated", None),
+        ],
     ),
     "MindSpeedMC2ColumnParallelLinear": (
         lambda c, g: MindSpeedMC2ColumnParallelLinear(HIDDEN, 96, gather_output=False, **_linear_kwargs(c, g)),
@@ -413,21 +457,49 @@ CLASSES = {
     ),
     "MindSpeedTEColumnParallelGroupedLinear": (
         lambda c, g: MindSpeedTEColumnParallelGroupedLinear(
-            2, HIDDEN, 96, config=_with_experts(c), init_method=None, bias=False, skip_bias_add=False, tp_group=g),
-        [(f"{LANG}.mlp.experts.linear_fc1.weight0", "model.language_model.layers.0.mlp.experts.0.up_proj.weight",
-          "column", 0)],
+            2, HIDDEN, 96, config=_with_experts(c), init_method=None, bias=False, skip_bias_add=False, tp_group=g
+        ),
+        [
+            (
+                f"{LANG}.mlp.experts.linear_fc1.weight0",
+                "model.language_model.layers.0.mlp.experts.0.up_proj.weight",
+                "column",
+                0,
+            )
+        ],
     ),
     "MindSpeedTERowParallelGroupedLinear": (
         lambda c, g: MindSpeedTERowParallelGroupedLinear(
-            2, 96, HIDDEN, config=_with_experts(c), init_method=None, bias=False, skip_bias_add=False, tp_group=g),
-        [(f"{LANG}.mlp.experts.linear_fc2.weight0", "model.language_model.layers.0.mlp.experts.0.down_proj.weight",
-          "row", 1)],
+            2, 96, HIDDEN, config=_with_experts(c), init_method=None, bias=False, skip_bias_add=False, tp_group=g
+        ),
+        [
+            (
+                f"{LANG}.mlp.experts.linear_fc2.weight0",
+                "model.language_model.layers.0.mlp.experts.0.down_proj.weight",
+                "row",
+                1,
+            )
+        ],
     ),
     "MindSpeedTELinear": (
-        lambda c, g: MindSpeedTELinear(HIDDEN, 32, parallel_mode="duplicated", config=c, init_method=None, bias=False,
-                                       skip_bias_add=False, skip_weight_param_allocation=False),
-        [(f"{LANG}.self_attention.linear_q_down_proj.weight", "model.language_model.layers.0.self_attn.q_a_proj.weight",
-          "replicated", None)],
+        lambda c, g: MindSpeedTELinear(
+            HIDDEN,
+            32,
+            parallel_mode="duplicated",
+            config=c,
+            init_method=None,
+            bias=False,
+            skip_bias_add=False,
+            skip_weight_param_allocation=False,
+        ),
+        [
+            (
+                f"{LANG}.self_attention.linear_q_down_proj.weight",
+                "model.language_model.layers.0.self_attn.q_a_proj.weight",
+                "replicated",
+                None,
+            )
+        ],
     ),
     "MindSpeedTELayernorm": (
         lambda c, g: MindSpeedTELayernorm(HIDDEN),

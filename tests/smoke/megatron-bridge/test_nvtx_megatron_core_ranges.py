@@ -150,10 +150,12 @@ def _tiny_qwen3_vl(model_module, way: str):
     """A Qwen3VLModel with just what forward reads on the given way through it."""
     model = object.__new__(model_module.Qwen3VLModel)
     torch.nn.Module.__init__(model)  # real __init__ builds TE layers; forward only needs these
-    model.config = types.SimpleNamespace(sequence_parallel=False, spatial_merge_size=2, hidden_size=HIDDEN,
-                                         vision_dp_when_cp=False)
-    model.pg_collection = types.SimpleNamespace(cp=_SingleRankGroup(), tp=_SingleRankGroup(),
-                                                dp=_SingleRankGroup(), pp=_SingleRankGroup())
+    model.config = types.SimpleNamespace(
+        sequence_parallel=False, spatial_merge_size=2, hidden_size=HIDDEN, vision_dp_when_cp=False
+    )
+    model.pg_collection = types.SimpleNamespace(
+        cp=_SingleRankGroup(), tp=_SingleRankGroup(), dp=_SingleRankGroup(), pp=_SingleRankGroup()
+    )
     model.pre_process = way != "last-stage-text"
     model.image_token_id, model.video_token_id, model.vision_start_token_id = IMAGE, VIDEO, VISION_START
     model.square_merge_size = model.config.spatial_merge_size**2
@@ -174,8 +176,11 @@ def _inputs(way: str) -> dict:
     if way == "last-stage-text":
         return {"input_ids": torch.tensor([[11, 12, 13, 14]])}
     # one image of 1 x 2 x 4 patches: two tokens once 2 x 2 patches are merged
-    return {"input_ids": torch.tensor([[11, VISION_START, IMAGE, IMAGE, 12]]),
-            "pixel_values": torch.randn(8, 6), "image_grid_thw": torch.tensor([[1, 2, 4]])}
+    return {
+        "input_ids": torch.tensor([[11, VISION_START, IMAGE, IMAGE, 12]]),
+        "pixel_values": torch.randn(8, 6),
+        "image_grid_thw": torch.tensor([[1, 2, 4]]),
+    }
 
 
 def _expected_output(way: str, model):
@@ -191,18 +196,21 @@ def _expected_output(way: str, model):
 
 def _same(output, expected) -> bool:
     if isinstance(expected, dict):
-        return (isinstance(output, dict) and output.keys() == expected.keys()
-                and all(torch.equal(output[k], expected[k]) for k in expected))
+        return (
+            isinstance(output, dict)
+            and output.keys() == expected.keys()
+            and all(torch.equal(output[k], expected[k]) for k in expected)
+        )
     return isinstance(output, torch.Tensor) and torch.equal(output, expected)
 
 
 def _expected_ranges(way: str) -> list[tuple[str, ...]]:
-    pre = [("push", PRE_PROCESS)] + ([("work", "vision_model")] if way in ("first-stage-image",
-                                                                           "dist-train-vision-encoder") else [])
+    pre = [("push", PRE_PROCESS)] + (
+        [("work", "vision_model")] if way in ("first-stage-image", "dist-train-vision-encoder") else []
+    )
     if way == "dist-train-vision-encoder":  # returns the vision output before the language model
         return [*pre, ("pop",)]
-    return [*pre, ("work", "get_rope_index"), ("pop",), ("push", LANGUAGE_MODEL), ("work", "language_model"),
-            ("pop",)]
+    return [*pre, ("work", "get_rope_index"), ("pop",), ("push", LANGUAGE_MODEL), ("work", "language_model"), ("pop",)]
 
 
 def _prepare(way: str, model_module, model, monkeypatch) -> None:

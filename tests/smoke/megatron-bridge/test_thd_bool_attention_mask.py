@@ -120,15 +120,18 @@ def test_forward_packs_thd_with_true_mrope_positions(load_upstream, monkeypatch,
     # Unpatched: every position is 1 ([1, 1, 1, ...]), every packed id the row's 2nd token.
     positions = call["position_ids"].tolist()
     assert positions == [[PACKED_POSITIONS.tolist()]] * 3, (
-        f"THD packing collapsed: mrope positions {positions[0][0]} instead of {PACKED_POSITIONS.tolist()}")
+        f"THD packing collapsed: mrope positions {positions[0][0]} instead of {PACKED_POSITIONS.tolist()}"
+    )
     packed_ids = call["input_ids"].tolist()
     assert packed_ids == [PACKED_IDS.tolist()], (
-        f"THD packing collapsed: packed input ids {packed_ids} instead of {[PACKED_IDS.tolist()]}")
+        f"THD packing collapsed: packed input ids {packed_ids} instead of {[PACKED_IDS.tolist()]}"
+    )
     assert call["attention_mask"] is None
     if pre_process:
         embedded = call["decoder_input"].flatten().tolist()
         assert embedded == PACKED_IDS.float().tolist(), (
-            f"THD packing collapsed: packed embeddings {embedded} instead of {PACKED_IDS.float().tolist()}")
+            f"THD packing collapsed: packed embeddings {embedded} instead of {PACKED_IDS.float().tolist()}"
+        )
 
 
 class _Rank:
@@ -175,5 +178,6 @@ def test_preprocess_packed_seqs_packs_a_0_1_integer_mask_like_a_bool_mask(load_u
                 wrong.append(f"{dtype} ({layout}) packed {packed.tolist()[0]} instead of {want}")
             elif layout == "cp 1" and params.cu_seqlens_q.tolist() != [0, 6, 10]:
                 wrong.append(f"{dtype} ({layout}) gave cu_seqlens {params.cu_seqlens_q.tolist()}")
-    assert not wrong, (
-        "preprocess_packed_seqs used a 0/1 integer mask as a fancy index, not as a mask: " + "; ".join(wrong))
+    assert not wrong, "preprocess_packed_seqs used a 0/1 integer mask as a fancy index, not as a mask: " + "; ".join(
+        wrong
+    )

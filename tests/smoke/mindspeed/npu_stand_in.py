@@ -162,8 +162,19 @@ def npu_fusion_attention(
         raise ValueError(f"keep_prob must be in (0, 1], got {keep_prob}")
     band = (pre_tockens, next_tockens)
     if input_layout == "TND":
-        return _varlen(query, key, value, head_num, atten_mask, scale, keep_prob, band,
-                       actual_seq_qlen, actual_seq_kvlen, sparse_mode)
+        return _varlen(
+            query,
+            key,
+            value,
+            head_num,
+            atten_mask,
+            scale,
+            keep_prob,
+            band,
+            actual_seq_qlen,
+            actual_seq_kvlen,
+            sparse_mode,
+        )
     q, k, v = _to_bnsd(query, key, value, head_num, input_layout)
     mask = None
     if atten_mask is not None:
@@ -172,8 +183,9 @@ def npu_fusion_attention(
     return (_from_bnsd(out, input_layout), _stat(row_max), _stat(row_sum), *_reserved(query))
 
 
-def _varlen(query, key, value, head_num, atten_mask, scale, keep_prob, band,
-            actual_seq_qlen, actual_seq_kvlen, sparse_mode):
+def _varlen(
+    query, key, value, head_num, atten_mask, scale, keep_prob, band, actual_seq_qlen, actual_seq_kvlen, sparse_mode
+):
     if actual_seq_qlen is None or actual_seq_kvlen is None:
         raise ValueError("input_layout TND needs actual_seq_qlen and actual_seq_kvlen")
     if query.shape[1] != head_num:
@@ -192,8 +204,7 @@ def _varlen(query, key, value, head_num, atten_mask, scale, keep_prob, band,
             continue
         if k1 == k0:
             raise ValueError("a batch with Sq > 0 and Skv == 0 is not supported")
-        q, k, v = (t.permute(1, 0, 2).unsqueeze(0) for t in
-                   (query[q0:q1], key[k0:k1], value[k0:k1]))
+        q, k, v = (t.permute(1, 0, 2).unsqueeze(0) for t in (query[q0:q1], key[k0:k1], value[k0:k1]))
         mask = None
         if atten_mask is not None:
             mask = _mask(atten_mask.bool(), q1 - q0, k1 - k0, sparse_mode, band, varlen=True)
@@ -220,8 +231,7 @@ def _mask(given, sq, skv, sparse_mode, band, varlen):
     rows = torch.arange(sq, device=given.device)[:, None]
     cols = torch.arange(skv, device=given.device)[None, :]
     if sparse_mode == 2:
-        expected = torch.ones(COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE, dtype=torch.bool,
-                              device=given.device).triu(1)
+        expected = torch.ones(COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE, dtype=torch.bool, device=given.device).triu(1)
         if given.shape[-2:] != expected.shape or not torch.equal(given.reshape(-1, *expected.shape)[0], expected):
             raise ValueError("sparse_mode 2 takes the compressed 2048x2048 upper-triangular atten_mask")
         mask = cols > rows
@@ -273,8 +283,10 @@ def _to_bnsd(query, key, value, head_num, layout):
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         head_dim = query.shape[-1] // head_num
         kv_heads = key.shape[-1] // head_dim
-        split = [t.unflatten(-1, (n, -1)).permute(0, 2, 1, 3)
-                 for t, n in ((query, head_num), (key, kv_heads), (value, kv_heads))]
+        split = [
+            t.unflatten(-1, (n, -1)).permute(0, 2, 1, 3)
+            for t, n in ((query, head_num), (key, kv_heads), (value, kv_heads))
+        ]
         return tuple(split)
     raise NotImplementedError(f"stand-in: input_layout {layout!r} is not implemented")
 

@@ -121,8 +121,7 @@ def packed_inputs(target):
     generator = torch.Generator().manual_seed(0)
     tokens = sum(SEQ_LENS)
     q, k, v = (
-        torch.randn(tokens, heads, HEAD_DIM, generator=generator).to(device, dtype)
-        for heads in (HEADS, GROUPS, GROUPS)
+        torch.randn(tokens, heads, HEAD_DIM, generator=generator).to(device, dtype) for heads in (HEADS, GROUPS, GROUPS)
     )
     cu_seqlens = torch.tensor([0, *torch.tensor(SEQ_LENS).cumsum(0).tolist()], dtype=torch.int32)
     params = PackedSeqParams(
@@ -139,7 +138,7 @@ def reference(q, k, v, causal):
     """Plain attention within each packed sequence, [T, N, D]."""
     outputs, start = [], 0
     for length in SEQ_LENS:
-        qs, ks, vs = (t[start:start + length].float().transpose(0, 1) for t in (q, k, v))
+        qs, ks, vs = (t[start : start + length].float().transpose(0, 1) for t in (q, k, v))
         ks, vs = (t.repeat_interleave(HEADS // GROUPS, dim=0) for t in (ks, vs))
         outputs.append(F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal).transpose(0, 1))
         start += length
@@ -186,14 +185,21 @@ def test_no_mask_layers_attend_bidirectionally_and_causal_layers_stay_causal(min
         for handed, attention_mask in (("no mask", None), ("the model's causal mask", model_mask)):
             out, expected = runner(layer, attention_mask, AttnMaskType.no_mask, target)
             torch.testing.assert_close(
-                out, expected, rtol=target[2], atol=target[2],
+                out,
+                expected,
+                rtol=target[2],
+                atol=target[2],
                 msg=lambda m, handed=handed, layout=layout: (
-                    f"no_mask layer handed {handed} ({layout}) is not bidirectional within each sequence:\n{m}"),
+                    f"no_mask layer handed {handed} ({layout}) is not bidirectional within each sequence:\n{m}"
+                ),
             )
     causal_layer, _ = make_layer(mindspeed, target, AttnMaskType.causal)
     for runner, layout in ((run, "packed THD"), (run_unpacked, "unpacked SBHD")):
         out, expected = runner(causal_layer, None, AttnMaskType.causal, target)
         torch.testing.assert_close(
-            out, expected, rtol=target[2], atol=target[2],
+            out,
+            expected,
+            rtol=target[2],
+            atol=target[2],
             msg=lambda m, layout=layout: f"causal layer ({layout}) is not causal within each sequence:\n{m}",
         )

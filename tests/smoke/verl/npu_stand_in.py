@@ -98,13 +98,37 @@ def _group_ends(group_list, group_list_type, total):
     return ends
 
 
-def npu_grouped_matmul(x: Sequence[torch.Tensor], weight: Sequence[torch.Tensor], *, bias=None, scale=None,
-                       offset=None, antiquant_scale=None, antiquant_offset=None, per_token_scale=None,
-                       group_list=None, activation_input=None, activation_quant_scale=None,
-                       activation_quant_offset=None, split_item=0, group_type=-1, group_list_type=0,
-                       act_type=0, output_dtype=None, tuning_config=None):
-    quantised = (scale, offset, antiquant_scale, antiquant_offset, per_token_scale, activation_input,
-                 activation_quant_scale, activation_quant_offset)
+def npu_grouped_matmul(
+    x: Sequence[torch.Tensor],
+    weight: Sequence[torch.Tensor],
+    *,
+    bias=None,
+    scale=None,
+    offset=None,
+    antiquant_scale=None,
+    antiquant_offset=None,
+    per_token_scale=None,
+    group_list=None,
+    activation_input=None,
+    activation_quant_scale=None,
+    activation_quant_offset=None,
+    split_item=0,
+    group_type=-1,
+    group_list_type=0,
+    act_type=0,
+    output_dtype=None,
+    tuning_config=None,
+):
+    quantised = (
+        scale,
+        offset,
+        antiquant_scale,
+        antiquant_offset,
+        per_token_scale,
+        activation_input,
+        activation_quant_scale,
+        activation_quant_offset,
+    )
     if any(arg is not None for arg in quantised) or act_type != 0:
         raise NotImplementedError("stand-in: quantisation and fused activations are not implemented")
     if len(x) != 1 or len(weight) != 1 or group_list is None:
@@ -174,8 +198,14 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     return _cpu_histc(input.double(), bins=bins, min=min, max=max).to(input.dtype)
 
 
-CALLS = ("npu_rms_norm", "npu_swiglu", "npu_rotary_mul", "npu_grouped_matmul",
-         "npu_moe_token_permute", "npu_moe_token_unpermute")
+CALLS = (
+    "npu_rms_norm",
+    "npu_swiglu",
+    "npu_rotary_mul",
+    "npu_grouped_matmul",
+    "npu_moe_token_permute",
+    "npu_moe_token_unpermute",
+)
 
 
 @contextlib.contextmanager

@@ -79,9 +79,11 @@ def _needs_transformers_4():
     import transformers
 
     if int(transformers.__version__.split(".")[0]) >= 5:
-        pytest.skip(f"verl 0.7.0's npu_patch.py patches transformers 4.x classes (modeling_qwen2_5_vl."
-                    f"Qwen2RMSNorm) that transformers {transformers.__version__} does not have: "
-                    f"run the verl smoke tests with transformers 4.57.x")
+        pytest.skip(
+            f"verl 0.7.0's npu_patch.py patches transformers 4.x classes (modeling_qwen2_5_vl."
+            f"Qwen2RMSNorm) that transformers {transformers.__version__} does not have: "
+            f"run the verl smoke tests with transformers 4.57.x"
+        )
 
 
 def _load_stand_in():
@@ -148,8 +150,13 @@ def verl_moe(target, load_upstream):
 def make_block(block_class, target):
     from transformers.models.qwen3_vl_moe.configuration_qwen3_vl_moe import Qwen3VLMoeTextConfig
 
-    config = Qwen3VLMoeTextConfig(hidden_size=HIDDEN, num_experts=EXPERTS, num_experts_per_tok=TOP_K,
-                                  moe_intermediate_size=INTERMEDIATE, hidden_act="silu")
+    config = Qwen3VLMoeTextConfig(
+        hidden_size=HIDDEN,
+        num_experts=EXPERTS,
+        num_experts_per_tok=TOP_K,
+        moe_intermediate_size=INTERMEDIATE,
+        hidden_act="silu",
+    )
     block = block_class(config)
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -195,11 +202,18 @@ def test_experts_get_dense_routing_weights_and_training_equals_eval(verl_moe, ta
         routing = args[1]
         assert tuple(routing.shape) == tuple(expected_routing.shape), (
             f"{forward}, {mode} mode: the experts got routing weights of shape {tuple(routing.shape)}, "
-            f"not the dense [tokens, num_experts] matrix {tuple(expected_routing.shape)}")
+            f"not the dense [tokens, num_experts] matrix {tuple(expected_routing.shape)}"
+        )
         torch.testing.assert_close(
-            routing.double().cpu(), expected_routing.cpu(), rtol=tol, atol=tol,
-            msg=lambda m: f"{forward}, {mode} mode: the experts' routing matrix is not the gate's "
-                          f"renormalised top-k softmax scattered densely:\n{m}")
+            routing.double().cpu(),
+            expected_routing.cpu(),
+            rtol=tol,
+            atol=tol,
+            msg=lambda m: (
+                f"{forward}, {mode} mode: the experts' routing matrix is not the gate's "
+                f"renormalised top-k softmax scattered densely:\n{m}"
+            ),
+        )
 
     block.experts.register_forward_pre_hook(check_routing)
     outputs = {}
@@ -209,6 +223,12 @@ def test_experts_get_dense_routing_weights_and_training_equals_eval(verl_moe, ta
             outputs[mode] = block(hidden).double().cpu()
     for mode in ("train", "eval"):
         torch.testing.assert_close(
-            outputs[mode], expected.cpu(), rtol=tol, atol=tol,
-            msg=lambda m, mode=mode: f"{forward}, {mode} mode: the MoE output is not the dense "
-                                     f"reference of the same gate (wrong routing weights):\n{m}")
+            outputs[mode],
+            expected.cpu(),
+            rtol=tol,
+            atol=tol,
+            msg=lambda m, mode=mode: (
+                f"{forward}, {mode} mode: the MoE output is not the dense "
+                f"reference of the same gate (wrong routing weights):\n{m}"
+            ),
+        )

@@ -74,16 +74,27 @@ def _needs_transformers_4_57():
     from_5 = int(transformers.__version__.split(".")[0]) >= 5
     modeling = importlib.import_module("transformers.models.qwen3_vl.modeling_qwen3_vl") if not from_5 else None
     if from_5 or not hasattr(modeling.Qwen3VLVisionModel, "fast_pos_embed_interpolate"):
-        pytest.skip(f"transformers {transformers.__version__} has no Qwen3VLVisionModel."
-                    f"fast_pos_embed_interpolate (5.x restructured it): run the verl smoke tests "
-                    f"with transformers 4.57.x")
+        pytest.skip(
+            f"transformers {transformers.__version__} has no Qwen3VLVisionModel."
+            f"fast_pos_embed_interpolate (5.x restructured it): run the verl smoke tests "
+            f"with transformers 4.57.x"
+        )
 
 
 def _vision_config(module_name, class_name):
     config_class = getattr(importlib.import_module(module_name), class_name)
-    return config_class(depth=1, hidden_size=32, num_heads=2, intermediate_size=32, out_hidden_size=32,
-                        num_position_embeddings=64, spatial_merge_size=2, patch_size=4,
-                        temporal_patch_size=2, deepstack_visual_indexes=[])
+    return config_class(
+        depth=1,
+        hidden_size=32,
+        num_heads=2,
+        intermediate_size=32,
+        out_hidden_size=32,
+        num_position_embeddings=64,
+        spatial_merge_size=2,
+        patch_size=4,
+        temporal_patch_size=2,
+        deepstack_visual_indexes=[],
+    )
 
 
 def _snapshot():
@@ -125,18 +136,28 @@ def towers(load_upstream):
     from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLConfig
     from transformers.models.qwen3_vl_moe import modeling_qwen3_vl_moe
 
-    classes = {"Qwen3VLVisionModel": modeling_qwen3_vl.Qwen3VLVisionModel,
-               "Qwen3VLMoeVisionModel": modeling_qwen3_vl_moe.Qwen3VLMoeVisionModel}
+    classes = {
+        "Qwen3VLVisionModel": modeling_qwen3_vl.Qwen3VLVisionModel,
+        "Qwen3VLMoeVisionModel": modeling_qwen3_vl_moe.Qwen3VLMoeVisionModel,
+    }
     originals = {name: cls.fast_pos_embed_interpolate for name, cls in classes.items()}
     restore = _snapshot()
     try:
         monkey_patch = load_upstream("verl", MONKEY_PATCH)
         config = Qwen3VLConfig(
-            text_config=dict(hidden_size=32, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                             num_key_value_heads=2, head_dim=16, vocab_size=64,
-                             rope_scaling={"rope_type": "default", "mrope_section": [2, 3, 3]}),
-            vision_config=_vision_config("transformers.models.qwen3_vl.configuration_qwen3_vl",
-                                         "Qwen3VLVisionConfig").to_dict(),
+            text_config=dict(
+                hidden_size=32,
+                intermediate_size=32,
+                num_hidden_layers=1,
+                num_attention_heads=2,
+                num_key_value_heads=2,
+                head_dim=16,
+                vocab_size=64,
+                rope_scaling={"rope_type": "default", "mrope_section": [2, 3, 3]},
+            ),
+            vision_config=_vision_config(
+                "transformers.models.qwen3_vl.configuration_qwen3_vl", "Qwen3VLVisionConfig"
+            ).to_dict(),
         )
         model = modeling_qwen3_vl.Qwen3VLForConditionalGeneration(config)
         monkey_patch.apply_monkey_patch(model)  # what verl's FSDP workers do for a qwen3_vl model
@@ -146,8 +167,11 @@ def towers(load_upstream):
 
 
 def make_tower(cls, name):
-    config_module = ("transformers.models.qwen3_vl.configuration_qwen3_vl" if name == "Qwen3VLVisionModel"
-                     else "transformers.models.qwen3_vl_moe.configuration_qwen3_vl_moe")
+    config_module = (
+        "transformers.models.qwen3_vl.configuration_qwen3_vl"
+        if name == "Qwen3VLVisionModel"
+        else "transformers.models.qwen3_vl_moe.configuration_qwen3_vl_moe"
+    )
     tower = cls(_vision_config(config_module, name.replace("Model", "Config")))
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -167,8 +191,10 @@ def offload(embedding, storage, compute):
         if storage == "meta" and index.device != gathered.device:
             # The CPU lane's stand-in device: a kernel's own device check (CUDA's, the NPU's) for
             # what the CPU kernels let through with meta indices.
-            raise RuntimeError(f"Expected all tensors to be on the same device, but got index is on "
-                               f"{index.device}, different from other tensors on {gathered.device}")
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but got index is on "
+                f"{index.device}, different from other tensors on {gathered.device}"
+            )
 
     def reshard(module, args, output):
         module.weight = resting
@@ -197,10 +223,17 @@ def test_pos_embed_follows_grid_device_and_matches_transformers(towers, lane, na
     except RuntimeError as error:
         if not DEVICE_ERROR.search(str(error)):
             raise
-        pytest.fail(f"{name}.fast_pos_embed_interpolate with pos_embed offloaded to {storage} and grid_thw "
-                    f"on {compute} builds tensors on pos_embed's device: {error}")
+        pytest.fail(
+            f"{name}.fast_pos_embed_interpolate with pos_embed offloaded to {storage} and grid_thw "
+            f"on {compute} builds tensors on pos_embed's device: {error}"
+        )
     assert out.device == expected.device, (
-        f"{name}.fast_pos_embed_interpolate returned its embeddings on {out.device}, not on grid_thw's {compute}")
+        f"{name}.fast_pos_embed_interpolate returned its embeddings on {out.device}, not on grid_thw's {compute}"
+    )
     torch.testing.assert_close(
-        out, expected, rtol=1e-6, atol=1e-6,
-        msg=lambda m: f"{name}: verl's interpolation differs from transformers' own:\n{m}")
+        out,
+        expected,
+        rtol=1e-6,
+        atol=1e-6,
+        msg=lambda m: f"{name}: verl's interpolation differs from transformers' own:\n{m}",
+    )

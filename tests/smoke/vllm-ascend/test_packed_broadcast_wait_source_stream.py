@@ -107,8 +107,9 @@ class Entry:
 class RecordingEvent:
     """torch.npu.Event: record, wait, query, synchronize, elapsed_time."""
 
-    def __init__(self, npu: RecordingNpu, enable_timing: bool = False, blocking: bool = False,
-                 interprocess: bool = False) -> None:
+    def __init__(
+        self, npu: RecordingNpu, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> None:
         self._npu = npu
 
     def record(self, stream=None) -> None:
@@ -300,8 +301,12 @@ def check_pack_is_ordered_after_the_callers_writes(packed_tensor, monkeypatch, c
     npu = RecordingNpu(caller_on_default)
     scenario = "caller on the default stream" if caller_on_default else "caller on its own stream"
     monkeypatch.setattr(packed_tensor, "torch", TorchWithNpu(npu, "cpu"))
-    monkeypatch.setattr(torch.Tensor, "record_stream",
-                        lambda tensor, stream: npu.log.append(Entry("record_stream", stream)), raising=False)
+    monkeypatch.setattr(
+        torch.Tensor,
+        "record_stream",
+        lambda tensor, stream: npu.log.append(Entry("record_stream", stream)),
+        raising=False,
+    )
     weights = [
         ("layer.weight", torch.zeros(4, 3)),  # 48 bytes: fills the first buffer
         ("layer.bias", torch.zeros(5, dtype=torch.bfloat16)),  # goes to the second
@@ -317,8 +322,7 @@ def check_pack_is_ordered_after_the_callers_writes(packed_tensor, monkeypatch, c
         for value, (_, weight) in enumerate(weights, start=1):
             weight.fill_(value)  # the trainer's last write, on the caller's stream
         packed_tensor.packed_broadcast_producer(
-            iter(weights), Group(), src=0, post_iter_func=take_last_argument,
-            buffer_size_bytes=16, num_buffers=2,
+            iter(weights), Group(), src=0, post_iter_func=take_last_argument, buffer_size_bytes=16, num_buffers=2
         )
 
     assert [t.numel() for t in received] == [48, 10], scenario
@@ -330,10 +334,7 @@ def check_pack_is_ordered_after_the_callers_writes(packed_tensor, monkeypatch, c
         storage = weight.untyped_storage().data_ptr()
         fill = max(i for i, e in enumerate(log) if e.kind == "op" and storage in e.writes)
         assert log[fill].stream is caller
-        cats = [
-            i for i, e in enumerate(log)
-            if e.kind == "op" and e.op.startswith("aten.cat") and storage in e.reads
-        ]
+        cats = [i for i, e in enumerate(log) if e.kind == "op" and e.op.startswith("aten.cat") and storage in e.reads]
         assert len(cats) == 1, f"{name} was not packed by exactly one torch.cat: {log}"
         cat = cats[0]
         packing = log[cat].stream
@@ -373,9 +374,7 @@ def test_pack_sees_the_callers_writes_on_cuda(packed_tensor, smoke_device, monke
 
     def send():
         received.clear()
-        packed_tensor.packed_broadcast_producer(
-            iter(weights), Group(), src=0, post_iter_func=take_last_argument,
-        )
+        packed_tensor.packed_broadcast_producer(iter(weights), Group(), src=0, post_iter_func=take_last_argument)
         torch.cuda.synchronize()
         return torch.cat(received)
 
@@ -392,9 +391,7 @@ def test_pack_sees_the_callers_writes_on_cuda(packed_tensor, smoke_device, monke
         for _, weight in weights:
             weight.fill_(float(trial))  # ... so these writes are still pending
         sent = send()
-        expected = torch.cat(
-            [torch.full_like(w, float(trial)).view(torch.uint8).view(-1) for _, w in weights]
-        )
+        expected = torch.cat([torch.full_like(w, float(trial)).view(torch.uint8).view(-1) for _, w in weights])
         if not torch.equal(sent, expected):
             stale.append(trial)
 
