@@ -30,8 +30,8 @@ import re
 from pathlib import Path
 
 import pytest
-from gitrepos import BASE_TEXT, GIT_ENV, git, make_series
-from reliability import kill_every_step, replace_tree, run
+from support.gitrepos import BASE_TEXT, GIT_ENV, git, make_series
+from support.reliability import kill_every_step, replace_tree, run
 
 MIN_TOTAL = 40  # new kill points over edit --onto, --continue, --skip and --abort (issue 24)
 MINIMUM = {  # scenario test -> the kill points it must reach on its own (it had 19, 19, 16, 16 and 10 when written)
@@ -73,7 +73,7 @@ class Scene:
                 ({"README": README_FIX}, "Fix the readme"),
             ],
         )
-        for patch_id, mail in zip(PATCHES, mails):
+        for patch_id, mail in zip(PATCHES, mails, strict=True):
             project.add_patch("lib", patch_id, mail)
         project.manifest(
             "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": self.pin, "patches": PATCHES}}
