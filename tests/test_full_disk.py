@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from support.reliability import Upstreams, pristine_environment, record, replace_tree, start
 from support.snapshot import snapshot
+
+pytestmark = pytest.mark.slow
 
 
 def fill_at_each_step(name, disk, args, tmp_path, restore, state, before, after, stride=1) -> dict:

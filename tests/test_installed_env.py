@@ -23,6 +23,8 @@ from support.snapshot import snapshot
 
 from patchmgr.cli.app import main
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 ONLY = ("--upstream", "megatron-bridge")
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 from support.gitrepos import git
 from support.kill_points import MINIMUM
 from support.reliability import UNTOUCHED, kill_every_step, replace_tree, said
 from support.snapshot import snapshot
+
+pytestmark = pytest.mark.slow
 
 
 def test_kill_apply_into_a_new_folder(tmp_path, cli, project, upstreams):

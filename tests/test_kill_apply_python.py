@@ -4,9 +4,12 @@ then be byte for byte the one before the run or exactly the one an uninterrupted
 
 from __future__ import annotations
 
+import pytest
 from support.kill_points import MINIMUM, venv_args
 from support.reliability import kill_every_step, replace_tree
 from support.snapshot import snapshot
+
+pytestmark = pytest.mark.slow
 
 
 def test_kill_apply_python_into_a_fresh_environment(tmp_path, cli, project, upstreams, venv, pristine_venv):

@@ -4,9 +4,12 @@ the one before the run or exactly the one an uninterrupted run leaves."""
 
 from __future__ import annotations
 
+import pytest
 from support.commands import status_of
 from support.kill_points import kill_project_command
 from support.scenes import lines_with, setup
+
+pytestmark = pytest.mark.slow
 
 SPREAD = {"one": 6, "two": 13, "three": 28, "four": 35}  # one line each; their contexts never touch
 

@@ -33,6 +33,8 @@ import pytest
 from support.gitrepos import BASE_TEXT, GIT_ENV, git, make_series
 from support.reliability import kill_every_step, replace_tree, run
 
+pytestmark = pytest.mark.slow
+
 MIN_TOTAL = 40  # new kill points over edit --onto, --continue, --skip and --abort (issue 24)
 MINIMUM = {  # scenario test -> the kill points it must reach on its own (it had 19, 19, 16, 16 and 10 when written)
     "test_kill_edit_onto_into_an_empty_folder": 16,

@@ -4,9 +4,12 @@ be byte for byte the one before the run or exactly the one an uninterrupted run 
 
 from __future__ import annotations
 
+import pytest
 from support.gitrepos import git
 from support.kill_points import kill_project_command
 from support.scenes import series_project
+
+pytestmark = pytest.mark.slow
 
 
 def edited_series(tmp_path, cli, project, upstream, drop: bool):

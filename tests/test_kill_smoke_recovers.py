@@ -3,6 +3,7 @@ before it looks."""
 
 from __future__ import annotations
 
+import pytest
 from support.kill_points import venv_args
 from support.reliability import pristine_environment, replace_tree, run
 from support.snapshot import snapshot
@@ -10,6 +11,8 @@ from support.snapshot import snapshot
 from patchmgr.model.project import Project
 from patchmgr.targets.installed import environment_trees
 from patchmgr.targets.trees import checkout_trees
+
+pytestmark = pytest.mark.slow
 
 
 def test_smoke_recovers_first_and_says_so(tmp_path, tmp_path_factory, project, upstreams):

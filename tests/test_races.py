@@ -17,6 +17,8 @@ import pytest
 from support.reliability import Upstreams, pristine_environment, record, replace_tree, start
 from support.snapshot import snapshot
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def upstreams(tmp_path, project) -> Upstreams:
