@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from support.kill_points import MIN_TOTAL, MINIMUM
 
-SUITES = ["test_kill_apply_into.py", "test_kill_apply_python.py", "test_kill_bump_refresh.py", "test_kill_export.py"]
+SUITES = [
+    "test_kill_apply_into.py",
+    "test_kill_apply_python.py",
+    "test_kill_revert.py",
+    "test_kill_bump_refresh.py",
+    "test_kill_export.py",
+]
 
 
 def scenarios() -> list[str]:
