@@ -21,6 +21,7 @@ from support.gitrepos import BASE_TEXT, git
 from support.scenes import lines_with
 
 
+# -- patches that must not parse (support/bad_inputs.MALFORMED): exit 2, one error naming file and line --
 @pytest.mark.parametrize("mutate, expected", [case[1:] for case in MALFORMED], ids=[c[0] for c in MALFORMED])
 def test_malformed_patch(scene, mutate, expected):
     scene.patch(mutate(good_patch(scene)))

@@ -1,9 +1,9 @@
 """Installed environments and the journal keep the user's work (issue 11, items 2, 7, 8 and 9).
 
-A tiny distribution, ``tinydist`` 1.0, is built here as a wheel with a RECORD and installed by
-pip (--no-deps) into a fresh virtual environment; its upstream is a real git repository with the
-same package plus files a wheel does not ship (``tests/``, ``setup.py``). Every run goes through
-the real command line.
+A tiny distribution, ``tinydist`` 1.0 (tests/support/tinydist.py), is built as a wheel with a RECORD
+and installed by pip (--no-deps) into a fresh virtual environment; its upstream is a real git
+repository with the same package plus files a wheel does not ship (``tests/``, ``setup.py``). Every
+run goes through the real command line.
 
 - 2: a file the user edited after ``apply --python`` is never overwritten by ``revert`` or a
   re-``apply`` unless ``--force``, which first saves it under the state folder and says where.
@@ -26,8 +26,6 @@ from support.tinydist import CORE, Tiny, core_with, record_paths, site_packages
 
 # tinydist is made up: its release is never looked up on a real package index
 pytestmark = pytest.mark.usefixtures("no_package_index")
-
-# -- the environment and the upstream ------------------------------------------------------------
 
 
 def one_error(result) -> str:

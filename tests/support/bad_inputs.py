@@ -150,7 +150,7 @@ def hand_diff(name: str, body: bytes, header: bytes = b"") -> bytes:
     )
 
 
-# -- patches that must not parse: exit 2, one error naming the file and line ----
+# -- patches that must not parse, each with what the refusal says -------------------------------------
 MALFORMED: list[tuple[str, Callable[[bytes], bytes], str]] = [
     ("truncated hunk", lambda p: p.replace(b" line 22\n line 23\n", b""), "does not match its line counts"),
     ("truncated file", lambda p: p[: p.index(b"+fixed 20\n") + 10], "the patch ends"),
