@@ -1,4 +1,4 @@
-"""Reports of ``status`` for CI (JUnit XML, a Markdown job summary, GitHub workflow commands): what they share.
+"""The report model every CI format lays out: one row per patch, its verdict, and where in its patch file it fails.
 
 Each patch gets one verdict: ``pass`` (clean), ``warn`` (it applies, its hunks moved: offset), ``fail``
 (any other state, or a ``Guard:`` header that breaks on the patched code) or ``error`` (its upstream
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus, UpstreamStatus
 
 PASS, WARN, FAIL, ERROR = "pass", "warn", "fail", "error"
-FORMATS = ("junit", "markdown", "github")
 
 
 @dataclass(frozen=True)
@@ -193,18 +192,3 @@ def hunk_line(result: CheckResult, path: str, hunk: int) -> int:
     except PatchmgrError:  # the patch was read with this walk, so this cannot happen; 1 rather than a crash
         return 1
     return headers[wanted] if wanted < len(headers) else 1
-
-
-def render_report(fmt: str, statuses: list[TargetStatus], base: Path) -> str:
-    """The report in ``fmt`` (one of ``FORMATS``) as text to print; paths are shown relative to ``base``."""
-    if fmt == "junit":
-        from patchmgr.render.report_junit import render_junit
-
-        return render_junit(statuses)
-    if fmt == "markdown":
-        from patchmgr.render.report_markdown import render_markdown
-
-        return render_markdown(statuses)
-    from patchmgr.render.report_github import render_github
-
-    return render_github(statuses, base)
