@@ -128,13 +128,13 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
     header_text, diff_text, diff_line = _split_message(text)
     if not diff_text.strip():
         raise PatchFormatError(f"{path}: holds no diff", "an empty patch changes nothing; remove it from the series")
-    diff_text = check_hunks(diff_text, path, diff_line)
+    checked = check_hunks(diff_text, path, diff_line)
     subject, body, author, date = _parse_mail(header_text)
     if date is not None:
         _check_date(date, header_text, path)
     fields = _parse_fields(body)
     _check_guards(fields, header_text, path)
-    files = parse_diff(diff_text, path, diff_line)
+    files = parse_diff(checked, path, diff_line)
     described = dict(fields).get("Description") or dict(fields).get("Subject")  # DEP-3: Subject is its alias
     if not subject and described:
         subject = bare_lines(described)[0]

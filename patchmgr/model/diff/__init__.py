@@ -6,13 +6,14 @@ reads the checked diff into the values of ``hunks``, with file names read as git
 
 from patchmgr.model.diff.hunks import FileDiff, Hunk
 from patchmgr.model.diff.parse import INDEX_LINE, REGULAR_MODE, parse_diff
-from patchmgr.model.diff.walk import HUNK_HEADER, MAIL_START, check_hunks, hunk_end
+from patchmgr.model.diff.walk import HUNK_HEADER, MAIL_START, CheckedDiff, check_hunks, hunk_end
 
 __all__ = [
     "HUNK_HEADER",
     "INDEX_LINE",
     "MAIL_START",
     "REGULAR_MODE",
+    "CheckedDiff",
     "FileDiff",
     "Hunk",
     "check_hunks",

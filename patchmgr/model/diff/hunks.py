@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class Hunk:
-    """One hunk; ``old_lines``/``new_lines`` are context plus removed/added lines, endings kept."""
+    """One hunk; ``old_lines``/``new_lines`` are context plus removed/added lines, endings kept; ``patch_line`` is
+    the line of its ``@@`` header in the patch file (where a report points), not part of what the hunk changes."""
 
     header: str
     old_start: int
@@ -16,10 +17,18 @@ class Hunk:
     new_lines: tuple[str, ...]
     leading: int
     trailing: int
+    patch_line: int = field(compare=False)
 
     def reversed(self) -> Hunk:
         return Hunk(
-            self.header, self.new_start, self.old_start, self.new_lines, self.old_lines, self.leading, self.trailing
+            self.header,
+            self.new_start,
+            self.old_start,
+            self.new_lines,
+            self.old_lines,
+            self.leading,
+            self.trailing,
+            self.patch_line,
         )
 
 

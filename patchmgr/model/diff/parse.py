@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import unidiff
 
 from patchmgr.model.diff.hunks import FileDiff, Hunk
 from patchmgr.model.diff.names import plain_names, strip_prefix, unquote
-from patchmgr.model.diff.walk import COUNTS_HINT
+from patchmgr.model.diff.walk import COUNTS_HINT, CheckedDiff
 from patchmgr.model.errors import PatchFormatError
 
 INDEX_LINE = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: (\d+))?$")
@@ -18,10 +19,11 @@ REGULAR_MODE = "100644"
 _SPECIAL_MODES = {"120000": "symbolic link", "160000": "submodule"}
 
 
-def parse_diff(diff_text: str, path: Path, first_line: int) -> tuple[FileDiff, ...]:
+def parse_diff(diff: CheckedDiff, path: Path, first_line: int) -> tuple[FileDiff, ...]:
+    """The files of a diff ``check_hunks`` checked; each hunk keeps the line of its header in the patch file."""
     try:
         # newline="\n": lines end at LF only, as git reads them (not at a lone CR)
-        patch_set = unidiff.PatchSet(io.StringIO(diff_text, newline="\n"))
+        patch_set = unidiff.PatchSet(io.StringIO(diff.text, newline="\n"))
     except unidiff.UnidiffParseError as exc:
         # unidiff's message may end with the raw line: keep the error on one line
         raise PatchFormatError(f"{path}: malformed diff ({str(exc).strip()!r})", COUNTS_HINT) from exc
@@ -29,11 +31,18 @@ def parse_diff(diff_text: str, path: Path, first_line: int) -> tuple[FileDiff, .
         raise PatchFormatError(
             f"{path}:{first_line}: no file changes found in the diff", "a patch needs at least one 'diff --git' section"
         )
+    if sum(len(patched) for patched in patch_set) != len(diff.hunk_lines):
+        # both read the hunks of a checked diff alike; a difference would misplace every hunk's line after it
+        raise PatchFormatError(
+            f"{path}:{first_line}: malformed diff: its hunks cannot be read alike by git and patchmgr",
+            "regenerate the patch with git format-patch",
+        )
     strip = [None]  # git's -p for plain diffs: guessed from the first file's names, then kept
-    return tuple(_file_diff(patched, path, strip) for patched in patch_set)
+    hunk_lines = iter(diff.hunk_lines)
+    return tuple(_file_diff(patched, path, strip, hunk_lines) for patched in patch_set)
 
 
-def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDiff:
+def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list, hunk_lines: Iterator[int]) -> FileDiff:
     # a plain diff (no "diff --git" line) has no extended header at all
     info = [str(line).rstrip("\r\n") for line in patched.patch_info or ()]
     old_blob = new_blob = None
@@ -80,7 +89,7 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list) -> FileDif
                 f"{path}: '{key} {names[key]}' disagrees with the diff's file name {value!r}",
                 "regenerate the patch with git format-patch",
             )
-    hunks = tuple(_hunk(h) for h in patched)
+    hunks = tuple(_hunk(h, next(hunk_lines)) for h in patched)
     if not hunks and old_path == new_path and old_path is not None:
         raise PatchFormatError(
             f"{path}: the section for {shown} changes nothing (no hunks)",
@@ -117,7 +126,7 @@ def _full(blob: str | None) -> str | None:
     return blob
 
 
-def _hunk(hunk: unidiff.Hunk) -> Hunk:
+def _hunk(hunk: unidiff.Hunk, patch_line: int) -> Hunk:
     old: list[str] = []
     new: list[str] = []
     kinds: list[str] = []
@@ -144,7 +153,7 @@ def _hunk(hunk: unidiff.Hunk) -> Hunk:
     leading = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
     trailing = next((i for i, k in enumerate(reversed(kinds)) if k != " "), len(kinds))
     header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
-    return Hunk(header, hunk.source_start, hunk.target_start, tuple(old), tuple(new), leading, trailing)
+    return Hunk(header, hunk.source_start, hunk.target_start, tuple(old), tuple(new), leading, trailing, patch_line)
 
 
 def _strip_eol(line: str) -> str:

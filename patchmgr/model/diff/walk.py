@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchmgr.model.errors import PatchFormatError
@@ -13,8 +14,18 @@ HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 COUNTS_HINT = "the hunk line counts must match the hunk's lines; regenerate the patch with git format-patch"
 
 
-def check_hunks(diff_text: str, path: Path, first_line: int) -> str:
-    """Check every hunk against its header's line counts, as git reads them; return the diff without its signature.
+@dataclass(frozen=True)
+class CheckedDiff:
+    """A diff whose hunks match their headers' counts: its text, without a mail signature, and the line in the
+    patch file of each hunk header, in the order the hunks come."""
+
+    text: str
+    hunk_lines: tuple[int, ...]
+
+
+def check_hunks(diff_text: str, path: Path, first_line: int) -> CheckedDiff:
+    """Check every hunk against its header's line counts, as git reads them (``first_line``: the diff's first
+    line in the patch file, for the errors and the hunks' lines).
 
     unidiff stops reading a hunk once its counts are met and silently skips a
     malformed hunk header, so a wrong count would drop the rest of a hunk (a
@@ -27,6 +38,7 @@ def check_hunks(diff_text: str, path: Path, first_line: int) -> str:
         # line of the file, it is not content, so read the line as if it were there
         lines[-1] += "\n"
     index, section = 0, None
+    hunk_lines: list[int] = []
     while index < len(lines):
         line = lines[index]
         where = f"{path}:{first_line + index}"
@@ -38,6 +50,7 @@ def check_hunks(diff_text: str, path: Path, first_line: int) -> str:
             section.append(line.split(" file mode")[0])
             index += 1
         elif header:
+            hunk_lines.append(first_line + index)
             index = _skip_hunk(lines, index, header, path, first_line)
         elif line.startswith("@@"):
             raise PatchFormatError(
@@ -52,7 +65,7 @@ def check_hunks(diff_text: str, path: Path, first_line: int) -> str:
                     f"{path}:{first_line + later}: holds a second commit; a .patch file holds exactly one",
                     "split it: git format-patch writes one file per commit",
                 )
-            return "".join(lines[:index])
+            return CheckedDiff("".join(lines[:index]), tuple(hunk_lines))
         elif line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ "):
             if section is not None:
                 _check_names(section, line, lines[index + 1], where)
@@ -65,7 +78,7 @@ def check_hunks(diff_text: str, path: Path, first_line: int) -> str:
             )
         else:
             index += 1
-    return "".join(lines)
+    return CheckedDiff("".join(lines), tuple(hunk_lines))
 
 
 def _check_names(section: list[str], minus: str, plus: str, where: str) -> None:
