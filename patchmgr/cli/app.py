@@ -8,14 +8,14 @@ load the others and what they import (benchmarks/RESULTS.md has the start-up cos
 from __future__ import annotations
 
 import importlib
-from typing import Annotated
+from collections.abc import Iterator, MutableMapping
+from typing import Annotated, Any
 
 import typer
 
 # typer 0.28 (pinned <0.29 in pyproject.toml) carries click inside it: the parser's usage errors are this
 # ClickException, the one subclass of the public typer.TyperException, and the one that has show()
 from typer._click.core import Command as ClickCommand
-from typer._click.core import Context as ClickContext
 from typer._click.exceptions import ClickException
 from typer.core import TyperGroup
 from typer.main import get_command_from_info
@@ -26,21 +26,52 @@ from patchmgr.cli.toplevel import version_line
 from patchmgr.model.errors import PatchmgrError
 
 
+def build_command(name: str) -> ClickCommand:
+    """The click command of ``name``, from its module's ``command`` function and the table's help."""
+    entry = COMMANDS[name]
+    module = importlib.import_module(f"patchmgr.cli.{entry.module}")
+    info = CommandInfo(name=name, callback=module.command, help=entry.help)
+    return get_command_from_info(
+        info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+    )
+
+
+class CommandsByName(MutableMapping[str, ClickCommand]):
+    """The group's ``commands``: every name of the table is in it, and its command is built when first read, so
+    code that reads ``group.commands`` (typer's parser, the tests) sees them all without importing them all."""
+
+    def __init__(self) -> None:
+        self.built: dict[str, ClickCommand] = {}
+
+    def __getitem__(self, name: str) -> ClickCommand:
+        if name not in self.built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self.built[name] = build_command(name)
+        return self.built[name]
+
+    def __setitem__(self, name: str, command: ClickCommand) -> None:
+        self.built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self.built[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or name in self.built
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*COMMANDS, *self.built]))
+
+    def __len__(self) -> int:
+        return len(set(COMMANDS) | set(self.built))
+
+
 class LazyCommands(TyperGroup):
-    """The commands of ``COMMANDS``, each built from its module the first time it is asked for."""
+    """The typer group whose commands are the table's, each imported when it is asked for."""
 
-    def list_commands(self, ctx: ClickContext) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: ClickContext, cmd_name: str) -> ClickCommand | None:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            entry = COMMANDS[cmd_name]
-            module = importlib.import_module(f"patchmgr.cli.{entry.module}")
-            info = CommandInfo(name=cmd_name, callback=module.command, help=entry.help)
-            self.commands[cmd_name] = get_command_from_info(
-                info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=self.rich_markup_mode
-            )
-        return self.commands.get(cmd_name)
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = CommandsByName()
 
 
 app = typer.Typer(
