@@ -81,10 +81,11 @@ def test_help_lists_every_command_with_its_help_and_version_prints_the_version()
 
 
 @pytest.mark.parametrize("command", ["status", "bump", "import"])
-def test_a_commands_help_imports_that_command_alone(command):
+def test_a_commands_help_imports_that_command_alone_and_no_core_package(command):
     modules, done = imported_by(command, "--help")
     assert done.returncode == 0, done.stderr[-2000:]
     assert modules & COMMAND_MODULES == {f"patchmgr.cli.{COMMANDS[command].module}"}
+    assert [m for m in modules if m.startswith("patchmgr.") and m.split(".")[1] in CORE] == []
 
 
 @pytest.mark.parametrize("width", [60, 80, 131])

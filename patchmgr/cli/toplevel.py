@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 
 from patchmgr.cli.commands import APP_HELP, COMMANDS, VERSION_HELP
 
@@ -75,6 +74,8 @@ def help_text(width: int) -> str:
 
 
 def wrapped(text: str, width: int) -> list[str]:
+    import textwrap  # here: the typer app imports this module for version_line alone
+
     return textwrap.wrap(text, max(width, 1), break_on_hyphens=False) or [""]
 
 
