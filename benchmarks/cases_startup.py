@@ -1,0 +1,155 @@
+"""Start-up: what a command costs before it does anything, today's code beside the working tree, in one run.
+
+``patchmgr --help`` is timed against a bare ``python -c pass`` in interleaved pairs (the goal is a ratio, so
+the machine's speed and load cancel out), and ``status --target ascend`` warm is timed for the baseline commit
+(built from git with ``git archive``) and the working tree, interleaved, against the local ascend mirrors.
+Every process runs in a neutral folder: ``python -m`` puts the current folder first on ``sys.path``, and
+from the repository that would load the working tree's ``patchmgr`` for both.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+from fixtures import ASCEND_MIRRORS, NO_NETWORK, ROOT, Bench, Row, ascend_patches, git, spawn
+
+BASELINE = "a9648a8"  # main before the lazy command table (issue 25, item 4)
+HELP_GOAL = 4.0  # patchmgr --help at most this many times a bare interpreter start
+STATUS_GOAL = 0.5  # status --target ascend warm at most this share of the baseline's time
+PAIRS = 9  # interleaved pairs per figure (at least 7)
+
+
+def baseline_tree(bench: Bench, ref: str) -> Path | None:
+    """``patchmgr/`` at ``ref``, unpacked once under the cache; None when this clone lacks the commit."""
+    try:
+        commit = git("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=ROOT)
+    except RuntimeError:
+        return None
+    tree = bench.cache / f"baseline-{commit[:12]}"
+    if not (tree / "patchmgr" / "__init__.py").is_file():
+        archive = bench.cache / f"baseline-{commit[:12]}.tar"
+        with archive.open("wb") as out:
+            subprocess.run(["git", "archive", commit, "patchmgr"], cwd=ROOT, stdout=out, check=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(tree, filter="data")
+        archive.unlink()
+    return tree
+
+
+def code_env(bench: Bench, tree: Path, extra: dict | None = None) -> dict[str, str]:
+    return {**bench.env(extra), "PYTHONPATH": str(tree)}
+
+
+def timed(args: list[str], env: dict[str, str], cwd: Path) -> float:
+    code, out, wall, _rss = spawn(args, env=env, cwd=cwd)
+    if code not in (0, 1):
+        raise RuntimeError(f"{' '.join(args[2:])}: exit {code}: {out[-500:]}")
+    return wall
+
+
+def interleaved(commands: dict[str, tuple[list[str], dict[str, str]]], cwd: Path) -> dict[str, list[float]]:
+    """Each command once per round, PAIRS rounds: a burst of load hits every command alike."""
+    walls: dict[str, list[float]] = {label: [] for label in commands}
+    for _ in range(PAIRS):
+        for label, (args, env) in commands.items():
+            walls[label].append(timed(args, env, cwd))
+    return walls
+
+
+def measure_startup(bench: Bench, mirrors: Path, ref: str = BASELINE) -> None:
+    old = baseline_tree(bench, ref)
+    if old is None:
+        bench.add(Row("start-up", f"baseline {ref}", None, note=f"skipped: this clone lacks commit {ref}"))
+        return
+    neutral = bench.cache / "neutral"
+    neutral.mkdir(exist_ok=True)
+    measure_help(bench, old, ref, neutral)
+    measure_ascend(bench, old, ref, mirrors, neutral)
+
+
+def measure_help(bench: Bench, old: Path, ref: str, cwd: Path) -> None:
+    pm = [sys.executable, "-m", "patchmgr"]
+    new_env, old_env = code_env(bench, ROOT), code_env(bench, old)
+    walls = interleaved(
+        {
+            "bare": ([sys.executable, "-c", "pass"], new_env),
+            "help": ([*pm, "--help"], new_env),
+            "help-old": ([*pm, "--help"], old_env),
+            "version": ([*pm, "--version"], new_env),
+            "status-help": ([*pm, "status", "--help"], new_env),
+            "status-help-old": ([*pm, "status", "--help"], old_env),
+        },
+        cwd,
+    )
+    bare = walls["bare"]
+
+    def ratio(label: str) -> float:  # the median of the per-round ratios to the bare interpreter of that round
+        return statistics.median(w / b for w, b in zip(walls[label], bare, strict=True))
+
+    for label, variant in (
+        ("bare", "python -c pass (a bare interpreter)"),
+        ("help", "patchmgr --help"),
+        ("help-old", f"patchmgr --help, baseline {ref}"),
+        ("version", "patchmgr --version"),
+        ("status-help", "patchmgr status --help"),
+        ("status-help-old", f"patchmgr status --help, baseline {ref}"),
+    ):
+        times = walls[label]
+        note = f"median of {PAIRS} (min {min(times):.3f} s)"
+        if label != "bare":
+            note += f"; {ratio(label):.1f}x the bare interpreter"
+        bench.add(Row("start-up", variant, statistics.median(times), note=note))
+    bench.goals.append(
+        (
+            f"patchmgr --help <= {HELP_GOAL:g}x a bare interpreter (median of {PAIRS} interleaved pairs)",
+            f"{ratio('help'):.1f}x (baseline {ref}: {ratio('help-old'):.1f}x)",
+            ratio("help") <= HELP_GOAL,
+        )
+    )
+
+
+def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) -> None:
+    repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
+    absent = [str(path) for path in repos.values() if not path.is_dir()]
+    if absent:
+        bench.add(Row("start-up", "status --target ascend, warm", None, note=f"skipped: no local mirror {absent[0]}"))
+        bench.notes.append("status --target ascend was not measured: its mirrors are not on this machine")
+        return
+    patches = ascend_patches()
+    args = [sys.executable, "-m", "patchmgr", "status", "--target", "ascend", "--root", str(ROOT)]
+    args += [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
+    envs = {}
+    for label, tree in (("new", ROOT), ("old", old)):
+        cache = {"PATCHMGR_CACHE": str(bench.cache / f"patchmgr-cache-ascend-startup-{label}")}
+        warm_up = code_env(bench, tree, cache)
+        for key in NO_NETWORK:  # the first run may ask PyPI for the releases; the measured ones are offline
+            warm_up.pop(key)
+        timed(args, warm_up, cwd)
+        envs[label] = (args, code_env(bench, tree, cache))
+    walls = interleaved(envs, cwd)
+    new, old_wall = statistics.median(walls["new"]), statistics.median(walls["old"])
+    for label, variant in (
+        ("old", f"status --target ascend warm, baseline {ref}"),
+        ("new", "status --target ascend warm"),
+    ):
+        times = walls[label]
+        bench.add(
+            Row(
+                "start-up",
+                variant,
+                statistics.median(times),
+                patches,
+                note=f"median of {PAIRS} (min {min(times):.3f} s)",
+            )
+        )
+    bench.goals.append(
+        (
+            f"status --target ascend warm <= {STATUS_GOAL:g}x the baseline's ({ref}, same run, interleaved)",
+            f"{new:.3f} s vs {old_wall:.3f} s: {new / old_wall:.2f}x",
+            new / old_wall <= STATUS_GOAL,
+        )
+    )
