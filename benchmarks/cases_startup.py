@@ -20,7 +20,7 @@ from fixtures import ASCEND_MIRRORS, NO_NETWORK, ROOT, Bench, Row, ascend_patche
 BASELINE = "a9648a8"  # main before the lazy command table (issue 25, item 4)
 HELP_GOAL = 4.0  # patchmgr --help at most this many times a bare interpreter start
 STATUS_GOAL = 0.5  # status --target ascend warm at most this share of the baseline's time
-PAIRS = 9  # interleaved pairs per figure (at least 7)
+PAIRS = {"full": 9, "tiny": 7}  # interleaved rounds per figure, by size (at least 7)
 
 
 def baseline_tree(bench: Bench, ref: str) -> Path | None:
@@ -51,10 +51,12 @@ def timed(args: list[str], env: dict[str, str], cwd: Path) -> float:
     return wall
 
 
-def interleaved(commands: dict[str, tuple[list[str], dict[str, str]]], cwd: Path) -> dict[str, list[float]]:
-    """Each command once per round, PAIRS rounds: a burst of load hits every command alike."""
+def interleaved(
+    commands: dict[str, tuple[list[str], dict[str, str]]], cwd: Path, rounds: int
+) -> dict[str, list[float]]:
+    """Each command once per round: a burst of load hits every command alike."""
     walls: dict[str, list[float]] = {label: [] for label in commands}
-    for _ in range(PAIRS):
+    for _ in range(rounds):
         for label, (args, env) in commands.items():
             walls[label].append(timed(args, env, cwd))
     return walls
@@ -84,6 +86,7 @@ def measure_help(bench: Bench, old: Path, ref: str, cwd: Path) -> None:
             "status-help-old": ([*pm, "status", "--help"], old_env),
         },
         cwd,
+        PAIRS[bench.size],
     )
     bare = walls["bare"]
 
@@ -99,13 +102,13 @@ def measure_help(bench: Bench, old: Path, ref: str, cwd: Path) -> None:
         ("status-help-old", f"patchmgr status --help, baseline {ref}"),
     ):
         times = walls[label]
-        note = f"median of {PAIRS} (min {min(times):.3f} s)"
+        note = f"median of {len(times)} (min {min(times):.3f} s)"
         if label != "bare":
             note += f"; {ratio(label):.1f}x the bare interpreter"
         bench.add(Row("start-up", variant, statistics.median(times), note=note))
     bench.goals.append(
         (
-            f"patchmgr --help <= {HELP_GOAL:g}x a bare interpreter (median of {PAIRS} interleaved pairs)",
+            f"patchmgr --help <= {HELP_GOAL:g}x a bare interpreter (median of {len(bare)} interleaved pairs)",
             f"{ratio('help'):.1f}x (baseline {ref}: {ratio('help-old'):.1f}x)",
             ratio("help") <= HELP_GOAL,
         )
@@ -130,7 +133,7 @@ def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) 
             warm_up.pop(key)
         timed(args, warm_up, cwd)
         envs[label] = (args, code_env(bench, tree, cache))
-    walls = interleaved(envs, cwd)
+    walls = interleaved(envs, cwd, PAIRS[bench.size])
     new, old_wall = statistics.median(walls["new"]), statistics.median(walls["old"])
     for label, variant in (
         ("old", f"status --target ascend warm, baseline {ref}"),
@@ -143,7 +146,7 @@ def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) 
                 variant,
                 statistics.median(times),
                 patches,
-                note=f"median of {PAIRS} (min {min(times):.3f} s)",
+                note=f"median of {len(times)} (min {min(times):.3f} s)",
             )
         )
     bench.goals.append(
