@@ -9,6 +9,7 @@ from the repository that would load the working tree's ``patchmgr`` for both.
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
@@ -115,6 +116,49 @@ def measure_help(bench: Bench, old: Path, ref: str, cwd: Path) -> None:
     )
 
 
+# where a warm status spends its time: each group of imports in the order the command needs them, then the run
+PHASES = """
+import time; marks = [time.perf_counter()]
+import contextlib, io, json, sys
+def mark(): marks.append(time.perf_counter())
+import typer; mark()
+import rich.console, rich.table; mark()
+from patchmgr.cli.app import run_parser; import patchmgr.cli.status; mark()
+import patchmgr.model.project, patchmgr.targets.project_files; mark()
+import patchmgr.check.status, patchmgr.sources.store, patchmgr.sources.upstream, patchmgr.sources.release; mark()
+import patchmgr.render.status, patchmgr.render.console; mark()
+import urllib.request; mark()
+with contextlib.redirect_stdout(io.StringIO()):
+    run_parser(sys.argv[1:])
+mark()
+print(json.dumps([b - a for a, b in zip(marks, marks[1:])]))
+"""
+PHASE_NAMES = (
+    "typer",
+    "rich",
+    "the cli modules",
+    "model and project files",
+    "check, sources, engine",
+    "render",
+    "urllib (release lookups)",
+    "the check and its output",
+)
+
+
+def phases(bench: Bench, args: list[str], env: dict[str, str], cwd: Path) -> str:
+    """The median milliseconds of each phase of a warm status over the rounds, as one line."""
+    runs = []
+    for _ in range(PAIRS[bench.size]):
+        code, out, _wall, _rss = spawn([sys.executable, "-c", PHASES, *args], env=env, cwd=cwd)
+        if code:
+            return f"phases not measured (exit {code}): {out[-300:]}"
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    return ", ".join(
+        f"{name} {1000 * statistics.median(run[index] for run in runs):.0f} ms"
+        for index, name in enumerate(PHASE_NAMES)
+    )
+
+
 def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) -> None:
     repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
     absent = [str(path) for path in repos.values() if not path.is_dir()]
@@ -149,6 +193,10 @@ def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) 
                 note=f"median of {len(times)} (min {min(times):.3f} s)",
             )
         )
+    bench.notes.append(
+        "status --target ascend warm, where the time goes in the working tree (median of each phase, in process, "
+        f"after the interpreter's own start): {phases(bench, args[3:], envs['new'][1], cwd)}"
+    )
     bench.goals.append(
         (
             f"status --target ascend warm <= {STATUS_GOAL:g}x the baseline's ({ref}, same run, interleaved)",
