@@ -22,6 +22,7 @@ from typer.main import get_command_from_info
 from typer.models import CommandInfo
 
 from patchmgr.cli.commands import APP_HELP, COMMANDS, VERSION_HELP
+from patchmgr.cli.entry import main, run  # re-exported: the tests and older scripts import them from here
 from patchmgr.cli.toplevel import version_line
 from patchmgr.model.errors import PatchmgrError
 
@@ -91,7 +92,7 @@ def print_version(given: bool) -> None:
 
 
 @app.callback()
-def options(
+def top_level_options(
     version: Annotated[
         bool, typer.Option("--version", help=VERSION_HELP, is_eager=True, callback=print_version)
     ] = False,
@@ -118,7 +119,5 @@ def run_parser(argv: list[str] | None) -> int:
         return 2
     return result if isinstance(result, int) else 0
 
-
-from patchmgr.cli.entry import main, run  # noqa: E402  (re-exported: tests and old scripts import them from here)
 
 __all__ = ["app", "main", "run", "run_parser"]
