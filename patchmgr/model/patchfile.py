@@ -15,7 +15,6 @@ epoch (what ``diff -N`` writes) meaning the file is created or deleted.
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -228,6 +227,8 @@ def _check_guards(fields: list[tuple[str, str]], message: str, path: Path) -> No
 
 def _check_date(date: str, message: str, path: Path) -> None:
     """The Date header must be one git takes as an author date: apply commits each patch with it."""
+    import email.utils  # here: only a patch with a Date header needs the mail date parser
+
     when = None
     try:
         when = email.utils.parsedate_to_datetime(date)
