@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import errno
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from patchmgr.io.disk import FREE_SPACE
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.urls import as_local_path, mask_url
 
@@ -19,68 +18,13 @@ class CacheError(StateError):
     """
 
 
-# What git says when it cannot write to the disk, as the errno that says it (git runs with LC_ALL=C).
-_GIT_DISK_ERRORS = {
-    "No space left on device": errno.ENOSPC,
-    "Disk quota exceeded": errno.EDQUOT,
-    "Read-only file system": errno.EROFS,
-}
-
-
-def disk_problem(said: str, path: Path) -> str | None:
-    """The real cause when git failed writing at ``path`` because of the disk, else None.
-
-    Git's message ``said`` first; its first fatal line does not always carry the errno
-    ("could not set 'remote.origin.url'"), so the file system itself is asked next.
-    """
-    for text, code in _GIT_DISK_ERRORS.items():
-        if text in said:
-            return _os_problem(OSError(code, text), path)
-    try:
-        stats = os.statvfs(_existing_parent(path))
-    except OSError:
-        return None
-    if stats.f_flag & os.ST_RDONLY:
-        return "the file system is read-only"
-    if stats.f_files and stats.f_favail == 0:
-        return "no free inodes on that file system"
-    if stats.f_blocks and stats.f_bavail == 0:
-        return "no space left on that disk"
-    return None
-
-
 def disk_hint(problem: str) -> str:
+    """What to do about the cache's disk, from its problem (``io.disk``'s words, perhaps with git's after them)."""
     if "inodes" in problem:
         return "remove files on that file system (it has no free inodes), or point PATCHMGR_CACHE at another one"
     if "space" in problem or "quota" in problem.lower():
-        return "free some space on that disk, or point PATCHMGR_CACHE at a folder with free space"
+        return f"{FREE_SPACE}, or point PATCHMGR_CACHE at a folder with free space"
     return "point PATCHMGR_CACHE at a writable folder of your own"
-
-
-def _os_problem(exc: OSError, path: Path) -> str:
-    """What an OSError on ``path`` really means: a full disk, no free inodes, a read-only disk, ..."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        try:
-            stats = os.statvfs(_existing_parent(path))
-            if stats.f_files and stats.f_favail == 0:
-                return "no free inodes on that file system"
-            if exc.errno == errno.ENOSPC:
-                return "no space left on that disk"
-        except OSError:
-            pass
-    if exc.errno == errno.EROFS:
-        return "the file system is read-only"
-    if exc.errno == errno.EDQUOT:
-        return "the disk quota is exceeded"
-    if exc.errno in (errno.ENOTDIR, errno.EEXIST):
-        return "a file is in the way of a folder"
-    return exc.strerror or str(exc)
-
-
-def _existing_parent(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 # What git fetch says when the source answered and has no such ref (git runs with LC_ALL=C).

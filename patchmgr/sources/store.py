@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from patchmgr.io.disk import git_problem, os_problem
 from patchmgr.io.git import GitRepo, RepositoryDamaged
 from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
@@ -45,11 +46,9 @@ from patchmgr.sources.cache_errors import (
     NotACommit,
     NotARepository,
     RefNotFound,
-    _os_problem,
     _require_repository,
     _said,
     disk_hint,
-    disk_problem,
     unknown_ref,
 )
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
@@ -170,9 +169,9 @@ class Store(CacheHealth):
                         except (GitError, OSError) as exc:
                             shutil.rmtree(path, ignore_errors=True)  # no half-made clone left behind
                             if isinstance(exc, OSError):
-                                problem = _os_problem(exc, path)
+                                problem = os_problem(exc, path)
                             else:
-                                cause = disk_problem(exc.message, path)
+                                cause = git_problem(exc.message, path)
                                 problem = f"{cause} ({exc.message})" if cause else exc.message
                             raise CacheError(
                                 f"cannot create the cached clone {path}: {problem}", disk_hint(problem)
@@ -383,14 +382,14 @@ class Store(CacheHealth):
         except RepositoryDamaged:
             raise
         except GitError as exc:
-            problem = disk_problem(exc.message, repo.path)
+            problem = git_problem(exc.message, repo.path)
             if problem is None:
                 raise
             raise CacheError(
                 f"cannot write the cached clone {repo.path}: {problem} ({exc.message})", disk_hint(problem)
             ) from None
         except OSError as exc:
-            problem = _os_problem(exc, repo.path)
+            problem = os_problem(exc, repo.path)
             raise CacheError(f"cannot write the cached clone {repo.path}: {problem}", disk_hint(problem)) from None
 
     def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
@@ -445,5 +444,5 @@ class CacheLock(FileLock):
         try:
             return super().__enter__()
         except OSError as exc:
-            problem = _os_problem(exc, self.path)
+            problem = os_problem(exc, self.path)
             raise CacheError(f"cannot lock {self.path} in the patchmgr cache: {problem}", disk_hint(problem)) from None
