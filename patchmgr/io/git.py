@@ -74,6 +74,11 @@ _LINE_BREAK = re.compile("[\n\r\x00]")
 _RECONFIGURES = {"config", "remote", "fetch"}
 
 
+# git commands that only look must not write the repository (``git status`` would refresh .git/index):
+# a refusal or a verify leaves a checkout byte for byte as it was
+NO_OPTIONAL_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
+
+
 # paths from patch files are file names, never pathspec magic such as ":(exclude)"
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 

@@ -28,7 +28,7 @@ def disk_hint(problem: str) -> str:
 
 
 # What git fetch says when the source answered and has no such ref (git runs with LC_ALL=C).
-_NO_SUCH_REF = re.compile(r"couldn't find remote ref")
+NO_SUCH_REF = re.compile(r"couldn't find remote ref")
 
 
 class RefNotFound(SourceError):
@@ -71,14 +71,15 @@ class NotARepository(GitError):
     """A local source that is not a git repository (or not there): no git command was run on it."""
 
 
-def _require_repository(local: Path) -> None:
+def require_repository(local: Path) -> None:
+    """Refuse ``local`` (``NotARepository``) unless it is a git clone or a bare repository: checked before git runs."""
     if not ((local / ".git").exists() or ((local / "HEAD").is_file() and (local / "objects").is_dir())):
         raise NotARepository(
             f"{local} is not a git repository", "give the folder of a git clone (or a bare repository), or a URL"
         )
 
 
-def _said(url: str, exc: GitError) -> str:
+def said_at(url: str, exc: GitError) -> str:
     """``url: what went wrong``, the URL said once and its password masked."""
     shown, message = mask_url(url), mask_url(exc.message)
     return (

@@ -41,14 +41,14 @@ from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
 from patchmgr.sources.cache_errors import (
-    _NO_SUCH_REF,
+    NO_SUCH_REF,
     CacheError,
     NotACommit,
     NotARepository,
     RefNotFound,
-    _require_repository,
-    _said,
     disk_hint,
+    require_repository,
+    said_at,
     unknown_ref,
 )
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
@@ -245,7 +245,7 @@ class Store(CacheHealth):
                 raise
             except GitError as exc:
                 # servers that refuse a bare commit id still serve their branches and tags
-                errors.append(_said(url, exc))
+                errors.append(said_at(url, exc))
                 if isinstance(exc, NotARepository):
                     continue
             if repo.has_commit(commit):
@@ -255,7 +255,7 @@ class Store(CacheHealth):
             except RepositoryDamaged:
                 raise
             except GitError as exc:
-                errors.append(_said(url, exc))
+                errors.append(said_at(url, exc))
                 continue
             if repo.has_commit(commit):
                 return url
@@ -282,7 +282,7 @@ class Store(CacheHealth):
         absent: list[str] = []
         local = as_local_path(urls[0]) if urls else None
         if local is not None and local.exists():
-            _require_repository(local)
+            require_repository(local)
             with GitRepo(local) as source:
                 absent = source.missing_blobs(commit)
         lacking = set(repo.unfetched_objects(commit))
@@ -351,14 +351,14 @@ class Store(CacheHealth):
             except RepositoryDamaged:
                 raise
             except GitError as exc:
-                errors.append(_said(url, exc))
+                errors.append(said_at(url, exc))
                 if "invalid refspec" in exc.message:  # git cannot fetch it as given, from any source
                     raise UsageError(
                         f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: "
                         "git calls it an invalid refspec",
                         "give a branch, a tag or a commit id",
                     ) from None
-                if _NO_SUCH_REF.search(exc.message):
+                if NO_SUCH_REF.search(exc.message):
                     lacking.append(url)
         local = repo.resolve(ref) if not urls else None
         if local:
@@ -405,7 +405,7 @@ class Store(CacheHealth):
         if local is not None:
             if not local.exists():
                 raise NotARepository(f"{local} does not exist", "give the folder of a git clone, or a URL")
-            _require_repository(local)
+            require_repository(local)
             url = str(local.resolve())
         if repo.run_ok("remote", "get-url", "origin"):
             repo.run("remote", "set-url", "origin", "--", url)
