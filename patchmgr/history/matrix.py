@@ -28,7 +28,8 @@ from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_errors import CacheError
-from patchmgr.sources.store import Store, validate_ref
+from patchmgr.sources.refs import validate_ref
+from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, open_git_source
 
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # paths from patch files are file names, never pathspec magic

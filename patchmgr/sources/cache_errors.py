@@ -1,13 +1,11 @@
-"""What goes wrong in the cache, said once: a full disk, a ref the upstream lacks, a folder that is no repository."""
+"""What goes wrong in the cache, said once: its disk, a source folder that is no repository, a source's failure."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from pathlib import Path
 
 from patchmgr.io.disk import FREE_SPACE
-from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
+from patchmgr.model.errors import GitError, StateError
 from patchmgr.model.urls import as_local_path, mask_url
 
 
@@ -25,46 +23,6 @@ def disk_hint(problem: str) -> str:
     if "space" in problem or "quota" in problem.lower():
         return f"{FREE_SPACE}, or point PATCHMGR_CACHE at a folder with free space"
     return "point PATCHMGR_CACHE at a writable folder of your own"
-
-
-# What git fetch says when the source answered and has no such ref (git runs with LC_ALL=C).
-NO_SUCH_REF = re.compile(r"couldn't find remote ref")
-
-
-class RefNotFound(SourceError):
-    """Every source of an upstream was reached, and none has the ref or commit asked for.
-
-    At the pin it stays a source problem (exit 1: the upstream is unavailable); for a ref
-    given on the command line ``resolve_ref`` turns it into ``UnknownRef`` (exit 2).
-    """
-
-
-class UnknownRef(UsageError):
-    """A ref given on the command line (``--against``, ``--to``) that the upstream does not have: bad input."""
-
-
-def unknown_ref(upstream: str, ref: str, urls: Sequence[str]) -> UnknownRef:
-    import shlex
-
-    where = ", ".join(mask_url(url) for url in urls)
-    hint = f"list its branches and tags with `git ls-remote --heads --tags {shlex.quote(mask_url(urls[0]))}`"
-    if re.fullmatch(r"[0-9a-fA-F]{4,39}", ref):
-        hint += ", or give the full 40-character commit id"
-    said = "was reached and has" if len(urls) == 1 else "were reached and none has"
-    return UnknownRef(
-        f"upstream {upstream} has no ref {ref!r}: {where} {said} no branch, tag or commit of that name", hint
-    )
-
-
-class NotACommit(UsageError):
-    """A ref that names a tree or a blob (a tag can point at any object), not a commit: nothing to check there."""
-
-    def __init__(self, upstream: str, ref: str, kind: str) -> None:
-        super().__init__(
-            f"upstream {upstream}'s ref {ref!r} names a {kind}, not a commit",
-            "give a branch, a tag or a commit id that names a commit",
-        )
-        self.kind = kind
 
 
 class NotARepository(GitError):

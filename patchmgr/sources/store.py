@@ -40,18 +40,9 @@ from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
-from patchmgr.sources.cache_errors import (
-    NO_SUCH_REF,
-    CacheError,
-    NotACommit,
-    NotARepository,
-    RefNotFound,
-    disk_hint,
-    require_repository,
-    said_at,
-    unknown_ref,
-)
+from patchmgr.sources.cache_errors import CacheError, NotARepository, disk_hint, require_repository, said_at
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
+from patchmgr.sources.refs import NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
 from patchmgr.sources.release import ReleaseCache
 
 Progress = Callable[[str], None]
@@ -65,52 +56,6 @@ def default_cache_dir() -> Path:
         return Path(os.environ["PATCHMGR_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "patchmgr"
-
-
-def validate_ref(ref: str) -> str:
-    """``ref`` when git can fetch it as given (the rules of ``git check-ref-format``, one level allowed); else bad
-    input, before anything is fetched or written. Revision expressions (``HEAD@{1}``, ``main~2``, ``v1^``) name a
-    commit only in one clone's history: the source is asked for a ref, so they are refused here with their id's
-    way to get it."""
-    why = _ref_problem(ref)
-    if why:
-        expression = any(mark in ref for mark in ("@{", "~", "^")) and ref.isprintable()
-        raise UsageError(
-            f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: {why}",
-            "give a branch, a tag or a commit id"
-            + (
-                f"; for a revision of your own clone, pass the commit it names (git rev-parse {_quoted(ref)} there)"
-                if expression
-                else ""
-            ),
-        )
-    return ref
-
-
-def _ref_problem(ref: str) -> str | None:
-    if not ref:
-        return "it is empty"
-    if ref.startswith("-"):
-        return "it starts with '-'"
-    if "@{" in ref or ref == "@":
-        return "'@{...}' (a reflog entry) and '@' are revision expressions, not refs"
-    # git's own rule (check-ref-format): C0 and DEL; a C1 or U+2028 is a byte git takes in a tag's name, shown
-    # escaped wherever it is printed (a manifest's values are refused them by the manifest's own check)
-    control = next((c for c in ref if ord(c) < 0x20 or c == "\x7f"), None)
-    if control:
-        return f"it contains a control character (U+{ord(control):04X}), which no ref name may hold"
-    bad = [c for c in ref if c in " ~^:?*[\\"]
-    if bad:
-        return f"it holds {bad[0]!r}, which no ref name may hold"
-    if ".." in ref or "//" in ref or ref.startswith("/") or ref.endswith(("/", ".")):
-        return "'..', '//', a leading or trailing '/', or a trailing '.' are not allowed in a ref name"
-    if any(part.startswith(".") or part.endswith(".lock") for part in ref.split("/")):
-        return "a part of it starts with '.' or ends with '.lock'"
-    return None
-
-
-def _quoted(ref: str) -> str:
-    return "'" + ref.replace("'", "'\\''") + "'"
 
 
 @dataclass(frozen=True)
@@ -347,7 +292,7 @@ class Store(CacheHealth):
                 if commit:
                     repo.index_history(commit)
                     return Fetched(repo, commit, url)
-                _require_commit(repo, upstream, ref)
+                require_commit(repo, upstream, ref)
             except RepositoryDamaged:
                 raise
             except GitError as exc:
@@ -427,14 +372,6 @@ class Store(CacheHealth):
         for repo in self._open.values():
             repo.close()
         self._open.clear()
-
-
-def _require_commit(repo: GitRepo, upstream: str, ref: str) -> None:
-    """A fetched ref that is no commit: a tag at a tree or a blob (or at another such tag) is ``NotACommit``.
-    The types are read from the ref and the tag object it names, so a blob is never fetched to be named."""
-    kinds = repo.run("for-each-ref", "--format=%(objecttype) %(*objecttype)", "refs/patchmgr/against").split()
-    if kinds:
-        raise NotACommit(upstream, ref, kinds[-1])
 
 
 class CacheLock(FileLock):
