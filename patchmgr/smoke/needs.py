@@ -17,7 +17,7 @@ from patchmgr.model.lint import smoke_test_problem
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import typed
-from patchmgr.sources.environment import interpreter_answer, run_probe
+from patchmgr.sources.python_probe import interpreter_answer, run_probe
 from patchmgr.targets.trees import SmokeTree
 
 # Which distribution a missing import is installed from, when the names differ (megatron alone: the smoke

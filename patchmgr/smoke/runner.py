@@ -39,7 +39,7 @@ from patchmgr.smoke.envs import Progress, smoke_env
 from patchmgr.smoke.interpreter import interpreter_version, python_need
 from patchmgr.smoke.needs import check_smoke_needs, check_smoke_tests, package_parent, smoke_tests
 from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, patch_verdict
-from patchmgr.sources.environment import cannot_run, interpreter_answer
+from patchmgr.sources.python_probe import cannot_run, interpreter_answer
 from patchmgr.targets.trees import SmokeTree
 
 DEVICES = ("cpu", "cuda", "npu")
