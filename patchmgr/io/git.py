@@ -68,7 +68,16 @@ def identity_env(
     return env if date is None else {**env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
 
 
-__all__ = ["CommitInfo", "GitRepo", "LinkBlob", "RepositoryDamaged", "SubmoduleEntry", "TreeEntry", "merge_texts"]
+__all__ = [
+    "LITERAL_PATHS",
+    "CommitInfo",
+    "GitRepo",
+    "LinkBlob",
+    "RepositoryDamaged",
+    "SubmoduleEntry",
+    "TreeEntry",
+    "merge_texts",
+]
 
 
 _LINE_BREAK = re.compile("[\n\r\x00]")

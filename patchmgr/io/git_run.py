@@ -137,7 +137,7 @@ def untrusted_repo_config() -> list[tuple[str, str]]:
     never uses (``diff.external``, ``diff.<driver>.*``, ``filter.<driver>.*``,
     ``merge.<driver>.*``) cannot be overridden this way; patchmgr passes
     ``--no-ext-diff --no-textconv``, never checks out or merges in the cache, and the
-    cache refuses any config key it did not write (``store.check_cache_config``).
+    cache refuses any config key it did not write (``cache_trust.check_cache_config``).
     """
     trusted = trusted_config()
     pairs = [(key, last_value(trusted, key) or program_default(key)) for key in PROGRAM_DEFAULTS]

@@ -12,7 +12,7 @@ from patchmgr.model.urls import as_local_path, mask_url
 class CacheError(StateError):
     """The cache cannot be used (made, written, locked, trusted): a problem of this machine for the whole run.
 
-    Never an upstream reported unavailable: ``checking.check_upstream`` lets it through as one error.
+    Never an upstream reported unavailable: ``check.status.check_upstream`` lets it through as one error.
     """
 
 

@@ -10,7 +10,7 @@ The cache is trusted only as far as patchmgr made it (``CacheHealth._clone_probl
 git runs in a cached clone only when the cache folder, the clone and its config
 belong to the user running patchmgr (git's ``safe.directory`` rule), and when
 that config holds nothing but the keys patchmgr itself writes; every config key
-that runs a program is overridden besides (``gitio.untrusted_repo_config``). A
+that runs a program is overridden besides (``io.git_run.untrusted_repo_config``). A
 clone git cannot read (a garbage HEAD or config, a truncated pack, a folder a
 killed run left half-made) is removed and fetched again, once, with a note.
 A cache that cannot be made or written (a full disk, no free inodes, a

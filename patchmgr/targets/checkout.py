@@ -3,12 +3,12 @@
 Everything is checked before anything is written: if any patch of any upstream
 would need more than an exact placement, nothing changes. Checkouts are built
 in a staging folder, then moved into place and the ledger written through a
-journal (``patchmgr.journal``): a run killed at any point leaves DIR as it was
+journal (``io.journal``): a run killed at any point leaves DIR as it was
 or fully applied once the next command that reads DIR has recovered it. A lock
 on DIR keeps two runs from interleaving. A checkout holding local work (commits
 beyond the ledger's, changed or untracked files, other branches, stashes) is
 not rebuilt: the run refuses, or with ``force`` carries that work into the new
-checkout as branches first (``patchmgr.localwork``).
+checkout as branches first (``targets.localwork``).
 
 A checkout starts from the pinned commit (through the cache) or, when git is
 out of reach, from the pinned release's files committed as the base. Each
