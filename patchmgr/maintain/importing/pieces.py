@@ -30,6 +30,8 @@ from patchmgr.sources.upstream import GitSource
 
 @dataclass
 class Piece:
+    """One piece of an imported patch, as the import reports it: its state at the pin, and its file if written."""
+
     id: str
     label: str
     state: State  # at the pin

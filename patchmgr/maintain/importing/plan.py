@@ -8,7 +8,7 @@ For each monolithic patch (one per upstream):
 3. the pieces are classified at the pin, in series order. Where the pin is a later commit than the base,
    pieces upstream already carries there are reported with their evidence (the commit with the piece's
    patch-id, or the commit from which its reverse applies) and left out; when another piece does not
-   apply at the given pin, that pin is wrong and the base is pinned instead, with a note;
+   apply at the given pin, that pin is wrong and the base is pinned instead, with a note (``pieces``);
 4. the result is proven with git (``prove``), and the manifest and patch files are computed and checked
    (``write``). Writing is the caller's next step.
 """
