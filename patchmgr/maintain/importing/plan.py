@@ -8,7 +8,7 @@ For each monolithic patch (one per upstream):
 3. the pieces are classified at the pin, in series order. Where the pin is a later commit than the base,
    pieces upstream already carries there are reported with their evidence (the commit with the piece's
    patch-id, or the commit from which its reverse applies) and left out; when another piece does not
-   apply at the given pin, that pin is wrong and the base is pinned instead, with a note;
+   apply at the given pin, that pin is wrong and the base is pinned instead, with a note (``pieces``);
 4. the result is proven with git (``prove``), and the manifest and patch files are computed and checked
    (``write``). Writing is the caller's next step.
 """
@@ -20,26 +20,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchmgr.engine.classify import Overlay, check_series
-from patchmgr.engine.place import _Failure
-from patchmgr.engine.results import CheckResult, State
-from patchmgr.history.evidence import explain_upstream
+from patchmgr.engine.results import State
 from patchmgr.io.confine import shown
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.maintain.importing.pieces import (
+    Piece,
+    carried_files,
+    classify_pieces,
+    piece_changes_at,
+    pieces_at_pin,
+    render_pieces,
+    said_at_given_pin,
+)
 from patchmgr.maintain.importing.pin import Base, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
-from patchmgr.maintain.importing.split import PieceChange, PieceSpec, piece_changes, plan_pieces
+from patchmgr.maintain.importing.split import plan_pieces
 from patchmgr.maintain.importing.tags import Tags
 from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes
 from patchmgr.model.errors import PatchmgrError, UsageError
-from patchmgr.model.lint import IMPORT_STUB
 from patchmgr.model.manifest import Upstream, url_problem
-from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
 from patchmgr.model.urls import mask_url, without_credentials
-from patchmgr.sources.cache_errors import UnknownRef
+from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource
 
@@ -54,19 +57,6 @@ class ImportOptions:
     search: Mapping[str, str] = field(default_factory=dict)
     overrides: Mapping[str, str] = field(default_factory=dict)
     declared: Mapping[str, Declared] = field(default_factory=dict)
-
-
-@dataclass
-class Piece:
-    id: str
-    label: str
-    state: State  # at the pin
-    imported: bool
-    path: str | None = None  # the patch file written, relative to the project root
-    evidence: str | None = None
-    carrier: str | None = None
-    detail: str = ""
-    at_given_pin: str | None = None  # what it is at a pin that was given and rejected (the base pinned instead)
 
 
 @dataclass
@@ -182,15 +172,17 @@ def _one(
         f"commit {base.commit}"
     )
     base_reader = GitSource(repo, base.commit, location)
-    base_pieces = _render(scratch, repo, base.commit, _changes(patch, specs, base_reader, monolith), origin, name)
+    base_pieces = render_pieces(
+        scratch, repo, base.commit, piece_changes_at(patch, specs, base_reader, monolith), origin, name
+    )
     paths = patch.touched_paths
     proofs = [prove(scratch, base_reader, base.commit, patch.data, paths, [data for _, data in base_pieces])]
     pin = existing.commit if existing else (given or base.commit)
-    results = _classify(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
+    results = classify_pieces(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
     blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
     at_given: dict[str, str] = {}
     if blockers and pin != base.commit and not existing:
-        at_given = {r.patch.id: _at_given(r, pin) for r in results}
+        at_given = {r.patch.id: said_at_given_pin(r, pin) for r in results}
         notes.extend(
             f"{r.patch.id} at the given pin {pin[:12]}: {r.detail or 'upstream carries it'}"
             for r in results
@@ -202,7 +194,7 @@ def _one(
             + f"; pinned the base {base.commit[:12]} instead"
         )
         pin = base.commit
-        results = _classify(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
+        results = classify_pieces(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
         blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
     if blockers:
         raise UsageError(
@@ -211,11 +203,11 @@ def _one(
             + "; nothing was written",
             f"import into a new target, or bump {name} to the base {base.commit[:12]} first",
         )
-    pieces, data = _at_pin(scratch, repo, location, pin, results, specs, origin, name, project)
+    pieces, data = pieces_at_pin(scratch, repo, location, pin, results, specs, origin, name, project)
     for piece in pieces:
         piece.at_given_pin = at_given.get(piece.id)
     if pin != base.commit:
-        carried, partly = _carried_files(patch, specs, pieces)
+        carried, partly = carried_files(patch, specs, pieces)
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
     comment = _comment(monolith.shown, base, pin)
@@ -266,14 +258,6 @@ def _git_url(
             f"fetch with --source {name}=LOCATION"
         )
     return git
-
-
-def _at_given(result: CheckResult, pin: str) -> str:
-    """What a piece is at a given pin that was rejected: the user learns what upstream already carries there."""
-    said = f"{result.state.value} at the given pin {pin[:12]}"
-    if result.state is State.UPSTREAM:
-        said += f": commit {result.carrier[:12]} carries it" if result.carrier else ": upstream carries it"
-    return said
 
 
 def _comment(shown: str, base: Base, pin: str) -> str:
@@ -329,100 +313,3 @@ def _given(
         except PatchmgrError:
             continue
     return None
-
-
-def _changes(patch: PatchFile, specs: list[PieceSpec], reader: GitSource, monolith: Monolith) -> list[PieceChange]:
-    try:
-        return piece_changes(patch, specs, reader)
-    except _Failure as failure:
-        conflict = failure.conflict
-        raise UsageError(
-            f"{monolith.shown}: {conflict.path} hunk #{conflict.hunk} does not apply without the hunks "
-            "before it, so it cannot be a piece of its own",
-            "keep those hunks together (--map)",
-        ) from None
-
-
-def _header(spec_label: str, origin: str) -> str:
-    return (
-        f"Description: {IMPORT_STUB} what this fixes and why ({spec_label})\n"
-        f"Origin: {origin}\nUpstream-Status: Pending\n---\n"
-    )
-
-
-def _render(
-    scratch: Scratch, repo: GitRepo, commit: str, changes: list[PieceChange], origin: str, name: str
-) -> list[tuple[PatchFile, bytes]]:
-    out = []
-    for change in changes:
-        paths = sorted(set(change.before) | set(change.after))
-        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(commit, paths), strict=True)}
-        text = _header(change.spec.label, origin) + scratch.diff(change.before, change.after, modes)
-        data = text.encode("utf-8")
-        out.append((parse_patch(data, Path(f"{change.spec.id}.patch"), name, change.spec.id), data))
-    return out
-
-
-def _classify(
-    store: Store,
-    name: str,
-    git: str,
-    overrides: Mapping[str, str],
-    repo: GitRepo,
-    location: str,
-    base: str,
-    pin: str,
-    pieces: list[tuple[PatchFile, bytes]],
-) -> list[CheckResult]:
-    source = GitSource(repo, pin, location)
-    results = check_series([p for p, _ in pieces], source, merge_texts)
-    if pin != base:
-        upstream = Upstream(name, git, (), base, None, None, "", ())
-        results = explain_upstream(store, upstream, overrides, source, results)
-    return results
-
-
-def _at_pin(
-    scratch: Scratch,
-    repo: GitRepo,
-    location: str,
-    pin: str,
-    results: list[CheckResult],
-    specs: list[PieceSpec],
-    origin: str,
-    name: str,
-    project: Project,
-) -> tuple[list[Piece], list[bytes]]:
-    """The pieces as they are written: made again at the pin (exact there), carried ones left out."""
-    overlay = Overlay(GitSource(repo, pin, location))
-    pieces, data = [], []
-    for result, spec in zip(results, specs, strict=True):
-        if not result.state.applies:
-            pieces.append(
-                Piece(spec.id, spec.label, result.state, False, evidence=result.detail, carrier=result.carrier)
-            )
-            continue
-        before = {path: overlay.read(path) for path in result.files}
-        paths = sorted(result.files)
-        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(pin, paths), strict=True)}
-        text = _header(spec.label, origin) + scratch.diff(before, result.files, modes)
-        overlay.update(result.files)
-        relative = project.patch_path(name, spec.id).relative_to(project.root)
-        pieces.append(Piece(spec.id, spec.label, result.state, True, str(relative), detail=result.detail))
-        data.append(text.encode("utf-8"))
-    return pieces, data
-
-
-def _carried_files(patch: PatchFile, specs: list[PieceSpec], pieces: list[Piece]) -> tuple[list[str], list[str]]:
-    """The files of the pieces left out: those no imported piece touches, and those an imported piece touches too."""
-    carried: set[str] = set()
-    kept: set[str] = set()
-    for spec, piece in zip(specs, pieces, strict=False):
-        files = {
-            path
-            for index, _ in spec.parts
-            for path in (patch.files[index].old_path, patch.files[index].new_path)
-            if path
-        }
-        (kept if piece.imported else carried).update(files)
-    return sorted(carried - kept), sorted(carried & kept)
