@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.gitrepos import GIT_ENV, git
+from support.gitrepos import detached_at, format_patch_of_head, git, write_files
 from support.scenes import lines_with
 from support.snapshot import snapshot
 
@@ -30,13 +30,7 @@ FIELDS = "Why: our runs need it.\n\nOrigin: vendor\nUpstream-Status: Pending\n"
 
 def commit_raw(upstream, files: dict[str, bytes | None], message: str) -> str:
     """Commit ``files`` as bytes (None: delete), ignored ones too (``git add --force``)."""
-    for name, data in files.items():
-        path = upstream.path / name
-        if data is None:
-            path.unlink()
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+    write_files(upstream.path, files)
     if files:  # only these: `add -A` would renormalise other files under a new .gitattributes rule
         git(upstream.path, "add", "--all", "--force", "--", *files)
     git(upstream.path, "commit", "-q", "--allow-empty", "-m", message)
@@ -45,20 +39,9 @@ def commit_raw(upstream, files: dict[str, bytes | None], message: str) -> str:
 
 def raw_patch(upstream, base: str, files: dict[str, bytes | None], subject: str) -> tuple[bytes, str]:
     """A format-patch of ``files`` committed on ``base``, and that commit (its blobs are what apply must commit)."""
-    branch = git(upstream.path, "rev-parse", "--abbrev-ref", "HEAD")
-    git(upstream.path, "checkout", "-q", "--detach", base)
-    try:
+    with detached_at(upstream.path, base, force=True):
         commit = commit_raw(upstream, files, f"{subject}\n\n{FIELDS}")
-        mail = subprocess.run(
-            ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature", "HEAD"],
-            cwd=upstream.path,
-            capture_output=True,
-            check=True,
-            env={**os.environ, **GIT_ENV},
-        ).stdout
-        return mail, commit
-    finally:
-        git(upstream.path, "checkout", "-q", "-f", branch)
+        return format_patch_of_head(upstream.path), commit
 
 
 def write_target(project, pin: str, patch: bytes) -> None:

@@ -311,12 +311,17 @@ def pristine_environment(tmp_path_factory) -> Path:
 
 def make_environment(folder: Path) -> Path:
     """A fresh virtual environment with minilib 1.0 and minitool 2.0 installed by pip (--no-deps, compiled)."""
-    venv = folder / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     wheels = [
         make_wheel(folder, "minilib", "1.0", LIB_FILES, "src/"),
         make_wheel(folder, "minitool", "2.0", TOOL_FILES, ""),
     ]
+    return install_wheels(folder, wheels)
+
+
+def install_wheels(folder: Path, wheels: list[Path]) -> Path:
+    """A fresh virtual environment ``folder/venv`` with ``wheels`` installed by pip (--no-deps, compiled, offline)."""
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     subprocess.run(
         [
             sys.executable,
