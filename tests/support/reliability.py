@@ -15,6 +15,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 import traceback
 import zipfile
@@ -318,8 +319,9 @@ def make_environment(folder: Path) -> Path:
     return install_wheels(folder, wheels)
 
 
-def install_wheels(folder: Path, wheels: list[Path]) -> Path:
-    """A fresh virtual environment ``folder/venv`` with ``wheels`` installed by pip (--no-deps, compiled, offline)."""
+def install_wheels(folder: Path, wheels: list[Path], *options: str) -> Path:
+    """A fresh virtual environment ``folder/venv`` with ``wheels`` installed by pip (--no-deps, compiled, offline,
+    and ``options``)."""
     venv = folder / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     subprocess.run(
@@ -335,8 +337,15 @@ def install_wheels(folder: Path, wheels: list[Path]) -> Path:
             "--no-index",
             "--no-cache-dir",
             "--disable-pip-version-check",
+            *options,
             *map(str, wheels),
         ],
         check=True,
     )
     return venv
+
+
+def site_packages(venv: Path) -> Path:
+    """Where pip installs pure-Python files in ``venv``, a virtual environment of this interpreter (as patchmgr's
+    smoke environments find it: no process asked)."""
+    return Path(sysconfig.get_path("purelib", "venv", {"base": str(venv), "platbase": str(venv)}))
