@@ -9,6 +9,11 @@ from support.gitrepos import git
 from support.scenes import lines_with, setup, tagged_upstream
 
 
+def status_against(cli, upstream, ref: str):
+    """``status --json`` of target ``t`` against ``ref``: what a matrix column must agree with."""
+    return cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}", "--against", f"lib={ref}")
+
+
 def test_json_grid_has_every_release_tag_since_the_pin_and_the_tip(cli, project, upstream):
     pin, (moved, broke, absorbed) = tagged_upstream(project, upstream)
     result = matrix(cli, upstream, "--json")
@@ -46,16 +51,7 @@ def test_cells_agree_with_status_against_each_tag(cli, project, upstream):
     doc = matrix(cli, upstream, "--json").json
     (lib,) = doc["upstreams"]
     for index, column in enumerate(lib["columns"][1:], start=1):
-        status = cli(
-            "status",
-            "--target",
-            "t",
-            "--json",
-            "--source",
-            f"lib={upstream.path}",
-            "--against",
-            f"lib={column['name']}",
-        )
+        status = status_against(cli, upstream, column["name"])
         states = [p["state"] for p in status.json["upstreams"][0]["patches"]]
         assert states == [p["cells"][index]["state"] for p in lib["patches"]], column
 
@@ -270,16 +266,7 @@ def test_a_carrying_commit_is_named_in_every_column_as_status_names_it(cli, proj
     assert [c["state"] for c in fix["cells"]] == ["clean", "upstream", "upstream", "upstream"]
     assert [c.get("carrier") for c in fix["cells"]] == [None, carrier, carrier, carrier]
     for cell in fix["cells"][1:]:
-        status = cli(
-            "status",
-            "--target",
-            "t",
-            "--json",
-            "--source",
-            f"lib={upstream.path}",
-            "--against",
-            f"lib={cell['column']}",
-        )
+        status = status_against(cli, upstream, cell["column"])
         (expected,) = status.json["upstreams"][0]["patches"]
         assert (cell["state"], cell["detail"], cell["carrier"]) == (
             expected["state"],
