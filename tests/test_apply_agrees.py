@@ -44,6 +44,11 @@ def raw_patch(upstream, base: str, files: dict[str, bytes | None], subject: str)
         return format_patch_of_head(upstream.path), commit
 
 
+def apply_args(upstream, into: Path, *extra: str) -> list[str]:
+    """``apply`` of target ``t`` into ``into``, upstream ``lib`` read from ``upstream``."""
+    return ["apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}", *extra]
+
+
 def write_target(project, pin: str, patch: bytes) -> None:
     project.add_patch("lib", "fix", patch)
     project.manifest("t", {"lib": {"git": URL, "commit": pin, "patches": ["fix"]}})
@@ -195,7 +200,7 @@ def test_full_disk_during_the_build_removes_the_new_folder(tmp_path, cli, upstre
     mail = upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")
     write_target(project, upstream.head(), mail)
     into = disk.root / "new" / "build"
-    result = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
+    result = cli(*apply_args(upstream, into))
     assert result.code == 1 and "Traceback" not in result.err, result.err
     lines = result.err.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("error: "), result.err
@@ -215,17 +220,7 @@ def test_full_disk_at_the_first_commit_removes_the_new_folder(tmp_path, cli, ups
     marker = tmp_path / "paused"
     # paused after the checkout of the pin (step 1), the disk fills before the first patch is committed
     child = start(
-        [
-            "apply",
-            "--target",
-            "t",
-            "--into",
-            str(into),
-            "--source",
-            f"lib={upstream.path}",
-            "--root",
-            str(project.root),
-        ],
+        [*apply_args(upstream, into), "--root", str(project.root)],
         {"PATCHMGR_FAULT_PAUSE_AT": "1:60", "PATCHMGR_FAULT_PAUSED": str(marker)},
     )
     while not marker.exists() and not child.finished():
@@ -281,7 +276,7 @@ def test_build_failure_names_its_cause_not_the_disk(tmp_path, cli, upstream, pro
     into = tmp_path / "build"
     if existing:
         into.mkdir()
-    result = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
+    result = cli(*apply_args(upstream, into))
     lines = result.err.strip().splitlines()
     assert result.code == 1 and len(lines) == 2, result.err
     assert "unable to auto-detect email address" in lines[0]
@@ -300,16 +295,7 @@ def test_refused_or_dry_run_makes_nothing(tmp_path, cli, upstream, project, exis
     into = tmp_path / "new" / "build"
     if existing:
         into.mkdir(parents=True)
-    result = cli(
-        "apply",
-        "--target",
-        "t",
-        "--into",
-        str(into),
-        "--source",
-        f"lib={upstream.path}",
-        *(["--dry-run"] if dry_run else []),
-    )
+    result = cli(*apply_args(upstream, into, *(["--dry-run"] if dry_run else [])))
     assert result.code == (0 if dry_run else 1), result.out + result.err
     assert (list(into.iterdir()) == []) if existing else not (tmp_path / "new").exists()
 
@@ -323,7 +309,7 @@ def test_into_inside_the_project_is_bad_input(tmp_path, cli, upstream, project, 
     )
     into = project.root if where == "root" else project.root / where
     before = snapshot(project.root, exact=True)
-    result = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
+    result = cli(*apply_args(upstream, into))
     assert result.code == 2 and result.err.startswith("error: --into "), result.err
     assert snapshot(project.root, exact=True) == before
 

@@ -63,6 +63,15 @@ def apply_into(cli, upstream: UpstreamRepo, into: Path):
     return cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
 
 
+def clean_and_applied(cli, upstream: UpstreamRepo, into: Path) -> None:
+    """Status calls the one patch clean, and apply builds ``into`` with it."""
+    result = status(cli, upstream)
+    assert result.code == 0, result.out + result.err
+    assert only_state(result)["state"] == "clean"
+    applied = apply_into(cli, upstream, into)
+    assert applied.code == 0, applied.out + applied.err
+
+
 def only_state(result) -> dict:
     (up,) = result.json["upstreams"]
     (patch,) = up["patches"]
@@ -97,12 +106,8 @@ def test_lines_with_characters_splitlines_splits_at(cli, project, tmp_path, name
     assert git_apply_check(upstream.path, patch).returncode == 0
     setup(project, upstream, {"fix": patch})
 
-    result = status(cli, upstream)
-    assert result.code == 0, result.out + result.err
-    assert only_state(result)["state"] == "clean"
     into = tmp_path / "build"
-    applied = apply_into(cli, upstream, into)
-    assert applied.code == 0, applied.out + applied.err
+    clean_and_applied(cli, upstream, into)
     assert (into / "lib" / "src/mod.py").read_bytes() == git_applied(upstream.path, patch, "src/mod.py")
     assert (into / "lib" / "src/mod.py").read_bytes() == "".join(changed).encode()
 
@@ -142,12 +147,8 @@ def test_diff_ruN_plain_diff_is_clean_and_applies(cli, project, tmp_path):
         (None, "pkg/added.py"),
         ("gone.py", None),
     }
-    result = status(cli, upstream)
-    assert result.code == 0, result.out + result.err
-    assert only_state(result)["state"] == "clean"
     into = tmp_path / "build"
-    applied = apply_into(cli, upstream, into)
-    assert applied.code == 0, applied.out + applied.err
+    clean_and_applied(cli, upstream, into)
     for name in ("x.py", "pkg/util.py", "pkg/added.py"):
         assert (into / "lib" / name).read_bytes() == (new / name).read_bytes(), name
     assert not (into / "lib" / "gone.py").exists()
