@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.gitrepos import UpstreamRepo, make_series
-from support.reliability import install_wheels, make_wheel, replace_tree
+from support.reliability import install_wheels, make_wheel, replace_tree, site_packages
 
 CORE = "".join(f"VALUE_{i} = {i}\n" for i in range(1, 41))
 
@@ -53,10 +53,6 @@ def env(tmp_path, pristine) -> Path:
     venv = tmp_path / "venv"
     replace_tree(pristine, venv)
     return venv
-
-
-def site_packages(venv: Path) -> Path:
-    return next((venv / "lib").glob("python3*/site-packages"))
 
 
 def record_paths(venv: Path) -> set[str]:
