@@ -6,7 +6,7 @@ import re
 
 from support.commands import matrix
 from support.gitrepos import git
-from support.scenes import lines_with, setup, tagged_upstream
+from support.scenes import guarded_fix, lines_with, setup, tagged_upstream
 
 
 def status_against(cli, upstream, ref: str):
@@ -189,15 +189,7 @@ def test_bad_input_is_exit_2_and_writes_nothing(cli, project, upstream, tmp_path
 
 
 def test_a_broken_guard_shows_in_its_cell_and_names_the_commit(cli, project, upstream):
-    pin = upstream.head()
-    guarded = upstream.make_patch(
-        pin,
-        {"src/mod.py": lines_with({20: "fixed 20"})},
-        "Fix line 20",
-        fields="Origin: vendor\nUpstream-Status: Pending\n"
-        r"Guard: absent /legacy\.call\(/ in src/mod.py",
-    )
-    setup(project, upstream, {"fix": guarded})
+    guarded_fix(project, upstream, 20, "fixed 20", "Fix line 20", r"absent /legacy\.call\(/ in src/mod.py")
     upstream.commit({"docs.txt": "one\n"}, "docs")
     git(upstream.path, "tag", "v1.0.0")
     culprit = upstream.commit({"src/mod.py": lines_with({5: "legacy.call()"})}, "bring back the legacy call (#9)")
