@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, TreeReader
-from patchmgr.io.git import merge_texts
+from patchmgr.history.at_ref import check_at_ref
 from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
@@ -41,7 +40,7 @@ class UpstreamStatus:
     @property
     def ok(self) -> bool:
         """Every patch applies exactly and keeps its guards (a broken guard is not OK even when ``clean``)."""
-        return self.available and all(r.state.applies and r.guards_hold for r in self.results)
+        return self.available and all(r.ok for r in self.results)
 
 
 @dataclass
@@ -123,11 +122,7 @@ def check_upstream(
         raise  # bad input (a ref the upstream does not have), or a cache this machine cannot use: one error
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
-    results = check_series(patches, source, merge_texts)
-    if isinstance(source, GitSource) and ref is not None and source.commit != upstream.commit:
-        from patchmgr.history.evidence import explain_upstream  # history code, loaded only when it can be needed
-
-        results = explain_upstream(store, upstream, overrides, source, results)  # name the carrying commit
+    results = check_at_ref(store, upstream, overrides, source, patches, explain=ref is not None)
     status = UpstreamStatus(
         upstream,
         shown_ref,

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, State
+from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.releases import TagResolver, is_release, pin_name, release_tags, remote_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
@@ -93,7 +93,7 @@ class Matrix:
         if self.error is not None:
             return False
         index = self.verdict_column
-        return all(row.cells[index].state.applies and row.cells[index].guards_hold for row in self.rows)
+        return all(row.cells[index].ok for row in self.rows)
 
 
 def build_matrices(
@@ -184,7 +184,11 @@ def _check_columns(
     ``explain_upstream`` runs for the rest, and for ``upstream`` results (it names where the reverse starts
     to apply), so each cell reads as ``status --against`` that column says.
     """
-    checked = {commit: check_series(patches, GitSource(repo, commit, location), merge_texts) for commit in commits}
+    # the engine and the guards per column here, the evidence below: the explanation is check_at_ref's, batched
+    checked = {
+        commit: check_at_ref(store, upstream, overrides, GitSource(repo, commit, location), patches, explain=False)
+        for commit in commits
+    }
     pending = {c: [i for i, r in enumerate(checked[c]) if not r.state.applies] for c in commits if c != upstream.commit}
     merge_bases = {c: repo.merge_base(upstream.commit, c) for c, indexes in pending.items() if indexes}
     bases = {c: base for c, base in merge_bases.items() if base is not None and base != c}  # else nothing to search
@@ -271,10 +275,6 @@ def _carrier_candidates(
     return found
 
 
-def _fine(cell: CheckResult) -> bool:
-    return cell.state.applies and cell.guards_hold
-
-
 def _first_change(
     repo: GitRepo,
     location: str,
@@ -288,7 +288,7 @@ def _first_change(
     """Where the patch changed: toward the first column where it stops applying (or a guard breaks), else toward
     the first column whose state differs from the pin's."""
     cells, later = row.cells, range(1, len(columns))
-    toward = next((j for j in later if not _fine(cells[j])), None)
+    toward = next((j for j in later if not cells[j].ok), None)
     if toward is None:
         toward = next((j for j in later if cells[j].state is not cells[0].state), None)
     if toward is None:
@@ -304,7 +304,7 @@ def _first_change(
     if walk is None:
         return Change(column.name, cell.state, note=f"the pin and {column.name} share no history")
     history = walk.history(index, cell.state, None, broken_guards(cell))
-    stops = not _fine(cell)
+    stops = not cell.ok
     step = history.first_commit if stops else None
     if step is None:
         wanted = (lambda s: not s.applies) if stops else (lambda s: s.state is cell.state)

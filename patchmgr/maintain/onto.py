@@ -33,11 +33,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchmgr.engine.classify import Overlay, check_patch
-from patchmgr.engine.results import GuardResult, State
-from patchmgr.history.evidence import explain_upstream
+from patchmgr.engine.results import CheckResult, GuardResult, State
+from patchmgr.history.at_ref import check_at_ref
 from patchmgr.io.faults import step
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.io.git import GitRepo
 from patchmgr.maintain.edit_record import (
     Carried,
     EditRecord,
@@ -70,8 +69,13 @@ class OntoPlan:
     ref: str
     commit: str
     carried: list[Carried] = field(default_factory=list)
-    states: dict[str, str] = field(default_factory=dict)  # patch id -> its state at the ref, as status reads it
+    results: list[CheckResult] = field(default_factory=list)  # the series at the ref, as status checks it
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def states(self) -> dict[str, State]:
+        """Patch id -> its state at the ref, as status reads it."""
+        return {r.patch.id: r.state for r in self.results}
 
 
 @dataclass
@@ -130,14 +134,10 @@ def plan_onto(project: Project, upstream: Upstream, store: Store, overrides: Map
             f"{ref} ({source.commit[:12]}) shares no history with the pin {upstream.commit[:12]}",
             "give a branch, tag or commit of the same upstream",
         )
-    overlay = Overlay(source)
-    results = []
-    for patch in project.patches(upstream):
-        results.append(check_patch(patch, overlay, merge_texts))
-        overlay.update(results[-1].files)
-    results = explain_upstream(store, upstream, overrides, source, results)
-    for result in results:
-        plan.states[result.patch.id] = result.state.value
+    # guards included, as status checks them; what the move reports of them is their state on its finished HEAD
+    # (``checked``), the tree export writes, after git am's merges
+    plan.results = check_at_ref(store, upstream, overrides, source, project.patches(upstream))
+    for result in plan.results:
         if result.state is State.UPSTREAM and result.carrier:
             plan.carried.append(
                 Carried(result.patch.id, result.carrier, source.repo.commit_info(result.carrier).subject)

@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchmgr.engine.classify import Overlay, check_guards, check_patch
+from patchmgr.engine.classify import check_patch
 from patchmgr.engine.place import split_lines
 from patchmgr.engine.results import CheckResult, GuardResult, State
-from patchmgr.history.evidence import explain_upstream
+from patchmgr.history.at_ref import check_at_ref, preimages
 from patchmgr.history.walk import context_size
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.io.git import GitRepo
 from patchmgr.maintain.manifest_edit import listed_elsewhere
 from patchmgr.model.dep3_edit import set_last_update
 from patchmgr.model.diff import INDEX_LINE, FileDiff, hunk_end
@@ -112,18 +112,10 @@ def plan_refresh(
     """
     source = open_git_source(store, upstream, ref, overrides)
     plan = RefreshPlan(upstream, ref, source.commit, allow_three_way, root=project.root, allow_fuzz=allow_fuzz)
-    overlay = Overlay(source)
-    results, preimages = [], []
-    for patch in project.patches(upstream):
-        preimages.append({path: overlay.read(path) for path in patch.touched_paths})
-        results.append(check_patch(patch, overlay, merge_texts))
-        overlay.update(results[-1].files)
-    check_guards(results, overlay)
-    if source.commit != upstream.commit:
-        results = explain_upstream(store, upstream, overrides, source, results)
+    results = check_at_ref(store, upstream, overrides, source, project.patches(upstream))
     plan.patches = [
         _plan_one(r.patch, r, before, source, allow_three_way, allow_fuzz)
-        for r, before in zip(results, preimages, strict=True)
+        for r, before in zip(results, preimages(results, source), strict=True)
     ]
     for refreshed, result in zip(plan.patches, results, strict=True):
         refreshed.guards = result.guards

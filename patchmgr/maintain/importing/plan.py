@@ -20,12 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchmgr.engine.classify import Overlay, check_series
+from patchmgr.engine.classify import Overlay
 from patchmgr.engine.place import _Failure
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.history.evidence import explain_upstream
+from patchmgr.history.at_ref import check_at_ref
 from patchmgr.io.confine import shown
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.io.git import GitRepo
 from patchmgr.maintain.importing.pin import Base, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
 from patchmgr.maintain.importing.scratch import Scratch
@@ -374,12 +374,10 @@ def _classify(
     pin: str,
     pieces: list[tuple[PatchFile, bytes]],
 ) -> list[CheckResult]:
-    source = GitSource(repo, pin, location)
-    results = check_series([p for p, _ in pieces], source, merge_texts)
-    if pin != base:
-        upstream = Upstream(name, git, (), base, None, None, "", ())
-        results = explain_upstream(store, upstream, overrides, source, results)
-    return results
+    # the upstream as it will be written, pinned at the base: the pieces are checked at the pin as status will
+    # check them at ``--against PIN``
+    upstream = Upstream(name, git, (), base, None, None, "", ())
+    return check_at_ref(store, upstream, overrides, GitSource(repo, pin, location), [p for p, _ in pieces])
 
 
 def _at_pin(
