@@ -44,7 +44,7 @@ def command(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
-    from patchmgr.maintain.bump import plan_bump, write_bump
+    from patchmgr.maintain.bump import BumpAction, plan_bump, write_bump
     from patchmgr.render.maintain import bump_json, render_bump, render_interdiffs
 
     session = Session("bump", root, json_output)
@@ -57,6 +57,6 @@ def command(
         )
     if not session.json:
         render_interdiffs(session.out, outcome.plan)
-    if outcome.action == "planned" and not dry_run:
+    if outcome.action is BumpAction.PLANNED and not dry_run:
         write_bump(outcome)
     return session.emit(0 if outcome.ok else 1, bump_json, render_bump, outcome)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
@@ -34,9 +35,15 @@ from patchmgr.sources.upstream import GitSource, open_git_source
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # paths from patch files are file names, never pathspec magic
 
 
+class ColumnKind(StrEnum):
+    PIN = "pin"
+    TAG = "tag"
+    TIP = "tip"
+
+
 @dataclass(frozen=True)
 class Column:
-    kind: str  # "pin", "tag" or "tip"
+    kind: ColumnKind
     name: str  # the tag, the branch, or for the pin its tag (else its short commit id)
     commit: str
 
@@ -81,7 +88,7 @@ class Matrix:
     def verdict_column(self) -> int:
         """The column that decides ``ok``: the newest release tag (with ``--refs``, a pre-release or a tag that is no
         version decides only when no tag is a release), else the tip, else the pin."""
-        tags = [i for i, c in enumerate(self.columns) if c.kind == "tag"]
+        tags = [i for i, c in enumerate(self.columns) if c.kind is ColumnKind.TAG]
         releases = [i for i in tags if is_release(self.columns[i].name)]
         if releases or tags:
             return (releases or tags)[-1]
@@ -141,14 +148,15 @@ def build_matrix(
     resolver = TagResolver(store, upstream, overrides, repo)
     notes: list[str] = []
 
-    columns = [Column("pin", pin_name(refs, upstream), upstream.commit)]
+    columns = [Column(ColumnKind.PIN, pin_name(refs, upstream), upstream.commit)]
     columns += [
-        Column("tag", name, commit) for name, commit in release_tags(refs, upstream, resolver, pattern, since, notes)
+        Column(ColumnKind.TAG, name, commit)
+        for name, commit in release_tags(refs, upstream, resolver, pattern, since, notes)
     ]
     if refs.head is not None:
         branch = refs.head_branch or "HEAD"
         tip = resolver.commit_of(f"refs/heads/{branch}" if refs.head_branch else "HEAD", refs.head)
-        columns.append(Column("tip", branch, tip))
+        columns.append(Column(ColumnKind.TIP, branch, tip))
     else:
         notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
     repo = resolver.repo

@@ -31,6 +31,7 @@ import hashlib
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.engine.results import CheckResult, GuardResult, State
@@ -90,6 +91,15 @@ class Stopped:
     reason: str | None = None  # why it stopped when no git am waits (git refused the mail, or it changes nothing)
 
 
+class MoveAction(StrEnum):
+    """What one ``edit --onto`` call did to the move."""
+
+    STARTED = "started"
+    CONTINUED = "continued"
+    SKIPPED = "skipped"
+    ABORTED = "aborted"
+
+
 @dataclass
 class OntoOutcome:
     target: str
@@ -98,7 +108,7 @@ class OntoOutcome:
     ref: str
     commit: str
     pin: str
-    action: str  # "started" | "continued" | "skipped" | "aborted"
+    action: MoveAction
     applied: list[tuple[str, str]] = field(default_factory=list)  # (patch id, commit) on the new base so far
     carried: list[Carried] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -212,7 +222,7 @@ def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, p
         record.patches = []
         run = MoveRun(repo, folder, into, record)
         run.save()
-        outcome = run_outcome(run, "started")
+        outcome = run_outcome(run, MoveAction.STARTED)
         outcome.notes += plan.notes + ([absent_note(upstream.name, plan.ref, absent)] if absent else [])
         return checked(project, run_queue(run, outcome), folder)
 
@@ -220,7 +230,7 @@ def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, p
 def checked(project: Project, outcome: OntoOutcome, work: Path) -> OntoOutcome:
     """A finished move, with the guards of its patches evaluated on the new HEAD (of ``work``): a guard that the
     ref broke is fixed here, in the checkout, before export."""
-    if outcome.finished and outcome.action != "aborted":
+    if outcome.finished and outcome.action is not MoveAction.ABORTED:
         applied = {pid for pid, _commit in outcome.applied}
         found = guards_at_head(project, outcome.target, outcome.upstream, work)
         outcome.guards = {pid: guards for pid, guards in found.items() if pid in applied}
@@ -299,7 +309,7 @@ def done_current(run: MoveRun) -> None:
     run.save()
 
 
-def run_outcome(run: MoveRun, action: str) -> OntoOutcome:
+def run_outcome(run: MoveRun, action: MoveAction) -> OntoOutcome:
     record, move = run.record, run.move
     return OntoOutcome(
         record.target,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -53,11 +54,19 @@ from patchmgr.targets.project_files import write_files
 __all__ = ["NOTES_REF", "RECORD", "EditOutcome", "edit_checkout", "edit_onto", "export_checkout"]
 
 
+class ExportAction(StrEnum):
+    """What export does to one patch file."""
+
+    UNCHANGED = "unchanged"
+    UPDATED = "updated"
+    ADDED = "added"
+
+
 @dataclass
 class ExportedPatch:
     id: str
     commit: str
-    action: str  # "unchanged" | "updated" | "added"
+    action: ExportAction
     path: Path
 
 
@@ -81,7 +90,9 @@ class ExportOutcome:
 
     @property
     def changed(self) -> bool:
-        return self.series_changed or bool(self.moved) or any(p.action != "unchanged" for p in self.patches)
+        return (
+            self.series_changed or bool(self.moved) or any(p.action is not ExportAction.UNCHANGED for p in self.patches)
+        )
 
 
 def export_checkout(
@@ -144,7 +155,7 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
                 and path.is_file()
                 and (not onto or _file_makes(repo, commit, path, entry, upstream.name, patch_id))
             ):
-                exported.append((ExportedPatch(patch_id, commit, "unchanged", path), None))
+                exported.append((ExportedPatch(patch_id, commit, ExportAction.UNCHANGED, path), None))
                 continue
             data = repo.format_patch(commit).encode("utf-8")
             if "\ndiff --git " not in data.decode("utf-8"):
@@ -155,11 +166,18 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
             data = file_form(repo, record, commit, patch_id, path, data)  # a plain DEP-3 diff stays one
             parse_patch(data, path, upstream.name, patch_id)
             if path.is_file() and path.read_bytes() == data:
-                exported.append((ExportedPatch(patch_id, commit, "unchanged", path), data))
+                exported.append((ExportedPatch(patch_id, commit, ExportAction.UNCHANGED, path), data))
                 continue
             data = set_last_update(data)
             parse_patch(data, path, upstream.name, patch_id)
-            exported.append((ExportedPatch(patch_id, commit, "updated" if path.is_file() else "added", path), data))
+            exported.append(
+                (
+                    ExportedPatch(
+                        patch_id, commit, ExportAction.UPDATED if path.is_file() else ExportAction.ADDED, path
+                    ),
+                    data,
+                )
+            )
         series = [p.id for p, _ in exported]
         outcome.patches = [p for p, _ in exported]
         outcome.removed = [pid for pid in upstream.patch_ids if pid not in series]
@@ -262,7 +280,7 @@ def _export_changes(
     writes: dict[Path, bytes | None] = {}
     expected: dict[Path, bytes | None] = {}
     for patch, data in exported:
-        if data is not None and patch.action != "unchanged":
+        if data is not None and patch.action is not ExportAction.UNCHANGED:
             writes[patch.path] = data
             expected[patch.path] = _read(patch.path) if patch.path.is_file() else None
     for patch_id in outcome.removed:

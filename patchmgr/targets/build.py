@@ -17,7 +17,7 @@ from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import sha256_bytes
-from patchmgr.sources.release import ReleaseSource
+from patchmgr.sources.release import FileKind, ReleaseSource
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import urls_for
 from patchmgr.targets.absent import leave_out_absent
@@ -214,7 +214,7 @@ def _checkout_pin(
 def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, list[str]]:
     """A git repository whose first commit is the release's files in the upstream's git layout."""
     repo = GitRepo.init(folder)
-    destination = folder / (source.package_root if source.file.kind == "wheel" else "")
+    destination = folder / (source.package_root if source.file.kind is FileKind.WHEEL else "")
     shutil.copytree(
         source.tree,
         destination,

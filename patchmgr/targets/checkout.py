@@ -25,6 +25,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.check.status import TargetStatus, check_target
@@ -52,17 +53,26 @@ from patchmgr.targets.slot import (
 )
 
 
+class ApplyAction(StrEnum):
+    """What ``apply --into`` did."""
+
+    APPLIED = "applied"
+    ALREADY_APPLIED = "already-applied"
+    REFUSED = "refused"
+    DRY_RUN = "dry-run"
+
+
 @dataclass
 class ApplyOutcome:
     status: TargetStatus
     into: Path
-    action: str  # "applied" | "already-applied" | "refused" | "dry-run"
+    action: ApplyAction
     ledger: Ledger | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.action != "refused"
+        return self.action is not ApplyAction.REFUSED
 
 
 def apply_into(
@@ -88,7 +98,7 @@ def apply_into(
         existing = _existing_ledger(into, target)
         status = check_target(project, target, store, overrides, {}, only)
         if not status.ok:
-            return ApplyOutcome(status, into, "refused", notes=notes)
+            return ApplyOutcome(status, into, ApplyAction.REFUSED, notes=notes)
         made = None
         if not locked and not dry_run:
             # DIR (and its state folder) is made only now; another run may have applied meanwhile
@@ -107,7 +117,7 @@ def apply_into(
             if not locked and not dry_run:
                 existing = _existing_ledger(into, target)  # re-read under the lock
             if existing and _same_plan(existing, status) and verify_into(project, target, into, only).ok:
-                return ApplyOutcome(status, into, "already-applied", existing, notes)
+                return ApplyOutcome(status, into, ApplyAction.ALREADY_APPLIED, existing, notes)
             works = _local_work(into, existing, status, force)
             if dry_run:
                 notes += [
@@ -115,13 +125,13 @@ def apply_into(
                     f"{SAVED_PREFIX}<UTC time> in {w.folder} before rebuilding it"
                     for w in works
                 ]
-                return ApplyOutcome(status, into, "dry-run", notes=notes)
+                return ApplyOutcome(status, into, ApplyAction.DRY_RUN, notes=notes)
             ledger = _build_and_swap(slot, status, store, overrides, into, existing, works, notes)
         except BaseException:
             if not locked and not dry_run:
                 _remove_made(made, into)  # a DIR (or state folder) this run created goes again when it fails
             raise
-    return ApplyOutcome(status, into, "applied", ledger, notes)
+    return ApplyOutcome(status, into, ApplyAction.APPLIED, ledger, notes)
 
 
 def _refuse_project_folder(project: Project, into: Path) -> None:

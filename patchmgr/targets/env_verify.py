@@ -9,7 +9,7 @@ from patchmgr.io.journal import apply_transaction
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.sources.environment import Environment
-from patchmgr.targets.env_state import EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open
+from patchmgr.targets.env_state import EnvAction, EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open
 from patchmgr.targets.ledger import UpstreamLedger, verify_recorded
 from patchmgr.targets.record import _bytecode_of, _record_rows, record_hash
 
@@ -21,7 +21,7 @@ def verify_environment(project: Project, target: Target, python: str, only: Sequ
 
 def _verify(project: Project, target: Target, environment: Environment, upstreams: list[Upstream]) -> EnvOutcome:
     state = EnvState(environment, target.name)
-    outcome = EnvOutcome(target.name, environment.python, "verified", notes=_recovered(environment))
+    outcome = EnvOutcome(target.name, environment.python, EnvAction.VERIFIED, notes=_recovered(environment))
     ledger = state.read_ledger()
     if ledger is None:
         outcome.problems.append(f"no patchmgr ledger for target {target.name} in {environment.prefix}")
@@ -29,7 +29,7 @@ def _verify(project: Project, target: Target, environment: Environment, upstream
         for upstream in upstreams:
             outcome.problems += _verify_upstream(project, environment, upstream, ledger.upstream(upstream.name))
     if outcome.problems:
-        outcome.action = "differs"
+        outcome.action = EnvAction.DIFFERS
     return outcome
 
 
@@ -70,7 +70,7 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
     """Put back the original bytes of every file apply changed, and the original RECORD."""
     environment, upstreams = _open(python, target, only)
     state = EnvState(environment, target.name)
-    outcome = EnvOutcome(target.name, python, "nothing-to-revert")
+    outcome = EnvOutcome(target.name, python, EnvAction.NOTHING_TO_REVERT)
     with _locked(environment, writing=True) as done:
         if done.message:
             outcome.notes.append(done.message)
@@ -102,6 +102,6 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
         else:
             writes[state.ledger_path] = None
         apply_transaction(environment.state_dir, writes)
-    outcome.action = "reverted"
+    outcome.action = EnvAction.REVERTED
     outcome.changed = _environment_files(writes, environment)
     return outcome

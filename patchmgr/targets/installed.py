@@ -34,7 +34,7 @@ from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.environment import Environment, InstalledDist, InstalledSource, Placed, place_patch, require_dists
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import open_source
-from patchmgr.targets.env_state import EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open
+from patchmgr.targets.env_state import EnvAction, EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open
 from patchmgr.targets.env_verify import _recovered, _verify
 from patchmgr.targets.ledger import AppliedPatch, InstalledPart, Ledger, UpstreamLedger, same_plan
 from patchmgr.targets.record import _bytecode_of, update_record
@@ -145,12 +145,12 @@ def apply_environment(
             notes.insert(0, done.message)
         if done.waited:
             notes.insert(0, f"waited {done.waited:.1f}s for another patchmgr run on this environment")
-        outcome = EnvOutcome(target.name, python, "refused", status, notes)
+        outcome = EnvOutcome(target.name, python, EnvAction.REFUSED, status, notes)
         if not status.ok:
             return outcome
         ledger = state.read_ledger() or Ledger(target.name, python=python)
         if same_plan(ledger.series, status) and not _verify(project, target, environment, upstreams).problems:
-            outcome.action = "already-applied"
+            outcome.action = EnvAction.ALREADY_APPLIED
             return outcome
         names = {u.name for u in upstreams}
         saved, saved_note = _keep_edits(
@@ -159,11 +159,11 @@ def apply_environment(
         if saved_note:
             outcome.notes.append(saved_note)
         if dry_run:
-            outcome.action = "dry-run"
+            outcome.action = EnvAction.DRY_RUN
             return outcome
         writes, _ = _plan_writes(state, ledger, status)
         apply_transaction(environment.state_dir, {**saved, **writes})
-    outcome.action = "applied"
+    outcome.action = EnvAction.APPLIED
     outcome.changed = _environment_files(writes, environment)
     return outcome
 

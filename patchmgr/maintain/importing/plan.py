@@ -26,11 +26,12 @@ from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
 from patchmgr.io.confine import shown
 from patchmgr.io.git import GitRepo
-from patchmgr.maintain.importing.pin import Base, find_base
-from patchmgr.maintain.importing.prove import Proof, prove
+from patchmgr.maintain.importing.outcome import ImportAction, ImportOutcome, Piece, UpstreamImport
+from patchmgr.maintain.importing.pin import Base, FoundBy, find_base
+from patchmgr.maintain.importing.prove import prove
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
-from patchmgr.maintain.importing.split import PieceChange, PieceSpec, piece_changes, plan_pieces
+from patchmgr.maintain.importing.split import PieceChange, PieceSpec, SplitMode, piece_changes, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
 from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes
 from patchmgr.model.errors import PatchmgrError, UsageError
@@ -47,56 +48,13 @@ from patchmgr.sources.upstream import GitSource
 @dataclass(frozen=True)
 class ImportOptions:
     target: str
-    mode: str = "file"  # "file" or "hunk"
+    mode: SplitMode = SplitMode.FILE
     mapping: Mapping[str, list[str]] | None = None
     git: Mapping[str, str] = field(default_factory=dict)
     pins: Mapping[str, str] = field(default_factory=dict)
     search: Mapping[str, str] = field(default_factory=dict)
     overrides: Mapping[str, str] = field(default_factory=dict)
     declared: Mapping[str, Declared] = field(default_factory=dict)
-
-
-@dataclass
-class Piece:
-    id: str
-    label: str
-    state: State  # at the pin
-    imported: bool
-    path: str | None = None  # the patch file written, relative to the project root
-    evidence: str | None = None
-    carrier: str | None = None
-    detail: str = ""
-    at_given_pin: str | None = None  # what it is at a pin that was given and rejected (the base pinned instead)
-
-
-@dataclass
-class UpstreamImport:
-    name: str
-    source: str  # the monolithic patch, as named
-    git: str
-    base: Base
-    pin: str
-    pieces: list[Piece] = field(default_factory=list)
-    proofs: list[Proof] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def proven(self) -> bool:
-        return bool(self.proofs) and all(p.ok for p in self.proofs)
-
-
-@dataclass
-class ImportOutcome:
-    target: str
-    upstreams: list[UpstreamImport]
-    action: str = "planned"  # "planned" | "imported" | "dry-run" | "refused"
-    notes: list[str] = field(default_factory=list)
-    writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
-    expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
-
-    @property
-    def ok(self) -> bool:
-        return self.action != "refused" and all(u.proven for u in self.upstreams)
 
 
 def plan_import(project: Project, monoliths: list[Monolith], store: Store, options: ImportOptions) -> ImportOutcome:
@@ -117,7 +75,7 @@ def plan_import(project: Project, monoliths: list[Monolith], store: Store, optio
             "check the paths against the patch (hunks are numbered from 1)",
         )
     if not all(u.proven for u in outcome.upstreams):
-        outcome.action = "refused"
+        outcome.action = ImportAction.REFUSED
         return outcome
     description = f"imported from {', '.join(m.shown for m in monoliths)}"
     outcome.writes, outcome.expected = plan_writes(project, options.target, description, entries)
@@ -280,9 +238,9 @@ def _comment(shown: str, base: Base, pin: str) -> str:
     """The manifest comment on the imported upstream: one plain sentence."""
     if pin != base.commit:
         return f"imported from {shown}, which was made against commit {base.commit[:12]}"
-    if base.how == "given":
+    if base.how is FoundBy.GIVEN:
         return f"imported from {shown}, which applies at this pin as given"
-    if base.how == "index":
+    if base.how is FoundBy.INDEX:
         tag = f" (tag {base.tag})" if base.tag else ""
         if base.partial:
             return (
