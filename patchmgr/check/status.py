@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from patchmgr.engine.results import CheckResult, TreeReader
 from patchmgr.history.at_ref import check_at_ref
@@ -52,6 +52,19 @@ class TargetStatus:
     @property
     def ok(self) -> bool:
         return all(u.ok for u in self.upstreams)
+
+
+def with_project_warnings(
+    project: Project, statuses: list[TargetStatus], targets: list[Target], named: str | None
+) -> list[TargetStatus]:
+    """``statuses`` (of ``targets``) as new values that warn of the patch files no manifest lists and, for the
+    one target ``--target`` names (``named``), of the other manifests that do not load (the list of an
+    unreadable manifest is unknown: then no file is called unlisted)."""
+    others, broken = project.readable_targets() if named else (targets, [])
+    unlisted = [] if broken else project.unlisted_patches(others)
+    warnings = [f"{p.relative_to(project.root)} is listed by no manifest" for p in unlisted]
+    warnings += [f"{line} (--target {named} does not need it; `patchmgr lint` reports it)" for line in broken]
+    return [replace(status, warnings=status.warnings + warnings) for status in statuses]
 
 
 def check_target(

@@ -86,19 +86,14 @@ def command(
             from patchmgr.check.status import check_target
 
             statuses = [check_target(session.project, t, store, overrides, refs, only, newest_release) for t in targets]
-    project = session.project
-    others, broken = (targets, []) if not target else project.readable_targets()
-    unlisted = [] if broken else project.unlisted_patches(others)  # a broken manifest's list is unknown
-    for status in statuses:
-        status.warnings += [f"{p.relative_to(project.root)} is listed by no manifest" for p in unlisted]
-        status.warnings += [
-            f"{line} (--target {target} does not need it; `patchmgr lint` reports it)" for line in broken
-        ]
+    from patchmgr.check.status import with_project_warnings
+
+    statuses = with_project_warnings(session.project, statuses, targets, target)
     code = 0 if all(s.ok for s in statuses) else 1
     if fmt not in ("text", "json"):
         from patchmgr.render.reports import render_report
 
-        sys.stdout.write(render_report(fmt, statuses, report_base(project.root)))
+        sys.stdout.write(render_report(fmt, statuses, report_base(session.project.root)))
         return code
     return session.emit(code, partial(status_json, single=bool(target)), render_status, statuses)
 

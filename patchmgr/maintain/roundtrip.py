@@ -24,7 +24,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.engine.classify import check_patch
-from patchmgr.engine.results import State
+from patchmgr.engine.results import GuardResult, State
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain import manifest_edit
 from patchmgr.maintain.edit_checkout import EditOutcome, edit_checkout, edit_onto, locked_edit
@@ -40,6 +40,7 @@ from patchmgr.maintain.edit_record import (
     write_record,
 )
 from patchmgr.maintain.export_form import file_form
+from patchmgr.maintain.export_guards import guards_at_head
 from patchmgr.maintain.onto import MAILS
 from patchmgr.maintain.rangediff import RangeDiff, range_diff
 from patchmgr.model.dep3_edit import set_last_update
@@ -86,7 +87,11 @@ class ExportOutcome:
     carriers: dict[str, str] = field(default_factory=dict)  # removed id -> the upstream commit with its patch-id
     range_diff: RangeDiff | None = None  # the old series against the new one
     # patch id -> its GuardResults on the checkout's HEAD, after writing (maintain/export_guards.py)
-    guards: dict[str, list] = field(default_factory=dict)
+    guards: dict[str, list[GuardResult]] = field(default_factory=dict)
+
+    @property
+    def guards_hold(self) -> bool:
+        return all(g.holds for guards in self.guards.values() for g in guards)
 
     @property
     def changed(self) -> bool:
@@ -106,13 +111,15 @@ def export_checkout(
     Every patch is generated and checked, and the new manifest text validated,
     before anything is written; then the patch files, the removals, the
     manifest and the checkout's record are written in one journaled
-    transaction (``project_files.write_files``): all of them, or none.
+    transaction (``project_files.write_files``): all of them, or none. The outcome carries the exported
+    patches' guards on the checkout's HEAD, evaluated after writing.
     """
     source = source.resolve()
     notes: list[str] = []
     with locked_edit(source, notes):  # a run killed while it swapped the checkout is undone first
         outcome = _export_locked(project, target, name, source, version)
     outcome.notes[:0] = notes
+    outcome.guards = guards_at_head(project, target.name, name, source)
     return outcome
 
 
