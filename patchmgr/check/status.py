@@ -11,6 +11,7 @@ from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
+from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.sources.cache_errors import CacheError
 from patchmgr.sources.environment import InstalledDist
 from patchmgr.sources.release import ReleaseSource
@@ -23,7 +24,7 @@ class UpstreamStatus:
     upstream: Upstream
     ref: str  # what was asked for: the pin, or an --against ref
     commit: str | None
-    source: str | None
+    origin: SourceIdentity | None  # where the results were read from (None: nothing could be read)
     results: list[CheckResult] = field(default_factory=list)
     error: str | None = None  # set when no source could provide the upstream
     hint: str | None = None
@@ -32,6 +33,11 @@ class UpstreamStatus:
     # git, or the installed distribution that ``--python`` checked; neither: the git commit ``commit``
     release: ReleaseSource | None = field(default=None, repr=False)
     installed: InstalledDist | None = field(default=None, repr=False)
+
+    @property
+    def source(self) -> str | None:
+        """Where the results were read from, as every command shows it."""
+        return None if self.origin is None else self.origin.description
 
     @property
     def available(self) -> bool:
@@ -140,7 +146,7 @@ def check_upstream(
         upstream,
         shown_ref,
         source.commit,
-        source.description,
+        source.identity,
         results,
         release=source if isinstance(source, ReleaseSource) else None,
     )

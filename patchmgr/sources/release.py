@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 
 from patchmgr.io.git import LinkBlob
 from patchmgr.model.errors import SourceError
+from patchmgr.model.source_identity import SourceIdentity, SourceKind
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TIMEOUT_S = 30
@@ -93,8 +94,12 @@ class ReleaseSource:
         return file.is_dir() and not file.is_symlink()
 
     @property
+    def identity(self) -> SourceIdentity:
+        return SourceIdentity(SourceKind.RELEASE, f"{self.project} {self.version} (PyPI {self.file.filename})")
+
+    @property
     def description(self) -> str:
-        return f"release {self.project} {self.version} (PyPI {self.file.filename})"
+        return self.identity.description
 
 
 def read_tree_file(file: Path) -> bytes | None:

@@ -69,13 +69,13 @@ def _disk_full(exc: OSError | GitError | str, folder: Path) -> bool:
 def build_checkout(
     upstream_status: UpstreamStatus, store: Store, overrides: Mapping[str, str], staging: Path
 ) -> UpstreamLedger:
-    upstream = upstream_status.upstream
+    upstream, origin = upstream_status.upstream, upstream_status.origin
     folder = staging / upstream.name
-    if upstream_status.release is not None:
+    if origin is not None and upstream_status.release is not None:
         repo, base, absent = _import_release(upstream_status.release, folder)
-    elif upstream_status.commit is not None:
+    elif origin is not None and upstream_status.commit is not None:
         repo, base, absent = _checkout_pin(upstream, upstream_status.commit, store, overrides, folder)
-    else:  # apply builds only upstreams whose status is available, and each of those has a release or a commit
+    else:  # apply builds only upstreams whose status is available, and each of those was read from a source
         raise StateError(
             f"cannot check out {upstream.name}: no source gave a commit ({upstream_status.error or 'none was read'})",
             _CAUSE_HINT,
@@ -93,17 +93,8 @@ def build_checkout(
     finally:
         repo.close()
     return UpstreamLedger(
-        upstream.name,
-        upstream.commit,
-        applied,
-        files,
-        checkout=CheckoutPart(base, head, source_name(upstream_status), absent),
+        upstream.name, upstream.commit, applied, files, checkout=CheckoutPart(base, head, origin, absent)
     )
-
-
-def source_name(upstream_status: UpstreamStatus) -> str:
-    """The source a checkout is built from, as its ledger records it (the cache standing in for it not named)."""
-    return (upstream_status.source or "").removesuffix(" (cached)")
 
 
 def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]) -> dict[str, str | None]:

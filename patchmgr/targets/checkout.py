@@ -32,9 +32,10 @@ from patchmgr.check.status import TargetStatus, check_target
 from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
+from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.sources.store import Store
 from patchmgr.targets.absent import absent_note
-from patchmgr.targets.build import _CAUSE_HINT, _DISK_HINT, _detail, _disk_full, build_checkout, source_name
+from patchmgr.targets.build import _CAUSE_HINT, _DISK_HINT, _detail, _disk_full, build_checkout
 from patchmgr.targets.checkout_verify import verify_into
 from patchmgr.targets.into_lock import STATE, locked_into
 from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_into_ledger, same_plan
@@ -217,14 +218,15 @@ def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force
 def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
     """The same series (``same_plan``), built from the same source."""
     return same_plan(ledger.series, status) and all(
-        _recorded_source(ledger, u.upstream.name) == source_name(u) for u in status.upstreams
+        _built_from(ledger, u.upstream.name, u.origin) for u in status.upstreams
     )
 
 
-def _recorded_source(ledger: Ledger, name: str) -> str | None:
-    """The source the ledger's checkout of ``name`` was built from; None when the ledger has no such entry."""
+def _built_from(ledger: Ledger, name: str, origin: SourceIdentity | None) -> bool:
+    """Whether the ledger's checkout of ``name`` was built from ``origin`` (whether the cache or the location
+    served the commit does not matter)."""
     entry = ledger.upstream(name)
-    return None if entry is None else entry.checkout_part().source
+    return entry is not None and origin is not None and entry.checkout_part().source.same_source(origin)
 
 
 def _build_and_swap(

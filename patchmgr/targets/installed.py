@@ -70,7 +70,7 @@ def _check(
         source = InstalledSource(dist, state.originals(entry) if entry else None)
         placed = [place_patch(dist, patch) for patch in project.patches(dist.upstream)]
         status = UpstreamStatus(
-            dist.upstream, dist.version, None, source.description, _check_placed(placed, source), installed=dist
+            dist.upstream, dist.version, None, source.identity, _check_placed(placed, source), installed=dist
         )
         status.notes.append(_drift(store, dist, overrides, source, [p.patch for p in placed if not p.refused]))
         left_out = [path for p in placed for path in p.left_out]
