@@ -17,6 +17,7 @@ from patchmgr.cli.options import (
     SourceOpt,
     ToOpt,
     UpstreamOpt,
+    for_targets,
     required_ref,
     source_overrides,
 )
@@ -48,8 +49,9 @@ def command(
     from patchmgr.render.maintain import bump_json, render_bump, render_interdiffs
 
     session = Session("bump", root, json_output)
-    overrides = source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, overrides)
+    given = source_overrides(source)
+    selected, upstream = session.upstream_target(target, upstream, given)
+    overrides = for_targets([selected], given)
     ref = required_ref("bump", to)
     with session.store() as store:
         outcome = plan_bump(

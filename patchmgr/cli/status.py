@@ -17,6 +17,7 @@ from patchmgr.cli.options import (
     TargetOpt,
     UpstreamsOpt,
     against_refs,
+    for_targets,
     source_overrides,
 )
 from patchmgr.cli.session import Session
@@ -69,8 +70,9 @@ def command(
 
     fmt = output_format_of(output_format, json_output)
     session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
-    overrides, refs, only = source_overrides(source), against_refs(against), upstream or []
-    targets = session.targets(target, overrides, refs, only)
+    given, asked, only = source_overrides(source), against_refs(against), upstream or []
+    targets = session.targets(target, given, asked, only)
+    overrides, refs = for_targets(targets, given), for_targets(targets, asked)
     if python and (refs or newest_release):
         raise UsageError(
             "--python checks the installed files; it cannot be combined with "
