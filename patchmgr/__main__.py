@@ -1,3 +1,3 @@
-from patchmgr.cli.app import run
+from patchmgr.cli.entry import run
 
 run()

@@ -20,9 +20,9 @@ from conftest import require
 from gitrepos import BASE_TEXT
 from markdown_it import MarkdownIt
 
-from patchmgr.render.report_github import escape_data, escape_property
-from patchmgr.render.report_junit import xml_text
-from patchmgr.render.report_markdown import md_escape
+from patchmgr.render.reports.github import escape_data, escape_property
+from patchmgr.render.reports.junit import xml_text
+from patchmgr.render.reports.markdown import md_escape
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NASTY = "a | b %0A 100% <&> *x* _y_ `z` [l](u) $m$ ~s~ \\ \\| :: x,y:z"

@@ -21,8 +21,6 @@ from patchmgr.cli.options import (
 )
 from patchmgr.cli.session import Session
 
-HELP = "Check out each upstream at its pin under DIR and apply the series, all or nothing."
-
 
 def command(
     target: NeededTargetOpt = None,

@@ -20,11 +20,6 @@ from patchmgr.cli.options import (
 )
 from patchmgr.cli.session import Session
 
-HELP = (
-    "Name the upstream commit between the pin and --to where each patch stops applying, with its state there "
-    "and its pull request; no checkout."
-)
-
 
 def command(
     target: NeededTargetOpt = None,

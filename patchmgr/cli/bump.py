@@ -23,11 +23,6 @@ from patchmgr.cli.options import (
 )
 from patchmgr.cli.session import Session
 
-HELP = (
-    "Refresh the patches at --to, then move the pin (and version) there; drops patches that are upstream unless "
-    "--keep; refuses while a patch is conflict or missing."
-)
-
 
 def command(
     target: NeededTargetOpt = None,

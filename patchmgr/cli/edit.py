@@ -24,12 +24,6 @@ from patchmgr.cli.options import (
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
-HELP = (
-    "Check the upstream out at its pin in DIR with each patch as one commit, to edit them with git; write them "
-    "back with export. With --onto REF, move the series onto a new upstream ref there (git am -3, patch by "
-    "patch), stopping at a conflict; then --continue, --skip or --abort."
-)
-
 
 def command(
     target: TargetOpt = None,

@@ -10,12 +10,6 @@ import typer
 from patchmgr.cli.options import REQUIRED, JsonOpt, NeededTargetOpt, RootOpt, UpstreamOpt, required_folder
 from patchmgr.cli.session import Session
 
-HELP = (
-    "Write the commits of an edit checkout back as patch files and update the series; an unchanged commit "
-    "leaves its file byte for byte. From an edit --onto checkout also move the pin (and version), drop patches "
-    "upstream carries, and show a range-diff of old against new."
-)
-
 
 def command(
     target: NeededTargetOpt = None,

@@ -16,11 +16,6 @@ from patchmgr.cli.options import (
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import PatchmgrError
 
-HELP = (
-    "Fill the cache with each upstream at its pin (every file of the commit, or the pinned release), so a later "
-    "apply needs no network: the download layer of an image build."
-)
-
 
 def command(
     target: NeededTargetOpt = None,

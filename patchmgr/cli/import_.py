@@ -11,12 +11,6 @@ from patchmgr.cli.options import DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt, S
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
-HELP = (
-    "Adopt a monolithic patch set (series.conf, per-version folder or patch files): find each patch's base "
-    "commit, split it into pieces with DEP-3 stubs, leave out what upstream carries, prove the series equals "
-    "the patch, and write the manifest and patch files."
-)
-
 PathsArg = Annotated[
     Optional[list[Path]],
     typer.Argument(

@@ -7,8 +7,6 @@ from pathlib import Path
 from patchmgr.cli.options import JsonOpt, RootOpt
 from patchmgr.cli.session import Session
 
-HELP = "Check manifests and patch files: well-formed, documented (DEP-3), all listed."
-
 
 def command(json_output: JsonOpt = False, root: RootOpt = Path(".")) -> int:
     from patchmgr.model.lint import lint_project

@@ -11,13 +11,6 @@ from patchmgr.cli.options import JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, f
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
-HELP = (
-    "Show every patch (rows) at the pin, each release tag since it and the branch tip (columns), with the first "
-    "upstream commit where each changed; --html FILE writes one self-contained page. Exit 1 when a patch does "
-    "not apply (or a guard breaks) at the newest release tag shown (the branch tip when none is newer than the "
-    "pin)."
-)
-
 MatrixUpstreamOpt = Annotated[
     Optional[list[str]],
     typer.Option("--upstream", "-u", help="Only this upstream (repeatable); default: every upstream of the target."),

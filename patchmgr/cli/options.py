@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from patchmgr.model.errors import UsageError
-from patchmgr.model.manifest import Target, url_problem
 from patchmgr.model.urls import mask_url
+
+if TYPE_CHECKING:
+    from patchmgr.model.manifest import Target
 
 REQUIRED = " \\[required]"  # escaped: typer reads help text as rich markup
 
@@ -151,6 +153,8 @@ class NamedOptions(dict):
 
 def source_overrides(values: list[str] | None) -> dict[str, str]:
     """``--source NAME=LOCATION`` options as a mapping; a malformed one is a usage error."""
+    from patchmgr.model.manifest import url_problem  # here: `patchmgr <command> --help` needs no manifest code
+
     overrides: dict[str, str] = NamedOptions("--source")
     for value in values or []:
         name, sep, location = value.partition("=")

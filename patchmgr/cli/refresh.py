@@ -20,12 +20,6 @@ from patchmgr.cli.options import (
 )
 from patchmgr.cli.session import Session
 
-HELP = (
-    "Rewrite the patches that apply with offsets at --to so they apply exactly there, keeping their messages; "
-    "refuses fuzz and 3-way merges unless allowed (--allow-fuzz, --allow-three-way), and conflicts; a rewritten "
-    "patch's Last-Update is set to today."
-)
-
 
 def command(
     target: NeededTargetOpt = None,

@@ -7,8 +7,6 @@ from pathlib import Path
 from patchmgr.cli.options import EnvPythonOpt, ForceOpt, JsonOpt, NeededTargetOpt, RootOpt, UpstreamsOpt, missing
 from patchmgr.cli.session import Session
 
-HELP = "Put back the original bytes of every file `apply --python` changed, and the original RECORD."
-
 
 def command(
     target: NeededTargetOpt = None,

@@ -10,12 +10,6 @@ import typer
 from patchmgr.cli.options import REQUIRED, JsonOpt, NeededTargetOpt, RootOpt, UpstreamsOpt, required_folder
 from patchmgr.cli.session import Session
 
-HELP = (
-    "Print `NAME ROOT` for each upstream that apply checked out into DIR: ROOT is the folder to put on sys.path "
-    "(the checkout, or its package-root). Exit 1 when none is applied there. Scripts read --json: a folder "
-    "name may hold any character, a newline included, and only JSON keeps it one value."
-)
-
 
 def command(
     target: NeededTargetOpt = None,

@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING
 
 from patchmgr.cli.options import Place, missing, one_place, require_upstreams, required_target
 from patchmgr.model.errors import UsageError
-from patchmgr.model.project import Project
-from patchmgr.targets.project_files import recover_project
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from patchmgr.model.manifest import Target
+    from patchmgr.model.project import Project
     from patchmgr.sources.store import Store
 
 
@@ -36,7 +35,11 @@ class Session:
         self.command = command
         self.json = json_output
         self.data_on_stdout = data_on_stdout  # stdout carries only data lines (roots): notes go to stderr
-        self.project = Project.at(root)
+        # imported here, not at the top: `patchmgr <command> --help` loads the command's module and no core code
+        from patchmgr.model.project import Project
+        from patchmgr.targets.project_files import recover_project
+
+        self.project: Project = Project.at(root)
         self.notes: list[str] = []
         recovered = recover_project(self.project.root)  # before any manifest is read: takes the lock only then
         if recovered:

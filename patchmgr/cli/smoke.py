@@ -10,12 +10,6 @@ import typer
 from patchmgr.cli.options import AppliedIntoOpt, JsonOpt, NeededTargetOpt, RootOpt, UpstreamsOpt
 from patchmgr.cli.session import Session
 
-HELP = (
-    "Run each patch's smoke tests against the upstream code in DIR; exit 0 only when every patch is proven by "
-    "tests that ran (--unpatched: against the pinned upstream without the patches, which must fail). "
-    "--into DIR --python PATH runs DIR's tests on that interpreter (one the upstream's Requires-Python fits)."
-)
-
 
 def command(
     target: NeededTargetOpt = None,

@@ -23,8 +23,6 @@ from patchmgr.cli.options import (
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
-HELP = "Classify every patch of a target at its pins (or --against refs)."
-
 FORMATS = ("text", "json", "junit", "markdown", "github")
 FormatOpt = Annotated[
     Optional[str],

@@ -7,8 +7,6 @@ from pathlib import Path
 from patchmgr.cli.options import AppliedIntoOpt, JsonOpt, NeededTargetOpt, PythonOpt, RootOpt, UpstreamsOpt
 from patchmgr.cli.session import Session
 
-HELP = "Prove that DIR holds exactly the pinned upstreams with exactly the target's patches."
-
 
 def command(
     target: NeededTargetOpt = None,

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from patchmgr.model.diff import _bare_lines, _lines
 from patchmgr.model.patchfile import PatchFile, diff_line_index, is_mail
+from patchmgr.model.text import bare_lines, split_lines
 
 PATCHMGR_AUTHOR = ("patchmgr", "patchmgr@localhost")  # who patchmgr's own commits, notes and saves are by
 FIXED_DATE = "1970-01-01T00:00:00+00:00"  # a patch that names no date: the same series gives the same commit ids
@@ -65,7 +65,7 @@ def as_mail(patch: PatchFile) -> bytes:
     text = patch.data.decode("utf-8").removeprefix("\ufeff")
     if is_mail(text):
         return text.encode("utf-8")
-    lines = _lines(text)
+    lines = split_lines(text)
     spec = commit_spec(patch)
     when = email.utils.format_datetime(_parsed_date(spec.date))
     # No Subject header: git am then takes the whole body as the message, so a DEP-3 "From:" or "Subject:"
@@ -86,9 +86,9 @@ def in_file_form(old: bytes, mail: bytes, reworded: str | None = None) -> bytes:
     old_text = old.decode("utf-8")
     if is_mail(old_text):
         return mail
-    mail_lines = _lines(mail.decode("utf-8"))
+    mail_lines = split_lines(mail.decode("utf-8"))
     diff_at = diff_line_index(mail_lines) or 0
-    lines = _lines(old_text)
+    lines = split_lines(old_text)
     head = lines[: diff_line_index(lines) or 0]
     while head and head[-1].startswith(_DIFF_PREAMBLE):
         head.pop()
@@ -111,7 +111,7 @@ def _reworded(fields: list[str], message: str) -> list[str]:
     it has them (the fields were edited in the commit), else its text as the Description, the other fields
     kept."""
     subject, _, body = message.strip("\n").partition("\n")
-    body_lines = _bare_lines(body.strip("\n"))
+    body_lines = bare_lines(body.strip("\n"))
     if any(re.match(r"(Description|Subject):", line) for line in body_lines):
         return [line + "\n" for line in body_lines]
     kept, in_description = [], False

@@ -15,17 +15,17 @@ epoch (what ``diff -N`` writes) meaning the file is created or deleted.
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from patchmgr.model.diff import _DATE_RANGE, FileDiff, _bare_lines, _check_hunks, _lines, _parse_diff
+from patchmgr.model.diff import FileDiff, check_hunks, parse_diff
 from patchmgr.model.errors import PatchFormatError
 from patchmgr.model.guards import SYNTAX, GuardSyntaxError, parse_guard
 from patchmgr.model.mailheader import am_subject, decoded, in_body_headers
+from patchmgr.model.text import bare_lines, split_lines
 
 DEP3_KEYS = (
     "Description",
@@ -45,6 +45,9 @@ DEP3_KEYS = (
     "Guard",
 )
 
+
+# git (2.39) takes author dates from 1970 to 2099; apply commits each patch with its Date
+_DATE_RANGE = (datetime(1970, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
 
 UPSTREAM_STATUSES = ("Pending", "Submitted", "Backport", "Accepted", "Denied", "Inappropriate", "Inactive-Upstream")
 
@@ -124,29 +127,29 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
     header_text, diff_text, diff_line = _split_message(text)
     if not diff_text.strip():
         raise PatchFormatError(f"{path}: holds no diff", "an empty patch changes nothing; remove it from the series")
-    diff_text = _check_hunks(diff_text, path, diff_line)
+    checked = check_hunks(diff_text, path, diff_line)
     subject, body, author, date = _parse_mail(header_text)
     if date is not None:
         _check_date(date, header_text, path)
     fields = _parse_fields(body)
     _check_guards(fields, header_text, path)
-    files = _parse_diff(diff_text, path, diff_line)
+    files = parse_diff(checked, path, diff_line)
     described = dict(fields).get("Description") or dict(fields).get("Subject")  # DEP-3: Subject is its alias
     if not subject and described:
-        subject = _bare_lines(described)[0]
+        subject = bare_lines(described)[0]
     return PatchFile(patch_id or path.stem, upstream, path, data, subject, body, author, date, tuple(fields), files)
 
 
 def _split_message(text: str) -> tuple[str, str, int]:
     """Split into (message part, diff part, line number where the diff starts)."""
-    lines = _lines(text)
+    lines = split_lines(text)
     index = diff_line_index(lines)
     if index is None:
         return text, "", len(lines) + 1
     message = "".join(lines[:index])
     # format-patch puts "---", a diffstat and a blank line before the diff
     message = re.split(r"(?m)^---\s*$", message, maxsplit=1)[0]
-    # the mail signature ("-- " and git's version) is cut by _check_hunks,
+    # the mail signature ("-- " and git's version) is cut by check_hunks,
     # which alone can tell it from a removed line that reads "- "
     return message, "".join(lines[index:]), index + 1
 
@@ -168,7 +171,7 @@ def is_mail(text: str) -> bool:
 
 
 def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
-    lines = _bare_lines(message)
+    lines = bare_lines(message)
     if not lines or not is_mail(lines[0]):
         return "", message.strip("\n"), None, None
     headers: dict[str, str] = {}
@@ -192,7 +195,7 @@ def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
 
 def _parse_fields(body: str) -> list[tuple[str, str]]:
     fields: list[tuple[str, str]] = []
-    for line in _bare_lines(body):
+    for line in bare_lines(body):
         match = _FIELD_LINE.match(line)
         if match:
             fields.append((match.group(1), match.group(2).strip()))
@@ -212,7 +215,7 @@ def _check_guards(fields: list[tuple[str, str]], message: str, path: Path) -> No
             line = next(
                 (
                     n
-                    for n, text in enumerate(_bare_lines(message), 1)
+                    for n, text in enumerate(bare_lines(message), 1)
                     if text.startswith("Guard:") and text[len("Guard:") :].strip() == value
                 ),
                 1,
@@ -224,6 +227,8 @@ def _check_guards(fields: list[tuple[str, str]], message: str, path: Path) -> No
 
 def _check_date(date: str, message: str, path: Path) -> None:
     """The Date header must be one git takes as an author date: apply commits each patch with it."""
+    import email.utils  # here: only a patch with a Date header needs the mail date parser
+
     when = None
     try:
         when = email.utils.parsedate_to_datetime(date)
@@ -235,7 +240,7 @@ def _check_date(date: str, message: str, path: Path) -> None:
     if when is not None and when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     if when is None or not _DATE_RANGE[0] <= when < _DATE_RANGE[1]:
-        line = next((n for n, text in enumerate(_bare_lines(message), 1) if text.startswith("Date:")), 1)
+        line = next((n for n, text in enumerate(bare_lines(message), 1) if text.startswith("Date:")), 1)
         problem = "cannot be read as a date" if when is None else "is outside the years git records"
         raise PatchFormatError(
             f"{path}:{line}: the Date header {date!r} {problem} (git takes RFC 2822 or ISO 8601 dates from 1970 "

@@ -6,8 +6,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")  # \Z: `$` would let a final newline through
 _SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9.-]+:[^/].*$")  # git's scp-like ssh: host:path
 
@@ -142,6 +140,9 @@ def requirement_problem(value: str) -> str | None:
         return control
     if value.strip().startswith("-"):
         return "is a pip option, not a requirement (options are refused)"
+    # packaging's requirement parser is a noticeable share of a CLI start; only manifests with requirements need it
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         requirement = Requirement(value)
     except InvalidRequirement as exc:

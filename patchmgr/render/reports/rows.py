@@ -1,4 +1,4 @@
-"""Reports of ``status`` for CI (JUnit XML, a Markdown job summary, GitHub workflow commands): what they share.
+"""The report model every CI format lays out: one row per patch, its verdict, and where in its patch file it fails.
 
 Each patch gets one verdict: ``pass`` (clean), ``warn`` (it applies, its hunks moved: offset), ``fail``
 (any other state, or a ``Guard:`` header that breaks on the patched code) or ``error`` (its upstream
@@ -13,14 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.model.diff import HUNK_HEADER, hunk_end
-from patchmgr.model.errors import PatchmgrError
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus, UpstreamStatus
+    from patchmgr.model.patchfile import PatchFile
 
 PASS, WARN, FAIL, ERROR = "pass", "warn", "fail", "error"
-FORMATS = ("junit", "markdown", "github")
 
 
 @dataclass(frozen=True)
@@ -147,64 +145,18 @@ def patch_line(row: Row) -> int:
     if result is None:
         return 1
     if result.conflict is not None:
-        return hunk_line(result, result.conflict.path, result.conflict.hunk)
+        return hunk_line(result.patch, result.conflict.path, result.conflict.hunk)
     moved = [p for p in result.placements if p.offset or p.fuzz]
     if moved:
-        return hunk_line(result, moved[0].path, moved[0].number)
+        return hunk_line(result.patch, moved[0].path, moved[0].number)
     return 1
 
 
-def hunk_line(result: CheckResult, path: str, hunk: int) -> int:
-    """The 1-based line of hunk ``hunk`` (1-based, per file, as git -v counts) of file ``path`` in the patch file;
-    hunk 0 (the whole file is the problem) is the file's first hunk. Found with the parser's own walk: the
-    hunk headers of the diff, in order, are the hunks of ``patch.files`` in order."""
-    patch = result.patch
-    order = [(diff, number) for diff in patch.files for number in range(1, len(diff.hunks) + 1)]
-    wanted = next(
-        (
-            index
-            for index, (diff, number) in enumerate(order)
-            if path in (diff.old_path, diff.new_path) and number == max(hunk, 1)
-        ),
-        None,
-    )
-    if wanted is None:
-        return 1
-    text = patch.data.decode("utf-8", "replace").removeprefix("\ufeff")
-    lines = [line + "\n" for line in text.split("\n")]
-    start = next(
-        (
-            i
-            for i, line in enumerate(lines)
-            if line.startswith("diff --git ")
-            or (line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "))
-        ),
-        len(lines),
-    )
-    headers: list[int] = []
-    index = start
-    try:
-        while index < len(lines) and len(headers) <= wanted:
-            if HUNK_HEADER.match(lines[index]):
-                headers.append(index + 1)
-                index = hunk_end(lines, index)
-            else:
-                index += 1
-    except PatchmgrError:  # the patch was read with this walk, so this cannot happen; 1 rather than a crash
-        return 1
-    return headers[wanted] if wanted < len(headers) else 1
-
-
-def render_report(fmt: str, statuses: list[TargetStatus], base: Path) -> str:
-    """The report in ``fmt`` (one of ``FORMATS``) as text to print; paths are shown relative to ``base``."""
-    if fmt == "junit":
-        from patchmgr.render.report_junit import render_junit
-
-        return render_junit(statuses)
-    if fmt == "markdown":
-        from patchmgr.render.report_markdown import render_markdown
-
-        return render_markdown(statuses)
-    from patchmgr.render.report_github import render_github
-
-    return render_github(statuses, base)
+def hunk_line(patch: PatchFile, path: str, hunk: int) -> int:
+    """The line in the patch file of hunk ``hunk`` (1-based, per file, as git -v counts) of file ``path``, as the
+    parser kept it; hunk 0 (the whole file is the problem) is the file's first hunk; 1 when there is no such hunk."""
+    number = max(hunk, 1)
+    for diff in patch.files:
+        if path in (diff.old_path, diff.new_path) and number <= len(diff.hunks):
+            return diff.hunks[number - 1].patch_line
+    return 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from patchmgr.render.outside import for_markdown as md_escape
-from patchmgr.render.reports import ERROR, FAIL, PASS, WARN, counts, rows, short_ref, upstream_rows
+from patchmgr.render.reports.rows import ERROR, FAIL, PASS, WARN, counts, rows, short_ref, upstream_rows
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus, UpstreamStatus

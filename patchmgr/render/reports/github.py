@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from patchmgr.render.outside import for_github_data as escape_data
 from patchmgr.render.outside import for_github_log
 from patchmgr.render.outside import for_github_property as escape_property
-from patchmgr.render.reports import (
+from patchmgr.render.reports.rows import (
     ERROR,
     FAIL,
     PASS,

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 from patchmgr.render.outside import for_xml as xml_text
-from patchmgr.render.reports import ERROR, FAIL, WARN, Row, counts, upstream_rows
+from patchmgr.render.reports.rows import ERROR, FAIL, WARN, Row, counts, upstream_rows
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus, UpstreamStatus

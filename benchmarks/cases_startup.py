@@ -1,0 +1,206 @@
+"""Start-up: what a command costs before it does anything, today's code beside the working tree, in one run.
+
+``patchmgr --help`` is timed against a bare ``python -c pass`` in interleaved pairs (the goal is a ratio, so
+the machine's speed and load cancel out), and ``status --target ascend`` warm is timed for the baseline commit
+(built from git with ``git archive``) and the working tree, interleaved, against the local ascend mirrors.
+Every process runs in a neutral folder: ``python -m`` puts the current folder first on ``sys.path``, and
+from the repository that would load the working tree's ``patchmgr`` for both.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+from fixtures import ASCEND_MIRRORS, NO_NETWORK, ROOT, Bench, Row, ascend_patches, git, spawn
+
+BASELINE = "a9648a8"  # main before the lazy command table (issue 25, item 4)
+HELP_GOAL = 4.0  # patchmgr --help at most this many times a bare interpreter start
+STATUS_GOAL = 0.5  # status --target ascend warm at most this share of the baseline's time
+PAIRS = {"full": 9, "tiny": 7}  # interleaved rounds per figure, by size (at least 7)
+
+
+def baseline_tree(bench: Bench, ref: str) -> Path | None:
+    """``patchmgr/`` at ``ref``, unpacked once under the cache; None when this clone lacks the commit."""
+    try:
+        commit = git("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=ROOT)
+    except RuntimeError:
+        return None
+    tree = bench.cache / f"baseline-{commit[:12]}"
+    if not (tree / "patchmgr" / "__init__.py").is_file():
+        archive = bench.cache / f"baseline-{commit[:12]}.tar"
+        with archive.open("wb") as out:
+            subprocess.run(["git", "archive", commit, "patchmgr"], cwd=ROOT, stdout=out, check=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(tree, filter="data")
+        archive.unlink()
+    return tree
+
+
+def code_env(bench: Bench, tree: Path, extra: dict | None = None) -> dict[str, str]:
+    return {**bench.env(extra), "PYTHONPATH": str(tree)}
+
+
+def timed(args: list[str], env: dict[str, str], cwd: Path) -> float:
+    code, out, wall, _rss = spawn(args, env=env, cwd=cwd)
+    if code not in (0, 1):
+        raise RuntimeError(f"{' '.join(args[2:])}: exit {code}: {out[-500:]}")
+    return wall
+
+
+def interleaved(
+    commands: dict[str, tuple[list[str], dict[str, str]]], cwd: Path, rounds: int
+) -> dict[str, list[float]]:
+    """Each command once per round: a burst of load hits every command alike."""
+    walls: dict[str, list[float]] = {label: [] for label in commands}
+    for _ in range(rounds):
+        for label, (args, env) in commands.items():
+            walls[label].append(timed(args, env, cwd))
+    return walls
+
+
+def measure_startup(bench: Bench, mirrors: Path, ref: str = BASELINE) -> None:
+    old = baseline_tree(bench, ref)
+    if old is None:
+        bench.add(Row("start-up", f"baseline {ref}", None, note=f"skipped: this clone lacks commit {ref}"))
+        return
+    neutral = bench.cache / "neutral"
+    neutral.mkdir(exist_ok=True)
+    measure_help(bench, old, ref, neutral)
+    measure_ascend(bench, old, ref, mirrors, neutral)
+
+
+def measure_help(bench: Bench, old: Path, ref: str, cwd: Path) -> None:
+    pm = [sys.executable, "-m", "patchmgr"]
+    new_env, old_env = code_env(bench, ROOT), code_env(bench, old)
+    walls = interleaved(
+        {
+            "bare": ([sys.executable, "-c", "pass"], new_env),
+            "help": ([*pm, "--help"], new_env),
+            "help-old": ([*pm, "--help"], old_env),
+            "version": ([*pm, "--version"], new_env),
+            "status-help": ([*pm, "status", "--help"], new_env),
+            "status-help-old": ([*pm, "status", "--help"], old_env),
+        },
+        cwd,
+        PAIRS[bench.size],
+    )
+    bare = walls["bare"]
+
+    def ratio(label: str) -> float:  # the median of the per-round ratios to the bare interpreter of that round
+        return statistics.median(w / b for w, b in zip(walls[label], bare, strict=True))
+
+    for label, variant in (
+        ("bare", "python -c pass (a bare interpreter)"),
+        ("help", "patchmgr --help"),
+        ("help-old", f"patchmgr --help, baseline {ref}"),
+        ("version", "patchmgr --version"),
+        ("status-help", "patchmgr status --help"),
+        ("status-help-old", f"patchmgr status --help, baseline {ref}"),
+    ):
+        times = walls[label]
+        note = f"median of {len(times)} (min {min(times):.3f} s)"
+        if label != "bare":
+            note += f"; {ratio(label):.1f}x the bare interpreter"
+        bench.add(Row("start-up", variant, statistics.median(times), note=note))
+    bench.goals.append(
+        (
+            f"patchmgr --help <= {HELP_GOAL:g}x a bare interpreter (median of {len(bare)} interleaved pairs)",
+            f"{ratio('help'):.1f}x (baseline {ref}: {ratio('help-old'):.1f}x)",
+            ratio("help") <= HELP_GOAL,
+        )
+    )
+
+
+# where a warm status spends its time: each group of imports in the order the command needs them, then the run
+PHASES = """
+import time; marks = [time.perf_counter()]
+import contextlib, io, json, sys
+def mark(): marks.append(time.perf_counter())
+import typer; mark()
+import rich.console, rich.table; mark()
+from patchmgr.cli.app import run_parser; import patchmgr.cli.status; mark()
+import patchmgr.model.project, patchmgr.targets.project_files; mark()
+import patchmgr.check.status, patchmgr.sources.store, patchmgr.sources.upstream, patchmgr.sources.release; mark()
+import patchmgr.render.status, patchmgr.render.console; mark()
+import urllib.request; mark()
+with contextlib.redirect_stdout(io.StringIO()):
+    run_parser(sys.argv[1:])
+mark()
+print(json.dumps([b - a for a, b in zip(marks, marks[1:])]))
+"""
+PHASE_NAMES = (
+    "typer",
+    "rich",
+    "the cli modules",
+    "model and project files",
+    "check, sources, engine",
+    "render",
+    "urllib (release lookups)",
+    "the check and its output",
+)
+
+
+def phases(bench: Bench, args: list[str], env: dict[str, str], cwd: Path) -> str:
+    """The median milliseconds of each phase of a warm status over the rounds, as one line."""
+    runs = []
+    for _ in range(PAIRS[bench.size]):
+        code, out, _wall, _rss = spawn([sys.executable, "-c", PHASES, *args], env=env, cwd=cwd)
+        if code:
+            return f"phases not measured (exit {code}): {out[-300:]}"
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    return ", ".join(
+        f"{name} {1000 * statistics.median(run[index] for run in runs):.0f} ms"
+        for index, name in enumerate(PHASE_NAMES)
+    )
+
+
+def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) -> None:
+    repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
+    absent = [str(path) for path in repos.values() if not path.is_dir()]
+    if absent:
+        bench.add(Row("start-up", "status --target ascend, warm", None, note=f"skipped: no local mirror {absent[0]}"))
+        bench.notes.append("status --target ascend was not measured: its mirrors are not on this machine")
+        return
+    patches = ascend_patches()
+    args = [sys.executable, "-m", "patchmgr", "status", "--target", "ascend", "--root", str(ROOT)]
+    args += [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
+    envs = {}
+    for label, tree in (("new", ROOT), ("old", old)):
+        cache = {"PATCHMGR_CACHE": str(bench.cache / f"patchmgr-cache-ascend-startup-{label}")}
+        warm_up = code_env(bench, tree, cache)
+        for key in NO_NETWORK:  # the first run may ask PyPI for the releases; the measured ones are offline
+            warm_up.pop(key)
+        timed(args, warm_up, cwd)
+        envs[label] = (args, code_env(bench, tree, cache))
+    walls = interleaved(envs, cwd, PAIRS[bench.size])
+    new, old_wall = statistics.median(walls["new"]), statistics.median(walls["old"])
+    for label, variant in (
+        ("old", f"status --target ascend warm, baseline {ref}"),
+        ("new", "status --target ascend warm"),
+    ):
+        times = walls[label]
+        bench.add(
+            Row(
+                "start-up",
+                variant,
+                statistics.median(times),
+                patches,
+                note=f"median of {len(times)} (min {min(times):.3f} s)",
+            )
+        )
+    bench.notes.append(
+        "status --target ascend warm, where the time goes in the working tree (median of each phase, in process, "
+        f"after the interpreter's own start): {phases(bench, args[3:], envs['new'][1], cwd)}"
+    )
+    bench.goals.append(
+        (
+            f"status --target ascend warm <= {STATUS_GOAL:g}x the baseline's ({ref}, same run, interleaved)",
+            f"{new:.3f} s vs {old_wall:.3f} s: {new / old_wall:.2f}x",
+            new / old_wall <= STATUS_GOAL,
+        )
+    )

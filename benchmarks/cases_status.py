@@ -1,0 +1,178 @@
+"""Cases on whole CLI processes over the generated project and the ascend mirrors: status, bisect, matrix."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from fixtures import (
+    ASCEND_MIRRORS,
+    NO_NETWORK,
+    ROOT,
+    Bench,
+    Row,
+    Upstream,
+    ascend_patches,
+    git,
+    patchmgr,
+    prepare,
+    sources,
+    spawn,
+)
+
+
+# -- 1 and 5: status ---------------------------------------------------------------
+def measure_status(
+    bench: Bench, label: str, args: list[str], checks: int, root: Path | None = None, env: dict | None = None
+) -> Row | None:
+    code, out, wall, rss = patchmgr(bench, "status", *args, root=root, env=env)  # warms the cache
+    if code not in (0, 1):
+        bench.add(Row("status", label, None, note=f"failed (exit {code}): {out.strip().splitlines()[-1:]}"))
+        return None
+    walls, peak = [], 0.0
+    for _ in range(bench.cfg["runs"]):
+        code, out, wall, rss = patchmgr(bench, "status", *args, root=root, env=env)
+        walls.append(wall)
+        peak = max(peak, rss)
+    return bench.add(
+        Row(
+            "status",
+            label,
+            statistics.median(walls),
+            checks,
+            peak,
+            f"median of {len(walls)} warm runs (min {min(walls):.3f} s), exit {code}",
+        )
+    )
+
+
+def ascend_status(bench: Bench, mirrors: Path) -> Row | None:
+    repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
+    absent = [str(path) for path in repos.values() if not path.is_dir()]
+    if absent:
+        bench.add(
+            Row("status", "ascend target (real upstreams)", None, note=f"skipped: no local mirror {', '.join(absent)}")
+        )
+        return None
+    args = ["--target", "ascend"] + [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
+    cache = bench.cache / "patchmgr-cache-ascend"
+    # the first run may fetch the pins from the mirrors and the releases from PyPI; later runs are offline
+    warm = bench.env({"PATCHMGR_CACHE": str(cache)})
+    for key in NO_NETWORK:
+        warm.pop(key)
+    spawn([sys.executable, "-m", "patchmgr", "status", *args, "--root", str(ROOT)], env=warm)
+    return measure_status(
+        bench,
+        f"ascend target (real upstreams, {ascend_patches()} patches)",
+        args,
+        ascend_patches(),
+        root=ROOT,
+        env=bench.env({"PATCHMGR_CACHE": str(cache)}),
+    )
+
+
+# -- 3: bisect -------------------------------------------------------------------------
+def measure_bisect(bench: Bench, up: Upstream) -> None:
+    to_index = min(bench.cfg["pin"] + bench.cfg["bisect"], len(up.commits) - 1)
+    span = to_index - bench.cfg["pin"]
+    base = [
+        "bisect",
+        "--target",
+        "bench",
+        "--upstream",
+        "bench",
+        "--to",
+        up.commits[to_index],
+        "--json",
+        *sources({"bench": up}, ["bench"]),
+    ]
+    code, out, wall, rss = patchmgr(bench, *base)
+    bench.add(Row("bisect", f"all patches, {span:,} commits, cold cache", wall, None, rss, f"exit {code}"))
+    code, out, wall, rss = patchmgr(bench, *base)
+    try:
+        walked = json.loads(out[out.index("{") :])["patches"]
+    except ValueError:
+        raise RuntimeError(f"bisect failed: {out}")
+    checked = sum(p["commits_checked"] for p in walked)
+    per_patch = wall / max(len(walked), 1)
+    bench.add(
+        Row(
+            "bisect",
+            f"all {len(walked)} failing patches, {span:,} commits",
+            wall,
+            checked,
+            rss,
+            f"{per_patch:.3f} s per patch; {checked} commit checks",
+        )
+    )
+    last = up.ids[-1]
+    code, out, single, rss_one = patchmgr(bench, *base, "--patch", last)
+    bench.add(
+        Row("bisect", f"one patch (last of the series), {span:,} commits", single, None, rss_one, f"--patch {last}")
+    )
+    worst = max(per_patch, single)
+    bench.goals.append((f"bisect over {span:,} commits < 2 s per patch", f"{worst:.2f} s", worst < 2))
+
+
+# -- 6: matrix --------------------------------------------------------------------------
+MATRIX_GOAL = 2.0  # seconds, warm: every Megatron-Bridge release tag since the pin x its patches
+
+
+def measure_matrix(bench: Bench, mirrors: Path, ups: dict[str, Upstream] | None = None) -> None:
+    """``patchmgr matrix`` warm: the real Megatron-Bridge mirror when it is here, else the generated upstream
+    with five tags after the pin (made once, ``git tag -f``)."""
+    mirror = mirrors / ASCEND_MIRRORS["megatron-bridge"] / "repo"
+    if mirror.is_dir():
+        args = ["--target", "ascend", "--upstream", "megatron-bridge", "--source", f"megatron-bridge={mirror}"]
+        root, label = ROOT, "Megatron-Bridge: release tags since the pin x 3 patches (real mirror)"
+        env = bench.env({"PATCHMGR_CACHE": str(bench.cache / "patchmgr-cache-ascend")})
+    else:
+        ups = ups or prepare(bench)  # --only matrix: the generated histories (cached) and their project
+        up = ups["bench"]
+        step = max(1, (len(up.commits) - 1 - bench.cfg["pin"]) // 5)
+        for number in range(1, 6):
+            git(
+                "tag",
+                "-f",
+                f"v1.{number}.0",
+                up.commits[min(bench.cfg["pin"] + number * step, len(up.commits) - 1)],
+                cwd=up.repo,
+            )
+        args = ["--target", "bench", "--upstream", "bench", "--refs", "v1.*", *sources(ups, ["bench"])]
+        root, env = bench.project, bench.env()
+        label = f"generated upstream: 5 tags x {len(up.ids)} patches (no mirror here)"
+    first = spawn([sys.executable, "-m", "patchmgr", "matrix", *args, "--json", "--root", str(root)], env=env)
+    try:
+        doc = json.loads(first[1][first[1].index("{") :])
+        (matrix,) = doc["upstreams"]
+    except ValueError:
+        bench.add(Row("matrix", label, None, note=f"failed (exit {first[0]}): {first[1].strip()[-300:]}"))
+        return
+    cells = len(matrix["columns"]) * len(matrix["patches"])
+    walls, peak = [], 0.0
+    for _ in range(max(3, bench.cfg["runs"])):
+        code, _out, wall, rss = spawn([sys.executable, "-m", "patchmgr", "matrix", *args, "--root", str(root)], env=env)
+        walls.append(wall)
+        peak = max(peak, rss)
+    wall = statistics.median(walls)
+    columns = ", ".join(c["name"] for c in matrix["columns"])
+    bench.add(
+        Row(
+            "matrix",
+            label,
+            wall,
+            cells,
+            peak,
+            f"median of {len(walls)} warm runs (min {min(walls):.3f} s), exit {code}; columns {columns}",
+        )
+    )
+    print(f"  matrix: {wall:.3f} s warm, {wall / MATRIX_GOAL:.2f}x the {MATRIX_GOAL:g} s goal", flush=True)
+    bench.goals.append(
+        (
+            f"matrix, {label.split(':')[0]} < {MATRIX_GOAL:g} s (warm)",
+            f"{wall:.3f} s ({wall / MATRIX_GOAL:.2f}x the goal)",
+            wall < MATRIX_GOAL,
+        )
+    )

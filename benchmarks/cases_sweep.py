@@ -1,0 +1,203 @@
+"""The sweep: patchmgr's engine in process against the naive loop and git alone, at N consecutive commits."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+
+import synth
+from fixtures import HARNESS, Bench, Row, Upstream, git, spawn
+
+
+# -- 2: the sweep ----------------------------------------------------------------------
+def sweep_commits(bench: Bench, up: Upstream) -> list[str]:
+    """N consecutive commits some way past the pin, where the patches have drifted: offsets, fuzz, conflicts."""
+    start = bench.cfg["pin"] + bench.cfg["sweep_from"]
+    return up.commits[start : start + bench.cfg["sweep"]]
+
+
+def inner_sweep(bench: Bench, up: Upstream, mode: str) -> None:
+    """Runs in a child process: patchmgr over the sweep, through its public functions.
+
+    ``walk``: ``history.Walk``, the engine behind bisect, which classifies a group of
+    patches again only at a commit that changed one of its files. ``series``: the
+    engine's ``check_series`` at every commit, nothing kept between commits.
+    """
+    from patchmgr.engine.classify import check_series
+    from patchmgr.history.walk import Walk
+    from patchmgr.io.git import merge_texts
+    from patchmgr.model.project import Project
+    from patchmgr.sources.store import Store
+    from patchmgr.sources.upstream import GitSource, open_git_source
+
+    commits = sweep_commits(bench, up)
+    started, cpu = time.perf_counter(), time.process_time()
+    project = Project.at(bench.project)
+    upstream = project.target("bench").upstream("bench")
+    patches = project.patches(upstream)
+    store = Store(bench.pm_cache)
+    overrides = {"bench": str(up.repo)}
+    open_git_source(store, upstream, None, overrides)
+    repo = store.ensure_commit("bench", commits[-1], (str(up.repo),))
+    walk = Walk(repo, commits[0], commits[-1], str(up.repo), patches)
+    walk.prefetch(p for patch in patches for p in patch.touched_paths)
+    states, checks = [], len(commits) * len(patches)
+    for commit in commits:
+        if mode == "walk":
+            states.append([state.value for state in walk.states_at(commit)])
+        else:
+            results = check_series(patches, GitSource(repo, commit, str(up.repo)), merge_texts)
+            states.append([r.state.value for r in results])
+    if mode == "walk":
+        checks = walk.checks
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    store.close()
+    print(
+        json.dumps(
+            {
+                "wall": wall,
+                "cpu": cpu,
+                "states": states,
+                "engine_checks": checks,
+                "self_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "children_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            }
+        )
+    )
+
+
+def measure_sweep(bench: Bench, up: Upstream) -> None:
+    commits = sweep_commits(bench, up)
+    checks = len(commits) * len(up.ids)
+    what = f"{len(up.ids)} patches x {len(commits)} commits"
+    found = {}
+    for mode, label in (
+        ("walk", "patchmgr Walk, cold cache (first run fills it)"),
+        ("walk", "patchmgr Walk (engine, re-checks only changed files)"),
+        ("series", "patchmgr engine alone: check_series at every commit"),
+    ):
+        code, out, wall, rss = spawn(
+            [
+                sys.executable,
+                str(HARNESS),
+                "--inner",
+                f"sweep-{mode}",
+                "--size",
+                bench.size,
+                "--cache",
+                str(bench.cache),
+            ],
+            env=bench.env(),
+        )
+        if code:
+            raise RuntimeError(f"sweep failed: {out}")
+        result = json.loads(out.strip().splitlines()[-1])
+        found[label] = (
+            bench.add(
+                Row(
+                    "sweep",
+                    label,
+                    result["wall"],
+                    checks,
+                    rss,
+                    f"{what}; {result['engine_checks']} engine checks, CPU {result['cpu']:.2f} s; "
+                    f"RSS in-process {result['self_rss_mb']:.0f} MB, git "
+                    f"{result['children_rss_mb']:.0f} MB",
+                )
+            ),
+            result["states"],
+        )
+    ours, states = found["patchmgr Walk (engine, re-checks only changed files)"]
+    series_row, series_states = found["patchmgr engine alone: check_series at every commit"]
+    same = sum(a == b for r1, r2 in zip(states, series_states) for a, b in zip(r1, r2))
+    bench.notes.append(f"sweep: Walk and check_series give the same state in {same} of {checks} checks")
+    patch_files = [bench.project / "patches" / "bench" / f"{pid}.patch" for pid in up.ids]
+    counts: dict[str, int] = {}
+    for row in states:
+        for state in row:
+            counts[state] = counts.get(state, 0) + 1
+    bench.notes.append("sweep states (patchmgr): " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+    # the naive loop: a checkout per commit, then `git apply --check` per patch
+    work = bench.cache / f"naive-{bench.size}"
+    if not (work / ".git").is_dir():
+        shutil.rmtree(work, ignore_errors=True)
+        git("clone", "-q", "--no-checkout", str(up.repo), str(work))
+    git("checkout", "-q", "-f", "--detach", commits[0], cwd=work)
+    env = {**os.environ, **synth.GIT_ENV}
+    naive_ok, peak = [], 0.0
+    started = time.perf_counter()
+    for commit in commits:
+        code, out, _, rss = spawn(["git", "checkout", "-q", "-f", "--detach", commit], env=env, cwd=work)
+        peak = max(peak, rss)
+        row = []
+        for patch in patch_files:
+            code, out, _, rss = spawn(["git", "apply", "--check", str(patch)], env=env, cwd=work)
+            row.append(code == 0)
+            peak = max(peak, rss)
+        naive_ok.append(row)
+    naive = bench.add(
+        Row(
+            "sweep",
+            "naive: checkout + git apply --check",
+            time.perf_counter() - started,
+            checks,
+            peak,
+            "one checkout per commit, one process per check",
+        )
+    )
+
+    # git alone: read-tree into a prepared index, then `git apply --check --cached` per patch
+    with tempfile.TemporaryDirectory(prefix="pm-bench-index-") as tmp:
+        genv = {**env, "GIT_DIR": str(up.repo), "GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        cached_ok, peak = [], 0.0
+        started = time.perf_counter()
+        for commit in commits:
+            code, out, _, rss = spawn(["git", "read-tree", commit], env=genv)
+            peak = max(peak, rss)
+            row = []
+            for patch in patch_files:
+                code, out, _, rss = spawn(["git", "apply", "--check", "--cached", str(patch)], env=genv)
+                row.append(code == 0)
+                peak = max(peak, rss)
+            cached_ok.append(row)
+        alone = bench.add(
+            Row(
+                "sweep",
+                "git alone: apply --check --cached",
+                time.perf_counter() - started,
+                checks,
+                peak,
+                "read-tree per commit into one index, one process per check",
+            )
+        )
+
+    ours_ok = [[state in ("clean", "offset") for state in row] for row in states]
+    agree = sum(a == b == c for r1, r2, r3 in zip(ours_ok, naive_ok, cached_ok) for a, b, c in zip(r1, r2, r3))
+    bench.notes.append(f"sweep agreement: patchmgr clean/offset == git apply --check in {agree} of {checks} checks")
+    bench.goals.append(
+        (
+            "sweep >= 1,000 checks/s",
+            f"{ours.rate:,.0f} checks/s (check_series alone: {series_row.rate:,.0f})",
+            ours.rate >= 1000,
+        )
+    )
+    bench.goals.append(
+        (
+            "sweep >= 20x the naive loop",
+            f"{ours.rate / naive.rate:.1f}x (check_series alone: {series_row.rate / naive.rate:.1f}x)",
+            ours.rate / naive.rate >= 20,
+        )
+    )
+    bench.goals.append(
+        ("sweep faster than one git process per check", f"{ours.rate / alone.rate:.1f}x", ours.rate > alone.rate)
+    )
+    if agree != checks or same != checks:
+        bench.goals.append(
+            ("sweep agrees with git apply --check, Walk with check_series", f"{agree}/{checks}, {same}/{checks}", False)
+        )

@@ -1,0 +1,22 @@
+"""The diff part of a patch file: its file sections and hunks, checked and parsed.
+
+``walk`` checks every hunk against its header's counts as git reads them (the one hunk walker); ``parse``
+reads the checked diff into the values of ``hunks``, with file names read as git reads them (``names``).
+"""
+
+from patchmgr.model.diff.hunks import FileDiff, Hunk
+from patchmgr.model.diff.parse import INDEX_LINE, REGULAR_MODE, parse_diff
+from patchmgr.model.diff.walk import HUNK_HEADER, MAIL_START, CheckedDiff, check_hunks, hunk_end
+
+__all__ = [
+    "HUNK_HEADER",
+    "INDEX_LINE",
+    "MAIL_START",
+    "REGULAR_MODE",
+    "CheckedDiff",
+    "FileDiff",
+    "Hunk",
+    "check_hunks",
+    "hunk_end",
+    "parse_diff",
+]

@@ -1,0 +1,109 @@
+"""``bisect``: where on the upstream's first-parent path each patch stopped applying, as a table and as JSON."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from patchmgr.render.console import STATE_STYLE, row
+
+if TYPE_CHECKING:
+    from patchmgr.history.bisect import Bisection
+    from patchmgr.history.walk import Step
+
+
+def _step_json(step: Step | None) -> dict | None:
+    if step is None:
+        return None
+    return {
+        "commit": step.commit,
+        "state": step.state.value,
+        "subject": step.subject,
+        "pr": step.pr,
+        "guards_broken": list(step.guards_broken),
+    }
+
+
+def bisect_json(result: Bisection) -> dict:
+    patches = []
+    for history in result.patches:
+        first = history.first_commit
+        patches.append(
+            {
+                "id": history.patch.id,
+                "state": history.state.value,
+                "first_commit": first.commit if first else None,
+                "subject": first.subject if first else None,
+                "pr": first.pr if first else None,
+                "guards_broken": list(first.guards_broken) if first else [],
+                "state_at_to": history.state_at_to.value,
+                "guards_broken_at_to": list(history.guards_broken_at_to),
+                "monotonic": history.monotonic,
+                "note": history.note or None,
+                "carried_by": _step_json(history.carrier),
+                "at_base": _step_json(history.at_base),
+                "transitions": [_step_json(step) for step in history.transitions],
+                "commits_checked": history.commits_checked,
+            }
+        )
+    return {
+        "upstream": result.upstream.name,
+        "ref": result.ref,
+        "to": result.to,
+        "pin": result.pin,
+        "merge_base": result.base,
+        "commits_on_path": result.commits_on_path,
+        "patches": patches,
+        "applying": result.applying,
+        "notes": result.notes,
+    }
+
+
+def render_bisect(console: Console, result: Bisection) -> None:
+    name = result.upstream.name
+    console.print(
+        f"{name}: pin {result.pin[:12]} .. {result.ref} ({result.to[:12]}), merge base {result.base[:12]}, "
+        f"{result.commits_on_path} first-parent commits",
+        highlight=False,
+    )
+    for note in result.notes:
+        console.print(f"  note: {note}", style="yellow", highlight=False, markup=False)
+    if not result.patches:
+        console.print(f"every patch applies at {result.ref}: nothing to bisect", style="green", highlight=False)
+        return
+    table = Table(title_justify="left")
+    for column in ("patch", "state", "first commit", "PR", "subject", "checked"):
+        table.add_column(column, overflow="fold")
+    for history in result.patches:
+        first = history.first_commit
+        label, style = history.state.value, STATE_STYLE[history.state]
+        if first is not None and first.guards_broken:
+            label, style = first.label, "red"
+        row(
+            table,
+            history.patch.id,
+            Text(label, style=style),
+            first.commit[:12] if first else "-",
+            f"#{first.pr}" if first and first.pr else "",
+            first.subject if first else "",
+            str(history.commits_checked),
+        )
+    console.print(table)
+    for history in result.patches:
+        first = history.first_commit
+        if first is not None and history.state_at_to is not history.state:
+            console.print(f"  {history.patch.id}: {history.state_at_to.value} at {result.ref}", highlight=False)
+        for broken in history.guards_broken_at_to:
+            console.print(
+                f"  {history.patch.id}: guard broken at {result.ref}: {broken}",
+                style="red",
+                highlight=False,
+                markup=False,
+            )
+        if history.note:
+            console.print(f"  {history.patch.id}: {history.note}", style="yellow", highlight=False, markup=False)
+    if result.applying:
+        console.print(f"apply at {result.ref}: {', '.join(result.applying)}", style="dim", highlight=False)

@@ -1,0 +1,132 @@
+"""``export``: the patches written back from a checkout, the pin it moved and git range-diff of the series, for
+people and as JSON."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from patchmgr.render.console import notes
+from patchmgr.render.maintain.guards import print_broken_guards
+from patchmgr.render.status import guard_json
+
+if TYPE_CHECKING:
+    from patchmgr.maintain.rangediff import RangeDiff
+    from patchmgr.maintain.roundtrip import ExportOutcome
+
+
+def render_export(console: Console, outcome: ExportOutcome) -> None:
+    notes(console, outcome.notes)
+    for patch_id, guards in outcome.guards.items():
+        print_broken_guards(console, patch_id, guards, "the exported tree")
+    if any(not g.holds for guards in outcome.guards.values() for g in guards):
+        console.print(
+            "written, but a guard is broken (see above): change the patch in the checkout so that it "
+            "holds, then export again",
+            style="red",
+            highlight=False,
+            markup=False,
+        )
+    for patch in outcome.patches:
+        style = "green" if patch.action != "unchanged" else "dim"
+        console.print(f"{patch.action:9} {patch.id} ({patch.commit[:12]})", style=style, highlight=False)
+    for patch_id in outcome.removed:
+        kept = (
+            f" (its file stays: target {', '.join(outcome.shared[patch_id])} lists it)"
+            if patch_id in outcome.shared
+            else ""
+        )
+        if patch_id in outcome.dropped:
+            console.print(
+                f"dropped   {patch_id}: {outcome.dropped[patch_id]}{kept}", style="cyan", highlight=False, markup=False
+            )
+            continue
+        console.print(
+            f"removed   {patch_id}: no commit carries it any more{kept}", style="yellow", highlight=False, markup=False
+        )
+    if not outcome.changed:
+        console.print(f"{outcome.upstream.name}: no patch changed", highlight=False)
+    elif outcome.series_changed:
+        console.print(
+            f"{outcome.upstream.name}: series is now {', '.join(p.id for p in outcome.patches)}", highlight=False
+        )
+    if outcome.moved:
+        old, new, ref = outcome.moved
+        version = (
+            f", version {outcome.old_version} -> {outcome.new_version}"
+            if outcome.new_version and outcome.new_version != outcome.old_version
+            else ""
+        )
+        console.print(
+            f"moved the pin of {outcome.upstream.name}: {old[:12]} -> {new[:12]} ({ref}){version}",
+            style="green",
+            highlight=False,
+            markup=False,
+        )
+    if outcome.range_diff is not None:
+        render_range_diff(console, outcome.range_diff)
+
+
+def render_range_diff(console: Console, diff: RangeDiff) -> None:
+    """git range-diff of the old series against the new: = same, ! changed (its diff follows), < gone, > new."""
+    old_base, old_tip = diff.old.split("..", 1)
+    new_base, new_tip = diff.new.split("..", 1)
+    console.print(
+        f"range-diff of the old series ({old_base[:12]}..{old_tip[:12]}) against the new "
+        f"({new_base[:12]}..{new_tip[:12]}); = same, ! changed, < left the series, > new:",
+        highlight=False,
+        markup=False,
+    )
+    for line in diff.text.rstrip("\n").split("\n"):  # git's lines: a subject's CR is shown, not a line break
+        console.print("  " + line, highlight=False, markup=False, soft_wrap=True)
+
+
+def export_json(outcome: ExportOutcome) -> dict:
+    return {
+        "upstream": outcome.upstream.name,
+        "from": str(outcome.source),
+        "changed": outcome.changed,
+        "series_changed": outcome.series_changed,
+        "patches": [{"id": p.id, "commit": p.commit, "action": p.action, "path": str(p.path)} for p in outcome.patches],
+        "removed": outcome.removed,
+        "shared": outcome.shared,
+        "dropped": [
+            {"id": pid, "reason": why, "carrier": outcome.carriers.get(pid)} for pid, why in outcome.dropped.items()
+        ],
+        "pin": (
+            {
+                "from": outcome.moved[0],
+                "to": outcome.moved[1],
+                "ref": outcome.moved[2],
+                "old_version": outcome.old_version,
+                "new_version": outcome.new_version,
+            }
+            if outcome.moved
+            else None
+        ),
+        "range_diff": _range_diff_json(outcome.range_diff),
+        "notes": outcome.notes,
+        "guards": {pid: [guard_json(g) for g in guards] for pid, guards in outcome.guards.items()},
+    }
+
+
+def _range_diff_json(diff: RangeDiff | None) -> dict | None:
+    if diff is None:
+        return None
+    return {
+        "old": diff.old,
+        "new": diff.new,
+        "text": diff.text,
+        "pairs": [
+            {
+                "old": p.old,
+                "old_commit": p.old_commit,
+                "status": p.status,
+                "new": p.new,
+                "new_commit": p.new_commit,
+                "subject": p.subject,
+            }
+            for p in diff.pairs
+        ],
+    }

@@ -1,0 +1,228 @@
+"""``refresh`` and ``bump`` (a refresh at the new ref that also moves the pin): lines and tables for people,
+JSON documents for machines."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from patchmgr.render.console import STATE_STYLE, notes, patches, row
+from patchmgr.render.maintain.guards import print_broken_guards
+from patchmgr.render.status import guard_json
+
+if TYPE_CHECKING:
+    from patchmgr.maintain.bump import BumpOutcome
+    from patchmgr.maintain.refresh import RefreshedPatch, RefreshPlan
+
+
+def render_interdiffs(console: Console, plan: RefreshPlan) -> None:
+    """Old and new patch of each fuzz or 3-way rewrite, shown before anything is written."""
+    for refreshed in plan.patches:
+        if refreshed.interdiff:
+            console.print(f"{refreshed.patch.id}: old and new patch ({refreshed.state.value}):", highlight=False)
+            for line in refreshed.interdiff:
+                style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+                console.print(line.rstrip("\n"), style=style, highlight=False, markup=False)
+
+
+def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, summary: bool = True) -> None:
+    if summary:  # render_bump prints them itself
+        notes(console, plan.notes)
+    table = Table(title=f"refresh {plan.upstream.name} at {plan.ref} ({plan.commit[:12]})", title_justify="left")
+    for column in ("patch", "state", "action", "detail"):
+        table.add_column(column, overflow="fold")
+    styles = {"refreshed": "green", "unchanged": "green", "upstream": "cyan", "refused": "red"}
+    for refreshed in plan.patches:
+        row(
+            table,
+            refreshed.patch.id,
+            Text(refreshed.state.value, style=STATE_STYLE[refreshed.state]),
+            Text(refreshed.action, style=styles[refreshed.action]),
+            refreshed.reason,
+        )
+    console.print(table)
+    for refreshed in plan.patches:
+        print_broken_guards(console, refreshed.patch.id, refreshed.guards, plan.ref)
+    for refreshed in plan.changed:
+        if refreshed.shared_with:
+            console.print(
+                f"note: {refreshed.patch.id} is also listed by target {', '.join(refreshed.shared_with)}: "
+                "check it there with patchmgr status",
+                style="yellow",
+                highlight=False,
+                markup=False,
+            )
+    if not summary:
+        return
+    if not plan.ok:
+        console.print("refused: nothing was written", style="red", highlight=False)
+    elif dry_run:
+        console.print(f"dry run: {patches(len(plan.changed))} would be rewritten; nothing was written", highlight=False)
+    else:
+        console.print(
+            f"rewrote {patches(len(plan.written))}" + "".join(f"\n  {p}" for p in plan.written),
+            style="green",
+            highlight=False,
+        )
+    if plan.guards_broken:
+        console.print(
+            f"not done: {', '.join(p.patch.id for p in plan.guards_broken)} applies at {plan.ref} but "
+            "breaks its guard (see above); change the patch so that it holds there (patchmgr edit --onto "
+            f"{plan.ref}, then export)",
+            style="red",
+            highlight=False,
+            markup=False,
+        )
+
+
+def render_bump(console: Console, outcome: BumpOutcome) -> None:
+    plan = outcome.plan
+    name = plan.upstream.name
+    notes(console, plan.notes)
+    if outcome.action == "refused":
+        render_refresh(console, plan, summary=False)
+        for blocker in outcome.blockers:
+            console.print(
+                f"blocks the bump: {blocker.patch.id} is {blocker.state.value} at {plan.ref}",
+                style="red",
+                highlight=False,
+                markup=False,
+            )
+        for blocker in outcome.guard_blockers:
+            console.print(
+                f"blocks the bump: a guard of {blocker.patch.id} is broken at {plan.ref} (see above); "
+                "change the patch so that it holds there (patchmgr edit --onto, below, then export)",
+                style="red",
+                highlight=False,
+                markup=False,
+            )
+        for unproven in outcome.review:
+            console.print(
+                f"needs review: {unproven.patch.id} looks upstream at {plan.ref} (its reverse applies "
+                "where the patch puts it), but no upstream commit has its patch-id, so bump does not "
+                f"drop it on that alone. Check that upstream really carries the change; then remove "
+                f"{unproven.patch.id} from the series in {outcome.target.path} and delete "
+                f"{unproven.patch.path}, or keep it with bump --keep; then bump again",
+                style="red",
+                highlight=False,
+                markup=False,
+            )
+        console.print(f"refused: {name} stays at {plan.upstream.commit[:12]}", style="red", highlight=False)
+        if outcome.blockers or outcome.guard_blockers or not plan.ok:
+            console.print(
+                f"resolve them in a checkout at {plan.ref}: patchmgr edit --target {outcome.target.name} "
+                f"--upstream {name} --into DIR --onto {plan.ref}, then patchmgr export --target "
+                f"{outcome.target.name} --upstream {name} --from DIR (it moves the pin)",
+                style="dim",
+                highlight=False,
+                markup=False,
+            )
+        return
+    if outcome.action == "up-to-date":
+        console.print(f"{name} is already pinned at {plan.commit[:12]} ({plan.ref})", highlight=False)
+        return
+    planned = outcome.action == "planned"
+    for refreshed in plan.changed:
+        console.print(
+            f"{'would refresh' if planned else 'refreshed'} {refreshed.patch.id} ({refreshed.state.value})",
+            highlight=False,
+        )
+        if refreshed.shared_with:
+            console.print(
+                f"  note: {refreshed.patch.id} is also listed by target {', '.join(refreshed.shared_with)}"
+                ": check it there with patchmgr status",
+                style="yellow",
+                highlight=False,
+                markup=False,
+            )
+    for dropped in outcome.dropped:
+        console.print(
+            f"{'would drop' if planned else 'dropped'} {dropped.patch.id}: {dropped.reason}",
+            style="cyan",
+            highlight=False,
+            markup=False,
+        )
+        if dropped.patch.id in outcome.shared:
+            console.print(
+                f"  its file stays: target {', '.join(outcome.shared[dropped.patch.id])} lists it too",
+                style="yellow",
+                highlight=False,
+                markup=False,
+            )
+    for kept in outcome.kept:
+        console.print(
+            f"kept {kept.patch.id} (--keep), although {kept.reason}", style="yellow", highlight=False, markup=False
+        )
+    version = (
+        f", version {outcome.old_version} -> {outcome.new_version}"
+        if outcome.new_version and outcome.new_version != outcome.old_version
+        else ""
+    )
+    if planned:
+        console.print(
+            f"dry run: would bump {name}: {plan.upstream.commit[:12]} -> {plan.commit[:12]} ({plan.ref})"
+            f"{version}; nothing was written",
+            highlight=False,
+        )
+        return
+    console.print(
+        f"bumped {name}: {plan.upstream.commit[:12]} -> {plan.commit[:12]} ({plan.ref}){version} "
+        f"in {outcome.target.path}",
+        style="green",
+        highlight=False,
+    )
+
+
+def refreshed_json(refreshed: RefreshedPatch) -> dict:
+    return {
+        "id": refreshed.patch.id,
+        "state": refreshed.state.value,
+        "action": refreshed.action,
+        "reason": refreshed.reason,
+        "carrier": refreshed.carrier,
+        "shared_with": refreshed.shared_with,
+        "interdiff": refreshed.interdiff,
+        "guards": [guard_json(g) for g in refreshed.guards],
+    }
+
+
+def refresh_json(plan: RefreshPlan, dry_run: bool = False) -> dict:
+    action = "refused" if not plan.ok else "dry-run" if dry_run else "refreshed"
+    return {
+        "upstream": plan.upstream.name,
+        "ref": plan.ref,
+        "commit": plan.commit,
+        "ok": plan.ok and not plan.guards_broken,
+        "action": action,
+        "guards_broken": [p.patch.id for p in plan.guards_broken],
+        "patches": [refreshed_json(p) for p in plan.patches],
+        "written": [str(p) for p in plan.written],
+        "notes": plan.notes,
+    }
+
+
+def bump_json(outcome: BumpOutcome) -> dict:
+    plan = outcome.plan
+    return {
+        "target": outcome.target.name,
+        "upstream": plan.upstream.name,
+        "ref": plan.ref,
+        "ok": outcome.ok,
+        "action": outcome.action,
+        "pin": plan.upstream.commit,
+        "commit": plan.commit,
+        "old_version": outcome.old_version,
+        "new_version": outcome.new_version,
+        "patches": [refreshed_json(p) for p in plan.patches],
+        "dropped": [p.patch.id for p in outcome.dropped],
+        "kept": [p.patch.id for p in outcome.kept],
+        "review": [p.patch.id for p in outcome.review],
+        "blockers": [p.patch.id for p in outcome.blockers],
+        "guards_broken": [p.patch.id for p in outcome.guard_blockers],
+        "shared": outcome.shared,
+        "written": [str(p) for p in outcome.writes] if outcome.action == "bumped" else [],
+        "notes": plan.notes,
+    }
