@@ -74,8 +74,7 @@ def command(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
-    from patchmgr.maintain.importing.outcome import finish_import
-    from patchmgr.maintain.importing.plan import ImportOptions, plan_import
+    from patchmgr.maintain.importing.plan import ImportOptions, finish_import, plan_import
     from patchmgr.maintain.importing.sources import read_dockerfile, read_inputs
     from patchmgr.maintain.importing.split import MODES, SplitMode, read_mapping
     from patchmgr.model.manifest import NAME

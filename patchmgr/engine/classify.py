@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from patchmgr.engine.place import MAX_FUZZ, _Failure, apply_hunks, decode, encode, split_lines
+from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, decode, encode, split_lines
 from patchmgr.engine.results import CheckResult, Conflict, GuardResult, HunkPlacement, Merge3, State, TreeReader
 from patchmgr.model.diff import FileDiff, Hunk
 from patchmgr.model.guards import GuardSyntaxError, evaluate, parse_guard
@@ -78,23 +78,25 @@ def apply_file(
             _refuse_links(path, current)
     # diff.path is the new side for an add or a rename, the one side for a change (see FileDiff.kind)
     if diff.kind in ("add", "rename") and _is_folder(reader, staged, diff.path):
-        raise _Failure(Conflict(diff.path, 0, "", "the patch creates it as a file, but it is a folder upstream", 1))
+        raise PlacementFailure(
+            Conflict(diff.path, 0, "", "the patch creates it as a file, but it is a folder upstream", 1)
+        )
     if diff.old_path is None:  # an added file
         existing = current(diff.path)
         if existing is not None:
-            raise _Failure(Conflict(diff.path, 0, "", "the patch creates it, but it already exists", 1))
+            raise PlacementFailure(Conflict(diff.path, 0, "", "the patch creates it, but it already exists", 1))
         lines, placements = apply_hunks(diff.path, [], diff.hunks, 0)
         staged[diff.path] = encode("".join(lines))
         return placements
     old = current(diff.old_path)
     if old is None:
-        raise _Failure(Conflict(diff.old_path, 0, "", "the file is gone from the upstream", 1), missing=True)
+        raise PlacementFailure(Conflict(diff.old_path, 0, "", "the file is gone from the upstream", 1), missing=True)
     if diff.kind == "rename" and current(diff.path) is not None:
-        raise _Failure(Conflict(diff.path, 0, "", "the rename's target already exists", 1))
+        raise PlacementFailure(Conflict(diff.path, 0, "", "the rename's target already exists", 1))
     lines, placements = apply_hunks(diff.old_path, split_lines(decode(old)), diff.hunks, max_fuzz)
     if diff.new_path is None:  # a deleted file
         if lines:
-            raise _Failure(Conflict(diff.old_path, 0, "", "the file to delete has other content upstream", 1))
+            raise PlacementFailure(Conflict(diff.old_path, 0, "", "the file to delete has other content upstream", 1))
         staged[diff.old_path] = None
         return placements
     if diff.kind == "rename":
@@ -116,7 +118,7 @@ def _refuse_links(path: str, current: Callable[[str], bytes | None]) -> None:
         parent = "/".join(parts[:depth])
         data = current(parent)
         if getattr(data, "is_submodule", False):
-            raise _Failure(
+            raise PlacementFailure(
                 Conflict(
                     path, 0, "", f"{parent} is a submodule upstream: patchmgr does not patch inside submodules", 1
                 ),
@@ -124,7 +126,7 @@ def _refuse_links(path: str, current: Callable[[str], bytes | None]) -> None:
             )
         if data is not None:
             what = "a symbolic link" if getattr(data, "is_symlink", False) else "a file"
-            raise _Failure(
+            raise PlacementFailure(
                 Conflict(
                     path, 0, "", f"{parent} is {what} upstream, not a folder: patchmgr never writes through it", 1
                 ),
@@ -132,11 +134,11 @@ def _refuse_links(path: str, current: Callable[[str], bytes | None]) -> None:
             )
     data = current(path)
     if getattr(data, "is_submodule", False):
-        raise _Failure(
+        raise PlacementFailure(
             Conflict(path, 0, "", "it is a submodule upstream: patchmgr patches only regular files", 1), unsafe=True
         )
     if getattr(data, "is_symlink", False):
-        raise _Failure(
+        raise PlacementFailure(
             Conflict(path, 0, "", "it is a symbolic link upstream: patchmgr patches only regular files", 1), unsafe=True
         )
 
@@ -158,7 +160,7 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
         try:
             apply_file(diff, reader, staged)
             continue
-        except _Failure as failure:
+        except PlacementFailure as failure:
             if failure.unsafe:
                 return None
         if diff.kind != "modify" or not diff.old_blob:
@@ -169,7 +171,7 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
             return None
         try:
             theirs_lines, _ = apply_hunks(diff.path, split_lines(decode(base)), diff.hunks)
-        except _Failure:
+        except PlacementFailure:
             return None
         merged = merge3(base, ours, encode("".join(theirs_lines)))
         if merged is None:
@@ -206,7 +208,7 @@ def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = No
         files, placements = _apply_all(patch.files, reader, 0)
         state = State.OFFSET if any(p.offset for p in placements) else State.CLEAN
         return CheckResult(patch, state, placements, files=files)
-    except _Failure as failure:
+    except PlacementFailure as failure:
         first_failure = failure
     if first_failure.unsafe:
         return CheckResult(patch, State.CONFLICT, conflict=first_failure.conflict)
@@ -216,14 +218,14 @@ def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = No
         notes = _elsewhere(patch, back, reader)
         if not notes:
             return CheckResult(patch, State.UPSTREAM)
-    except _Failure:
+    except PlacementFailure:
         pass
     if first_failure.missing:
         return CheckResult(patch, State.MISSING, conflict=first_failure.conflict, notes=notes)
     try:
         files, placements = _apply_all(patch.files, reader, MAX_FUZZ)
         return CheckResult(patch, State.FUZZ, placements, files=files, notes=notes)
-    except _Failure:
+    except PlacementFailure:
         pass
     if merge3 is not None:
         merged = _three_way(patch, reader, merge3)

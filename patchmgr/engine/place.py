@@ -11,7 +11,10 @@ MAX_FUZZ = 2
 CONFLICT_EXCERPT = 6
 
 
-class _Failure(Exception):
+class PlacementFailure(Exception):
+    """A hunk (or a whole file change) that cannot be placed: the conflict it leaves, and whether the file was
+    missing or the change unsafe (through a link)."""
+
     def __init__(self, conflict: Conflict, missing: bool = False, unsafe: bool = False) -> None:
         super().__init__(conflict.reason)
         self.conflict = conflict
@@ -198,7 +201,7 @@ def place_hunk(image: _Image | list[str], hunk: Hunk, fuzz: int = 0, patched: bo
 def apply_hunks(
     path: str, image: list[str], hunks: tuple[Hunk, ...], max_fuzz: int = 0
 ) -> tuple[list[str], list[HunkPlacement]]:
-    """Apply hunks in order to ``image`` (left as it is); raise ``_Failure`` at the first that fails."""
+    """Apply hunks in order to ``image`` (left as it is); raise ``PlacementFailure`` at the first that fails."""
     current = _Image(image)
     placements = []
     for number, hunk in enumerate(hunks, 1):
@@ -209,7 +212,7 @@ def apply_hunks(
                 placed = (pos, fuzz)
                 break
         if placed is None:
-            raise _Failure(_conflict(path, number, hunk, current))
+            raise PlacementFailure(_conflict(path, number, hunk, current))
         pos, fuzz = placed
         drop_lead, drop_trail = min(fuzz, hunk.leading), min(fuzz, hunk.trailing)
         start = pos + drop_lead

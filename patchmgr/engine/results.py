@@ -29,7 +29,7 @@ class State(str, Enum):
 class TreeReader(Protocol):
     """Files of an upstream tree. ``read`` returns None for an absent path and for a
     folder; for a symbolic link it returns the link's target as a bytes object whose
-    ``is_symlink`` attribute is true (``gitio.LinkBlob``). A reader may also have
+    ``is_symlink`` attribute is true (``io.git.LinkBlob``). A reader may also have
     ``is_folder(path) -> bool``: with it, a patch that creates a file where a folder
     is is a conflict, as in ``git apply --check``; without it the engine cannot tell."""
 

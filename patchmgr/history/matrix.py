@@ -22,17 +22,16 @@ from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.releases import TagResolver, is_release, pin_name, release_tags, remote_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
-from patchmgr.io.git import GitRepo
+from patchmgr.io.git import LITERAL_PATHS, GitRepo
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_errors import CacheError
-from patchmgr.sources.store import Store, validate_ref
+from patchmgr.sources.refs import validate_ref
+from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, open_git_source
-
-_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # paths from patch files are file names, never pathspec magic
 
 
 class ColumnKind(StrEnum):
@@ -271,7 +270,7 @@ def _carrier_candidates(
                 f"^{base}",
                 "--",
                 *patch.touched_paths,
-                env=_LITERAL,
+                env=LITERAL_PATHS,
                 strip=False,
             )
             if not log.strip():

@@ -20,8 +20,8 @@ from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, SourceError, UsageError
 from patchmgr.model.manifest import Upstream, url_problem
 from patchmgr.model.urls import as_local_path, mask_url
-from patchmgr.sources.cache_errors import NotACommit
-from patchmgr.sources.store import Store, validate_ref
+from patchmgr.sources.refs import NotACommit, validate_ref
+from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import urls_for
 
 _VERSION_TAG = re.compile(r"^[vV]?(\d.*)$")

@@ -10,7 +10,9 @@ long-lived ``git cat-file --batch`` per repository. Trees and blobs are
 immutable, so they are kept (within a memory budget) by object id: reading
 the same paths at the next commit costs one request for the commit and only
 those that changed (``git_objects``). The hardened configuration and the one
-subprocess wrapper are ``git_run``; only these three modules run git.
+subprocess wrapper are ``git_run``; a repository's history and the patches
+made or applied with git are ``git_history`` and ``git_patches``, parts of
+``GitRepo``. Only the ``io.git*`` modules run git.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from patchmgr.io.git_history import HistoryQueries
 from patchmgr.io.git_objects import (
-    COMMIT_RECORD,
     SUBMODULE_MODE,
     SYMLINK_MODE,
     CommitInfo,
@@ -35,20 +37,19 @@ from patchmgr.io.git_objects import (
     ObjectUnavailable,
     SubmoduleEntry,
     TreeEntry,
-    commit_records,
 )
+from patchmgr.io.git_patches import PatchOperations
 from patchmgr.io.git_run import (
-    PROGRAM_DEFAULTS,
+    LITERAL_PATHS,
     ConfigItems,
     RepositoryDamaged,
     config_env,
     config_pairs,
     execute,
-    last_value,
     plain_env,
-    program_default,
     run_plain,
     trusted_config,
+    untrusted_repo_config,
 )
 from patchmgr.model.errors import GitError
 from patchmgr.model.mail import PATCHMGR_AUTHOR  # who patchmgr's own commits, notes and saves are by
@@ -67,18 +68,28 @@ def identity_env(
     return env if date is None else {**env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
 
 
-__all__ = ["CommitInfo", "GitRepo", "LinkBlob", "RepositoryDamaged", "SubmoduleEntry", "TreeEntry", "merge_texts"]
+__all__ = [
+    "LITERAL_PATHS",
+    "CommitInfo",
+    "GitRepo",
+    "LinkBlob",
+    "RepositoryDamaged",
+    "SubmoduleEntry",
+    "TreeEntry",
+    "merge_texts",
+]
 
 
 _LINE_BREAK = re.compile("[\n\r\x00]")
 _RECONFIGURES = {"config", "remote", "fetch"}
 
 
-# paths from patch files are file names, never pathspec magic such as ":(exclude)"
-_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+# git commands that only look must not write the repository (``git status`` would refresh .git/index):
+# a refusal or a verify leaves a checkout byte for byte as it was
+NO_OPTIONAL_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
 
 
-class GitRepo:
+class GitRepo(HistoryQueries, PatchOperations):
     """A git repository (bare or not) that patchmgr reads and writes."""
 
     def __init__(self, path: Path, extra_config: ConfigItems | None = None, untrusted: bool = False) -> None:
@@ -226,7 +237,7 @@ class GitRepo:
         return self._objects
 
     def tree_entry(self, commit: str, path: str) -> TreeEntry | None:
-        out = self.run("ls-tree", "--full-tree", commit, "--", path, env=_LITERAL)
+        out = self.run("ls-tree", "--full-tree", commit, "--", path, env=LITERAL_PATHS)
         if not out:
             return None
         meta, _, _name = out.partition("\t")
@@ -240,223 +251,17 @@ class GitRepo:
 
     def missing_blobs(self, commit: str) -> list[str]:
         """Paths at ``commit`` whose blobs this repository lacks (a mirror without its large files)."""
-        blobs = [(sha, path) for kind, sha, path in self._tree_listing(commit) if kind == "blob"]
+        blobs = [(sha, path) for kind, sha, path in self.tree_listing(commit) if kind == "blob"]
         if not blobs:
             return []
         checked = self.run("cat-file", "--batch-check", stdin="".join(f"{sha}\n" for sha, _ in blobs).encode())
         answers = checked.split("\n")  # one line per blob asked, in order (and no line after the last LF)
         return [path for (_sha, path), line in zip(blobs, answers, strict=False) if line.endswith(" missing")]
 
-    def _tree_listing(self, commit: str, *paths: str) -> list[tuple[str, str, str]]:
-        """``(type, object id, path)`` of every entry of ``git ls-tree -r -z`` (paths as they are, never quoted)."""
-        out = self.run(
-            "ls-tree", "-r", "-z", "--full-tree", commit, *(("--", *paths) if paths else ()), env=_LITERAL, strip=False
-        )
-        entries = [entry.split("\t", 1) for entry in out.split("\0") if "\t" in entry]
-        return [(meta.split()[1], meta.split()[2], path) for meta, path in entries]
-
     def unfetched_objects(self, commit: str) -> list[str]:
         """Objects reachable from ``commit`` that a partial clone has not fetched (no lazy fetch)."""
         out = self.run("rev-list", "--objects", "--no-object-names", "--missing=print", commit)
         return [line[1:] for line in out.split("\n") if line.startswith("?")]
-
-    def commit_info(self, sha: str) -> CommitInfo:
-        out = self.run("show", "-s", "--format=%H%x00%P%x00%s", sha)
-        full, parents, subject = out.split("\x00", 2)
-        return CommitInfo(full, subject, tuple(parents.split()))
-
-    def commit_time(self, sha: str) -> int:
-        """The committer time of ``sha``, in seconds since the epoch."""
-        return int(self.run("show", "-s", "--format=%ct", sha))
-
-    def first_parent_path(self, base: str, tip: str) -> list[str]:
-        """Commits from just after ``base`` up to ``tip`` along first parents, oldest first."""
-        out = self.run("rev-list", "--first-parent", "--reverse", f"{base}..{tip}")
-        return out.split() if out else []
-
-    def merge_base(self, a: str, b: str) -> str | None:
-        try:
-            return self.run("merge-base", a, b) or None
-        except GitError:
-            return None
-
-    # -- history, for bisect, refresh and patch-id evidence ------------------
-    def commits_touching(self, base: str, tip: str, paths: Sequence[str]) -> list[CommitInfo]:
-        """Commits after ``base`` up to ``tip`` on ``tip``'s first-parent line that change ``paths``.
-
-        Oldest first. A merge on that line counts when its change against its
-        first parent touches the paths (git includes it under --first-parent).
-        """
-        return self.log_commits("--first-parent", "--reverse", f"{base}..{tip}", "--", *paths)
-
-    def log_commits(self, *args: str) -> list[CommitInfo]:
-        """``git log args`` as commits (id, parents, subject), parsed on git's own separators (NUL, LF), never
-        on a CR or a form feed that a subject holds; paths after ``--`` are file names, never pathspec magic."""
-        return commit_records(self.run("log", "-z", f"--format={COMMIT_RECORD}", *args, env=_LITERAL, strip=False))
-
-    def prefetch_blobs(self, base: str, tip: str, paths: Sequence[str]) -> int:
-        """Fetch in one request the blobs of ``paths`` in base..tip that a partial clone lacks.
-
-        Reading them one by one would start one lazy fetch per blob. Best effort:
-        what cannot be fetched now is fetched (or found missing) when read.
-        """
-        out = self.run(
-            "rev-list",
-            "--objects",
-            "--no-object-names",
-            "--missing=print",
-            "--first-parent",
-            tip,
-            f"^{base}",
-            "--",
-            *paths,
-            env=_LITERAL,
-        )
-        missing = [line[1:] for line in out.split("\n") if line.startswith("?")]
-        if not missing:
-            return 0
-        missing += [sha for kind, sha, _path in self._tree_listing(base, *paths) if kind == "blob"]
-        try:
-            self.run(
-                "-c",
-                "fetch.negotiationAlgorithm=noop",
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                "--recurse-submodules=no",
-                "--filter=blob:none",
-                "--stdin",
-                "origin",
-                stdin="".join(f"{sha}\n" for sha in dict.fromkeys(missing)).encode(),
-            )
-        except GitError:
-            pass
-        return len(missing)
-
-    def path_patch_ids(self, base: str, tip: str, paths: Sequence[str], context: int = 3) -> list[tuple[str, str]]:
-        """``(patch-id, commit)`` for each commit of ``commits_touching``, its diff limited to ``paths``.
-
-        Stable patch-ids (``git patch-id --stable``) ignore line numbers and
-        whitespace, so a commit carrying a patch's change has the patch's id.
-        """
-        log = self.run(
-            "log",
-            "--first-parent",
-            "--diff-merges=first-parent",
-            "-p",
-            f"-U{context}",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--full-index",
-            "--src-prefix=a/",
-            "--dst-prefix=b/",
-            "--format=commit %H",
-            f"{base}..{tip}",
-            "--",
-            *paths,
-            env=_LITERAL,
-            strip=False,
-        )
-        if not log.strip():
-            return []
-        out = self.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
-        return [(pid, commit) for pid, commit in (line.split() for line in out.split("\n") if line)]
-
-    def patch_id(self, diff: bytes) -> str | None:
-        """The stable patch-id of a diff or a format-patch mail, or None when it changes nothing."""
-        out = self.run("patch-id", "--stable", stdin=diff)
-        return out.split()[0] if out else None
-
-    def diff_texts(self, old: bytes, new: bytes, context: int) -> str:
-        """The hunks (from the first ``@@``) that turn ``old`` into ``new``, as git writes them."""
-        old_sha = self.run("hash-object", "-w", "--stdin", stdin=old)
-        new_sha = self.run("hash-object", "-w", "--stdin", stdin=new)
-        out = self.run(
-            "diff", f"-U{context}", "--no-color", "--no-ext-diff", "--no-textconv", old_sha, new_sha, strip=False
-        )
-        start = out.find("\n@@ ")
-        return out[start + 1 :] if start >= 0 else ""
-
-    def diffstat(self, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]) -> str:
-        """The diffstat lines that ``git format-patch`` writes for a change from ``before`` to ``after``."""
-        trees = []
-        with tempfile.TemporaryDirectory(prefix="patchmgr-stat-") as tmp:
-            env = {**_LITERAL, "GIT_INDEX_FILE": os.path.join(tmp, "index")}
-            for files in (before, after):
-                self.run("read-tree", "--empty", env=env)
-                for path, data in files.items():
-                    if data is not None:
-                        sha = self.run("hash-object", "-w", "--stdin", stdin=data)
-                        self.run("update-index", "--add", "--cacheinfo", f"100644,{sha},{path}", env=env)
-                trees.append(self.run("write-tree", env=env))
-        return self.run("diff", "--stat=72", "--no-color", "--no-renames", *trees, strip=False)
-
-    def format_patch(self, commit: str) -> str:
-        """``commit`` as one patch mail in patchmgr's format, whatever the user's git config says."""
-        return self.run(
-            "format-patch",
-            "-1",
-            "--stdout",
-            "--zero-commit",
-            "--full-index",
-            "--no-signature",
-            "--no-numbered",
-            "--no-color",
-            "--no-thread",
-            "--no-attach",
-            "--no-cover-letter",
-            "--no-to",
-            "--no-cc",
-            "--no-add-header",
-            "--no-base",
-            "--src-prefix=a/",
-            "--dst-prefix=b/",
-            "--stat=72",
-            commit,
-            strip=False,
-        )
-
-    # -- git am, for edit --onto ----------------------------------------------
-    def am_apply(self, mail: Path, env: Mapping[str, str] | None = None) -> bool:
-        """``git am -3`` of one patch mail: True when it committed, False when it stopped for a person
-        (conflict markers in place, or no base to merge on); other failures are a GitError."""
-        try:
-            self.run(
-                "am",
-                "--3way",
-                "--keep-cr",
-                "--no-scissors",
-                "--no-message-id",
-                "--whitespace=nowarn",
-                "--no-gpg-sign",
-                "--",
-                str(mail),
-                env=env,
-            )
-            return True
-        except GitError:
-            if self.am_in_progress():
-                return False
-            raise
-
-    def am_resume(self, action: str, env: Mapping[str, str] | None = None) -> None:
-        """``git am --continue``, ``--skip`` or ``--abort``."""
-        self.run("am", f"--{action}", env=env)
-
-    def am_in_progress(self) -> bool:
-        """Whether a ``git am`` stopped in this checkout and waits for --continue, --skip or --abort."""
-        return (Path(self.run("rev-parse", "--absolute-git-dir")) / "rebase-apply").is_dir()
-
-    def unmerged_paths(self) -> list[str]:
-        """Paths with conflicts not yet resolved (``git add``) in the index."""
-        out = self.run("diff", "--name-only", "--diff-filter=U", "-z", strip=False)
-        return list(dict.fromkeys(path for path in out.split("\0") if path))
-
-    def range_diff(self, old: str, new: str) -> str:
-        """``git range-diff old new`` (two ``base..tip`` ranges), without colour."""
-        return self.run("range-diff", "--no-color", "--no-dual-color", old, new, strip=False)
 
     def close(self) -> None:
         if self._objects is not None:
@@ -468,26 +273,6 @@ class GitRepo:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def untrusted_repo_config() -> list[tuple[str, str]]:
-    """Command-line config for git in a repository whose own config may not be trusted.
-
-    Every key that runs a program is overridden: single-valued keys take the user's
-    own value or git's default; the credential helper list is emptied and then given
-    the user's own helpers again; ``core.gitProxy`` (where the first match wins, so a
-    later setting cannot override it) is neutralised through GIT_PROXY_COMMAND in
-    ``GitRepo``. Keys that only run a program through attributes or options patchmgr
-    never uses (``diff.external``, ``diff.<driver>.*``, ``filter.<driver>.*``,
-    ``merge.<driver>.*``) cannot be overridden this way; patchmgr passes
-    ``--no-ext-diff --no-textconv``, never checks out or merges in the cache, and the
-    cache refuses any config key it did not write (``store.check_cache_config``).
-    """
-    trusted = trusted_config()
-    pairs = [(key, last_value(trusted, key) or program_default(key)) for key in PROGRAM_DEFAULTS]
-    pairs.append(("credential.helper", ""))
-    pairs += [(key, value) for key, value in trusted if key.startswith("credential.") and key.endswith("helper")]
-    return pairs
 
 
 _MERGES: OrderedDict[bytes, bytes | None] = OrderedDict()

@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import subprocess
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -125,6 +126,26 @@ def config_pairs(items: ConfigItems | None) -> list[tuple[str, str]]:
     return list(items.items()) if isinstance(items, Mapping) else list(items or ())
 
 
+def untrusted_repo_config() -> list[tuple[str, str]]:
+    """Command-line config for git in a repository whose own config may not be trusted.
+
+    Every key that runs a program is overridden: single-valued keys take the user's
+    own value or git's default; the credential helper list is emptied and then given
+    the user's own helpers again; ``core.gitProxy`` (where the first match wins, so a
+    later setting cannot override it) is neutralised through GIT_PROXY_COMMAND in
+    ``GitRepo``. Keys that only run a program through attributes or options patchmgr
+    never uses (``diff.external``, ``diff.<driver>.*``, ``filter.<driver>.*``,
+    ``merge.<driver>.*``) cannot be overridden this way; patchmgr passes
+    ``--no-ext-diff --no-textconv``, never checks out or merges in the cache, and the
+    cache refuses any config key it did not write (``cache_trust.check_cache_config``).
+    """
+    trusted = trusted_config()
+    pairs = [(key, last_value(trusted, key) or program_default(key)) for key in PROGRAM_DEFAULTS]
+    pairs.append(("credential.helper", ""))
+    pairs += [(key, value) for key, value in trusted if key.startswith("credential.") and key.endswith("helper")]
+    return pairs
+
+
 def run_plain(args: Iterable[str], cwd: Path | None = None) -> str:
     return execute(tuple(args), cwd, plain_env(), None, True)
 
@@ -218,3 +239,32 @@ def as_text(value: bytes | str | None) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value or "")
+
+
+# paths from patch files are file names, never pathspec magic such as ":(exclude)"
+LITERAL_PATHS = {"GIT_LITERAL_PATHSPECS": "1"}
+
+
+class GitCommands(ABC):
+    """A repository git commands run in (``GitRepo``): what its parts, history and patches, are built on."""
+
+    @abstractmethod
+    def run(
+        self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None, strip: bool = True
+    ) -> str:
+        """``git args`` in the repository: its output (one final line break dropped when ``strip``), or a GitError."""
+
+    def tree_listing(self, commit: str, *paths: str) -> list[tuple[str, str, str]]:
+        """``(type, object id, path)`` of every entry of ``git ls-tree -r -z`` (paths as they are, never quoted)."""
+        out = self.run(
+            "ls-tree",
+            "-r",
+            "-z",
+            "--full-tree",
+            commit,
+            *(("--", *paths) if paths else ()),
+            env=LITERAL_PATHS,
+            strip=False,
+        )
+        entries = [entry.split("\t", 1) for entry in out.split("\0") if "\t" in entry]
+        return [(meta.split()[1], meta.split()[2], path) for meta, path in entries]

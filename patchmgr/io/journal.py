@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypedDict
 
+from patchmgr.io.disk import FREE_SPACE, FULL_ERRNOS, missing_folders
 from patchmgr.io.faults import step
 from patchmgr.io.files import fsync_dir, fsync_file, remove_tree, require_real_folder, temp_path, write_atomic
 from patchmgr.io.locks import FileLock, lock_timeout
@@ -131,22 +132,13 @@ def apply_transaction(
 
 def _missing_folders(writes: Mapping[Path, bytes | None]) -> list[str]:
     """Folders the writes will create, deepest first: a rollback removes them again."""
-    missing = set()
-    for path in writes:
-        folder = path.parent
-        while not folder.exists() and folder != folder.parent:
-            missing.add(folder)
-            folder = folder.parent
+    missing = {folder for path in writes for folder in missing_folders(path.parent)}
     return [str(folder) for folder in sorted(missing, key=lambda f: len(f.parts), reverse=True)]
 
 
 def _failed(exc: OSError, outcome: str) -> StateError:
     where = f" ({exc.filename})" if exc.filename else ""
-    hint = (
-        "free some space on that disk, then run again"
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-        else "fix the cause, then run again"
-    )
+    hint = f"{FREE_SPACE}, then run again" if exc.errno in FULL_ERRNOS else "fix the cause, then run again"
     return StateError(f"cannot write{where}: {exc.strerror or exc}; {outcome}", hint)
 
 

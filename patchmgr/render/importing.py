@@ -11,7 +11,7 @@ from rich.text import Text
 from patchmgr.render.console import STATE_STYLE, notes, row
 
 if TYPE_CHECKING:
-    from patchmgr.maintain.importing.outcome import ImportOutcome
+    from patchmgr.maintain.importing.plan import ImportOutcome
 
 
 def import_json(outcome: ImportOutcome) -> dict:

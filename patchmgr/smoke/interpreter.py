@@ -23,7 +23,8 @@ from packaging.utils import canonicalize_name
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError
 from patchmgr.model.records import typed
-from patchmgr.sources.environment import dist_name, interpreter_answer, run_probe
+from patchmgr.sources.environment import dist_name
+from patchmgr.sources.python_probe import interpreter_answer, run_probe
 from patchmgr.targets.trees import SmokeTree
 
 _VERSION_PROBE = "import json, sys; print(json.dumps(list(sys.version_info[:3])))"

@@ -17,7 +17,7 @@ from patchmgr.model.lint import smoke_test_problem
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import typed
-from patchmgr.sources.environment import interpreter_answer, run_probe
+from patchmgr.sources.python_probe import interpreter_answer, run_probe
 from patchmgr.targets.trees import SmokeTree
 
 # Which distribution a missing import is installed from, when the names differ (megatron alone: the smoke
@@ -108,7 +108,7 @@ def check_smoke_needs(project: Project, trees: Sequence[SmokeTree], python: str)
                 imports.add(module)
             elif not _local_module(project.root, path.parent, top):
                 find.add(module)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_package_parent(), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent(), os.environ.get("PYTHONPATH")]))}
     need = {
         "find": sorted(find, key=lambda name: (name != "pytest", name)),
         "import": sorted(imports),
@@ -211,7 +211,7 @@ def _requirement(module: str) -> str:
     return name
 
 
-def _package_parent() -> str:
+def package_parent() -> str:
     """The folder that holds this patchmgr package: on PYTHONPATH for the smoke tests' ``import patchmgr``."""
     return str(Path(patchmgr.__file__).resolve().parent.parent)
 

@@ -37,9 +37,9 @@ from patchmgr.model.project import Project
 from patchmgr.model.records import text_or_none, typed
 from patchmgr.smoke.envs import Progress, smoke_env
 from patchmgr.smoke.interpreter import interpreter_version, python_need
-from patchmgr.smoke.needs import _package_parent, check_smoke_needs, check_smoke_tests, smoke_tests
+from patchmgr.smoke.needs import check_smoke_needs, check_smoke_tests, package_parent, smoke_tests
 from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, Verdict, patch_verdict
-from patchmgr.sources.environment import cannot_run, interpreter_answer
+from patchmgr.sources.python_probe import cannot_run, interpreter_answer
 from patchmgr.targets.trees import SmokeTree
 
 DEVICES = ("cpu", "cuda", "npu")
@@ -222,12 +222,11 @@ def _run_pytest(
 ) -> list[SmokeResult]:
     with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        package_parent = _package_parent()
         env = {
             **os.environ,
             "PATCHMGR_SMOKE_ROOT": str(root),
             "PATCHMGR_SMOKE_DEVICE": device,
-            "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])),
+            "PYTHONPATH": os.pathsep.join(filter(None, [package_parent(), os.environ.get("PYTHONPATH")])),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         # the ids were checked by check_smoke_tests; after "--" pytest takes them as paths, never options

@@ -18,7 +18,8 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from patchmgr.sources.cache_errors import CacheError, _os_problem, disk_hint
+from patchmgr.io.disk import os_problem
+from patchmgr.sources.cache_errors import CacheError, disk_hint
 
 
 def check_owned(path: Path, what: str, hint: str) -> None:
@@ -27,7 +28,7 @@ def check_owned(path: Path, what: str, hint: str) -> None:
     try:
         owner = os.stat(path).st_uid
     except OSError as exc:
-        raise CacheError(f"cannot read {what} {path}: {_os_problem(exc, path)}", hint) from None
+        raise CacheError(f"cannot read {what} {path}: {os_problem(exc, path)}", hint) from None
     if owner != os.geteuid():
         raise CacheError(
             f"{what} ({path}) belongs to another user (uid {owner}, not {os.geteuid()}): refusing to use it", hint
@@ -49,7 +50,7 @@ def cache_folder(cache_dir: Path, name: str) -> Path:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            problem = _os_problem(exc, folder)
+            problem = os_problem(exc, folder)
             raise CacheError(f"cannot create the patchmgr cache {folder}: {problem}", disk_hint(problem)) from None
         check_owned(folder, "the patchmgr cache", hint)
     check_cache_entry(cache_dir / name, "the patchmgr cache", hint)
@@ -114,7 +115,7 @@ def _check_node(path: Path, entry: Path, what: str, hint: str) -> None:
     try:
         info = os.lstat(path)
     except OSError as exc:
-        raise CacheError(f"cannot read {what} {path}: {_os_problem(exc, path)}", hint) from None
+        raise CacheError(f"cannot read {what} {path}: {os_problem(exc, path)}", hint) from None
     where = f"{what} ({entry})" if path == entry else f"{path} in {what}"
     if stat.S_ISLNK(info.st_mode):
         raise CacheError(

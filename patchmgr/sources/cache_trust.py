@@ -9,12 +9,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from patchmgr.io.disk import os_problem
 from patchmgr.io.git import GitRepo, RepositoryDamaged
 from patchmgr.io.locks import FileLock
 from patchmgr.model.errors import GitError
 from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
-from patchmgr.sources.cache_errors import CacheError, _os_problem
+from patchmgr.sources.cache_errors import CacheError
 
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
@@ -173,6 +174,6 @@ class CacheHealth(ABC):
                     path.unlink()
             except OSError as exc:
                 raise CacheError(
-                    f"cannot remove the damaged cached clone {path}: {_os_problem(exc, path)}",
+                    f"cannot remove the damaged cached clone {path}: {os_problem(exc, path)}",
                     f"remove it by hand (rm -rf {path}), then run again",
                 ) from None

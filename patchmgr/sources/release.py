@@ -18,6 +18,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from patchmgr.io.disk import os_problem
 from patchmgr.io.git import LinkBlob
 from patchmgr.model.errors import SourceError
 from patchmgr.model.source_identity import SourceIdentity, SourceKind
@@ -164,9 +165,9 @@ class ReleaseCache:
             if _read_meta(meta) != file:
                 meta.write_text(json.dumps(file.__dict__))
         except OSError as exc:  # the network's errors are SourceErrors by now: this is the cache's disk
-            from patchmgr.sources.cache_errors import CacheError, _os_problem, disk_hint  # store imports this module
+            from patchmgr.sources.cache_errors import CacheError, disk_hint  # store imports this module
 
-            problem = _os_problem(exc, folder)
+            problem = os_problem(exc, folder)
             raise CacheError(f"cannot write the release cache {folder}: {problem}", disk_hint(problem)) from None
         return ReleaseSource(project, version, file, _top(tree, file), package_root)
 

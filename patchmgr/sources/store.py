@@ -10,7 +10,7 @@ The cache is trusted only as far as patchmgr made it (``CacheHealth._clone_probl
 git runs in a cached clone only when the cache folder, the clone and its config
 belong to the user running patchmgr (git's ``safe.directory`` rule), and when
 that config holds nothing but the keys patchmgr itself writes; every config key
-that runs a program is overridden besides (``gitio.untrusted_repo_config``). A
+that runs a program is overridden besides (``io.git_run.untrusted_repo_config``). A
 clone git cannot read (a garbage HEAD or config, a truncated pack, a folder a
 killed run left half-made) is removed and fetched again, once, with a note.
 A cache that cannot be made or written (a full disk, no free inodes, a
@@ -34,25 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from patchmgr.io.disk import git_problem, os_problem
 from patchmgr.io.git import GitRepo, RepositoryDamaged
 from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
-from patchmgr.sources.cache_errors import (
-    _NO_SUCH_REF,
-    CacheError,
-    NotACommit,
-    NotARepository,
-    RefNotFound,
-    _os_problem,
-    _require_repository,
-    _said,
-    disk_hint,
-    disk_problem,
-    unknown_ref,
-)
+from patchmgr.sources.cache_errors import CacheError, NotARepository, disk_hint, require_repository, said_at
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
+from patchmgr.sources.refs import NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
 from patchmgr.sources.release import ReleaseCache
 
 Progress = Callable[[str], None]
@@ -66,52 +56,6 @@ def default_cache_dir() -> Path:
         return Path(os.environ["PATCHMGR_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "patchmgr"
-
-
-def validate_ref(ref: str) -> str:
-    """``ref`` when git can fetch it as given (the rules of ``git check-ref-format``, one level allowed); else bad
-    input, before anything is fetched or written. Revision expressions (``HEAD@{1}``, ``main~2``, ``v1^``) name a
-    commit only in one clone's history: the source is asked for a ref, so they are refused here with their id's
-    way to get it."""
-    why = _ref_problem(ref)
-    if why:
-        expression = any(mark in ref for mark in ("@{", "~", "^")) and ref.isprintable()
-        raise UsageError(
-            f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: {why}",
-            "give a branch, a tag or a commit id"
-            + (
-                f"; for a revision of your own clone, pass the commit it names (git rev-parse {_quoted(ref)} there)"
-                if expression
-                else ""
-            ),
-        )
-    return ref
-
-
-def _ref_problem(ref: str) -> str | None:
-    if not ref:
-        return "it is empty"
-    if ref.startswith("-"):
-        return "it starts with '-'"
-    if "@{" in ref or ref == "@":
-        return "'@{...}' (a reflog entry) and '@' are revision expressions, not refs"
-    # git's own rule (check-ref-format): C0 and DEL; a C1 or U+2028 is a byte git takes in a tag's name, shown
-    # escaped wherever it is printed (a manifest's values are refused them by the manifest's own check)
-    control = next((c for c in ref if ord(c) < 0x20 or c == "\x7f"), None)
-    if control:
-        return f"it contains a control character (U+{ord(control):04X}), which no ref name may hold"
-    bad = [c for c in ref if c in " ~^:?*[\\"]
-    if bad:
-        return f"it holds {bad[0]!r}, which no ref name may hold"
-    if ".." in ref or "//" in ref or ref.startswith("/") or ref.endswith(("/", ".")):
-        return "'..', '//', a leading or trailing '/', or a trailing '.' are not allowed in a ref name"
-    if any(part.startswith(".") or part.endswith(".lock") for part in ref.split("/")):
-        return "a part of it starts with '.' or ends with '.lock'"
-    return None
-
-
-def _quoted(ref: str) -> str:
-    return "'" + ref.replace("'", "'\\''") + "'"
 
 
 @dataclass(frozen=True)
@@ -170,9 +114,9 @@ class Store(CacheHealth):
                         except (GitError, OSError) as exc:
                             shutil.rmtree(path, ignore_errors=True)  # no half-made clone left behind
                             if isinstance(exc, OSError):
-                                problem = _os_problem(exc, path)
+                                problem = os_problem(exc, path)
                             else:
-                                cause = disk_problem(exc.message, path)
+                                cause = git_problem(exc.message, path)
                                 problem = f"{cause} ({exc.message})" if cause else exc.message
                             raise CacheError(
                                 f"cannot create the cached clone {path}: {problem}", disk_hint(problem)
@@ -246,7 +190,7 @@ class Store(CacheHealth):
                 raise
             except GitError as exc:
                 # servers that refuse a bare commit id still serve their branches and tags
-                errors.append(_said(url, exc))
+                errors.append(said_at(url, exc))
                 if isinstance(exc, NotARepository):
                     continue
             if repo.has_commit(commit):
@@ -256,7 +200,7 @@ class Store(CacheHealth):
             except RepositoryDamaged:
                 raise
             except GitError as exc:
-                errors.append(_said(url, exc))
+                errors.append(said_at(url, exc))
                 continue
             if repo.has_commit(commit):
                 return url
@@ -283,7 +227,7 @@ class Store(CacheHealth):
         absent: list[str] = []
         local = as_local_path(urls[0]) if urls else None
         if local is not None and local.exists():
-            _require_repository(local)
+            require_repository(local)
             with GitRepo(local) as source:
                 absent = source.missing_blobs(commit)
         lacking = set(repo.unfetched_objects(commit))
@@ -348,18 +292,18 @@ class Store(CacheHealth):
                 if commit:
                     repo.index_history(commit)
                     return Fetched(repo, commit, url)
-                _require_commit(repo, upstream, ref)
+                require_commit(repo, upstream, ref)
             except RepositoryDamaged:
                 raise
             except GitError as exc:
-                errors.append(_said(url, exc))
+                errors.append(said_at(url, exc))
                 if "invalid refspec" in exc.message:  # git cannot fetch it as given, from any source
                     raise UsageError(
                         f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: "
                         "git calls it an invalid refspec",
                         "give a branch, a tag or a commit id",
                     ) from None
-                if _NO_SUCH_REF.search(exc.message):
+                if NO_SUCH_REF.search(exc.message):
                     lacking.append(url)
         local = repo.resolve(ref) if not urls else None
         if local:
@@ -383,14 +327,14 @@ class Store(CacheHealth):
         except RepositoryDamaged:
             raise
         except GitError as exc:
-            problem = disk_problem(exc.message, repo.path)
+            problem = git_problem(exc.message, repo.path)
             if problem is None:
                 raise
             raise CacheError(
                 f"cannot write the cached clone {repo.path}: {problem} ({exc.message})", disk_hint(problem)
             ) from None
         except OSError as exc:
-            problem = _os_problem(exc, repo.path)
+            problem = os_problem(exc, repo.path)
             raise CacheError(f"cannot write the cached clone {repo.path}: {problem}", disk_hint(problem)) from None
 
     def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
@@ -406,7 +350,7 @@ class Store(CacheHealth):
         if local is not None:
             if not local.exists():
                 raise NotARepository(f"{local} does not exist", "give the folder of a git clone, or a URL")
-            _require_repository(local)
+            require_repository(local)
             url = str(local.resolve())
         if repo.run_ok("remote", "get-url", "origin"):
             repo.run("remote", "set-url", "origin", "--", url)
@@ -430,14 +374,6 @@ class Store(CacheHealth):
         self._open.clear()
 
 
-def _require_commit(repo: GitRepo, upstream: str, ref: str) -> None:
-    """A fetched ref that is no commit: a tag at a tree or a blob (or at another such tag) is ``NotACommit``.
-    The types are read from the ref and the tag object it names, so a blob is never fetched to be named."""
-    kinds = repo.run("for-each-ref", "--format=%(objecttype) %(*objecttype)", "refs/patchmgr/against").split()
-    if kinds:
-        raise NotACommit(upstream, ref, kinds[-1])
-
-
 class CacheLock(FileLock):
     """The per-upstream lock of the cache; a lock file that cannot be made (a read-only or full disk) is one error."""
 
@@ -445,5 +381,5 @@ class CacheLock(FileLock):
         try:
             return super().__enter__()
         except OSError as exc:
-            problem = _os_problem(exc, self.path)
+            problem = os_problem(exc, self.path)
             raise CacheError(f"cannot lock {self.path} in the patchmgr cache: {problem}", disk_hint(problem)) from None

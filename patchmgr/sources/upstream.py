@@ -20,7 +20,7 @@ from patchmgr.model.errors import SourceError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.model.urls import as_local_path, mask_url
-from patchmgr.sources.cache_errors import UnknownRef
+from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.release import DEFAULT_INDEX, ReleaseNotFound, ReleaseSource, index_url
 from patchmgr.sources.store import Store
 

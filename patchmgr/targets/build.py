@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import errno
-import os
 import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 from patchmgr.check.status import UpstreamStatus
+from patchmgr.io.disk import FREE_SPACE, disk_full
 from patchmgr.io.faults import step
 from patchmgr.io.git import GitRepo, identity_env
 from patchmgr.model.errors import GitError, StateError
@@ -23,11 +22,6 @@ from patchmgr.sources.upstream import urls_for
 from patchmgr.targets.absent import leave_out_absent
 from patchmgr.targets.ledger import AppliedPatch, CheckoutPart, UpstreamLedger
 
-# what git says when the disk is full (its first fatal line often names only the file it could not write)
-_DISK_FULL = re.compile(r"No space left on device|Out of diskspace|Disk quota exceeded|File too large", re.I)
-_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-
-
 # what git says when an object of the commit is not there and no remote can provide it
 _MISSING_OBJECT = re.compile(
     r"from promisor remote|unable to read sha1 file|unable to read [0-9a-f]{7,}"
@@ -37,33 +31,15 @@ _MISSING_OBJECT = re.compile(
 )
 
 
-_DISK_HINT = "free some space on that disk, then run apply again"
+DISK_HINT = f"{FREE_SPACE}, then run apply again"
+CAUSE_HINT = "fix the cause above, then run apply again"
 _LACKS_HINT = "the source lacks files of that commit; use a complete clone with --source {name}=PATH_OR_URL"
-_CAUSE_HINT = "fix the cause above, then run apply again"
 
 
-def _detail(exc: OSError | GitError) -> str:
-    if isinstance(exc, GitError):
-        return exc.message
-    where = f" ({exc.filename})" if exc.filename else ""
-    return f"{exc.strerror or exc}{where}"
-
-
-def _disk_full(exc: OSError | GitError | str, folder: Path) -> bool:
-    """Whether a failure while writing under ``folder`` was the disk (or the quota, or the file size limit)."""
-    if isinstance(exc, OSError):
-        return exc.errno in _DISK_ERRNOS
-    if _DISK_FULL.search(exc if isinstance(exc, str) else exc.message):
-        return True
-    # git often names only the file it could not write ("failed to write commit object"): ask the disk
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    try:
-        stats = os.statvfs(probe)
-    except OSError:
-        return False
-    return stats.f_bavail * stats.f_frsize < (64 << 10) or (stats.f_files > 0 and stats.f_favail == 0)
+def write_hint(exc: OSError | GitError, folder: Path) -> str:
+    """The hint for a write under ``folder`` that failed while apply builds checkouts: free space when the
+    disk is full, else fix the cause named."""
+    return DISK_HINT if disk_full(exc, folder) else CAUSE_HINT
 
 
 def build_checkout(
@@ -78,7 +54,7 @@ def build_checkout(
     else:  # apply builds only upstreams whose status is available, and each of those was read from a source
         raise StateError(
             f"cannot check out {upstream.name}: no source gave a commit ({upstream_status.error or 'none was read'})",
-            _CAUSE_HINT,
+            CAUSE_HINT,
         )
     step()
     applied = []
@@ -177,10 +153,10 @@ def _checkout_pin(
             errors.append(f"{url}: {exc.message}")
     else:
         repo.close()
-        full = any(_disk_full(error, folder) for error in errors)
+        full = any(disk_full(error, folder) for error in errors)
         raise StateError(
             f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
-            _DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
+            DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
         )
     cached = repo.run("remote", "get-url", "origin") == str(store.repo_path(upstream.name))
     absent = leave_out_absent(repo, folder, commit, recorded_absent if cached else None)
@@ -189,11 +165,11 @@ def _checkout_pin(
     except GitError as exc:
         repo.close()
         hint = (
-            _DISK_HINT
-            if _disk_full(exc, folder)
+            DISK_HINT
+            if disk_full(exc, folder)
             else _LACKS_HINT.format(name=upstream.name)
             if _MISSING_OBJECT.search(exc.message)
-            else _CAUSE_HINT
+            else CAUSE_HINT
         )
         raise StateError(f"cannot check out {upstream.name} at {commit}: {exc.message}", hint) from None
     real = [url for url in urls if url != str(store.repo_path(upstream.name))]
@@ -229,7 +205,7 @@ def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, 
     repo.run("branch", "-M", "patchmgr")
     base = repo.resolve("HEAD")
     if base is None:  # the commit just made: git failing to make it raised above
-        raise StateError(f"the import of {source.project} {source.version} left no commit in {folder}", _CAUSE_HINT)
+        raise StateError(f"the import of {source.project} {source.version} left no commit in {folder}", CAUSE_HINT)
     return repo, base, []
 
 

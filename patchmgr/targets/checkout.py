@@ -3,12 +3,12 @@
 Everything is checked before anything is written: if any patch of any upstream
 would need more than an exact placement, nothing changes. Checkouts are built
 in a staging folder, then moved into place and the ledger written through a
-journal (``patchmgr.journal``): a run killed at any point leaves DIR as it was
+journal (``io.journal``): a run killed at any point leaves DIR as it was
 or fully applied once the next command that reads DIR has recovered it. A lock
 on DIR keeps two runs from interleaving. A checkout holding local work (commits
 beyond the ledger's, changed or untracked files, other branches, stashes) is
 not rebuilt: the run refuses, or with ``force`` carries that work into the new
-checkout as branches first (``patchmgr.localwork``).
+checkout as branches first (``targets.localwork``).
 
 A checkout starts from the pinned commit (through the cache) or, when git is
 out of reach, from the pinned release's files committed as the base. Each
@@ -29,13 +29,14 @@ from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.check.status import TargetStatus, check_target
+from patchmgr.io.disk import failure_text
 from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
 from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.sources.store import Store
 from patchmgr.targets.absent import absent_note
-from patchmgr.targets.build import _CAUSE_HINT, _DISK_HINT, _detail, _disk_full, build_checkout
+from patchmgr.targets.build import build_checkout, write_hint
 from patchmgr.targets.checkout_verify import verify_into
 from patchmgr.targets.into_lock import STATE, locked_into
 from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_into_ledger, same_plan
@@ -110,8 +111,7 @@ def apply_into(
                 _remove_made(made, into)
                 if isinstance(exc, OSError):
                     raise StateError(
-                        f"cannot lock {into / STATE}: {_detail(exc)}; nothing was changed",
-                        _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT,
+                        f"cannot lock {into / STATE}: {failure_text(exc)}; nothing was changed", write_hint(exc, into)
                     ) from None
                 raise
         try:
@@ -160,8 +160,7 @@ def _make_folder(into: Path) -> Path | None:
     except OSError as exc:
         _remove_made(missing, into)
         raise StateError(
-            f"cannot create {into}: {_detail(exc)}; nothing was changed",
-            _DISK_HINT if _disk_full(exc, into) else _CAUSE_HINT,
+            f"cannot create {into}: {failure_text(exc)}; nothing was changed", write_hint(exc, into)
         ) from None
     return missing
 
@@ -251,11 +250,10 @@ def _build_and_swap(
         for upstream_status in status.upstreams:
             built.append(build_checkout(upstream_status, store, overrides, slot.staging))
     except (OSError, GitError) as exc:
-        full = _disk_full(exc, slot.staging)
+        hint = write_hint(exc, slot.staging)  # before the discard frees the space
         discard(slot)
         raise StateError(
-            f"cannot build the checkouts in {slot.staging}: {_detail(exc)}; nothing in {into} was changed",
-            _DISK_HINT if full else _CAUSE_HINT,
+            f"cannot build the checkouts in {slot.staging}: {failure_text(exc)}; nothing in {into} was changed", hint
         ) from None
     except BaseException:
         discard(slot)

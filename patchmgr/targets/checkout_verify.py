@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchmgr.io.git import GitRepo
+from patchmgr.io.git import NO_OPTIONAL_LOCKS, GitRepo
 from patchmgr.model.errors import StateError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
-from patchmgr.targets.into_lock import _READ_ONLY, STATE, locked_into
+from patchmgr.targets.into_lock import STATE, locked_into
 from patchmgr.targets.ledger import UpstreamLedger, read_into_ledger, verify_recorded
 
 
@@ -88,7 +88,7 @@ def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger
         elif repo.resolve(f"HEAD~{len(entry.patches)}") != checkout.base_commit:
             problems.append(f"{name}: the patches do not sit on the base commit {checkout.base_commit[:12]}")
         out = repo.run(
-            "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=_READ_ONLY, strip=False
+            "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=NO_OPTIONAL_LOCKS, strip=False
         )
         codes = {item[3:]: item[:2] for item in out.split("\0") if len(item) > 3}
         for path in entry.files:
@@ -122,5 +122,5 @@ def _checked_out_from(repo: GitRepo, path: str, file: Path, digest: str) -> bool
     blob = repo.read_blob(committed[1])
     if blob is None or sha256_bytes(blob) != digest:
         return False
-    cleaned = repo.run("hash-object", f"--path={path}", "--", str(file), env=_READ_ONLY)
+    cleaned = repo.run("hash-object", f"--path={path}", "--", str(file), env=NO_OPTIONAL_LOCKS)
     return cleaned == committed[1]

@@ -103,7 +103,7 @@ _WRITE_HINT = "make the environment writable (or work on a writable copy of it),
 
 
 @contextmanager
-def _locked(environment: Environment, writing: bool) -> Iterator[Recovered]:
+def locked_environment(environment: Environment, writing: bool) -> Iterator[Recovered]:
     """The environment's lock (one patchmgr at a time), an interrupted run finished or undone under it
     (``locked_recovery``), or the real cause when the lock cannot be taken.
 
@@ -126,12 +126,13 @@ def _locked(environment: Environment, writing: bool) -> Iterator[Recovered]:
         yield done
 
 
-def _open(python: str, target: Target, only: Sequence[str]) -> tuple[Environment, list[Upstream]]:
+def open_environment(python: str, target: Target, only: Sequence[str]) -> tuple[Environment, list[Upstream]]:
+    """The environment of ``python`` (probed once), and the target's upstreams a command works on (``only``)."""
     upstreams = [u for u in target.upstreams if not only or u.name in only]
     return probe(python, upstreams), upstreams
 
 
-def _environment_files(writes: Mapping[Path, bytes | None], environment: Environment) -> list[str]:
+def environment_files(writes: Mapping[Path, bytes | None], environment: Environment) -> list[str]:
     """The distribution files written or removed (not patchmgr's own state)."""
     return sorted(str(path) for path in writes if environment.state_dir not in path.parents)
 
@@ -148,7 +149,7 @@ def _edited(entries: list[UpstreamLedger]) -> list[tuple[UpstreamLedger, str, Pa
     return found
 
 
-def _keep_edits(
+def keep_edits(
     state: EnvState, entries: list[UpstreamLedger], force: bool, verb: str, dry_run: bool = False
 ) -> tuple[dict[Path, bytes], str | None]:
     """Refuse to overwrite files edited since apply, unless forced; forced, the writes that save them first.

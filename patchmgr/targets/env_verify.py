@@ -9,19 +9,28 @@ from patchmgr.io.journal import apply_transaction
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.sources.environment import Environment
-from patchmgr.targets.env_state import EnvAction, EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open
+from patchmgr.targets.env_state import (
+    EnvAction,
+    EnvOutcome,
+    EnvState,
+    environment_files,
+    keep_edits,
+    locked_environment,
+    open_environment,
+)
 from patchmgr.targets.ledger import UpstreamLedger, verify_recorded
-from patchmgr.targets.record import _bytecode_of, _record_rows, record_hash
+from patchmgr.targets.record import bytecode_of, record_hash, record_rows
 
 
 def verify_environment(project: Project, target: Target, python: str, only: Sequence[str] = ()) -> EnvOutcome:
-    environment, upstreams = _open(python, target, only)
-    return _verify(project, target, environment, upstreams)
+    environment, upstreams = open_environment(python, target, only)
+    return verify_opened(project, target, environment, upstreams)
 
 
-def _verify(project: Project, target: Target, environment: Environment, upstreams: list[Upstream]) -> EnvOutcome:
+def verify_opened(project: Project, target: Target, environment: Environment, upstreams: list[Upstream]) -> EnvOutcome:
+    """``verify_environment`` of an environment already probed (apply verifies before it re-applies)."""
     state = EnvState(environment, target.name)
-    outcome = EnvOutcome(target.name, environment.python, EnvAction.VERIFIED, notes=_recovered(environment))
+    outcome = EnvOutcome(target.name, environment.python, EnvAction.VERIFIED, notes=recovered_notes(environment))
     ledger = state.read_ledger()
     if ledger is None:
         outcome.problems.append(f"no patchmgr ledger for target {target.name} in {environment.prefix}")
@@ -33,11 +42,11 @@ def _verify(project: Project, target: Target, environment: Environment, upstream
     return outcome
 
 
-def _recovered(environment: Environment) -> list[str]:
+def recovered_notes(environment: Environment) -> list[str]:
     """Finish or undo an interrupted run first (under the lock: never a transaction a live run is writing)."""
     if not (environment.state_dir / "journal").exists():
         return []
-    with _locked(environment, writing=True) as done:
+    with locked_environment(environment, writing=True) as done:
         return [done.message] if done.message else []
 
 
@@ -56,11 +65,11 @@ def _verify_upstream(
     common, differs = verify_recorded(project, upstream, entry, lambda path: Path(env.installed[path]))
     problems += common
     problems += [f"{upstream.name}: {env.installed[path]} differs from what apply wrote" for path in differs]
-    record_rows = _record_rows(Path(env.record)) if env.record and not env.editable else {}
+    rows = record_rows(Path(env.record)) if env.record and not env.editable else {}
     for path, patched in entry.files.items():
         installed = Path(env.installed[path])
-        if record_rows and path not in differs and patched is not None:
-            row = record_rows.get(str(installed.resolve()))
+        if rows and path not in differs and patched is not None:
+            row = rows.get(str(installed.resolve()))
             if row is None or len(row) < 2 or row[1] != record_hash(installed.read_bytes()):
                 problems.append(f"{upstream.name}: RECORD does not match {installed}")
     return problems
@@ -68,17 +77,17 @@ def _verify_upstream(
 
 def revert_environment(target: Target, python: str, only: Sequence[str] = (), force: bool = False) -> EnvOutcome:
     """Put back the original bytes of every file apply changed, and the original RECORD."""
-    environment, upstreams = _open(python, target, only)
+    environment, upstreams = open_environment(python, target, only)
     state = EnvState(environment, target.name)
     outcome = EnvOutcome(target.name, python, EnvAction.NOTHING_TO_REVERT)
-    with _locked(environment, writing=True) as done:
+    with locked_environment(environment, writing=True) as done:
         if done.message:
             outcome.notes.append(done.message)
         ledger = state.read_ledger()
         if ledger is None:
             return outcome
         names = {u.name for u in upstreams}
-        saved, saved_note = _keep_edits(state, [u for u in ledger.upstreams if u.name in names], force, "revert")
+        saved, saved_note = keep_edits(state, [u for u in ledger.upstreams if u.name in names], force, "revert")
         if saved_note:
             outcome.notes.append(saved_note)
         writes: dict[Path, bytes | None] = dict(saved)
@@ -88,7 +97,7 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
             for path, data in state.originals(entry).items():
                 installed = Path(entry.env_part().installed[path])
                 writes[installed] = data
-                for stale in _bytecode_of(installed):
+                for stale in bytecode_of(installed):
                     writes[stale] = None
             env = entry.env_part()
             for compiled, digest in env.bytecode.items():
@@ -103,5 +112,5 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
             writes[state.ledger_path] = None
         apply_transaction(environment.state_dir, writes)
     outcome.action = EnvAction.REVERTED
-    outcome.changed = _environment_files(writes, environment)
+    outcome.changed = environment_files(writes, environment)
     return outcome

@@ -34,10 +34,18 @@ from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.environment import Environment, InstalledDist, InstalledSource, Placed, place_patch, require_dists
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import open_source
-from patchmgr.targets.env_state import EnvAction, EnvOutcome, EnvState, _environment_files, _keep_edits, _locked, _open
-from patchmgr.targets.env_verify import _recovered, _verify
+from patchmgr.targets.env_state import (
+    EnvAction,
+    EnvOutcome,
+    EnvState,
+    environment_files,
+    keep_edits,
+    locked_environment,
+    open_environment,
+)
+from patchmgr.targets.env_verify import recovered_notes, verify_opened
 from patchmgr.targets.ledger import AppliedPatch, InstalledPart, Ledger, UpstreamLedger, same_plan
-from patchmgr.targets.record import _bytecode_of, update_record
+from patchmgr.targets.record import bytecode_of, update_record
 from patchmgr.targets.trees import SmokeTree, put_back
 
 
@@ -45,7 +53,7 @@ def check_environment(
     project: Project, target: Target, store: Store, overrides: Mapping[str, str], python: str, only: Sequence[str] = ()
 ) -> tuple[TargetStatus, list[str]]:
     """Classify the patches against the installed files (seen unpatched when patchmgr patched them)."""
-    environment, upstreams = _open(python, target, only)
+    environment, upstreams = open_environment(python, target, only)
     return _check(project, target, store, overrides, environment, upstreams)
 
 
@@ -60,7 +68,7 @@ def _check(
     dists = require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     notes = []
-    with _locked(environment, writing=False) as done:
+    with locked_environment(environment, writing=False) as done:
         if done.message:
             notes.append(done.message)
         ledger = state.read_ledger()
@@ -135,11 +143,11 @@ def apply_environment(
     dry_run: bool = False,
     force: bool = False,
 ) -> EnvOutcome:
-    environment, upstreams = _open(python, target, only)
+    environment, upstreams = open_environment(python, target, only)
     require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
     # locked from the check to the last write: a second apply waits, then finds this one's result
-    with _locked(environment, writing=not dry_run) as done:
+    with locked_environment(environment, writing=not dry_run) as done:
         status, notes = _check(project, target, store, overrides, environment, upstreams)
         if done.message:  # recovered here, before _check looked
             notes.insert(0, done.message)
@@ -149,13 +157,11 @@ def apply_environment(
         if not status.ok:
             return outcome
         ledger = state.read_ledger() or Ledger(target.name, python=python)
-        if same_plan(ledger.series, status) and not _verify(project, target, environment, upstreams).problems:
+        if same_plan(ledger.series, status) and not verify_opened(project, target, environment, upstreams).problems:
             outcome.action = EnvAction.ALREADY_APPLIED
             return outcome
         names = {u.name for u in upstreams}
-        saved, saved_note = _keep_edits(
-            state, [u for u in ledger.upstreams if u.name in names], force, "apply", dry_run
-        )
+        saved, saved_note = keep_edits(state, [u for u in ledger.upstreams if u.name in names], force, "apply", dry_run)
         if saved_note:
             outcome.notes.append(saved_note)
         if dry_run:
@@ -164,7 +170,7 @@ def apply_environment(
         writes, _ = _plan_writes(state, ledger, status)
         apply_transaction(environment.state_dir, {**saved, **writes})
     outcome.action = EnvAction.APPLIED
-    outcome.changed = _environment_files(writes, environment)
+    outcome.changed = environment_files(writes, environment)
     return outcome
 
 
@@ -207,7 +213,7 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus) -> tuple
             record_updates[str(installed)] = data
             files[path] = None if data is None else sha256_bytes(data)
             installed_at[path], original_digests[path] = str(installed), original_digest
-            for stale in _bytecode_of(installed):
+            for stale in bytecode_of(installed):
                 compiled = stale.read_bytes()
                 bytecode[str(stale)] = sha256_bytes(compiled)
                 writes[state.backup_path(dist.upstream.name, bytecode[str(stale)])] = compiled
@@ -247,12 +253,12 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus) -> tuple
 
 def environment_trees(target: Target, python: str, only: Sequence[str] = ()) -> list[SmokeTree]:
     """Each upstream's installed code for the smoke tests; unpatched means the saved originals put back."""
-    environment, upstreams = _open(python, target, only)
+    environment, upstreams = open_environment(python, target, only)
     # like apply and status: a missing distribution, or another version than the pin, is bad input (exit 2),
     # never smoke tests run against code the manifest does not pin
     dists = require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
-    notes = _recovered(environment)
+    notes = recovered_notes(environment)
     ledger = state.read_ledger()
     trees = []
     for upstream, dist in zip(upstreams, dists, strict=False):

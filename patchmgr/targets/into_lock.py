@@ -12,10 +12,6 @@ from patchmgr.targets.slot import Slot, locked_slot
 STATE = ".patchmgr-state"  # in DIR: the lock, the journal, and the checkouts being built or replaced
 
 
-# verify's git commands must not write the checkout (``git status`` would refresh .git/index)
-_READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
-
-
 @contextmanager
 def locked_into(into: Path, notes: list[str]) -> Iterator[Slot]:
     """Hold DIR's lock, after finishing or undoing an interrupted apply (which one is added to ``notes``)."""

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchmgr.io.git import GitRepo, identity_env
+from patchmgr.io.git import NO_OPTIONAL_LOCKS, GitRepo, identity_env
 from patchmgr.model.errors import GitError
 
 SAVED_PREFIX = "patchmgr-saved/"  # not patchmgr/saved/: the checkout has a branch named patchmgr
@@ -30,8 +30,6 @@ SAVED_PREFIX = "patchmgr-saved/"  # not patchmgr/saved/: the checkout has a bran
 # other untracked file is someone's work, and counts.
 _GENERATED = ("__pycache__", "*.py[cod]", ".pytest_cache")
 _SHOWN = 3  # paths or commits named per kind in a message
-# status, diff and log must not write the checkout's index (a refusal leaves it byte for byte)
-_READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
 
 
 @dataclass
@@ -140,7 +138,7 @@ def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
                 "--format=%h%n%s",
                 work.head,
                 *([f"^{known}"] if known else ["-1"]),
-                env=_READ_ONLY,
+                env=NO_OPTIONAL_LOCKS,
                 strip=False,
             )
             work.commits = [_sha_and_subject(record) for record in listing.split("\x00") if "\n" in record]
@@ -157,7 +155,7 @@ def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
                 "--others",
                 "--exclude-standard",
                 *[f"--exclude={p}" for p in _GENERATED],
-                env=_READ_ONLY,
+                env=NO_OPTIONAL_LOCKS,
             ).split("\x00")
             if path
         ]
@@ -173,14 +171,14 @@ def find_local_work(name: str, folder: Path, recorded: str | None) -> LocalWork:
                 continue  # it points into what patchmgr made: nothing of its own would be lost
             work.refs.append((ref, obj))
         if repo.resolve("refs/stash"):
-            work.stashes = repo.run("log", "-g", "--format=%H", "refs/stash", env=_READ_ONLY).split()
+            work.stashes = repo.run("log", "-g", "--format=%H", "refs/stash", env=NO_OPTIONAL_LOCKS).split()
     return work
 
 
 def _modified(repo: GitRepo) -> list[str]:
     """Tracked paths whose work-tree or staged state differs from HEAD (a stat refresh in memory only)."""
     out = repo.run(
-        "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=_READ_ONLY, strip=False
+        "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", env=NO_OPTIONAL_LOCKS, strip=False
     )
     return [entry[3:] for entry in out.split("\x00") if len(entry) > 3]
 

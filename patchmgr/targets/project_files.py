@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from patchmgr.io.confine import leaves
+from patchmgr.io.disk import nearest_existing
 from patchmgr.io.journal import JOURNAL, apply_transaction, locked_recovery
 from patchmgr.model.errors import StateError
 
@@ -109,9 +110,7 @@ def _check_paths(root: Path, writes: Iterable[Path]) -> None:
                 f"{path} is not a regular file; nothing was written",
                 "put the file back as a plain file, then run again",
             )
-        folder = path.parent
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
+        folder = nearest_existing(path.parent)
         if not folder.is_dir():
             raise StateError(f"{folder} is not a folder; nothing was written", "fix the project layout")
         if not os.access(folder, os.W_OK | os.X_OK):

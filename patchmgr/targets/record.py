@@ -12,7 +12,7 @@ from pathlib import Path
 from patchmgr.model.errors import StateError
 
 
-def _bytecode_of(source_file: Path) -> list[Path]:
+def bytecode_of(source_file: Path) -> list[Path]:
     """Compiled copies of a module that could shadow its new source."""
     if source_file.suffix != ".py":
         return []
@@ -64,7 +64,8 @@ def update_record(
     return out.getvalue().encode("utf-8")
 
 
-def _record_rows(record: Path) -> dict[str, list[str]]:
+def record_rows(record: Path) -> dict[str, list[str]]:
+    """The rows of the RECORD file ``record`` by the absolute path of the file each names (none when absent)."""
     if not record.is_file():
         return {}
     location = record.parent.parent

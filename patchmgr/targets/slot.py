@@ -28,11 +28,11 @@ from functools import partial
 from pathlib import Path
 
 from patchmgr.io.confine import leaves
+from patchmgr.io.disk import FREE_SPACE, disk_full, failure_text, missing_folders
 from patchmgr.io.faults import step
 from patchmgr.io.files import remove_tree
 from patchmgr.io.journal import apply_transaction, locked_recovery
 from patchmgr.model.errors import GitError, PatchmgrError, StateError
-from patchmgr.targets.build import _detail, _disk_full
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
 
 STAGING = "staging"  # in the state folder: the checkouts being built
@@ -153,9 +153,9 @@ def save_works(slot: Slot, works: Sequence[LocalWork], notes: list[str], command
         try:
             branches = save_local_work(work, slot.staged(work.name), stamp)
         except (OSError, GitError) as exc:
-            cause = "free some space on that disk" if _disk_full(exc, slot.staging) else "fix the cause above"
+            cause = FREE_SPACE if disk_full(exc, slot.staging) else "fix the cause above"
             raise StateError(
-                f"cannot save the local work of {work.name} into its new checkout: {_detail(exc)}; "
+                f"cannot save the local work of {work.name} into its new checkout: {failure_text(exc)}; "
                 f"nothing in {where} was changed",
                 f"{cause}, or save that work yourself, then run {command} again",
             ) from None
@@ -190,7 +190,7 @@ def stage_copy(slot: Slot, folder: Path, name: str) -> Path:
         discard(slot)
         raise StateError(
             f"cannot copy {folder} to work on it ({exc}); nothing was changed",
-            "free some space on that disk or fix its permissions, then run again",
+            f"{FREE_SPACE} or fix its permissions, then run again",
         ) from None
     step()
     return staged
@@ -212,10 +212,8 @@ def swap_in(slot: Slot, checkouts: Mapping[Path, Path], writes: Mapping[Path, by
 
 def topmost_missing(folder: Path) -> Path | None:
     """The topmost of ``folder`` and its parents that does not exist (what making ``folder`` creates), or None."""
-    missing = None
-    while not os.path.lexists(folder) and folder != folder.parent:
-        missing, folder = folder, folder.parent
-    return missing
+    missing = missing_folders(folder, links_exist=True)
+    return missing[-1] if missing else None
 
 
 def remove_made(folder: Path, made: Path | None) -> None:

@@ -3,6 +3,6 @@
 ``sources`` reads the patch set (series.conf, per-version folder, single patches, a Dockerfile's clone
 and checkout lines), ``pin`` finds the commit each patch was made against, ``split`` cuts it into
 pieces, ``plan`` classifies the pieces at the pin, ``prove`` checks with git that the series gives the
-monolithic patch's files byte for byte, ``write`` writes the manifest and patch files in one
-journaled transaction, and ``outcome`` holds what the import found and did.
+monolithic patch's files byte for byte, and ``write`` writes the manifest and patch files in one
+journaled transaction.
 """

@@ -8,7 +8,7 @@ For each monolithic patch (one per upstream):
 3. the pieces are classified at the pin, in series order. Where the pin is a later commit than the base,
    pieces upstream already carries there are reported with their evidence (the commit with the piece's
    patch-id, or the commit from which its reverse applies) and left out; when another piece does not
-   apply at the given pin, that pin is wrong and the base is pinned instead, with a note;
+   apply at the given pin, that pin is wrong and the base is pinned instead, with a note (``pieces``);
 4. the result is proven with git (``prove``), and the manifest and patch files are computed and checked
    (``write``). Writing is the caller's next step.
 """
@@ -17,30 +17,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 
-from patchmgr.engine.classify import Overlay
-from patchmgr.engine.place import _Failure
-from patchmgr.engine.results import CheckResult, State
-from patchmgr.history.at_ref import check_at_ref
+from patchmgr.engine.results import State
 from patchmgr.io.confine import shown
-from patchmgr.io.git import GitRepo
-from patchmgr.maintain.importing.outcome import ImportAction, ImportOutcome, Piece, UpstreamImport
+from patchmgr.maintain.importing.pieces import (
+    Piece,
+    carried_files,
+    classify_pieces,
+    piece_changes_at,
+    pieces_at_pin,
+    render_pieces,
+    said_at_given_pin,
+)
 from patchmgr.maintain.importing.pin import Base, FoundBy, find_base
-from patchmgr.maintain.importing.prove import prove
+from patchmgr.maintain.importing.prove import Proof, prove
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
-from patchmgr.maintain.importing.split import PieceChange, PieceSpec, SplitMode, piece_changes, plan_pieces
+from patchmgr.maintain.importing.split import SplitMode, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
-from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes
+from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes, write_import
 from patchmgr.model.errors import PatchmgrError, UsageError
-from patchmgr.model.lint import IMPORT_STUB
 from patchmgr.model.manifest import Upstream, url_problem
-from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
 from patchmgr.model.urls import mask_url, without_credentials
-from patchmgr.sources.cache_errors import UnknownRef
+from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource
 
@@ -55,6 +58,43 @@ class ImportOptions:
     search: Mapping[str, str] = field(default_factory=dict)
     overrides: Mapping[str, str] = field(default_factory=dict)
     declared: Mapping[str, Declared] = field(default_factory=dict)
+
+
+@dataclass
+class UpstreamImport:
+    name: str
+    source: str  # the monolithic patch, as named
+    git: str
+    base: Base
+    pin: str
+    pieces: list[Piece] = field(default_factory=list)
+    proofs: list[Proof] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def proven(self) -> bool:
+        return bool(self.proofs) and all(p.ok for p in self.proofs)
+
+
+class ImportAction(StrEnum):
+    PLANNED = "planned"
+    IMPORTED = "imported"
+    DRY_RUN = "dry-run"
+    REFUSED = "refused"
+
+
+@dataclass
+class ImportOutcome:
+    target: str
+    upstreams: list[UpstreamImport]
+    action: ImportAction = ImportAction.PLANNED
+    notes: list[str] = field(default_factory=list)
+    writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
+    expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.action is not ImportAction.REFUSED and all(u.proven for u in self.upstreams)
 
 
 def plan_import(project: Project, monoliths: list[Monolith], store: Store, options: ImportOptions) -> ImportOutcome:
@@ -80,6 +120,17 @@ def plan_import(project: Project, monoliths: list[Monolith], store: Store, optio
     description = f"imported from {', '.join(m.shown for m in monoliths)}"
     outcome.writes, outcome.expected = plan_writes(project, options.target, description, entries)
     return outcome
+
+
+def finish_import(project: Project, outcome: ImportOutcome, dry_run: bool) -> ImportOutcome:
+    """A planned import carried out (its files written in one transaction) or, with ``dry_run``, shown as a dry
+    run: a new outcome; one that is not planned (refused) is returned as it is."""
+    if outcome.action is not ImportAction.PLANNED:
+        return outcome
+    if dry_run:
+        return replace(outcome, action=ImportAction.DRY_RUN)
+    write_import(project, outcome.writes, outcome.expected)
+    return replace(outcome, action=ImportAction.IMPORTED)
 
 
 def _check_names(options: ImportOptions, imported: list[str]) -> None:
@@ -140,15 +191,17 @@ def _one(
         f"commit {base.commit}"
     )
     base_reader = GitSource(repo, base.commit, location)
-    base_pieces = _render(scratch, repo, base.commit, _changes(patch, specs, base_reader, monolith), origin, name)
+    base_pieces = render_pieces(
+        scratch, repo, base.commit, piece_changes_at(patch, specs, base_reader, monolith), origin, name
+    )
     paths = patch.touched_paths
     proofs = [prove(scratch, base_reader, base.commit, patch.data, paths, [data for _, data in base_pieces])]
     pin = existing.commit if existing else (given or base.commit)
-    results = _classify(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
+    results = classify_pieces(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
     blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
     at_given: dict[str, str] = {}
     if blockers and pin != base.commit and not existing:
-        at_given = {r.patch.id: _at_given(r, pin) for r in results}
+        at_given = {r.patch.id: said_at_given_pin(r, pin) for r in results}
         notes.extend(
             f"{r.patch.id} at the given pin {pin[:12]}: {r.detail or 'upstream carries it'}"
             for r in results
@@ -160,7 +213,7 @@ def _one(
             + f"; pinned the base {base.commit[:12]} instead"
         )
         pin = base.commit
-        results = _classify(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
+        results = classify_pieces(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
         blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
     if blockers:
         raise UsageError(
@@ -169,11 +222,11 @@ def _one(
             + "; nothing was written",
             f"import into a new target, or bump {name} to the base {base.commit[:12]} first",
         )
-    pieces, data = _at_pin(scratch, repo, location, pin, results, specs, origin, name, project)
+    pieces, data = pieces_at_pin(scratch, repo, location, pin, results, specs, origin, name, project)
     for piece in pieces:
         piece.at_given_pin = at_given.get(piece.id)
     if pin != base.commit:
-        carried, partly = _carried_files(patch, specs, pieces)
+        carried, partly = carried_files(patch, specs, pieces)
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
     comment = _comment(monolith.shown, base, pin)
@@ -224,14 +277,6 @@ def _git_url(
             f"fetch with --source {name}=LOCATION"
         )
     return git
-
-
-def _at_given(result: CheckResult, pin: str) -> str:
-    """What a piece is at a given pin that was rejected: the user learns what upstream already carries there."""
-    said = f"{result.state.value} at the given pin {pin[:12]}"
-    if result.state is State.UPSTREAM:
-        said += f": commit {result.carrier[:12]} carries it" if result.carrier else ": upstream carries it"
-    return said
 
 
 def _comment(shown: str, base: Base, pin: str) -> str:
@@ -287,98 +332,3 @@ def _given(
         except PatchmgrError:
             continue
     return None
-
-
-def _changes(patch: PatchFile, specs: list[PieceSpec], reader: GitSource, monolith: Monolith) -> list[PieceChange]:
-    try:
-        return piece_changes(patch, specs, reader)
-    except _Failure as failure:
-        conflict = failure.conflict
-        raise UsageError(
-            f"{monolith.shown}: {conflict.path} hunk #{conflict.hunk} does not apply without the hunks "
-            "before it, so it cannot be a piece of its own",
-            "keep those hunks together (--map)",
-        ) from None
-
-
-def _header(spec_label: str, origin: str) -> str:
-    return (
-        f"Description: {IMPORT_STUB} what this fixes and why ({spec_label})\n"
-        f"Origin: {origin}\nUpstream-Status: Pending\n---\n"
-    )
-
-
-def _render(
-    scratch: Scratch, repo: GitRepo, commit: str, changes: list[PieceChange], origin: str, name: str
-) -> list[tuple[PatchFile, bytes]]:
-    out = []
-    for change in changes:
-        paths = sorted(set(change.before) | set(change.after))
-        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(commit, paths), strict=True)}
-        text = _header(change.spec.label, origin) + scratch.diff(change.before, change.after, modes)
-        data = text.encode("utf-8")
-        out.append((parse_patch(data, Path(f"{change.spec.id}.patch"), name, change.spec.id), data))
-    return out
-
-
-def _classify(
-    store: Store,
-    name: str,
-    git: str,
-    overrides: Mapping[str, str],
-    repo: GitRepo,
-    location: str,
-    base: str,
-    pin: str,
-    pieces: list[tuple[PatchFile, bytes]],
-) -> list[CheckResult]:
-    # the upstream as it will be written, pinned at the base: the pieces are checked at the pin as status will
-    # check them at ``--against PIN``
-    upstream = Upstream(name, git, (), base, None, None, "", ())
-    return check_at_ref(store, upstream, overrides, GitSource(repo, pin, location), [p for p, _ in pieces])
-
-
-def _at_pin(
-    scratch: Scratch,
-    repo: GitRepo,
-    location: str,
-    pin: str,
-    results: list[CheckResult],
-    specs: list[PieceSpec],
-    origin: str,
-    name: str,
-    project: Project,
-) -> tuple[list[Piece], list[bytes]]:
-    """The pieces as they are written: made again at the pin (exact there), carried ones left out."""
-    overlay = Overlay(GitSource(repo, pin, location))
-    pieces, data = [], []
-    for result, spec in zip(results, specs, strict=True):
-        if not result.state.applies:
-            pieces.append(
-                Piece(spec.id, spec.label, result.state, False, evidence=result.detail, carrier=result.carrier)
-            )
-            continue
-        before = {path: overlay.read(path) for path in result.files}
-        paths = sorted(result.files)
-        modes = {p: (e[0] if e else "100644") for p, e in zip(paths, repo.path_entries(pin, paths), strict=True)}
-        text = _header(spec.label, origin) + scratch.diff(before, result.files, modes)
-        overlay.update(result.files)
-        relative = project.patch_path(name, spec.id).relative_to(project.root)
-        pieces.append(Piece(spec.id, spec.label, result.state, True, str(relative), detail=result.detail))
-        data.append(text.encode("utf-8"))
-    return pieces, data
-
-
-def _carried_files(patch: PatchFile, specs: list[PieceSpec], pieces: list[Piece]) -> tuple[list[str], list[str]]:
-    """The files of the pieces left out: those no imported piece touches, and those an imported piece touches too."""
-    carried: set[str] = set()
-    kept: set[str] = set()
-    for spec, piece in zip(specs, pieces, strict=False):
-        files = {
-            path
-            for index, _ in spec.parts
-            for path in (patch.files[index].old_path, patch.files[index].new_path)
-            if path
-        }
-        (kept if piece.imported else carried).update(files)
-    return sorted(carried - kept), sorted(carried & kept)

@@ -11,9 +11,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from patchmgr.io.git import GitRepo
-
-_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+from patchmgr.io.git import LITERAL_PATHS, GitRepo
 
 
 class Scratch:
@@ -38,7 +36,7 @@ class Scratch:
     ) -> str:
         """``git diff --full-index`` from the files ``before`` to the files ``after`` (None: absent)."""
         trees = []
-        env = {**_LITERAL, "GIT_INDEX_FILE": str(self.root / "index")}
+        env = {**LITERAL_PATHS, "GIT_INDEX_FILE": str(self.root / "index")}
         for files in (before, after):
             self.repo.run("read-tree", "--empty", env=env)
             listing = []

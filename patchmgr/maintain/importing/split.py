@@ -213,7 +213,7 @@ def piece_changes(patch: PatchFile, specs: list[PieceSpec], reader: TreeReader) 
             diff = patch.files[index]
             applied.setdefault(index, set()).update(hunks)
             path = diff.old_path  # never None for a "modify"
-            # a file absent at the base goes to apply_file, which refuses it as the engine does (_Failure)
+            # a file absent at the base goes to apply_file, which refuses it as the engine does (PlacementFailure)
             if (
                 diff.kind == "modify"
                 and diff.hunks

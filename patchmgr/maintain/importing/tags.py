@@ -14,7 +14,8 @@ from patchmgr.history.releases import is_release, remote_refs, tag_version
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Upstream
-from patchmgr.sources.store import Store, validate_ref
+from patchmgr.sources.refs import validate_ref
+from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import urls_for
 
 

@@ -1,0 +1,117 @@
+"""A repository's history, for bisect, refresh, the matrix and patch-id evidence: commits, their order,
+the commits that touch some paths and their patch-ids. One part of ``GitRepo`` (``git``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from patchmgr.io.git_objects import COMMIT_RECORD, CommitInfo, commit_records
+from patchmgr.io.git_run import LITERAL_PATHS, GitCommands
+from patchmgr.model.errors import GitError
+
+
+class HistoryQueries(GitCommands):
+    """Walks of a repository's commits (``git log``, ``rev-list``, ``merge-base``)."""
+
+    def commit_info(self, sha: str) -> CommitInfo:
+        out = self.run("show", "-s", "--format=%H%x00%P%x00%s", sha)
+        full, parents, subject = out.split("\x00", 2)
+        return CommitInfo(full, subject, tuple(parents.split()))
+
+    def commit_time(self, sha: str) -> int:
+        """The committer time of ``sha``, in seconds since the epoch."""
+        return int(self.run("show", "-s", "--format=%ct", sha))
+
+    def first_parent_path(self, base: str, tip: str) -> list[str]:
+        """Commits from just after ``base`` up to ``tip`` along first parents, oldest first."""
+        out = self.run("rev-list", "--first-parent", "--reverse", f"{base}..{tip}")
+        return out.split() if out else []
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        try:
+            return self.run("merge-base", a, b) or None
+        except GitError:
+            return None
+
+    def commits_touching(self, base: str, tip: str, paths: Sequence[str]) -> list[CommitInfo]:
+        """Commits after ``base`` up to ``tip`` on ``tip``'s first-parent line that change ``paths``.
+
+        Oldest first. A merge on that line counts when its change against its
+        first parent touches the paths (git includes it under --first-parent).
+        """
+        return self.log_commits("--first-parent", "--reverse", f"{base}..{tip}", "--", *paths)
+
+    def log_commits(self, *args: str) -> list[CommitInfo]:
+        """``git log args`` as commits (id, parents, subject), parsed on git's own separators (NUL, LF), never
+        on a CR or a form feed that a subject holds; paths after ``--`` are file names, never pathspec magic."""
+        return commit_records(self.run("log", "-z", f"--format={COMMIT_RECORD}", *args, env=LITERAL_PATHS, strip=False))
+
+    def prefetch_blobs(self, base: str, tip: str, paths: Sequence[str]) -> int:
+        """Fetch in one request the blobs of ``paths`` in base..tip that a partial clone lacks.
+
+        Reading them one by one would start one lazy fetch per blob. Best effort:
+        what cannot be fetched now is fetched (or found missing) when read.
+        """
+        out = self.run(
+            "rev-list",
+            "--objects",
+            "--no-object-names",
+            "--missing=print",
+            "--first-parent",
+            tip,
+            f"^{base}",
+            "--",
+            *paths,
+            env=LITERAL_PATHS,
+        )
+        missing = [line[1:] for line in out.split("\n") if line.startswith("?")]
+        if not missing:
+            return 0
+        missing += [sha for kind, sha, _path in self.tree_listing(base, *paths) if kind == "blob"]
+        try:
+            self.run(
+                "-c",
+                "fetch.negotiationAlgorithm=noop",
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--recurse-submodules=no",
+                "--filter=blob:none",
+                "--stdin",
+                "origin",
+                stdin="".join(f"{sha}\n" for sha in dict.fromkeys(missing)).encode(),
+            )
+        except GitError:
+            pass
+        return len(missing)
+
+    def path_patch_ids(self, base: str, tip: str, paths: Sequence[str], context: int = 3) -> list[tuple[str, str]]:
+        """``(patch-id, commit)`` for each commit of ``commits_touching``, its diff limited to ``paths``.
+
+        Stable patch-ids (``git patch-id --stable``) ignore line numbers and
+        whitespace, so a commit carrying a patch's change has the patch's id.
+        """
+        log = self.run(
+            "log",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "-p",
+            f"-U{context}",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--full-index",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            "--format=commit %H",
+            f"{base}..{tip}",
+            "--",
+            *paths,
+            env=LITERAL_PATHS,
+            strip=False,
+        )
+        if not log.strip():
+            return []
+        out = self.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
+        return [(pid, commit) for pid, commit in (line.split() for line in out.split("\n") if line)]
