@@ -45,3 +45,10 @@ def test_the_cache_serving_a_commit_is_the_same_source_and_an_unreachable_one_is
 def test_text_no_patchmgr_wrote_is_refused():
     with pytest.raises(ValueError):
         SourceIdentity.from_text("somewhere")
+
+
+def test_a_ledger_records_the_place_not_whether_the_cache_served_it():
+    fetched = SourceIdentity.git("https://example.org/lib.git")
+    assert SourceIdentity.git("https://example.org/lib.git", cached=True).as_recorded() == fetched.as_recorded()
+    unreachable = SourceIdentity.git("/srv/gone", unreachable="no such folder")
+    assert unreachable.as_recorded() == unreachable

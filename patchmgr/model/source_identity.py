@@ -10,7 +10,7 @@ reachability agree: whether the cache or the location served the same commit doe
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from patchmgr.model.urls import as_local_path
@@ -48,6 +48,11 @@ class SourceIdentity:
         if self.unreachable is not None:
             return f"the cache (source {self.location} not reachable: {self.unreachable})"
         return f"git {self.location}" + (" (cached)" if self.cached else "")
+
+    def as_recorded(self) -> SourceIdentity:
+        """The identity as a ledger records it: the place and whether it could be reached, not whether this run's
+        cache served the commit (a build from the cache writes the same ledger as one from the location)."""
+        return replace(self, cached=self.unreachable is not None)
 
     def same_source(self, other: SourceIdentity) -> bool:
         """The same place, reached the same way: the cache serving a commit its location also has does not count."""

@@ -69,7 +69,7 @@ def build_checkout(
     finally:
         repo.close()
     return UpstreamLedger(
-        upstream.name, upstream.commit, applied, files, checkout=CheckoutPart(base, head, origin, absent)
+        upstream.name, upstream.commit, applied, files, checkout=CheckoutPart(base, head, origin.as_recorded(), absent)
     )
 
 
