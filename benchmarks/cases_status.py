@@ -94,7 +94,7 @@ def measure_bisect(bench: Bench, up: Upstream) -> None:
     try:
         walked = json.loads(out[out.index("{") :])["patches"]
     except ValueError:
-        raise RuntimeError(f"bisect failed: {out}")
+        raise RuntimeError(f"bisect failed: {out}") from None
     checked = sum(p["commits_checked"] for p in walked)
     per_patch = wall / max(len(walked), 1)
     bench.add(

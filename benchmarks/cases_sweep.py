@@ -114,7 +114,7 @@ def measure_sweep(bench: Bench, up: Upstream) -> None:
         )
     ours, states = found["patchmgr Walk (engine, re-checks only changed files)"]
     series_row, series_states = found["patchmgr engine alone: check_series at every commit"]
-    same = sum(a == b for r1, r2 in zip(states, series_states) for a, b in zip(r1, r2))
+    same = sum(a == b for r1, r2 in zip(states, series_states, strict=True) for a, b in zip(r1, r2, strict=True))
     bench.notes.append(f"sweep: Walk and check_series give the same state in {same} of {checks} checks")
     patch_files = [bench.project / "patches" / "bench" / f"{pid}.patch" for pid in up.ids]
     counts: dict[str, int] = {}
@@ -178,7 +178,11 @@ def measure_sweep(bench: Bench, up: Upstream) -> None:
         )
 
     ours_ok = [[state in ("clean", "offset") for state in row] for row in states]
-    agree = sum(a == b == c for r1, r2, r3 in zip(ours_ok, naive_ok, cached_ok) for a, b, c in zip(r1, r2, r3))
+    agree = sum(
+        a == b == c
+        for r1, r2, r3 in zip(ours_ok, naive_ok, cached_ok, strict=True)
+        for a, b, c in zip(r1, r2, r3, strict=True)
+    )
     bench.notes.append(f"sweep agreement: patchmgr clean/offset == git apply --check in {agree} of {checks} checks")
     bench.goals.append(
         (

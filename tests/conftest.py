@@ -7,46 +7,29 @@ import os
 from pathlib import Path
 
 import pytest
-from gitrepos import BASE_TEXT, Project, UpstreamRepo
+from support.gitrepos import BASE_TEXT, Project, UpstreamRepo
+from support.needs import missing_modules, pypi_problem, require
 
 from patchmgr.cli.app import main
+
+# fixtures that several test modules use, each beside the helpers it is built from
+pytest_plugins = [
+    "support.bad_inputs",
+    "support.edit_kill",
+    "support.fast_tier",
+    "support.full_disk",
+    "support.kill_points",
+    "support.tinydist",
+]
 
 # The smoke tests run only through `patchmgr smoke`, which points them at an upstream tree.
 collect_ignore = [] if os.environ.get("PATCHMGR_SMOKE_ROOT") else ["smoke"]
 
 
-def require(available: bool, reason: str) -> None:
-    """Skip a test whose requirement is missing here, with the reason; in CI (CI=true) fail it instead,
-    so a machine that lost PyPI or the smoke extras cannot turn a red run into a row of skips."""
-    if available:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run this test, but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-_REACHED: dict[str, str | None] = {}
-
-
-def _pypi_problem() -> str | None:
-    """None when the package index answers; else why not (asked once per session)."""
-    if "pypi" not in _REACHED:
-        import urllib.request
-
-        from patchmgr.sources.release import index_url
-
-        try:
-            with urllib.request.urlopen(f"{index_url()}/pip/", timeout=20):
-                _REACHED["pypi"] = None
-        except OSError as exc:
-            _REACHED["pypi"] = f"the package index is out of reach ({exc})"
-    return _REACHED["pypi"]
-
-
 @pytest.fixture(scope="session")
 def release_cache(tmp_path_factory) -> Path:
     """One download cache for the tests that read the real upstream releases from PyPI (which they need)."""
-    problem = _pypi_problem()
+    problem = pypi_problem()
     require(problem is None, str(problem))
     return tmp_path_factory.mktemp("release-cache")
 
@@ -54,14 +37,7 @@ def release_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def smoke_extras() -> None:
     """The upstream code's own dependencies that the smoke tests import (pip install -e '.[smoke]')."""
-    import importlib.util
-
-    missing = [
-        name
-        for name in ("torch", "megatron.core", "transformers", "einops")
-        if importlib.util.find_spec(name.split(".")[0]) is None
-        or (name == "megatron.core" and importlib.util.find_spec(name) is None)
-    ]
+    missing = missing_modules("torch", "megatron.core", "transformers", "einops")
     require(not missing, f"the smoke extras are not installed ({', '.join(missing)}): pip install -e '.[smoke]'")
 
 

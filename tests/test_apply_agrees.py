@@ -20,10 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-from gitrepos import GIT_ENV, git
-from test_bad_inputs import snapshot
-from test_full_disk import disk  # noqa: F401  (the fixture: a small tmpfs mounted as root)
-from test_status_states import lines_with
+from support.gitrepos import GIT_ENV, git
+from support.scenes import lines_with
+from support.snapshot import snapshot
 
 URL = "https://example.invalid/lib.git"
 FIELDS = "Why: our runs need it.\n\nOrigin: vendor\nUpstream-Status: Pending\n"
@@ -225,7 +224,7 @@ def test_full_disk_during_the_build_removes_the_new_folder(tmp_path, cli, upstre
 def test_full_disk_at_the_first_commit_removes_the_new_folder(tmp_path, cli, upstream, project, disk):
     if not disk.tmpfs:
         pytest.skip("needs a tmpfs (root) to fill the disk under the checkout build")
-    from reliability import start
+    from support.reliability import start
 
     mail = upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")
     write_target(project, upstream.head(), mail)
@@ -340,10 +339,10 @@ def test_into_inside_the_project_is_bad_input(tmp_path, cli, upstream, project, 
         upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"),
     )
     into = project.root if where == "root" else project.root / where
-    before = snapshot(project.root)
+    before = snapshot(project.root, exact=True)
     result = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
     assert result.code == 2 and result.err.startswith("error: --into "), result.err
-    assert snapshot(project.root) == before
+    assert snapshot(project.root, exact=True) == before
 
 
 def test_edit_into_a_folder_in_use_is_bad_input(tmp_path, cli, upstream, project):
@@ -372,8 +371,8 @@ def test_verify_leaves_the_index_byte_identical(tmp_path, cli, upstream, project
     # a stat change git would refresh into the index (the content is the same)
     for name in ("src/mod.py", "README"):
         os.utime(checkout / name, (1_000_000_000, 1_000_000_000))
-    before = snapshot(into)
+    before = snapshot(into, exact=True)
     verified = cli("verify", "--target", "t", "--into", str(into))
     assert verified.code == 0, verified.out + verified.err
-    assert snapshot(into) == before
+    assert snapshot(into, exact=True) == before
     assert re.search(r"verified", verified.out)

@@ -4,30 +4,8 @@ from __future__ import annotations
 
 import json
 
-from gitrepos import BASE_TEXT, UpstreamRepo, git
-from test_status_states import lines_with
-
-
-def two_upstreams(tmp_path, project, second_conflicts=False):
-    lib = UpstreamRepo(tmp_path / "lib")
-    pin_lib = lib.commit({"src/mod.py": BASE_TEXT}, "lib initial")
-    tool = UpstreamRepo(tmp_path / "tool")
-    pin_tool = tool.commit({"tool.py": BASE_TEXT}, "tool initial")
-    project.add_patch("lib", "one", lib.make_patch(pin_lib, {"src/mod.py": lines_with({5: "one"})}, "Lib one"))
-    project.add_patch("lib", "two", lib.make_patch(pin_lib, {"src/mod.py": lines_with({30: "two"})}, "Lib two"))
-    tool_patch = tool.make_patch(pin_tool, {"tool.py": lines_with({10: "tool fix"})}, "Tool fix")
-    if second_conflicts:
-        tool_patch = tool_patch.replace(b"-line 10\n", b"-line 10 is not there\n")
-    project.add_patch("tool", "fix", tool_patch)
-    project.manifest(
-        "t",
-        {
-            "lib": {"git": "https://example.invalid/lib.git", "commit": pin_lib, "patches": ["one", "two"]},
-            "tool": {"git": "https://example.invalid/tool.git", "commit": pin_tool, "patches": ["fix"]},
-        },
-    )
-    sources = ["--source", f"lib={lib.path}", "--source", f"tool={tool.path}"]
-    return lib, tool, sources
+from support.gitrepos import git
+from support.scenes import two_upstreams
 
 
 def test_apply_makes_one_commit_per_patch_and_verifies(tmp_path, cli, project):

@@ -11,301 +11,17 @@ file, before and after.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
+import subprocess
 from pathlib import Path
 
 import pytest
-from gitrepos import BASE_TEXT, Project, UpstreamRepo, git
-from test_status_states import lines_with
-
-from patchmgr.cli.app import main
-
-URL = "https://example.invalid/lib.git"
-PIN = "a" * 40
+from support.bad_inputs import HUNK, MALFORMED, PIN, Scene, assert_one_error, good_patch, hand_diff, manifest
+from support.gitrepos import BASE_TEXT, git
+from support.scenes import lines_with
 
 
-# -- the scene every case runs in ---------------------------------------------
-def snapshot(*roots: Path) -> dict[str, str]:
-    """Every file, link and folder under ``roots``: a content hash, a link target, or a folder mark."""
-    seen: dict[str, str] = {}
-    for root in roots:
-        if not root.exists():
-            seen[str(root)] = "absent"
-            continue
-        for folder, dirs, files in os.walk(root):
-            seen[folder] = "dir"
-            for name in dirs + files:
-                path = os.path.join(folder, name)
-                if os.path.islink(path):
-                    seen[path] = "link:" + os.readlink(path)
-                elif name in files:
-                    seen[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    return seen
-
-
-@pytest.fixture(scope="module")
-def earlier_apply(tmp_path_factory) -> Path:
-    """A folder that an earlier, successful `apply --into` wrote: failed runs must leave it as it is."""
-    root = tmp_path_factory.mktemp("earlier")
-    upstream = UpstreamRepo(root / "upstream")
-    pin = upstream.commit({"src/mod.py": BASE_TEXT, "README": "upstream\n"}, "initial")
-    project = Project(root / "project")
-    project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": lines_with({5: "five"})}, "Five"))
-    project.manifest("t", {"lib": {"git": URL, "commit": pin, "patches": ["fix"]}})
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("PATCHMGR_CACHE", str(root / "cache"))
-        env.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-        code = main(
-            [
-                "apply",
-                "--target",
-                "t",
-                "--into",
-                str(root / "build"),
-                "--source",
-                f"lib={upstream.path}",
-                "--root",
-                str(project.root),
-            ]
-        )
-    assert code == 0
-    return root / "build"
-
-
-@dataclass
-class Scene:
-    tmp: Path
-    upstream: UpstreamRepo
-    project: Project
-    cli: Callable
-    into: Path
-    outside: Path
-
-    @property
-    def pin(self) -> str:
-        return self.upstream.head()
-
-    def patch(self, data: bytes, pin: str | None = None) -> None:
-        self.project.add_patch("lib", "bad", data)
-        self.project.manifest("t", {"lib": {"git": URL, "commit": pin or self.pin, "patches": ["bad"]}})
-
-    def run(self, *args: str):
-        """Run a command; fail the test if it changed any byte on disk."""
-        roots = (self.project.root, self.upstream.path, self.into, self.outside)
-        before = snapshot(*roots)
-        result = self.cli(*args)
-        assert "Traceback" not in result.out + result.err
-        after = snapshot(*roots)
-        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-        assert not changed, f"{args} changed {changed}"
-        return result
-
-    def status(self, *extra: str):
-        return self.run("status", "--target", "t", "--json", "--source", f"lib={self.upstream.path}", *extra)
-
-    def apply(self, *extra: str):
-        return self.run(
-            "apply",
-            "--target",
-            "t",
-            "--into",
-            str(self.into),
-            "--json",
-            "--source",
-            f"lib={self.upstream.path}",
-            *extra,
-        )
-
-
-@pytest.fixture
-def scene(tmp_path, upstream, project, cli, earlier_apply) -> Scene:
-    into = tmp_path / "build"
-    shutil.copytree(earlier_apply, into, symlinks=True)
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "target.txt").write_text("outside the tree\n")
-    return Scene(tmp_path, upstream, project, cli, into, outside)
-
-
-def assert_one_error(result, code: int, *needles: str) -> None:
-    """Exit ``code``, nothing on stdout, and on stderr exactly one error line and one hint line."""
-    lines = result.err.strip().splitlines()
-    assert result.code == code, result.err
-    assert result.out == ""
-    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1].startswith("hint: "), result.err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-
-
-def good_patch(scene: Scene) -> bytes:
-    return scene.upstream.make_patch(scene.pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")
-
-
-HUNK = b"@@ -17,7 +17,7 @@"
-
-
-def hand_diff(name: str, body: bytes, header: bytes = b"") -> bytes:
-    """A hand-written git diff of ``name``, as the patches written by many hands are."""
-    n = name.encode()
-    return (
-        b"Subject: hand-made\n\ndiff --git a/"
-        + n
-        + b" b/"
-        + n
-        + b"\n"
-        + header
-        + b"--- a/"
-        + n
-        + b"\n+++ b/"
-        + n
-        + b"\n"
-        + body
-    )
-
-
-# -- patches that must not parse: exit 2, one error naming the file and line ----
-MALFORMED: list[tuple[str, Callable[[bytes], bytes], str]] = [
-    ("truncated hunk", lambda p: p.replace(b" line 22\n line 23\n", b""), "does not match its line counts"),
-    ("truncated file", lambda p: p[: p.index(b"+fixed 20\n") + 10], "the patch ends"),
-    ("hunk counts too large", lambda p: p.replace(HUNK, b"@@ -17,9 +17,9 @@"), "does not match its line counts"),
-    ("hunk counts too small", lambda p: p.replace(HUNK, b"@@ -17,5 +17,5 @@"), "' line 22' is outside any hunk"),
-    ("removed line after the counted hunk", lambda p: p + b"-line 24\n", "'-line 24' is outside any hunk"),
-    ("hunk header with letters", lambda p: p.replace(HUNK, b"@@ -17,x +17,7 @@"), "bad hunk header"),
-    ("hunk header with negative count", lambda p: p.replace(HUNK, b"@@ -17,-7 +17,7 @@"), "bad hunk header"),
-    ("hunk lines without a header", lambda p: re.sub(rb"(?m)^@@ .*\n", b"", p), "' line 17' is outside any hunk"),
-    ("line without its marker", lambda p: p.replace(b" line 18\n", b"line 18\n"), "is not a hunk line"),
-    ("file section without hunks", lambda p: p[: p.index(HUNK)], "src/mod.py changes nothing"),
-    ("empty patch", lambda p: b"", "holds no diff"),
-    ("whitespace-only patch", lambda p: b"\n  \n\t\n", "holds no diff"),
-    ("message without a diff", lambda p: p[: p.index(b"diff --git")], "holds no diff"),
-    (
-        "no-newline marker outside a hunk",
-        lambda p: p.replace(b"+++ b/src/mod.py\n", b"+++ b/src/mod.py\n\\ No newline at end of file\n"),
-        "is outside any hunk",
-    ),
-    ("two commits in one file", lambda p: p + p, "holds a second commit"),
-    ("latin-1 byte", lambda p: p.replace(b"+fixed 20", b"+fix\xe9 20"), "not UTF-8 text (byte 0xe9)"),
-    ("NUL byte", lambda p: p.replace(b"+fixed 20", b"+fixed\x0020"), "holds a NUL byte"),
-    (
-        "binary diff",
-        lambda p: hand_diff("logo.png", b"", b"index 1234567..abcdef0 100644\n").replace(
-            b"--- a/logo.png\n+++ b/logo.png\n", b"Binary files a/logo.png and b/logo.png differ\n"
-        ),
-        "binary change",
-    ),
-    (
-        "git binary patch",
-        lambda p: (
-            b"diff --git a/logo.png b/logo.png\nindex 1234567..abcdef0 100644\n"
-            b"GIT binary patch\nliteral 3\nKcmZ?wdHF00\n\nliteral 0\nHcmV?d00001\n\n"
-        ),
-        "binary change to logo.png",
-    ),
-    (
-        "mode change",
-        lambda p: p.replace(b"index ", b"old mode 100644\nnew mode 100755\nindex "),
-        "mode changes are not supported",
-    ),
-    (
-        "new executable file",
-        lambda p: (
-            b"diff --git a/run.sh b/run.sh\nnew file mode 100755\n"
-            b"--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+echo hi\n"
-        ),
-        "creates run.sh with mode 100755",
-    ),
-    (
-        "new symbolic link",
-        lambda p: (
-            b"diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n"
-            b"@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n"
-        ),
-        "link is a symbolic link (mode 120000)",
-    ),
-    (
-        "submodule",
-        lambda p: (
-            b"diff --git a/sub b/sub\nindex 1111111..2222222 160000\n--- a/sub\n+++ b/sub\n"
-            b"@@ -1 +1 @@\n-Subproject commit 1111111\n+Subproject commit 2222222\n"
-        ),
-        "sub is a submodule",
-    ),
-    (
-        "copy",
-        lambda p: p.replace(
-            b"diff --git a/src/mod.py b/src/mod.py\n",
-            b"diff --git a/src/mod.py b/src/copy.py\nsimilarity index 90%\ncopy from src/mod.py\ncopy to src/copy.py\n",
-        ).replace(b"+++ b/src/mod.py", b"+++ b/src/copy.py"),
-        "copies are not supported",
-    ),
-    (
-        "rename from a path other than the diff's",
-        lambda p: p.replace(
-            b"diff --git a/src/mod.py b/src/mod.py\n",
-            b"diff --git a/src/mod.py b/src/new.py\nsimilarity index 90%\n"
-            b"rename from src/other.py\nrename to src/new.py\n",
-        ).replace(b"+++ b/src/mod.py", b"+++ b/src/new.py"),
-        "'rename from src/other.py' disagrees",
-    ),
-    (
-        "rename from outside the tree",
-        lambda p: p.replace(
-            b"diff --git a/src/mod.py b/src/mod.py\n",
-            b"diff --git a/src/mod.py b/src/new.py\nsimilarity index 90%\n"
-            b"rename from ../../etc/passwd\nrename to src/new.py\n",
-        ).replace(b"+++ b/src/mod.py", b"+++ b/src/new.py"),
-        "'../../etc/passwd' leaves the upstream tree",
-    ),
-    ("parent folder in the path", lambda p: p.replace(b"src/mod.py", b"../mod.py"), "'../mod.py' leaves"),
-    ("parent folder inside the path", lambda p: p.replace(b"src/mod.py", b"src/../../mod.py"), "leaves"),
-    (
-        "absolute path, plain diff",
-        lambda p: b"--- /etc/hosts\n+++ /etc/hosts\n@@ -1 +1 @@\n-a\n+b\n",
-        "'/etc/hosts' leaves the upstream tree",
-    ),
-    (
-        "absolute path after the prefix",
-        lambda p: p.replace(b"a/src/mod.py", b"a//tmp/mod.py").replace(b"b/src/mod.py", b"b//tmp/mod.py"),
-        "'/tmp/mod.py' leaves",
-    ),
-    ("home-relative path", lambda p: p.replace(b"src/mod.py", b"~/mod.py"), "'~/mod.py' leaves"),
-    ("path into .git", lambda p: hand_diff(".git/config", b"@@ -1 +1 @@\n-a\n+b\n"), "inside a .git folder"),
-    (
-        "path into .GIT, any case",
-        lambda p: hand_diff("sub/.GIT/hooks/pre-commit", b"@@ -0,0 +1 @@\n+x\n"),
-        "inside a .git folder",
-    ),
-    (
-        "created file without 'new file mode'",
-        lambda p: hand_diff("new.py", b"@@ -0,0 +1 @@\n+x\n").replace(b"--- a/new.py", b"--- /dev/null"),
-        "'--- /dev/null' and '+++ b/new.py' disagree",
-    ),
-    (
-        "'---' naming another file than 'diff --git'",
-        lambda p: p.replace(b"--- a/src/mod.py", b"--- a/src/other.py"),
-        "'--- a/src/other.py' and '+++ b/src/mod.py' disagree",
-    ),
-    (
-        "/dev/null on both sides",
-        lambda p: (
-            b"Subject: hand-made\n\ndiff --git a/x.py b/x.py\nnew file mode 100644\n"
-            b"deleted file mode 100644\n--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n"
-        ),
-        "/dev/null on both sides",
-    ),
-    (
-        "quoted path with a newline",
-        lambda p: p.replace(b"a/src/mod.py", b'"a/src/mo\\nd.py"').replace(b"b/src/mod.py", b'"b/src/mo\\nd.py"'),
-        "holds a control character",
-    ),
-]
-
-
+# -- patches that must not parse (support/bad_inputs.MALFORMED): exit 2, one error naming file and line --
 @pytest.mark.parametrize("mutate, expected", [case[1:] for case in MALFORMED], ids=[c[0] for c in MALFORMED])
 def test_malformed_patch(scene, mutate, expected):
     scene.patch(mutate(good_patch(scene)))
@@ -382,7 +98,7 @@ def test_missing_trailing_context_anchors_at_the_end_like_git(scene):
     verdict(scene, "fuzz", "fuzz 1")
     (scene.upstream.path / "p.patch").write_bytes((scene.project.root / "patches/lib/bad.patch").read_bytes())
     try:
-        with pytest.raises(Exception):
+        with pytest.raises(subprocess.CalledProcessError):
             git(scene.upstream.path, "apply", "--check", "p.patch")
     finally:
         (scene.upstream.path / "p.patch").unlink()
@@ -487,8 +203,6 @@ def test_patching_a_link_itself(scene):
 
 
 # -- manifests: exit 2 and one error naming the manifest and the key ------------
-def manifest(body: str = "", commit: str = PIN, git_url: str = URL, name: str = "t") -> str:
-    return f'[target]\nname = "{name}"\n[upstreams.lib]\ngit = "{git_url}"\ncommit = "{commit}"\n{body}'
 
 
 BAD_MANIFESTS = [

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
-from test_bad_inputs import Scene, assert_one_error, earlier_apply, good_patch, manifest, scene  # noqa: F401
+from support.bad_inputs import Scene, assert_one_error, good_patch, manifest
 
 PY_COMMANDS = ("status", "apply", "verify", "revert", "smoke")
 
@@ -353,7 +352,7 @@ def read_only_into(scene, tmp_path):
     import shutil
     import subprocess
 
-    from conftest import require
+    from support.needs import require
 
     mount = tmp_path / "ro"
     mount.mkdir()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gitrepos import git, merge_no_ff
-from test_status_states import lines_with, setup
+from support.gitrepos import git, merge_no_ff
+from support.scenes import lines_with, setup
 
 
 def bisect(cli, upstream, *extra):

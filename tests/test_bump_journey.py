@@ -8,109 +8,22 @@ resolving only the conflict leaves the guard broken, and the move says so until 
 
 from __future__ import annotations
 
-import os
-import subprocess
-
-from gitrepos import BASE_TEXT, GIT_ENV, git, make_series
-from test_status_states import lines_with
+from support.commands import edit_onto, export, gitenv, resume
+from support.gitrepos import BASE_TEXT, git, make_series
+from support.journey import GUARD, NEW_CALL, OTHER, RESOLVED, journey_project
+from support.scenes import lines_with
+from support.snapshot import snapshot
 
 from patchmgr.model.dep3_edit import today
-
-ATTN_V1 = "def attention(q, k, mask):\n    mask = mask\n    return q @ k\n"
-ATTN_FIXED = "def attention(q, k, mask):\n    mask = mask.bool()\n    return q @ k\n"
-OTHER = "".join(f"other {i}\n" for i in range(1, 21))
-RESOLVED = lines_with({5: "line 5 rewritten upstream, and patched"})
-NEW_CALL = "torch.cuda.nvtx.range_push()"  # v0.5.0 adds it on line 30 (the whole journey only)
-GUARD = "Guard: absent /range_push/ in src/mod.py"
-FIELDS = "Origin: vendor\nUpstream-Status: Pending\nLast-Update: 2025-01-01"
-
-MANIFEST = """# the test target
-[target]
-name = "t"
-description = "test target"
-
-[upstreams.lib]
-git = "https://example.invalid/lib.git"
-commit = "{pin}"  # v0.4.2
-version = "0.4.2"
-# keep this comment
-patches = ["nvtx-ranges", "thd-bool-attention-mask", "other-fix"]
-"""
-
-
-def journey_project(project, upstream, new_call=False):
-    """The pin v0.4.2 with three patches; v0.5.0 carries one of them and rewrote the line another one patches
-    (and, with ``new_call``, added a call that patch's guard forbids)."""
-    upstream.commit({"src/attn.py": ATTN_V1, "src/other.py": OTHER}, "add attention")
-    git(upstream.path, "tag", "v0.4.2")
-    pin = upstream.head()
-    mails = make_series(
-        upstream,
-        pin,
-        [
-            ({"src/mod.py": lines_with({5: "line 5 patched"})}, "Use our ranges on line 5"),
-            ({"src/attn.py": ATTN_FIXED}, "Use a bool attention mask"),
-            ({"src/other.py": OTHER.replace("other 10\n", "other 10 fixed\n")}, "Fix other 10"),
-        ],
-        fields=FIELDS,
-    )
-    mails[0] = mails[0].replace(b"Last-Update: 2025-01-01\n", f"Last-Update: 2025-01-01\n{GUARD}\n".encode(), 1)
-    for patch_id, data in zip(("nvtx-ranges", "thd-bool-attention-mask", "other-fix"), mails):
-        project.add_patch("lib", patch_id, data)
-    (project.root / "manifests" / "t.toml").write_text(MANIFEST.format(pin=pin))
-    upstream.commit({"src/mod.py": lines_with({5: "line 5 rewritten upstream"})}, "Rewrite line 5")
-    if new_call:
-        upstream.commit(
-            {"src/mod.py": lines_with({5: "line 5 rewritten upstream", 30: NEW_CALL})}, "Add ranges to forward"
-        )
-    carrier = upstream.commit({"src/attn.py": ATTN_FIXED}, "Use a bool mask for THD attention (#123)")
-    upstream.commit({"README": "upstream v0.5.0\n"}, "Release 0.5.0")
-    git(upstream.path, "tag", "v0.5.0")
-    return pin, upstream.head(), carrier
-
-
-def snapshot(project):
-    files = {p.name: p.read_bytes() for p in sorted((project.root / "patches/lib").iterdir())}
-    return files, (project.root / "manifests/t.toml").read_bytes()
-
-
-def edit_onto(cli, upstream, into, ref="v0.5.0", *more):
-    return cli(
-        "edit",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--into",
-        str(into),
-        "--onto",
-        ref,
-        "--source",
-        f"lib={upstream.path}",
-        *more,
-    )
-
-
-def resume(cli, into, action, *more):
-    return cli("edit", f"--{action}", "--into", str(into), *more)
-
-
-def export(cli, into, *more):
-    return cli("export", "--target", "t", "--upstream", "lib", "--from", str(into), *more)
 
 
 def status(cli, upstream):
     return cli("status", "--target", "t", "--source", f"lib={upstream.path}", "--json")
 
 
-def gitenv(into, *args):
-    env = {**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull}
-    return subprocess.run(["git", *args], cwd=into, env=env, capture_output=True, text=True)
-
-
 def test_the_whole_journey_edit_onto_resolve_continue_export(tmp_path, cli, project, upstream):
     pin, new, carrier = journey_project(project, upstream, new_call=True)
-    files_before, manifest_before = snapshot(project)
+    before, files_before = snapshot(project.root), snapshot(project.root / "patches/lib")
     into = tmp_path / "work"
 
     # 0. the patch at the pin keeps its guard; v0.5.0 would break it (status at the pin: all clean, guards hold)
@@ -138,7 +51,7 @@ def test_the_whole_journey_edit_onto_resolve_continue_export(tmp_path, cli, proj
     # 2. export refuses while the move is unfinished; nothing is written
     refused = export(cli, into)
     assert refused.code == 1 and "stopped at nvtx-ranges" in refused.err and "edit --continue" in refused.err
-    assert snapshot(project) == (files_before, manifest_before)
+    assert snapshot(project.root) == before
 
     # continuing with the markers still there is refused, naming the file
     unresolved = resume(cli, into, "continue")
@@ -174,15 +87,15 @@ def test_the_whole_journey_edit_onto_resolve_continue_export(tmp_path, cli, proj
     assert f"moved the pin of lib: {pin[:12]} -> {new[:12]} (v0.5.0), version 0.4.2 -> 0.5.0" in out
     assert "range-diff" in out and "Use our ranges on line 5" in out
 
-    files_after, manifest_after = snapshot(project)
-    manifest = manifest_after.decode()
+    exported, files_after = snapshot(project.root), snapshot(project.root / "patches/lib")
+    manifest = (project.root / "manifests/t.toml").read_text()
     assert f'commit = "{new}"  # v0.5.0' in manifest and 'version = "0.5.0"' in manifest
     assert "# keep this comment" in manifest and manifest.startswith("# the test target")
     assert 'patches = ["nvtx-ranges", "other-fix"]' in manifest
     assert "thd-bool-attention-mask.patch" not in files_after
     # unchanged bytes for the patch that applied as it was; Last-Update only on the changed one
     assert files_after["other-fix.patch"] == files_before["other-fix.patch"]
-    changed = files_after["nvtx-ranges.patch"]
+    changed = (project.root / "patches/lib/nvtx-ranges.patch").read_bytes()
     assert f"Last-Update: {today()}".encode() in changed and b"Last-Update: 2025-01-01" not in changed
     assert f"Origin: vendor\nUpstream-Status: Pending\nLast-Update: {today()}\n{GUARD}\n".encode() in changed
     assert b"+line 5 rewritten upstream, and patched\n" in changed and b"-line 5 rewritten upstream\n" in changed
@@ -202,7 +115,7 @@ def test_the_whole_journey_edit_onto_resolve_continue_export(tmp_path, cli, proj
     # exporting again changes nothing
     again = export(cli, into)
     assert again.code == 0 and "no patch changed" in again.out
-    assert snapshot(project) == (files_after, manifest_after)
+    assert snapshot(project.root) == exported
 
 
 def test_export_json_has_the_range_diff_and_the_dropped_patch(tmp_path, cli, project, upstream):
@@ -261,7 +174,7 @@ def test_plain_git_am_continue_is_read_by_edit_continue(tmp_path, cli, project, 
 
 def test_skip_leaves_the_stopped_patch_out_of_the_series(tmp_path, cli, project, upstream):
     _pin, new, _carrier = journey_project(project, upstream)
-    files_before, _ = snapshot(project)
+    files_before = snapshot(project.root / "patches/lib")
     into = tmp_path / "work"
     assert edit_onto(cli, upstream, into).code == 1
     skipped = resume(cli, into, "skip")
@@ -272,7 +185,7 @@ def test_skip_leaves_the_stopped_patch_out_of_the_series(tmp_path, cli, project,
     exported = export(cli, into)
     assert exported.code == 0, exported.out + exported.err
     assert "dropped   nvtx-ranges: skipped during edit --onto v0.5.0" in exported.out
-    files_after, manifest = snapshot(project)
+    files_after, manifest = snapshot(project.root / "patches/lib"), (project.root / "manifests/t.toml").read_bytes()
     assert set(files_after) == {"other-fix.patch"} and files_after["other-fix.patch"] == files_before["other-fix.patch"]
     assert 'patches = ["other-fix"]' in manifest.decode() and new in manifest.decode()
     assert [p["state"] for p in status(cli, upstream).json["upstreams"][0]["patches"]] == ["clean"]
@@ -280,7 +193,7 @@ def test_skip_leaves_the_stopped_patch_out_of_the_series(tmp_path, cli, project,
 
 def test_abort_goes_back_to_the_pin_and_export_then_changes_nothing(tmp_path, cli, project, upstream):
     pin, _new, _carrier = journey_project(project, upstream)
-    before = snapshot(project)
+    before = snapshot(project.root)
     into = tmp_path / "work"
     assert edit_onto(cli, upstream, into).code == 1
     aborted = resume(cli, into, "abort")
@@ -295,7 +208,7 @@ def test_abort_goes_back_to_the_pin_and_export_then_changes_nothing(tmp_path, cl
     assert not (into / ".git" / "rebase-apply").exists()
     result = export(cli, into)
     assert result.code == 0 and "no patch changed" in result.out, result.out + result.err
-    assert snapshot(project) == before
+    assert snapshot(project.root) == before
     again = resume(cli, into, "continue")
     assert again.code == 1 and "no edit --onto to continue" in again.err
 
@@ -320,13 +233,13 @@ def test_abort_after_a_resolved_patch_keeps_that_work_on_a_branch(tmp_path, cli,
 
 def test_edit_onto_a_bad_ref_is_exit_2_and_writes_nothing(tmp_path, cli, project, upstream):
     journey_project(project, upstream)
-    before = snapshot(project)
+    before = snapshot(project.root)
     into = tmp_path / "work"
     result = edit_onto(cli, upstream, into, "v9.9.9")
     assert result.code == 2, result.out + result.err
     assert "v9.9.9" in result.err and "Traceback" not in result.err
     assert not into.exists()
-    assert snapshot(project) == before
+    assert snapshot(project.root) == before
 
 
 def test_edit_onto_the_pin_itself_is_refused(tmp_path, cli, project, upstream):
@@ -345,7 +258,7 @@ def test_export_refuses_a_git_am_in_progress(tmp_path, cli, project, upstream):
         cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}").code
         == 0
     )
-    before = snapshot(project)
+    before = snapshot(project.root)
     mail = tmp_path / "conflict.patch"
     mail.write_bytes(
         make_series(
@@ -359,7 +272,7 @@ def test_export_refuses_a_git_am_in_progress(tmp_path, cli, project, upstream):
     assert gitenv(into, "am", "-3", str(mail)).returncode != 0
     result = export(cli, into)
     assert result.code == 1 and "a git am is in progress" in result.err
-    assert snapshot(project) == before
+    assert snapshot(project.root) == before
 
 
 def test_edit_onto_refuses_to_rebuild_a_checkout_with_a_move_under_way(tmp_path, cli, project, upstream):
@@ -380,11 +293,11 @@ def test_continue_skip_abort_do_not_go_together(tmp_path, cli, project, upstream
 
 def test_bump_refusing_the_conflict_names_the_way_through_edit_onto(tmp_path, cli, project, upstream):
     journey_project(project, upstream)
-    before = snapshot(project)
+    before = snapshot(project.root)
     result = cli("bump", "--target", "t", "--upstream", "lib", "--to", "v0.5.0", "--source", f"lib={upstream.path}")
     assert result.code == 1, result.out + result.err
     assert "patchmgr edit --target t --upstream lib --into DIR --onto v0.5.0" in " ".join(result.out.split())
-    assert snapshot(project) == before
+    assert snapshot(project.root) == before
 
 
 def test_a_finished_move_not_yet_exported_is_work_that_edit_keeps(tmp_path, cli, project, upstream):
@@ -412,9 +325,9 @@ def test_export_version_option_names_the_version_or_refuses_a_bad_one(tmp_path, 
     into = tmp_path / "work"
     assert edit_onto(cli, upstream, into, new).code == 1  # a bare commit: no version in its name
     assert resume(cli, into, "skip").code == 0
-    before = snapshot(project)
+    before = snapshot(project.root)
     bad = export(cli, into, "--version", "not a version")
-    assert bad.code == 2 and "not a PEP 440 version" in bad.err and snapshot(project) == before
+    assert bad.code == 2 and "not a PEP 440 version" in bad.err and snapshot(project.root) == before
     kept = export(cli, into, "--json")
     assert kept.code == 0 and kept.json["pin"]["new_version"] is None
     assert any(f"version stays 0.4.2: {new} names no release version" in n for n in kept.json["notes"])

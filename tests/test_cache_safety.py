@@ -17,10 +17,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import require
-from gitrepos import git
-from test_git_hardening import plain_git, spy
-from test_status_states import lines_with
+from support.gitrepos import git, plain_git, spy
+from support.needs import require
+from support.scenes import lines_with
 
 from patchmgr.io.git import GitRepo
 from patchmgr.model import urls as gitio

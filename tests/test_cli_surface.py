@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from test_apply_verify import two_upstreams
-from test_roundtrip import series_project
+import pytest
+from support.scenes import series_project, two_upstreams
 
 
 def test_roots_prints_name_and_import_root_per_applied_upstream(tmp_path, cli, project):
@@ -81,6 +81,7 @@ def test_a_missing_required_option_reads_the_same_in_every_command(cli, project,
         assert result.code == 2 and f"error: {option} is required: {args[0]} needs {option} " in result.err, result.err
 
 
+@pytest.mark.fast
 def test_help_says_the_exit_codes_once_and_marks_required_options(cli):
     def flat(text: str) -> str:
         return " ".join(text.replace("│", " ").split())

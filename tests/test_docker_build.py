@@ -33,6 +33,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ["install-tool", "fetch", "apply", "install-upstreams", "verify", "smoke"]
 UPSTREAMS = ["megatron-bridge", "vllm-ascend"]

@@ -61,13 +61,13 @@ def edited(draw, base: str) -> str:
             del lines[min(at, len(lines) - 1) : min(at, len(lines) - 1) + draw(st.integers(1, 3))]
         elif op == "copy":  # a block repeated elsewhere: a second place a hunk could match
             block = lines[draw(st.integers(0, len(lines) - 1)) :][: draw(st.integers(1, 4))]
-            lines[at:at] = [l if l.endswith("\n") else l + "\n" for l in block]
+            lines[at:at] = [text if text.endswith("\n") else text + "\n" for text in block]
         else:
             lines[min(at, len(lines) - 1)] = draw(line)
     if lines and not lines[-1].endswith("\n") and draw(st.booleans()):
         lines[-1] += "\n"
     # an edit may leave a line without its LF in the middle: give it one
-    lines = [l if l.endswith("\n") or i == len(lines) - 1 else l + "\n" for i, l in enumerate(lines)]
+    lines = [text if text.endswith("\n") or i == len(lines) - 1 else text + "\n" for i, text in enumerate(lines)]
     return "".join(lines)
 
 
@@ -198,7 +198,10 @@ def git_joins_lines(patch, upstream: bytes) -> bool:
         if (
             last
             and not last.endswith("\n")
-            and any(l != last and l.startswith(last) and not l[len(last) :].strip(" \t\n\v\f\r") for l in lines)
+            and any(
+                other != last and other.startswith(last) and not other[len(last) :].strip(" \t\n\v\f\r")
+                for other in lines
+            )
         ):
             return True
     return False

@@ -25,17 +25,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepos import make_series
-from reliability import replace_tree, snapshot
-from test_trust_installed import (
-    Tiny,
-    core_with,
-    env,
-    no_package_index,
-    pristine,
-    site_packages,  # noqa: F401
-    tiny,
-)
+from support.gitrepos import make_series
+from support.reliability import replace_tree
+from support.snapshot import snapshot
+from support.tinydist import Tiny, core_with, site_packages
+
+# tinydist is made up: its release is never looked up on a real package index
+pytestmark = pytest.mark.usefixtures("no_package_index")
 
 
 def assert_one_error(result, code: int, *needles: str) -> str:

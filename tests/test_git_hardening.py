@@ -8,13 +8,10 @@ that a passing test means patchmgr stopped it, not that the attack was broken.
 from __future__ import annotations
 
 import os
-import stat
-import subprocess
-from pathlib import Path
 
 import pytest
-from gitrepos import BASE_TEXT, GIT_ENV, git
-from test_status_states import lines_with
+from support.gitrepos import git, plain_git, spy
+from support.scenes import lines_with
 
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError
@@ -39,23 +36,6 @@ HOOKS = (
     "push-to-checkout",
     "fsmonitor-watchman",
 )
-
-
-def spy(path: Path, marker: Path) -> Path:
-    """An executable that records that it ran."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!/bin/sh\necho \"$0 $*\" >> '{marker}'\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return path
-
-
-def plain_git(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        capture_output=True,
-        env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull, **(env or {})},
-    )
 
 
 def fix_project(project, upstream) -> list[str]:

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from gitrepos import git
-from test_status_states import FIELDS, lines_with, setup
+from support.gitrepos import git
+from support.scenes import FIELDS, lines_with, setup
 
 from patchmgr.model.errors import PatchFormatError
 from patchmgr.model.guards import GuardSyntaxError, evaluate, parse_guard
@@ -41,6 +41,7 @@ def patches_of(result):
 
 
 # -- syntax ---------------------------------------------------------------------------------------------------
+@pytest.mark.fast
 @pytest.mark.parametrize(
     "value, problem",
     [
@@ -58,12 +59,14 @@ def test_malformed_guards_say_what_is_wrong(value, problem):
         parse_guard(value)
 
 
+@pytest.mark.fast
 def test_the_expression_ends_at_the_last_slash_before_in():
     guard = parse_guard(r"present /a/b in c/ in src/x.py")
     assert (guard.kind, guard.pattern.pattern, guard.where, guard.is_glob) == ("present", "a/b in c", "src/x.py", False)
     assert parse_guard("absent /x/ in src/*.py").is_glob
 
 
+@pytest.mark.fast
 def test_evaluate_names_each_offending_line_and_a_missing_match():
     files = {"a.py": b"ok\ncuda.call()\n  cuda.call(x)\n", "b.py": b"nothing\n"}
     absent = evaluate(parse_guard(r"absent /cuda\.call/ in *.py"), files.get, list(files))
@@ -249,6 +252,7 @@ def test_export_reports_a_guard_the_edited_patch_breaks(cli, project, upstream, 
     assert b"cuda.call(edited)" in (project.root / "patches/lib/fix.patch").read_bytes()  # written all the same
 
 
+@pytest.mark.fast
 def test_guards_of_the_shipped_patches_parse():
     root = Path(__file__).resolve().parent.parent
     found = [

@@ -19,8 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.snapshot import snapshot
 
 from patchmgr.cli.app import main
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 ONLY = ("--upstream", "megatron-bridge")
@@ -113,29 +116,22 @@ def files_match_record(site_dir: Path) -> list[str]:
     return wrong
 
 
-def snapshot(site_dir: Path) -> dict[str, str]:
-    """Hashes of every file under the models the patches touch, and of RECORD."""
-    tree = site_dir / "megatron" / "bridge" / "models"
-    files = {
-        str(p.relative_to(site_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(tree.rglob("*"))
-        if p.is_file()
-    }
+def installed(site_dir: Path) -> dict[str, str]:
+    """Hashes of everything under the models the patches touch, and of RECORD."""
     record = next(site_dir.glob("megatron_bridge-0.4.2.dist-info")) / "RECORD"
-    files["RECORD"] = hashlib.sha256(record.read_bytes()).hexdigest()
-    return files
+    return snapshot(site_dir / "megatron" / "bridge" / "models", record)
 
 
 def test_apply_verify_smoke_revert(env, run):
     python, site_dir = env
-    before = snapshot(site_dir)
+    before = installed(site_dir)
     assert files_match_record(site_dir) == []
 
     code, doc = run("apply", "--target", "ascend", "--python", str(python), *ONLY)
     assert code == 0, doc
     assert doc["action"] == "applied"
     assert any("match the pin" in note for u in doc["upstreams"] for note in u["notes"])
-    patched = snapshot(site_dir)
+    patched = installed(site_dir)
     assert patched != before
     # pip's view stays consistent: RECORD carries the new hashes
     assert files_match_record(site_dir) == []
@@ -156,7 +152,7 @@ def test_apply_verify_smoke_revert(env, run):
     assert code == 0, smoke
     assert len(ran) >= 5 and all(r["result"] == "failed" for r in ran)
     assert {p["verdict"] for p in smoke["patches"]} == {"proven"} and len(smoke["patches"]) == 3
-    assert snapshot(site_dir) == patched  # the unpatched run worked on a copy
+    assert installed(site_dir) == patched  # the unpatched run worked on a copy
 
     (site_dir / "megatron/bridge/models/qwen_vl/modelling_qwen3_vl/utils.py").write_text("# hand edit\n")
     code, doc = run("verify", "--target", "ascend", "--python", str(python), *ONLY)
@@ -167,7 +163,7 @@ def test_apply_verify_smoke_revert(env, run):
     code, doc = run("revert", "--target", "ascend", "--python", str(python), "--force", *ONLY)
     assert code == 0 and doc["action"] == "reverted"
     assert any("saved 1 file" in note and "utils.py" in note for note in doc["notes"]), doc["notes"]
-    assert snapshot(site_dir) == {k: v for k, v in before.items()}
+    assert installed(site_dir) == {k: v for k, v in before.items()}
     assert files_match_record(site_dir) == []
     code, doc = run("revert", "--target", "ascend", "--python", str(python), *ONLY)
     assert doc["action"] == "nothing-to-revert"
@@ -180,9 +176,9 @@ def test_interrupted_apply_is_all_or_nothing(env, run, tmp_path):
     each file, the commit mark); every second one keeps CI fast and still kills
     in each phase."""
     python, site_dir = env
-    before = snapshot(site_dir)
+    before = installed(site_dir)
     assert run("apply", "--target", "ascend", "--python", str(python), *ONLY)[0] == 0
-    patched = snapshot(site_dir)
+    patched = installed(site_dir)
     assert run("revert", "--target", "ascend", "--python", str(python), *ONLY)[0] == 0
     outcomes = {"patched": 0, "untouched": 0}
     step = 1
@@ -207,13 +203,13 @@ def test_interrupted_apply_is_all_or_nothing(env, run, tmp_path):
         )
         killed = done.returncode == -9
         code, doc = run("verify", "--target", "ascend", "--python", str(python), *ONLY)  # recovers first
-        state = snapshot(site_dir)
+        state = installed(site_dir)
         assert state in (before, patched), f"half-patched after a kill at step {step}"
         outcomes["patched" if state == patched else "untouched"] += 1
         if state == patched:
             assert code == 0, doc
         assert run("revert", "--target", "ascend", "--python", str(python), *ONLY)[0] == 0
-        assert snapshot(site_dir) == before
+        assert installed(site_dir) == before
         if not killed:
             break
         step += 2

@@ -11,10 +11,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from gitrepos import git
-from reliability import snapshot
-from test_apply_verify import two_upstreams
-from test_roundtrip import series_project
+from support.gitrepos import git
+from support.scenes import series_project, two_upstreams
+from support.snapshot import snapshot
 
 
 def apply(cli, into, sources, *extra):

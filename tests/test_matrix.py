@@ -4,37 +4,9 @@ from __future__ import annotations
 
 import re
 
-from gitrepos import git
-from test_status_states import lines_with, setup
-
-
-def tagged_upstream(project, upstream):
-    """fix: clean at v1.0.0, offset at v1.1.0, conflict at v1.2.0, upstream at v2.0.0; other: clean throughout.
-
-    Returns the pin and the commits that changed ``fix``: (offset, conflict, upstream)."""
-    pin = upstream.head()
-    fix = upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix line 20")
-    other = upstream.make_patch(pin, {"README": "upstream, patched\n"}, "Patch the readme")
-    setup(project, upstream, {"fix": fix, "other": other})
-    git(upstream.path, "tag", "v0.9.0")  # the pin's own release
-    upstream.commit({"docs.txt": "one\n"}, "docs: unrelated")
-    git(upstream.path, "tag", "v1.0.0")
-    moved = upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "add a header (#11)")
-    git(upstream.path, "tag", "v1.1.0")
-    broke = upstream.commit(
-        {"src/mod.py": lines_with({20: "rewritten 20"}, insert_top=3)}, "refactor: rewrite line 20 (#1234)"
-    )
-    git(upstream.path, "tag", "-a", "-m", "release 1.2.0", "v1.2.0")  # an annotated tag: peeled to its commit
-    absorbed = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"}, insert_top=3)}, "take the fix (#77)")
-    git(upstream.path, "tag", "v2.0.0")
-    upstream.commit({"docs.txt": "two\n"}, "docs: more")
-    git(upstream.path, "tag", "v2.1.0rc1")  # a pre-release: not a column unless --refs asks for it
-    upstream.commit({"docs.txt": "three\n"}, "docs: tip")
-    return pin, (moved, broke, absorbed)
-
-
-def matrix(cli, upstream, *extra):
-    return cli("matrix", "--target", "t", "--source", f"lib={upstream.path}", *extra)
+from support.commands import matrix
+from support.gitrepos import git
+from support.scenes import lines_with, setup, tagged_upstream
 
 
 def test_json_grid_has_every_release_tag_since_the_pin_and_the_tip(cli, project, upstream):
@@ -159,7 +131,7 @@ def test_since_by_history_leaves_out_a_tag_of_an_older_release_branch(cli, proje
     import os
     import subprocess
 
-    from gitrepos import GIT_ENV
+    from support.gitrepos import GIT_ENV
 
     pin, (moved, _broke, _absorbed) = tagged_upstream(project, upstream)
     older = {

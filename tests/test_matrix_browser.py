@@ -9,8 +9,8 @@ import shutil
 import subprocess
 from html.parser import HTMLParser
 
-from conftest import require
-from test_matrix import tagged_upstream
+from support.needs import require
+from support.scenes import tagged_upstream
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitrepos import BASE_TEXT, GIT_ENV, UpstreamRepo, git
+from support.gitrepos import BASE_TEXT, GIT_ENV, UpstreamRepo, git
 
 from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import State

@@ -14,7 +14,10 @@ import subprocess
 import time
 
 import pytest
-from reliability import Upstreams, pristine_environment, record, replace_tree, snapshot, start
+from support.reliability import Upstreams, pristine_environment, record, replace_tree, start
+from support.snapshot import snapshot
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture

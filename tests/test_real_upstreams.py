@@ -15,6 +15,8 @@ import pytest
 
 from patchmgr.cli.app import main
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 RELEASE_UPSTREAMS = ("megatron-bridge", "vllm-ascend", "verl")
 

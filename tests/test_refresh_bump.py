@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 
-from gitrepos import git
-from test_status_states import lines_with, setup
+from support.commands import bump, refresh, status_of
+from support.gitrepos import git
+from support.scenes import lines_with, setup
 
 from patchmgr.model.dep3_edit import set_last_update
 
@@ -25,21 +26,6 @@ patches = [
 
 def prologue(data: bytes) -> bytes:
     return data[: data.index(b"diff --git")]
-
-
-def status_of(cli, upstream, ref="main"):
-    result = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}", "--against", f"lib={ref}")
-    return [(p["id"], p["state"]) for p in result.json["upstreams"][0]["patches"]]
-
-
-def refresh(cli, upstream, *extra):
-    return cli(
-        "refresh", "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}", *extra
-    )
-
-
-def bump(cli, upstream, *extra, to="main"):
-    return cli("bump", "--target", "t", "--upstream", "lib", "--to", to, "--source", f"lib={upstream.path}", *extra)
 
 
 def changed_lines(before: str, after: str) -> list[str]:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 import xmlschema
-from conftest import require
-from gitrepos import BASE_TEXT
 from markdown_it import MarkdownIt
+from support.gitrepos import BASE_TEXT
+from support.needs import require
 
 from patchmgr.render.reports.github import escape_data, escape_property
 from patchmgr.render.reports.junit import xml_text
@@ -217,6 +217,7 @@ def test_junit_upstream_carried_patch_is_a_failure_with_the_evidence(cli, projec
     assert f"carried by upstream commit {carrier}" in failure.text
 
 
+@pytest.mark.fast
 def test_xml_text_drops_what_xml_cannot_carry():
     assert xml_text("a\x00b\x1bc\td\n") == "a\\x00b\\x1bc\td\n"
     doc = ET.fromstring(f"<r a={chr(34)}{xml_text(chr(7))}{chr(34)}/>")
@@ -269,6 +270,7 @@ def test_markdown_table_reads_back_exactly(cli, scene):
     assert "- gone: could not be checked at " in result.out
 
 
+@pytest.mark.fast
 def test_md_escape_round_trips_through_a_table():
     nasty = NASTY + "\nsecond line\r\nthird | <b>bold</b> & &amp; #1 !"
     rows = table_rows(f"| h |\n| --- |\n| {md_escape(nasty)} |\n")
@@ -335,6 +337,7 @@ def test_github_annotations_point_at_the_failing_hunk(cli, scene, monkeypatch):
     assert plain[0] == "pass: t.lib clean: clean" and len(plain) == 5
 
 
+@pytest.mark.fast
 def test_github_escaping_follows_the_runner():
     nasty = "50% a:b, c\r\nnext %0A"
     assert escape_data(nasty) == "50%25 a:b, c%0D%0Anext %250A"

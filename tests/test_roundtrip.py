@@ -5,45 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 
-from gitrepos import GIT_ENV, git, make_series
-from test_status_states import lines_with
+from support.commands import edit, export
+from support.gitrepos import GIT_ENV, git
+from support.scenes import lines_with, series_project
+from support.snapshot import snapshot
 
 from patchmgr.model.dep3_edit import today
-
-
-def series_project(project, upstream):
-    """Three format-patch mails made as a real series on top of each other, like patches/*/*.patch."""
-    pin = upstream.head()
-    upstream.commit({"src/other.py": "a = 1\n"}, "add other")
-    pin = upstream.head()
-    mails = make_series(
-        upstream,
-        pin,
-        [
-            ({"src/mod.py": lines_with({5: "first"})}, "First fix"),
-            ({"src/mod.py": lines_with({5: "first", 30: "second"})}, "Second fix"),
-            ({"src/other.py": "a = 2\n"}, "Third fix"),
-        ],
-    )
-    for patch_id, data in zip(("first", "second", "third"), mails):
-        project.add_patch("lib", patch_id, data)
-    project.manifest(
-        "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["first", "second", "third"]}}
-    )
-    return pin
-
-
-def snapshot(project):
-    files = sorted((project.root / "patches/lib").iterdir())
-    return {p.name: p.read_bytes() for p in files}, (project.root / "manifests/t.toml").read_bytes()
-
-
-def edit(cli, upstream, into):
-    return cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}")
-
-
-def export(cli, into):
-    return cli("export", "--target", "t", "--upstream", "lib", "--from", str(into))
 
 
 def test_edit_makes_one_commit_per_patch_with_the_patch_message(tmp_path, cli, project, upstream):
@@ -64,19 +31,19 @@ def test_edit_makes_one_commit_per_patch_with_the_patch_message(tmp_path, cli, p
 
 def test_export_of_an_unchanged_checkout_changes_no_byte(tmp_path, cli, project, upstream):
     series_project(project, upstream)
-    before = snapshot(project)
+    before = snapshot(project.root)
     into = tmp_path / "work"
     assert edit(cli, upstream, into).code == 0
     result = export(cli, into)
     assert result.code == 0, result.out + result.err
     assert "no patch changed" in result.out
-    assert snapshot(project) == before
+    assert snapshot(project.root) == before
 
 
 def test_regenerating_rewritten_commits_is_byte_identical(tmp_path, cli, project, upstream):
     """Commits that are rewritten (new ids) but carry the same patch export to the same bytes."""
     series_project(project, upstream)
-    before = snapshot(project)
+    before = snapshot(project.root)
     into = tmp_path / "work"
     assert edit(cli, upstream, into).code == 0
     # rebase every commit onto itself with another committer date: all ids change, nothing else
@@ -86,12 +53,13 @@ def test_regenerating_rewritten_commits_is_byte_identical(tmp_path, cli, project
     assert not set(git(into, "rev-list", "HEAD~3..HEAD").split()) & set(old_ids.split())
     result = export(cli, into)
     assert result.code == 0, result.out + result.err
-    assert snapshot(project) == before
+    assert snapshot(project.root) == before
 
 
 def test_round_trip_changes_one_patch_and_leaves_the_others(tmp_path, cli, project, upstream):
     series_project(project, upstream)
-    (files_before, _) = snapshot(project)
+    files_before = snapshot(project.root / "patches/lib")
+    second_before = (project.root / "patches/lib/second.patch").read_bytes()
     into = tmp_path / "work"
     assert edit(cli, upstream, into).code == 0
     # amend the middle patch: an interactive rebase, scripted
@@ -104,22 +72,19 @@ def test_round_trip_changes_one_patch_and_leaves_the_others(tmp_path, cli, proje
     result = export(cli, into)
     assert result.code == 0, result.out + result.err
     assert "updated   second" in result.out
-    files_after, manifest_after = snapshot(project)
+    files_after = snapshot(project.root / "patches/lib")
     assert files_after["first.patch"] == files_before["first.patch"]
     assert files_after["third.patch"] == files_before["third.patch"]
-    second = files_after["second.patch"]
-    assert second != files_before["second.patch"]
+    second = (project.root / "patches/lib" / "second.patch").read_bytes()
+    assert files_after["second.patch"] != files_before["second.patch"]
     assert b"+line 30 is now second, better" not in second and b"+second, better\n" in second
     # message kept, with DEP-3 Last-Update set to today after the last field (the patch changed)
-    assert (
-        second.split(b"\n---\n")[0]
-        == files_before["second.patch"].split(b"\n---\n")[0] + f"\nLast-Update: {today()}".encode()
-    )
+    assert second.split(b"\n---\n")[0] == second_before.split(b"\n---\n")[0] + f"\nLast-Update: {today()}".encode()
     status = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}")
     assert [p["state"] for p in status.json["upstreams"][0]["patches"]] == ["clean", "clean", "clean"]
     # exporting again is a no-op
     assert "no patch changed" in export(cli, into).out
-    assert snapshot(project)[0] == files_after
+    assert snapshot(project.root / "patches/lib") == files_after
 
 
 def test_export_adds_new_commits_and_drops_removed_ones(tmp_path, cli, project, upstream):

@@ -12,8 +12,8 @@ import json
 import os
 
 import pytest
-from conftest import _pypi_problem, require
-from test_smoke_proof import CPU_ONLY, LOAD, Scene
+from support.needs import pypi_problem, require
+from support.smoke_scene import CPU_ONLY, LOAD, Scene
 
 SEES = (
     LOAD
@@ -60,7 +60,7 @@ def env_notes(doc: dict) -> list[str]:
 
 
 def test_smoke_builds_the_environment_once_reuses_it_and_builds_another_for_other_requirements(scene):
-    require(_pypi_problem() is None, str(_pypi_problem()))
+    require(pypi_problem() is None, str(pypi_problem()))
     first, second = pinned(importlib.metadata.version("packaging"))
     scene.patch()
     manifest(scene, [f"packaging=={first}"])
@@ -136,6 +136,7 @@ def test_python_overrides_the_smoke_environments_and_says_so(tmp_path, monkeypat
     ), report.notes
 
 
+@pytest.mark.fast
 def test_a_killed_build_is_never_reused_and_its_leftovers_go(tmp_path, monkeypatch):
     """A folder at the environment's place without the completion mark, or a half-built folder beside it,
     is removed and the environment is built anew; a failing pip leaves nothing behind and says why."""

@@ -11,33 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitrepos import UpstreamRepo
+from support.needs import missing_modules, require
+from support.smoke_scene import CPU_ONLY, DETECTS, LOAD, TEST_FILE, Scene, verdicts
 
-BUGGY = "def add(a, b):\n    return a - b\n"
-FIXED = "def add(a, b):\n    return a + b\n"
-FIELDS = "Origin: vendor\nUpstream-Status: Pending"
-TEST_FILE = "tests/smoke/lib/test_add.py"
-
-LOAD = """import importlib.util
-import os
-from pathlib import Path
-
-
-def load_calc():
-    path = Path(os.environ["PATCHMGR_SMOKE_ROOT"]) / "lib" / "calc.py"
-    spec = importlib.util.spec_from_file_location("calc_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-"""
-DETECTS = (
-    LOAD
-    + """
-
-def test_add():
-    assert load_calc().add(2, 3) == 5
-"""
-)
 # each of these proves nothing: the test never gets to ask the code under test about the bug
 CANNOT_RUN = {
     "collection-import-error": "import module_that_does_not_exist\n\n\ndef test_add():\n    assert False\n",
@@ -51,58 +27,10 @@ CANNOT_RUN = {
 }
 
 
-class Scene:
-    def __init__(self, tmp_path: Path, project, cli) -> None:
-        self.tmp_path, self.project, self.cli = tmp_path, project, cli
-        self.upstream = UpstreamRepo(tmp_path / "lib-upstream")
-        self.pin = self.upstream.commit({"lib/calc.py": BUGGY, "README": "lib\n"}, "initial")
-        self.into = tmp_path / "build"
-
-    def patch(
-        self,
-        smoke_tests: list[str] | None = (TEST_FILE,),
-        patch_id: str = "fix-add",
-        files: dict[str, str] | None = None,
-    ) -> Path:
-        fields = FIELDS + "".join(f"\nSmoke-Test: {value}" for value in smoke_tests or ())
-        data = self.upstream.make_patch(
-            self.pin,
-            files or {"lib/calc.py": FIXED},
-            "Fix add",
-            body="Why: add subtracted its arguments, so every sum in our training runs came out wrong.",
-            fields=fields,
-        )
-        return self.project.add_patch("lib", patch_id, data)
-
-    def manifest(self, patch_ids=("fix-add",)) -> None:
-        self.project.manifest(
-            "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": self.pin, "patches": list(patch_ids)}}
-        )
-
-    def smoke_test(self, text: str, name: str = TEST_FILE) -> Path:
-        path = self.project.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        return path
-
-    def apply(self) -> None:
-        result = self.cli("apply", "--target", "t", "--into", str(self.into), "--source", f"lib={self.upstream.path}")
-        assert result.code == 0, result.out + result.err
-
-    def smoke(self, *args: str):
-        return self.cli("smoke", "--target", "t", "--into", str(self.into), "--device", "cpu", *args)
-
-    def smoke_json(self, *args: str):
-        result = self.smoke(*args, "--json")
-        return result.code, result.json
-
-
-CPU_ONLY = {"cpu": None, "cuda": "no CUDA device", "npu": "no NPU (torch_npu is not installed)"}
-
-
 @pytest.fixture
 def real_probe_scene(tmp_path, project, cli) -> Scene:
     """Devices probed for real (a python that imports torch): what every smoke run does."""
+    require(not missing_modules("torch"), "torch is not installed, so devices cannot be probed for real")
     return Scene(tmp_path, project, cli)
 
 
@@ -113,10 +41,6 @@ def scene(tmp_path, project, cli, monkeypatch) -> Scene:
 
     monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
     return Scene(tmp_path, project, cli)
-
-
-def verdicts(doc: dict) -> dict[str, tuple[str, str]]:
-    return {p["patch"]: (p["verdict"], p["reason"]) for p in doc["patches"]}
 
 
 # -- proven --------------------------------------------------------------------

@@ -2,26 +2,8 @@
 
 from __future__ import annotations
 
-from gitrepos import BASE_TEXT
-
-FIELDS = "Origin: vendor\nUpstream-Status: Pending"
-
-
-def lines_with(changes: dict[int, str], text: str = BASE_TEXT, insert_top: int = 0) -> str:
-    lines = text.splitlines(keepends=True)
-    for number, value in changes.items():
-        lines[number - 1] = value + "\n"
-    return "".join([f"new top {i}\n" for i in range(insert_top)] + lines)
-
-
-def setup(project, upstream, patches: dict[str, bytes], extra_spec=None):
-    pin = upstream.head()
-    for patch_id, data in patches.items():
-        project.add_patch("lib", patch_id, data)
-    spec = {"git": "https://example.invalid/lib.git", "commit": pin, "patches": list(patches)}
-    spec.update(extra_spec or {})
-    project.manifest("t", {"lib": spec})
-    return pin
+from support.gitrepos import BASE_TEXT
+from support.scenes import lines_with, setup
 
 
 def status(cli, upstream, *extra):
@@ -193,6 +175,6 @@ def test_table_output_for_people(cli, project, upstream):
 
 
 def git_reset(upstream, commit):
-    from gitrepos import git
+    from support.gitrepos import git
 
     git(upstream.path, "reset", "-q", "--hard", commit)

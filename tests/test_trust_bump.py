@@ -11,10 +11,9 @@ import resource
 import shutil
 
 import pytest
-from gitrepos import git
-from test_refresh_bump import bump, refresh, status_of
-from test_roundtrip import edit, export, series_project
-from test_status_states import lines_with, setup
+from support.commands import bump, edit, export, refresh, status_of
+from support.gitrepos import git
+from support.scenes import lines_with, series_project, setup
 
 from patchmgr.io import journal
 
@@ -218,7 +217,7 @@ def test_an_export_failing_midway_puts_every_file_back(tmp_path, cli, project, u
 
 def test_a_bump_killed_at_any_step_is_rolled_back_by_the_next_run(cli, project, upstream):
     """SIGKILL at each durable step of the bump's transaction; the next bump first puts everything back."""
-    from reliability import run
+    from support.reliability import run
 
     two_offset_patches(project, upstream)
     before = project_files(project)

@@ -11,8 +11,10 @@ import json
 import os
 
 import pytest
-from gitrepos import git
-from test_bump_journey import RESOLVED, edit_onto, export, gitenv, journey_project, resume, snapshot
+from support.commands import edit_onto, export, gitenv, resume
+from support.gitrepos import git
+from support.journey import RESOLVED, journey_project
+from support.snapshot import snapshot
 
 
 def tree_bytes(folder):
@@ -284,13 +286,13 @@ def test_a_failed_edit_onto_leaves_the_folder_exactly_as_it_was(tmp_path, cli, p
     os.rename(upstream.path, tmp_path / "gone")
     git(tmp_path, "init", "-q", str(upstream.path))
     before, listing = tree_bytes(into), sorted(os.listdir(tmp_path))
-    files_before = snapshot(project)
+    files_before = snapshot(project.root)
     result = edit_onto(cli, upstream, into, new, "--force")
     assert result.code == 1, result.out + result.err
     assert tree_bytes(into) == before
     assert sorted(os.listdir(tmp_path)) == listing
     assert "Traceback" not in result.err and "not our ref" in result.err and "nothing in" in result.err
-    assert snapshot(project) == files_before
+    assert snapshot(project.root) == files_before
     nothing = resume(cli, into, "abort")
     if earlier == "pin-checkout":
         assert nothing.code == 1 and "no edit --onto to abort" in nothing.err, nothing.out + nothing.err
@@ -303,13 +305,13 @@ def test_a_failed_edit_onto_leaves_the_folder_exactly_as_it_was(tmp_path, cli, p
 def test_edit_onto_a_revision_expression_is_bad_input(tmp_path, cli, project, upstream, ref):
     journey_project(project, upstream)
     into = tmp_path / "work"
-    files_before = snapshot(project)
+    files_before = snapshot(project.root)
     result = edit_onto(cli, upstream, into, ref)
     assert result.code == 2, result.out + result.err
     assert "is not a valid git ref, one the upstream's source can be asked for" in result.err
     assert "hint:" in result.err and "Traceback" not in result.err
     assert not into.exists() and not (tmp_path / ".work.patchmgr-edit").exists()
-    assert snapshot(project) == files_before
+    assert snapshot(project.root) == files_before
 
 
 # ---- the slot's journal moves and removes only inside the slot: a planted one naming anything else is damaged

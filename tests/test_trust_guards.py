@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from test_status_states import FIELDS, lines_with, setup
+from support.scenes import FIELDS, lines_with, setup
 
 from patchmgr.model import guards
 

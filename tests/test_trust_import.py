@@ -8,8 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from gitrepos import BASE_TEXT, UpstreamRepo, git
-from test_import import MONOLITH, URL, dirty_diff, three_file_upstream
+from support.gitrepos import BASE_TEXT, UpstreamRepo, git
+from support.monolith import MONOLITH, URL, dirty_diff, three_file_upstream
 
 SECRET = "glpat-Sekr1tT0ken"
 

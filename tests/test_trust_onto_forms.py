@@ -9,9 +9,9 @@ writes, and what people write by hand), the same without the ``---`` line, a ``d
 from __future__ import annotations
 
 import pytest
-from gitrepos import BASE_TEXT, git
-from test_bump_journey import gitenv
-from test_status_states import lines_with
+from support.commands import gitenv
+from support.gitrepos import BASE_TEXT, git
+from support.scenes import lines_with
 
 from patchmgr.model.dep3_edit import today
 
@@ -359,7 +359,7 @@ def test_a_patch_of_a_file_the_source_lacks_is_refused_clearly(tmp_path, cli, pr
 def test_what_import_writes_moves_through_edit_onto_and_export_keeps_it_plain(tmp_path, cli, project):
     """The whole way a new user goes: import a monolithic diff, describe the pieces, move them to a newer
     upstream commit with edit --onto, export. Every piece stays the plain DEP-3 diff import wrote."""
-    from test_import import MONOLITH, URL, dirty_diff, fill_stubs, three_file_upstream
+    from support.monolith import MONOLITH, URL, dirty_diff, fill_stubs, three_file_upstream
 
     lib = three_file_upstream(tmp_path)
     pin = lib.head()

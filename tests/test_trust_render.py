@@ -9,10 +9,9 @@ import json
 import os
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
-from gitrepos import git
-from test_status_states import lines_with, setup
+from support.gitrepos import git
+from support.scenes import lines_with, setup
 
 OSC_TITLE = "\x1b]0;PWNED\x07"  # sets the terminal's title
 CLEAR = "\x1b[2J"  # clears the screen

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_matrix import matrix, tagged_upstream
+from support.commands import matrix
+from support.scenes import tagged_upstream
 
 # -- 12. an output path is a regular file or absent ---------------------------------------------------------
 
@@ -258,7 +259,7 @@ def _evil_tree(tmp_path: Path) -> tuple[Path, Path]:
 
 @pytest.fixture
 def smoke_scene(tmp_path, project, cli, monkeypatch):
-    from test_smoke_proof import CPU_ONLY, LOAD, Scene
+    from support.smoke_scene import CPU_ONLY, LOAD, Scene
 
     import patchmgr.smoke.runner
 

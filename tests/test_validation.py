@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from gitrepos import BASE_TEXT
-from test_status_states import lines_with
+from support.gitrepos import BASE_TEXT
+from support.scenes import lines_with
 
 PIN = "a" * 40
 
@@ -23,6 +23,7 @@ patches = {patches}
 {body}"""
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     "text, expected",
     [
@@ -61,6 +62,7 @@ def test_manifest_errors(cli, project, text, expected):
     assert "hint:" in result.err
 
 
+@pytest.mark.fast
 def test_duplicate_patch_id(cli, project):
     project.add_patch("lib", "fix", b"")
     write_manifest(project, valid(project, patches='["fix", "fix"]'))
@@ -91,6 +93,7 @@ def test_usage_errors(cli, project, upstream, args, expected):
     assert "Traceback" not in result.err
 
 
+@pytest.mark.fast
 def test_no_manifests_folder(tmp_path, capsys):
     from patchmgr.cli.app import main
 

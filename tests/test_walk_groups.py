@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitrepos import BASE_TEXT, make_series
-from test_status_states import lines_with
+from support.gitrepos import BASE_TEXT, make_series
+from support.scenes import lines_with
 
 from patchmgr.engine.classify import check_series
 from patchmgr.history.walk import Walk, independent_groups

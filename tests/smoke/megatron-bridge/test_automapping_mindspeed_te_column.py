@@ -535,7 +535,7 @@ def test_mindspeed_class_splits_like_megatron(load_upstream, tp_groups, class_na
     assert detected == expected, f"{class_name}: AutoMapping classified {detected}, MindSpeed shards {expected}"
 
     # TP=2 split (HF -> Megatron), then gather (Megatron -> HF), through the mapping.
-    for megatron_param, hf_param, kind, split_dim in params:
+    for megatron_param, hf_param, _kind, split_dim in params:
         local_shape = tuple(param_of(modules[0], megatron_param).shape)
         full_shape = list(local_shape)
         if split_dim is not None:

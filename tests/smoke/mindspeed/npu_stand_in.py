@@ -60,13 +60,13 @@ class Stream:
         self.device = device
         self.priority = priority
 
-    def wait_stream(self, stream: "Stream") -> None:
+    def wait_stream(self, stream: Stream) -> None:
         return None
 
-    def wait_event(self, event: "Event") -> None:
+    def wait_event(self, event: Event) -> None:
         return None
 
-    def record_event(self, event: "Event | None" = None) -> "Event":
+    def record_event(self, event: Event | None = None) -> Event:
         return event or Event()
 
     def synchronize(self) -> None:
@@ -75,7 +75,7 @@ class Stream:
     def query(self) -> bool:
         return True
 
-    def __enter__(self) -> "Stream":
+    def __enter__(self) -> Stream:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -100,7 +100,7 @@ class Event:
     def synchronize(self) -> None:
         return None
 
-    def elapsed_time(self, end_event: "Event") -> float:
+    def elapsed_time(self, end_event: Event) -> float:
         return 0.0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -140,3 +141,20 @@ def make_series(
 def merge_no_ff(repo: UpstreamRepo, branch: str, message: str) -> str:
     git(repo.path, "merge", "-q", "--no-ff", "-m", message, branch)
     return repo.head()
+
+
+def spy(path: Path, marker: Path) -> Path:
+    """An executable that records that it ran."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho \"$0 $*\" >> '{marker}'\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def plain_git(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull, **(env or {})},
+    )

@@ -1,5 +1,6 @@
-"""SIGKILL at every step of ``edit --onto`` (into an empty folder, and over an edit checkout at the pin),
-``edit --continue``, ``edit --skip`` and ``edit --abort`` (with hand-made work that must be saved).
+"""The edit kill-point suites (tests/test_kill_edit_*.py): SIGKILL at every step of ``edit --onto`` (into an
+empty folder, and over an edit checkout at the pin), ``edit --continue``, ``edit --skip`` and ``edit --abort``
+(with hand-made work that must be saved).
 
 The upstream is a real git repository: a pin with a series of three patches, and a newer ref ``v2`` where
 the first patch conflicts, the second applies, and the third's change was committed upstream (the move
@@ -18,8 +19,10 @@ under ``.git`` that patchmgr writes (the record, the queued mails, any journal);
 the checkout (staging, a folder moved aside), a lock file alone not counting. Commit and note dates are
 fixed (GIT_COMMITTER_DATE), so a resumed move makes the very commits an uninterrupted one does.
 
-Each scenario asserts its own minimum of kill points (``MINIMUM``); the last test checks that every
-scenario has one and that together they are at least ``MIN_TOTAL`` (issue 24).
+Each scenario asserts its own minimum of kill points (``MINIMUM``); tests/test_kill_point_minimums.py checks
+that every scenario has one and that together they are at least ``MIN_TOTAL`` (issue 24).
+
+A pytest plugin (tests/conftest.py registers it): the fixtures ``fixed_dates`` and ``edit_scene``.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ import re
 from pathlib import Path
 
 import pytest
-from gitrepos import BASE_TEXT, GIT_ENV, git, make_series
-from reliability import kill_every_step, replace_tree, run
+
+from support.gitrepos import BASE_TEXT, GIT_ENV, git, make_series
+from support.reliability import kill_every_step, replace_tree, run
 
 MIN_TOTAL = 40  # new kill points over edit --onto, --continue, --skip and --abort (issue 24)
 MINIMUM = {  # scenario test -> the kill points it must reach on its own (it had 19, 19, 16, 16 and 10 when written)
@@ -51,7 +55,7 @@ WRITTEN_BY_PATCHMGR = re.compile(r"patchmgr")  # names under .git that patchmgr 
 AM_STATE = ("rebase-apply", "rebase-merge", "MERGE_HEAD", "MERGE_MSG", "CHERRY_PICK_HEAD")
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def fixed_dates(monkeypatch):
     """git am and git notes stamp commits with the time; fixed, two runs make the same commits."""
     monkeypatch.setenv("GIT_COMMITTER_DATE", GIT_ENV["GIT_COMMITTER_DATE"])
@@ -73,7 +77,7 @@ class Scene:
                 ({"README": README_FIX}, "Fix the readme"),
             ],
         )
-        for patch_id, mail in zip(PATCHES, mails):
+        for patch_id, mail in zip(PATCHES, mails, strict=True):
             project.add_patch("lib", patch_id, mail)
         project.manifest(
             "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": self.pin, "patches": PATCHES}}
@@ -156,7 +160,8 @@ class Scene:
 
 
 @pytest.fixture
-def scene(tmp_path, project, upstream) -> Scene:
+def edit_scene(tmp_path, project, upstream, fixed_dates) -> Scene:
+    """The upstream, the project and the edit folder of one scenario, commit dates fixed."""
     return Scene(tmp_path, project, upstream)
 
 
@@ -221,102 +226,10 @@ def saved_branch(into: Path) -> str:
     return branch
 
 
-# -- the scenarios -----------------------------------------------------------------------------
-def _kill(
+def kill_edit(
     name: str, scene: Scene, args: list[str], before: dict, after: dict, observer: list[str], exit_code: int = 0
 ) -> dict:
     assert after != before
     return kill_every_step(
         name, args, scene.restore, before, after, scene.observer(observer), minimum=MINIMUM[name], exit_code=exit_code
     )
-
-
-def test_kill_edit_onto_into_an_empty_folder(scene):
-    """edit --onto into an empty folder: the checkout at the pin is built, moved to v2, and stops at the
-    conflict. The observer, edit --continue, refuses either way (no checkout; conflicts remain)."""
-    scene.into.mkdir()
-    before = scene.keep()
-    after = scene.outcome_of(scene.onto(), 1)
-    assert after["(git) HEAD"] == f"refs/heads/patchmgr {scene.new}"
-    _kill(
-        "test_kill_edit_onto_into_an_empty_folder",
-        scene,
-        scene.onto(),
-        before,
-        after,
-        scene.resume("continue"),
-        exit_code=1,
-    )
-
-
-def test_kill_edit_onto_over_an_edit_checkout(scene):
-    """edit --onto over a clean edit checkout at the pin (nothing to save), stopping at the conflict."""
-    scene.must(scene.edit())
-    before = scene.keep()
-    after = scene.outcome_of(scene.onto(), 1)
-    assert "(git) HEAD" in before and after["(git) HEAD"] != before["(git) HEAD"]
-    _kill(
-        "test_kill_edit_onto_over_an_edit_checkout",
-        scene,
-        scene.onto(),
-        before,
-        after,
-        scene.resume("continue"),
-        exit_code=1,
-    )
-
-
-def test_kill_edit_continue(scene):
-    """--continue after the conflict is resolved and git add-ed: vendor-ten is committed, vendor-thirty
-    applied on top, the move finished. The observer, edit --onto v2 without --force, refuses either way."""
-    scene.stopped()
-    scene.resolved()
-    before = scene.keep()
-
-    def check(_said):
-        log = git(scene.into, "log", "--format=%s", f"{scene.new}..HEAD").splitlines()
-        assert log == ["Vendor line thirty", "Vendor line ten"], log
-        assert (scene.into / "src/mod.py").read_text() == RESOLVED.replace("line 30\n", "vendor 30\n")
-
-    after = scene.outcome_of(scene.resume("continue"), 0, check)
-    _kill("test_kill_edit_continue", scene, scene.resume("continue"), before, after, scene.onto())
-
-
-def test_kill_edit_skip(scene):
-    """--skip at the conflict: vendor-ten leaves the series, vendor-thirty is applied, the move finished."""
-    scene.stopped()
-    before = scene.keep()
-    after = scene.outcome_of(scene.resume("skip"), 0)
-    assert after["(git) HEAD"] != before["(git) HEAD"] and "(git) rebase-apply/next" not in after
-    _kill("test_kill_edit_skip", scene, scene.resume("skip"), before, after, scene.onto())
-
-
-def test_kill_edit_abort_keeps_hand_made_work(scene):
-    """--abort while the move is stopped, holding a resolution git add-ed but not continued and a new file:
-    the checkout goes back to the series at the pin and that work is kept on a patchmgr-saved branch."""
-    scene.stopped()
-    scene.resolved()
-    (scene.into / "notes.txt").write_text("my notes\n")
-    before = scene.keep()
-
-    def check(said):
-        branch = saved_branch(scene.into)
-        assert branch in said, said
-        assert git(scene.into, "show", f"{branch}:src/mod.py") + "\n" == RESOLVED
-        assert git(scene.into, "show", f"{branch}:notes.txt") == "my notes"
-        assert git(scene.into, "log", "--format=%s", f"{scene.pin}..HEAD").splitlines() == [
-            "Fix the readme",
-            "Vendor line thirty",
-            "Vendor line ten",
-        ]
-
-    after = scene.outcome_of(scene.resume("abort"), 0, check)
-    _kill("test_kill_edit_abort_keeps_hand_made_work", scene, scene.resume("abort"), before, after, scene.onto())
-
-
-def test_the_edit_kill_points_add_up_to_at_least_40():
-    """Every scenario above has its own minimum, asserted by that scenario, and the minimums add up to at least
-    MIN_TOTAL: a scenario removed, or a minimum lowered, fails here."""
-    scenarios = sorted(name for name in globals() if name.startswith("test_kill_"))
-    assert scenarios == sorted(MINIMUM), (scenarios, sorted(MINIMUM))
-    assert sum(MINIMUM.values()) >= MIN_TOTAL, MINIMUM

@@ -1,4 +1,4 @@
-"""Helpers for the reliability tests: patchmgr runs in forked processes, byte snapshots, a small
+"""Helpers for the reliability tests: patchmgr runs in forked processes, a small
 installed package in a fresh virtual environment, and the figures RELIABILITY.md quotes.
 
 A run that is to be killed (PATCHMGR_FAULT_KILL_AT) or raced is a forked child of the test
@@ -21,9 +21,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitrepos import Project, UpstreamRepo, git, make_series
-
-LOCK_NAMES = {"lock"}
+from support.gitrepos import Project, UpstreamRepo, make_series
 
 
 # -- runs in forked processes -------------------------------------------------------------------
@@ -96,40 +94,6 @@ def start(args: list[str], env: dict[str, str] | None = None, fsize: int | None 
 
 def run(args: list[str], env: dict[str, str] | None = None, fsize: int | None = None) -> tuple[int, str]:
     return start(args, env, fsize).wait()
-
-
-# -- snapshots ----------------------------------------------------------------------------------
-def snapshot(root: Path, git_internals: bool = True) -> dict[str, str]:
-    """Every entry under ``root``: a file's sha256, a link's target, or "dir".
-
-    Left out: patchmgr's lock file (and its state folder when it holds nothing else), and git's
-    stat cache ``.git/index``, which git rewrites whenever it looks at a work tree; each checkout's
-    index is compared by content (``git ls-files --stage``) and its HEAD instead. With
-    ``git_internals`` False, a checkout's ``.git`` folder is compared only that way (two runs that
-    build the same checkout write the same commits but not the same reflogs and packs).
-    """
-    if not root.exists():
-        return {}
-    found: dict[str, str] = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        parts = rel.split("/")
-        if parts[-1] in LOCK_NAMES and len(parts) >= 2 and parts[-2] in (".patchmgr-state", "patchmgr-state"):
-            continue
-        if ".git" in parts and (not git_internals or rel.endswith(".git/index")):
-            continue
-        if path.is_symlink():
-            found[rel] = "link:" + os.readlink(path)
-        elif path.is_dir():
-            if parts[-1] in (".patchmgr-state", "patchmgr-state") and {p.name for p in path.iterdir()} <= LOCK_NAMES:
-                continue
-            found[rel] = "dir"
-        else:
-            found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-        if path.name == ".git" and path.is_dir():
-            found[rel + ":HEAD"] = git(path.parent, "rev-parse", "HEAD")
-            found[rel + ":index"] = git(path.parent, "ls-files", "--stage")
-    return found
 
 
 def replace_tree(source: Path, destination: Path) -> None:
@@ -313,7 +277,7 @@ class Upstreams:
         )
 
 
-def _wheel(folder: Path, name: str, version: str, files: dict[str, str], strip: str) -> Path:
+def make_wheel(folder: Path, name: str, version: str, files: dict[str, str], strip: str) -> Path:
     """A pure-Python wheel of ``files`` (git layout, ``strip`` removed), written by hand: a zip with a RECORD."""
     import base64
 
@@ -349,7 +313,10 @@ def make_environment(folder: Path) -> Path:
     """A fresh virtual environment with minilib 1.0 and minitool 2.0 installed by pip (--no-deps, compiled)."""
     venv = folder / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    wheels = [_wheel(folder, "minilib", "1.0", LIB_FILES, "src/"), _wheel(folder, "minitool", "2.0", TOOL_FILES, "")]
+    wheels = [
+        make_wheel(folder, "minilib", "1.0", LIB_FILES, "src/"),
+        make_wheel(folder, "minitool", "2.0", TOOL_FILES, ""),
+    ]
     subprocess.run(
         [
             sys.executable,

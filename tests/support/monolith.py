@@ -1,0 +1,62 @@
+"""Monolithic patch sets as `git diff` in a dirty work tree prints them, on three-file upstreams: what
+`patchmgr import` reads."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from support.gitrepos import BASE_TEXT, UpstreamRepo, git
+
+URL = "https://example.invalid/{}.git"
+
+
+def text_with(changes: dict[int, str], base: str = BASE_TEXT) -> str:
+    lines = base.splitlines(keepends=True)
+    for number, new in changes.items():
+        lines[number - 1] = new + "\n"
+    return "".join(lines)
+
+
+def dirty_diff(repo: UpstreamRepo, base: str, files: dict[str, str]) -> bytes:
+    """What `git diff` in a dirty work tree at ``base`` prints (abbreviated index lines), the tree put back."""
+    branch = git(repo.path, "rev-parse", "--abbrev-ref", "HEAD")
+    git(repo.path, "checkout", "-q", "--detach", base)
+    try:
+        for name, content in files.items():
+            (repo.path / name).parent.mkdir(parents=True, exist_ok=True)
+            (repo.path / name).write_text(content)
+        git(repo.path, "add", "-N", ".")
+        return (git(repo.path, "diff") + "\n").encode()
+    finally:
+        git(repo.path, "reset", "-q", "--hard")
+        git(repo.path, "clean", "-qfd")
+        git(repo.path, "checkout", "-q", branch)
+
+
+def fill_stubs(root: Path) -> None:
+    for path in sorted((root / "patches").glob("*/*.patch")):
+        text = path.read_text()
+        text = re.sub(
+            r"^Description: TODO: describe .*$",
+            f"Description: Fix {path.stem}: the upstream code breaks our training runs here, so we "
+            "carry this change until upstream takes it.",
+            text,
+            count=1,
+            flags=re.M,
+        )
+        path.write_text(text)
+
+
+def three_file_upstream(tmp_path: Path, name: str = "lib") -> UpstreamRepo:
+    repo = UpstreamRepo(tmp_path / name)
+    repo.commit({"src/a.py": BASE_TEXT, "src/b.py": BASE_TEXT, "src/c.py": BASE_TEXT}, "initial")
+    repo.commit({"README": "docs\n"}, "docs")
+    return repo
+
+
+MONOLITH = {
+    "src/a.py": text_with({5: "a fix"}),
+    "src/b.py": text_with({10: "b fix one", 32: "b fix two"}),
+    "src/c.py": text_with({20: "c fix"}),
+}

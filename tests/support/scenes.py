@@ -1,0 +1,94 @@
+"""Projects on the standard upstream (tests/conftest.py's ``upstream``: ``src/mod.py`` of 40 numbered lines):
+one patch or a series pinned in target ``t``, two upstreams, release tags that move a patch through its states."""
+
+from __future__ import annotations
+
+from support.gitrepos import BASE_TEXT, UpstreamRepo, git, make_series
+
+FIELDS = "Origin: vendor\nUpstream-Status: Pending"
+
+
+def lines_with(changes: dict[int, str], text: str = BASE_TEXT, insert_top: int = 0) -> str:
+    lines = text.splitlines(keepends=True)
+    for number, value in changes.items():
+        lines[number - 1] = value + "\n"
+    return "".join([f"new top {i}\n" for i in range(insert_top)] + lines)
+
+
+def setup(project, upstream, patches: dict[str, bytes], extra_spec=None):
+    pin = upstream.head()
+    for patch_id, data in patches.items():
+        project.add_patch("lib", patch_id, data)
+    spec = {"git": "https://example.invalid/lib.git", "commit": pin, "patches": list(patches)}
+    spec.update(extra_spec or {})
+    project.manifest("t", {"lib": spec})
+    return pin
+
+
+def series_project(project, upstream):
+    """Three format-patch mails made as a real series on top of each other, like patches/*/*.patch."""
+    pin = upstream.head()
+    upstream.commit({"src/other.py": "a = 1\n"}, "add other")
+    pin = upstream.head()
+    mails = make_series(
+        upstream,
+        pin,
+        [
+            ({"src/mod.py": lines_with({5: "first"})}, "First fix"),
+            ({"src/mod.py": lines_with({5: "first", 30: "second"})}, "Second fix"),
+            ({"src/other.py": "a = 2\n"}, "Third fix"),
+        ],
+    )
+    for patch_id, data in zip(("first", "second", "third"), mails, strict=True):
+        project.add_patch("lib", patch_id, data)
+    project.manifest(
+        "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["first", "second", "third"]}}
+    )
+    return pin
+
+
+def two_upstreams(tmp_path, project, second_conflicts=False):
+    lib = UpstreamRepo(tmp_path / "lib")
+    pin_lib = lib.commit({"src/mod.py": BASE_TEXT}, "lib initial")
+    tool = UpstreamRepo(tmp_path / "tool")
+    pin_tool = tool.commit({"tool.py": BASE_TEXT}, "tool initial")
+    project.add_patch("lib", "one", lib.make_patch(pin_lib, {"src/mod.py": lines_with({5: "one"})}, "Lib one"))
+    project.add_patch("lib", "two", lib.make_patch(pin_lib, {"src/mod.py": lines_with({30: "two"})}, "Lib two"))
+    tool_patch = tool.make_patch(pin_tool, {"tool.py": lines_with({10: "tool fix"})}, "Tool fix")
+    if second_conflicts:
+        tool_patch = tool_patch.replace(b"-line 10\n", b"-line 10 is not there\n")
+    project.add_patch("tool", "fix", tool_patch)
+    project.manifest(
+        "t",
+        {
+            "lib": {"git": "https://example.invalid/lib.git", "commit": pin_lib, "patches": ["one", "two"]},
+            "tool": {"git": "https://example.invalid/tool.git", "commit": pin_tool, "patches": ["fix"]},
+        },
+    )
+    sources = ["--source", f"lib={lib.path}", "--source", f"tool={tool.path}"]
+    return lib, tool, sources
+
+
+def tagged_upstream(project, upstream):
+    """fix: clean at v1.0.0, offset at v1.1.0, conflict at v1.2.0, upstream at v2.0.0; other: clean throughout.
+
+    Returns the pin and the commits that changed ``fix``: (offset, conflict, upstream)."""
+    pin = upstream.head()
+    fix = upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix line 20")
+    other = upstream.make_patch(pin, {"README": "upstream, patched\n"}, "Patch the readme")
+    setup(project, upstream, {"fix": fix, "other": other})
+    git(upstream.path, "tag", "v0.9.0")  # the pin's own release
+    upstream.commit({"docs.txt": "one\n"}, "docs: unrelated")
+    git(upstream.path, "tag", "v1.0.0")
+    moved = upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "add a header (#11)")
+    git(upstream.path, "tag", "v1.1.0")
+    broke = upstream.commit(
+        {"src/mod.py": lines_with({20: "rewritten 20"}, insert_top=3)}, "refactor: rewrite line 20 (#1234)"
+    )
+    git(upstream.path, "tag", "-a", "-m", "release 1.2.0", "v1.2.0")  # an annotated tag: peeled to its commit
+    absorbed = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"}, insert_top=3)}, "take the fix (#77)")
+    git(upstream.path, "tag", "v2.0.0")
+    upstream.commit({"docs.txt": "two\n"}, "docs: more")
+    git(upstream.path, "tag", "v2.1.0rc1")  # a pre-release: not a column unless --refs asks for it
+    upstream.commit({"docs.txt": "three\n"}, "docs: tip")
+    return pin, (moved, broke, absorbed)

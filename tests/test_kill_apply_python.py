@@ -1,0 +1,70 @@
+"""SIGKILL at every step of apply --python into an installed environment, fresh and over an older series.
+After each kill, verify recovers first and says what it did; the environment must then be byte for byte
+the one before the run or exactly the one an uninterrupted run leaves."""
+
+from __future__ import annotations
+
+import pytest
+from support.kill_points import MINIMUM, venv_args
+from support.reliability import kill_every_step, replace_tree
+from support.snapshot import snapshot
+
+pytestmark = pytest.mark.slow
+
+
+def test_kill_apply_python_into_a_fresh_environment(tmp_path, cli, project, upstreams, venv, pristine_venv):
+    before = snapshot(venv)
+    assert cli("apply", *venv_args(venv), *upstreams.sources).code == 0
+    after = snapshot(venv)
+    assert after != before
+
+    def observe():
+        result = cli("verify", *venv_args(venv, "--json"))
+        state = snapshot(venv)
+        assert result.code == (0 if state == after else 1), result.out
+        return state, result.json["notes"]
+
+    def next_apply():
+        result = cli("apply", *venv_args(venv, "--json"), *upstreams.sources)
+        assert result.code == 0 and snapshot(venv) == after, result.out
+
+    args = ["apply", *venv_args(venv), *upstreams.sources, "--root", str(project.root)]
+    kill_every_step(
+        "apply --python, fresh environment",
+        args,
+        lambda: replace_tree(pristine_venv, venv),
+        before,
+        after,
+        observe,
+        next_apply,
+        every=4,
+        minimum=MINIMUM["test_kill_apply_python_into_a_fresh_environment"],
+    )
+
+
+def test_kill_reapply_python_over_an_older_series(tmp_path, cli, project, upstreams, venv):
+    assert cli("apply", *venv_args(venv), *upstreams.sources).code == 0
+    older = tmp_path / "older"
+    replace_tree(venv, older)
+    before = snapshot(venv)
+    upstreams.write_series(project, 2)
+    assert cli("apply", *venv_args(venv), *upstreams.sources).code == 0
+    after = snapshot(venv)
+    assert after != before
+
+    def observe():
+        result = cli("verify", *venv_args(venv, "--json"))
+        state = snapshot(venv)
+        assert result.code == (0 if state == after else 1), result.out
+        return state, result.json["notes"]
+
+    args = ["apply", *venv_args(venv), *upstreams.sources, "--root", str(project.root)]
+    kill_every_step(
+        "apply --python, over an older series",
+        args,
+        lambda: replace_tree(older, venv),
+        before,
+        after,
+        observe,
+        minimum=MINIMUM["test_kill_reapply_python_over_an_older_series"],
+    )
