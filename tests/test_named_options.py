@@ -10,6 +10,8 @@ from patchmgr.cli.options import for_targets, require_upstreams, source_override
 from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import Target, Upstream
 
+pytestmark = pytest.mark.fast
+
 
 def _target(name: str, *upstreams: str) -> Target:
     entries = tuple(Upstream(u, f"https://example.org/{u}.git", (), "0" * 40, None, None, "", ()) for u in upstreams)

@@ -6,6 +6,8 @@ import pytest
 
 from patchmgr.model.source_identity import SourceIdentity, SourceKind
 
+pytestmark = pytest.mark.fast
+
 
 def test_the_display_is_rendered_from_the_identity():
     assert SourceIdentity.git("https://***@example.org/lib.git").description == "git https://***@example.org/lib.git"
