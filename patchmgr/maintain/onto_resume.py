@@ -25,6 +25,7 @@ from patchmgr.maintain.export_guards import head_commit
 from patchmgr.maintain.onto import (
     _COMMITTER,
     MAILS,
+    MoveAction,
     MoveRun,
     OntoOutcome,
     checked,
@@ -83,7 +84,7 @@ def _resume(project: Project, run: MoveRun, action: str) -> OntoOutcome:
     if action == "abort":
         return _abort(run)
     _on_the_branch(run, action)
-    outcome = run_outcome(run, "continued" if action == "continue" else "skipped")
+    outcome = run_outcome(run, MoveAction.CONTINUED if action == "continue" else MoveAction.SKIPPED)
     if action == "skip" and move.current is None and move.queue and not repo.am_in_progress():
         move.current, move.before = move.queue[0].id, repo.resolve("HEAD")  # the one git refused (older records)
     if move.current is not None:
@@ -238,7 +239,7 @@ def _skip_current(run: MoveRun, current: str, outcome: OntoOutcome) -> None:
 def _abort(run: MoveRun) -> OntoOutcome:
     """Back to the series at the pin, after keeping every commit and change made during the move on a branch."""
     repo, record, move = run.repo, run.record, run.move
-    outcome = run_outcome(run, "aborted")
+    outcome = run_outcome(run, MoveAction.ABORTED)
     kept = _work_of_the_move(run)
     work = [kept] if kept else []
     for tip in work + lost_tips(repo, record, move, tuple(work)):
