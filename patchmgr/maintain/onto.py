@@ -62,7 +62,8 @@ from patchmgr.targets.absent import absent_note, leaving_out_absent
 
 MAILS = "patchmgr-onto"  # in the checkout's .git: the patch files still to apply, as they were
 OLD_SERIES = "refs/patchmgr/old-series"  # the series at the pin, for the range-diff and --abort
-_COMMITTER = {"GIT_COMMITTER_NAME": "patchmgr", "GIT_COMMITTER_EMAIL": "patchmgr@localhost"}
+# the committer of the commits git am makes in a move (edit --onto and its --continue, --skip, --abort)
+AM_COMMITTER = {"GIT_COMMITTER_NAME": "patchmgr", "GIT_COMMITTER_EMAIL": "patchmgr@localhost"}
 
 
 @dataclass
@@ -250,7 +251,7 @@ def run_queue(run: MoveRun, outcome: OntoOutcome) -> OntoOutcome:
         mail = run.mail(entry.id)
         reason = None
         try:
-            applied = repo.am_apply(mail, env=_COMMITTER)
+            applied = repo.am_apply(mail, env=AM_COMMITTER)
         except GitError as exc:  # git refused the mail itself: nothing was applied, no git am waits
             applied, reason = False, f"git am cannot apply it: {exc.message.removeprefix('git am: ')}"
         step()
