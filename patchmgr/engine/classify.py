@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, decode, encode, split_lines
+from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, decode, encode
 from patchmgr.engine.results import CheckResult, Conflict, GuardResult, HunkPlacement, Merge3, State, TreeReader
 from patchmgr.model.diff import FileDiff, Hunk
 from patchmgr.model.guards import GuardSyntaxError, evaluate, parse_guard
 from patchmgr.model.patchfile import PatchFile
+from patchmgr.model.text import split_lines
 
 
 # -- file and patch level -----------------------------------------------------

@@ -32,17 +32,6 @@ def encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split on LF only (CR stays part of the line, as in git)."""
-    if not text:
-        return []
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
 # -- hunk placement ---------------------------------------------------------
 class _Image:
     """A file as the hunks applied so far left it, built once, front to back.

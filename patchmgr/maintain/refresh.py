@@ -26,7 +26,6 @@ from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.engine.classify import check_patch
-from patchmgr.engine.place import split_lines
 from patchmgr.engine.results import CheckResult, GuardResult, State
 from patchmgr.history.at_ref import check_at_ref, preimages
 from patchmgr.history.walk import context_size
@@ -38,6 +37,7 @@ from patchmgr.model.errors import StateError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
+from patchmgr.model.text import split_lines
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, open_git_source
 from patchmgr.targets.project_files import write_files

@@ -24,12 +24,13 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from patchmgr.engine.classify import apply_file
-from patchmgr.engine.place import apply_hunks, decode, encode, split_lines
+from patchmgr.engine.place import apply_hunks, decode, encode
 from patchmgr.engine.results import TreeReader
 from patchmgr.model.diff import FileDiff, Hunk
 from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import PATCH_ID
 from patchmgr.model.patchfile import PatchFile
+from patchmgr.model.text import split_lines
 
 
 class SplitMode(StrEnum):
