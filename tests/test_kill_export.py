@@ -5,6 +5,7 @@ be byte for byte the one before the run or exactly the one an uninterrupted run 
 from __future__ import annotations
 
 import pytest
+from support.commands import move_args
 from support.gitrepos import git
 from support.kill_points import kill_project_command
 from support.scenes import series_project
@@ -30,18 +31,7 @@ def edited_series(tmp_path, cli, project, upstream, drop: bool):
         git(into, "add", f"src/{name}.py")
         git(into, "commit", "-q", "-m", f"Add the {name} module\n\nUpstream-Status: Pending")
     args = ["export", "--target", "t", "--upstream", "lib", "--from", str(into), "--root", str(project.root)]
-    observer = [
-        "refresh",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--to",
-        pin,
-        "--source",
-        f"lib={upstream.path}",
-        "--dry-run",
-    ]
+    observer = move_args("refresh", upstream, "--dry-run", to=pin)
     return into, args, observer
 
 

@@ -11,7 +11,7 @@ import json
 import os
 
 import pytest
-from support.commands import edit_onto, export, gitenv, resume
+from support.commands import edit_args, edit_onto, export, gitenv, resume
 from support.gitrepos import git
 from support.journey import RESOLVED, journey_project
 from support.snapshot import snapshot
@@ -96,18 +96,7 @@ def test_a_damaged_edit_record_is_one_error_for_every_command(tmp_path, cli, pro
         ("edit", "--skip", "--into", str(into)),
         ("edit", "--abort", "--into", str(into)),
         ("export", "--target", "t", "--upstream", "lib", "--from", str(into)),
-        (
-            "edit",
-            "--target",
-            "t",
-            "--upstream",
-            "lib",
-            "--into",
-            str(into),
-            "--source",
-            f"lib={upstream.path}",
-            "--force",
-        ),
+        tuple(edit_args(into, upstream.path, "--force")),
     ):
         result = cli(*args)
         assert result.code == 2, (args, result.out, result.err)

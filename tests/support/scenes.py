@@ -25,6 +25,17 @@ def setup(project, upstream, patches: dict[str, bytes], extra_spec=None):
     return pin
 
 
+def pin_fixes(project, upstream, fixes: dict[str, dict[int, str]], extra_spec=None):
+    """Target ``t`` pinned at the upstream's head with one patch per entry of ``fixes``, in that order: the
+    lines of src/mod.py it changes, its title the patch id capitalized. Returns the pin."""
+    pin = upstream.head()
+    patches = {
+        patch_id: upstream.make_patch(pin, {"src/mod.py": lines_with(lines)}, patch_id.capitalize())
+        for patch_id, lines in fixes.items()
+    }
+    return setup(project, upstream, patches, extra_spec)
+
+
 def series_project(project, upstream):
     """Three format-patch mails made as a real series on top of each other, like patches/*/*.patch."""
     pin = upstream.head()
