@@ -12,13 +12,13 @@ FIELDS_DATED = "Origin: vendor\nUpstream-Status: Pending\nLast-Update: 2020-01-0
 
 
 def fuzz_scene(project, upstream) -> Path:
-    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}}, fields=FIELDS_DATED)
     upstream.commit({"src/mod.py": lines_with({17: "upstream changed 17"})}, "touch outer context")
     return project.root / "patches/lib/fix.patch"
 
 
 def three_way_scene(project, upstream) -> Path:
-    pin_fixes(project, upstream, {"fix": {20: "fixed 20", 24: "fixed 24"}})
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20", 24: "fixed 24"}}, fields=FIELDS_DATED)
     upstream.commit({"src/mod.py": lines_with({22: "upstream changed 22"})}, "touch inner context")
     return project.root / "patches/lib/fix.patch"
 
@@ -73,7 +73,7 @@ def test_three_way_is_refused_with_allow_fuzz_alone(cli, project, upstream, comm
 
 def test_bump_of_an_offset_patch_updates_its_last_update(cli, project, upstream):
     path = project.root / "patches/lib/fix.patch"
-    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}}, fields=FIELDS_DATED)
     upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
     result = maintain(cli, upstream, "bump")
     assert result.code == 0, result.out

@@ -5,7 +5,7 @@ be byte for byte the one before the run or exactly the one an uninterrupted run 
 from __future__ import annotations
 
 import pytest
-from support.commands import move_args
+from support.commands import edit, move_args
 from support.gitrepos import git
 from support.kill_points import kill_project_command
 from support.scenes import series_project
@@ -18,10 +18,7 @@ def edited_series(tmp_path, cli, project, upstream, drop: bool):
     the second patch's commit); the export command, and a refresh --dry-run at the pin to observe."""
     pin = series_project(project, upstream)
     into = tmp_path / "work"
-    assert (
-        cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}").code
-        == 0
-    )
+    assert edit(cli, upstream, into).code == 0
     if drop:
         git(into, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")  # drop the second patch's commit
     (into / "src/other.py").write_text("a = 3\n")

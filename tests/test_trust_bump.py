@@ -11,9 +11,8 @@ import resource
 import shutil
 
 import pytest
-from support.commands import bump, edit, export, move_args, refresh, status_of
-from support.gitrepos import git
-from support.scenes import lines_with, pin_fixes, series_project, setup
+from support.commands import bump, export, move_args, refresh, status_of
+from support.scenes import lines_with, pin_fixes, reworked_series, setup
 
 from patchmgr.io import journal
 
@@ -169,13 +168,7 @@ def test_a_write_failing_midway_puts_every_file_back(cli, project, upstream, fai
 
 
 def test_an_export_failing_midway_puts_every_file_back(tmp_path, cli, project, upstream, fail_writing):
-    series_project(project, upstream)
-    into = tmp_path / "work"
-    assert edit(cli, upstream, into).code == 0
-    git(into, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")  # drop the second patch's commit
-    (into / "src/new.py").write_text("print('new')\n")
-    git(into, "add", "src/new.py")
-    git(into, "commit", "-q", "-m", "Add a new module\n\nUpstream-Status: Pending")
+    into = reworked_series(tmp_path, cli, project, upstream, "Add a new module")
     before = project_files(project)
     record = (into / ".git/patchmgr-edit.json").read_bytes()
     fail_writing["path"] = project.root / "manifests/t.toml"  # after the new patch file and the removal

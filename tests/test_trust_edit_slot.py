@@ -13,7 +13,7 @@ import os
 import pytest
 from support.commands import edit_args, edit_onto, export, gitenv, resume
 from support.gitrepos import git
-from support.journey import RESOLVED, journey_project
+from support.journey import RESOLVED, journey_project, resolve_the_stop
 from support.snapshot import snapshot
 
 
@@ -153,8 +153,7 @@ def saved_branch(result):
 
 def test_abort_keeps_a_commit_made_by_hand_and_the_changes_after_it(tmp_path, cli, project, upstream):
     into = stopped_move(tmp_path, cli, project, upstream)
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     done = gitenv(into, "commit", "-q", "-m", "My resolution, committed by hand")
     assert done.returncode == 0, done.stderr
     hand = git(into, "rev-parse", "HEAD")
@@ -176,8 +175,7 @@ def test_abort_keeps_a_lone_commit_made_by_hand(tmp_path, cli, project, upstream
     """The commit alone, nothing else changed: going back to the pin would leave it on no ref."""
     into = stopped_move(tmp_path, cli, project, upstream)
     assert gitenv(into, "am", "--quit").returncode == 0
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     assert gitenv(into, "commit", "-q", "-m", "Resolved by hand").returncode == 0
     hand = git(into, "rev-parse", "HEAD")
     aborted = resume(cli, into, "abort")
@@ -187,8 +185,7 @@ def test_abort_keeps_a_lone_commit_made_by_hand(tmp_path, cli, project, upstream
 
 def test_abort_keeps_a_resolution_that_was_added_but_not_continued(tmp_path, cli, project, upstream):
     into = stopped_move(tmp_path, cli, project, upstream)
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     aborted = resume(cli, into, "abort")
     assert aborted.code == 0, aborted.out + aborted.err
     branch = saved_branch(aborted)
@@ -349,8 +346,7 @@ def test_continue_after_a_reset_hard_says_gits_reason(tmp_path, cli, project, up
 def resolved_by_hand(tmp_path, cli, project, upstream):
     """The stop resolved and git am --continue run by hand: the commit lands on the patchmgr branch only."""
     into = stopped_move(tmp_path, cli, project, upstream)
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     done = gitenv(into, "am", "--continue")
     assert done.returncode == 0, done.stdout + done.stderr
     return into, git(into, "rev-parse", "HEAD")
