@@ -218,15 +218,7 @@ LEDGER = "patchmgr-ledger.json"
 
 def one_upstream_ledger(**fields) -> dict:
     """A ledger of ``apply --into`` with one well-formed upstream entry, ``fields`` put over it."""
-    entry = {
-        "name": "lib",
-        "pin": "a",
-        "base_commit": "a",
-        "head_commit": "a",
-        "source": "x",
-        "patches": [],
-        "files": {},
-    }
+    entry = dict(name="lib", pin="a", base_commit="a", head_commit="a", source="x", patches=[], files={})
     return {"target": "t", "upstreams": [{**entry, **fields}]}
 
 

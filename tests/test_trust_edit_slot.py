@@ -11,7 +11,7 @@ import json
 import os
 
 import pytest
-from support.commands import edit_args, edit_onto, export, gitenv, resume
+from support.commands import edit, edit_args, edit_onto, export, gitenv, resume
 from support.gitrepos import git
 from support.journey import RESOLVED, journey_project, resolve_the_stop
 from support.snapshot import snapshot
@@ -35,12 +35,6 @@ def tree_bytes(folder):
                 with open(path, "rb") as handle:
                     found[rel] = ("file", info.st_mode, handle.read())
     return found
-
-
-def edit_pin(cli, upstream, into, *more):
-    return cli(
-        "edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}", *more
-    )
 
 
 def stopped_move(tmp_path, cli, project, upstream):
@@ -245,7 +239,7 @@ def test_continue_after_a_git_am_abort_and_an_unrelated_commit_refuses(tmp_path,
 def test_export_names_every_patch_it_drops_and_why(tmp_path, cli, project, upstream):
     journey_project(project, upstream)
     into = tmp_path / "work"
-    assert edit_pin(cli, upstream, into).code == 0
+    assert edit(cli, upstream, into).code == 0
     git(into, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")  # drop the second patch's commit by hand
     result = export(cli, into, "--json")
     assert result.code == 0, result.out + result.err
@@ -267,7 +261,7 @@ def test_a_failed_edit_onto_leaves_the_folder_exactly_as_it_was(tmp_path, cli, p
     if earlier == "empty":
         into.mkdir()
     elif earlier == "pin-checkout":
-        assert edit_pin(cli, upstream, into).code == 0
+        assert edit(cli, upstream, into).code == 0
     # the source now lacks the new commit's objects: the move's own fetch fails (the cache served the plan)
     os.rename(upstream.path, tmp_path / "gone")
     git(tmp_path, "init", "-q", str(upstream.path))
@@ -308,8 +302,8 @@ def test_a_journal_planted_in_a_slot_touches_nothing_outside_it(tmp_path, cli, p
     journey_project(project, upstream)
     into = tmp_path / "work"
     if slot == "edit":
-        made = edit_pin(cli, upstream, into)
-        state, again = tmp_path / ".work.patchmgr-edit", lambda: edit_pin(cli, upstream, into)
+        made = edit(cli, upstream, into)
+        state, again = tmp_path / ".work.patchmgr-edit", lambda: edit(cli, upstream, into)
     else:
         made = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
         state, again = into / ".patchmgr-state", lambda: cli("verify", "--target", "t", "--into", str(into))

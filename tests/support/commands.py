@@ -36,8 +36,8 @@ def edit_args(into, lib, *more, onto=None) -> list[str]:
     return ["edit", "--target", "t", "--upstream", "lib", "--into", str(into), *moving, "--source", f"lib={lib}", *more]
 
 
-def edit(cli, upstream, into):
-    return cli(*edit_args(into, upstream.path))
+def edit(cli, upstream, into, *more):
+    return cli(*edit_args(into, upstream.path, *more))
 
 
 def edit_onto(cli, upstream, into, ref="v0.5.0", *more):
