@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.bad_inputs import Scene, assert_one_error, good_patch, manifest
+from support.commands import edit_args
 
 PY_COMMANDS = ("status", "apply", "verify", "revert", "smoke")
 
@@ -83,17 +84,7 @@ def test_into_naming_a_file(scene, command):
 
 def test_edit_into_a_file(scene):
     scene.patch(good_patch(scene))
-    result = scene.run(
-        "edit",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--into",
-        str(scene.outside / "target.txt"),
-        "--source",
-        f"lib={scene.upstream.path}",
-    )
+    result = scene.run(*edit_args(scene.outside / "target.txt", scene.upstream.path))
     assert_one_error(result, 2, "target.txt", "not a folder")
 
 
@@ -223,62 +214,22 @@ def test_root_that_is_a_file(scene, capsys):
 
 # -- damaged state in an --into folder: the ledger and the journal ----------------
 LEDGER = "patchmgr-ledger.json"
+
+
+def one_upstream_ledger(**fields) -> dict:
+    """A ledger of ``apply --into`` with one well-formed upstream entry, ``fields`` put over it."""
+    entry = dict(name="lib", pin="a", base_commit="a", head_commit="a", source="x", patches=[], files={})
+    return {"target": "t", "upstreams": [{**entry, **fields}]}
+
+
 DAMAGED_LEDGERS = [
     ("not JSON", "{not json"),
     ("a list", "[1, 2]"),
     ("target is a number", {"target": 5, "upstreams": []}),
     ("upstreams is an object", {"target": "t", "upstreams": {"lib": 1}}),
-    (
-        "patches is a string",
-        {
-            "target": "t",
-            "upstreams": [
-                {
-                    "name": "lib",
-                    "pin": "a",
-                    "base_commit": "a",
-                    "head_commit": "a",
-                    "source": "x",
-                    "patches": "p",
-                    "files": {},
-                }
-            ],
-        },
-    ),
-    (
-        "files is a list",
-        {
-            "target": "t",
-            "upstreams": [
-                {
-                    "name": "lib",
-                    "pin": "a",
-                    "base_commit": "a",
-                    "head_commit": "a",
-                    "source": "x",
-                    "patches": [],
-                    "files": ["a"],
-                }
-            ],
-        },
-    ),
-    (
-        "a file hash is a number",
-        {
-            "target": "t",
-            "upstreams": [
-                {
-                    "name": "lib",
-                    "pin": "a",
-                    "base_commit": "a",
-                    "head_commit": "a",
-                    "source": "x",
-                    "patches": [],
-                    "files": {"src/mod.py": 5},
-                }
-            ],
-        },
-    ),
+    ("patches is a string", one_upstream_ledger(patches="p")),
+    ("files is a list", one_upstream_ledger(files=["a"])),
+    ("a file hash is a number", one_upstream_ledger(files={"src/mod.py": 5})),
 ]
 
 

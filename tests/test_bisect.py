@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
+from support.commands import move_args
 from support.gitrepos import git, merge_no_ff
 from support.scenes import lines_with, setup
 
 
 def bisect(cli, upstream, *extra):
-    return cli(
-        "bisect",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--to",
-        "main",
-        "--json",
-        "--source",
-        f"lib={upstream.path}",
-        *extra,
-    )
+    return cli(*move_args("bisect", upstream, "--json", *extra))
 
 
 def fix_patch(upstream, pin, line=20):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from support.commands import edit_onto, export, gitenv, resume
 from support.gitrepos import BASE_TEXT, git, make_series
-from support.journey import GUARD, NEW_CALL, OTHER, RESOLVED, journey_project
+from support.journey import GUARD, NEW_CALL, OTHER, RESOLVED, journey_project, resolve_the_stop
 from support.scenes import lines_with
 from support.snapshot import snapshot
 
@@ -122,8 +122,7 @@ def test_export_json_has_the_range_diff_and_the_dropped_patch(tmp_path, cli, pro
     pin, new, carrier = journey_project(project, upstream)
     into = tmp_path / "work"
     assert edit_onto(cli, upstream, into, "v0.5.0", "--json").code == 1
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     doc = resume(cli, into, "continue", "--json").json
     assert doc["command"] == "edit" and doc["ok"] and doc["finished"]
     assert [p["id"] for p in doc["patches"]] == ["nvtx-ranges", "other-fix"]
@@ -160,8 +159,7 @@ def test_plain_git_am_continue_is_read_by_edit_continue(tmp_path, cli, project, 
     _pin, new, _carrier = journey_project(project, upstream)
     into = tmp_path / "work"
     assert edit_onto(cli, upstream, into).code == 1
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     done = gitenv(into, "am", "--continue")
     assert done.returncode == 0, done.stderr
     result = resume(cli, into, "continue")
@@ -219,8 +217,7 @@ def test_abort_after_a_resolved_patch_keeps_that_work_on_a_branch(tmp_path, cli,
     upstream.commit({"src/other.py": OTHER.replace("other 10\n", "other 10 upstream\n")}, "Rewrite other 10")
     into = tmp_path / "work"
     assert edit_onto(cli, upstream, into, "main").code == 1
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     second = resume(cli, into, "continue")
     assert second.code == 1 and "stopped at patch 2 of 2, other-fix" in second.out
     aborted = resume(cli, into, "abort")
@@ -304,8 +301,7 @@ def test_a_finished_move_not_yet_exported_is_work_that_edit_keeps(tmp_path, cli,
     _pin, new, _carrier = journey_project(project, upstream)
     into = tmp_path / "work"
     assert edit_onto(cli, upstream, into).code == 1
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     assert resume(cli, into, "continue").code == 0
     head = git(into, "rev-parse", "HEAD")
     plain = cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}")

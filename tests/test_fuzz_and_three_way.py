@@ -6,33 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.scenes import lines_with, setup
+from support.scenes import lines_with, pin_fixes
 
 FIELDS_DATED = "Origin: vendor\nUpstream-Status: Pending\nLast-Update: 2020-01-01"
 
 
 def fuzz_scene(project, upstream) -> Path:
-    pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix", fields=FIELDS_DATED)},
-    )
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}}, fields=FIELDS_DATED)
     upstream.commit({"src/mod.py": lines_with({17: "upstream changed 17"})}, "touch outer context")
     return project.root / "patches/lib/fix.patch"
 
 
 def three_way_scene(project, upstream) -> Path:
-    pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {
-            "fix": upstream.make_patch(
-                pin, {"src/mod.py": lines_with({20: "fixed 20", 24: "fixed 24"})}, "Fix", fields=FIELDS_DATED
-            )
-        },
-    )
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20", 24: "fixed 24"}}, fields=FIELDS_DATED)
     upstream.commit({"src/mod.py": lines_with({22: "upstream changed 22"})}, "touch inner context")
     return project.root / "patches/lib/fix.patch"
 
@@ -86,13 +72,8 @@ def test_three_way_is_refused_with_allow_fuzz_alone(cli, project, upstream, comm
 
 
 def test_bump_of_an_offset_patch_updates_its_last_update(cli, project, upstream):
-    pin = upstream.head()
     path = project.root / "patches/lib/fix.patch"
-    setup(
-        project,
-        upstream,
-        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix", fields=FIELDS_DATED)},
-    )
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}}, fields=FIELDS_DATED)
     upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
     result = maintain(cli, upstream, "bump")
     assert result.code == 0, result.out

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from support.gitrepos import BASE_TEXT, UpstreamRepo, git
-from support.monolith import MONOLITH, URL, dirty_diff, fill_stubs, text_with, three_file_upstream
+from support.monolith import MONOLITH, URL, dirty_diff, fill_stubs, import_args, text_with, three_file_upstream
 
 
 def applied_monolith(repo: UpstreamRepo, commit: str, patch: bytes, dest: Path, exclude=()) -> Path:
@@ -87,20 +87,7 @@ def test_dirty_tree_patch_with_fake_index_lines_is_pinned_where_it_applies(tmp_p
     patch_file = tmp_path / "work.patch"
     patch_file.write_bytes(fake)
     source = ["--source", f"lib={lib.path}"]
-    result = cli(
-        "import",
-        str(patch_file),
-        "--upstream",
-        "lib",
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--split",
-        "hunk",
-        *source,
-        "--json",
-    )
+    result = cli(*import_args(lib, patch_file, upstream="lib"), "--split", "hunk", "--json")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["base"]["how"] == "applies" and up["pin"] == git(lib.path, "rev-parse", "HEAD~1")
@@ -130,17 +117,7 @@ def test_one_fake_index_line_among_real_ones_still_finds_the_base_by_blob_ids(tm
     lib.commit({"README": "more docs\n"}, "docs again")
     lib.commit({"src/b.py": text_with({1: "b head"})}, "b: head")
     (tmp_path / "lib.patch").write_bytes(mono)
-    result = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-        "--json",
-    )
+    result = cli(*import_args(lib, tmp_path / "lib.patch"), "--json")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["base"]["how"] == "index" and "only 2 of 3 files" in up["base"]["detail"]
@@ -238,17 +215,7 @@ def test_per_version_folder_pins_the_version_tag(tmp_path, cli, project):
     for version, files in (("0.9.0", {"src/a.py": MONOLITH["src/a.py"]}), ("1.0.0", MONOLITH)):
         (folder / version).mkdir(parents=True)
         (folder / version / "lib.patch").write_bytes(dirty_diff(lib, old, files))
-    result = cli(
-        "import",
-        str(folder),
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-        "--json",
-    )
+    result = cli(*import_args(lib, folder), "--json")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["pin"] == old and up["base"]["how"] == "given" and len(up["pieces"]) == 3
@@ -273,19 +240,7 @@ def test_mapping_file_topics_and_appending_keeps_the_manifest_comments(tmp_path,
     (tmp_path / "map.toml").write_text(
         '# topics\nfirst-fix = ["src/b.py#2", "src/a.py"]\nsecond-fix = ["src/b.py#1"]\n'
     )
-    result = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--map",
-        str(tmp_path / "map.toml"),
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-        "--json",
-    )
+    result = cli(*import_args(lib, tmp_path / "lib.patch"), "--map", str(tmp_path / "map.toml"), "--json")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert [(p["id"], p["takes"]) for p in up["pieces"]] == [
@@ -305,16 +260,7 @@ def test_existing_patch_files_are_never_overwritten_and_nothing_is_written(tmp_p
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     mine = project.add_patch("lib", "b", b"mine\n")
-    result = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-    )
+    result = cli(*import_args(lib, tmp_path / "lib.patch"))
     assert result.code == 2 and "patches/lib/b.patch exists; import never overwrites" in result.err, result.err
     assert mine.read_bytes() == b"mine\n" and not (project.root / "manifests/t.toml").exists()
     assert sorted(p.name for p in (project.root / "patches/lib").iterdir()) == ["b.patch"]
@@ -332,18 +278,7 @@ def test_bad_input_is_one_clear_message_and_nothing_written(tmp_path, cli, proje
     assert no_url.code == 2 and "no git URL for upstream lib" in no_url.err
     unrelated = tmp_path / "other.patch"
     unrelated.write_bytes(dirty_diff(lib, lib.head(), MONOLITH).replace(b"-line 5\n", b"-line 5 is not here\n"))
-    nowhere = cli(
-        "import",
-        str(unrelated),
-        "--upstream",
-        "lib",
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-    )
+    nowhere = cli(*import_args(lib, unrelated, upstream="lib"))
     assert nowhere.code == 2 and "found no upstream commit" in nowhere.err, nowhere.err
     assert not list((project.root / "manifests").iterdir()) and not list((project.root / "patches").iterdir())
 
@@ -351,17 +286,7 @@ def test_bad_input_is_one_clear_message_and_nothing_written(tmp_path, cli, proje
 def test_dry_run_writes_nothing(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    result = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-        "--dry-run",
-    )
+    result = cli(*import_args(lib, tmp_path / "lib.patch"), "--dry-run")
     assert result.code == 0 and "dry run: would import 3 piece(s)" in result.out, result.out + result.err
     assert not list((project.root / "manifests").iterdir())
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)
@@ -409,16 +334,7 @@ def test_appending_to_an_upstream_the_target_has_keeps_its_pin_and_series(tmp_pa
 def test_split_options_are_checked_before_anything_runs(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    args = [
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-    ]
+    args = import_args(lib, tmp_path / "lib.patch")
     (tmp_path / "map.toml").write_text('topic = ["src/nowhere.py"]\n')
     cases = [
         (["--split", "line"], "--split 'line' is not one of: file, hunk"),
@@ -462,19 +378,7 @@ def test_a_wrong_pin_is_replaced_by_the_base_with_a_note(tmp_path, cli, project)
     mono = dirty_diff(lib, made_at, MONOLITH)
     wrong = lib.commit({"src/b.py": text_with({10: "upstream rewrote line 10"})}, "b: rewrite")
     (tmp_path / "lib.patch").write_bytes(mono)
-    result = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--pin",
-        f"lib={wrong}",
-        "--source",
-        f"lib={lib.path}",
-        "--json",
-    )
+    result = cli(*import_args(lib, tmp_path / "lib.patch"), "--pin", f"lib={wrong}", "--json")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["pin"] == made_at and up["base"]["how"] == "index"
@@ -502,18 +406,7 @@ def test_a_release_tag_off_the_line_is_the_base_when_its_blobs_all_match(tmp_pat
     lib, release, carrier = release_branch_upstream(tmp_path)
     mono = dirty_diff(lib, release, {**MONOLITH, "src/a.py": text_with({5: "a fix", 20: "release-only change"})})
     (tmp_path / "lib.patch").write_bytes(mono)
-    args = (
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--pin",
-        "lib=v0.5.0",
-        "--source",
-        f"lib={lib.path}",
-    )
+    args = (*import_args(lib, tmp_path / "lib.patch"), "--pin", "lib=v0.5.0")
     text = cli(*args, "--dry-run")
     assert text.code == 0, text.out + text.err
     assert "match tag v0.4.2" in text.out and "partial" not in text.out.lower()
@@ -549,17 +442,7 @@ def test_a_tag_inside_the_matching_stretch_is_preferred_to_the_newest_commit(tmp
     git(lib.path, "tag", "v1.0.0", tagged)
     lib.commit({"README": "docs after 1.0\n"}, "docs")  # the newest commit with the same blobs
     (tmp_path / "lib.patch").write_bytes(mono)
-    result = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-        "--json",
-    )
+    result = cli(*import_args(lib, tmp_path / "lib.patch"), "--json")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["base"]["commit"] == tagged and up["pin"] == tagged and up["base"]["tag"] == "v1.0.0"
@@ -575,23 +458,7 @@ def test_a_file_upstream_carries_part_of_is_proven_at_the_pin_by_what_the_series
     pin = lib.commit({"src/b.py": text_with({10: "b fix one"})}, "b: the first fix (#7)")
     patch_file = tmp_path / "lib.patch"
     patch_file.write_bytes(mono)
-    source = ["--source", f"lib={lib.path}"]
-    result = cli(
-        "import",
-        str(patch_file),
-        "--upstream",
-        "lib",
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--pin",
-        f"lib={pin}",
-        "--split",
-        "hunk",
-        *source,
-        "--json",
-    )
+    result = cli(*import_args(lib, patch_file, upstream="lib"), "--pin", f"lib={pin}", "--split", "hunk", "--json")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     states = {p["id"]: (p["state"], p["imported"]) for p in up["pieces"]}

@@ -16,7 +16,38 @@ from support.snapshot import snapshot
 pytestmark = pytest.mark.slow
 
 
-def test_kill_apply_into_a_new_folder(tmp_path, cli, project, upstreams):
+@pytest.fixture
+def kill_apply_into(request, tmp_path, project, upstreams):
+    """Kill apply --into tmp_path/build (with ``options``) at every step, at least MINIMUM[this test] times;
+    before each run the folder is put back as ``saved`` (None: no folder), and ``observe`` (verify) must find
+    it before or after."""
+    into = tmp_path / "build"
+
+    def restore(saved):
+        if saved is None:
+            shutil.rmtree(into, ignore_errors=True)
+        else:
+            replace_tree(saved, into)
+
+    def kill(label, saved, before, after, observe, next_apply=None, every=1, options=()):
+        args = ["apply", "--target", "t", "--into", str(into), *options, *upstreams.sources]
+        minimum = MINIMUM[request.node.name]
+        kill_every_step(
+            label,
+            [*args, "--root", str(project.root)],
+            lambda: restore(saved),
+            before,
+            after,
+            observe,
+            next_apply,
+            every=every,
+            minimum=minimum,
+        )
+
+    return kill
+
+
+def test_kill_apply_into_a_new_folder(tmp_path, cli, project, upstreams, kill_apply_into):
     into, reference = tmp_path / "build", tmp_path / "reference"
     assert cli("apply", "--target", "t", "--into", str(reference), *upstreams.sources).code == 0
     after = snapshot(reference, git_internals=False)
@@ -27,19 +58,10 @@ def test_kill_apply_into_a_new_folder(tmp_path, cli, project, upstreams):
         assert result.code == (0 if state == after else 1), result.out
         return state, result.json["notes"]
 
-    args = ["apply", "--target", "t", "--into", str(into), *upstreams.sources, "--root", str(project.root)]
-    kill_every_step(
-        "apply --into, new folder",
-        args,
-        lambda: shutil.rmtree(into, ignore_errors=True),
-        {},
-        after,
-        observe,
-        minimum=MINIMUM["test_kill_apply_into_a_new_folder"],
-    )
+    kill_apply_into("apply --into, new folder", None, {}, after, observe)
 
 
-def test_kill_reapply_into_over_an_older_checkout(tmp_path, cli, project, upstreams):
+def test_kill_reapply_into_over_an_older_checkout(tmp_path, cli, project, upstreams, kill_apply_into):
     """The worst place for a half swap: both checkouts and the ledger are replaced by newer ones."""
     into, pristine, reference = tmp_path / "build", tmp_path / "pristine", tmp_path / "reference"
     assert cli("apply", "--target", "t", "--into", str(pristine), *upstreams.sources).code == 0
@@ -63,18 +85,7 @@ def test_kill_reapply_into_over_an_older_checkout(tmp_path, cli, project, upstre
         assert result.code == 0, result.out + result.err
         assert snapshot(into, git_internals=False) == after
 
-    args = ["apply", "--target", "t", "--into", str(into), *upstreams.sources, "--root", str(project.root)]
-    kill_every_step(
-        "apply --into, over an older checkout",
-        args,
-        lambda: replace_tree(pristine, into),
-        before,
-        after,
-        observe,
-        next_apply,
-        every=3,
-        minimum=MINIMUM["test_kill_reapply_into_over_an_older_checkout"],
-    )
+    kill_apply_into("apply --into, over an older checkout", pristine, before, after, observe, next_apply, every=3)
 
 
 def add_local_work(checkout):
@@ -99,7 +110,7 @@ def assert_work_saved(checkout):
     assert git(checkout, "log", "-1", "--format=%s", f"{main}-experiment") == "Local fix"
 
 
-def test_kill_forced_reapply_into_over_local_work(tmp_path, cli, project, upstreams):
+def test_kill_forced_reapply_into_over_local_work(tmp_path, cli, project, upstreams, kill_apply_into):
     """--force over a checkout holding local work: killed anywhere, the old checkout is back with its
     work byte for byte, or the new one is in place holding that work on its saved branches."""
     into, pristine, reference = tmp_path / "build", tmp_path / "pristine", tmp_path / "reference"
@@ -131,15 +142,5 @@ def test_kill_forced_reapply_into_over_local_work(tmp_path, cli, project, upstre
         assert snapshot(into, git_internals=False) == after
         assert_work_saved(into / "minilib")
 
-    args = ["apply", "--target", "t", "--into", str(into), "--force", *upstreams.sources, "--root", str(project.root)]
-    kill_every_step(
-        "apply --into --force, over local work",
-        args,
-        lambda: replace_tree(pristine, into),
-        before,
-        after,
-        observe,
-        next_apply,
-        every=3,
-        minimum=MINIMUM["test_kill_forced_reapply_into_over_local_work"],
-    )
+    label = "apply --into --force, over local work"
+    kill_apply_into(label, pristine, before, after, observe, next_apply, every=3, options=["--force"])

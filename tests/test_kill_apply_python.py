@@ -12,37 +12,43 @@ from support.snapshot import snapshot
 pytestmark = pytest.mark.slow
 
 
-def test_kill_apply_python_into_a_fresh_environment(tmp_path, cli, project, upstreams, venv, pristine_venv):
+@pytest.fixture
+def kill_apply_python(request, cli, project, upstreams, venv):
+    """Kill apply --python into ``venv`` at every step, at least MINIMUM[this test] times: ``venv`` is put back
+    from ``saved`` before each run, and verify, the next command, must find it ``before`` or ``after``."""
+
+    def kill(label, saved, before, after, next_apply=None, every=1):
+        def observe():
+            result = cli("verify", *venv_args(venv, "--json"))
+            state = snapshot(venv)
+            assert result.code == (0 if state == after else 1), result.out
+            return state, result.json["notes"]
+
+        def restore():
+            replace_tree(saved, venv)
+
+        args = ["apply", *venv_args(venv), *upstreams.sources, "--root", str(project.root)]
+        kill_every_step(
+            label, args, restore, before, after, observe, next_apply, every=every, minimum=MINIMUM[request.node.name]
+        )
+
+    return kill
+
+
+def test_kill_apply_python_into_a_fresh_environment(cli, upstreams, venv, pristine_venv, kill_apply_python):
     before = snapshot(venv)
     assert cli("apply", *venv_args(venv), *upstreams.sources).code == 0
     after = snapshot(venv)
     assert after != before
 
-    def observe():
-        result = cli("verify", *venv_args(venv, "--json"))
-        state = snapshot(venv)
-        assert result.code == (0 if state == after else 1), result.out
-        return state, result.json["notes"]
-
     def next_apply():
         result = cli("apply", *venv_args(venv, "--json"), *upstreams.sources)
         assert result.code == 0 and snapshot(venv) == after, result.out
 
-    args = ["apply", *venv_args(venv), *upstreams.sources, "--root", str(project.root)]
-    kill_every_step(
-        "apply --python, fresh environment",
-        args,
-        lambda: replace_tree(pristine_venv, venv),
-        before,
-        after,
-        observe,
-        next_apply,
-        every=4,
-        minimum=MINIMUM["test_kill_apply_python_into_a_fresh_environment"],
-    )
+    kill_apply_python("apply --python, fresh environment", pristine_venv, before, after, next_apply, every=4)
 
 
-def test_kill_reapply_python_over_an_older_series(tmp_path, cli, project, upstreams, venv):
+def test_kill_reapply_python_over_an_older_series(tmp_path, cli, project, upstreams, venv, kill_apply_python):
     assert cli("apply", *venv_args(venv), *upstreams.sources).code == 0
     older = tmp_path / "older"
     replace_tree(venv, older)
@@ -51,20 +57,4 @@ def test_kill_reapply_python_over_an_older_series(tmp_path, cli, project, upstre
     assert cli("apply", *venv_args(venv), *upstreams.sources).code == 0
     after = snapshot(venv)
     assert after != before
-
-    def observe():
-        result = cli("verify", *venv_args(venv, "--json"))
-        state = snapshot(venv)
-        assert result.code == (0 if state == after else 1), result.out
-        return state, result.json["notes"]
-
-    args = ["apply", *venv_args(venv), *upstreams.sources, "--root", str(project.root)]
-    kill_every_step(
-        "apply --python, over an older series",
-        args,
-        lambda: replace_tree(older, venv),
-        before,
-        after,
-        observe,
-        minimum=MINIMUM["test_kill_reapply_python_over_an_older_series"],
-    )
+    kill_apply_python("apply --python, over an older series", older, before, after)

@@ -5,7 +5,7 @@ the one before the run or exactly the one an uninterrupted run leaves."""
 from __future__ import annotations
 
 import pytest
-from support.commands import status_of
+from support.commands import move_args, status_of
 from support.kill_points import kill_project_command
 from support.scenes import lines_with, setup
 
@@ -77,19 +77,7 @@ def test_bump_that_drops_a_patch_killed_at_every_step(cli, project, upstream):
 
 def test_kill_refresh(cli, project, upstream):
     offset_patches(project, upstream, carried=False)
-    args = [
-        "refresh",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--to",
-        "main",
-        "--source",
-        f"lib={upstream.path}",
-        "--root",
-        str(project.root),
-    ]
+    args = move_args("refresh", upstream, "--root", str(project.root))
     counts = kill_project_command("refresh", "test_kill_refresh", cli, project, args, [*args[:-2], "--dry-run"])
     assert status_of(cli, upstream) == [(pid, "clean") for pid in ("one", "two", "three", "four", "five")]
     assert counts["kill_points"] == 5 * 3 + 2  # 5 files saved, prepared, 5 written (temp, rename), committed

@@ -5,6 +5,7 @@ be byte for byte the one before the run or exactly the one an uninterrupted run 
 from __future__ import annotations
 
 import pytest
+from support.commands import edit, move_args
 from support.gitrepos import git
 from support.kill_points import kill_project_command
 from support.scenes import series_project
@@ -17,10 +18,7 @@ def edited_series(tmp_path, cli, project, upstream, drop: bool):
     the second patch's commit); the export command, and a refresh --dry-run at the pin to observe."""
     pin = series_project(project, upstream)
     into = tmp_path / "work"
-    assert (
-        cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}").code
-        == 0
-    )
+    assert edit(cli, upstream, into).code == 0
     if drop:
         git(into, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")  # drop the second patch's commit
     (into / "src/other.py").write_text("a = 3\n")
@@ -30,18 +28,7 @@ def edited_series(tmp_path, cli, project, upstream, drop: bool):
         git(into, "add", f"src/{name}.py")
         git(into, "commit", "-q", "-m", f"Add the {name} module\n\nUpstream-Status: Pending")
     args = ["export", "--target", "t", "--upstream", "lib", "--from", str(into), "--root", str(project.root)]
-    observer = [
-        "refresh",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--to",
-        pin,
-        "--source",
-        f"lib={upstream.path}",
-        "--dry-run",
-    ]
+    observer = move_args("refresh", upstream, "--dry-run", to=pin)
     return into, args, observer
 
 

@@ -16,9 +16,9 @@ SUITES = {  # the files of each table's scenarios, and the calls that kill a com
     "kill_points": (
         ["test_kill_apply_into.py", "test_kill_apply_python.py", "test_kill_revert.py"]
         + ["test_kill_bump_refresh.py", "test_kill_export.py"],
-        {"kill_every_step", "kill_project_command"},
+        {"kill_every_step", "kill_project_command", "kill_apply_into", "kill_apply_python"},
     ),
-    "edit_kill": (["test_kill_edit_onto.py", "test_kill_edit_resume.py"], {"kill_edit"}),
+    "edit_kill": (["test_kill_edit_onto.py", "test_kill_edit_resume.py"], {"kill_edit", "kill_onto_the_conflict"}),
 }
 
 

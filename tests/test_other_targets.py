@@ -3,6 +3,7 @@ a note, and only the chosen target's manifest must parse."""
 
 from __future__ import annotations
 
+from support.commands import move_args
 from support.scenes import lines_with
 
 
@@ -39,20 +40,7 @@ def test_source_for_an_upstream_of_another_target_is_ignored_with_a_note(cli, pr
     every = cli("status", "--json", "--source", f"lib={upstream.path}", "--source", f"other={upstream.path}")
     assert every.code == 0, every.out
     # refresh and bump take it the same way
-    refresh = cli(
-        "refresh",
-        "--target",
-        "a",
-        "--upstream",
-        "lib",
-        "--to",
-        "main",
-        "--source",
-        f"lib={upstream.path}",
-        "--source",
-        "other=/srv/nowhere",
-        "--json",
-    )
+    refresh = cli(*move_args("refresh", upstream, "--source", "other=/srv/nowhere", "--json", target="a"))
     assert refresh.code == 0 and "--source other: target a has no upstream other; ignored" in refresh.json["notes"]
 
 
@@ -67,20 +55,7 @@ def test_source_for_an_upstream_no_manifest_names_stays_an_error(cli, project, u
 
 def test_source_named_only_by_a_broken_manifest_is_ignored_too(cli, project, upstream):
     two_targets(project, upstream, '[target]\nname = "b"\n[upstreams.other]\ncommit = \n')
-    result = cli(
-        "refresh",
-        "--target",
-        "a",
-        "--upstream",
-        "lib",
-        "--to",
-        "main",
-        "--source",
-        f"lib={upstream.path}",
-        "--source",
-        "other=/srv/x",
-        "--json",
-    )
+    result = cli(*move_args("refresh", upstream, "--source", "other=/srv/x", "--json", target="a"))
     assert result.code == 0, result.out + result.err
     assert "--source other: target a has no upstream other; ignored" in result.json["notes"]
 

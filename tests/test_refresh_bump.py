@@ -6,7 +6,7 @@ import difflib
 
 from support.commands import bump, refresh, status_of
 from support.gitrepos import git
-from support.scenes import lines_with, setup
+from support.scenes import lines_with, pin_fixes
 
 from patchmgr.model.dep3_edit import set_last_update
 
@@ -33,9 +33,8 @@ def changed_lines(before: str, after: str) -> list[str]:
 
 
 def test_refresh_rewrites_an_offset_patch_keeping_its_headers(cli, project, upstream):
-    pin = upstream.head()
     path = project.root / "patches/lib/fix.patch"
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
     before = path.read_bytes()
     upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
     assert status_of(cli, upstream) == [("fix", "offset")]
@@ -55,9 +54,8 @@ def test_refresh_rewrites_an_offset_patch_keeping_its_headers(cli, project, upst
 
 
 def test_refresh_refuses_fuzz_unless_allowed_and_shows_old_and_new(cli, project, upstream):
-    pin = upstream.head()
     path = project.root / "patches/lib/fix.patch"
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
     before = path.read_bytes()
     upstream.commit({"src/mod.py": lines_with({17: "upstream changed 17"})}, "touch outer context")
     refused = refresh(cli, upstream)
@@ -75,15 +73,7 @@ def test_refresh_refuses_fuzz_unless_allowed_and_shows_old_and_new(cli, project,
 
 
 def test_refresh_refuses_a_conflict_and_writes_nothing(cli, project, upstream):
-    pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {
-            "one": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "one"})}, "One"),
-            "two": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "two"})}, "Two"),
-        },
-    )
+    pin_fixes(project, upstream, {"one": {5: "one"}, "two": {30: "two"}})
     before = {p.name: p.read_bytes() for p in (project.root / "patches/lib").iterdir()}
     upstream.commit({"src/mod.py": lines_with({30: "rewritten"}, insert_top=1)}, "rewrite 30")
     result = refresh(cli, upstream)
@@ -110,12 +100,7 @@ def test_bump_rewrites_only_the_pin_line(cli, project, upstream):
 
 def test_bump_to_a_tag_sets_version_and_refreshes(cli, project, upstream):
     pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")},
-        {"version": "0.4.2"},
-    )
+    pin_fixes(project, upstream, {"fix": {20: "x"}}, {"version": "0.4.2"})
     manifest = project.root / "manifests/t.toml"
     before = manifest.read_text()
     new = upstream.commit({"src/mod.py": lines_with({}, insert_top=2)}, "release 0.5.0")
@@ -133,13 +118,7 @@ def test_bump_to_a_tag_sets_version_and_refreshes(cli, project, upstream):
 
 
 def test_bump_needs_a_version_it_cannot_guess(cli, project, upstream):
-    pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")},
-        {"version": "0.4.2"},
-    )
+    pin_fixes(project, upstream, {"fix": {20: "x"}}, {"version": "0.4.2"})
     upstream.commit({"README": "more\n"}, "more")
     result = bump(cli, upstream)
     assert result.code == 2 and "--version" in result.err
@@ -148,15 +127,7 @@ def test_bump_needs_a_version_it_cannot_guess(cli, project, upstream):
 
 
 def test_bump_refuses_while_a_patch_conflicts_naming_it(cli, project, upstream):
-    pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {
-            "good": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "good"})}, "Good"),
-            "bad": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "bad"})}, "Bad"),
-        },
-    )
+    pin_fixes(project, upstream, {"good": {5: "good"}, "bad": {30: "bad"}})
     manifest = project.root / "manifests/t.toml"
     before = manifest.read_text()
     upstream.commit({"src/mod.py": lines_with({30: "rewritten"})}, "rewrite 30")
@@ -167,15 +138,7 @@ def test_bump_refuses_while_a_patch_conflicts_naming_it(cli, project, upstream):
 
 
 def test_bump_drops_a_patch_that_landed_upstream_unless_kept(cli, project, upstream):
-    pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {
-            "landed": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "landed"})}, "Landed"),
-            "ours": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "ours"})}, "Ours"),
-        },
-    )
+    pin_fixes(project, upstream, {"landed": {5: "landed"}, "ours": {30: "ours"}})
     manifest = project.root / "manifests/t.toml"
     before = manifest.read_text()
     carrier = upstream.commit({"src/mod.py": lines_with({5: "landed"})}, "take the landed fix (#12)")
@@ -193,14 +156,9 @@ def test_bump_drops_a_patch_that_landed_upstream_unless_kept(cli, project, upstr
 
 
 def test_refresh_accepts_a_three_way_merge_when_allowed(cli, project, upstream):
-    pin = upstream.head()
     path = project.root / "patches/lib/fix.patch"
     # one hunk changing lines 20 and 24 with 21-23 as inner context, which upstream then edits
-    setup(
-        project,
-        upstream,
-        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20", 24: "fixed 24"})}, "Fix")},
-    )
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20", 24: "fixed 24"}})
     upstream.commit({"src/mod.py": lines_with({22: "upstream changed 22"})}, "touch inner context")
     assert status_of(cli, upstream) == [("fix", "three-way")]
     assert refresh(cli, upstream).code == 1
@@ -213,8 +171,7 @@ def test_refresh_accepts_a_three_way_merge_when_allowed(cli, project, upstream):
 
 
 def test_bump_dry_run_writes_nothing(cli, project, upstream):
-    pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")})
+    pin_fixes(project, upstream, {"fix": {20: "x"}})
     upstream.commit({"src/mod.py": lines_with({}, insert_top=2)}, "shift")
     before = {p: p.read_bytes() for p in project.root.rglob("*") if p.is_file()}
     result = bump(cli, upstream, "--dry-run")
@@ -224,7 +181,7 @@ def test_bump_dry_run_writes_nothing(cli, project, upstream):
 
 def test_bump_keeps_the_file_of_a_dropped_patch_another_target_lists(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {"landed": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "landed"})}, "L")})
+    pin_fixes(project, upstream, {"landed": {5: "landed"}})
     project.manifest("other", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["landed"]}})
     upstream.commit({"src/mod.py": lines_with({5: "landed"})}, "take it (#12)")
     result = bump(cli, upstream)

@@ -29,76 +29,9 @@ NASTY = "a | b %0A 100% <&> *x* _y_ `z` [l](u) $m$ ~s~ \\ \\| :: x,y:z"
 GUARDED = "guarded 8 | <&> 100%"
 
 # A JUnit schema as CI report readers take it (the Jenkins / Ant form): testsuites of testsuites of
-# testcases, each test case at most one skipped, errors and failures with message and type, output.
-JUNIT_XSD = """<?xml version="1.0" encoding="UTF-8"?>
-<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" elementFormDefault="qualified">
-  <xs:complexType name="problem" mixed="true">
-    <xs:attribute name="message" type="xs:string"/>
-    <xs:attribute name="type" type="xs:string"/>
-  </xs:complexType>
-  <xs:complexType name="output" mixed="true"/>
-  <xs:element name="properties">
-    <xs:complexType>
-      <xs:sequence>
-        <xs:element name="property" minOccurs="0" maxOccurs="unbounded">
-          <xs:complexType>
-            <xs:attribute name="name" type="xs:string" use="required"/>
-            <xs:attribute name="value" type="xs:string" use="required"/>
-          </xs:complexType>
-        </xs:element>
-      </xs:sequence>
-    </xs:complexType>
-  </xs:element>
-  <xs:element name="testcase">
-    <xs:complexType>
-      <xs:sequence>
-        <xs:element name="skipped" type="problem" minOccurs="0"/>
-        <xs:element name="error" type="problem" minOccurs="0" maxOccurs="unbounded"/>
-        <xs:element name="failure" type="problem" minOccurs="0" maxOccurs="unbounded"/>
-        <xs:element name="system-out" type="output" minOccurs="0" maxOccurs="unbounded"/>
-        <xs:element name="system-err" type="output" minOccurs="0" maxOccurs="unbounded"/>
-      </xs:sequence>
-      <xs:attribute name="name" type="xs:string" use="required"/>
-      <xs:attribute name="classname" type="xs:string" use="required"/>
-      <xs:attribute name="time" type="xs:decimal"/>
-      <xs:attribute name="assertions" type="xs:string"/>
-      <xs:attribute name="status" type="xs:string"/>
-    </xs:complexType>
-  </xs:element>
-  <xs:element name="testsuite">
-    <xs:complexType>
-      <xs:sequence>
-        <xs:element ref="properties" minOccurs="0"/>
-        <xs:element ref="testcase" minOccurs="0" maxOccurs="unbounded"/>
-        <xs:element name="system-out" type="output" minOccurs="0"/>
-        <xs:element name="system-err" type="output" minOccurs="0"/>
-      </xs:sequence>
-      <xs:attribute name="name" type="xs:string" use="required"/>
-      <xs:attribute name="tests" type="xs:nonNegativeInteger" use="required"/>
-      <xs:attribute name="failures" type="xs:nonNegativeInteger"/>
-      <xs:attribute name="errors" type="xs:nonNegativeInteger"/>
-      <xs:attribute name="skipped" type="xs:nonNegativeInteger"/>
-      <xs:attribute name="time" type="xs:decimal"/>
-      <xs:attribute name="timestamp" type="xs:string"/>
-      <xs:attribute name="hostname" type="xs:string"/>
-      <xs:attribute name="id" type="xs:string"/>
-      <xs:attribute name="package" type="xs:string"/>
-    </xs:complexType>
-  </xs:element>
-  <xs:element name="testsuites">
-    <xs:complexType>
-      <xs:sequence>
-        <xs:element ref="testsuite" minOccurs="0" maxOccurs="unbounded"/>
-      </xs:sequence>
-      <xs:attribute name="name" type="xs:string"/>
-      <xs:attribute name="tests" type="xs:nonNegativeInteger"/>
-      <xs:attribute name="failures" type="xs:nonNegativeInteger"/>
-      <xs:attribute name="errors" type="xs:nonNegativeInteger"/>
-      <xs:attribute name="time" type="xs:decimal"/>
-    </xs:complexType>
-  </xs:element>
-</xs:schema>
-"""
+# testcases, each test case at most one skipped, errors and failures with message and type, output
+# (support/junit.xsd).
+JUNIT_XSD = (Path(__file__).parent / "support" / "junit.xsd").read_text()
 
 
 def lines_with(changes: dict[int, str], insert_after: int = 0, inserted: int = 0) -> str:

@@ -7,7 +7,7 @@ import subprocess
 
 from support.commands import edit, export
 from support.gitrepos import GIT_ENV, git
-from support.scenes import lines_with, series_project
+from support.scenes import lines_with, reworked_series, series_project
 from support.snapshot import snapshot
 
 from patchmgr.model.dep3_edit import today
@@ -88,13 +88,7 @@ def test_round_trip_changes_one_patch_and_leaves_the_others(tmp_path, cli, proje
 
 
 def test_export_adds_new_commits_and_drops_removed_ones(tmp_path, cli, project, upstream):
-    series_project(project, upstream)
-    into = tmp_path / "work"
-    assert edit(cli, upstream, into).code == 0
-    git(into, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")  # drop the second patch's commit
-    (into / "src/new.py").write_text("print('new')\n")
-    git(into, "add", "src/new.py")
-    git(into, "commit", "-q", "-m", "Add a new module!\n\nUpstream-Status: Pending")
+    into = reworked_series(tmp_path, cli, project, upstream, "Add a new module!")
     result = export(cli, into)
     assert result.code == 0, result.out + result.err
     manifest = (project.root / "manifests/t.toml").read_text()

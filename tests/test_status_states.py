@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from support.gitrepos import BASE_TEXT
-from support.scenes import lines_with, setup
+from support.scenes import lines_with, pin_fixes, setup
 
 
 def status(cli, upstream, *extra):
@@ -17,9 +17,21 @@ def only_patch(result):
     return up, up["patches"]
 
 
+def fix_after_upstream_commits(cli, project, upstream, mod_text, message, *, code, state):
+    """``fix`` (line 20) pinned at the head; upstream then commits ``mod_text`` as src/mod.py: status at main
+    exits ``code`` with fix in ``state``. Returns fix's entry."""
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
+    upstream.commit({"src/mod.py": mod_text}, message)
+    result = status(cli, upstream, "--against", "lib=main")
+    _, (patch,) = only_patch(result)
+    assert result.code == code, result.out + result.err
+    assert patch["state"] == state
+    return patch
+
+
 def test_clean_at_the_pin(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
     result = status(cli, upstream)
     up, patches = only_patch(result)
     assert result.code == 0
@@ -29,25 +41,17 @@ def test_clean_at_the_pin(cli, project, upstream):
 
 
 def test_offset_reports_how_far_the_hunk_moved(cli, project, upstream):
-    pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
-    upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
-    result = status(cli, upstream, "--against", "lib=main")
-    _, (patch,) = only_patch(result)
-    assert result.code == 0
-    assert patch["state"] == "offset"
+    patch = fix_after_upstream_commits(
+        cli, project, upstream, lines_with({}, insert_top=3), "upstream adds 3 lines on top", code=0, state="offset"
+    )
     assert patch["hunks"] == [{"file": "src/mod.py", "hunk": 1, "offset": 3, "fuzz": 0}]
     assert "+3 lines" in patch["detail"]
 
 
 def test_fuzz_is_reported_and_needs_attention(cli, project, upstream):
-    pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
-    upstream.commit({"src/mod.py": lines_with({17: "upstream changed 17"})}, "touch outer context")
-    result = status(cli, upstream, "--against", "lib=main")
-    _, (patch,) = only_patch(result)
-    assert result.code == 1
-    assert patch["state"] == "fuzz"
+    patch = fix_after_upstream_commits(
+        cli, project, upstream, lines_with({17: "upstream changed 17"}), "touch outer context", code=1, state="fuzz"
+    )
     assert patch["hunks"][0]["fuzz"] >= 1
 
 
@@ -64,13 +68,15 @@ def test_three_way_when_inner_context_moved(cli, project, upstream):
 
 
 def test_conflict_names_file_hunk_and_upstream_lines(cli, project, upstream):
-    pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
-    upstream.commit({"src/mod.py": lines_with({20: "upstream rewrote 20", 21: "and 21"})}, "rewrite")
-    result = status(cli, upstream, "--against", "lib=main")
-    _, (patch,) = only_patch(result)
-    assert result.code == 1
-    assert patch["state"] == "conflict"
+    patch = fix_after_upstream_commits(
+        cli,
+        project,
+        upstream,
+        lines_with({20: "upstream rewrote 20", 21: "and 21"}),
+        "rewrite",
+        code=1,
+        state="conflict",
+    )
     conflict = patch["conflict"]
     assert conflict["file"] == "src/mod.py" and conflict["hunk"] == 1
     assert "upstream rewrote 20" in conflict["upstream_lines"]
@@ -78,13 +84,9 @@ def test_conflict_names_file_hunk_and_upstream_lines(cli, project, upstream):
 
 
 def test_upstream_when_the_change_landed(cli, project, upstream):
-    pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
-    upstream.commit({"src/mod.py": lines_with({20: "fixed 20"})}, "upstream takes the fix")
-    result = status(cli, upstream, "--against", "lib=main")
-    _, (patch,) = only_patch(result)
-    assert result.code == 1
-    assert patch["state"] == "upstream"
+    fix_after_upstream_commits(
+        cli, project, upstream, lines_with({20: "fixed 20"}), "upstream takes the fix", code=1, state="upstream"
+    )
 
 
 def test_deletion_only_patch_is_not_mistaken_for_upstream(cli, project, upstream):
@@ -100,13 +102,7 @@ def test_deletion_only_patch_is_not_mistaken_for_upstream(cli, project, upstream
 
 
 def test_missing_when_the_file_is_gone(cli, project, upstream):
-    pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
-    upstream.commit({"src/mod.py": None}, "remove the module")
-    result = status(cli, upstream, "--against", "lib=main")
-    _, (patch,) = only_patch(result)
-    assert result.code == 1
-    assert patch["state"] == "missing"
+    patch = fix_after_upstream_commits(cli, project, upstream, None, "remove the module", code=1, state="missing")
     assert "src/mod.py" in patch["detail"]
 
 
@@ -159,8 +155,7 @@ def test_crlf_patch_does_not_match_lf_file(cli, project, upstream):
 
 
 def test_all_targets_without_target_option(cli, project, upstream):
-    pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")})
+    pin_fixes(project, upstream, {"fix": {20: "x"}})
     result = cli("status", "--json", "--source", f"lib={upstream.path}")
     assert result.code == 0
     assert [t["target"] for t in result.json["targets"]] == ["t"]
@@ -168,7 +163,7 @@ def test_all_targets_without_target_option(cli, project, upstream):
 
 def test_table_output_for_people(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")})
+    pin_fixes(project, upstream, {"fix": {20: "x"}})
     result = cli("status", "--target", "t", "--source", f"lib={upstream.path}")
     assert result.code == 0
     assert "fix" in result.out and "clean" in result.out and pin[:12] in result.out

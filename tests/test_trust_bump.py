@@ -11,9 +11,8 @@ import resource
 import shutil
 
 import pytest
-from support.commands import bump, edit, export, refresh, status_of
-from support.gitrepos import git
-from support.scenes import lines_with, series_project, setup
+from support.commands import bump, export, move_args, refresh, status_of
+from support.scenes import lines_with, pin_fixes, reworked_series, setup
 
 from patchmgr.io import journal
 
@@ -68,15 +67,7 @@ def test_a_distant_look_alike_is_not_upstream_and_bump_keeps_the_patch(cli, proj
 
 
 def test_a_patch_taken_upstream_by_a_commit_names_it_and_bump_drops_it(cli, project, upstream):
-    pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {
-            "fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"),
-            "ours": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "ours"})}, "Ours"),
-        },
-    )
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}, "ours": {5: "ours"}})
     carrier = upstream.commit({"src/mod.py": lines_with({20: "fixed 20"})}, "take the vendor fix (#31)")
     result = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}", "--against", "lib=main")
     doc = result.json["upstreams"][0]["patches"][0]
@@ -91,8 +82,7 @@ def test_a_patch_taken_upstream_by_a_commit_names_it_and_bump_drops_it(cli, proj
 
 
 def test_reverse_applying_without_a_carrier_is_upstream_but_bump_asks_for_review(cli, project, upstream):
-    pin = upstream.head()
-    setup(project, upstream, {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")})
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
     # upstream made the same change in a commit that also changes other lines of the file: no patch-id match
     upstream.commit({"src/mod.py": lines_with({5: "upstream's own work", 20: "fixed 20"})}, "rework mod (#40)")
     _, doc = status_doc(cli, upstream)
@@ -115,13 +105,7 @@ def test_reverse_applying_without_a_carrier_is_upstream_but_bump_asks_for_review
 
 
 def test_a_bad_version_is_refused_before_anything_is_written(cli, project, upstream):
-    pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix")},
-        {"version": "0.4.2"},
-    )
+    pin_fixes(project, upstream, {"fix": {20: "x"}}, {"version": "0.4.2"})
     upstream.commit({"src/mod.py": lines_with({}, insert_top=2)}, "shift: the patch would be refreshed")
     before = project_files(project)
     result = bump(cli, upstream, "--version", "not-a-version!")
@@ -157,15 +141,7 @@ def fail_writing(monkeypatch):
 
 
 def two_offset_patches(project, upstream):
-    pin = upstream.head()
-    setup(
-        project,
-        upstream,
-        {
-            "one": upstream.make_patch(pin, {"src/mod.py": lines_with({5: "one"})}, "One"),
-            "two": upstream.make_patch(pin, {"src/mod.py": lines_with({30: "two"})}, "Two"),
-        },
-    )
+    pin_fixes(project, upstream, {"one": {5: "one"}, "two": {30: "two"}})
     upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
 
 
@@ -192,13 +168,7 @@ def test_a_write_failing_midway_puts_every_file_back(cli, project, upstream, fai
 
 
 def test_an_export_failing_midway_puts_every_file_back(tmp_path, cli, project, upstream, fail_writing):
-    series_project(project, upstream)
-    into = tmp_path / "work"
-    assert edit(cli, upstream, into).code == 0
-    git(into, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")  # drop the second patch's commit
-    (into / "src/new.py").write_text("print('new')\n")
-    git(into, "add", "src/new.py")
-    git(into, "commit", "-q", "-m", "Add a new module\n\nUpstream-Status: Pending")
+    into = reworked_series(tmp_path, cli, project, upstream, "Add a new module")
     before = project_files(project)
     record = (into / ".git/patchmgr-edit.json").read_bytes()
     fail_writing["path"] = project.root / "manifests/t.toml"  # after the new patch file and the removal
@@ -221,19 +191,7 @@ def test_a_bump_killed_at_any_step_is_rolled_back_by_the_next_run(cli, project, 
 
     two_offset_patches(project, upstream)
     before = project_files(project)
-    args = [
-        "bump",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--to",
-        "main",
-        "--source",
-        f"lib={upstream.path}",
-        "--root",
-        str(project.root),
-    ]
+    args = move_args("bump", upstream, "--root", str(project.root))
 
     def restore() -> None:
         shutil.rmtree(project.root / ".patchmgr-state", ignore_errors=True)

@@ -11,9 +11,9 @@ import json
 import os
 
 import pytest
-from support.commands import edit_onto, export, gitenv, resume
+from support.commands import edit, edit_args, edit_onto, export, gitenv, resume
 from support.gitrepos import git
-from support.journey import RESOLVED, journey_project
+from support.journey import RESOLVED, journey_project, resolve_the_stop
 from support.snapshot import snapshot
 
 
@@ -35,12 +35,6 @@ def tree_bytes(folder):
                 with open(path, "rb") as handle:
                     found[rel] = ("file", info.st_mode, handle.read())
     return found
-
-
-def edit_pin(cli, upstream, into, *more):
-    return cli(
-        "edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}", *more
-    )
 
 
 def stopped_move(tmp_path, cli, project, upstream):
@@ -96,18 +90,7 @@ def test_a_damaged_edit_record_is_one_error_for_every_command(tmp_path, cli, pro
         ("edit", "--skip", "--into", str(into)),
         ("edit", "--abort", "--into", str(into)),
         ("export", "--target", "t", "--upstream", "lib", "--from", str(into)),
-        (
-            "edit",
-            "--target",
-            "t",
-            "--upstream",
-            "lib",
-            "--into",
-            str(into),
-            "--source",
-            f"lib={upstream.path}",
-            "--force",
-        ),
+        tuple(edit_args(into, upstream.path, "--force")),
     ):
         result = cli(*args)
         assert result.code == 2, (args, result.out, result.err)
@@ -164,8 +147,7 @@ def saved_branch(result):
 
 def test_abort_keeps_a_commit_made_by_hand_and_the_changes_after_it(tmp_path, cli, project, upstream):
     into = stopped_move(tmp_path, cli, project, upstream)
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     done = gitenv(into, "commit", "-q", "-m", "My resolution, committed by hand")
     assert done.returncode == 0, done.stderr
     hand = git(into, "rev-parse", "HEAD")
@@ -187,8 +169,7 @@ def test_abort_keeps_a_lone_commit_made_by_hand(tmp_path, cli, project, upstream
     """The commit alone, nothing else changed: going back to the pin would leave it on no ref."""
     into = stopped_move(tmp_path, cli, project, upstream)
     assert gitenv(into, "am", "--quit").returncode == 0
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     assert gitenv(into, "commit", "-q", "-m", "Resolved by hand").returncode == 0
     hand = git(into, "rev-parse", "HEAD")
     aborted = resume(cli, into, "abort")
@@ -198,8 +179,7 @@ def test_abort_keeps_a_lone_commit_made_by_hand(tmp_path, cli, project, upstream
 
 def test_abort_keeps_a_resolution_that_was_added_but_not_continued(tmp_path, cli, project, upstream):
     into = stopped_move(tmp_path, cli, project, upstream)
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     aborted = resume(cli, into, "abort")
     assert aborted.code == 0, aborted.out + aborted.err
     branch = saved_branch(aborted)
@@ -259,7 +239,7 @@ def test_continue_after_a_git_am_abort_and_an_unrelated_commit_refuses(tmp_path,
 def test_export_names_every_patch_it_drops_and_why(tmp_path, cli, project, upstream):
     journey_project(project, upstream)
     into = tmp_path / "work"
-    assert edit_pin(cli, upstream, into).code == 0
+    assert edit(cli, upstream, into).code == 0
     git(into, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")  # drop the second patch's commit by hand
     result = export(cli, into, "--json")
     assert result.code == 0, result.out + result.err
@@ -281,7 +261,7 @@ def test_a_failed_edit_onto_leaves_the_folder_exactly_as_it_was(tmp_path, cli, p
     if earlier == "empty":
         into.mkdir()
     elif earlier == "pin-checkout":
-        assert edit_pin(cli, upstream, into).code == 0
+        assert edit(cli, upstream, into).code == 0
     # the source now lacks the new commit's objects: the move's own fetch fails (the cache served the plan)
     os.rename(upstream.path, tmp_path / "gone")
     git(tmp_path, "init", "-q", str(upstream.path))
@@ -322,8 +302,8 @@ def test_a_journal_planted_in_a_slot_touches_nothing_outside_it(tmp_path, cli, p
     journey_project(project, upstream)
     into = tmp_path / "work"
     if slot == "edit":
-        made = edit_pin(cli, upstream, into)
-        state, again = tmp_path / ".work.patchmgr-edit", lambda: edit_pin(cli, upstream, into)
+        made = edit(cli, upstream, into)
+        state, again = tmp_path / ".work.patchmgr-edit", lambda: edit(cli, upstream, into)
     else:
         made = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
         state, again = into / ".patchmgr-state", lambda: cli("verify", "--target", "t", "--into", str(into))
@@ -360,8 +340,7 @@ def test_continue_after_a_reset_hard_says_gits_reason(tmp_path, cli, project, up
 def resolved_by_hand(tmp_path, cli, project, upstream):
     """The stop resolved and git am --continue run by hand: the commit lands on the patchmgr branch only."""
     into = stopped_move(tmp_path, cli, project, upstream)
-    (into / "src/mod.py").write_text(RESOLVED)
-    git(into, "add", "src/mod.py")
+    resolve_the_stop(into)
     done = gitenv(into, "am", "--continue")
     assert done.returncode == 0, done.stdout + done.stderr
     return into, git(into, "rev-parse", "HEAD")

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from support.gitrepos import BASE_TEXT, UpstreamRepo, git
-from support.monolith import MONOLITH, URL, dirty_diff, three_file_upstream
+from support.monolith import MONOLITH, URL, dirty_diff, import_args, three_file_upstream
 
 SECRET = "glpat-Sekr1tT0ken"
 
@@ -37,17 +37,15 @@ def team_repository(tmp_path: Path, lib: UpstreamRepo, line: str, *, name: str =
     return folder / "series.conf"
 
 
-def import_args(lib: UpstreamRepo, *paths: Path | str) -> list[str]:
-    return [
-        "import",
-        *map(str, paths),
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-    ]
+def import_by_dockerfile(cli, tmp_path: Path, lib: UpstreamRepo, dockerfile_text: str, *more: str):
+    """Import lib's monolithic patch (tmp_path/lib.patch, written on the first call) with the Dockerfile
+    ``dockerfile_text`` naming its URL and pin."""
+    patch_file = tmp_path / "lib.patch"
+    if not patch_file.exists():
+        patch_file.write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(dockerfile_text, encoding="utf-8")
+    return cli(*import_args(lib, patch_file, dockerfile=dockerfile), *more)
 
 
 # -- 13.1: the source_patch lookup stays inside the repository that holds the series ------------------------
@@ -139,23 +137,10 @@ def test_a_control_character_in_a_series_line_is_bad_input_with_its_line(tmp_pat
 # -- 13.3: credentials never reach a project file, and are masked in every output -----------------------------
 def test_a_token_in_a_dockerfile_clone_url_is_not_written_nor_printed(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
-    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    dockerfile = tmp_path / "Dockerfile"
-    dockerfile.write_text(
-        f"FROM base\nRUN git clone https://ci:{SECRET}@example.invalid/lib.git /ws/lib && "
-        f"cd /ws/lib && git checkout {lib.head()}\n"
+    clone = (
+        f"RUN git clone https://ci:{SECRET}@example.invalid/lib.git /ws/lib && cd /ws/lib && git checkout {lib.head()}"
     )
-    result = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--dockerfile",
-        str(dockerfile),
-        "--source",
-        f"lib={lib.path}",
-        "--json",
-    )
+    result = import_by_dockerfile(cli, tmp_path, lib, f"FROM base\n{clone}\n", "--json")
     assert result.code == 0, result.out + result.err
     assert SECRET not in result.out + result.err and SECRET.encode() not in project_bytes(project.root)
     (up,) = result.json["upstreams"]
@@ -294,24 +279,8 @@ def test_a_byte_order_mark_before_a_comment_line_of_series_conf_is_ignored(tmp_p
 
 def test_a_byte_order_mark_at_the_start_of_a_dockerfile_is_ignored(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
-    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    dockerfile = tmp_path / "Dockerfile"
-    dockerfile.write_text(
-        f"\ufeffRUN git clone {URL.format('lib')} /ws/lib && cd /ws/lib && git checkout {lib.head()}\n",
-        encoding="utf-8",
-    )
-    result = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--dockerfile",
-        str(dockerfile),
-        "--source",
-        f"lib={lib.path}",
-        "--json",
-        "--dry-run",
-    )
+    clone = f"RUN git clone {URL.format('lib')} /ws/lib && cd /ws/lib && git checkout {lib.head()}"
+    result = import_by_dockerfile(cli, tmp_path, lib, f"\ufeff{clone}\n", "--json", "--dry-run")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert up["git"] == URL.format("lib") and up["pin"] == lib.head() and up["base"]["how"] == "given"
@@ -360,16 +329,7 @@ def test_a_name_with_a_trailing_line_break_is_bad_input(tmp_path, cli, project):
     ):
         result = cli(*import_args(lib, tmp_path / "lib.patch"), *extra)
         assert result.code == 2 and said in result.err, result.out + result.err
-    target = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t\n",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-    )
+    target = cli(*import_args(lib, tmp_path / "lib.patch", target="t\n"))
     assert target.code == 2 and "cannot name a manifest" in target.err, target.out + target.err
     assert not list((project.root / "manifests").iterdir()) and not list((project.root / "patches").iterdir())
 
@@ -408,23 +368,9 @@ def test_a_fifo_given_as_the_dockerfile_is_bad_input_not_a_hang(tmp_path, projec
 # -- a token in a clone URL's query string is a credential too: masked in every output, never written --------
 def test_a_token_in_a_url_query_string_is_not_written_nor_printed(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
-    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
-    dockerfile = tmp_path / "Dockerfile"
-    dockerfile.write_text(
-        f"FROM base\nRUN git clone 'https://example.invalid/lib.git?private_token={SECRET}' "
-        f"/ws/lib && cd /ws/lib && git checkout {lib.head()}\n"
-    )
-    result = cli(
-        "import",
-        str(tmp_path / "lib.patch"),
-        "--target",
-        "t",
-        "--dockerfile",
-        str(dockerfile),
-        "--source",
-        f"lib={lib.path}",
-        "--json",
-    )
+    url = f"https://example.invalid/lib.git?private_token={SECRET}"
+    clone = f"RUN git clone '{url}' /ws/lib && cd /ws/lib && git checkout {lib.head()}"
+    result = import_by_dockerfile(cli, tmp_path, lib, f"FROM base\n{clone}\n", "--json")
     assert result.code == 0, result.out + result.err
     assert SECRET not in result.out + result.err and SECRET.encode() not in project_bytes(project.root)
     assert 'git = "https://example.invalid/lib.git"' in (project.root / "manifests/t.toml").read_text()
@@ -438,19 +384,7 @@ def test_a_token_in_a_url_query_string_is_not_written_nor_printed(tmp_path, cli,
 # -- messages: what import says names what is really wrong ---------------------------------------------------
 def test_a_device_given_with_upstream_is_not_a_regular_file_not_a_series(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
-    result = cli(
-        "import",
-        "/dev/zero",
-        "--upstream",
-        "lib",
-        "--target",
-        "t",
-        "--git",
-        f"lib={URL.format('lib')}",
-        "--source",
-        f"lib={lib.path}",
-        "--dry-run",
-    )
+    result = cli(*import_args(lib, "/dev/zero", upstream="lib"), "--dry-run")
     assert result.code == 2 and "/dev/zero is not a regular file or a folder" in result.err, result.out + result.err
     assert "series.conf or a folder" not in result.err and "Traceback" not in result.err, result.err
     folder = cli("import", str(tmp_path), "--upstream", "lib", "--target", "t", "--dry-run")  # still said so
@@ -459,24 +393,11 @@ def test_a_device_given_with_upstream_is_not_a_regular_file_not_a_series(tmp_pat
 
 def test_a_control_character_in_a_dockerfile_clone_folder_is_named(tmp_path, cli, project):
     lib = three_file_upstream(tmp_path)
-    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     for char in ("\x1b", "\x85", "\u2028", "\x7f"):
-        dockerfile = tmp_path / "Dockerfile"
-        dockerfile.write_text(
-            f"FROM base\nRUN git clone https://example.invalid/lib.git /ws/l{char}ib && "
-            f"cd /ws/lib && git checkout {lib.head()}\n",
-            encoding="utf-8",
+        clone = (
+            f"RUN git clone https://example.invalid/lib.git /ws/l{char}ib && cd /ws/lib && git checkout {lib.head()}"
         )
-        result = cli(
-            "import",
-            str(tmp_path / "lib.patch"),
-            "--target",
-            "t",
-            "--dockerfile",
-            str(dockerfile),
-            "--source",
-            f"lib={lib.path}",
-        )
+        result = import_by_dockerfile(cli, tmp_path, lib, f"FROM base\n{clone}\n")
         said = result.out + result.err
         assert result.code == 2 and f"control character (U+{ord(char):04X})" in said, said
         assert "Dockerfile:2" in said and "no git URL" not in said and char not in said, said

@@ -9,7 +9,7 @@ writes, and what people write by hand), the same without the ``---`` line, a ``d
 from __future__ import annotations
 
 import pytest
-from support.commands import gitenv
+from support.commands import edit_args, gitenv
 from support.gitrepos import BASE_TEXT, git
 from support.scenes import lines_with
 
@@ -292,24 +292,10 @@ def test_apply_and_edit_say_which_files_the_source_lacks(tmp_path, cli, project,
 def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_path, cli, project, upstream, cached):
     _pin, mirror = mirror_without_the_picture(tmp_path, project, upstream)
     into = tmp_path / "work"
-    source = f"lib={mirror}"
     if cached:  # the pin's checkout then comes from the cache, with the paths fetch recorded as lacking
-        fetched = cli("fetch", "--target", "t", "--source", source)
+        fetched = cli("fetch", "--target", "t", "--source", f"lib={mirror}")
         assert fetched.code == 0 and "docs/images/ddp.gif" in fetched.out, fetched.out + fetched.err
-    moved = cli(
-        "edit",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--into",
-        str(into),
-        "--onto",
-        "v0.5.0",
-        "--source",
-        source,
-        "--json",
-    )
+    moved = cli(*edit_args(into, mirror, "--json", onto="v0.5.0"))
     assert moved.code == 0, moved.out + moved.err
     notes = "\n".join(moved.json["notes"])
     assert left_out(notes, FERN, "docs/images/ddp.gif"), notes  # both paths at v0.5.0
@@ -322,19 +308,7 @@ def test_edit_onto_leaves_out_the_lacking_blob_at_every_path_of_the_new_ref(tmp_
     assert back.code == 0, back.out + back.err
     assert git(into, "status", "--porcelain") == "" and (into / "src/mod.py").read_text() == PATCHED
 
-    text = cli(
-        "edit",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--into",
-        str(tmp_path / "w2"),
-        "--onto",
-        "v0.5.0",
-        "--source",
-        source,
-    )
+    text = cli(*edit_args(tmp_path / "w2", mirror, onto="v0.5.0"))
     assert text.code == 0 and left_out(text.out, FERN, "docs/images/ddp.gif"), text.out
     exported = cli("export", "--target", "t", "--upstream", "lib", "--from", str(tmp_path / "w2"))
     assert exported.code == 0, exported.out + exported.err

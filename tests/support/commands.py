@@ -13,39 +13,35 @@ def status_of(cli, upstream, ref="main"):
     return [(p["id"], p["state"]) for p in result.json["upstreams"][0]["patches"]]
 
 
+def move_args(command, upstream, *extra, to="main", target="t") -> list[str]:
+    """The words of ``refresh``, ``bump`` or ``bisect`` of upstream ``lib`` of ``target`` to ``to``."""
+    return [command, "--target", target, "--upstream", "lib", "--to", to, "--source", f"lib={upstream.path}", *extra]
+
+
 def refresh(cli, upstream, *extra):
-    return cli(
-        "refresh", "--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}", *extra
-    )
+    return cli(*move_args("refresh", upstream, *extra))
 
 
 def bump(cli, upstream, *extra, to="main"):
-    return cli("bump", "--target", "t", "--upstream", "lib", "--to", to, "--source", f"lib={upstream.path}", *extra)
+    return cli(*move_args("bump", upstream, *extra, to=to))
 
 
 def matrix(cli, upstream, *extra):
     return cli("matrix", "--target", "t", "--source", f"lib={upstream.path}", *extra)
 
 
-def edit(cli, upstream, into):
-    return cli("edit", "--target", "t", "--upstream", "lib", "--into", str(into), "--source", f"lib={upstream.path}")
+def edit_args(into, lib, *more, onto=None) -> list[str]:
+    """The words of ``edit`` on upstream ``lib`` of target ``t`` into ``into``, its source the folder ``lib``."""
+    moving = ["--onto", onto] if onto is not None else []
+    return ["edit", "--target", "t", "--upstream", "lib", "--into", str(into), *moving, "--source", f"lib={lib}", *more]
+
+
+def edit(cli, upstream, into, *more):
+    return cli(*edit_args(into, upstream.path, *more))
 
 
 def edit_onto(cli, upstream, into, ref="v0.5.0", *more):
-    return cli(
-        "edit",
-        "--target",
-        "t",
-        "--upstream",
-        "lib",
-        "--into",
-        str(into),
-        "--onto",
-        ref,
-        "--source",
-        f"lib={upstream.path}",
-        *more,
-    )
+    return cli(*edit_args(into, upstream.path, *more, onto=ref))
 
 
 def resume(cli, into, action, *more):

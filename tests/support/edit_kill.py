@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from support.commands import edit_args
 from support.gitrepos import BASE_TEXT, GIT_ENV, git, make_series
 from support.reliability import kill_every_step, replace_tree, run
 
@@ -91,20 +92,7 @@ class Scene:
         self.saved = tmp_path / "saved-place"
 
     def edit(self, *more: str) -> list[str]:
-        return [
-            "edit",
-            "--target",
-            "t",
-            "--upstream",
-            "lib",
-            "--into",
-            str(self.into),
-            "--source",
-            f"lib={self.upstream.path}",
-            *more,
-            "--root",
-            str(self.project.root),
-        ]
+        return [*edit_args(self.into, self.upstream.path, *more), "--root", str(self.project.root)]
 
     def onto(self) -> list[str]:
         return self.edit("--onto", "v2")

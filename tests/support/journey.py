@@ -56,3 +56,9 @@ def journey_project(project, upstream, new_call=False):
     upstream.commit({"README": "upstream v0.5.0\n"}, "Release 0.5.0")
     git(upstream.path, "tag", "v0.5.0")
     return pin, upstream.head(), carrier
+
+
+def resolve_the_stop(into) -> None:
+    """Resolve the stop at nvtx-ranges (v0.5.0 rewrote its line) as a person does: src/mod.py written and added."""
+    (into / "src/mod.py").write_text(RESOLVED)
+    git(into, "add", "src/mod.py")

@@ -11,6 +11,14 @@ from support.gitrepos import BASE_TEXT, UpstreamRepo, git
 URL = "https://example.invalid/{}.git"
 
 
+def import_args(lib: UpstreamRepo, *paths: Path | str, target="t", upstream=None, dockerfile=None) -> list[str]:
+    """The words of ``import`` of ``paths`` for upstream ``lib`` (its source the repository ``lib``), its URL
+    read from ``dockerfile`` when one is given, else the example URL."""
+    words = ["import", *map(str, paths), *(["--upstream", upstream] if upstream else []), "--target", target]
+    words += ["--dockerfile", str(dockerfile)] if dockerfile else ["--git", f"lib={URL.format('lib')}"]
+    return [*words, "--source", f"lib={lib.path}"]
+
+
 def text_with(changes: dict[int, str], base: str = BASE_TEXT) -> str:
     lines = base.splitlines(keepends=True)
     for number, new in changes.items():

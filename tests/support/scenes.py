@@ -3,6 +3,7 @@ one patch or a series pinned in target ``t``, two upstreams, release tags that m
 
 from __future__ import annotations
 
+from support.commands import edit
 from support.gitrepos import BASE_TEXT, UpstreamRepo, git, make_series
 
 FIELDS = "Origin: vendor\nUpstream-Status: Pending"
@@ -25,6 +26,18 @@ def setup(project, upstream, patches: dict[str, bytes], extra_spec=None):
     return pin
 
 
+def pin_fixes(project, upstream, fixes: dict[str, dict[int, str]], extra_spec=None, fields=FIELDS):
+    """Target ``t`` pinned at the upstream's head with one patch per entry of ``fixes``, in that order: the
+    lines of src/mod.py it changes, its title the patch id capitalized, ``fields`` its DEP-3 fields. Returns
+    the pin."""
+    pin = upstream.head()
+    patches = {
+        patch_id: upstream.make_patch(pin, {"src/mod.py": lines_with(lines)}, patch_id.capitalize(), fields=fields)
+        for patch_id, lines in fixes.items()
+    }
+    return setup(project, upstream, patches, extra_spec)
+
+
 def series_project(project, upstream):
     """Three format-patch mails made as a real series on top of each other, like patches/*/*.patch."""
     pin = upstream.head()
@@ -45,6 +58,19 @@ def series_project(project, upstream):
         "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["first", "second", "third"]}}
     )
     return pin
+
+
+def reworked_series(tmp_path, cli, project, upstream, subject: str):
+    """``series_project`` checked out by ``edit`` into tmp_path/work and reworked there: the second patch's
+    commit dropped, and a commit ``subject`` adding src/new.py. Returns the checkout."""
+    series_project(project, upstream)
+    into = tmp_path / "work"
+    assert edit(cli, upstream, into).code == 0
+    git(into, "rebase", "-q", "--onto", "HEAD~2", "HEAD~1")  # drop the second patch's commit
+    (into / "src/new.py").write_text("print('new')\n")
+    git(into, "add", "src/new.py")
+    git(into, "commit", "-q", "-m", f"{subject}\n\nUpstream-Status: Pending")
+    return into
 
 
 def two_upstreams(tmp_path, project, second_conflicts=False):
