@@ -16,7 +16,7 @@ from patchmgr.sources.cache_errors import CacheError
 from patchmgr.sources.environment import InstalledDist
 from patchmgr.sources.release import ReleaseSource
 from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import GitSource, open_source
+from patchmgr.sources.upstream import GitSource, open_source, urls_for
 
 
 @dataclass
@@ -67,19 +67,48 @@ def check_target(
     """Check every upstream of ``target`` (or only those named in ``only``), at its pin or its ``against`` ref;
     with ``newest_release``, an upstream without an ``against`` ref at its newest release tag since the pin."""
     upstreams = [u for u in target.upstreams if not only or u.name in only]
+    # the cached clones' git processes start together, and the patches are parsed while they run; the checks
+    # then run one after another, in order
+    pinned = not newest_release
+    settle = store.open_ahead(
+        {u.name: u.commit if pinned and u.name not in against else None for u in upstreams if urls_for(u, overrides)}
+    )
+    try:
+        series = {u.name: read_ahead(project, u) for u in upstreams}
+    finally:
+        settle()
     statuses = [
-        check_upstream(project, u, store, overrides, against[u.name])
+        check_upstream(project, u, store, overrides, against[u.name], series[u.name])
         if u.name in against
-        else check_newest_release(project, u, store, overrides)
+        else check_newest_release(project, u, store, overrides, series[u.name])
         if newest_release
-        else check_upstream(project, u, store, overrides, None)
+        else check_upstream(project, u, store, overrides, None, series[u.name])
         for u in upstreams
     ]
     return TargetStatus(target, statuses)
 
 
+def read_ahead(project: Project, upstream: Upstream) -> Callable[[], list[PatchFile]]:
+    """The patches of ``upstream``, read now and handed over by the call returned; what reading them raised is
+    raised by that call, where the check would have read them (after the upstreams before it)."""
+    try:
+        patches = project.patches(upstream)
+    except Exception as exc:  # raised again, unchanged, by the call returned
+        error = exc
+
+        def fail() -> list[PatchFile]:
+            raise error
+
+        return fail
+    return lambda: patches
+
+
 def check_newest_release(
-    project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str]
+    project: Project,
+    upstream: Upstream,
+    store: Store,
+    overrides: Mapping[str, str],
+    patches: Callable[[], list[PatchFile]] | None = None,
 ) -> UpstreamStatus:
     """``upstream`` at the newest release tag since its pin (the one ``matrix`` shows last), or at the pin when no
     release is newer. Tags that cannot be listed leave it unchecked (unavailable), never checked at the pin."""
@@ -102,7 +131,7 @@ def check_newest_release(
             error=f"its newest release cannot be found: {exc.message}",
             hint=exc.hint,
         )
-    status = check_upstream(project, upstream, store, overrides, found[0] if found else None)
+    status = check_upstream(project, upstream, store, overrides, found[0] if found else None, patches)
     status.notes[:0] = [
         f"the newest release tag since the pin is {found[0]} ({found[1][:12]})"
         if found
@@ -113,9 +142,16 @@ def check_newest_release(
 
 
 def check_upstream(
-    project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str], ref: str | None
+    project: Project,
+    upstream: Upstream,
+    store: Store,
+    overrides: Mapping[str, str],
+    ref: str | None,
+    read: Callable[[], list[PatchFile]] | None = None,
 ) -> UpstreamStatus:
-    patches = project.patches(upstream)
+    """``upstream`` checked at ``ref`` (its pin when None); ``read`` hands over its patches when they were read
+    ahead (``read_ahead``)."""
+    patches = read() if read else project.patches(upstream)
     shown_ref = ref or upstream.commit
     try:
         source = open_source(store, upstream, ref, overrides)
