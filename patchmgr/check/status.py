@@ -63,9 +63,11 @@ def check_target(
     against: Mapping[str, str],
     only: Sequence[str] = (),
     newest_release: bool = False,
+    meanwhile: Callable[[], object] | None = None,
 ) -> TargetStatus:
     """Check every upstream of ``target`` (or only those named in ``only``), at its pin or its ``against`` ref;
-    with ``newest_release``, an upstream without an ``against`` ref at its newest release tag since the pin."""
+    with ``newest_release``, an upstream without an ``against`` ref at its newest release tag since the pin.
+    ``meanwhile``: the caller's own work (loading its output code), done while the cached clones open."""
     upstreams = [u for u in target.upstreams if not only or u.name in only]
     # the cached clones' git processes start together, and the patches are parsed while they run; the checks
     # then run one after another, in order
@@ -74,6 +76,8 @@ def check_target(
         {u.name: u.commit if pinned and u.name not in against else None for u in upstreams if urls_for(u, overrides)}
     )
     try:
+        if meanwhile:
+            meanwhile()
         series = {u.name: read_ahead(project, u) for u in upstreams}
     finally:
         settle()

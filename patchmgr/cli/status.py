@@ -63,8 +63,6 @@ def command(
     output_format: FormatOpt = None,
     root: RootOpt = Path("."),
 ) -> int:
-    from patchmgr.render.status import render_status, status_json
-
     fmt = output_format_of(output_format, json_output)
     session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
     overrides, refs, only = source_overrides(source), against_refs(against), upstream or []
@@ -83,7 +81,10 @@ def command(
         else:
             from patchmgr.check.status import check_target
 
-            statuses = [check_target(session.project, t, store, overrides, refs, only, newest_release) for t in targets]
+            statuses = [
+                check_target(session.project, t, store, overrides, refs, only, newest_release, load_output)
+                for t in targets
+            ]
     project = session.project
     others, broken = (targets, []) if not target else project.readable_targets()
     unlisted = [] if broken else project.unlisted_patches(others)  # a broken manifest's list is unknown
@@ -98,7 +99,14 @@ def command(
 
         sys.stdout.write(render_report(fmt, statuses, report_base(project.root)))
         return code
+    from patchmgr.render.status import render_status, status_json
+
     return session.emit(code, partial(status_json, single=bool(target)), render_status, statuses)
+
+
+def load_output() -> None:
+    """Import the output code (rich above all): ``check_target`` calls this while git opens the cached clones."""
+    import patchmgr.render.status  # noqa: F401
 
 
 def output_format_of(value: str | None, json_output: bool) -> str:
