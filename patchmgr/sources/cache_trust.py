@@ -12,7 +12,6 @@ from pathlib import Path
 
 from patchmgr.io.disk import os_problem
 from patchmgr.io.git import GitRepo, RepositoryDamaged
-from patchmgr.io.git_run import trusted_config
 from patchmgr.io.locks import FileLock
 from patchmgr.model.errors import GitError, PatchmgrError
 from patchmgr.model.urls import mask_url
@@ -118,7 +117,6 @@ class CacheHealth(ABC):
         names = [name for name in commits if name not in self._open]
         if len(names) < 2 or not self._root_checked:
             return lambda: None
-        trusted_config()  # read once here, not by every thread
         opened: dict[str, GitRepo] = {}
 
         def open_one(name: str) -> None:
