@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, TreeReader
@@ -13,10 +14,12 @@ from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.sources.cache_errors import CacheError
-from patchmgr.sources.environment import InstalledDist
 from patchmgr.sources.release import ReleaseSource
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, open_source, urls_for
+
+if TYPE_CHECKING:  # an annotation only: the installed-files code loads with --python, not for every status
+    from patchmgr.sources.environment import InstalledDist
 
 
 @dataclass
