@@ -6,12 +6,11 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import synth
-from fixtures import HARNESS, Bench, Row, spawn
+from fixtures import Bench, Row, run_inner, spawn
 
 # -- 5: one big patch ------------------------------------------------------------------------
 BIG_GOAL = 2.0  # patchmgr within this factor of git apply --check
@@ -78,22 +77,7 @@ def measure_big_patch(bench: Bench) -> None:
     ratios, agree, what = [], True, ""
     for variant in BIG_VARIANTS:
         tree, patch = big_patch_files(bench, variant)
-        code, out, _, rss = spawn(
-            [
-                sys.executable,
-                str(HARNESS),
-                "--inner",
-                f"big-patch-{variant}",
-                "--size",
-                bench.size,
-                "--cache",
-                str(bench.cache),
-            ],
-            env=bench.env(),
-        )
-        if code:
-            raise RuntimeError(f"big patch failed: {out}")
-        mine = json.loads(out.strip().splitlines()[-1])
+        mine, rss = run_inner(bench, f"big-patch-{variant}", "big patch")
         what = f"{mine['hunks']:,} hunks, {patch.stat().st_size / 1e6:.1f} MB, on a {lines:,}-line file"
         case = f"big patch, {variant}"
         ours = bench.add(

@@ -6,12 +6,12 @@ import json
 import os
 import resource
 import shutil
-import sys
 import tempfile
 import time
+from pathlib import Path
 
 import synth
-from fixtures import HARNESS, Bench, Row, Upstream, git, spawn
+from fixtures import Bench, Row, Upstream, git, run_inner, spawn
 
 
 # -- 2: the sweep ----------------------------------------------------------------------
@@ -71,6 +71,23 @@ def inner_sweep(bench: Bench, up: Upstream, mode: str) -> None:
     )
 
 
+def check_each_commit(
+    commits: list[str], patches: list[Path], to_commit: list[str], check: list[str], env: dict, cwd: Path | None = None
+) -> tuple[list[list[bool]], float]:
+    """Git's own way, one process each: ``to_commit COMMIT`` for every commit, then ``check PATCH`` for every
+    patch there. Which checks passed (a row per commit), and the peak RSS in MB of those processes."""
+    passed, peak = [], 0.0
+    for commit in commits:
+        peak = max(peak, spawn([*to_commit, commit], env=env, cwd=cwd)[3])
+        row = []
+        for patch in patches:
+            code, _, _, rss = spawn([*check, str(patch)], env=env, cwd=cwd)
+            row.append(code == 0)
+            peak = max(peak, rss)
+        passed.append(row)
+    return passed, peak
+
+
 def measure_sweep(bench: Bench, up: Upstream) -> None:
     commits = sweep_commits(bench, up)
     checks = len(commits) * len(up.ids)
@@ -81,22 +98,7 @@ def measure_sweep(bench: Bench, up: Upstream) -> None:
         ("walk", "patchmgr Walk (engine, re-checks only changed files)"),
         ("series", "patchmgr engine alone: check_series at every commit"),
     ):
-        code, out, wall, rss = spawn(
-            [
-                sys.executable,
-                str(HARNESS),
-                "--inner",
-                f"sweep-{mode}",
-                "--size",
-                bench.size,
-                "--cache",
-                str(bench.cache),
-            ],
-            env=bench.env(),
-        )
-        if code:
-            raise RuntimeError(f"sweep failed: {out}")
-        result = json.loads(out.strip().splitlines()[-1])
+        result, rss = run_inner(bench, f"sweep-{mode}", "sweep")
         found[label] = (
             bench.add(
                 Row(
@@ -130,17 +132,10 @@ def measure_sweep(bench: Bench, up: Upstream) -> None:
         git("clone", "-q", "--no-checkout", str(up.repo), str(work))
     git("checkout", "-q", "-f", "--detach", commits[0], cwd=work)
     env = {**os.environ, **synth.GIT_ENV}
-    naive_ok, peak = [], 0.0
     started = time.perf_counter()
-    for commit in commits:
-        code, out, _, rss = spawn(["git", "checkout", "-q", "-f", "--detach", commit], env=env, cwd=work)
-        peak = max(peak, rss)
-        row = []
-        for patch in patch_files:
-            code, out, _, rss = spawn(["git", "apply", "--check", str(patch)], env=env, cwd=work)
-            row.append(code == 0)
-            peak = max(peak, rss)
-        naive_ok.append(row)
+    naive_ok, peak = check_each_commit(
+        commits, patch_files, ["git", "checkout", "-q", "-f", "--detach"], ["git", "apply", "--check"], env, work
+    )
     naive = bench.add(
         Row(
             "sweep",
@@ -155,17 +150,10 @@ def measure_sweep(bench: Bench, up: Upstream) -> None:
     # git alone: read-tree into a prepared index, then `git apply --check --cached` per patch
     with tempfile.TemporaryDirectory(prefix="pm-bench-index-") as tmp:
         genv = {**env, "GIT_DIR": str(up.repo), "GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        cached_ok, peak = [], 0.0
         started = time.perf_counter()
-        for commit in commits:
-            code, out, _, rss = spawn(["git", "read-tree", commit], env=genv)
-            peak = max(peak, rss)
-            row = []
-            for patch in patch_files:
-                code, out, _, rss = spawn(["git", "apply", "--check", "--cached", str(patch)], env=genv)
-                row.append(code == 0)
-                peak = max(peak, rss)
-            cached_ok.append(row)
+        cached_ok, peak = check_each_commit(
+            commits, patch_files, ["git", "read-tree"], ["git", "apply", "--check", "--cached"], genv
+        )
         alone = bench.add(
             Row(
                 "sweep",

@@ -133,6 +133,18 @@ def spawn(args: list[str], env: dict | None = None, cwd: Path | None = None) -> 
     return proc.returncode, out.decode("utf-8", "replace"), wall, usage.ru_maxrss / 1024
 
 
+def run_inner(bench: Bench, case: str, name: str) -> tuple[dict, float]:
+    """The in-process case ``case`` run in a child of its own (run.py --inner): the JSON line it printed last,
+    and the child's peak RSS in MB. ``name`` says what failed when it fails."""
+    code, out, _, rss = spawn(
+        [sys.executable, str(HARNESS), "--inner", case, "--size", bench.size, "--cache", str(bench.cache)],
+        env=bench.env(),
+    )
+    if code:
+        raise RuntimeError(f"{name} failed: {out}")
+    return json.loads(out.strip().splitlines()[-1]), rss
+
+
 def git(*args: str, cwd: Path | None = None, env: dict | None = None) -> str:
     done = subprocess.run(
         ["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **synth.GIT_ENV, **(env or {})}

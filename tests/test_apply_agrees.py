@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.gitrepos import GIT_ENV, git
+from support.gitrepos import detached_at, format_patch_of_head, git, write_files
 from support.scenes import lines_with
 from support.snapshot import snapshot
 
@@ -30,13 +30,7 @@ FIELDS = "Why: our runs need it.\n\nOrigin: vendor\nUpstream-Status: Pending\n"
 
 def commit_raw(upstream, files: dict[str, bytes | None], message: str) -> str:
     """Commit ``files`` as bytes (None: delete), ignored ones too (``git add --force``)."""
-    for name, data in files.items():
-        path = upstream.path / name
-        if data is None:
-            path.unlink()
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+    write_files(upstream.path, files)
     if files:  # only these: `add -A` would renormalise other files under a new .gitattributes rule
         git(upstream.path, "add", "--all", "--force", "--", *files)
     git(upstream.path, "commit", "-q", "--allow-empty", "-m", message)
@@ -45,20 +39,14 @@ def commit_raw(upstream, files: dict[str, bytes | None], message: str) -> str:
 
 def raw_patch(upstream, base: str, files: dict[str, bytes | None], subject: str) -> tuple[bytes, str]:
     """A format-patch of ``files`` committed on ``base``, and that commit (its blobs are what apply must commit)."""
-    branch = git(upstream.path, "rev-parse", "--abbrev-ref", "HEAD")
-    git(upstream.path, "checkout", "-q", "--detach", base)
-    try:
+    with detached_at(upstream.path, base, force=True):
         commit = commit_raw(upstream, files, f"{subject}\n\n{FIELDS}")
-        mail = subprocess.run(
-            ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature", "HEAD"],
-            cwd=upstream.path,
-            capture_output=True,
-            check=True,
-            env={**os.environ, **GIT_ENV},
-        ).stdout
-        return mail, commit
-    finally:
-        git(upstream.path, "checkout", "-q", "-f", branch)
+        return format_patch_of_head(upstream.path), commit
+
+
+def apply_args(upstream, into: Path, *extra: str) -> list[str]:
+    """``apply`` of target ``t`` into ``into``, upstream ``lib`` read from ``upstream``."""
+    return ["apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}", *extra]
 
 
 def write_target(project, pin: str, patch: bytes) -> None:
@@ -212,7 +200,7 @@ def test_full_disk_during_the_build_removes_the_new_folder(tmp_path, cli, upstre
     mail = upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix")
     write_target(project, upstream.head(), mail)
     into = disk.root / "new" / "build"
-    result = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
+    result = cli(*apply_args(upstream, into))
     assert result.code == 1 and "Traceback" not in result.err, result.err
     lines = result.err.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("error: "), result.err
@@ -232,17 +220,7 @@ def test_full_disk_at_the_first_commit_removes_the_new_folder(tmp_path, cli, ups
     marker = tmp_path / "paused"
     # paused after the checkout of the pin (step 1), the disk fills before the first patch is committed
     child = start(
-        [
-            "apply",
-            "--target",
-            "t",
-            "--into",
-            str(into),
-            "--source",
-            f"lib={upstream.path}",
-            "--root",
-            str(project.root),
-        ],
+        [*apply_args(upstream, into), "--root", str(project.root)],
         {"PATCHMGR_FAULT_PAUSE_AT": "1:60", "PATCHMGR_FAULT_PAUSED": str(marker)},
     )
     while not marker.exists() and not child.finished():
@@ -298,7 +276,7 @@ def test_build_failure_names_its_cause_not_the_disk(tmp_path, cli, upstream, pro
     into = tmp_path / "build"
     if existing:
         into.mkdir()
-    result = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
+    result = cli(*apply_args(upstream, into))
     lines = result.err.strip().splitlines()
     assert result.code == 1 and len(lines) == 2, result.err
     assert "unable to auto-detect email address" in lines[0]
@@ -317,16 +295,7 @@ def test_refused_or_dry_run_makes_nothing(tmp_path, cli, upstream, project, exis
     into = tmp_path / "new" / "build"
     if existing:
         into.mkdir(parents=True)
-    result = cli(
-        "apply",
-        "--target",
-        "t",
-        "--into",
-        str(into),
-        "--source",
-        f"lib={upstream.path}",
-        *(["--dry-run"] if dry_run else []),
-    )
+    result = cli(*apply_args(upstream, into, *(["--dry-run"] if dry_run else [])))
     assert result.code == (0 if dry_run else 1), result.out + result.err
     assert (list(into.iterdir()) == []) if existing else not (tmp_path / "new").exists()
 
@@ -340,7 +309,7 @@ def test_into_inside_the_project_is_bad_input(tmp_path, cli, upstream, project, 
     )
     into = project.root if where == "root" else project.root / where
     before = snapshot(project.root, exact=True)
-    result = cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
+    result = cli(*apply_args(upstream, into))
     assert result.code == 2 and result.err.startswith("error: --into "), result.err
     assert snapshot(project.root, exact=True) == before
 

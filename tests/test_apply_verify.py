@@ -37,6 +37,27 @@ def test_reapply_is_a_noop_that_says_so(tmp_path, cli, project):
     assert git(into / "lib", "rev-parse", "HEAD") == head
 
 
+def test_the_ledger_records_the_source_as_a_typed_identity_and_reads_an_older_ledgers_text(tmp_path, cli, project):
+    lib, _tool, sources = two_upstreams(tmp_path, project)
+    into = tmp_path / "build"
+    assert cli("apply", "--target", "t", "--into", str(into), *sources).code == 0
+    ledger_path = into / "patchmgr-ledger.json"
+    ledger = json.loads(ledger_path.read_text())
+    source = ledger["upstreams"][0]["checkout"]["source"]
+    assert ledger["format"] == 3
+    assert source == {"kind": "local", "location": str(lib.path), "cached": False, "unreachable": None}
+    # the ledger patchmgr wrote before: format 2, the source as its display text without " (cached)"
+    ledger["format"] = 2
+    for entry in ledger["upstreams"]:
+        entry["checkout"]["source"] = f"git {entry['checkout']['source']['location']}"
+    ledger_path.write_text(json.dumps(ledger))
+    assert cli("verify", "--target", "t", "--into", str(into)).code == 0
+    head = git(into / "lib", "rev-parse", "HEAD")
+    again = cli("apply", "--target", "t", "--into", str(into), *sources)  # served by the cache now: the same source
+    assert again.code == 0 and "nothing to do" in again.out, again.out + again.err
+    assert git(into / "lib", "rev-parse", "HEAD") == head
+
+
 def test_apply_is_all_or_nothing_across_upstreams(tmp_path, cli, project):
     _lib, _tool, sources = two_upstreams(tmp_path, project, second_conflicts=True)
     into = tmp_path / "build"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.memory_tree import Files
 
 from patchmgr.engine.classify import _apply_all, check_patch
 from patchmgr.engine.results import State
@@ -89,19 +90,6 @@ def make_patch(repo: Path, base: bytes, new: bytes, context: int) -> bytes:
     git(repo, "add", NAME)
     (repo / NAME).write_bytes(new)
     return git(repo, "diff", "--full-index", f"-U{context}", "--", NAME).stdout
-
-
-class Files:
-    """A ``TreeReader`` over a dict."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = files
-
-    def read(self, path: str) -> bytes | None:
-        return self.files.get(path)
-
-    def read_blob(self, sha: str) -> bytes | None:
-        return None
 
 
 def git_apply(repo: Path, upstream: bytes, patch: bytes) -> bytes | None:

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.memory_tree import Files
 
 from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import State
@@ -26,19 +27,6 @@ pytestmark = pytest.mark.fast
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = sorted([*ROOT.glob("patches/*/*.patch"), *ROOT.glob("tests/halffixes/*/*/*.patch")])
 SHIFT = 3
-
-
-class Files:
-    """A ``TreeReader`` over a dict of path -> bytes."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = files
-
-    def read(self, path: str) -> bytes | None:
-        return self.files.get(path)
-
-    def read_blob(self, sha: str) -> bytes | None:
-        return None
 
 
 def encoded(lines: list[str]) -> bytes:

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.reliability import install_wheels, site_packages
 from support.snapshot import snapshot
 
 from patchmgr.cli.app import main
@@ -27,6 +28,17 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 ONLY = ("--upstream", "megatron-bridge")
+
+
+def apply_in_a_process(python: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``patchmgr apply --target ascend --python PYTHON`` in a process of its own (a kill takes only it)."""
+    return subprocess.run(
+        [sys.executable, "-m", "patchmgr", "apply", "--target", "ascend", "--python", str(python), *extra]
+        + ["--root", str(ROOT)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,33 +67,8 @@ def wheel(tmp_path_factory, release_cache) -> Path:
 @pytest.fixture
 def env(tmp_path, wheel, smoke_extras):
     """A fresh environment per test, so one test's failure cannot leave the next a half-patched wheel."""
-    folder = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
-    python = folder / "bin" / "python"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(python),
-            "install",
-            "-q",
-            "--no-deps",
-            "--ignore-requires-python",
-            "--no-index",
-            str(wheel),
-        ],
-        check=True,
-    )
-    site_dir = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
+    venv = install_wheels(tmp_path, [wheel], "--ignore-requires-python")
+    python, site_dir = venv / "bin" / "python", site_packages(venv)
     (site_dir / "zz-borrowed-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     return python, site_dir
 
@@ -183,24 +170,7 @@ def test_interrupted_apply_is_all_or_nothing(env, run, tmp_path):
     outcomes = {"patched": 0, "untouched": 0}
     step = 1
     while True:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "patchmgr",
-                "apply",
-                "--target",
-                "ascend",
-                "--python",
-                str(python),
-                *ONLY,
-                "--root",
-                str(ROOT),
-            ],
-            env={**os.environ, "PATCHMGR_FAULT_KILL_AT": str(step)},
-            capture_output=True,
-            text=True,
-        )
+        done = apply_in_a_process(python, *ONLY, env={**os.environ, "PATCHMGR_FAULT_KILL_AT": str(step)})
         killed = done.returncode == -9
         code, doc = run("verify", "--target", "ascend", "--python", str(python), *ONLY)  # recovers first
         state = installed(site_dir)
@@ -219,22 +189,7 @@ def test_interrupted_apply_is_all_or_nothing(env, run, tmp_path):
 def test_missing_or_wrong_version_is_named(tmp_path, run):
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", str(bare)], check=True)
-    capture = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "patchmgr",
-            "apply",
-            "--target",
-            "ascend",
-            "--python",
-            str(bare / "bin" / "python"),
-            "--root",
-            str(ROOT),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    capture = apply_in_a_process(bare / "bin" / "python")
     assert capture.returncode == 2  # bad input: --python names an environment without the pinned distributions
     assert "megatron-bridge is not installed (wanted 0.4.2)" in capture.stderr
     assert "vllm-ascend is not installed (wanted 0.23.0)" in capture.stderr

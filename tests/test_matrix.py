@@ -6,7 +6,12 @@ import re
 
 from support.commands import matrix
 from support.gitrepos import git
-from support.scenes import lines_with, setup, tagged_upstream
+from support.scenes import guarded_fix, lines_with, setup, tagged_upstream
+
+
+def status_against(cli, upstream, ref: str):
+    """``status --json`` of target ``t`` against ``ref``: what a matrix column must agree with."""
+    return cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}", "--against", f"lib={ref}")
 
 
 def test_json_grid_has_every_release_tag_since_the_pin_and_the_tip(cli, project, upstream):
@@ -46,16 +51,7 @@ def test_cells_agree_with_status_against_each_tag(cli, project, upstream):
     doc = matrix(cli, upstream, "--json").json
     (lib,) = doc["upstreams"]
     for index, column in enumerate(lib["columns"][1:], start=1):
-        status = cli(
-            "status",
-            "--target",
-            "t",
-            "--json",
-            "--source",
-            f"lib={upstream.path}",
-            "--against",
-            f"lib={column['name']}",
-        )
+        status = status_against(cli, upstream, column["name"])
         states = [p["state"] for p in status.json["upstreams"][0]["patches"]]
         assert states == [p["cells"][index]["state"] for p in lib["patches"]], column
 
@@ -193,15 +189,7 @@ def test_bad_input_is_exit_2_and_writes_nothing(cli, project, upstream, tmp_path
 
 
 def test_a_broken_guard_shows_in_its_cell_and_names_the_commit(cli, project, upstream):
-    pin = upstream.head()
-    guarded = upstream.make_patch(
-        pin,
-        {"src/mod.py": lines_with({20: "fixed 20"})},
-        "Fix line 20",
-        fields="Origin: vendor\nUpstream-Status: Pending\n"
-        r"Guard: absent /legacy\.call\(/ in src/mod.py",
-    )
-    setup(project, upstream, {"fix": guarded})
+    guarded_fix(project, upstream, 20, "fixed 20", "Fix line 20", r"absent /legacy\.call\(/ in src/mod.py")
     upstream.commit({"docs.txt": "one\n"}, "docs")
     git(upstream.path, "tag", "v1.0.0")
     culprit = upstream.commit({"src/mod.py": lines_with({5: "legacy.call()"})}, "bring back the legacy call (#9)")
@@ -270,16 +258,7 @@ def test_a_carrying_commit_is_named_in_every_column_as_status_names_it(cli, proj
     assert [c["state"] for c in fix["cells"]] == ["clean", "upstream", "upstream", "upstream"]
     assert [c.get("carrier") for c in fix["cells"]] == [None, carrier, carrier, carrier]
     for cell in fix["cells"][1:]:
-        status = cli(
-            "status",
-            "--target",
-            "t",
-            "--json",
-            "--source",
-            f"lib={upstream.path}",
-            "--against",
-            f"lib={cell['column']}",
-        )
+        status = status_against(cli, upstream, cell["column"])
         (expected,) = status.json["upstreams"][0]["patches"]
         assert (cell["state"], cell["detail"], cell["carrier"]) == (
             expected["state"],

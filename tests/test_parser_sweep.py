@@ -13,7 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.gitrepos import BASE_TEXT, GIT_ENV, UpstreamRepo, git
+from support.gitrepos import BASE_TEXT, GIT_ENV, UpstreamRepo, git, git_bytes, plain_git
+from support.memory_tree import FilesAndFolders
 
 from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import State
@@ -24,25 +25,13 @@ FIELDS = "Origin: vendor\nUpstream-Status: Pending"
 
 def git_apply_check(repo: Path, patch: bytes, *extra: str) -> subprocess.CompletedProcess:
     """`git apply --check` of ``patch`` in a work tree of ``repo`` (its HEAD), as a user would run it."""
-    return subprocess.run(
-        ["git", "apply", "--check", *extra, "-"],
-        cwd=repo,
-        input=patch,
-        capture_output=True,
-        env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull},
-    )
+    return plain_git(repo, "apply", "--check", *extra, "-", input=patch)
 
 
 def git_apply_writes(repo: Path, patch: bytes) -> subprocess.CompletedProcess:
     """A real `git apply` of ``patch`` in ``repo``'s work tree, which is put back afterwards."""
     try:
-        return subprocess.run(
-            ["git", "apply", "-"],
-            cwd=repo,
-            input=patch,
-            capture_output=True,
-            env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull},
-        )
+        return plain_git(repo, "apply", "-", input=patch)
     finally:
         git(repo, "checkout", "-q", "--", ".")
         git(repo, "clean", "-qfd")
@@ -74,35 +63,19 @@ def apply_into(cli, upstream: UpstreamRepo, into: Path):
     return cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={upstream.path}")
 
 
+def clean_and_applied(cli, upstream: UpstreamRepo, into: Path) -> None:
+    """Status calls the one patch clean, and apply builds ``into`` with it."""
+    result = status(cli, upstream)
+    assert result.code == 0, result.out + result.err
+    assert only_state(result)["state"] == "clean"
+    applied = apply_into(cli, upstream, into)
+    assert applied.code == 0, applied.out + applied.err
+
+
 def only_state(result) -> dict:
     (up,) = result.json["upstreams"]
     (patch,) = up["patches"]
     return patch
-
-
-def raw_commit(repo: UpstreamRepo, files: dict[str, bytes], message: str) -> str:
-    for name, data in files.items():
-        (repo.path / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo.path / name).write_bytes(data)
-    git(repo.path, "add", "-A")
-    git(repo.path, "commit", "-q", "-m", message)
-    return repo.head()
-
-
-def format_patch(repo: UpstreamRepo, base: str, files: dict[str, bytes], subject: str) -> bytes:
-    """A real `git format-patch` of ``files`` (raw bytes) on top of ``base``; the branch is left as it was."""
-    git(repo.path, "checkout", "-q", "--detach", base)
-    try:
-        raw_commit(repo, files, f"{subject}\n\nWhy: keeps our runs correct.\n\n{FIELDS}\n")
-        return subprocess.run(
-            ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature", "HEAD"],
-            cwd=repo.path,
-            capture_output=True,
-            check=True,
-            env={**os.environ, **GIT_ENV},
-        ).stdout
-    finally:
-        git(repo.path, "checkout", "-q", "main")
 
 
 # -- lines with characters str.splitlines splits at ----------------------------------
@@ -123,20 +96,18 @@ def test_lines_with_characters_splitlines_splits_at(cli, project, tmp_path, name
     lines = [f"line {i}\n" for i in range(1, 21)]
     lines[4] = f"page{char}break {char}here\n"
     lines[9] = f"{char}\n"
-    base = raw_commit(upstream, {"src/mod.py": "".join(lines).encode()}, "initial")
+    base = upstream.commit({"src/mod.py": "".join(lines).encode()}, "initial")
     changed = list(lines)
     changed[5] = f"fixed 6 {char}too\n"
     changed[10] = "fixed 11\n"
-    patch = format_patch(upstream, base, {"src/mod.py": "".join(changed).encode()}, f"Fix lines near a {name}")
+    patch = upstream.make_patch(
+        base, {"src/mod.py": "".join(changed).encode()}, f"Fix lines near a {name}", "Why: keeps our runs correct."
+    )
     assert git_apply_check(upstream.path, patch).returncode == 0
     setup(project, upstream, {"fix": patch})
 
-    result = status(cli, upstream)
-    assert result.code == 0, result.out + result.err
-    assert only_state(result)["state"] == "clean"
     into = tmp_path / "build"
-    applied = apply_into(cli, upstream, into)
-    assert applied.code == 0, applied.out + applied.err
+    clean_and_applied(cli, upstream, into)
     assert (into / "lib" / "src/mod.py").read_bytes() == git_applied(upstream.path, patch, "src/mod.py")
     assert (into / "lib" / "src/mod.py").read_bytes() == "".join(changed).encode()
 
@@ -176,12 +147,8 @@ def test_diff_ruN_plain_diff_is_clean_and_applies(cli, project, tmp_path):
         (None, "pkg/added.py"),
         ("gone.py", None),
     }
-    result = status(cli, upstream)
-    assert result.code == 0, result.out + result.err
-    assert only_state(result)["state"] == "clean"
     into = tmp_path / "build"
-    applied = apply_into(cli, upstream, into)
-    assert applied.code == 0, applied.out + applied.err
+    clean_and_applied(cli, upstream, into)
     for name in ("x.py", "pkg/util.py", "pkg/added.py"):
         assert (into / "lib" / name).read_bytes() == (new / name).read_bytes(), name
     assert not (into / "lib" / "gone.py").exists()
@@ -217,13 +184,7 @@ def test_plain_diff_names_as_git_reads_them(cli, project, tmp_path, old_name, ne
 def u0_patch(upstream: UpstreamRepo, base: str, text: str) -> bytes:
     (upstream.path / "src/mod.py").write_text(text)
     try:
-        return subprocess.run(
-            ["git", "diff", "-U0", "--full-index"],
-            cwd=upstream.path,
-            capture_output=True,
-            check=True,
-            env={**os.environ, **GIT_ENV},
-        ).stdout
+        return git_bytes(upstream.path, "diff", "-U0", "--full-index")
     finally:
         git(upstream.path, "checkout", "-q", "--", ".")
 
@@ -325,14 +286,11 @@ def test_creating_a_file_under_an_upstream_file_is_a_conflict(cli, project, upst
     pin = upstream.head()
     git(upstream.path, "checkout", "-q", "--detach", pin)
     git(upstream.path, "rm", "-q", "README")
-    upstream.commit({"README/notes.txt": "notes\n"}, "Add notes\n\nWhy: notes.\n\n" + FIELDS)
-    patch = subprocess.run(
-        ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "HEAD", "--", "README/notes.txt"],
-        cwd=upstream.path,
-        capture_output=True,
-        check=True,
-        env={**os.environ, **GIT_ENV},
-    ).stdout
+    notes = "README/notes.txt"
+    upstream.commit({notes: "notes\n"}, "Add notes\n\nWhy: notes.\n\n" + FIELDS)
+    patch = git_bytes(
+        upstream.path, "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "HEAD", "--", notes
+    )
     git(upstream.path, "checkout", "-q", "main")
     assert git_apply_check(upstream.path, patch).returncode == 0
     assert b"unable to write file 'README/notes.txt'" in git_apply_writes(upstream.path, patch).stderr
@@ -341,22 +299,6 @@ def test_creating_a_file_under_an_upstream_file_is_a_conflict(cli, project, upst
     doc = only_state(result)
     assert result.code == 1 and doc["state"] == "conflict", doc
     assert "README is a file upstream, not a folder" in doc["detail"]
-
-
-class Tree:
-    """A reader over a dict of files that knows its folders (``TreeReader.is_folder``)."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = files
-
-    def read(self, path: str) -> bytes | None:
-        return self.files.get(path)
-
-    def read_blob(self, sha: str) -> bytes | None:
-        return None
-
-    def is_folder(self, path: str) -> bool:
-        return any(name.startswith(path + "/") for name in self.files)
 
 
 def test_creating_a_file_where_a_folder_is_is_a_conflict_in_the_engine(upstream):
@@ -370,7 +312,7 @@ def test_creating_a_file_where_a_folder_is_is_a_conflict_in_the_engine(upstream)
     git(upstream.path, "commit", "-q", "-m", "pkg")
     assert git_apply_check(upstream.path, patch).returncode == 0
     assert b"unable to write file 'pkg'" in git_apply_writes(upstream.path, patch).stderr
-    result = check_patch(parse_patch(patch, Path("fix.patch")), Tree({"pkg/m.py": b"m\n"}))
+    result = check_patch(parse_patch(patch, Path("fix.patch")), FilesAndFolders({"pkg/m.py": b"m\n"}))
     assert result.state is State.CONFLICT
     assert "it is a folder upstream" in result.detail
 

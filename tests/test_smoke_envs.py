@@ -41,20 +41,6 @@ def scene(tmp_path, project, cli, monkeypatch) -> Scene:
     return Scene(tmp_path, project, cli)
 
 
-def manifest(scene: Scene, requirements: list[str]) -> None:
-    scene.project.manifest(
-        "t",
-        {
-            "lib": {
-                "git": "https://example.invalid/lib.git",
-                "commit": scene.pin,
-                "smoke-requirements": requirements,
-                "patches": ["fix-add"],
-            }
-        },
-    )
-
-
 def env_notes(doc: dict) -> list[str]:
     return [n for n in doc["notes"] if "smoke environment" in n]
 
@@ -63,7 +49,7 @@ def test_smoke_builds_the_environment_once_reuses_it_and_builds_another_for_othe
     require(pypi_problem() is None, str(pypi_problem()))
     first, second = pinned(importlib.metadata.version("packaging"))
     scene.patch()
-    manifest(scene, [f"packaging=={first}"])
+    scene.manifest(smoke_requirements=[f"packaging=={first}"])
     scene.smoke_test(SEES.format(version=first))
     scene.apply()
     envs = scene.tmp_path / "cache" / "smoke-envs"
@@ -83,7 +69,7 @@ def test_smoke_builds_the_environment_once_reuses_it_and_builds_another_for_othe
     code, doc = scene.smoke_json("--unpatched")  # the same environment proves the test red without the patch
     assert code == 0 and "reused" in env_notes(doc)[0], json.dumps(doc, indent=1)
 
-    manifest(scene, [f"packaging=={second}"])  # other requirements: an environment of their own
+    scene.manifest(smoke_requirements=[f"packaging=={second}"])  # other requirements: an environment of their own
     scene.smoke_test(SEES.format(version=second))
     code, doc = scene.smoke_json()
     assert code == 0, json.dumps(doc, indent=1)
@@ -97,7 +83,7 @@ def test_smoke_builds_the_environment_once_reuses_it_and_builds_another_for_othe
 )
 def test_a_malformed_smoke_requirement_is_a_manifest_error_naming_the_file_and_key(scene, requirement):
     scene.patch()
-    manifest(scene, ["packaging==23.2", requirement])
+    scene.manifest(smoke_requirements=["packaging==23.2", requirement])
     scene.smoke_test(SEES.format(version="23.2"))
     result = scene.smoke()
     assert result.code == 2, result.out + result.err

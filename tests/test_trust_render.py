@@ -11,7 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from support.gitrepos import git
-from support.scenes import lines_with, setup
+from support.scenes import guarded_fix, lines_with, setup
 
 OSC_TITLE = "\x1b]0;PWNED\x07"  # sets the terminal's title
 CLEAR = "\x1b[2J"  # clears the screen
@@ -198,14 +198,7 @@ def test_escape_sequences_in_lines_subjects_and_tags_are_shown_never_sent(cli, p
 
 
 def test_a_guard_shows_an_upstream_line_with_escapes_escaped(cli, project, upstream):
-    pin = upstream.head()
-    guarded = upstream.make_patch(
-        pin,
-        {"src/mod.py": lines_with({8: "guarded 8"})},
-        "Guarded",
-        fields="Origin: vendor\nUpstream-Status: Pending\nGuard: absent /PWNED/ in src/mod.py",
-    )
-    setup(project, upstream, {"guarded": guarded})
+    guarded_fix(project, upstream, 8, "guarded 8", "Guarded", "absent /PWNED/ in src/mod.py", patch_id="guarded")
     upstream.commit({"src/mod.py": lines_with({30: EVIL_LINE})}, "upstream adds a title")
     for fmt in ("text", "markdown", "github", "junit"):
         result = status(cli, upstream, "--against", "lib=main", "--format", fmt)

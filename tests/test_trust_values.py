@@ -270,20 +270,6 @@ def smoke_scene(tmp_path, project, cli, monkeypatch):
     return scene
 
 
-def _requirements(scene, requirements: list[str]) -> None:
-    scene.project.manifest(
-        "t",
-        {
-            "lib": {
-                "git": "https://example.invalid/lib.git",
-                "commit": scene.pin,
-                "smoke-requirements": requirements,
-                "patches": ["fix-add"],
-            }
-        },
-    )
-
-
 @pytest.mark.parametrize(
     "form",
     [
@@ -301,7 +287,7 @@ def test_a_smoke_requirement_pointing_at_a_local_tree_is_refused_and_its_build_b
     requirement = form.format(url=tree.as_uri(), path=tree)
     smoke_scene.manifest()
     smoke_scene.apply()  # applied with a sound manifest; then the requirement arrives, as from a pull request
-    _requirements(smoke_scene, [requirement])
+    smoke_scene.manifest(smoke_requirements=[requirement])
     result = smoke_scene.smoke()
     error = " ".join((result.out + result.err).split())
     assert not mark.exists(), error
@@ -334,19 +320,18 @@ def cli_lint_fails(scene) -> bool:
     ],
 )
 def test_pip_options_and_local_names_in_smoke_requirements_are_refused_by_lint(smoke_scene, requirement):
-    _requirements(smoke_scene, [requirement])
+    smoke_scene.manifest(smoke_requirements=[requirement])
     assert cli_lint_fails(smoke_scene)
 
 
 def test_published_direct_references_stay_accepted(smoke_scene):
-    _requirements(
-        smoke_scene,
-        [
+    smoke_scene.manifest(
+        smoke_requirements=[
             "packaging==24.0",
             "evil @ https://example.invalid/evil-1.0.tar.gz",
             "lib2 @ git+https://example.invalid/lib2.git@v1",
             "lib3 @ git+ssh://git@host/lib3",
-        ],
+        ]
     )
     result = smoke_scene.cli("lint")
     assert result.code == 0, result.out + result.err
@@ -391,7 +376,7 @@ def _patchmgr_env(folder: Path) -> Path:
 def _smoke_with_requirement(scene):
     scene.manifest()
     scene.apply()
-    _requirements(scene, [REQUIREMENT])
+    scene.manifest(smoke_requirements=[REQUIREMENT])
     return scene.smoke("--json")
 
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, TreeReader
-from patchmgr.io.git import merge_texts
+from patchmgr.history.at_ref import check_at_ref
 from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
+from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.sources.cache_errors import CacheError
 from patchmgr.sources.release import ReleaseSource
 from patchmgr.sources.store import Store
@@ -27,7 +27,7 @@ class UpstreamStatus:
     upstream: Upstream
     ref: str  # what was asked for: the pin, or an --against ref
     commit: str | None
-    source: str | None
+    origin: SourceIdentity | None  # where the results were read from (None: nothing could be read)
     results: list[CheckResult] = field(default_factory=list)
     error: str | None = None  # set when no source could provide the upstream
     hint: str | None = None
@@ -38,13 +38,18 @@ class UpstreamStatus:
     installed: InstalledDist | None = field(default=None, repr=False)
 
     @property
+    def source(self) -> str | None:
+        """Where the results were read from, as every command shows it."""
+        return None if self.origin is None else self.origin.description
+
+    @property
     def available(self) -> bool:
         return self.error is None
 
     @property
     def ok(self) -> bool:
         """Every patch applies exactly and keeps its guards (a broken guard is not OK even when ``clean``)."""
-        return self.available and all(r.state.applies and r.guards_hold for r in self.results)
+        return self.available and all(r.ok for r in self.results)
 
 
 @dataclass
@@ -56,6 +61,19 @@ class TargetStatus:
     @property
     def ok(self) -> bool:
         return all(u.ok for u in self.upstreams)
+
+
+def with_project_warnings(
+    project: Project, statuses: list[TargetStatus], targets: list[Target], named: str | None
+) -> list[TargetStatus]:
+    """``statuses`` (of ``targets``) as new values that warn of the patch files no manifest lists and, for the
+    one target ``--target`` names (``named``), of the other manifests that do not load (the list of an
+    unreadable manifest is unknown: then no file is called unlisted)."""
+    others, broken = project.readable_targets() if named else (targets, [])
+    unlisted = [] if broken else project.unlisted_patches(others)
+    warnings = [f"{p.relative_to(project.root)} is listed by no manifest" for p in unlisted]
+    warnings += [f"{line} (--target {named} does not need it; `patchmgr lint` reports it)" for line in broken]
+    return [replace(status, warnings=status.warnings + warnings) for status in statuses]
 
 
 def check_target(
@@ -166,16 +184,12 @@ def check_upstream(
         raise  # bad input (a ref the upstream does not have), or a cache this machine cannot use: one error
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
-    results = check_series(patches, source, merge_texts)
-    if isinstance(source, GitSource) and ref is not None and source.commit != upstream.commit:
-        from patchmgr.history.evidence import explain_upstream  # history code, loaded only when it can be needed
-
-        results = explain_upstream(store, upstream, overrides, source, results)  # name the carrying commit
+    results = check_at_ref(store, upstream, overrides, source, patches, explain=ref is not None)
     status = UpstreamStatus(
         upstream,
         shown_ref,
         source.commit,
-        source.description,
+        source.identity,
         results,
         release=source if isinstance(source, ReleaseSource) else None,
     )

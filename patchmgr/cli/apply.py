@@ -16,6 +16,7 @@ from patchmgr.cli.options import (
     RootOpt,
     SourceOpt,
     UpstreamsOpt,
+    for_targets,
     source_overrides,
 )
 from patchmgr.cli.session import Session
@@ -33,8 +34,9 @@ def command(
     root: RootOpt = Path("."),
 ) -> int:
     session = Session("apply", root, json_output)
-    overrides, only = source_overrides(source), upstream or []
-    selected, place = session.placed_target(target, into, python, overrides, only)
+    given, only = source_overrides(source), upstream or []
+    selected, place = session.placed_target(target, into, python, given, only)
+    overrides = for_targets([selected], given)
     with session.store() as store:
         if isinstance(place, str):  # --python PATH
             from patchmgr.render.status import env_json, render_env

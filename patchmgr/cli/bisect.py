@@ -14,6 +14,7 @@ from patchmgr.cli.options import (
     SourceOpt,
     ToOpt,
     UpstreamOpt,
+    for_targets,
     required_ref,
     source_overrides,
 )
@@ -35,8 +36,9 @@ def command(
     from patchmgr.render.maintain import bisect_json, render_bisect
 
     session = Session("bisect", root, json_output)
-    overrides = source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, overrides)
+    given = source_overrides(source)
+    selected, upstream = session.upstream_target(target, upstream, given)
+    overrides = for_targets([selected], given)
     ref = required_ref("bisect", to)
     with session.store() as store:
         result = bisect_upstream(session.project, selected.upstream(upstream), store, overrides, ref, patch or ())

@@ -17,6 +17,7 @@ from patchmgr.cli.options import (
     SourceOpt,
     ToOpt,
     UpstreamOpt,
+    for_targets,
     required_ref,
     source_overrides,
 )
@@ -39,12 +40,13 @@ def command(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
-    from patchmgr.maintain.bump import plan_bump, write_bump
+    from patchmgr.maintain.bump import BumpAction, plan_bump, write_bump
     from patchmgr.render.maintain import bump_json, render_bump, render_interdiffs
 
     session = Session("bump", root, json_output)
-    overrides = source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, overrides)
+    given = source_overrides(source)
+    selected, upstream = session.upstream_target(target, upstream, given)
+    overrides = for_targets([selected], given)
     ref = required_ref("bump", to)
     with session.store() as store:
         outcome = plan_bump(
@@ -52,6 +54,6 @@ def command(
         )
     if not session.json:
         render_interdiffs(session.out, outcome.plan)
-    if outcome.action == "planned" and not dry_run:
+    if outcome.action is BumpAction.PLANNED and not dry_run:
         write_bump(outcome)
     return session.emit(0 if outcome.ok else 1, bump_json, render_bump, outcome)

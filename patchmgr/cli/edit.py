@@ -17,6 +17,7 @@ from patchmgr.cli.options import (
     SourceOpt,
     TargetOpt,
     UpstreamOpt,
+    for_targets,
     required_folder,
     source_overrides,
 )
@@ -66,8 +67,9 @@ def command(
     if resume:
         into = required_folder("edit", "--into", into, "give the folder that patchmgr edit --onto made")
         return _resume(session, target, upstream, into, resume[0])
-    overrides = source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, overrides)
+    sources = source_overrides(source)
+    selected, upstream = session.upstream_target(target, upstream, sources)
+    overrides = for_targets([selected], sources)
     into = required_folder("edit", "--into", into, "give a new folder for the checkout")
     with session.store() as store:
         if onto:

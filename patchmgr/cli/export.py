@@ -35,8 +35,4 @@ def command(
     selected, upstream = session.upstream_target(target, upstream)
     from_dir = required_folder("export", "--from", from_dir, "give the folder that `patchmgr edit --into` made")
     outcome = export_checkout(session.project, selected, upstream, from_dir, version)
-    from patchmgr.maintain.export_guards import guards_at_head
-
-    outcome.guards = guards_at_head(session.project, selected.name, upstream, from_dir)
-    broken = any(not g.holds for guards in outcome.guards.values() for g in guards)
-    return session.emit(1 if broken else 0, export_json, render_export, outcome)
+    return session.emit(0 if outcome.guards_hold else 1, export_json, render_export, outcome)

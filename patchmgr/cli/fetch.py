@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchmgr.cli.options import JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, UpstreamsOpt, source_overrides
+from patchmgr.cli.options import (
+    JsonOpt,
+    NeededTargetOpt,
+    RootOpt,
+    SourceOpt,
+    UpstreamsOpt,
+    for_targets,
+    source_overrides,
+)
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import PatchmgrError
 
@@ -20,8 +28,9 @@ def command(
     from patchmgr.sources.upstream import fetch_upstream
 
     session = Session("fetch", root, json_output)
-    overrides, only = source_overrides(source), upstream or []
-    selected = session.target(target, overrides, only)
+    given, only = source_overrides(source), upstream or []
+    selected = session.target(target, given, only)
+    overrides = for_targets([selected], given)
     fetched: dict[str, dict] = {}
     with session.store() as store:
         for entry in selected.upstreams:

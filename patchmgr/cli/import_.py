@@ -74,10 +74,9 @@ def command(
     json_output: JsonOpt = False,
     root: RootOpt = Path("."),
 ) -> int:
-    from patchmgr.maintain.importing.plan import ImportOptions, plan_import
+    from patchmgr.maintain.importing.plan import ImportOptions, finish_import, plan_import
     from patchmgr.maintain.importing.sources import read_dockerfile, read_inputs
-    from patchmgr.maintain.importing.split import MODES, read_mapping
-    from patchmgr.maintain.importing.write import write_import
+    from patchmgr.maintain.importing.split import MODES, SplitMode, read_mapping
     from patchmgr.model.manifest import NAME
     from patchmgr.render.importing import import_json, render_import
 
@@ -97,7 +96,7 @@ def command(
         raise UsageError("--map and --split hunk both say how to split", "pick one")
     options = ImportOptions(
         target,
-        split,
+        SplitMode(split),
         read_mapping(mapping) if mapping else None,
         _pairs("--git", git, "mbridge=https://..."),
         _pairs("--pin", pin, "mbridge=v0.1.0"),
@@ -107,11 +106,6 @@ def command(
     )
     monoliths = read_inputs(list(paths or []), upstream, version)
     with session.store() as store:
-        outcome = plan_import(session.project, monoliths, store, options)
-    if outcome.action == "planned":
-        if dry_run:
-            outcome.action = "dry-run"
-        else:
-            write_import(session.project, outcome.writes, outcome.expected)
-            outcome.action = "imported"
+        planned = plan_import(session.project, monoliths, store, options)
+    outcome = finish_import(session.project, planned, dry_run)
     return session.emit(0 if outcome.ok else 1, import_json, render_import, outcome)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, source_overrides
+from patchmgr.cli.options import JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, for_targets, source_overrides
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
@@ -42,8 +42,9 @@ def command(
     root: RootOpt = Path("."),
 ) -> int:
     session = Session("matrix", root, json_output)
-    overrides, only = source_overrides(source), upstream or []
-    selected = session.target(target, overrides, only)
+    given, only = source_overrides(source), upstream or []
+    selected = session.target(target, given, only)
+    overrides = for_targets([selected], given)
     if refs is not None and since is not None:
         raise UsageError("matrix takes --refs PATTERN or --since REF, not both", "pick one")
     if refs is not None and not refs.strip():

@@ -188,7 +188,8 @@ def require_upstreams(
     """An option naming an upstream that no selected target has is a usage error, not a silent no-op.
 
     Except ``--source``/``--against`` (``NamedOptions``) naming an upstream that another target of the project
-    has (``elsewhere()``: their names): that one is taken out of the mapping, and a note says so (returned)."""
+    has (``elsewhere()``: their names): a note says it is ignored (returned; ``for_targets`` leaves it out of
+    the mapping the command uses). The mappings given are not changed."""
     known = {u.name for t in targets for u in t.upstreams}
     where = ", ".join(t.name for t in targets)
     notes: list[str] = []
@@ -197,7 +198,6 @@ def require_upstreams(
             if name in known:
                 continue
             if isinstance(names, NamedOptions) and name in elsewhere():
-                del names[name]
                 notes.append(f"{names.option} {name}: target {where} has no upstream {name}; ignored")
                 continue
             raise UsageError(
@@ -210,3 +210,10 @@ def require_upstreams(
                 ),
             )
     return notes
+
+
+def for_targets(targets: list[Target], options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` for the upstreams of ``targets`` only, as a new mapping: the names ``require_upstreams`` let
+    through with a note (another target's upstreams) left out."""
+    known = {u.name for t in targets for u in t.upstreams}
+    return {name: value for name, value in options.items() if name in known}

@@ -14,6 +14,7 @@ from patchmgr.cli.options import (
     SourceOpt,
     ToOpt,
     UpstreamOpt,
+    for_targets,
     required_ref,
     source_overrides,
 )
@@ -35,8 +36,9 @@ def command(
     from patchmgr.render.maintain import refresh_json, render_interdiffs, render_refresh
 
     session = Session("refresh", root, json_output)
-    overrides = source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, overrides)
+    given = source_overrides(source)
+    selected, upstream = session.upstream_target(target, upstream, given)
+    overrides = for_targets([selected], given)
     ref = required_ref("refresh", to)
     with session.store() as store:
         plan = plan_refresh(

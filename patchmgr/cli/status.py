@@ -17,6 +17,7 @@ from patchmgr.cli.options import (
     TargetOpt,
     UpstreamsOpt,
     against_refs,
+    for_targets,
     source_overrides,
 )
 from patchmgr.cli.session import Session
@@ -65,8 +66,9 @@ def command(
 ) -> int:
     fmt = output_format_of(output_format, json_output)
     session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
-    overrides, refs, only = source_overrides(source), against_refs(against), upstream or []
-    targets = session.targets(target, overrides, refs, only)
+    given, asked, only = source_overrides(source), against_refs(against), upstream or []
+    targets = session.targets(target, given, asked, only)
+    overrides, refs = for_targets(targets, given), for_targets(targets, asked)
     if python and (refs or newest_release):
         raise UsageError(
             "--python checks the installed files; it cannot be combined with "
@@ -85,19 +87,14 @@ def command(
                 check_target(session.project, t, store, overrides, refs, only, newest_release, load_output)
                 for t in targets
             ]
-    project = session.project
-    others, broken = (targets, []) if not target else project.readable_targets()
-    unlisted = [] if broken else project.unlisted_patches(others)  # a broken manifest's list is unknown
-    for status in statuses:
-        status.warnings += [f"{p.relative_to(project.root)} is listed by no manifest" for p in unlisted]
-        status.warnings += [
-            f"{line} (--target {target} does not need it; `patchmgr lint` reports it)" for line in broken
-        ]
+    from patchmgr.check.status import with_project_warnings
+
+    statuses = with_project_warnings(session.project, statuses, targets, target)
     code = 0 if all(s.ok for s in statuses) else 1
     if fmt not in ("text", "json"):
         from patchmgr.render.reports import render_report
 
-        sys.stdout.write(render_report(fmt, statuses, report_base(project.root)))
+        sys.stdout.write(render_report(fmt, statuses, report_base(session.project.root)))
         return code
     from patchmgr.render.status import render_status, status_json
 

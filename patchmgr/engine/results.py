@@ -96,6 +96,12 @@ class CheckResult:
         return all(g.holds for g in self.guards)
 
     @property
+    def ok(self) -> bool:
+        """What every command means by OK: the patch applies exactly and keeps its guards (a broken guard is not
+        OK even when ``clean``)."""
+        return self.state.applies and self.guards_hold
+
+    @property
     def detail(self) -> str:
         return "; ".join(part for part in (self._state_detail(), *self.notes) if part)
 

@@ -60,7 +60,7 @@ def bisect_upstream(
             "check that the ref belongs to the same upstream",
         )
     at_to = check_series(patches, target, merge_texts)
-    fine = [r.state.applies and r.guards_hold for r in at_to]
+    fine = [r.ok for r in at_to]
     chosen = [i for i, r in enumerate(at_to) if (r.patch.id in patch_ids if patch_ids else not fine[i])]
     line = repo.first_parent_path(base, to)
     result = Bisection(upstream, ref, to, upstream.commit, base, len(line))

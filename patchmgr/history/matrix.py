@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
-from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, State
+from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.releases import TagResolver, is_release, pin_name, release_tags, remote_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
-from patchmgr.io.git import LITERAL_PATHS, GitRepo, merge_texts
+from patchmgr.io.git import LITERAL_PATHS, GitRepo
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
@@ -33,9 +34,15 @@ from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, open_git_source
 
 
+class ColumnKind(StrEnum):
+    PIN = "pin"
+    TAG = "tag"
+    TIP = "tip"
+
+
 @dataclass(frozen=True)
 class Column:
-    kind: str  # "pin", "tag" or "tip"
+    kind: ColumnKind
     name: str  # the tag, the branch, or for the pin its tag (else its short commit id)
     commit: str
 
@@ -80,7 +87,7 @@ class Matrix:
     def verdict_column(self) -> int:
         """The column that decides ``ok``: the newest release tag (with ``--refs``, a pre-release or a tag that is no
         version decides only when no tag is a release), else the tip, else the pin."""
-        tags = [i for i, c in enumerate(self.columns) if c.kind == "tag"]
+        tags = [i for i, c in enumerate(self.columns) if c.kind is ColumnKind.TAG]
         releases = [i for i in tags if is_release(self.columns[i].name)]
         if releases or tags:
             return (releases or tags)[-1]
@@ -92,7 +99,7 @@ class Matrix:
         if self.error is not None:
             return False
         index = self.verdict_column
-        return all(row.cells[index].state.applies and row.cells[index].guards_hold for row in self.rows)
+        return all(row.cells[index].ok for row in self.rows)
 
 
 def build_matrices(
@@ -140,14 +147,15 @@ def build_matrix(
     resolver = TagResolver(store, upstream, overrides, repo)
     notes: list[str] = []
 
-    columns = [Column("pin", pin_name(refs, upstream), upstream.commit)]
+    columns = [Column(ColumnKind.PIN, pin_name(refs, upstream), upstream.commit)]
     columns += [
-        Column("tag", name, commit) for name, commit in release_tags(refs, upstream, resolver, pattern, since, notes)
+        Column(ColumnKind.TAG, name, commit)
+        for name, commit in release_tags(refs, upstream, resolver, pattern, since, notes)
     ]
     if refs.head is not None:
         branch = refs.head_branch or "HEAD"
         tip = resolver.commit_of(f"refs/heads/{branch}" if refs.head_branch else "HEAD", refs.head)
-        columns.append(Column("tip", branch, tip))
+        columns.append(Column(ColumnKind.TIP, branch, tip))
     else:
         notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
     repo = resolver.repo
@@ -183,7 +191,11 @@ def _check_columns(
     ``explain_upstream`` runs for the rest, and for ``upstream`` results (it names where the reverse starts
     to apply), so each cell reads as ``status --against`` that column says.
     """
-    checked = {commit: check_series(patches, GitSource(repo, commit, location), merge_texts) for commit in commits}
+    # the engine and the guards per column here, the evidence below: the explanation is check_at_ref's, batched
+    checked = {
+        commit: check_at_ref(store, upstream, overrides, GitSource(repo, commit, location), patches, explain=False)
+        for commit in commits
+    }
     pending = {c: [i for i, r in enumerate(checked[c]) if not r.state.applies] for c in commits if c != upstream.commit}
     merge_bases = {c: repo.merge_base(upstream.commit, c) for c, indexes in pending.items() if indexes}
     bases = {c: base for c, base in merge_bases.items() if base is not None and base != c}  # else nothing to search
@@ -270,10 +282,6 @@ def _carrier_candidates(
     return found
 
 
-def _fine(cell: CheckResult) -> bool:
-    return cell.state.applies and cell.guards_hold
-
-
 def _first_change(
     repo: GitRepo,
     location: str,
@@ -287,7 +295,7 @@ def _first_change(
     """Where the patch changed: toward the first column where it stops applying (or a guard breaks), else toward
     the first column whose state differs from the pin's."""
     cells, later = row.cells, range(1, len(columns))
-    toward = next((j for j in later if not _fine(cells[j])), None)
+    toward = next((j for j in later if not cells[j].ok), None)
     if toward is None:
         toward = next((j for j in later if cells[j].state is not cells[0].state), None)
     if toward is None:
@@ -303,7 +311,7 @@ def _first_change(
     if walk is None:
         return Change(column.name, cell.state, note=f"the pin and {column.name} share no history")
     history = walk.history(index, cell.state, None, broken_guards(cell))
-    stops = not _fine(cell)
+    stops = not cell.ok
     step = history.first_commit if stops else None
     if step is None:
         wanted = (lambda s: not s.applies) if stops else (lambda s: s.state is cell.state)

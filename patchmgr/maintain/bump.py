@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.engine.results import State
 from patchmgr.maintain import manifest_edit
-from patchmgr.maintain.refresh import RefreshedPatch, RefreshPlan, plan_refresh
+from patchmgr.maintain.refresh import RefreshAction, RefreshedPatch, RefreshPlan, plan_refresh
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
@@ -38,11 +39,18 @@ from patchmgr.sources.upstream import release_version
 from patchmgr.targets.project_files import write_files
 
 
+class BumpAction(StrEnum):
+    PLANNED = "planned"
+    BUMPED = "bumped"
+    REFUSED = "refused"
+    UP_TO_DATE = "up-to-date"
+
+
 @dataclass
 class BumpOutcome:
     target: Target
     plan: RefreshPlan
-    action: str  # "planned" | "bumped" | "refused" | "up-to-date"
+    action: BumpAction
     old_version: str | None = None
     new_version: str | None = None
     dropped: list[RefreshedPatch] = field(default_factory=list)
@@ -64,7 +72,7 @@ class BumpOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.action != "refused"
+        return self.action is not BumpAction.REFUSED
 
 
 def plan_bump(
@@ -100,14 +108,14 @@ def plan_bump(
         )
     plan = plan_refresh(project, upstream, store, overrides, ref, allow_three_way, target.name, allow_fuzz)
     outcome = BumpOutcome(
-        target, plan, "refused", upstream.version, new_version if upstream.version or version else None
+        target, plan, BumpAction.REFUSED, upstream.version, new_version if upstream.version or version else None
     )
     if outcome.blockers or not plan.ok or outcome.guard_blockers:
         return outcome
     if plan.commit == upstream.commit:
-        outcome.action = "up-to-date"
+        outcome.action = BumpAction.UP_TO_DATE
         return outcome
-    landed = [p for p in plan.patches if p.action == "upstream"]
+    landed = [p for p in plan.patches if p.action is RefreshAction.UPSTREAM]
     if not keep:
         outcome.review = [p for p in landed if p.carrier is None]
         if outcome.review:
@@ -118,7 +126,7 @@ def plan_bump(
         outcome.dropped = landed
         outcome.shared = {p.patch.id: p.shared_with for p in landed if p.shared_with}
     outcome.writes, outcome.expected = _changes(project, outcome)
-    outcome.action = "planned"
+    outcome.action = BumpAction.PLANNED
     return outcome
 
 
@@ -152,12 +160,12 @@ def _changes(project: Project, outcome: BumpOutcome) -> tuple[dict[Path, bytes |
 
 def write_bump(outcome: BumpOutcome) -> BumpOutcome:
     """Carry out a planned bump: patch files, removals and the manifest, in one transaction."""
-    if outcome.action != "planned":
+    if outcome.action is not BumpAction.PLANNED:
         raise StateError(f"nothing to write: the bump is {outcome.action}", "run patchmgr bump without --dry-run")
     plan = outcome.plan
     if plan.root is None:
         raise StateError("the bump plan names no project root", "this is a bug in patchmgr; please report it")
     write_files(plan.root, outcome.writes, outcome.expected)
     plan.written = [p.patch.path for p in plan.changed]
-    outcome.action = "bumped"
+    outcome.action = BumpAction.BUMPED
     return outcome

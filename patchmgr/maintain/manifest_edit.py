@@ -24,7 +24,7 @@ from tomlkit.items import Array, Item, Table
 
 from patchmgr.io.confine import shown
 from patchmgr.model.errors import ManifestError, PatchmgrError
-from patchmgr.model.manifest import PATCH_ID, _Validator
+from patchmgr.model.manifest import PATCH_ID, validate_target
 from patchmgr.model.project import Project
 from patchmgr.model.urls import FULL_SHA
 
@@ -88,7 +88,7 @@ def check_manifest(path: Path, text: str, patches_dir: Path, planned: Collection
         if fresh and len(set(listed)) != len(listed):
             raise ManifestError(f"{path}: upstreams.{name}.patches would list a patch twice", "list each patch once")
         table["patches"] = [pid for pid in listed if pid not in fresh]
-    _Validator(path, patches_dir).target(raw)
+    validate_target(raw, path, patches_dir)
 
 
 def listed_elsewhere(project: Project, target: str, upstream: str, patch_id: str) -> list[str]:

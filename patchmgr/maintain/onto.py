@@ -31,13 +31,13 @@ import hashlib
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
-from patchmgr.engine.classify import Overlay, check_patch
-from patchmgr.engine.results import GuardResult, State
-from patchmgr.history.evidence import explain_upstream
+from patchmgr.engine.results import CheckResult, GuardResult, State
+from patchmgr.history.at_ref import check_at_ref
 from patchmgr.io.faults import step
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.io.git import GitRepo
 from patchmgr.maintain.edit_record import (
     Carried,
     EditRecord,
@@ -62,7 +62,8 @@ from patchmgr.targets.absent import absent_note, leaving_out_absent
 
 MAILS = "patchmgr-onto"  # in the checkout's .git: the patch files still to apply, as they were
 OLD_SERIES = "refs/patchmgr/old-series"  # the series at the pin, for the range-diff and --abort
-_COMMITTER = {"GIT_COMMITTER_NAME": "patchmgr", "GIT_COMMITTER_EMAIL": "patchmgr@localhost"}
+# the committer of the commits git am makes in a move (edit --onto and its --continue, --skip, --abort)
+AM_COMMITTER = {"GIT_COMMITTER_NAME": "patchmgr", "GIT_COMMITTER_EMAIL": "patchmgr@localhost"}
 
 
 @dataclass
@@ -70,8 +71,13 @@ class OntoPlan:
     ref: str
     commit: str
     carried: list[Carried] = field(default_factory=list)
-    states: dict[str, str] = field(default_factory=dict)  # patch id -> its state at the ref, as status reads it
+    results: list[CheckResult] = field(default_factory=list)  # the series at the ref, as status checks it
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def states(self) -> dict[str, State]:
+        """Patch id -> its state at the ref, as status reads it."""
+        return {r.patch.id: r.state for r in self.results}
 
 
 @dataclass
@@ -86,6 +92,15 @@ class Stopped:
     reason: str | None = None  # why it stopped when no git am waits (git refused the mail, or it changes nothing)
 
 
+class MoveAction(StrEnum):
+    """What one ``edit --onto`` call did to the move."""
+
+    STARTED = "started"
+    CONTINUED = "continued"
+    SKIPPED = "skipped"
+    ABORTED = "aborted"
+
+
 @dataclass
 class OntoOutcome:
     target: str
@@ -94,7 +109,7 @@ class OntoOutcome:
     ref: str
     commit: str
     pin: str
-    action: str  # "started" | "continued" | "skipped" | "aborted"
+    action: MoveAction
     applied: list[tuple[str, str]] = field(default_factory=list)  # (patch id, commit) on the new base so far
     carried: list[Carried] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -130,14 +145,10 @@ def plan_onto(project: Project, upstream: Upstream, store: Store, overrides: Map
             f"{ref} ({source.commit[:12]}) shares no history with the pin {upstream.commit[:12]}",
             "give a branch, tag or commit of the same upstream",
         )
-    overlay = Overlay(source)
-    results = []
-    for patch in project.patches(upstream):
-        results.append(check_patch(patch, overlay, merge_texts))
-        overlay.update(results[-1].files)
-    results = explain_upstream(store, upstream, overrides, source, results)
-    for result in results:
-        plan.states[result.patch.id] = result.state.value
+    # guards included, as status checks them; what the move reports of them is their state on its finished HEAD
+    # (``checked``), the tree export writes, after git am's merges
+    plan.results = check_at_ref(store, upstream, overrides, source, project.patches(upstream))
+    for result in plan.results:
         if result.state is State.UPSTREAM and result.carrier:
             plan.carried.append(
                 Carried(result.patch.id, result.carrier, source.repo.commit_info(result.carrier).subject)
@@ -212,7 +223,7 @@ def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, p
         record.patches = []
         run = MoveRun(repo, folder, into, record)
         run.save()
-        outcome = run_outcome(run, "started")
+        outcome = run_outcome(run, MoveAction.STARTED)
         outcome.notes += plan.notes + ([absent_note(upstream.name, plan.ref, absent)] if absent else [])
         return checked(project, run_queue(run, outcome), folder)
 
@@ -220,7 +231,7 @@ def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, p
 def checked(project: Project, outcome: OntoOutcome, work: Path) -> OntoOutcome:
     """A finished move, with the guards of its patches evaluated on the new HEAD (of ``work``): a guard that the
     ref broke is fixed here, in the checkout, before export."""
-    if outcome.finished and outcome.action != "aborted":
+    if outcome.finished and outcome.action is not MoveAction.ABORTED:
         applied = {pid for pid, _commit in outcome.applied}
         found = guards_at_head(project, outcome.target, outcome.upstream, work)
         outcome.guards = {pid: guards for pid, guards in found.items() if pid in applied}
@@ -240,7 +251,7 @@ def run_queue(run: MoveRun, outcome: OntoOutcome) -> OntoOutcome:
         mail = run.mail(entry.id)
         reason = None
         try:
-            applied = repo.am_apply(mail, env=_COMMITTER)
+            applied = repo.am_apply(mail, env=AM_COMMITTER)
         except GitError as exc:  # git refused the mail itself: nothing was applied, no git am waits
             applied, reason = False, f"git am cannot apply it: {exc.message.removeprefix('git am: ')}"
         step()
@@ -299,7 +310,7 @@ def done_current(run: MoveRun) -> None:
     run.save()
 
 
-def run_outcome(run: MoveRun, action: str) -> OntoOutcome:
+def run_outcome(run: MoveRun, action: MoveAction) -> OntoOutcome:
     record, move = run.record, run.move
     return OntoOutcome(
         record.target,

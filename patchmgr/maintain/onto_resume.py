@@ -23,8 +23,9 @@ from patchmgr.maintain.edit_checkout import locked_edit
 from patchmgr.maintain.edit_record import PatchCommit, add_note, read_record
 from patchmgr.maintain.export_guards import head_commit
 from patchmgr.maintain.onto import (
-    _COMMITTER,
+    AM_COMMITTER,
     MAILS,
+    MoveAction,
     MoveRun,
     OntoOutcome,
     checked,
@@ -83,7 +84,7 @@ def _resume(project: Project, run: MoveRun, action: str) -> OntoOutcome:
     if action == "abort":
         return _abort(run)
     _on_the_branch(run, action)
-    outcome = run_outcome(run, "continued" if action == "continue" else "skipped")
+    outcome = run_outcome(run, MoveAction.CONTINUED if action == "continue" else MoveAction.SKIPPED)
     if action == "skip" and move.current is None and move.queue and not repo.am_in_progress():
         move.current, move.before = move.queue[0].id, repo.resolve("HEAD")  # the one git refused (older records)
     if move.current is not None:
@@ -120,7 +121,7 @@ def _continue_current(run: MoveRun, current: str) -> None:
                 f"resolve them in {into}, git add the files, then patchmgr edit --continue --into {into}",
             )
         try:
-            repo.am_resume("continue", env=_COMMITTER)
+            repo.am_resume("continue", env=AM_COMMITTER)
         except GitError as exc:
             raise StateError(
                 f"{current}: git am --continue refused: {exc.message.removeprefix('git am: ')}",
@@ -221,7 +222,7 @@ def _skip_current(run: MoveRun, current: str, outcome: OntoOutcome) -> None:
     """Leave ``current`` (the stopped patch, ``move.current``) out of the series."""
     repo, move = run.repo, run.move
     if repo.am_in_progress():
-        repo.am_resume("skip", env=_COMMITTER)
+        repo.am_resume("skip", env=AM_COMMITTER)
         step()
     elif commits_since(repo, move.before):
         raise StateError(
@@ -238,7 +239,7 @@ def _skip_current(run: MoveRun, current: str, outcome: OntoOutcome) -> None:
 def _abort(run: MoveRun) -> OntoOutcome:
     """Back to the series at the pin, after keeping every commit and change made during the move on a branch."""
     repo, record, move = run.repo, run.record, run.move
-    outcome = run_outcome(run, "aborted")
+    outcome = run_outcome(run, MoveAction.ABORTED)
     kept = _work_of_the_move(run)
     work = [kept] if kept else []
     for tip in work + lost_tips(repo, record, move, tuple(work)):
@@ -247,7 +248,7 @@ def _abort(run: MoveRun) -> OntoOutcome:
         outcome.saved.append(branch)
         step()
     if repo.am_in_progress():
-        repo.am_resume("abort", env=_COMMITTER)
+        repo.am_resume("abort", env=AM_COMMITTER)
     try:
         # everything in the work tree is on the saved branch now (or was what the move itself left there)
         with leaving_out_absent(repo, run.work, record.pin):  # back to the files the source lacks at the pin

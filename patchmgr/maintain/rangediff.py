@@ -4,20 +4,32 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError
 
 # "1:  1a2b3c4 = 1:  5d6e7f8 Subject", "2:  1a2b3c4 < -:  ------- Subject"
 _PAIR = re.compile(r"^\s*(\d+|-):\s+([0-9a-f]+|-+)\s+([=!<>])\s+(\d+|-):\s+([0-9a-f]+|-+)\s?(.*)$")
-MEANING = {"=": "same", "!": "changed", "<": "removed", ">": "added"}
+
+
+class PairStatus(StrEnum):
+    """What became of one patch between the old series and the new, by git range-diff's mark."""
+
+    SAME = "same"
+    CHANGED = "changed"
+    REMOVED = "removed"
+    ADDED = "added"
+
+
+MEANING = {"=": PairStatus.SAME, "!": PairStatus.CHANGED, "<": PairStatus.REMOVED, ">": PairStatus.ADDED}
 
 
 @dataclass(frozen=True)
 class RangePair:
     old: int | None  # position in the old series (1-based), None for an added patch
     old_commit: str | None
-    status: str  # "same" | "changed" | "removed" | "added"
+    status: PairStatus
     new: int | None
     new_commit: str | None
     subject: str
@@ -25,7 +37,7 @@ class RangePair:
 
 @dataclass
 class RangeDiff:
-    old: str  # "base..tip"
+    old: str  # the old series as a range, base..tip
     new: str
     pairs: list[RangePair] = field(default_factory=list)
     text: str = ""  # git's own output, the diffs of changed patches included

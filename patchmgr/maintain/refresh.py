@@ -22,14 +22,15 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
-from patchmgr.engine.classify import Overlay, check_guards, check_patch
+from patchmgr.engine.classify import check_patch
 from patchmgr.engine.place import split_lines
 from patchmgr.engine.results import CheckResult, GuardResult, State
-from patchmgr.history.evidence import explain_upstream
+from patchmgr.history.at_ref import check_at_ref, preimages
 from patchmgr.history.walk import context_size
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.io.git import GitRepo
 from patchmgr.maintain.manifest_edit import listed_elsewhere
 from patchmgr.model.dep3_edit import set_last_update
 from patchmgr.model.diff import INDEX_LINE, FileDiff, hunk_end
@@ -44,11 +45,20 @@ from patchmgr.targets.project_files import write_files
 _STAT_SUMMARY = re.compile(r"^ \d+ files? changed")
 
 
+class RefreshAction(StrEnum):
+    """What a refresh does to one patch (its word in the table and in JSON)."""
+
+    UNCHANGED = "unchanged"
+    REFRESHED = "refreshed"
+    REFUSED = "refused"
+    UPSTREAM = "upstream"
+
+
 @dataclass
 class RefreshedPatch:
     patch: PatchFile
     state: State  # at the ref, before the refresh
-    action: str  # "unchanged" | "refreshed" | "refused" | "upstream"
+    action: RefreshAction
     reason: str = ""
     new_data: bytes | None = field(default=None, repr=False)
     interdiff: list[str] = field(default_factory=list)  # old diff vs new diff, for fuzz and 3-way
@@ -71,11 +81,11 @@ class RefreshPlan:
 
     @property
     def refused(self) -> list[RefreshedPatch]:
-        return [p for p in self.patches if p.action == "refused"]
+        return [p for p in self.patches if p.action is RefreshAction.REFUSED]
 
     @property
     def changed(self) -> list[RefreshedPatch]:
-        return [p for p in self.patches if p.action == "refreshed"]
+        return [p for p in self.patches if p.action is RefreshAction.REFRESHED]
 
     @property
     def ok(self) -> bool:
@@ -84,7 +94,9 @@ class RefreshPlan:
     @property
     def guards_broken(self) -> list[RefreshedPatch]:
         """Patches kept in the series whose guards do not hold at the ref: written, but not done."""
-        return [p for p in self.patches if p.action != "upstream" and not all(g.holds for g in p.guards)]
+        return [
+            p for p in self.patches if p.action is not RefreshAction.UPSTREAM and not all(g.holds for g in p.guards)
+        ]
 
     def writes(self) -> dict[Path, bytes | None]:
         """The patch files the refresh rewrites, with their new bytes."""
@@ -112,23 +124,15 @@ def plan_refresh(
     """
     source = open_git_source(store, upstream, ref, overrides)
     plan = RefreshPlan(upstream, ref, source.commit, allow_three_way, root=project.root, allow_fuzz=allow_fuzz)
-    overlay = Overlay(source)
-    results, preimages = [], []
-    for patch in project.patches(upstream):
-        preimages.append({path: overlay.read(path) for path in patch.touched_paths})
-        results.append(check_patch(patch, overlay, merge_texts))
-        overlay.update(results[-1].files)
-    check_guards(results, overlay)
-    if source.commit != upstream.commit:
-        results = explain_upstream(store, upstream, overrides, source, results)
+    results = check_at_ref(store, upstream, overrides, source, project.patches(upstream))
     plan.patches = [
         _plan_one(r.patch, r, before, source, allow_three_way, allow_fuzz)
-        for r, before in zip(results, preimages, strict=True)
+        for r, before in zip(results, preimages(results, source), strict=True)
     ]
     for refreshed, result in zip(plan.patches, results, strict=True):
         refreshed.guards = result.guards
     for refreshed in plan.patches:
-        if target is not None and refreshed.action in ("refreshed", "upstream"):
+        if target is not None and refreshed.action in (RefreshAction.REFRESHED, RefreshAction.UPSTREAM):
             refreshed.shared_with = listed_elsewhere(project, target, upstream.name, refreshed.patch.id)
     return plan
 
@@ -143,14 +147,14 @@ def _plan_one(
 ) -> RefreshedPatch:
     state = result.state
     if state is State.CLEAN:
-        return RefreshedPatch(patch, state, "unchanged")
+        return RefreshedPatch(patch, state, RefreshAction.UNCHANGED)
     if state is State.UPSTREAM:
-        return RefreshedPatch(patch, state, "upstream", result.detail, carrier=result.carrier)
+        return RefreshedPatch(patch, state, RefreshAction.UPSTREAM, result.detail, carrier=result.carrier)
     if state in (State.CONFLICT, State.MISSING):
         return RefreshedPatch(
             patch,
             state,
-            "refused",
+            RefreshAction.REFUSED,
             f"{state.value}: {result.detail}; resolve it in a "
             "checkout at the new ref (patchmgr edit --onto REF, then export)",
         )
@@ -159,7 +163,7 @@ def _plan_one(
         return RefreshedPatch(
             patch,
             state,
-            "refused",
+            RefreshAction.REFUSED,
             f"needs {state.value} ({result.detail or 'merged'}); "
             f"look at old against new with {option} --dry-run, then pass {option} to rewrite it",
         )
@@ -170,7 +174,7 @@ def _plan_one(
             f"{patch.path}: the refreshed patch does not apply cleanly at {source.commit[:12]}",
             "this is a bug in patchmgr refresh; please report it with the patch",
         )
-    refreshed = RefreshedPatch(patch, state, "refreshed", result.detail, new_data)
+    refreshed = RefreshedPatch(patch, state, RefreshAction.REFRESHED, result.detail, new_data)
     if state is not State.OFFSET:
         refreshed.interdiff = interdiff(patch.data, new_data, patch.id)
     return refreshed

@@ -18,12 +18,13 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.engine.classify import check_patch
-from patchmgr.engine.results import State
+from patchmgr.engine.results import GuardResult, State
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain import manifest_edit
 from patchmgr.maintain.edit_checkout import EditOutcome, edit_checkout, edit_onto, locked_edit
@@ -39,6 +40,7 @@ from patchmgr.maintain.edit_record import (
     write_record,
 )
 from patchmgr.maintain.export_form import file_form
+from patchmgr.maintain.export_guards import guards_at_head
 from patchmgr.maintain.onto import MAILS
 from patchmgr.maintain.rangediff import RangeDiff, range_diff
 from patchmgr.model.dep3_edit import set_last_update
@@ -53,11 +55,19 @@ from patchmgr.targets.project_files import write_files
 __all__ = ["NOTES_REF", "RECORD", "EditOutcome", "edit_checkout", "edit_onto", "export_checkout"]
 
 
+class ExportAction(StrEnum):
+    """What export does to one patch file."""
+
+    UNCHANGED = "unchanged"
+    UPDATED = "updated"
+    ADDED = "added"
+
+
 @dataclass
 class ExportedPatch:
     id: str
     commit: str
-    action: str  # "unchanged" | "updated" | "added"
+    action: ExportAction
     path: Path
 
 
@@ -77,11 +87,17 @@ class ExportOutcome:
     carriers: dict[str, str] = field(default_factory=dict)  # removed id -> the upstream commit with its patch-id
     range_diff: RangeDiff | None = None  # the old series against the new one
     # patch id -> its GuardResults on the checkout's HEAD, after writing (maintain/export_guards.py)
-    guards: dict[str, list] = field(default_factory=dict)
+    guards: dict[str, list[GuardResult]] = field(default_factory=dict)
+
+    @property
+    def guards_hold(self) -> bool:
+        return all(g.holds for guards in self.guards.values() for g in guards)
 
     @property
     def changed(self) -> bool:
-        return self.series_changed or bool(self.moved) or any(p.action != "unchanged" for p in self.patches)
+        return (
+            self.series_changed or bool(self.moved) or any(p.action is not ExportAction.UNCHANGED for p in self.patches)
+        )
 
 
 def export_checkout(
@@ -95,13 +111,15 @@ def export_checkout(
     Every patch is generated and checked, and the new manifest text validated,
     before anything is written; then the patch files, the removals, the
     manifest and the checkout's record are written in one journaled
-    transaction (``project_files.write_files``): all of them, or none.
+    transaction (``project_files.write_files``): all of them, or none. The outcome carries the exported
+    patches' guards on the checkout's HEAD, evaluated after writing.
     """
     source = source.resolve()
     notes: list[str] = []
     with locked_edit(source, notes):  # a run killed while it swapped the checkout is undone first
         outcome = _export_locked(project, target, name, source, version)
     outcome.notes[:0] = notes
+    outcome.guards = guards_at_head(project, target.name, name, source)
     return outcome
 
 
@@ -144,7 +162,7 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
                 and path.is_file()
                 and (not onto or _file_makes(repo, commit, path, entry, upstream.name, patch_id))
             ):
-                exported.append((ExportedPatch(patch_id, commit, "unchanged", path), None))
+                exported.append((ExportedPatch(patch_id, commit, ExportAction.UNCHANGED, path), None))
                 continue
             data = repo.format_patch(commit).encode("utf-8")
             if "\ndiff --git " not in data.decode("utf-8"):
@@ -155,11 +173,18 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
             data = file_form(repo, record, commit, patch_id, path, data)  # a plain DEP-3 diff stays one
             parse_patch(data, path, upstream.name, patch_id)
             if path.is_file() and path.read_bytes() == data:
-                exported.append((ExportedPatch(patch_id, commit, "unchanged", path), data))
+                exported.append((ExportedPatch(patch_id, commit, ExportAction.UNCHANGED, path), data))
                 continue
             data = set_last_update(data)
             parse_patch(data, path, upstream.name, patch_id)
-            exported.append((ExportedPatch(patch_id, commit, "updated" if path.is_file() else "added", path), data))
+            exported.append(
+                (
+                    ExportedPatch(
+                        patch_id, commit, ExportAction.UPDATED if path.is_file() else ExportAction.ADDED, path
+                    ),
+                    data,
+                )
+            )
         series = [p.id for p, _ in exported]
         outcome.patches = [p for p, _ in exported]
         outcome.removed = [pid for pid in upstream.patch_ids if pid not in series]
@@ -262,7 +287,7 @@ def _export_changes(
     writes: dict[Path, bytes | None] = {}
     expected: dict[Path, bytes | None] = {}
     for patch, data in exported:
-        if data is not None and patch.action != "unchanged":
+        if data is not None and patch.action is not ExportAction.UNCHANGED:
             writes[patch.path] = data
             expected[patch.path] = _read(patch.path) if patch.path.is_file() else None
     for patch_id in outcome.removed:

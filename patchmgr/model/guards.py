@@ -38,12 +38,21 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import lru_cache
 from typing import TypeGuard
 
 from patchmgr.model.guard_regex import GuardRegexError, LineRegex, TooSlow, as_lines, line_at
 
-KINDS = ("absent", "present")
+
+class GuardKind(StrEnum):
+    """Whether a guard's lines must be absent from the patched files, or present in them."""
+
+    ABSENT = "absent"
+    PRESENT = "present"
+
+
+KINDS = tuple(GuardKind)
 SYNTAX = "Guard: absent|present /REGEX/ in PATH-OR-GLOB"
 _FORM = re.compile(r"^(?P<kind>\S+)\s+/(?P<regex>.*)/\s+in\s+(?P<where>\S+)\s*$")
 _GLOB_CHARS = set("*?[")
@@ -74,7 +83,7 @@ REGEX_HINT = (
 @dataclass(frozen=True)
 class Guard:
     text: str  # the header value as written
-    kind: str  # "absent" or "present"
+    kind: GuardKind
     pattern: LineRegex
     where: str  # a path, or a glob
 
@@ -103,7 +112,7 @@ def parse_guard(text: str) -> Guard:
         raise GuardSyntaxError(
             f"Guard {value!r}: {where!r} must be a path relative to the upstream's root, with / and without '..'"
         )
-    return Guard(value, kind, pattern, where)
+    return Guard(value, GuardKind(kind), pattern, where)
 
 
 @dataclass(frozen=True)
@@ -155,7 +164,7 @@ def evaluate(
         text, number, counted = as_lines(data), 1, 0
         try:
             for start in guard.pattern.line_starts(text, deadline):
-                if guard.kind == "present":
+                if guard.kind is GuardKind.PRESENT:
                     return Verdict(True)
                 count += 1
                 if len(offenses) < MAX_OFFENSES:
@@ -168,7 +177,7 @@ def evaluate(
             return Verdict(False, tuple(offenses), _too_slow(f"at {path}:{line}"), count)
     if not looked:
         return Verdict(False, error=_nothing_to_read(guard, listing))
-    if guard.kind == "absent":
+    if guard.kind is GuardKind.ABSENT:
         return Verdict(not count, tuple(offenses), count=count)
     return Verdict(False, (f"{guard.where}: no line matches /{guard.pattern.pattern}/",), count=1)
 

@@ -75,6 +75,11 @@ def load_target(path: Path, patches_dir: Path) -> Target:
             f"{path}: invalid TOML: arrays or tables nested too deeply to read",
             "a manifest needs no nesting deeper than a list of patch names",
         ) from None
+    return validate_target(raw, path, patches_dir)
+
+
+def validate_target(raw: dict, path: Path, patches_dir: Path) -> Target:
+    """The manifest's parsed TOML ``raw`` checked and read into a Target; ManifestError names what is wrong."""
     return _Validator(path, patches_dir).target(raw)
 
 

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.render.console import notes, row
+from patchmgr.smoke.verdicts import Verdict
 
 if TYPE_CHECKING:
     from patchmgr.smoke.verdicts import SmokeReport
@@ -20,7 +21,7 @@ def smoke_json(smoke: SmokeReport) -> dict:
         "unpatched": smoke.unpatched,
         "ok": smoke.ok,
         "notes": smoke.notes,
-        "summary": {v: len(smoke.with_verdict(v)) for v in ("proven", "failed", "not-proven")},
+        "summary": {v.value: len(smoke.with_verdict(v)) for v in Verdict},
         "patches": [
             {"patch": v.patch, "upstream": v.upstream, "verdict": v.verdict, "reason": v.reason} for v in smoke.verdicts
         ],
@@ -72,13 +73,13 @@ def render_smoke(console: Console, smoke: SmokeReport) -> None:
     console.print(table)
     # one line per patch that is not proven, saying which and why
     for v in smoke.verdicts:
-        if v.verdict != "proven":
-            label = "failed" if v.verdict == "failed" else "not proven"
+        if v.verdict is not Verdict.PROVEN:
+            label = "failed" if v.verdict is Verdict.FAILED else "not proven"
             console.print(f"{label}: {v.upstream}/{v.patch}: {v.reason}", style="red", highlight=False, markup=False)
     counts = {
         result: sum(r.result == result for r in smoke.results) for result in ("passed", "failed", "error", "skipped")
     }
-    proven, failed, not_proven = (len(smoke.with_verdict(v)) for v in ("proven", "failed", "not-proven"))
+    proven, failed, not_proven = (len(smoke.with_verdict(v)) for v in Verdict)
     if smoke.unpatched:
         patches = (
             f"{proven} proven (each detects its bug), {failed} failed (a test passes without the patch), "

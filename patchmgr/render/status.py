@@ -54,7 +54,7 @@ def patch_json(result: CheckResult) -> dict:
     if result.notes:
         doc["notes"] = list(result.notes)
     doc["guards"] = [guard_json(g) for g in result.guards]
-    doc["ok"] = result.state.applies and result.guards_hold
+    doc["ok"] = result.ok
     return doc
 
 

@@ -38,7 +38,7 @@ from patchmgr.model.records import text_or_none, typed
 from patchmgr.smoke.envs import Progress, smoke_env
 from patchmgr.smoke.interpreter import interpreter_version, python_need
 from patchmgr.smoke.needs import check_smoke_needs, check_smoke_tests, package_parent, smoke_tests
-from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, patch_verdict
+from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, Verdict, patch_verdict
 from patchmgr.sources.python_probe import cannot_run, interpreter_answer
 from patchmgr.targets.trees import SmokeTree
 
@@ -139,10 +139,12 @@ def run_smoke(
         need = outside.get(tree.upstream.name)
         if need is not None:  # on an interpreter the upstream does not declare: only a proof counts
             verdicts = [
-                v if v.verdict == "proven" else replace(v, verdict="not-proven", reason=need.reason(v.reason))
+                v
+                if v.verdict is Verdict.PROVEN
+                else replace(v, verdict=Verdict.NOT_PROVEN, reason=need.reason(v.reason))
                 for v in verdicts
             ]
-            report.notes.append(need.note(all(v.verdict == "proven" for v in verdicts)))
+            report.notes.append(need.note(all(v.verdict is Verdict.PROVEN for v in verdicts)))
         report.results += results
         report.verdicts += verdicts
     return report

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,13 +24,21 @@ class SmokeResult:
     reason: str = ""
 
 
+class Verdict(StrEnum):
+    """What a smoke run says of one patch."""
+
+    PROVEN = "proven"
+    FAILED = "failed"
+    NOT_PROVEN = "not-proven"
+
+
 @dataclass(frozen=True)
 class PatchVerdict:
     """What one smoke run proved about one patch, and why."""
 
     patch: str
     upstream: str
-    verdict: str  # "proven" | "failed" | "not-proven"
+    verdict: Verdict
     reason: str
 
 
@@ -42,13 +51,13 @@ class SmokeReport:
     verdicts: list[PatchVerdict] = field(default_factory=list)
     python_needs: list[PythonNeed] = field(default_factory=list)  # each upstream's Requires-Python, checked
 
-    def with_verdict(self, verdict: str) -> list[PatchVerdict]:
-        return [v for v in self.verdicts if v.verdict == verdict]
+    def with_verdict(self, verdict: Verdict) -> list[PatchVerdict]:
+        return [v for v in self.verdicts if v.verdict is verdict]
 
     @property
     def ok(self) -> bool:
         """Every selected patch proven by tests that ran in this invocation (and there was one to prove)."""
-        return bool(self.verdicts) and all(v.verdict == "proven" for v in self.verdicts)
+        return bool(self.verdicts) and all(v.verdict is Verdict.PROVEN for v in self.verdicts)
 
 
 def patch_verdict(
@@ -61,7 +70,7 @@ def patch_verdict(
         return name + (f" on {r.device}" if r.device != "-" else "")
 
     if not_run:
-        return PatchVerdict(patch, upstream, "not-proven", not_run)
+        return PatchVerdict(patch, upstream, Verdict.NOT_PROVEN, not_run)
     passed = [r for r in results if r.result == "passed"]
     failed = [r for r in results if r.result == "failed"]
     errors = [r for r in results if r.result == "error"]
@@ -70,32 +79,34 @@ def patch_verdict(
         return PatchVerdict(
             patch,
             upstream,
-            "failed",
+            Verdict.FAILED,
             f"{where(first)} passes without the patch: it does not detect the bug"
             + (f" ({len(passed)} tests pass)" if len(passed) > 1 else ""),
         )
     if not unpatched and failed:
         first = failed[0]
-        return PatchVerdict(patch, upstream, "failed", f"{where(first)} failed: {first.reason}")
+        return PatchVerdict(patch, upstream, Verdict.FAILED, f"{where(first)} failed: {first.reason}")
     if errors:
         first = errors[0]
         return PatchVerdict(
             patch,
             upstream,
-            "not-proven",
+            Verdict.NOT_PROVEN,
             f"{where(first)} did not run to an outcome: {first.reason}"
             + (f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""),
         )
     proof = failed if unpatched else passed
     if not proof:
         skips = list(dict.fromkeys(r.reason or "skipped" for r in results if r.result == "skipped"))
-        return PatchVerdict(patch, upstream, "not-proven", "no test ran" + (f": {'; '.join(skips)}" if skips else ""))
+        return PatchVerdict(
+            patch, upstream, Verdict.NOT_PROVEN, "no test ran" + (f": {'; '.join(skips)}" if skips else "")
+        )
     devices = sorted({r.device for r in proof})
     if unpatched:
         return PatchVerdict(
             patch,
             upstream,
-            "proven",
+            Verdict.PROVEN,
             f"{len(proof)} tests fail their assertions without the patch on {', '.join(devices)}: they detect its bug",
         )
-    return PatchVerdict(patch, upstream, "proven", f"{len(proof)} tests passed on {', '.join(devices)}")
+    return PatchVerdict(patch, upstream, Verdict.PROVEN, f"{len(proof)} tests passed on {', '.join(devices)}")

@@ -22,6 +22,7 @@ from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import text_or_none, typed
+from patchmgr.model.source_identity import SourceIdentity, SourceKind
 from patchmgr.sources.python_probe import interpreter_answer, run_probe
 from patchmgr.sources.release import read_tree_file
 
@@ -338,6 +339,10 @@ class InstalledSource:
         return None
 
     @property
-    def description(self) -> str:
+    def identity(self) -> SourceIdentity:
         how = "editable install at" if self.dist.editable else "installed in"
-        return f"{self.dist.name} {self.dist.version} {how} {self.dist.location}"
+        return SourceIdentity(SourceKind.INSTALLED, f"{self.dist.name} {self.dist.version} {how} {self.dist.location}")
+
+    @property
+    def description(self) -> str:
+        return self.identity.description

@@ -12,6 +12,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -19,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from patchmgr.io.disk import os_problem
 from patchmgr.io.git import LinkBlob
 from patchmgr.model.errors import SourceError
+from patchmgr.model.source_identity import SourceIdentity, SourceKind
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TIMEOUT_S = 30
@@ -42,12 +44,17 @@ def file_version(filename: str) -> Version | None:
         return None
 
 
+class FileKind(StrEnum):
+    WHEEL = "wheel"
+    SDIST = "sdist"
+
+
 @dataclass(frozen=True)
 class ReleaseFile:
     filename: str
     url: str
     sha256: str
-    kind: str  # "wheel" | "sdist"
+    kind: FileKind
 
 
 @dataclass
@@ -64,7 +71,7 @@ class ReleaseSource:
 
     def release_path(self, path: str) -> str | None:
         """Where a git-layout ``path`` lives in this release, or None when releases do not ship it."""
-        if self.file.kind == "sdist" or not self.package_root:
+        if self.file.kind is FileKind.SDIST or not self.package_root:
             return path
         prefix = self.package_root + "/"
         return path[len(prefix) :] if path.startswith(prefix) else None
@@ -87,8 +94,12 @@ class ReleaseSource:
         return file.is_dir() and not file.is_symlink()
 
     @property
+    def identity(self) -> SourceIdentity:
+        return SourceIdentity(SourceKind.RELEASE, f"{self.project} {self.version} (PyPI {self.file.filename})")
+
+    @property
     def description(self) -> str:
-        return f"release {self.project} {self.version} (PyPI {self.file.filename})"
+        return self.identity.description
 
 
 def read_tree_file(file: Path) -> bytes | None:
@@ -107,7 +118,7 @@ def choose_file(files: list[dict], project: str, version: str) -> ReleaseFile:
     """A pure wheel first (smallest to read), then the sdist, then any wheel: all carry the .py files."""
 
     def as_release(entry: dict) -> ReleaseFile:
-        kind = "wheel" if entry["filename"].endswith(".whl") else "sdist"
+        kind = FileKind.WHEEL if entry["filename"].endswith(".whl") else FileKind.SDIST
         return ReleaseFile(entry["filename"], entry["url"], entry["hashes"]["sha256"], kind)
 
     wanted = Version(version)
@@ -210,7 +221,7 @@ class ReleaseCache:
                     "the download was damaged or tampered with; try again",
                 )
             unpacked = Path(tmp) / "tree"
-            if file.kind == "wheel" or file.filename.endswith(".zip"):
+            if file.kind is FileKind.WHEEL or file.filename.endswith(".zip"):
                 _unzip(archive, unpacked)
             else:
                 _untar(archive, unpacked)
@@ -220,8 +231,9 @@ class ReleaseCache:
 def _read_meta(meta: Path) -> ReleaseFile | None:
     """The release file recorded when the release was unpacked; None when absent or damaged."""
     try:
-        return ReleaseFile(**json.loads(meta.read_text()))
-    except (OSError, ValueError, TypeError):
+        recorded = json.loads(meta.read_text())
+        return ReleaseFile(**{**recorded, "kind": FileKind(recorded["kind"])})
+    except (OSError, ValueError, TypeError, KeyError):
         return None
 
 
@@ -260,7 +272,7 @@ def _unzip(archive: Path, into: Path) -> None:
 
 def _top(tree: Path, file: ReleaseFile) -> Path:
     """An sdist unpacks into one folder ``<name>-<version>/``; the git layout is inside it."""
-    if file.kind == "sdist":
+    if file.kind is FileKind.SDIST:
         entries = [p for p in tree.iterdir()]
         if len(entries) == 1 and entries[0].is_dir():
             return entries[0]

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 from patchmgr.io.git import GitRepo, RepositoryDamaged
 from patchmgr.model.errors import SourceError
 from patchmgr.model.manifest import Upstream
+from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.model.urls import as_local_path, mask_url
 from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.release import DEFAULT_INDEX, ReleaseNotFound, ReleaseSource, index_url
@@ -69,10 +70,14 @@ class GitSource:
             return read()
 
     @property
+    def identity(self) -> SourceIdentity:
+        return SourceIdentity.git(
+            mask_url(self.location), cached=not self.fetched, unreachable=self.unreachable or None
+        )
+
+    @property
     def description(self) -> str:
-        if self.unreachable:
-            return f"the cache (source {mask_url(self.location)} not reachable: {self.unreachable})"
-        return f"git {mask_url(self.location)}" + ("" if self.fetched else " (cached)")
+        return self.identity.description
 
 
 def urls_for(upstream: Upstream, overrides: Mapping[str, str]) -> tuple[str, ...]:

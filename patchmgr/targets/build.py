@@ -16,7 +16,7 @@ from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import sha256_bytes
-from patchmgr.sources.release import ReleaseSource
+from patchmgr.sources.release import FileKind, ReleaseSource
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import urls_for
 from patchmgr.targets.absent import leave_out_absent
@@ -45,13 +45,13 @@ def write_hint(exc: OSError | GitError, folder: Path) -> str:
 def build_checkout(
     upstream_status: UpstreamStatus, store: Store, overrides: Mapping[str, str], staging: Path
 ) -> UpstreamLedger:
-    upstream = upstream_status.upstream
+    upstream, origin = upstream_status.upstream, upstream_status.origin
     folder = staging / upstream.name
-    if upstream_status.release is not None:
+    if origin is not None and upstream_status.release is not None:
         repo, base, absent = _import_release(upstream_status.release, folder)
-    elif upstream_status.commit is not None:
+    elif origin is not None and upstream_status.commit is not None:
         repo, base, absent = _checkout_pin(upstream, upstream_status.commit, store, overrides, folder)
-    else:  # apply builds only upstreams whose status is available, and each of those has a release or a commit
+    else:  # apply builds only upstreams whose status is available, and each of those was read from a source
         raise StateError(
             f"cannot check out {upstream.name}: no source gave a commit ({upstream_status.error or 'none was read'})",
             CAUSE_HINT,
@@ -69,17 +69,8 @@ def build_checkout(
     finally:
         repo.close()
     return UpstreamLedger(
-        upstream.name,
-        upstream.commit,
-        applied,
-        files,
-        checkout=CheckoutPart(base, head, source_name(upstream_status), absent),
+        upstream.name, upstream.commit, applied, files, checkout=CheckoutPart(base, head, origin.as_recorded(), absent)
     )
-
-
-def source_name(upstream_status: UpstreamStatus) -> str:
-    """The source a checkout is built from, as its ledger records it (the cache standing in for it not named)."""
-    return (upstream_status.source or "").removesuffix(" (cached)")
 
 
 def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]) -> dict[str, str | None]:
@@ -190,7 +181,7 @@ def _checkout_pin(
 def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, list[str]]:
     """A git repository whose first commit is the release's files in the upstream's git layout."""
     repo = GitRepo.init(folder)
-    destination = folder / (source.package_root if source.file.kind == "wheel" else "")
+    destination = folder / (source.package_root if source.file.kind is FileKind.WHEEL else "")
     shutil.copytree(
         source.tree,
         destination,

@@ -25,6 +25,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.check.status import TargetStatus, check_target
@@ -32,9 +33,10 @@ from patchmgr.io.disk import failure_text
 from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
+from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.sources.store import Store
 from patchmgr.targets.absent import absent_note
-from patchmgr.targets.build import build_checkout, source_name, write_hint
+from patchmgr.targets.build import build_checkout, write_hint
 from patchmgr.targets.checkout_verify import verify_into
 from patchmgr.targets.into_lock import STATE, locked_into
 from patchmgr.targets.ledger import LEDGER_NAME, Ledger, UpstreamLedger, read_into_ledger, same_plan
@@ -53,17 +55,26 @@ from patchmgr.targets.slot import (
 )
 
 
+class ApplyAction(StrEnum):
+    """What ``apply --into`` did."""
+
+    APPLIED = "applied"
+    ALREADY_APPLIED = "already-applied"
+    REFUSED = "refused"
+    DRY_RUN = "dry-run"
+
+
 @dataclass
 class ApplyOutcome:
     status: TargetStatus
     into: Path
-    action: str  # "applied" | "already-applied" | "refused" | "dry-run"
+    action: ApplyAction
     ledger: Ledger | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.action != "refused"
+        return self.action is not ApplyAction.REFUSED
 
 
 def apply_into(
@@ -89,7 +100,7 @@ def apply_into(
         existing = _existing_ledger(into, target)
         status = check_target(project, target, store, overrides, {}, only)
         if not status.ok:
-            return ApplyOutcome(status, into, "refused", notes=notes)
+            return ApplyOutcome(status, into, ApplyAction.REFUSED, notes=notes)
         made = None
         if not locked and not dry_run:
             # DIR (and its state folder) is made only now; another run may have applied meanwhile
@@ -107,7 +118,7 @@ def apply_into(
             if not locked and not dry_run:
                 existing = _existing_ledger(into, target)  # re-read under the lock
             if existing and _same_plan(existing, status) and verify_into(project, target, into, only).ok:
-                return ApplyOutcome(status, into, "already-applied", existing, notes)
+                return ApplyOutcome(status, into, ApplyAction.ALREADY_APPLIED, existing, notes)
             works = _local_work(into, existing, status, force)
             if dry_run:
                 notes += [
@@ -115,13 +126,13 @@ def apply_into(
                     f"{SAVED_PREFIX}<UTC time> in {w.folder} before rebuilding it"
                     for w in works
                 ]
-                return ApplyOutcome(status, into, "dry-run", notes=notes)
+                return ApplyOutcome(status, into, ApplyAction.DRY_RUN, notes=notes)
             ledger = _build_and_swap(slot, status, store, overrides, into, existing, works, notes)
         except BaseException:
             if not locked and not dry_run:
                 _remove_made(made, into)  # a DIR (or state folder) this run created goes again when it fails
             raise
-    return ApplyOutcome(status, into, "applied", ledger, notes)
+    return ApplyOutcome(status, into, ApplyAction.APPLIED, ledger, notes)
 
 
 def _refuse_project_folder(project: Project, into: Path) -> None:
@@ -206,14 +217,15 @@ def _local_work(into: Path, existing: Ledger | None, status: TargetStatus, force
 def _same_plan(ledger: Ledger, status: TargetStatus) -> bool:
     """The same series (``same_plan``), built from the same source."""
     return same_plan(ledger.series, status) and all(
-        _recorded_source(ledger, u.upstream.name) == source_name(u) for u in status.upstreams
+        _built_from(ledger, u.upstream.name, u.origin) for u in status.upstreams
     )
 
 
-def _recorded_source(ledger: Ledger, name: str) -> str | None:
-    """The source the ledger's checkout of ``name`` was built from; None when the ledger has no such entry."""
+def _built_from(ledger: Ledger, name: str, origin: SourceIdentity | None) -> bool:
+    """Whether the ledger's checkout of ``name`` was built from ``origin`` (whether the cache or the location
+    served the commit does not matter)."""
     entry = ledger.upstream(name)
-    return None if entry is None else entry.checkout_part().source
+    return entry is not None and origin is not None and entry.checkout_part().source.same_source(origin)
 
 
 def _build_and_swap(

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.check.status import TargetStatus
@@ -21,11 +22,24 @@ from patchmgr.sources.environment import Environment, probe
 from patchmgr.targets.ledger import Ledger, UpstreamLedger, read_ledger
 
 
+class EnvAction(StrEnum):
+    """What ``apply``, ``verify`` or ``revert`` with ``--python`` did."""
+
+    APPLIED = "applied"
+    ALREADY_APPLIED = "already-applied"
+    REFUSED = "refused"
+    DRY_RUN = "dry-run"
+    REVERTED = "reverted"
+    NOTHING_TO_REVERT = "nothing-to-revert"
+    VERIFIED = "verified"
+    DIFFERS = "differs"
+
+
 @dataclass
 class EnvOutcome:
     target: str
     python: str
-    action: str  # applied | already-applied | refused | dry-run | reverted | nothing-to-revert | verified | differs
+    action: EnvAction
     status: TargetStatus | None = None
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -33,7 +47,7 @@ class EnvOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.action not in ("refused", "differs")
+        return self.action not in (EnvAction.REFUSED, EnvAction.DIFFERS)
 
 
 class EnvState:

@@ -10,6 +10,7 @@ from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.sources.environment import Environment
 from patchmgr.targets.env_state import (
+    EnvAction,
     EnvOutcome,
     EnvState,
     environment_files,
@@ -29,7 +30,7 @@ def verify_environment(project: Project, target: Target, python: str, only: Sequ
 def verify_opened(project: Project, target: Target, environment: Environment, upstreams: list[Upstream]) -> EnvOutcome:
     """``verify_environment`` of an environment already probed (apply verifies before it re-applies)."""
     state = EnvState(environment, target.name)
-    outcome = EnvOutcome(target.name, environment.python, "verified", notes=recovered_notes(environment))
+    outcome = EnvOutcome(target.name, environment.python, EnvAction.VERIFIED, notes=recovered_notes(environment))
     ledger = state.read_ledger()
     if ledger is None:
         outcome.problems.append(f"no patchmgr ledger for target {target.name} in {environment.prefix}")
@@ -37,7 +38,7 @@ def verify_opened(project: Project, target: Target, environment: Environment, up
         for upstream in upstreams:
             outcome.problems += _verify_upstream(project, environment, upstream, ledger.upstream(upstream.name))
     if outcome.problems:
-        outcome.action = "differs"
+        outcome.action = EnvAction.DIFFERS
     return outcome
 
 
@@ -78,7 +79,7 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
     """Put back the original bytes of every file apply changed, and the original RECORD."""
     environment, upstreams = open_environment(python, target, only)
     state = EnvState(environment, target.name)
-    outcome = EnvOutcome(target.name, python, "nothing-to-revert")
+    outcome = EnvOutcome(target.name, python, EnvAction.NOTHING_TO_REVERT)
     with locked_environment(environment, writing=True) as done:
         if done.message:
             outcome.notes.append(done.message)
@@ -110,6 +111,6 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
         else:
             writes[state.ledger_path] = None
         apply_transaction(environment.state_dir, writes)
-    outcome.action = "reverted"
+    outcome.action = EnvAction.REVERTED
     outcome.changed = environment_files(writes, environment)
     return outcome

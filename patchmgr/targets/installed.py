@@ -35,6 +35,7 @@ from patchmgr.sources.environment import Environment, InstalledDist, InstalledSo
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import open_source
 from patchmgr.targets.env_state import (
+    EnvAction,
     EnvOutcome,
     EnvState,
     environment_files,
@@ -77,7 +78,7 @@ def _check(
         source = InstalledSource(dist, state.originals(entry) if entry else None)
         placed = [place_patch(dist, patch) for patch in project.patches(dist.upstream)]
         status = UpstreamStatus(
-            dist.upstream, dist.version, None, source.description, _check_placed(placed, source), installed=dist
+            dist.upstream, dist.version, None, source.identity, _check_placed(placed, source), installed=dist
         )
         status.notes.append(_drift(store, dist, overrides, source, [p.patch for p in placed if not p.refused]))
         left_out = [path for p in placed for path in p.left_out]
@@ -152,23 +153,23 @@ def apply_environment(
             notes.insert(0, done.message)
         if done.waited:
             notes.insert(0, f"waited {done.waited:.1f}s for another patchmgr run on this environment")
-        outcome = EnvOutcome(target.name, python, "refused", status, notes)
+        outcome = EnvOutcome(target.name, python, EnvAction.REFUSED, status, notes)
         if not status.ok:
             return outcome
         ledger = state.read_ledger() or Ledger(target.name, python=python)
         if same_plan(ledger.series, status) and not verify_opened(project, target, environment, upstreams).problems:
-            outcome.action = "already-applied"
+            outcome.action = EnvAction.ALREADY_APPLIED
             return outcome
         names = {u.name for u in upstreams}
         saved, saved_note = keep_edits(state, [u for u in ledger.upstreams if u.name in names], force, "apply", dry_run)
         if saved_note:
             outcome.notes.append(saved_note)
         if dry_run:
-            outcome.action = "dry-run"
+            outcome.action = EnvAction.DRY_RUN
             return outcome
         writes, _ = _plan_writes(state, ledger, status)
         apply_transaction(environment.state_dir, {**saved, **writes})
-    outcome.action = "applied"
+    outcome.action = EnvAction.APPLIED
     outcome.changed = environment_files(writes, environment)
     return outcome
 

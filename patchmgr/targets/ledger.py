@@ -4,9 +4,10 @@ One schema, one reader and one writer for ``apply --into`` (``DIR/patchmgr-ledge
 ``apply --python`` (``PREFIX/patchmgr-state/<target>/ledger.json``). Every upstream entry records
 the pin, each patch's id and sha256, and the sha256 of every file the patches touched (None when
 deleted); then one target-specific part: ``checkout`` (``--into``: the base commit, HEAD, the
-source, the files the source lacked) or ``installed`` (``--python``: the distribution, where each
+source as a typed identity, the files the source lacked) or ``installed`` (``--python``: the distribution, where each
 file is installed, its original's sha256, the RECORD and the bytecode removed). The ledgers of
-older patchmgr versions (format 1 for ``--into``, the unversioned one for ``--python``) are read too.
+older patchmgr versions (format 2, whose source is its display text; format 1 for ``--into``, the
+unversioned one for ``--python``) are read too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from patchmgr.model.errors import StateError
 from patchmgr.model.records import sha256_bytes, text_or_none, typed
+from patchmgr.model.source_identity import SourceIdentity, SourceKind
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
 LEDGER_NAME = "patchmgr-ledger.json"  # in DIR, for --into
 _DAMAGED_HINT = "remove the ledger's folder (after putting back what it patched), then run `patchmgr apply` again"
-FORMAT = 2
+FORMAT = 3  # 3: the checkout's source is a typed identity (2: its display text)
 
 Series = tuple[str, list[tuple[str, str]]]  # what an upstream was applied as: the pin, and (patch id, sha256) in order
 
@@ -56,7 +58,7 @@ class CheckoutPart:
 
     base_commit: str  # the checkout's commit the patches sit on (the pin, or a release's import)
     head_commit: str | None
-    source: str
+    source: SourceIdentity
     absent: list[str] = field(default_factory=list)  # files the source lacked, left out of the checkout
 
 
@@ -127,7 +129,7 @@ class Ledger:
         try:
             raw = typed(json.loads(text), dict, "the document")
             version = raw.get("format")
-            if version == FORMAT:
+            if version in (2, FORMAT):  # the same entries; format 2's source is text (``_source``)
                 entry = _upstream_entry
             elif version in (None, 1):  # an older patchmgr's: format 1 (--into), unversioned (--python)
                 entry = _old_env_entry if "python" in raw else _old_into_entry
@@ -235,8 +237,21 @@ def _checkout_part(raw: dict[str, object], name: str) -> CheckoutPart:
     return CheckoutPart(
         typed(raw["base_commit"], str, f"{name}: base_commit"),
         text_or_none(raw["head_commit"], f"{name}: head_commit"),
-        typed(raw["source"], str, f"{name}: source"),
+        _source(raw["source"], name),
         absent,
+    )
+
+
+def _source(raw: object, name: str) -> SourceIdentity:
+    """The checkout's source: a typed identity, or the display text an older patchmgr recorded."""
+    if isinstance(raw, str):
+        return SourceIdentity.from_text(raw)
+    source: dict[str, object] = typed(raw, dict, f"{name}: source")
+    return SourceIdentity(
+        SourceKind(typed(source["kind"], str, f"{name}: source kind")),
+        typed(source["location"], str, f"{name}: source location"),
+        typed(source["cached"], bool, f"{name}: source cached"),
+        text_or_none(source.get("unreachable"), f"{name}: source unreachable"),
     )
 
 

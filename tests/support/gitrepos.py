@@ -6,6 +6,8 @@ import json
 import os
 import stat
 import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 GIT_ENV = {
@@ -18,10 +20,41 @@ GIT_ENV = {
 }
 
 
-def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
+def git_bytes(cwd: Path, *args: str, input: bytes | None = None) -> bytes:
+    """What ``git args`` writes, as it wrote it: the fixed author and dates, no user config; it must succeed."""
     env = {**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull}
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, input=input, capture_output=True, check=True)
-    return done.stdout.decode().strip()
+    return subprocess.run(["git", *args], cwd=cwd, env=env, input=input, capture_output=True, check=True).stdout
+
+
+def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
+    return git_bytes(cwd, *args, input=input).decode().strip()
+
+
+def format_patch_of_head(cwd: Path) -> bytes:
+    """The mail ``git format-patch`` writes for HEAD, as the tests' patches are made (no commit id, no signature)."""
+    return git_bytes(cwd, "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature", "HEAD")
+
+
+def write_files(root: Path, files: Mapping[str, str | bytes | None]) -> None:
+    """Write ``files`` below ``root`` (text as UTF-8, bytes as they are); None deletes the file."""
+    for name, content in files.items():
+        target = root / name
+        if content is None:
+            target.unlink()
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content.encode() if isinstance(content, str) else content)
+
+
+@contextmanager
+def detached_at(repo: Path, base: str, force: bool = False) -> Iterator[None]:
+    """HEAD detached at ``base`` for the block (commits made there leave the branch alone), then the branch back."""
+    branch = git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+    git(repo, "checkout", "-q", "--detach", base)
+    try:
+        yield
+    finally:
+        git(repo, "checkout", "-q", *(["-f"] if force else []), branch)
 
 
 class UpstreamRepo:
@@ -32,14 +65,8 @@ class UpstreamRepo:
         path.mkdir(parents=True)
         git(path, "init", "-q", "-b", "main")
 
-    def commit(self, files: dict[str, str | None], message: str = "change") -> str:
-        for name, content in files.items():
-            target = self.path / name
-            if content is None:
-                target.unlink()
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content.encode())
+    def commit(self, files: Mapping[str, str | bytes | None], message: str = "change") -> str:
+        write_files(self.path, files)
         git(self.path, "add", "-A")
         git(self.path, "commit", "-q", "--allow-empty", "-m", message)
         return self.head()
@@ -53,25 +80,15 @@ class UpstreamRepo:
     def make_patch(
         self,
         base: str,
-        files: dict[str, str | None],
+        files: Mapping[str, str | bytes | None],
         subject: str,
         body: str = "Why: the upstream code breaks our training runs in a specific way here.",
         fields: str = "Origin: vendor\nUpstream-Status: Pending",
     ) -> bytes:
         """A real format-patch of ``files`` changed on top of ``base``; the repo's branch is untouched."""
-        branch = git(self.path, "rev-parse", "--abbrev-ref", "HEAD")
-        git(self.path, "checkout", "-q", "--detach", base)
-        try:
+        with detached_at(self.path, base):
             self.commit(files, f"{subject}\n\n{body}\n\n{fields}\n")
-            return subprocess.run(
-                ["git", "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--no-signature", "HEAD"],
-                cwd=self.path,
-                capture_output=True,
-                check=True,
-                env={**os.environ, **GIT_ENV},
-            ).stdout
-        finally:
-            git(self.path, "checkout", "-q", branch)
+            return format_patch_of_head(self.path)
 
 
 class Project:
@@ -109,32 +126,11 @@ def make_series(
     fields: str = "Origin: vendor\nUpstream-Status: Pending",
 ) -> list[bytes]:
     """format-patch mails of ``steps`` committed one on top of the other from ``base``, as a real series."""
-    branch = git(repo.path, "rev-parse", "--abbrev-ref", "HEAD")
-    git(repo.path, "checkout", "-q", "--detach", base)
     mails = []
-    try:
+    with detached_at(repo.path, base):
         for files, subject in steps:
             repo.commit(files, f"{subject}\n\nWhy: {subject.lower()} keeps our runs correct.\n\n{fields}\n")
-            mails.append(
-                subprocess.run(
-                    [
-                        "git",
-                        "format-patch",
-                        "-1",
-                        "--stdout",
-                        "--zero-commit",
-                        "--full-index",
-                        "--no-signature",
-                        "HEAD",
-                    ],
-                    cwd=repo.path,
-                    capture_output=True,
-                    check=True,
-                    env={**os.environ, **GIT_ENV},
-                ).stdout
-            )
-    finally:
-        git(repo.path, "checkout", "-q", branch)
+            mails.append(format_patch_of_head(repo.path))
     return mails
 
 
@@ -151,10 +147,14 @@ def spy(path: Path, marker: Path) -> Path:
     return path
 
 
-def plain_git(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def plain_git(
+    cwd: Path, *args: str, env: dict | None = None, input: bytes | None = None
+) -> subprocess.CompletedProcess:
+    """``git args`` as ``git`` runs it, but its exit status is the caller's to judge."""
     return subprocess.run(
         ["git", *args],
         cwd=cwd,
+        input=input,
         capture_output=True,
         env={**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull, **(env or {})},
     )

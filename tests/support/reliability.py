@@ -15,6 +15,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 import traceback
 import zipfile
@@ -311,12 +312,18 @@ def pristine_environment(tmp_path_factory) -> Path:
 
 def make_environment(folder: Path) -> Path:
     """A fresh virtual environment with minilib 1.0 and minitool 2.0 installed by pip (--no-deps, compiled)."""
-    venv = folder / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     wheels = [
         make_wheel(folder, "minilib", "1.0", LIB_FILES, "src/"),
         make_wheel(folder, "minitool", "2.0", TOOL_FILES, ""),
     ]
+    return install_wheels(folder, wheels)
+
+
+def install_wheels(folder: Path, wheels: list[Path], *options: str) -> Path:
+    """A fresh virtual environment ``folder/venv`` with ``wheels`` installed by pip (--no-deps, compiled, offline,
+    and ``options``)."""
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     subprocess.run(
         [
             sys.executable,
@@ -330,8 +337,15 @@ def make_environment(folder: Path) -> Path:
             "--no-index",
             "--no-cache-dir",
             "--disable-pip-version-check",
+            *options,
             *map(str, wheels),
         ],
         check=True,
     )
     return venv
+
+
+def site_packages(venv: Path) -> Path:
+    """Where pip installs pure-Python files in ``venv``, a virtual environment of this interpreter (as patchmgr's
+    smoke environments find it: no process asked)."""
+    return Path(sysconfig.get_path("purelib", "venv", {"base": str(venv), "platbase": str(venv)}))

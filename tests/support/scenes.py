@@ -92,3 +92,13 @@ def tagged_upstream(project, upstream):
     git(upstream.path, "tag", "v2.1.0rc1")  # a pre-release: not a column unless --refs asks for it
     upstream.commit({"docs.txt": "three\n"}, "docs: tip")
     return pin, (moved, broke, absorbed)
+
+
+def guarded_fix(project, upstream, line: int, text: str, subject: str, guard: str, patch_id: str = "fix") -> str:
+    """Target ``t`` pinned at the upstream's head with one patch: line ``line`` of src/mod.py made ``text``, and
+    ``Guard: {guard}`` among its fields. Returns the pin."""
+    pin = upstream.head()
+    patch = upstream.make_patch(
+        pin, {"src/mod.py": lines_with({line: text})}, subject, fields=f"{FIELDS}\nGuard: {guard}"
+    )
+    return setup(project, upstream, {patch_id: patch})

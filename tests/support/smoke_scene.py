@@ -66,10 +66,12 @@ class Scene:
         )
         return self.project.add_patch("lib", patch_id, data)
 
-    def manifest(self, patch_ids=("fix-add",)) -> None:
-        self.project.manifest(
-            "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": self.pin, "patches": list(patch_ids)}}
-        )
+    def manifest(self, patch_ids=("fix-add",), smoke_requirements: list[str] | None = None) -> None:
+        """Target ``t`` at the pin with ``patch_ids``, and the smoke environment's requirements when given."""
+        spec: dict = {"git": "https://example.invalid/lib.git", "commit": self.pin}
+        if smoke_requirements is not None:
+            spec["smoke-requirements"] = smoke_requirements
+        self.project.manifest("t", {"lib": {**spec, "patches": list(patch_ids)}})
 
     def smoke_test(self, text: str, name: str = TEST_FILE) -> Path:
         path = self.project.root / name

@@ -8,14 +8,12 @@ asks for it with ``pytestmark``), ``pristine`` (one environment per module), ``e
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from support.gitrepos import UpstreamRepo, make_series
-from support.reliability import make_wheel, replace_tree
+from support.reliability import install_wheels, make_wheel, replace_tree, site_packages
 
 CORE = "".join(f"VALUE_{i} = {i}\n" for i in range(1, 41))
 
@@ -47,27 +45,7 @@ def no_package_index(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("tinydist")
-    venv = folder / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    wheel = make_wheel(folder, "tinydist", "1.0", FILES, "")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(venv / "bin" / "python"),
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-index",
-            "--no-cache-dir",
-            "--disable-pip-version-check",
-            str(wheel),
-        ],
-        check=True,
-    )
-    return venv
+    return install_wheels(folder, [make_wheel(folder, "tinydist", "1.0", FILES, "")])
 
 
 @pytest.fixture
@@ -75,10 +53,6 @@ def env(tmp_path, pristine) -> Path:
     venv = tmp_path / "venv"
     replace_tree(pristine, venv)
     return venv
-
-
-def site_packages(venv: Path) -> Path:
-    return next((venv / "lib").glob("python3*/site-packages"))
 
 
 def record_paths(venv: Path) -> set[str]:

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchmgr.engine.classify import Overlay, check_series
+from patchmgr.engine.classify import Overlay
 from patchmgr.engine.place import PlacementFailure
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.history.evidence import explain_upstream
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.history.at_ref import check_at_ref
+from patchmgr.io.git import GitRepo
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Monolith
 from patchmgr.maintain.importing.split import PieceChange, PieceSpec, piece_changes
@@ -99,12 +99,10 @@ def classify_pieces(
     pieces: list[tuple[PatchFile, bytes]],
 ) -> list[CheckResult]:
     """The pieces checked in series order at ``pin``; past the base, those upstream carries explained (evidence)."""
-    source = GitSource(repo, pin, location)
-    results = check_series([p for p, _ in pieces], source, merge_texts)
-    if pin != base:
-        upstream = Upstream(name, git, (), base, None, None, "", ())
-        results = explain_upstream(store, upstream, overrides, source, results)
-    return results
+    # the upstream as it will be written, pinned at the base: the pieces are checked at the pin as status will
+    # check them at ``--against PIN``
+    upstream = Upstream(name, git, (), base, None, None, "", ())
+    return check_at_ref(store, upstream, overrides, GitSource(repo, pin, location), [p for p, _ in pieces])
 
 
 def pieces_at_pin(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
 from patchmgr.engine.classify import check_patch
@@ -30,10 +31,18 @@ from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource
 
 
+class FoundBy(StrEnum):
+    """How the base was found: the pin given, the preimage blobs of the index lines, or where the patch applies."""
+
+    GIVEN = "given"
+    INDEX = "index"
+    APPLIES = "applies"
+
+
 @dataclass
 class Base:
     commit: str
-    how: str  # "given", "index", "applies"
+    how: FoundBy
     detail: str
     notes: list[str] = field(default_factory=list)
     matched: int | None = None  # "index": of the files whose index lines name a preimage blob, how many match
@@ -43,7 +52,7 @@ class Base:
     @property
     def partial(self) -> bool:
         """Found by blob ids that only some files match (no commit matches them all)."""
-        return self.how == "index" and self.matched is not None and self.matched != self.of
+        return self.how is FoundBy.INDEX and self.matched is not None and self.matched != self.of
 
 
 class TagList(Protocol):
@@ -66,7 +75,7 @@ def find_base(
     if given is not None:
         state = check_patch(patch, GitSource(repo, given, location)).state
         if state.applies:
-            return Base(given, "given", f"the patch applies at the given pin ({state.value})")
+            return Base(given, FoundBy.GIVEN, f"the patch applies at the given pin ({state.value})")
         notes.append(
             f"the monolithic patch does not apply at the given pin {given[:12]} ({state.value}): searched for its base"
         )
@@ -159,7 +168,7 @@ def _by_blobs(
         if len(hit) == count:
             return Base(
                 commit,
-                "index",
+                FoundBy.INDEX,
                 f"the preimage blobs of {count} of {count} files (index lines) match tag {name}{off_line}",
                 matched=count,
                 of=count,
@@ -177,7 +186,7 @@ def _by_blobs(
                 name = _containing_tag(repo, commit, listed)
                 return Base(
                     commit,
-                    "index",
+                    FoundBy.INDEX,
                     f"the preimage blobs of {count} of {count} files (index lines) match "
                     f"commit {commit[:12]}, in the history of tag {name} (no tag names it){off_line}",
                     matched=count,
@@ -198,7 +207,7 @@ def _by_blobs(
         notes.append(f"the preimage blobs of {len(seen)} files are upstream's, but never all at one commit")
     return Base(
         commit,
-        "index",
+        FoundBy.INDEX,
         f"PARTIAL: the preimage blobs of only {matched} of {count} files (index lines) "
         f"match, at {where}; no commit searched ({searched}) matches all {count}",
         matched=matched,
@@ -216,8 +225,10 @@ def _in_stretch(repo: GitRepo, oldest: str, newest: str, count: int, tags: TagLi
         stretch = {oldest, *repo.first_parent_path(oldest, newest)}
         for name, commit in held:
             if commit in stretch:
-                return Base(commit, "index", f"{detail}; tag {name} among them", matched=count, of=count, tag=name)
-    return Base(newest, "index", f"{detail}; the newest of them", matched=count, of=count)
+                return Base(
+                    commit, FoundBy.INDEX, f"{detail}; tag {name} among them", matched=count, of=count, tag=name
+                )
+    return Base(newest, FoundBy.INDEX, f"{detail}; the newest of them", matched=count, of=count)
 
 
 def _containing_tag(repo: GitRepo, commit: str, tags: list[tuple[str, str]]) -> str:
@@ -252,7 +263,7 @@ def _applying(commit: str, state: State, given: str | None, checked: int, tip: s
     near = "nearest the given pin" if given is not None else "newest"
     return Base(
         commit,
-        "applies",
+        FoundBy.APPLIES,
         f"the {near} commit where the patch applies ({state.value}); "
         f"{checked} states of its files checked along {tip[:12]}",
     )

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.engine.results import State
@@ -31,13 +32,13 @@ from patchmgr.maintain.importing.pieces import (
     render_pieces,
     said_at_given_pin,
 )
-from patchmgr.maintain.importing.pin import Base, find_base
+from patchmgr.maintain.importing.pin import Base, FoundBy, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
-from patchmgr.maintain.importing.split import plan_pieces
+from patchmgr.maintain.importing.split import SplitMode, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
-from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes
+from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes, write_import
 from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Upstream, url_problem
 from patchmgr.model.project import Project
@@ -50,7 +51,7 @@ from patchmgr.sources.upstream import GitSource
 @dataclass(frozen=True)
 class ImportOptions:
     target: str
-    mode: str = "file"  # "file" or "hunk"
+    mode: SplitMode = SplitMode.FILE
     mapping: Mapping[str, list[str]] | None = None
     git: Mapping[str, str] = field(default_factory=dict)
     pins: Mapping[str, str] = field(default_factory=dict)
@@ -75,18 +76,25 @@ class UpstreamImport:
         return bool(self.proofs) and all(p.ok for p in self.proofs)
 
 
+class ImportAction(StrEnum):
+    PLANNED = "planned"
+    IMPORTED = "imported"
+    DRY_RUN = "dry-run"
+    REFUSED = "refused"
+
+
 @dataclass
 class ImportOutcome:
     target: str
     upstreams: list[UpstreamImport]
-    action: str = "planned"  # "planned" | "imported" | "dry-run" | "refused"
+    action: ImportAction = ImportAction.PLANNED
     notes: list[str] = field(default_factory=list)
     writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
     expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
-        return self.action != "refused" and all(u.proven for u in self.upstreams)
+        return self.action is not ImportAction.REFUSED and all(u.proven for u in self.upstreams)
 
 
 def plan_import(project: Project, monoliths: list[Monolith], store: Store, options: ImportOptions) -> ImportOutcome:
@@ -107,11 +115,22 @@ def plan_import(project: Project, monoliths: list[Monolith], store: Store, optio
             "check the paths against the patch (hunks are numbered from 1)",
         )
     if not all(u.proven for u in outcome.upstreams):
-        outcome.action = "refused"
+        outcome.action = ImportAction.REFUSED
         return outcome
     description = f"imported from {', '.join(m.shown for m in monoliths)}"
     outcome.writes, outcome.expected = plan_writes(project, options.target, description, entries)
     return outcome
+
+
+def finish_import(project: Project, outcome: ImportOutcome, dry_run: bool) -> ImportOutcome:
+    """A planned import carried out (its files written in one transaction) or, with ``dry_run``, shown as a dry
+    run: a new outcome; one that is not planned (refused) is returned as it is."""
+    if outcome.action is not ImportAction.PLANNED:
+        return outcome
+    if dry_run:
+        return replace(outcome, action=ImportAction.DRY_RUN)
+    write_import(project, outcome.writes, outcome.expected)
+    return replace(outcome, action=ImportAction.IMPORTED)
 
 
 def _check_names(options: ImportOptions, imported: list[str]) -> None:
@@ -264,9 +283,9 @@ def _comment(shown: str, base: Base, pin: str) -> str:
     """The manifest comment on the imported upstream: one plain sentence."""
     if pin != base.commit:
         return f"imported from {shown}, which was made against commit {base.commit[:12]}"
-    if base.how == "given":
+    if base.how is FoundBy.GIVEN:
         return f"imported from {shown}, which applies at this pin as given"
-    if base.how == "index":
+    if base.how is FoundBy.INDEX:
         tag = f" (tag {base.tag})" if base.tag else ""
         if base.partial:
             return (

@@ -20,6 +20,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from patchmgr.engine.classify import apply_file
@@ -30,7 +31,15 @@ from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import PATCH_ID
 from patchmgr.model.patchfile import PatchFile
 
-MODES = ("file", "hunk")
+
+class SplitMode(StrEnum):
+    """How a monolithic patch is cut: one piece per file, or per hunk."""
+
+    FILE = "file"
+    HUNK = "hunk"
+
+
+MODES = tuple(SplitMode)
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,7 @@ def read_mapping(path: Path) -> dict[str, list[str]]:
 
 
 def plan_pieces(
-    patch: PatchFile, mode: str, mapping: Mapping[str, list[str]] | None, where: str
+    patch: PatchFile, mode: SplitMode, mapping: Mapping[str, list[str]] | None, where: str
 ) -> tuple[list[PieceSpec], list[str], set[str]]:
     """The pieces, notes, and the mapping entries this patch used (others may belong to another upstream)."""
     notes: list[str] = []
@@ -104,7 +113,7 @@ def plan_pieces(
         for index in rest:
             left = set(range(len(_hunks(patch.files[index])))) - taken.get(index, set())
             specs.append(_spec(patch, None, {index: left}))
-    elif mode == "hunk":
+    elif mode is SplitMode.HUNK:
         for index, diff in enumerate(patch.files):
             if diff.kind != "modify" or len(diff.hunks) < 2:
                 specs.append(_spec(patch, None, {index: set(range(len(_hunks(diff))))}))

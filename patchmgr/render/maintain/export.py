@@ -20,7 +20,7 @@ def render_export(console: Console, outcome: ExportOutcome) -> None:
     notes(console, outcome.notes)
     for patch_id, guards in outcome.guards.items():
         print_broken_guards(console, patch_id, guards, "the exported tree")
-    if any(not g.holds for guards in outcome.guards.values() for g in guards):
+    if not outcome.guards_hold:
         console.print(
             "written, but a guard is broken (see above): change the patch in the checkout so that it "
             "holds, then export again",

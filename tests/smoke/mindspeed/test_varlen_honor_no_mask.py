@@ -170,6 +170,11 @@ def run_unpacked(layer, attention_mask, attn_mask_type, target):
     return out.float().cpu().reshape(SBHD_SEQ, SBHD_BATCH, -1), expected.cpu()
 
 
+def assert_within(out, expected, target, msg):
+    """``out`` equals ``expected`` within the target's tolerance (relative and absolute); ``msg`` says how not."""
+    torch.testing.assert_close(out, expected, rtol=target[2], atol=target[2], msg=msg)
+
+
 def test_no_mask_layers_attend_bidirectionally_and_causal_layers_stay_causal(mindspeed, target):
     """One test, so that it fails on the unpatched tree as a whole.
 
@@ -184,22 +189,20 @@ def test_no_mask_layers_attend_bidirectionally_and_causal_layers_stay_causal(min
     for runner, layout in ((run, "packed THD"), (run_unpacked, "unpacked SBHD")):
         for handed, attention_mask in (("no mask", None), ("the model's causal mask", model_mask)):
             out, expected = runner(layer, attention_mask, AttnMaskType.no_mask, target)
-            torch.testing.assert_close(
+            assert_within(
                 out,
                 expected,
-                rtol=target[2],
-                atol=target[2],
-                msg=lambda m, handed=handed, layout=layout: (
+                target,
+                lambda m, handed=handed, layout=layout: (
                     f"no_mask layer handed {handed} ({layout}) is not bidirectional within each sequence:\n{m}"
                 ),
             )
     causal_layer, _ = make_layer(mindspeed, target, AttnMaskType.causal)
     for runner, layout in ((run, "packed THD"), (run_unpacked, "unpacked SBHD")):
         out, expected = runner(causal_layer, None, AttnMaskType.causal, target)
-        torch.testing.assert_close(
+        assert_within(
             out,
             expected,
-            rtol=target[2],
-            atol=target[2],
-            msg=lambda m, layout=layout: f"causal layer ({layout}) is not causal within each sequence:\n{m}",
+            target,
+            lambda m, layout=layout: f"causal layer ({layout}) is not causal within each sequence:\n{m}",
         )

@@ -1,0 +1,51 @@
+"""The series checked at a ref: the one path every command takes to say what a patch's state is there.
+
+``status`` (at the pin or ``--against``), ``refresh``, ``edit --onto``, ``import`` and ``matrix`` all ask the same
+question: each patch on top of the ones before it (the engine), its ``Guard:`` headers on the series applied as
+far as it applies, then, at a git ref other than the pin, the patches that do not apply there explained by the
+upstream commit that carries them (``evidence.explain_upstream``). The answer is one ``CheckResult`` per patch,
+whose ``ok`` says what every command means by OK: it applies exactly and keeps its guards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from patchmgr.engine.classify import Overlay, check_series
+from patchmgr.engine.results import CheckResult, TreeReader
+from patchmgr.io.git import merge_texts
+from patchmgr.model.manifest import Upstream
+from patchmgr.model.patchfile import PatchFile
+from patchmgr.sources.store import Store
+from patchmgr.sources.upstream import GitSource
+
+
+def check_at_ref(
+    store: Store,
+    upstream: Upstream,
+    overrides: Mapping[str, str],
+    source: TreeReader,
+    patches: Iterable[PatchFile],
+    explain: bool = True,
+) -> list[CheckResult]:
+    """``patches`` checked at ``source``, guards included; with ``explain``, at a git commit other than
+    ``upstream``'s pin, those that do not apply are named ``upstream`` where a commit carries them. ``explain``
+    is off only for a caller that explains many refs at once (``matrix``) through the same evidence."""
+    results = check_series(patches, source, merge_texts)
+    if explain and isinstance(source, GitSource) and source.commit != upstream.commit:
+        # the history walk, loaded only when it can be needed (``status`` at the pin never needs it)
+        from patchmgr.history.evidence import explain_upstream
+
+        results = explain_upstream(store, upstream, overrides, source, results)
+    return results
+
+
+def preimages(results: Iterable[CheckResult], source: TreeReader) -> list[dict[str, bytes | None]]:
+    """What each patch's files held before it, the series before it applied as far as it applies (the bytes a
+    rewrite of the patch turns into its result's ``files``)."""
+    overlay = Overlay(source)
+    found = []
+    for result in results:
+        found.append({path: overlay.read(path) for path in result.patch.touched_paths})
+        overlay.update(result.files)
+    return found
