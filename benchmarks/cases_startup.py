@@ -10,10 +10,12 @@ from the repository that would load the working tree's ``patchmgr`` for both.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 from fixtures import ASCEND_MIRRORS, NO_NETWORK, ROOT, Bench, Row, ascend_patches, git, spawn
@@ -41,6 +43,13 @@ def baseline_tree(bench: Bench, ref: str) -> Path | None:
     return tree
 
 
+def compile_tree(tree: Path) -> None:
+    """Write every module's ``.pyc`` first, as pip does when it installs the wheel: without it the first runs
+    compile from source (and a shell with PYTHONDONTWRITEBYTECODE compiles in every run), which measures the
+    compiler, not what a user waits for. compileall writes them whatever that variable says."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "patchmgr")], check=True)
+
+
 def code_env(bench: Bench, tree: Path, extra: dict | None = None) -> dict[str, str]:
     return {**bench.env(extra), "PYTHONPATH": str(tree)}
 
@@ -52,14 +61,35 @@ def timed(args: list[str], env: dict[str, str], cwd: Path) -> float:
     return wall
 
 
+def cpu_timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user and system, of the process and the git processes it waited for): the
+    CPU figure moves little with the machine's load, which stretches the wall figure of a crowded machine."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    err = proc.stderr.read() if proc.stderr else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    proc.returncode = code
+    if code not in (0, 1):
+        raise RuntimeError(f"{' '.join(args[2:])}: exit {code}: {err.decode('utf-8', 'replace')[-500:]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
 def interleaved(
-    commands: dict[str, tuple[list[str], dict[str, str]]], cwd: Path, rounds: int
+    commands: dict[str, tuple[list[str], dict[str, str]]], cwd: Path, rounds: int, cpu: dict | None = None
 ) -> dict[str, list[float]]:
-    """Each command once per round: a burst of load hits every command alike."""
+    """Each command once per round: a burst of load hits every command alike. ``cpu``: filled with each
+    command's CPU seconds per round as well."""
     walls: dict[str, list[float]] = {label: [] for label in commands}
     for _ in range(rounds):
         for label, (args, env) in commands.items():
-            walls[label].append(timed(args, env, cwd))
+            if cpu is None:
+                walls[label].append(timed(args, env, cwd))
+            else:
+                wall, seconds = cpu_timed(args, env, cwd)
+                walls[label].append(wall)
+                cpu.setdefault(label, []).append(seconds)
     return walls
 
 
@@ -70,6 +100,13 @@ def measure_startup(bench: Bench, mirrors: Path, ref: str = BASELINE) -> None:
         return
     neutral = bench.cache / "neutral"
     neutral.mkdir(exist_ok=True)
+    for tree in (ROOT, old):
+        compile_tree(tree)
+    bench.notes.append(
+        "both trees are compiled first (python -m compileall, as pip does when it installs the wheel), so that no "
+        "timed run compiles: a tree without .pyc compiles every module it imports (0.4 to 0.6 s) in its first run, "
+        "and in every run where PYTHONDONTWRITEBYTECODE is set (the shell behind the hand-made profiles)"
+    )
     measure_help(bench, old, ref, neutral)
     measure_ascend(bench, old, ref, mirrors, neutral)
 
@@ -127,7 +164,6 @@ from patchmgr.cli.app import run_parser; import patchmgr.cli.status; mark()
 import patchmgr.model.project, patchmgr.targets.project_files; mark()
 import patchmgr.check.status, patchmgr.sources.store, patchmgr.sources.upstream, patchmgr.sources.release; mark()
 import patchmgr.render.status, patchmgr.render.console; mark()
-import urllib.request; mark()
 with contextlib.redirect_stdout(io.StringIO()):
     run_parser(sys.argv[1:])
 mark()
@@ -140,7 +176,6 @@ PHASE_NAMES = (
     "model and project files",
     "check, sources, engine",
     "render",
-    "urllib (release lookups)",
     "the check and its output",
 )
 
@@ -177,7 +212,8 @@ def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) 
             warm_up.pop(key)
         timed(args, warm_up, cwd)
         envs[label] = (args, code_env(bench, tree, cache))
-    walls = interleaved(envs, cwd, PAIRS[bench.size])
+    cpu: dict[str, list[float]] = {}
+    walls = interleaved(envs, cwd, PAIRS[bench.size], cpu)
     new, old_wall = statistics.median(walls["new"]), statistics.median(walls["old"])
     for label, variant in (
         ("old", f"status --target ascend warm, baseline {ref}"),
@@ -190,9 +226,16 @@ def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) 
                 variant,
                 statistics.median(times),
                 patches,
-                note=f"median of {len(times)} (min {min(times):.3f} s)",
+                note=f"median of {len(times)} (min {min(times):.3f} s); "
+                f"CPU {statistics.median(cpu[label]):.3f} s (median; the process and its git processes)",
             )
         )
+    cpu_new, cpu_old = statistics.median(cpu["new"]), statistics.median(cpu["old"])
+    bench.notes.append(
+        f"status --target ascend warm in CPU seconds (user and system, with its git processes; the load of a "
+        f"crowded machine stretches wall time, not this): {cpu_new:.3f} s vs {cpu_old:.3f} s for {ref}, "
+        f"{cpu_new / cpu_old:.2f}x"
+    )
     bench.notes.append(
         "status --target ascend warm, where the time goes in the working tree (median of each phase, in process, "
         f"after the interpreter's own start): {phases(bench, args[3:], envs['new'][1], cwd)}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from patchmgr.engine.results import CheckResult, TreeReader
 from patchmgr.history.at_ref import check_at_ref
@@ -13,10 +14,12 @@ from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.sources.cache_errors import CacheError
-from patchmgr.sources.environment import InstalledDist
 from patchmgr.sources.release import ReleaseSource
 from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import GitSource, open_source
+from patchmgr.sources.upstream import GitSource, open_source, urls_for
+
+if TYPE_CHECKING:  # an annotation only: the installed-files code loads with --python, not for every status
+    from patchmgr.sources.environment import InstalledDist
 
 
 @dataclass
@@ -81,23 +84,56 @@ def check_target(
     against: Mapping[str, str],
     only: Sequence[str] = (),
     newest_release: bool = False,
+    meanwhile: Callable[[], object] | None = None,
 ) -> TargetStatus:
     """Check every upstream of ``target`` (or only those named in ``only``), at its pin or its ``against`` ref;
-    with ``newest_release``, an upstream without an ``against`` ref at its newest release tag since the pin."""
+    with ``newest_release``, an upstream without an ``against`` ref at its newest release tag since the pin.
+    ``meanwhile``: the caller's own work (loading its output code), done while the cached clones open."""
     upstreams = [u for u in target.upstreams if not only or u.name in only]
+    # the cached clones' git processes start together, and the patches are parsed while they run; the checks
+    # then run one after another, in order
+    pinned = not newest_release
+    settle = store.open_ahead(
+        {u.name: u.commit if pinned and u.name not in against else None for u in upstreams if urls_for(u, overrides)}
+    )
+    try:
+        if meanwhile:
+            meanwhile()
+        series = {u.name: read_ahead(project, u) for u in upstreams}
+    finally:
+        settle()
     statuses = [
-        check_upstream(project, u, store, overrides, against[u.name])
+        check_upstream(project, u, store, overrides, against[u.name], series[u.name])
         if u.name in against
-        else check_newest_release(project, u, store, overrides)
+        else check_newest_release(project, u, store, overrides, series[u.name])
         if newest_release
-        else check_upstream(project, u, store, overrides, None)
+        else check_upstream(project, u, store, overrides, None, series[u.name])
         for u in upstreams
     ]
     return TargetStatus(target, statuses)
 
 
+def read_ahead(project: Project, upstream: Upstream) -> Callable[[], list[PatchFile]]:
+    """The patches of ``upstream``, read now and handed over by the call returned; what reading them raised is
+    raised by that call, where the check would have read them (after the upstreams before it)."""
+    try:
+        patches = project.patches(upstream)
+    except Exception as exc:  # raised again, unchanged, by the call returned
+        error = exc
+
+        def fail() -> list[PatchFile]:
+            raise error
+
+        return fail
+    return lambda: patches
+
+
 def check_newest_release(
-    project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str]
+    project: Project,
+    upstream: Upstream,
+    store: Store,
+    overrides: Mapping[str, str],
+    patches: Callable[[], list[PatchFile]] | None = None,
 ) -> UpstreamStatus:
     """``upstream`` at the newest release tag since its pin (the one ``matrix`` shows last), or at the pin when no
     release is newer. Tags that cannot be listed leave it unchecked (unavailable), never checked at the pin."""
@@ -120,7 +156,7 @@ def check_newest_release(
             error=f"its newest release cannot be found: {exc.message}",
             hint=exc.hint,
         )
-    status = check_upstream(project, upstream, store, overrides, found[0] if found else None)
+    status = check_upstream(project, upstream, store, overrides, found[0] if found else None, patches)
     status.notes[:0] = [
         f"the newest release tag since the pin is {found[0]} ({found[1][:12]})"
         if found
@@ -131,9 +167,16 @@ def check_newest_release(
 
 
 def check_upstream(
-    project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str], ref: str | None
+    project: Project,
+    upstream: Upstream,
+    store: Store,
+    overrides: Mapping[str, str],
+    ref: str | None,
+    read: Callable[[], list[PatchFile]] | None = None,
 ) -> UpstreamStatus:
-    patches = project.patches(upstream)
+    """``upstream`` checked at ``ref`` (its pin when None); ``read`` hands over its patches when they were read
+    ahead (``read_ahead``)."""
+    patches = read() if read else project.patches(upstream)
     shown_ref = ref or upstream.commit
     try:
         source = open_source(store, upstream, ref, overrides)

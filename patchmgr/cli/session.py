@@ -95,15 +95,23 @@ class Session:
 
     @contextmanager
     def store(self) -> Iterator[Store]:
-        """The cache of upstreams; progress on a terminal, quiet with --json or off a terminal."""
+        """The cache of upstreams; progress on a terminal, quiet with --json or off a terminal. The console is made
+        at the first message: a run that says nothing loads no output code before its checks (``status`` loads
+        it while the cached clones open)."""
         from patchmgr.sources.store import Store
 
-        err = self.console(stderr=True)
-        show = err.is_terminal and not self.json
-        store = Store(
-            progress=(lambda message: err.print(f"… {message}", style="dim")) if show else None,
-            note=lambda message: err.print(f"note: {message}", style="yellow"),
-        )
+        made: list[Console] = []
+
+        def err() -> Console:
+            if not made:
+                made.append(self.console(stderr=True))
+            return made[0]
+
+        def progress(message: str) -> None:
+            if not self.json and err().is_terminal:
+                err().print(f"… {message}", style="dim")
+
+        store = Store(progress=progress, note=lambda message: err().print(f"note: {message}", style="yellow"))
         try:
             yield store
         finally:

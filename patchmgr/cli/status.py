@@ -64,8 +64,6 @@ def command(
     output_format: FormatOpt = None,
     root: RootOpt = Path("."),
 ) -> int:
-    from patchmgr.render.status import render_status, status_json
-
     fmt = output_format_of(output_format, json_output)
     session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
     given, asked, only = source_overrides(source), against_refs(against), upstream or []
@@ -85,7 +83,10 @@ def command(
         else:
             from patchmgr.check.status import check_target
 
-            statuses = [check_target(session.project, t, store, overrides, refs, only, newest_release) for t in targets]
+            statuses = [
+                check_target(session.project, t, store, overrides, refs, only, newest_release, load_output)
+                for t in targets
+            ]
     from patchmgr.check.status import with_project_warnings
 
     statuses = with_project_warnings(session.project, statuses, targets, target)
@@ -95,7 +96,14 @@ def command(
 
         sys.stdout.write(render_report(fmt, statuses, report_base(session.project.root)))
         return code
+    from patchmgr.render.status import render_status, status_json
+
     return session.emit(code, partial(status_json, single=bool(target)), render_status, statuses)
+
+
+def load_output() -> None:
+    """Import the output code (rich above all): ``check_target`` calls this while git opens the cached clones."""
+    import patchmgr.render.status  # noqa: F401
 
 
 def output_format_of(value: str | None, json_output: bool) -> str:

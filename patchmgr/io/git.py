@@ -17,7 +17,6 @@ made or applied with git are ``git_history`` and ``git_patches``, parts of
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
@@ -288,6 +287,8 @@ def merge_texts(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
     is tried again at every commit of a sweep or a bisect walk, mostly against
     the same file, and each merge is a process.
     """
+    import hashlib  # here: hashlib loads OpenSSL, and only a patch that needs a 3-way merge gets here
+
     key = hashlib.sha256(b"%d %d %d\0" % (len(base), len(ours), len(theirs)) + base + ours + theirs).digest()
     if key in _MERGES:
         _MERGES.move_to_end(key)

@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import subprocess
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -72,6 +73,7 @@ _PROGRAM_KEYS = re.compile(
 
 
 _TRUSTED: dict[tuple, list[tuple[str, str]]] = {}
+_TRUSTED_READ = threading.Lock()  # threads that open repositories together wait for one read
 
 
 def program_default(key: str) -> str:
@@ -96,25 +98,30 @@ def trusted_config() -> list[tuple[str, str]]:
         os.environ.get(name)
         for name in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM")
     )
-    if key not in _TRUSTED:
-        pairs = []
-        try:
-            done = subprocess.run(
-                ["git", "config", "-z", "--show-scope", "--includes", "--get-regexp", _PROGRAM_KEYS.pattern],
-                env=plain_env(),
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                cwd=os.path.abspath(os.sep),
-            )
-            fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
-            for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
-                name, _, value = entry.partition("\n")
-                if scope in ("system", "global"):
-                    pairs.append((name, value))
-        except OSError:
-            pass
-        _TRUSTED[key] = pairs
-    return _TRUSTED[key]
+    with _TRUSTED_READ:
+        if key not in _TRUSTED:
+            _TRUSTED[key] = _read_trusted()
+        return _TRUSTED[key]
+
+
+def _read_trusted() -> list[tuple[str, str]]:
+    pairs = []
+    try:
+        done = subprocess.run(
+            ["git", "config", "-z", "--show-scope", "--includes", "--get-regexp", _PROGRAM_KEYS.pattern],
+            env=plain_env(),
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            cwd=os.path.abspath(os.sep),
+        )
+        fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+        for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
+            name, _, value = entry.partition("\n")
+            if scope in ("system", "global"):
+                pairs.append((name, value))
+    except OSError:
+        pass
+    return pairs
 
 
 def last_value(pairs: Sequence[tuple[str, str]], key: str) -> str | None:

@@ -8,8 +8,6 @@ decodes and unfolds them, and takes the ``[PATCH n/m]`` prefixes (any leading ``
 
 from __future__ import annotations
 
-import email.errors
-import email.header
 import re
 
 _SPACE_RUN = re.compile(r"[ \t\n\r]+")  # what git's isspace() takes as space
@@ -19,6 +17,9 @@ def decoded(value: str) -> str:
     """``value`` (unfolded) with its RFC 2047 encoded words decoded; as written when they do not decode."""
     if "=?" not in value:
         return value
+    import email.errors  # here: only a header with encoded words needs the mail header decoder
+    import email.header
+
     try:
         return str(email.header.make_header(email.header.decode_header(value)))
     except (email.errors.HeaderParseError, LookupError, UnicodeError, ValueError):

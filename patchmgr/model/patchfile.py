@@ -15,7 +15,6 @@ epoch (what ``diff -N`` writes) meaning the file is created or deleted.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -70,6 +69,8 @@ class PatchFile:
 
     @property
     def sha256(self) -> str:
+        import hashlib  # here: hashlib loads OpenSSL, and only what records or compares a patch needs it
+
         return hashlib.sha256(self.data).hexdigest()
 
     def field(self, key: str) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchmgr.model.errors import ManifestError, PatchmgrError, UsageError
@@ -13,9 +13,19 @@ from patchmgr.model.patchfile import PatchFile, read_patch
 _UPSTREAM_TABLE = re.compile(r"""^\s*\[\s*upstreams\s*\.\s*("[^"]+"|'[^']+'|[A-Za-z0-9_.-]+)\s*\]""", re.M)
 
 
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True)
 class Project:
     root: Path
+    # each manifest as read and validated, by path, with the bytes it was read from: a command reads its target's
+    # manifest more than once (the target, then every target for the unlisted patches)
+    _loaded: dict[Path, tuple[bytes, Target]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def at(cls, root: Path) -> Project:
@@ -44,7 +54,18 @@ class Project:
             raise ManifestError(
                 f"no target {name!r}: {path} does not exist (targets: {known})", "pick one of the targets listed"
             )
-        return load_target(path, self.patches_dir)
+        before = _read(path)
+        kept = self._loaded.get(path)
+        if before is not None and kept is not None and kept[0] == before and self._patch_files_exist(kept[1]):
+            return kept[1]  # the same bytes and the same patch files: the same target
+        target = load_target(path, self.patches_dir)
+        if before is not None and _read(path) == before:
+            self._loaded[path] = (before, target)
+        return target
+
+    def _patch_files_exist(self, target: Target) -> bool:
+        """Whether every patch file ``target`` lists is still a file (what validation checks beyond the text)."""
+        return all(self.patch_path(u.name, pid).is_file() for u in target.upstreams for pid in u.patch_ids)
 
     def targets(self, name: str | None = None) -> list[Target]:
         return [self.target(name)] if name else [self.target(n) for n in self.target_names()]

@@ -126,6 +126,13 @@ def url_problem(url: str, from_command_line: bool = False) -> str | None:
 # what pip takes as a local file when a requirement is a bare name that exists in its working folder
 _ARCHIVE = re.compile(r"\.(whl|zip|tar|tgz|tbz|txz|tlz|tar\.(gz|bz2|xz|lz|lzma))$", re.I)
 _VCS_PREFIX = re.compile(r"^(git|hg|svn|bzr)\+", re.I)
+# the common shape, ``name==1.2.3`` (or ``>=``, ``<``, ``~=1.2``..., comma-separated), that packaging's parser
+# accepts without a doubt: checked by this pattern alone, so a manifest like that needs no packaging import
+_NUMERIC = r"[0-9]+(?:\.[0-9]+)*"
+_PLAIN_SPECIFIER = rf"(?:(?:==|!=|<=|>=|<|>){_NUMERIC}|~={_NUMERIC}\.[0-9]+)"
+_PLAIN_REQUIREMENT = re.compile(
+    rf"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?){_PLAIN_SPECIFIER}(?:,{_PLAIN_SPECIFIER})*\Z"
+)
 
 
 def requirement_problem(value: str) -> str | None:
@@ -140,7 +147,10 @@ def requirement_problem(value: str) -> str | None:
         return control
     if value.strip().startswith("-"):
         return "is a pip option, not a requirement (options are refused)"
-    # packaging's requirement parser is a noticeable share of a CLI start; only manifests with requirements need it
+    plain = _PLAIN_REQUIREMENT.match(value)
+    if plain and not _ARCHIVE.search(plain["name"]):
+        return None  # a name and version bounds only: no URL, and a name that is no archive's
+    # packaging's parser is a noticeable share of a CLI start: only a requirement beyond that shape loads it
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:

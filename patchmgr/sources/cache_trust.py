@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from patchmgr.io.disk import os_problem
 from patchmgr.io.git import GitRepo, RepositoryDamaged
 from patchmgr.io.locks import FileLock
-from patchmgr.model.errors import GitError
+from patchmgr.model.errors import GitError, PatchmgrError
 from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
 from patchmgr.sources.cache_errors import CacheError
@@ -104,6 +105,48 @@ class CacheHealth(ABC):
             return
         cache_folder(self.cache_dir, "git")
         self._root_checked = True
+
+    def open_ahead(self, commits: Mapping[str, str | None]) -> Callable[[], None]:
+        """Start opening the cached clones of these upstreams (by name; the commit to look up in each, or None)
+        together, before a run uses them one after another, and return the call that waits for them (the caller
+        calls it before it uses the store again): each clone's soundness check and its object reader are git
+        processes, and started at once they overlap each other and the caller's own work. Only what says and
+        changes nothing is done here: a clone with any problem (absent, damaged, refused) or any error is left
+        alone, for the run to meet in its own order with its own messages; a sound one is kept open for it, as
+        ``repo`` would have opened it."""
+        names = [name for name in commits if name not in self._open]
+        if len(names) < 2 or not self._root_checked:
+            return lambda: None
+        opened: dict[str, GitRepo] = {}
+
+        def open_one(name: str) -> None:
+            try:
+                if self._clone_problem(name) is not None:
+                    return
+                repo = GitRepo(self.repo_path(name), untrusted=True)
+            except (PatchmgrError, OSError):
+                return
+            try:
+                commit = commits[name]
+                if commit is not None:
+                    repo.has_commit(commit)  # starts the object reader, which the run reads the files through
+            except (PatchmgrError, OSError):
+                repo.close()
+                return
+            opened[name] = repo
+
+        threads = [threading.Thread(target=open_one, args=(name,), daemon=True) for name in names]
+        for thread in threads:
+            thread.start()
+
+        def settle() -> None:
+            for thread in threads:
+                thread.join()
+            for name in names:  # in the run's order, from the caller's thread
+                if name in opened and name not in self._open:
+                    self._open[name] = opened.pop(name)
+
+        return settle
 
     def _check_clone(self, upstream: str) -> GitRepo | None:
         """The cached clone of ``upstream`` if it is sound; None when it must be made (again).

@@ -15,7 +15,6 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TypedDict
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.model.diff import FileDiff
@@ -202,6 +201,8 @@ def place_patch(dist: InstalledDist, patch: PatchFile) -> Placed:
 
 
 def dist_name(upstream: Upstream) -> str:
+    from packaging.utils import canonicalize_name  # it loads the wheel-tag machinery: only --python needs it
+
     return canonicalize_name(upstream.pypi or upstream.name)
 
 

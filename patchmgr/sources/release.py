@@ -8,7 +8,6 @@ layout under one top folder, so its paths map directly.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -194,6 +193,7 @@ class ReleaseCache:
         return [dict(f, url=urllib.parse.urljoin(url, f["url"])) for f in files]
 
     def _download_and_unpack(self, file: ReleaseFile, folder: Path, tree: Path) -> None:
+        import hashlib
         import urllib.error
         import urllib.request
 
