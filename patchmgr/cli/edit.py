@@ -9,26 +9,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (
-    REQUIRED,
-    ForceOpt,
-    JsonOpt,
-    RootOpt,
-    SourceOpt,
-    TargetOpt,
-    UpstreamOpt,
-    for_targets,
-    required_folder,
-    source_overrides,
-)
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
 
 def command(
-    target: TargetOpt = None,
-    upstream: UpstreamOpt = None,
-    into: Annotated[Optional[Path], typer.Option("--into", help="New folder for the checkout." + REQUIRED)] = None,
+    target: options.TargetOpt = None,
+    upstream: options.UpstreamOpt = None,
+    into: Annotated[
+        Optional[Path], typer.Option("--into", help="New folder for the checkout." + options.REQUIRED)
+    ] = None,
     onto: Annotated[
         Optional[str],
         typer.Option(
@@ -52,10 +43,10 @@ def command(
             "--abort", help="Give up the move: DIR goes back to the series at the pin (resolved work kept on a branch)."
         ),
     ] = False,
-    force: ForceOpt = False,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    force: options.ForceOpt = False,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.maintain import edit_json, onto_json, render_edit, render_onto
 
@@ -65,12 +56,12 @@ def command(
         given = [f"--{name}" for name in resume] + (["--onto"] if onto else [])
         raise UsageError(f"{' and '.join(given)} do not go together", "give one of --onto, --continue, --skip, --abort")
     if resume:
-        into = required_folder("edit", "--into", into, "give the folder that patchmgr edit --onto made")
+        into = options.required_folder("edit", "--into", into, "give the folder that patchmgr edit --onto made")
         return _resume(session, target, upstream, into, resume[0])
-    sources = source_overrides(source)
+    sources = options.source_overrides(source)
     selected, upstream = session.upstream_target(target, upstream, sources)
-    overrides = for_targets([selected], sources)
-    into = required_folder("edit", "--into", into, "give a new folder for the checkout")
+    overrides = options.for_targets([selected], sources)
+    into = options.required_folder("edit", "--into", into, "give a new folder for the checkout")
     with session.store() as store:
         if onto:
             from patchmgr.maintain.roundtrip import edit_onto

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, missing, source_overrides
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
@@ -32,7 +32,7 @@ def _pairs(option: str, values: list[str] | None, example: str) -> dict[str, str
 
 def command(
     paths: PathsArg = None,
-    target: NeededTargetOpt = None,
+    target: options.NeededTargetOpt = None,
     upstream: Annotated[
         Optional[str],
         typer.Option("--upstream", "-u", help="The upstream of a single patch file (default: the file's name)."),
@@ -69,10 +69,10 @@ def command(
         Optional[str],
         typer.Option("--version", help="Of a per-version folder, the version to import (default: the highest)."),
     ] = None,
-    dry_run: DryRunOpt = False,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    dry_run: options.DryRunOpt = False,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.maintain.importing.plan import ImportOptions, finish_import, plan_import
     from patchmgr.maintain.importing.sources import read_dockerfile, read_inputs
@@ -87,25 +87,25 @@ def command(
         )
     session = Session("import", root, json_output)
     if not target:
-        raise missing("import", "--target NAME", "name the target to create or add to: --target ascend")
+        raise options.missing("import", "--target NAME", "name the target to create or add to: --target ascend")
     if not NAME.fullmatch(target):
         raise UsageError(f"--target {target!r} cannot name a manifest", "use lower-case letters, digits, '.', '_', '-'")
     if split not in MODES:
         raise UsageError(f"--split {split!r} is not one of: {', '.join(MODES)}", "use --split file or --split hunk")
     if mapping is not None and split != "file":
         raise UsageError("--map and --split hunk both say how to split", "pick one")
-    options = ImportOptions(
+    chosen = ImportOptions(
         target,
         SplitMode(split),
         read_mapping(mapping) if mapping else None,
         _pairs("--git", git, "mbridge=https://..."),
         _pairs("--pin", pin, "mbridge=v0.1.0"),
         _pairs("--search", search, "mbridge=main"),
-        source_overrides(source),
+        options.source_overrides(source),
         read_dockerfile(dockerfile) if dockerfile else {},
     )
     monoliths = read_inputs(list(paths or []), upstream, version)
     with session.store() as store:
-        planned = plan_import(session.project, monoliths, store, options)
+        planned = plan_import(session.project, monoliths, store, chosen)
     outcome = finish_import(session.project, planned, dry_run)
     return session.emit(0 if outcome.ok else 1, import_json, render_import, outcome)
