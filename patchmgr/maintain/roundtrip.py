@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import GuardResult, State
 from patchmgr.io.git import GitRepo
@@ -226,19 +224,12 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
 def _new_version(outcome: ExportOutcome, onto: Move | None, version: str | None) -> None:
     """The version the pin moves to (``--version``, else the ref's tag), or a note why it stays."""
     upstream = outcome.upstream
-    if version is not None:
-        try:
-            Version(version)
-        except InvalidVersion:
-            raise UsageError(
-                f"--version {version!r} is not a PEP 440 version; nothing was written",
-                "give the upstream's release version at the new ref, e.g. --version 0.5.0",
-            ) from None
-        if not onto:
-            raise UsageError(
-                "--version goes with an export from an edit --onto checkout (the pin moves there); nothing was written",
-                "leave --version out, or move the series with edit --onto REF",
-            )
+    manifest_edit.check_version(version, "the new ref")
+    if version is not None and not onto:
+        raise UsageError(
+            "--version goes with an export from an edit --onto checkout (the pin moves there); nothing was written",
+            "leave --version out, or move the series with edit --onto REF",
+        )
     if not onto:
         return
     outcome.old_version = upstream.version
