@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.render.console import STATE_STYLE, notes, shown
+from patchmgr.render.console import STATE_STYLE, notes, say, shown
 from patchmgr.render.status import guard_json
 
 if TYPE_CHECKING:
@@ -125,15 +125,10 @@ def _change_json(change: Change | None) -> dict | None:
 def render_matrix(console: Console, matrices: list[Matrix], target: str, html: str | None) -> None:
     for matrix in matrices:
         if matrix.error is not None:
-            console.print(
-                f"target {target}, {matrix.upstream.name}: unavailable, no source could provide it:",
-                style="red",
-                highlight=False,
-                markup=False,
-            )
-            console.print(f"  {matrix.error}", highlight=False, markup=False)
+            say(console, f"target {target}, {matrix.upstream.name}: unavailable, no source could provide it:", "red")
+            say(console, f"  {matrix.error}")
             if matrix.hint:
-                console.print(f"  hint: {matrix.hint}", highlight=False, markup=False)
+                say(console, f"  hint: {matrix.hint}")
             continue
         tip = next((c for c in matrix.columns if c.kind == "tip"), None)
         title = (
@@ -159,7 +154,7 @@ def render_matrix(console: Console, matrices: list[Matrix], target: str, html: s
     legend.append(" a Guard: header does not hold")
     console.print(legend)
     if html:
-        console.print(f"wrote {html}", highlight=False, markup=False)
+        say(console, f"wrote {html}")
 
 
 def _styled(result: CheckResult) -> Text:
