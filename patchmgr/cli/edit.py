@@ -63,14 +63,13 @@ def command(
     overrides = options.for_targets([selected], sources)
     into = options.required_folder("edit", "--into", into, "give a new folder for the checkout")
     with session.store() as store:
+        from patchmgr.maintain.roundtrip import EditRequest, edit_checkout, edit_onto
+
+        request = EditRequest(session.project, selected, upstream, store, overrides, into, force)
         if onto:
-            from patchmgr.maintain.roundtrip import edit_onto
-
-            moved = edit_onto(session.project, selected, upstream, store, overrides, into, onto, force)
+            moved = edit_onto(request, onto)
             return session.emit(0 if moved.finished and moved.guards_hold else 1, onto_json, render_onto, moved)
-        from patchmgr.maintain.roundtrip import edit_checkout
-
-        outcome = edit_checkout(session.project, selected, upstream, store, overrides, into, force)
+        outcome = edit_checkout(request)
     return session.emit(0, edit_json, render_edit, outcome)
 
 

@@ -25,7 +25,7 @@ from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import GuardResult, State
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain import manifest_edit
-from patchmgr.maintain.edit_checkout import EditOutcome, edit_checkout, edit_onto, locked_edit
+from patchmgr.maintain.edit_checkout import EditOutcome, EditRequest, edit_checkout, edit_onto, locked_edit
 from patchmgr.maintain.edit_record import (
     NOTES_REF,
     RECORD,
@@ -50,7 +50,7 @@ from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.upstream import GitSource, release_version
 from patchmgr.targets.project_files import write_files
 
-__all__ = ["NOTES_REF", "RECORD", "EditOutcome", "edit_checkout", "edit_onto", "export_checkout"]
+__all__ = ["NOTES_REF", "RECORD", "EditOutcome", "EditRequest", "edit_checkout", "edit_onto", "export_checkout"]
 
 
 class ExportAction(StrEnum):
