@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.console import Console
 from rich.table import Table
@@ -15,14 +15,23 @@ from patchmgr.render.status import guard_json
 if TYPE_CHECKING:
     from patchmgr.history.matrix import Change, Column, Matrix
 
+
+class StateKey(NamedTuple):
+    """A state in the matrix's legend: what it means, and the colour of its swatch and cells on the HTML page
+    (on a terminal its colour is ``console.STATE_STYLE``, as in every table)."""
+
+    meaning: str
+    colour: str
+
+
 LEGEND = {
-    State.CLEAN: "applies as is",
-    State.OFFSET: "applies, hunks moved",
-    State.FUZZ: "applies only with fuzz",
-    State.THREE_WAY: "needs a 3-way merge",
-    State.CONFLICT: "does not apply",
-    State.UPSTREAM: "upstream has it",
-    State.MISSING: "a file it patches is gone",
+    State.CLEAN: StateKey("applies as is", "#1f8f3a"),
+    State.OFFSET: StateKey("applies, hunks moved", "#5cb85c"),
+    State.FUZZ: StateKey("applies only with fuzz", "#e0a800"),
+    State.THREE_WAY: StateKey("needs a 3-way merge", "#f0ad4e"),
+    State.CONFLICT: StateKey("does not apply", "#d9534f"),
+    State.UPSTREAM: StateKey("upstream has it", "#2a9fd6"),
+    State.MISSING: StateKey("a file it patches is gone", "#8b1a1a"),
 }
 GUARD_BROKEN = "guard broken"
 
@@ -147,9 +156,9 @@ def render_matrix(console: Console, matrices: list[Matrix], target: str, html: s
         console.print(table)
         notes(console, matrix.notes)
     legend = Text("legend: ")
-    for state, meaning in LEGEND.items():
+    for state, key in LEGEND.items():
         legend.append(state.value, style=STATE_STYLE[state])
-        legend.append(f" {meaning}  ")
+        legend.append(f" {key.meaning}  ")
     legend.append(GUARD_BROKEN, style="bold red")
     legend.append(" a Guard: header does not hold")
     console.print(legend)
