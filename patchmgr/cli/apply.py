@@ -10,12 +10,14 @@ import typer
 from patchmgr.cli import options
 from patchmgr.cli.session import Session
 
+ApplyDryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Check everything, write nothing.")]
+
 
 def command(
     target: options.NeededTargetOpt = None,
     into: options.NewIntoOpt = None,
     python: options.PythonOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check everything, write nothing.")] = False,
+    dry_run: ApplyDryRunOpt = False,
     force: options.ForceOpt = False,
     upstream: options.UpstreamsOpt = None,
     source: options.SourceOpt = None,

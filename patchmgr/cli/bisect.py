@@ -10,14 +10,16 @@ import typer
 from patchmgr.cli import options
 from patchmgr.cli.session import Session
 
+PatchOpt = Annotated[
+    Optional[list[str]], typer.Option("--patch", help="Only this patch, whatever its state at --to (repeatable).")
+]
+
 
 def command(
     target: options.NeededTargetOpt = None,
     upstream: options.UpstreamOpt = None,
     to: options.ToOpt = None,
-    patch: Annotated[
-        Optional[list[str]], typer.Option("--patch", help="Only this patch, whatever its state at --to (repeatable).")
-    ] = None,
+    patch: PatchOpt = None,
     source: options.SourceOpt = None,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),

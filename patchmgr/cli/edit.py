@@ -13,36 +13,40 @@ from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
+NewCheckoutOpt = Annotated[
+    Optional[Path], typer.Option("--into", help="New folder for the checkout." + options.REQUIRED)
+]
+OntoOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--onto", help="Branch, tag or commit of the upstream to move the series onto (the pin moves on export)."
+    ),
+]
+ContinueOpt = Annotated[
+    bool,
+    typer.Option(
+        "--continue", help="After resolving and git add-ing a stopped patch in --into DIR: commit it, apply the rest."
+    ),
+]
+SkipOpt = Annotated[
+    bool, typer.Option("--skip", help="Leave the stopped patch out of the series (export removes it), apply the rest.")
+]
+AbortOpt = Annotated[
+    bool,
+    typer.Option(
+        "--abort", help="Give up the move: DIR goes back to the series at the pin (resolved work kept on a branch)."
+    ),
+]
+
 
 def command(
     target: options.TargetOpt = None,
     upstream: options.UpstreamOpt = None,
-    into: Annotated[
-        Optional[Path], typer.Option("--into", help="New folder for the checkout." + options.REQUIRED)
-    ] = None,
-    onto: Annotated[
-        Optional[str],
-        typer.Option(
-            "--onto", help="Branch, tag or commit of the upstream to move the series onto (the pin moves on export)."
-        ),
-    ] = None,
-    continue_: Annotated[
-        bool,
-        typer.Option(
-            "--continue",
-            help="After resolving and git add-ing a stopped patch in --into DIR: commit it, apply the rest.",
-        ),
-    ] = False,
-    skip: Annotated[
-        bool,
-        typer.Option("--skip", help="Leave the stopped patch out of the series (export removes it), apply the rest."),
-    ] = False,
-    abort: Annotated[
-        bool,
-        typer.Option(
-            "--abort", help="Give up the move: DIR goes back to the series at the pin (resolved work kept on a branch)."
-        ),
-    ] = False,
+    into: NewCheckoutOpt = None,
+    onto: OntoOpt = None,
+    continue_: ContinueOpt = False,
+    skip: SkipOpt = False,
+    abort: AbortOpt = False,
     force: options.ForceOpt = False,
     source: options.SourceOpt = None,
     json_output: options.JsonOpt = False,

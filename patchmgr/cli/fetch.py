@@ -20,9 +20,8 @@ def command(
     from patchmgr.sources.upstream import fetch_upstream
 
     session = Session("fetch", root, json_output)
-    given, only = options.source_overrides(source), upstream or []
-    selected = session.target(target, given, only)
-    overrides = options.for_targets([selected], given)
+    only = upstream or []
+    selected, overrides = session.sourced_target(target, source, only)
     fetched: dict[str, dict] = {}
     with session.store() as store:
         for entry in selected.upstreams:

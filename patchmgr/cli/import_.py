@@ -30,45 +30,55 @@ def _pairs(option: str, values: list[str] | None, example: str) -> dict[str, str
     return pairs
 
 
+ImportUpstreamOpt = Annotated[
+    Optional[str],
+    typer.Option("--upstream", "-u", help="The upstream of a single patch file (default: the file's name)."),
+]
+GitOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--git", help="NAME=URL: the upstream's git URL for the manifest (default: the Dockerfile's git clone)."
+    ),
+]
+PinOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--pin",
+        help="NAME=REF: the commit the patch belongs at, if known (default: the Dockerfile's git checkout, "
+        "else found from the patch).",
+    ),
+]
+DockerfileOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--dockerfile", help="Read git URLs and pins from its `git clone URL DIR` and `git checkout SHA` lines."
+    ),
+]
+SearchOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--search", help="NAME=REF: the branch whose history is searched for the base (default: HEAD)."),
+]
+SplitOpt = Annotated[str, typer.Option("--split", help="One piece per `file` or per `hunk`.")]
+MapOpt = Annotated[
+    Optional[Path], typer.Option("--map", help='TOML file: topic = ["path", "path#N"], one piece per topic.')
+]
+VersionOpt = Annotated[
+    Optional[str],
+    typer.Option("--version", help="Of a per-version folder, the version to import (default: the highest)."),
+]
+
+
 def command(
     paths: PathsArg = None,
     target: options.NeededTargetOpt = None,
-    upstream: Annotated[
-        Optional[str],
-        typer.Option("--upstream", "-u", help="The upstream of a single patch file (default: the file's name)."),
-    ] = None,
-    git: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--git", help="NAME=URL: the upstream's git URL for the manifest (default: the Dockerfile's git clone)."
-        ),
-    ] = None,
-    pin: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--pin",
-            help="NAME=REF: the commit the patch belongs at, if known (default: the Dockerfile's git checkout, "
-            "else found from the patch).",
-        ),
-    ] = None,
-    dockerfile: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--dockerfile", help="Read git URLs and pins from its `git clone URL DIR` and `git checkout SHA` lines."
-        ),
-    ] = None,
-    search: Annotated[
-        Optional[list[str]],
-        typer.Option("--search", help="NAME=REF: the branch whose history is searched for the base (default: HEAD)."),
-    ] = None,
-    split: Annotated[str, typer.Option("--split", help="One piece per `file` or per `hunk`.")] = "file",
-    mapping: Annotated[
-        Optional[Path], typer.Option("--map", help='TOML file: topic = ["path", "path#N"], one piece per topic.')
-    ] = None,
-    version: Annotated[
-        Optional[str],
-        typer.Option("--version", help="Of a per-version folder, the version to import (default: the highest)."),
-    ] = None,
+    upstream: ImportUpstreamOpt = None,
+    git: GitOpt = None,
+    pin: PinOpt = None,
+    dockerfile: DockerfileOpt = None,
+    search: SearchOpt = None,
+    split: SplitOpt = "file",
+    mapping: MapOpt = None,
+    version: VersionOpt = None,
     dry_run: options.DryRunOpt = False,
     source: options.SourceOpt = None,
     json_output: options.JsonOpt = False,

@@ -89,6 +89,15 @@ class Session:
         self._require_upstreams(targets, option_maps)
         return targets
 
+    def sourced_target(
+        self, name: str | None, source: list[str] | None, upstreams: list[str]
+    ) -> tuple[Target, dict[str, str]]:
+        """The one target (``--target``), with ``--source`` and ``--upstream`` checked against it, and the
+        ``--source`` overrides for its upstreams."""
+        given = source_overrides(source)
+        selected = self.target(name, given, upstreams)
+        return selected, for_targets([selected], given)
+
     def upstream_target(
         self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]
     ) -> tuple[Target, str]:
