@@ -7,36 +7,27 @@ from typing import Annotated
 
 import typer
 
-from patchmgr.cli.options import (
-    ForceOpt,
-    JsonOpt,
-    NeededTargetOpt,
-    NewIntoOpt,
-    PythonOpt,
-    RootOpt,
-    SourceOpt,
-    UpstreamsOpt,
-    for_targets,
-    source_overrides,
-)
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
+
+ApplyDryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Check everything, write nothing.")]
 
 
 def command(
-    target: NeededTargetOpt = None,
-    into: NewIntoOpt = None,
-    python: PythonOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check everything, write nothing.")] = False,
-    force: ForceOpt = False,
-    upstream: UpstreamsOpt = None,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    target: options.NeededTargetOpt = None,
+    into: options.NewIntoOpt = None,
+    python: options.PythonOpt = None,
+    dry_run: ApplyDryRunOpt = False,
+    force: options.ForceOpt = False,
+    upstream: options.UpstreamsOpt = None,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     session = Session("apply", root, json_output)
-    given, only = source_overrides(source), upstream or []
+    given, only = options.source_overrides(source), upstream or []
     selected, place = session.placed_target(target, into, python, given, only)
-    overrides = for_targets([selected], given)
+    overrides = options.for_targets([selected], given)
     with session.store() as store:
         if isinstance(place, str):  # --python PATH
             from patchmgr.render.status import env_json, render_env

@@ -7,39 +7,30 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (
-    JsonOpt,
-    NeededTargetOpt,
-    RootOpt,
-    SourceOpt,
-    ToOpt,
-    UpstreamOpt,
-    for_targets,
-    required_ref,
-    source_overrides,
-)
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
+
+PatchOpt = Annotated[
+    Optional[list[str]], typer.Option("--patch", help="Only this patch, whatever its state at --to (repeatable).")
+]
 
 
 def command(
-    target: NeededTargetOpt = None,
-    upstream: UpstreamOpt = None,
-    to: ToOpt = None,
-    patch: Annotated[
-        Optional[list[str]], typer.Option("--patch", help="Only this patch, whatever its state at --to (repeatable).")
-    ] = None,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    target: options.NeededTargetOpt = None,
+    upstream: options.UpstreamOpt = None,
+    to: options.ToOpt = None,
+    patch: PatchOpt = None,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.history.bisect import bisect_upstream
     from patchmgr.render.maintain import bisect_json, render_bisect
 
     session = Session("bisect", root, json_output)
-    given = source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, given)
-    overrides = for_targets([selected], given)
-    ref = required_ref("bisect", to)
+    at = session.upstream_at_ref(target, upstream, source, to)
     with session.store() as store:
-        result = bisect_upstream(session.project, selected.upstream(upstream), store, overrides, ref, patch or ())
+        result = bisect_upstream(
+            session.project, at.target.upstream(at.upstream), store, at.overrides, at.ref, patch or ()
+        )
     return session.emit(0 if result.ok else 1, bisect_json, render_bisect, result)

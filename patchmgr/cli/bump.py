@@ -7,50 +7,46 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (
-    AllowFuzzOpt,
-    AllowThreeWayOpt,
-    DryRunOpt,
-    JsonOpt,
-    NeededTargetOpt,
-    RootOpt,
-    SourceOpt,
-    ToOpt,
-    UpstreamOpt,
-    for_targets,
-    required_ref,
-    source_overrides,
-)
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
+
+KeepOpt = Annotated[bool, typer.Option("--keep", help="Keep patches that are already upstream.")]
+VersionAtRefOpt = Annotated[
+    Optional[str],
+    typer.Option("--version", help="The upstream's version at --to (default: from a tag such as v0.5.0)."),
+]
 
 
 def command(
-    target: NeededTargetOpt = None,
-    upstream: UpstreamOpt = None,
-    to: ToOpt = None,
-    keep: Annotated[bool, typer.Option("--keep", help="Keep patches that are already upstream.")] = False,
-    allow_fuzz: AllowFuzzOpt = False,
-    allow_three_way: AllowThreeWayOpt = False,
-    version: Annotated[
-        Optional[str],
-        typer.Option("--version", help="The upstream's version at --to (default: from a tag such as v0.5.0)."),
-    ] = None,
-    dry_run: DryRunOpt = False,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    target: options.NeededTargetOpt = None,
+    upstream: options.UpstreamOpt = None,
+    to: options.ToOpt = None,
+    keep: KeepOpt = False,
+    allow_fuzz: options.AllowFuzzOpt = False,
+    allow_three_way: options.AllowThreeWayOpt = False,
+    version: VersionAtRefOpt = None,
+    dry_run: options.DryRunOpt = False,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.maintain.bump import BumpAction, plan_bump, write_bump
     from patchmgr.render.maintain import bump_json, render_bump, render_interdiffs
 
     session = Session("bump", root, json_output)
-    given = source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, given)
-    overrides = for_targets([selected], given)
-    ref = required_ref("bump", to)
+    at = session.upstream_at_ref(target, upstream, source, to)
     with session.store() as store:
         outcome = plan_bump(
-            session.project, selected, upstream, store, overrides, ref, keep, allow_three_way, version, allow_fuzz
+            session.project,
+            at.target,
+            at.upstream,
+            store,
+            at.overrides,
+            at.ref,
+            keep,
+            allow_three_way,
+            version,
+            allow_fuzz,
         )
     if not session.json:
         render_interdiffs(session.out, outcome.plan)

@@ -9,53 +9,48 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (
-    REQUIRED,
-    ForceOpt,
-    JsonOpt,
-    RootOpt,
-    SourceOpt,
-    TargetOpt,
-    UpstreamOpt,
-    for_targets,
-    required_folder,
-    source_overrides,
-)
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
+NewCheckoutOpt = Annotated[
+    Optional[Path], typer.Option("--into", help="New folder for the checkout." + options.REQUIRED)
+]
+OntoOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--onto", help="Branch, tag or commit of the upstream to move the series onto (the pin moves on export)."
+    ),
+]
+ContinueOpt = Annotated[
+    bool,
+    typer.Option(
+        "--continue", help="After resolving and git add-ing a stopped patch in --into DIR: commit it, apply the rest."
+    ),
+]
+SkipOpt = Annotated[
+    bool, typer.Option("--skip", help="Leave the stopped patch out of the series (export removes it), apply the rest.")
+]
+AbortOpt = Annotated[
+    bool,
+    typer.Option(
+        "--abort", help="Give up the move: DIR goes back to the series at the pin (resolved work kept on a branch)."
+    ),
+]
+
 
 def command(
-    target: TargetOpt = None,
-    upstream: UpstreamOpt = None,
-    into: Annotated[Optional[Path], typer.Option("--into", help="New folder for the checkout." + REQUIRED)] = None,
-    onto: Annotated[
-        Optional[str],
-        typer.Option(
-            "--onto", help="Branch, tag or commit of the upstream to move the series onto (the pin moves on export)."
-        ),
-    ] = None,
-    continue_: Annotated[
-        bool,
-        typer.Option(
-            "--continue",
-            help="After resolving and git add-ing a stopped patch in --into DIR: commit it, apply the rest.",
-        ),
-    ] = False,
-    skip: Annotated[
-        bool,
-        typer.Option("--skip", help="Leave the stopped patch out of the series (export removes it), apply the rest."),
-    ] = False,
-    abort: Annotated[
-        bool,
-        typer.Option(
-            "--abort", help="Give up the move: DIR goes back to the series at the pin (resolved work kept on a branch)."
-        ),
-    ] = False,
-    force: ForceOpt = False,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    target: options.TargetOpt = None,
+    upstream: options.UpstreamOpt = None,
+    into: NewCheckoutOpt = None,
+    onto: OntoOpt = None,
+    continue_: ContinueOpt = False,
+    skip: SkipOpt = False,
+    abort: AbortOpt = False,
+    force: options.ForceOpt = False,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.maintain import edit_json, onto_json, render_edit, render_onto
 
@@ -65,21 +60,20 @@ def command(
         given = [f"--{name}" for name in resume] + (["--onto"] if onto else [])
         raise UsageError(f"{' and '.join(given)} do not go together", "give one of --onto, --continue, --skip, --abort")
     if resume:
-        into = required_folder("edit", "--into", into, "give the folder that patchmgr edit --onto made")
+        into = options.required_folder("edit", "--into", into, "give the folder that patchmgr edit --onto made")
         return _resume(session, target, upstream, into, resume[0])
-    sources = source_overrides(source)
+    sources = options.source_overrides(source)
     selected, upstream = session.upstream_target(target, upstream, sources)
-    overrides = for_targets([selected], sources)
-    into = required_folder("edit", "--into", into, "give a new folder for the checkout")
+    overrides = options.for_targets([selected], sources)
+    into = options.required_folder("edit", "--into", into, "give a new folder for the checkout")
     with session.store() as store:
+        from patchmgr.maintain.roundtrip import EditRequest, edit_checkout, edit_onto
+
+        request = EditRequest(session.project, selected, upstream, store, overrides, into, force)
         if onto:
-            from patchmgr.maintain.roundtrip import edit_onto
-
-            moved = edit_onto(session.project, selected, upstream, store, overrides, into, onto, force)
+            moved = edit_onto(request, onto)
             return session.emit(0 if moved.finished and moved.guards_hold else 1, onto_json, render_onto, moved)
-        from patchmgr.maintain.roundtrip import edit_checkout
-
-        outcome = edit_checkout(session.project, selected, upstream, store, overrides, into, force)
+        outcome = edit_checkout(request)
     return session.emit(0, edit_json, render_edit, outcome)
 
 

@@ -4,33 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchmgr.cli.options import (
-    JsonOpt,
-    NeededTargetOpt,
-    RootOpt,
-    SourceOpt,
-    UpstreamsOpt,
-    for_targets,
-    source_overrides,
-)
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import PatchmgrError
 
 
 def command(
-    target: NeededTargetOpt = None,
-    upstream: UpstreamsOpt = None,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    target: options.NeededTargetOpt = None,
+    upstream: options.UpstreamsOpt = None,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.status import fetch_json, render_fetch
     from patchmgr.sources.upstream import fetch_upstream
 
     session = Session("fetch", root, json_output)
-    given, only = source_overrides(source), upstream or []
-    selected = session.target(target, given, only)
-    overrides = for_targets([selected], given)
+    only = upstream or []
+    selected, overrides = session.sourced_target(target, source, only)
     fetched: dict[str, dict] = {}
     with session.store() as store:
         for entry in selected.upstreams:

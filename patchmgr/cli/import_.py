@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import DryRunOpt, JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, missing, source_overrides
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
@@ -30,49 +30,59 @@ def _pairs(option: str, values: list[str] | None, example: str) -> dict[str, str
     return pairs
 
 
+ImportUpstreamOpt = Annotated[
+    Optional[str],
+    typer.Option("--upstream", "-u", help="The upstream of a single patch file (default: the file's name)."),
+]
+GitOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--git", help="NAME=URL: the upstream's git URL for the manifest (default: the Dockerfile's git clone)."
+    ),
+]
+PinOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--pin",
+        help="NAME=REF: the commit the patch belongs at, if known (default: the Dockerfile's git checkout, "
+        "else found from the patch).",
+    ),
+]
+DockerfileOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--dockerfile", help="Read git URLs and pins from its `git clone URL DIR` and `git checkout SHA` lines."
+    ),
+]
+SearchOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--search", help="NAME=REF: the branch whose history is searched for the base (default: HEAD)."),
+]
+SplitOpt = Annotated[str, typer.Option("--split", help="One piece per `file` or per `hunk`.")]
+MapOpt = Annotated[
+    Optional[Path], typer.Option("--map", help='TOML file: topic = ["path", "path#N"], one piece per topic.')
+]
+VersionOpt = Annotated[
+    Optional[str],
+    typer.Option("--version", help="Of a per-version folder, the version to import (default: the highest)."),
+]
+
+
 def command(
     paths: PathsArg = None,
-    target: NeededTargetOpt = None,
-    upstream: Annotated[
-        Optional[str],
-        typer.Option("--upstream", "-u", help="The upstream of a single patch file (default: the file's name)."),
-    ] = None,
-    git: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--git", help="NAME=URL: the upstream's git URL for the manifest (default: the Dockerfile's git clone)."
-        ),
-    ] = None,
-    pin: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--pin",
-            help="NAME=REF: the commit the patch belongs at, if known (default: the Dockerfile's git checkout, "
-            "else found from the patch).",
-        ),
-    ] = None,
-    dockerfile: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--dockerfile", help="Read git URLs and pins from its `git clone URL DIR` and `git checkout SHA` lines."
-        ),
-    ] = None,
-    search: Annotated[
-        Optional[list[str]],
-        typer.Option("--search", help="NAME=REF: the branch whose history is searched for the base (default: HEAD)."),
-    ] = None,
-    split: Annotated[str, typer.Option("--split", help="One piece per `file` or per `hunk`.")] = "file",
-    mapping: Annotated[
-        Optional[Path], typer.Option("--map", help='TOML file: topic = ["path", "path#N"], one piece per topic.')
-    ] = None,
-    version: Annotated[
-        Optional[str],
-        typer.Option("--version", help="Of a per-version folder, the version to import (default: the highest)."),
-    ] = None,
-    dry_run: DryRunOpt = False,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    target: options.NeededTargetOpt = None,
+    upstream: ImportUpstreamOpt = None,
+    git: GitOpt = None,
+    pin: PinOpt = None,
+    dockerfile: DockerfileOpt = None,
+    search: SearchOpt = None,
+    split: SplitOpt = "file",
+    mapping: MapOpt = None,
+    version: VersionOpt = None,
+    dry_run: options.DryRunOpt = False,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.maintain.importing.plan import ImportOptions, finish_import, plan_import
     from patchmgr.maintain.importing.sources import read_dockerfile, read_inputs
@@ -87,25 +97,25 @@ def command(
         )
     session = Session("import", root, json_output)
     if not target:
-        raise missing("import", "--target NAME", "name the target to create or add to: --target ascend")
+        raise options.missing("import", "--target NAME", "name the target to create or add to: --target ascend")
     if not NAME.fullmatch(target):
         raise UsageError(f"--target {target!r} cannot name a manifest", "use lower-case letters, digits, '.', '_', '-'")
     if split not in MODES:
         raise UsageError(f"--split {split!r} is not one of: {', '.join(MODES)}", "use --split file or --split hunk")
     if mapping is not None and split != "file":
         raise UsageError("--map and --split hunk both say how to split", "pick one")
-    options = ImportOptions(
+    chosen = ImportOptions(
         target,
         SplitMode(split),
         read_mapping(mapping) if mapping else None,
         _pairs("--git", git, "mbridge=https://..."),
         _pairs("--pin", pin, "mbridge=v0.1.0"),
         _pairs("--search", search, "mbridge=main"),
-        source_overrides(source),
+        options.source_overrides(source),
         read_dockerfile(dockerfile) if dockerfile else {},
     )
     monoliths = read_inputs(list(paths or []), upstream, version)
     with session.store() as store:
-        planned = plan_import(session.project, monoliths, store, options)
+        planned = plan_import(session.project, monoliths, store, chosen)
     outcome = finish_import(session.project, planned, dry_run)
     return session.emit(0 if outcome.ok else 1, import_json, render_import, outcome)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchmgr.cli.options import JsonOpt, RootOpt
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 
 
-def command(json_output: JsonOpt = False, root: RootOpt = Path(".")) -> int:
+def command(json_output: options.JsonOpt = False, root: options.RootOpt = Path(".")) -> int:
     from patchmgr.model.lint import lint_project
     from patchmgr.render.status import lint_json, render_lint
 

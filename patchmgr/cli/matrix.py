@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import JsonOpt, NeededTargetOpt, RootOpt, SourceOpt, for_targets, source_overrides
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
@@ -32,19 +32,18 @@ HtmlOpt = Annotated[Optional[str], typer.Option("--html", help="Also write the m
 
 
 def command(
-    target: NeededTargetOpt = None,
+    target: options.NeededTargetOpt = None,
     upstream: MatrixUpstreamOpt = None,
     refs: RefsOpt = None,
     since: SinceOpt = None,
     html: HtmlOpt = None,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     session = Session("matrix", root, json_output)
-    given, only = source_overrides(source), upstream or []
-    selected = session.target(target, given, only)
-    overrides = for_targets([selected], given)
+    only = upstream or []
+    selected, overrides = session.sourced_target(target, source, only)
     if refs is not None and since is not None:
         raise UsageError("matrix takes --refs PATTERN or --since REF, not both", "pick one")
     if refs is not None and not refs.strip():

@@ -4,51 +4,35 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchmgr.cli.options import (
-    AllowFuzzOpt,
-    AllowThreeWayOpt,
-    DryRunOpt,
-    JsonOpt,
-    NeededTargetOpt,
-    RootOpt,
-    SourceOpt,
-    ToOpt,
-    UpstreamOpt,
-    for_targets,
-    required_ref,
-    source_overrides,
-)
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 
 
 def command(
-    target: NeededTargetOpt = None,
-    upstream: UpstreamOpt = None,
-    to: ToOpt = None,
-    allow_fuzz: AllowFuzzOpt = False,
-    allow_three_way: AllowThreeWayOpt = False,
-    dry_run: DryRunOpt = False,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    target: options.NeededTargetOpt = None,
+    upstream: options.UpstreamOpt = None,
+    to: options.ToOpt = None,
+    allow_fuzz: options.AllowFuzzOpt = False,
+    allow_three_way: options.AllowThreeWayOpt = False,
+    dry_run: options.DryRunOpt = False,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.maintain.refresh import plan_refresh, write_refresh
     from patchmgr.render.maintain import refresh_json, render_interdiffs, render_refresh
 
     session = Session("refresh", root, json_output)
-    given = source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, given)
-    overrides = for_targets([selected], given)
-    ref = required_ref("refresh", to)
+    at = session.upstream_at_ref(target, upstream, source, to)
     with session.store() as store:
         plan = plan_refresh(
             session.project,
-            selected.upstream(upstream),
+            at.target.upstream(at.upstream),
             store,
-            overrides,
-            ref,
+            at.overrides,
+            at.ref,
             allow_three_way,
-            selected.name,
+            at.target.name,
             allow_fuzz,
         )
     if not session.json:

@@ -7,22 +7,24 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import REQUIRED, JsonOpt, NeededTargetOpt, RootOpt, UpstreamsOpt, required_folder
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 
 
 def command(
-    target: NeededTargetOpt = None,
-    into: Annotated[Optional[Path], typer.Option("--into", help="Folder that apply --into wrote." + REQUIRED)] = None,
-    upstream: UpstreamsOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    target: options.NeededTargetOpt = None,
+    into: Annotated[
+        Optional[Path], typer.Option("--into", help="Folder that apply --into wrote." + options.REQUIRED)
+    ] = None,
+    upstream: options.UpstreamsOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.status import render_roots, roots_json
     from patchmgr.targets.trees import checkout_trees
 
     session = Session("roots", root, json_output, data_on_stdout=True)
-    into = required_folder("roots", "--into", into, "give the folder that `patchmgr apply --into` wrote")
+    into = options.required_folder("roots", "--into", into, "give the folder that `patchmgr apply --into` wrote")
     selected = session.target(target, upstream or [])
     trees = checkout_trees(selected, into, upstream or [])
     code = 0 if any(tree.patched_root is not None for tree in trees) else 1

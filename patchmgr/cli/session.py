@@ -13,9 +13,18 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from patchmgr.cli.options import Place, missing, one_place, require_upstreams, required_target
+from patchmgr.cli.options import (
+    Place,
+    for_targets,
+    missing,
+    one_place,
+    require_upstreams,
+    required_ref,
+    required_target,
+    source_overrides,
+)
 from patchmgr.model.errors import UsageError
 
 if TYPE_CHECKING:
@@ -28,6 +37,16 @@ if TYPE_CHECKING:
 
 OptionMap = Mapping[str, str] | list[str] | tuple[str, ...]
 """The upstream names an option gives: ``NAME=VALUE`` options by name, or ``--upstream`` values."""
+
+
+class AtRef(NamedTuple):
+    """What bisect, bump and refresh work on: one upstream of one target, the ``--source`` overrides for that
+    target's upstreams, and the ref ``--to`` names."""
+
+    target: Target
+    upstream: str
+    overrides: dict[str, str]
+    ref: str
 
 
 class Session:
@@ -70,6 +89,15 @@ class Session:
         self._require_upstreams(targets, option_maps)
         return targets
 
+    def sourced_target(
+        self, name: str | None, source: list[str] | None, upstreams: list[str]
+    ) -> tuple[Target, dict[str, str]]:
+        """The one target (``--target``), with ``--source`` and ``--upstream`` checked against it, and the
+        ``--source`` overrides for its upstreams."""
+        given = source_overrides(source)
+        selected = self.target(name, given, upstreams)
+        return selected, for_targets([selected], given)
+
     def upstream_target(
         self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]
     ) -> tuple[Target, str]:
@@ -82,6 +110,15 @@ class Session:
         selected.upstream(upstream)  # a name the target lacks: its ManifestError
         self._require_upstreams([selected], option_maps)
         return selected, upstream
+
+    def upstream_at_ref(
+        self, name: str | None, upstream: str | None, source: list[str] | None, to: str | None
+    ) -> AtRef:
+        """``--target``, ``--upstream``, ``--source`` and ``--to`` of a command on one upstream at a ref, checked in
+        that order (the first wrong one is the error)."""
+        given = source_overrides(source)
+        selected, upstream = self.upstream_target(name, upstream, given)
+        return AtRef(selected, upstream, for_targets([selected], given), required_ref(self.command, to))
 
     def _require_upstreams(self, targets: list[Target], option_maps: tuple[OptionMap, ...]) -> None:
         """The upstream names the options give, checked; ``--source``/``--against`` for an upstream only other

@@ -7,13 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import AppliedIntoOpt, JsonOpt, NeededTargetOpt, RootOpt, UpstreamsOpt
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 
 
 def command(
-    target: NeededTargetOpt = None,
-    into: AppliedIntoOpt = None,
+    target: options.NeededTargetOpt = None,
+    into: options.AppliedIntoOpt = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or npu.")] = "auto",
     unpatched: Annotated[
         bool,
@@ -23,7 +23,7 @@ def command(
             "patch's tests fail there by assertion (each detects its bug).",
         ),
     ] = False,
-    upstream: UpstreamsOpt = None,
+    upstream: options.UpstreamsOpt = None,
     python: Annotated[
         Optional[str],
         typer.Option(
@@ -32,8 +32,8 @@ def command(
             "the interpreter that runs DIR's tests.",
         ),
     ] = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.smoke import render_smoke, smoke_json
     from patchmgr.smoke.runner import run_smoke

@@ -9,17 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from patchmgr.cli.options import (
-    JsonOpt,
-    PythonOpt,
-    RootOpt,
-    SourceOpt,
-    TargetOpt,
-    UpstreamsOpt,
-    against_refs,
-    for_targets,
-    source_overrides,
-)
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
@@ -54,21 +44,21 @@ NewestOpt = Annotated[
 
 
 def command(
-    target: TargetOpt = None,
+    target: options.TargetOpt = None,
     against: AgainstOpt = None,
     newest_release: NewestOpt = False,
-    upstream: UpstreamsOpt = None,
-    python: PythonOpt = None,
-    source: SourceOpt = None,
-    json_output: JsonOpt = False,
+    upstream: options.UpstreamsOpt = None,
+    python: options.PythonOpt = None,
+    source: options.SourceOpt = None,
+    json_output: options.JsonOpt = False,
     output_format: FormatOpt = None,
-    root: RootOpt = Path("."),
+    root: options.RootOpt = Path("."),
 ) -> int:
     fmt = output_format_of(output_format, json_output)
     session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
-    given, asked, only = source_overrides(source), against_refs(against), upstream or []
+    given, asked, only = options.source_overrides(source), options.against_refs(against), upstream or []
     targets = session.targets(target, given, asked, only)
-    overrides, refs = for_targets(targets, given), for_targets(targets, asked)
+    overrides, refs = options.for_targets(targets, given), options.for_targets(targets, asked)
     if python and (refs or newest_release):
         raise UsageError(
             "--python checks the installed files; it cannot be combined with "

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchmgr.cli.options import AppliedIntoOpt, JsonOpt, NeededTargetOpt, PythonOpt, RootOpt, UpstreamsOpt
+from patchmgr.cli import options
 from patchmgr.cli.session import Session
 
 
 def command(
-    target: NeededTargetOpt = None,
-    into: AppliedIntoOpt = None,
-    python: PythonOpt = None,
-    upstream: UpstreamsOpt = None,
-    json_output: JsonOpt = False,
-    root: RootOpt = Path("."),
+    target: options.NeededTargetOpt = None,
+    into: options.AppliedIntoOpt = None,
+    python: options.PythonOpt = None,
+    upstream: options.UpstreamsOpt = None,
+    json_output: options.JsonOpt = False,
+    root: options.RootOpt = Path("."),
 ) -> int:
     session = Session("verify", root, json_output)
     only = upstream or []

@@ -22,7 +22,7 @@ from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.releases import TagResolver, is_release, pin_name, release_tags, remote_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
-from patchmgr.io.git import LITERAL_PATHS, GitRepo
+from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
@@ -239,7 +239,7 @@ def _carrier_candidates(
 ) -> dict[tuple[str, int], set[str]]:
     """``(merge base, patch index)`` -> the commits with the patch's patch-id on the first-parent lines from the
     merge base to any of the columns that share it: a superset of what ``find_carrier`` searches per column.
-    The log is ``GitRepo.path_patch_ids``'s, with every column's tip at once."""
+    The log is ``GitRepo.log_patch_ids``'s, with every column's tip at once."""
     tips_of: dict[str, list[str]] = {}
     for tip, base in bases.items():
         tips_of.setdefault(base, []).append(tip)
@@ -253,32 +253,8 @@ def _carrier_candidates(
             wanted = repo.patch_id(patch.data)
             if wanted is None:
                 continue
-            log = repo.run(
-                "log",
-                "--first-parent",
-                "--diff-merges=first-parent",
-                "-p",
-                f"-U{context_size(patch)}",
-                "--no-color",
-                "--no-ext-diff",
-                "--no-textconv",
-                "--full-index",
-                "--src-prefix=a/",
-                "--dst-prefix=b/",
-                "--format=commit %H",
-                *tips,
-                f"^{base}",
-                "--",
-                *patch.touched_paths,
-                env=LITERAL_PATHS,
-                strip=False,
-            )
-            if not log.strip():
-                continue
-            ids = repo.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
-            found[(base, index)] = {
-                commit for patch_id, commit in (line.split() for line in ids.split("\n") if line) if patch_id == wanted
-            }
+            ids = repo.log_patch_ids([*tips, f"^{base}"], patch.touched_paths, context_size(patch))
+            found[(base, index)] = {commit for patch_id, commit in ids if patch_id == wanted}
     return found
 
 

@@ -87,7 +87,12 @@ class HistoryQueries(GitCommands):
         return len(missing)
 
     def path_patch_ids(self, base: str, tip: str, paths: Sequence[str], context: int = 3) -> list[tuple[str, str]]:
-        """``(patch-id, commit)`` for each commit of ``commits_touching``, its diff limited to ``paths``.
+        """``(patch-id, commit)`` for each commit of ``commits_touching``, its diff limited to ``paths``."""
+        return self.log_patch_ids([f"{base}..{tip}"], paths, context)
+
+    def log_patch_ids(self, revisions: Sequence[str], paths: Sequence[str], context: int = 3) -> list[tuple[str, str]]:
+        """``(patch-id, commit)`` for each commit on the first-parent lines ``revisions`` name (as ``git log`` reads
+        them: tips, ``^base``, ``base..tip``), its diff limited to ``paths``.
 
         Stable patch-ids (``git patch-id --stable``) ignore line numbers and
         whitespace, so a commit carrying a patch's change has the patch's id.
@@ -105,7 +110,7 @@ class HistoryQueries(GitCommands):
             "--src-prefix=a/",
             "--dst-prefix=b/",
             "--format=commit %H",
-            f"{base}..{tip}",
+            *revisions,
             "--",
             *paths,
             env=LITERAL_PATHS,

@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from patchmgr.engine.results import State
 from patchmgr.maintain import manifest_edit
 from patchmgr.maintain.refresh import RefreshAction, RefreshedPatch, RefreshPlan, plan_refresh
@@ -91,14 +89,7 @@ def plan_bump(
 
     (The command line has already rolled back an interrupted refresh, bump or export.)
     """
-    if version is not None:
-        try:
-            Version(version)
-        except InvalidVersion:
-            raise UsageError(
-                f"--version {version!r} is not a PEP 440 version; nothing was written",
-                "give the upstream's release version at that ref, e.g. --version 0.5.0",
-            ) from None
+    manifest_edit.check_version(version, "that ref")
     upstream = target.upstream(name)
     new_version = version or release_version(upstream, ref)
     if upstream.version and new_version is None:

@@ -81,51 +81,48 @@ def locked_edit(into: Path, notes: list[str]) -> Iterator[Slot]:
         remove_made(into.parent, made)  # the parent folders the lock made, when the run left them empty
 
 
-def edit_checkout(
-    project: Project,
-    target: Target,
-    name: str,
-    store: Store,
-    overrides: Mapping[str, str],
-    into: Path,
-    force: bool = False,
-) -> EditOutcome:
-    """A checkout of ``name`` at its pin in ``into``, one commit per patch.
+@dataclass(frozen=True)
+class EditRequest:
+    """What ``edit`` and ``edit --onto`` build from: upstream ``name`` of ``target`` at its pin, from ``store``
+    (with ``overrides``), as the checkout ``into``; ``force``: over work not yet exported, saved first."""
+
+    project: Project
+    target: Target
+    name: str
+    store: Store
+    overrides: Mapping[str, str]
+    into: Path
+    force: bool = False
+
+
+def edit_checkout(request: EditRequest) -> EditOutcome:
+    """A checkout of ``request.name`` at its pin in ``request.into``, one commit per patch.
 
     ``into`` may be empty, or an earlier edit checkout of the same upstream: that one is rebuilt only when
     it holds nothing that export has not written back (commits, changed or untracked files, branches,
     stashes), or with ``force`` after that work is carried into the new checkout as branches.
     """
-    upstream = target.upstream(name)
-    into = into.resolve()
+    upstream = request.target.upstream(request.name)
+    into = request.into.resolve()
     notes: list[str] = []
     with locked_edit(into, notes) as slot:
-        outcome = _build_at_pin(slot, project, target, upstream, store, overrides, into, force, notes)
+        outcome = _build_at_pin(slot, request, upstream, into, notes)
         swap_in(slot, {into: slot.staged(upstream.name)})
     return outcome
 
 
-def edit_onto(
-    project: Project,
-    target: Target,
-    name: str,
-    store: Store,
-    overrides: Mapping[str, str],
-    into: Path,
-    ref: str,
-    force: bool = False,
-) -> OntoOutcome:
+def edit_onto(request: EditRequest, ref: str) -> OntoOutcome:
     """``edit`` at the pin, then the series moved onto ``ref`` there as far as it applies (``maintain.onto``),
     all of it in the slot's staging: ``into`` changes only when the move has started (or finished), never when
     it fails. The ref is resolved, and the patches it already carries found, before anything is written."""
-    upstream = target.upstream(name)
-    into = into.resolve()
-    plan = plan_onto(project, upstream, store, overrides, ref)
+    upstream = request.target.upstream(request.name)
+    into = request.into.resolve()
+    plan = plan_onto(request.project, upstream, request.store, request.overrides, ref)
     notes: list[str] = []
     with locked_edit(into, notes) as slot:
-        _build_at_pin(slot, project, target, upstream, store, overrides, into, force, notes)
+        _build_at_pin(slot, request, upstream, into, notes)
         try:
-            outcome = start_onto(slot.staged(upstream.name), into, project, upstream, plan)
+            outcome = start_onto(slot.staged(upstream.name), into, request.project, upstream, plan)
         except BaseException:
             discard(slot)
             raise
@@ -134,22 +131,12 @@ def edit_onto(
     return outcome
 
 
-def _build_at_pin(
-    slot: Slot,
-    project: Project,
-    target: Target,
-    upstream: Upstream,
-    store: Store,
-    overrides: Mapping[str, str],
-    into: Path,
-    force: bool,
-    notes: list[str],
-) -> EditOutcome:
+def _build_at_pin(slot: Slot, request: EditRequest, upstream: Upstream, into: Path, notes: list[str]) -> EditOutcome:
     """The checkout at the pin, one commit per patch, built in the slot's staging (with any local work of the
-    checkout it replaces saved into it); ``into`` is not touched."""
-    name = upstream.name
-    work = _edit_local_work(into, target, upstream, force)
-    status = check_upstream(project, upstream, store, overrides, None)
+    checkout it replaces saved into it); ``into`` (resolved) is not touched."""
+    name, target, store, overrides = upstream.name, request.target, request.store, request.overrides
+    work = _edit_local_work(into, target, upstream, request.force)
+    status = check_upstream(request.project, upstream, store, overrides, None)
     if not status.available:
         raise SourceError(status.error or f"{name} is unavailable", status.hint)
     if status.release is not None:

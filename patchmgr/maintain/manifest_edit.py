@@ -20,10 +20,11 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import tomlkit
+from packaging.version import InvalidVersion, Version
 from tomlkit.items import Array, Item, Table
 
 from patchmgr.io.confine import shown
-from patchmgr.model.errors import ManifestError, PatchmgrError
+from patchmgr.model.errors import ManifestError, PatchmgrError, UsageError
 from patchmgr.model.manifest import PATCH_ID, validate_target
 from patchmgr.model.project import Project
 from patchmgr.model.urls import FULL_SHA
@@ -39,6 +40,20 @@ def pin_text(text: str, path: Path, upstream: str, commit: str, ref: str, versio
             table["version"] = version
 
     return _edit(text, path, upstream, change)
+
+
+def check_version(version: str | None, at: str) -> None:
+    """``--version`` given to go with a moved pin (``at``: the ref, in words) is a PEP 440 version, checked before
+    anything is computed or written."""
+    if version is None:
+        return
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise UsageError(
+            f"--version {version!r} is not a PEP 440 version; nothing was written",
+            f"give the upstream's release version at {at}, e.g. --version 0.5.0",
+        ) from None
 
 
 def set_comment(item: Item, text: str | None) -> None:

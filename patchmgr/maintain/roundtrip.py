@@ -21,13 +21,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import GuardResult, State
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain import manifest_edit
-from patchmgr.maintain.edit_checkout import EditOutcome, edit_checkout, edit_onto, locked_edit
+from patchmgr.maintain.edit_checkout import EditOutcome, EditRequest, edit_checkout, edit_onto, locked_edit
 from patchmgr.maintain.edit_record import (
     NOTES_REF,
     RECORD,
@@ -52,7 +50,7 @@ from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.upstream import GitSource, release_version
 from patchmgr.targets.project_files import write_files
 
-__all__ = ["NOTES_REF", "RECORD", "EditOutcome", "edit_checkout", "edit_onto", "export_checkout"]
+__all__ = ["NOTES_REF", "RECORD", "EditOutcome", "EditRequest", "edit_checkout", "edit_onto", "export_checkout"]
 
 
 class ExportAction(StrEnum):
@@ -226,19 +224,12 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
 def _new_version(outcome: ExportOutcome, onto: Move | None, version: str | None) -> None:
     """The version the pin moves to (``--version``, else the ref's tag), or a note why it stays."""
     upstream = outcome.upstream
-    if version is not None:
-        try:
-            Version(version)
-        except InvalidVersion:
-            raise UsageError(
-                f"--version {version!r} is not a PEP 440 version; nothing was written",
-                "give the upstream's release version at the new ref, e.g. --version 0.5.0",
-            ) from None
-        if not onto:
-            raise UsageError(
-                "--version goes with an export from an edit --onto checkout (the pin moves there); nothing was written",
-                "leave --version out, or move the series with edit --onto REF",
-            )
+    manifest_edit.check_version(version, "the new ref")
+    if version is not None and not onto:
+        raise UsageError(
+            "--version goes with an export from an edit --onto checkout (the pin moves there); nothing was written",
+            "leave --version out, or move the series with edit --onto REF",
+        )
     if not onto:
         return
     outcome.old_version = upstream.version

@@ -66,6 +66,11 @@ def make_console(stderr: bool) -> Console:
     return SafeConsole(stderr=stderr, markup=False, highlight=False, soft_wrap=True, width=width)
 
 
+def say(console: Console, text: str, style: str | None = None) -> None:
+    """One line for people, printed as it is: never read as markup nor highlighted, whichever console it goes to."""
+    console.print(text, style=style, highlight=False, markup=False)
+
+
 def shown(text: str, style: str = "", lines: bool = True) -> Text:
     """A ``Text`` of text from outside, every control character made visible (``lines``: line feeds kept)."""
     return Text(for_terminal(text) if lines else one_line(text), style=style)

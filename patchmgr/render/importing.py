@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchmgr.render.console import STATE_STYLE, notes, row
+from patchmgr.render.console import STATE_STYLE, notes, row, say
 
 if TYPE_CHECKING:
     from patchmgr.maintain.importing.plan import ImportOutcome
@@ -60,17 +60,17 @@ def import_json(outcome: ImportOutcome) -> dict:
 
 def render_import(console: Console, outcome: ImportOutcome) -> None:
     for upstream in outcome.upstreams:
-        console.print(f"{upstream.name}: {upstream.source}", style="bold", highlight=False)
-        console.print(f"  base {upstream.base.commit[:12]}: {upstream.base.detail}", highlight=False)
+        say(console, f"{upstream.name}: {upstream.source}", "bold")
+        say(console, f"  base {upstream.base.commit[:12]}: {upstream.base.detail}")
         if upstream.base.partial:
-            console.print(
+            say(
+                console,
                 f"  warning: a partial match: only {upstream.base.matched} of {upstream.base.of} files' "
                 "index-line blobs match the base; check it, or pass --pin NAME=REF",
-                style="red",
-                highlight=False,
+                "red",
             )
         if upstream.pin != upstream.base.commit:
-            console.print(f"  pin  {upstream.pin[:12]} (given)", highlight=False)
+            say(console, f"  pin  {upstream.pin[:12]} (given)")
         table = Table(title_justify="left")
         for column in ("piece", "takes", "state at pin", "result"):
             table.add_column(column, overflow="fold")
@@ -84,13 +84,9 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
             row(table, piece.id, piece.label, Text(piece.state.value, style=STATE_STYLE[piece.state]), result)
         console.print(table)
         for proof in upstream.proofs:
-            console.print(
-                f"  {'proven' if proof.ok else 'NOT proven'}: {proof.detail}",
-                style="green" if proof.ok else "red",
-                highlight=False,
-            )
+            say(console, f"  {'proven' if proof.ok else 'NOT proven'}: {proof.detail}", "green" if proof.ok else "red")
         for note in upstream.notes:
-            console.print(f"  note: {note}", style="yellow", highlight=False)
+            say(console, f"  note: {note}", "yellow")
     notes(console, outcome.notes)
     imported = sum(p.imported for u in outcome.upstreams for p in u.pieces)
     left = sum(not p.imported for u in outcome.upstreams for p in u.pieces)
@@ -98,18 +94,12 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
         f", {left} left out (upstream carries them)" if left else ""
     )
     if outcome.action == "imported":
-        console.print(
+        say(
+            console,
             f"imported {counts} into target {outcome.target}; fill the DEP-3 stubs (patchmgr lint lists them)",
-            style="green",
-            highlight=False,
+            "green",
         )
     elif outcome.action == "dry-run":
-        console.print(
-            f"dry run: would import {counts} into target {outcome.target}; nothing was written", highlight=False
-        )
+        say(console, f"dry run: would import {counts} into target {outcome.target}; nothing was written")
     else:
-        console.print(
-            "not imported: the series does not give the monolithic patch's files; nothing was written",
-            style="red",
-            highlight=False,
-        )
+        say(console, "not imported: the series does not give the monolithic patch's files; nothing was written", "red")

@@ -2,27 +2,36 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.render.console import STATE_STYLE, notes, shown
+from patchmgr.render.console import STATE_STYLE, notes, say, shown
 from patchmgr.render.status import guard_json
 
 if TYPE_CHECKING:
     from patchmgr.history.matrix import Change, Column, Matrix
 
+
+class StateKey(NamedTuple):
+    """A state in the matrix's legend: what it means, and the colour of its swatch and cells on the HTML page
+    (on a terminal its colour is ``console.STATE_STYLE``, as in every table)."""
+
+    meaning: str
+    colour: str
+
+
 LEGEND = {
-    State.CLEAN: "applies as is",
-    State.OFFSET: "applies, hunks moved",
-    State.FUZZ: "applies only with fuzz",
-    State.THREE_WAY: "needs a 3-way merge",
-    State.CONFLICT: "does not apply",
-    State.UPSTREAM: "upstream has it",
-    State.MISSING: "a file it patches is gone",
+    State.CLEAN: StateKey("applies as is", "#1f8f3a"),
+    State.OFFSET: StateKey("applies, hunks moved", "#5cb85c"),
+    State.FUZZ: StateKey("applies only with fuzz", "#e0a800"),
+    State.THREE_WAY: StateKey("needs a 3-way merge", "#f0ad4e"),
+    State.CONFLICT: StateKey("does not apply", "#d9534f"),
+    State.UPSTREAM: StateKey("upstream has it", "#2a9fd6"),
+    State.MISSING: StateKey("a file it patches is gone", "#8b1a1a"),
 }
 GUARD_BROKEN = "guard broken"
 
@@ -125,15 +134,10 @@ def _change_json(change: Change | None) -> dict | None:
 def render_matrix(console: Console, matrices: list[Matrix], target: str, html: str | None) -> None:
     for matrix in matrices:
         if matrix.error is not None:
-            console.print(
-                f"target {target}, {matrix.upstream.name}: unavailable, no source could provide it:",
-                style="red",
-                highlight=False,
-                markup=False,
-            )
-            console.print(f"  {matrix.error}", highlight=False, markup=False)
+            say(console, f"target {target}, {matrix.upstream.name}: unavailable, no source could provide it:", "red")
+            say(console, f"  {matrix.error}")
             if matrix.hint:
-                console.print(f"  hint: {matrix.hint}", highlight=False, markup=False)
+                say(console, f"  hint: {matrix.hint}")
             continue
         tip = next((c for c in matrix.columns if c.kind == "tip"), None)
         title = (
@@ -152,14 +156,14 @@ def render_matrix(console: Console, matrices: list[Matrix], target: str, html: s
         console.print(table)
         notes(console, matrix.notes)
     legend = Text("legend: ")
-    for state, meaning in LEGEND.items():
+    for state, key in LEGEND.items():
         legend.append(state.value, style=STATE_STYLE[state])
-        legend.append(f" {meaning}  ")
+        legend.append(f" {key.meaning}  ")
     legend.append(GUARD_BROKEN, style="bold red")
     legend.append(" a Guard: header does not hold")
     console.print(legend)
     if html:
-        console.print(f"wrote {html}", highlight=False, markup=False)
+        say(console, f"wrote {html}")
 
 
 def _styled(result: CheckResult) -> Text:

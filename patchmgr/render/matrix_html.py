@@ -6,22 +6,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from patchmgr.engine.results import State
 from patchmgr.render.matrix import GUARD_BROKEN, LEGEND, cell_detail, cell_label, change_text, column_title
 from patchmgr.render.outside import for_html as escape
 
 if TYPE_CHECKING:
     from patchmgr.history.matrix import Change, Matrix
 
-COLOURS = {
-    State.CLEAN: "#1f8f3a",
-    State.OFFSET: "#5cb85c",
-    State.FUZZ: "#e0a800",
-    State.THREE_WAY: "#f0ad4e",
-    State.CONFLICT: "#d9534f",
-    State.UPSTREAM: "#2a9fd6",
-    State.MISSING: "#8b1a1a",
-}
 
 STYLE = """
 body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px; color: #1d2125; }
@@ -75,9 +65,9 @@ def render_matrix_html(matrices: list[Matrix], target: str) -> str:
     or an upstream says is read as markup, and no control character or byte that is not UTF-8 reaches the page."""
     sections = "\n".join(_section(number, matrix) for number, matrix in enumerate(matrices))
     legend = "".join(
-        f'<li><span class="swatch" style="background:{COLOURS[state]}"></span><b>{state.value}</b> '
-        f"{escape(meaning)}</li>"
-        for state, meaning in LEGEND.items()
+        f'<li><span class="swatch" style="background:{key.colour}"></span><b>{state.value}</b> '
+        f"{escape(key.meaning)}</li>"
+        for state, key in LEGEND.items()
     )
     legend += (
         f'<li><span class="swatch" style="background:#fff;border:2px solid #b00020"></span>'
@@ -129,7 +119,7 @@ def _section(number: int, matrix: Matrix) -> str:
             guard = "" if result.guards_hold else f'<span class="guard">{GUARD_BROKEN}</span>'
             cells.append(
                 f'<td id="c-{number}-{row_number}-{column_number}" class="cell state-{result.state.value}"'
-                f' tabindex="0" style="background:{COLOURS[result.state]}"'
+                f' tabindex="0" style="background:{LEGEND[result.state].colour}"'
                 f' data-patch="{_attr(row.patch.id)}" data-column="{_attr(column.name)}"'
                 f' data-state="{_attr(cell_label(result))}" data-detail="{_attr(detail)}"'
                 f' title="{_attr(hover)}">{escape(result.state.value)}{guard}</td>'

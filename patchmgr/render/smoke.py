@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchmgr.render.console import notes, row
+from patchmgr.render.console import notes, row, say
 from patchmgr.smoke.verdicts import Verdict
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def render_smoke(console: Console, smoke: SmokeReport) -> None:
     for v in smoke.verdicts:
         if v.verdict is not Verdict.PROVEN:
             label = "failed" if v.verdict is Verdict.FAILED else "not proven"
-            console.print(f"{label}: {v.upstream}/{v.patch}: {v.reason}", style="red", highlight=False, markup=False)
+            say(console, f"{label}: {v.upstream}/{v.patch}: {v.reason}", "red")
     counts = {
         result: sum(r.result == result for r in smoke.results) for result in ("passed", "failed", "error", "skipped")
     }
@@ -94,4 +94,4 @@ def render_smoke(console: Console, smoke: SmokeReport) -> None:
     )
     if not smoke.verdicts:
         patches = "no patch selected: nothing proven"
-    console.print(f"{patches} ({tests})", style="green" if smoke.ok else "red", highlight=False, markup=False)
+    say(console, f"{patches} ({tests})", "green" if smoke.ok else "red")

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.engine.results import CheckResult, GuardResult, State
-from patchmgr.render.console import STATE_STYLE, notes, row, shown
+from patchmgr.render.console import STATE_STYLE, notes, row, say, shown
 
 if TYPE_CHECKING:  # only for annotations: importing every command's module would slow every command's start
     from patchmgr.check.status import TargetStatus, UpstreamStatus
@@ -130,22 +130,22 @@ def render_status(console: Console, statuses: Iterable[TargetStatus]) -> None:
         for upstream_status in status.upstreams:
             _upstream_lines(console, upstream_status)
         for warning in status.warnings:
-            console.print(f"warning: {warning}", style="yellow", highlight=False)
+            say(console, f"warning: {warning}", "yellow")
 
 
 def _upstream_lines(console: Console, status: UpstreamStatus) -> None:
     name = status.upstream.name
     if not status.available:
-        console.print(f"  {name}: unavailable, no source could provide it:", style="red", highlight=False)
+        say(console, f"  {name}: unavailable, no source could provide it:", "red")
         for reason in (status.error or "").split("; "):
-            console.print(f"    {reason}", highlight=False, markup=False)
+            say(console, f"    {reason}")
         if status.hint:
-            console.print(f"    hint: {status.hint}", highlight=False, markup=False)
+            say(console, f"    hint: {status.hint}")
         return
     commit = f"{status.commit[:12]} " if status.commit else ""
-    console.print(f"  {name}: {commit}from {status.source}", highlight=False, markup=False)
+    say(console, f"  {name}: {commit}from {status.source}")
     for note in status.notes:
-        console.print(f"    note: {note}", style="yellow", highlight=False, markup=False)
+        say(console, f"    note: {note}", "yellow")
 
 
 def _status_rows(table: Table, status: UpstreamStatus) -> None:
@@ -183,7 +183,7 @@ def render_apply(console: Console, outcome: ApplyOutcome) -> None:
     }
     if outcome.action == "refused" and guards_only(outcome.status):
         messages["refused"] = GUARD_REFUSAL
-    console.print(messages[outcome.action], style="green" if outcome.ok else "red", highlight=False)
+    say(console, messages[outcome.action], "green" if outcome.ok else "red")
 
 
 GUARD_REFUSAL = (
@@ -216,14 +216,14 @@ def verify_json(outcome: VerifyOutcome) -> dict:
 def render_verify(console: Console, outcome: VerifyOutcome) -> None:
     notes(console, outcome.notes)
     if outcome.ok:
-        console.print(
+        say(
+            console,
             f"verified: {outcome.into} holds exactly target {outcome.target} ({', '.join(outcome.checked)})",
-            style="green",
-            highlight=False,
+            "green",
         )
         return
     for problem in outcome.problems:
-        console.print(f"differs: {problem}", style="red", highlight=False)
+        say(console, f"differs: {problem}", "red")
 
 
 def lint_json(problems: list[LintProblem], checked: int) -> dict:
@@ -236,9 +236,9 @@ def lint_json(problems: list[LintProblem], checked: int) -> dict:
 
 def render_lint(console: Console, problems: list[LintProblem], checked: int) -> None:
     for problem in problems:
-        console.print(f"{problem.path}: {problem.message}", style="red", highlight=False)
+        say(console, f"{problem.path}: {problem.message}", "red")
     if not problems:
-        console.print(f"lint: {checked} patches and their manifests are well-formed", style="green", highlight=False)
+        say(console, f"lint: {checked} patches and their manifests are well-formed", "green")
 
 
 def fetch_json(target: str, fetched: dict[str, dict]) -> dict:
@@ -253,17 +253,16 @@ def fetch_json(target: str, fetched: dict[str, dict]) -> dict:
 def render_fetch(console: Console, target: str, fetched: dict[str, dict]) -> None:
     for name, entry in fetched.items():
         if entry["ok"]:
-            console.print(f"{name}: cached from {entry['source']}", style="green", highlight=False, markup=False)
+            say(console, f"{name}: cached from {entry['source']}", "green")
             if entry["absent"]:
-                console.print(
+                say(
+                    console,
                     f"  the source lacks {len(entry['absent'])} files; checkouts leave them out: "
                     + ", ".join(entry["absent"]),
-                    style="yellow",
-                    highlight=False,
-                    markup=False,
+                    "yellow",
                 )
         else:
-            console.print(f"{name}: not fetched: {entry['error']}", style="red", highlight=False, markup=False)
+            say(console, f"{name}: not fetched: {entry['error']}", "red")
 
 
 def env_json(outcome: EnvOutcome) -> dict:
@@ -286,7 +285,7 @@ def render_env(console: Console, outcome: EnvOutcome) -> None:
         render_status(console, [outcome.status])
     notes(console, outcome.notes)
     for problem in outcome.problems:
-        console.print(f"differs: {problem}", style="red", highlight=False, markup=False)
+        say(console, f"differs: {problem}", "red")
     messages = {
         "applied": f"applied target {outcome.target} into {outcome.python}'s environment "
         f"({len(outcome.changed)} files changed: sources, stale bytecode, RECORD; originals kept for "
@@ -304,7 +303,7 @@ def render_env(console: Console, outcome: EnvOutcome) -> None:
         "verified": f"verified: the environment holds exactly target {outcome.target}'s patches",
         "differs": "the environment differs from what apply wrote (see above)",
     }
-    console.print(messages[outcome.action], style="green" if outcome.ok else "red", highlight=False, markup=False)
+    say(console, messages[outcome.action], "green" if outcome.ok else "red")
 
 
 def roots_json(trees: list[SmokeTree]) -> dict:

@@ -69,44 +69,30 @@ def patch_verdict(
         name = r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test
         return name + (f" on {r.device}" if r.device != "-" else "")
 
+    def judged(verdict: Verdict, reason: str) -> PatchVerdict:
+        return PatchVerdict(patch, upstream, verdict, reason)
+
     if not_run:
-        return PatchVerdict(patch, upstream, Verdict.NOT_PROVEN, not_run)
+        return judged(Verdict.NOT_PROVEN, not_run)
     passed = [r for r in results if r.result == "passed"]
     failed = [r for r in results if r.result == "failed"]
     errors = [r for r in results if r.result == "error"]
     if unpatched and passed:
-        first = passed[0]
-        return PatchVerdict(
-            patch,
-            upstream,
-            Verdict.FAILED,
-            f"{where(first)} passes without the patch: it does not detect the bug"
-            + (f" ({len(passed)} tests pass)" if len(passed) > 1 else ""),
-        )
+        more = f" ({len(passed)} tests pass)" if len(passed) > 1 else ""
+        return judged(Verdict.FAILED, f"{where(passed[0])} passes without the patch: it does not detect the bug{more}")
     if not unpatched and failed:
-        first = failed[0]
-        return PatchVerdict(patch, upstream, Verdict.FAILED, f"{where(first)} failed: {first.reason}")
+        return judged(Verdict.FAILED, f"{where(failed[0])} failed: {failed[0].reason}")
     if errors:
-        first = errors[0]
-        return PatchVerdict(
-            patch,
-            upstream,
-            Verdict.NOT_PROVEN,
-            f"{where(first)} did not run to an outcome: {first.reason}"
-            + (f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""),
-        )
+        more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
+        return judged(Verdict.NOT_PROVEN, f"{where(errors[0])} did not run to an outcome: {errors[0].reason}{more}")
     proof = failed if unpatched else passed
     if not proof:
         skips = list(dict.fromkeys(r.reason or "skipped" for r in results if r.result == "skipped"))
-        return PatchVerdict(
-            patch, upstream, Verdict.NOT_PROVEN, "no test ran" + (f": {'; '.join(skips)}" if skips else "")
-        )
-    devices = sorted({r.device for r in proof})
+        return judged(Verdict.NOT_PROVEN, "no test ran" + (f": {'; '.join(skips)}" if skips else ""))
+    devices = ", ".join(sorted({r.device for r in proof}))
     if unpatched:
-        return PatchVerdict(
-            patch,
-            upstream,
+        return judged(
             Verdict.PROVEN,
-            f"{len(proof)} tests fail their assertions without the patch on {', '.join(devices)}: they detect its bug",
+            f"{len(proof)} tests fail their assertions without the patch on {devices}: they detect its bug",
         )
-    return PatchVerdict(patch, upstream, Verdict.PROVEN, f"{len(proof)} tests passed on {', '.join(devices)}")
+    return judged(Verdict.PROVEN, f"{len(proof)} tests passed on {devices}")

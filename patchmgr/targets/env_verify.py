@@ -9,21 +9,14 @@ from patchmgr.io.journal import apply_transaction
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.sources.environment import Environment
-from patchmgr.targets.env_state import (
-    EnvAction,
-    EnvOutcome,
-    EnvState,
-    environment_files,
-    keep_edits,
-    locked_environment,
-    open_environment,
-)
+from patchmgr.targets import env_state
+from patchmgr.targets.env_state import EnvAction, EnvOutcome, EnvState
 from patchmgr.targets.ledger import UpstreamLedger, verify_recorded
 from patchmgr.targets.record import bytecode_of, record_hash, record_rows
 
 
 def verify_environment(project: Project, target: Target, python: str, only: Sequence[str] = ()) -> EnvOutcome:
-    environment, upstreams = open_environment(python, target, only)
+    environment, upstreams = env_state.open_environment(python, target, only)
     return verify_opened(project, target, environment, upstreams)
 
 
@@ -46,7 +39,7 @@ def recovered_notes(environment: Environment) -> list[str]:
     """Finish or undo an interrupted run first (under the lock: never a transaction a live run is writing)."""
     if not (environment.state_dir / "journal").exists():
         return []
-    with locked_environment(environment, writing=True) as done:
+    with env_state.locked_environment(environment, writing=True) as done:
         return [done.message] if done.message else []
 
 
@@ -77,17 +70,19 @@ def _verify_upstream(
 
 def revert_environment(target: Target, python: str, only: Sequence[str] = (), force: bool = False) -> EnvOutcome:
     """Put back the original bytes of every file apply changed, and the original RECORD."""
-    environment, upstreams = open_environment(python, target, only)
+    environment, upstreams = env_state.open_environment(python, target, only)
     state = EnvState(environment, target.name)
     outcome = EnvOutcome(target.name, python, EnvAction.NOTHING_TO_REVERT)
-    with locked_environment(environment, writing=True) as done:
+    with env_state.locked_environment(environment, writing=True) as done:
         if done.message:
             outcome.notes.append(done.message)
         ledger = state.read_ledger()
         if ledger is None:
             return outcome
         names = {u.name for u in upstreams}
-        saved, saved_note = keep_edits(state, [u for u in ledger.upstreams if u.name in names], force, "revert")
+        saved, saved_note = env_state.keep_edits(
+            state, [u for u in ledger.upstreams if u.name in names], force, "revert"
+        )
         if saved_note:
             outcome.notes.append(saved_note)
         writes: dict[Path, bytes | None] = dict(saved)
@@ -112,5 +107,5 @@ def revert_environment(target: Target, python: str, only: Sequence[str] = (), fo
             writes[state.ledger_path] = None
         apply_transaction(environment.state_dir, writes)
     outcome.action = EnvAction.REVERTED
-    outcome.changed = environment_files(writes, environment)
+    outcome.changed = env_state.environment_files(writes, environment)
     return outcome

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchmgr.render.console import STATE_STYLE, row
+from patchmgr.render.console import STATE_STYLE, row, say
 
 if TYPE_CHECKING:
     from patchmgr.history.bisect import Bisection
@@ -64,15 +64,15 @@ def bisect_json(result: Bisection) -> dict:
 
 def render_bisect(console: Console, result: Bisection) -> None:
     name = result.upstream.name
-    console.print(
+    say(
+        console,
         f"{name}: pin {result.pin[:12]} .. {result.ref} ({result.to[:12]}), merge base {result.base[:12]}, "
         f"{result.commits_on_path} first-parent commits",
-        highlight=False,
     )
     for note in result.notes:
-        console.print(f"  note: {note}", style="yellow", highlight=False, markup=False)
+        say(console, f"  note: {note}", "yellow")
     if not result.patches:
-        console.print(f"every patch applies at {result.ref}: nothing to bisect", style="green", highlight=False)
+        say(console, f"every patch applies at {result.ref}: nothing to bisect", "green")
         return
     table = Table(title_justify="left")
     for column in ("patch", "state", "first commit", "PR", "subject", "checked"):
@@ -95,15 +95,10 @@ def render_bisect(console: Console, result: Bisection) -> None:
     for history in result.patches:
         first = history.first_commit
         if first is not None and history.state_at_to is not history.state:
-            console.print(f"  {history.patch.id}: {history.state_at_to.value} at {result.ref}", highlight=False)
+            say(console, f"  {history.patch.id}: {history.state_at_to.value} at {result.ref}")
         for broken in history.guards_broken_at_to:
-            console.print(
-                f"  {history.patch.id}: guard broken at {result.ref}: {broken}",
-                style="red",
-                highlight=False,
-                markup=False,
-            )
+            say(console, f"  {history.patch.id}: guard broken at {result.ref}: {broken}", "red")
         if history.note:
-            console.print(f"  {history.patch.id}: {history.note}", style="yellow", highlight=False, markup=False)
+            say(console, f"  {history.patch.id}: {history.note}", "yellow")
     if result.applying:
-        console.print(f"apply at {result.ref}: {', '.join(result.applying)}", style="dim", highlight=False)
+        say(console, f"apply at {result.ref}: {', '.join(result.applying)}", "dim")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from patchmgr.render.console import notes
+from patchmgr.render.console import notes, say
 from patchmgr.render.maintain.guards import print_broken_guards
 from patchmgr.render.status import guard_json
 
@@ -18,17 +18,17 @@ if TYPE_CHECKING:
 
 def render_edit(console: Console, outcome: EditOutcome) -> None:
     notes(console, outcome.notes)
-    console.print(
+    say(
+        console,
         f"{outcome.into}: {outcome.upstream.name} at {outcome.pin[:12]} with {len(outcome.commits)} patch commits:",
-        highlight=False,
     )
     for patch_id, commit in outcome.commits:
-        console.print(f"  {commit[:12]} {patch_id}", highlight=False)
-    console.print(
+        say(console, f"  {commit[:12]} {patch_id}")
+    say(
+        console,
         f"commit your changes there (amend, rebase -i, add commits), then: patchmgr export --target "
         f"{outcome.target} --upstream {outcome.upstream.name} --from {outcome.into}",
-        style="dim",
-        highlight=False,
+        "dim",
     )
 
 
@@ -47,31 +47,28 @@ def render_onto(console: Console, outcome: OntoOutcome) -> None:
     notes(console, outcome.notes)
     into = outcome.into
     if outcome.action == "aborted":
-        console.print(
+        say(
+            console,
             f"aborted the move to {outcome.ref}: {into} is back at the pin {outcome.pin[:12]} with the "
             f"series as it was ({len(outcome.applied)} patch commits)",
-            highlight=False,
-            markup=False,
         )
         for branch in outcome.saved:
-            console.print(
+            say(
+                console,
                 f"the work done during the move (commits, staged and unstaged changes) kept on branch {branch}",
-                style="yellow",
-                highlight=False,
-                markup=False,
+                "yellow",
             )
         return
-    console.print(
+    say(
+        console,
         f"{into}: {outcome.upstream} moving from the pin {outcome.pin[:12]} onto {outcome.ref} ({outcome.commit[:12]})",
-        highlight=False,
-        markup=False,
     )
     for carried in outcome.carried:
-        console.print(f"  left out {carried.id}: {carried.describe()}", style="cyan", highlight=False, markup=False)
+        say(console, f"  left out {carried.id}: {carried.describe()}", "cyan")
     for patch_id, commit in outcome.applied:
-        console.print(f"  {commit[:12]} {patch_id}", highlight=False, markup=False)
+        say(console, f"  {commit[:12]} {patch_id}")
     for patch_id in outcome.skipped:
-        console.print(f"  skipped  {patch_id}", style="yellow", highlight=False, markup=False)
+        say(console, f"  skipped  {patch_id}", "yellow")
     stop = outcome.stopped
     export = f"patchmgr export --target {outcome.target} --upstream {outcome.upstream} --from {into}"
     if stop is None:
@@ -79,22 +76,16 @@ def render_onto(console: Console, outcome: OntoOutcome) -> None:
             print_broken_guards(console, patch_id, guards, outcome.ref)
         if not outcome.guards_hold:
             broken = [pid for pid, guards in outcome.guards.items() if not all(g.holds for g in guards)]
-            console.print(
+            say(
+                console,
                 f"every patch is on {outcome.ref}, but {', '.join(broken)} no longer keeps its guard "
                 f"there: change {'its commit' if len(broken) == 1 else 'their commits'} in {into} so "
                 f"that the guard holds (git commit --amend, or git rebase -i {outcome.commit[:12]}), "
                 f"then: {export}",
-                style="red",
-                highlight=False,
-                markup=False,
+                "red",
             )
             return
-        console.print(
-            f"every patch is on {outcome.ref}; check the result there (tests, smoke), then: {export}",
-            style="green",
-            highlight=False,
-            markup=False,
-        )
+        say(console, f"every patch is on {outcome.ref}; check the result there (tests, smoke), then: {export}", "green")
         return
     if stop.reason:
         what = stop.reason
@@ -114,12 +105,7 @@ def render_onto(console: Console, outcome: OntoOutcome) -> None:
             f"make its change by hand in {into} (the patch is {stop.mail}; try git -C {into} apply --reject "
             f"{stop.mail}), then git add the files"
         )
-    console.print(
-        f"stopped at patch {stop.number} of {stop.total}, {stop.id}: {what}.",
-        style="red",
-        highlight=False,
-        markup=False,
-    )
+    say(console, f"stopped at patch {stop.number} of {stop.total}, {stop.id}: {what}.", "red")
     console.print(
         f"next: {fix}; then: patchmgr edit --continue --into {into}\n"
         f"  or leave the patch out of the series: patchmgr edit --skip --into {into}\n"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from patchmgr.render.console import notes
+from patchmgr.render.console import notes, say
 from patchmgr.render.maintain.guards import print_broken_guards
 from patchmgr.render.status import guard_json
 
@@ -21,16 +21,15 @@ def render_export(console: Console, outcome: ExportOutcome) -> None:
     for patch_id, guards in outcome.guards.items():
         print_broken_guards(console, patch_id, guards, "the exported tree")
     if not outcome.guards_hold:
-        console.print(
+        say(
+            console,
             "written, but a guard is broken (see above): change the patch in the checkout so that it "
             "holds, then export again",
-            style="red",
-            highlight=False,
-            markup=False,
+            "red",
         )
     for patch in outcome.patches:
         style = "green" if patch.action != "unchanged" else "dim"
-        console.print(f"{patch.action:9} {patch.id} ({patch.commit[:12]})", style=style, highlight=False)
+        say(console, f"{patch.action:9} {patch.id} ({patch.commit[:12]})", style)
     for patch_id in outcome.removed:
         kept = (
             f" (its file stays: target {', '.join(outcome.shared[patch_id])} lists it)"
@@ -38,19 +37,13 @@ def render_export(console: Console, outcome: ExportOutcome) -> None:
             else ""
         )
         if patch_id in outcome.dropped:
-            console.print(
-                f"dropped   {patch_id}: {outcome.dropped[patch_id]}{kept}", style="cyan", highlight=False, markup=False
-            )
+            say(console, f"dropped   {patch_id}: {outcome.dropped[patch_id]}{kept}", "cyan")
             continue
-        console.print(
-            f"removed   {patch_id}: no commit carries it any more{kept}", style="yellow", highlight=False, markup=False
-        )
+        say(console, f"removed   {patch_id}: no commit carries it any more{kept}", "yellow")
     if not outcome.changed:
-        console.print(f"{outcome.upstream.name}: no patch changed", highlight=False)
+        say(console, f"{outcome.upstream.name}: no patch changed")
     elif outcome.series_changed:
-        console.print(
-            f"{outcome.upstream.name}: series is now {', '.join(p.id for p in outcome.patches)}", highlight=False
-        )
+        say(console, f"{outcome.upstream.name}: series is now {', '.join(p.id for p in outcome.patches)}")
     if outcome.moved:
         old, new, ref = outcome.moved
         version = (
@@ -58,12 +51,7 @@ def render_export(console: Console, outcome: ExportOutcome) -> None:
             if outcome.new_version and outcome.new_version != outcome.old_version
             else ""
         )
-        console.print(
-            f"moved the pin of {outcome.upstream.name}: {old[:12]} -> {new[:12]} ({ref}){version}",
-            style="green",
-            highlight=False,
-            markup=False,
-        )
+        say(console, f"moved the pin of {outcome.upstream.name}: {old[:12]} -> {new[:12]} ({ref}){version}", "green")
     if outcome.range_diff is not None:
         render_range_diff(console, outcome.range_diff)
 
@@ -72,11 +60,10 @@ def render_range_diff(console: Console, diff: RangeDiff) -> None:
     """git range-diff of the old series against the new: = same, ! changed (its diff follows), < gone, > new."""
     old_base, old_tip = diff.old.split("..", 1)
     new_base, new_tip = diff.new.split("..", 1)
-    console.print(
+    say(
+        console,
         f"range-diff of the old series ({old_base[:12]}..{old_tip[:12]}) against the new "
         f"({new_base[:12]}..{new_tip[:12]}); = same, ! changed, < left the series, > new:",
-        highlight=False,
-        markup=False,
     )
     for line in diff.text.rstrip("\n").split("\n"):  # git's lines: a subject's CR is shown, not a line break
         console.print("  " + line, highlight=False, markup=False, soft_wrap=True)

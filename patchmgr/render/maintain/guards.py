@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from patchmgr.render.console import say
+
 if TYPE_CHECKING:
     from patchmgr.engine.results import GuardResult
 
@@ -16,6 +18,6 @@ def print_broken_guards(console: Console, patch_id: str, guards: Iterable[GuardR
     for guard in guards:
         if guard.holds:
             continue
-        console.print(f"{patch_id}: guard broken at {ref}: {guard.guard}", style="red", highlight=False, markup=False)
+        say(console, f"{patch_id}: guard broken at {ref}: {guard.guard}", "red")
         for offense in (*guard.offense_lines, *([guard.error] if guard.error else [])):
-            console.print(f"  {offense}", style="red", highlight=False, markup=False)
+            say(console, f"  {offense}", "red")

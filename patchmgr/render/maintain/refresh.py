@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchmgr.render.console import STATE_STYLE, notes, patches, row
+from patchmgr.render.console import STATE_STYLE, notes, patches, row, say
 from patchmgr.render.maintain.guards import print_broken_guards
 from patchmgr.render.status import guard_json
 
@@ -22,10 +22,10 @@ def render_interdiffs(console: Console, plan: RefreshPlan) -> None:
     """Old and new patch of each fuzz or 3-way rewrite, shown before anything is written."""
     for refreshed in plan.patches:
         if refreshed.interdiff:
-            console.print(f"{refreshed.patch.id}: old and new patch ({refreshed.state.value}):", highlight=False)
+            say(console, f"{refreshed.patch.id}: old and new patch ({refreshed.state.value}):")
             for line in refreshed.interdiff:
                 style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-                console.print(line.rstrip("\n"), style=style, highlight=False, markup=False)
+                say(console, line.rstrip("\n"), style)
 
 
 def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, summary: bool = True) -> None:
@@ -48,33 +48,27 @@ def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, s
         print_broken_guards(console, refreshed.patch.id, refreshed.guards, plan.ref)
     for refreshed in plan.changed:
         if refreshed.shared_with:
-            console.print(
+            say(
+                console,
                 f"note: {refreshed.patch.id} is also listed by target {', '.join(refreshed.shared_with)}: "
                 "check it there with patchmgr status",
-                style="yellow",
-                highlight=False,
-                markup=False,
+                "yellow",
             )
     if not summary:
         return
     if not plan.ok:
-        console.print("refused: nothing was written", style="red", highlight=False)
+        say(console, "refused: nothing was written", "red")
     elif dry_run:
-        console.print(f"dry run: {patches(len(plan.changed))} would be rewritten; nothing was written", highlight=False)
+        say(console, f"dry run: {patches(len(plan.changed))} would be rewritten; nothing was written")
     else:
-        console.print(
-            f"rewrote {patches(len(plan.written))}" + "".join(f"\n  {p}" for p in plan.written),
-            style="green",
-            highlight=False,
-        )
+        say(console, f"rewrote {patches(len(plan.written))}" + "".join(f"\n  {p}" for p in plan.written), "green")
     if plan.guards_broken:
-        console.print(
+        say(
+            console,
             f"not done: {', '.join(p.patch.id for p in plan.guards_broken)} applies at {plan.ref} but "
             "breaks its guard (see above); change the patch so that it holds there (patchmgr edit --onto "
             f"{plan.ref}, then export)",
-            style="red",
-            highlight=False,
-            markup=False,
+            "red",
         )
 
 
@@ -85,94 +79,74 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
     if outcome.action == "refused":
         render_refresh(console, plan, summary=False)
         for blocker in outcome.blockers:
-            console.print(
-                f"blocks the bump: {blocker.patch.id} is {blocker.state.value} at {plan.ref}",
-                style="red",
-                highlight=False,
-                markup=False,
-            )
+            say(console, f"blocks the bump: {blocker.patch.id} is {blocker.state.value} at {plan.ref}", "red")
         for blocker in outcome.guard_blockers:
-            console.print(
+            say(
+                console,
                 f"blocks the bump: a guard of {blocker.patch.id} is broken at {plan.ref} (see above); "
                 "change the patch so that it holds there (patchmgr edit --onto, below, then export)",
-                style="red",
-                highlight=False,
-                markup=False,
+                "red",
             )
         for unproven in outcome.review:
-            console.print(
+            say(
+                console,
                 f"needs review: {unproven.patch.id} looks upstream at {plan.ref} (its reverse applies "
                 "where the patch puts it), but no upstream commit has its patch-id, so bump does not "
                 f"drop it on that alone. Check that upstream really carries the change; then remove "
                 f"{unproven.patch.id} from the series in {outcome.target.path} and delete "
                 f"{unproven.patch.path}, or keep it with bump --keep; then bump again",
-                style="red",
-                highlight=False,
-                markup=False,
+                "red",
             )
-        console.print(f"refused: {name} stays at {plan.upstream.commit[:12]}", style="red", highlight=False)
+        say(console, f"refused: {name} stays at {plan.upstream.commit[:12]}", "red")
         if outcome.blockers or outcome.guard_blockers or not plan.ok:
-            console.print(
+            say(
+                console,
                 f"resolve them in a checkout at {plan.ref}: patchmgr edit --target {outcome.target.name} "
                 f"--upstream {name} --into DIR --onto {plan.ref}, then patchmgr export --target "
                 f"{outcome.target.name} --upstream {name} --from DIR (it moves the pin)",
-                style="dim",
-                highlight=False,
-                markup=False,
+                "dim",
             )
         return
     if outcome.action == "up-to-date":
-        console.print(f"{name} is already pinned at {plan.commit[:12]} ({plan.ref})", highlight=False)
+        say(console, f"{name} is already pinned at {plan.commit[:12]} ({plan.ref})")
         return
     planned = outcome.action == "planned"
     for refreshed in plan.changed:
-        console.print(
-            f"{'would refresh' if planned else 'refreshed'} {refreshed.patch.id} ({refreshed.state.value})",
-            highlight=False,
-        )
+        say(console, f"{'would refresh' if planned else 'refreshed'} {refreshed.patch.id} ({refreshed.state.value})")
         if refreshed.shared_with:
-            console.print(
+            say(
+                console,
                 f"  note: {refreshed.patch.id} is also listed by target {', '.join(refreshed.shared_with)}"
                 ": check it there with patchmgr status",
-                style="yellow",
-                highlight=False,
-                markup=False,
+                "yellow",
             )
     for dropped in outcome.dropped:
-        console.print(
-            f"{'would drop' if planned else 'dropped'} {dropped.patch.id}: {dropped.reason}",
-            style="cyan",
-            highlight=False,
-            markup=False,
-        )
+        say(console, f"{'would drop' if planned else 'dropped'} {dropped.patch.id}: {dropped.reason}", "cyan")
         if dropped.patch.id in outcome.shared:
-            console.print(
+            say(
+                console,
                 f"  its file stays: target {', '.join(outcome.shared[dropped.patch.id])} lists it too",
-                style="yellow",
-                highlight=False,
-                markup=False,
+                "yellow",
             )
     for kept in outcome.kept:
-        console.print(
-            f"kept {kept.patch.id} (--keep), although {kept.reason}", style="yellow", highlight=False, markup=False
-        )
+        say(console, f"kept {kept.patch.id} (--keep), although {kept.reason}", "yellow")
     version = (
         f", version {outcome.old_version} -> {outcome.new_version}"
         if outcome.new_version and outcome.new_version != outcome.old_version
         else ""
     )
     if planned:
-        console.print(
+        say(
+            console,
             f"dry run: would bump {name}: {plan.upstream.commit[:12]} -> {plan.commit[:12]} ({plan.ref})"
             f"{version}; nothing was written",
-            highlight=False,
         )
         return
-    console.print(
+    say(
+        console,
         f"bumped {name}: {plan.upstream.commit[:12]} -> {plan.commit[:12]} ({plan.ref}){version} "
         f"in {outcome.target.path}",
-        style="green",
-        highlight=False,
+        "green",
     )
 
 
