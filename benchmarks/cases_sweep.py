@@ -33,17 +33,16 @@ def inner_sweep(bench: Bench, up: Upstream, mode: str) -> None:
     from patchmgr.io.git import merge_texts
     from patchmgr.model.project import Project
     from patchmgr.sources.store import Store
-    from patchmgr.sources.upstream import GitSource, open_git_source
+    from patchmgr.sources.upstream import GitSource, Sources
 
     commits = sweep_commits(bench, up)
     started, cpu = time.perf_counter(), time.process_time()
     project = Project.at(bench.project)
     upstream = project.target("bench").upstream("bench")
     patches = project.patches(upstream)
-    store = Store(bench.pm_cache)
-    overrides = {"bench": str(up.repo)}
-    open_git_source(store, upstream, None, overrides)
-    repo = store.ensure_commit("bench", commits[-1], (str(up.repo),))
+    sources = Sources(Store(bench.pm_cache), {"bench": str(up.repo)})
+    sources.open_git(upstream, None)
+    repo = sources.ensure_commit(upstream, commits[-1])
     walk = Walk(repo, commits[0], commits[-1], str(up.repo), patches)
     walk.prefetch(p for patch in patches for p in patch.touched_paths)
     states, checks = [], len(commits) * len(patches)
@@ -56,7 +55,7 @@ def inner_sweep(bench: Bench, up: Upstream, mode: str) -> None:
     if mode == "walk":
         checks = walk.checks
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    store.close()
+    sources.store.close()
     print(
         json.dumps(
             {

@@ -16,7 +16,7 @@ from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.sources.cache_errors import CacheError
 from patchmgr.sources.release import ReleaseSource
 from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import GitSource, open_source, urls_for
+from patchmgr.sources.upstream import GitSource, Sources
 
 if TYPE_CHECKING:  # an annotation only: the installed-files code loads with --python, not for every status
     from patchmgr.sources.environment import InstalledDist
@@ -79,8 +79,7 @@ def with_project_warnings(
 def check_target(
     project: Project,
     target: Target,
-    store: Store,
-    overrides: Mapping[str, str],
+    sources: Sources,
     against: Mapping[str, str],
     only: Sequence[str] = (),
     newest_release: bool = False,
@@ -93,8 +92,8 @@ def check_target(
     # the cached clones' git processes start together, and the patches are parsed while they run; the checks
     # then run one after another, in order
     pinned = not newest_release
-    settle = store.open_ahead(
-        {u.name: u.commit if pinned and u.name not in against else None for u in upstreams if urls_for(u, overrides)}
+    settle = sources.store.open_ahead(
+        {u.name: u.commit if pinned and u.name not in against else None for u in upstreams if sources.urls(u)}
     )
     try:
         if meanwhile:
@@ -103,11 +102,11 @@ def check_target(
     finally:
         settle()
     statuses = [
-        check_upstream(project, u, store, overrides, against[u.name], series[u.name])
+        check_upstream(project, u, sources, against[u.name], series[u.name])
         if u.name in against
-        else check_newest_release(project, u, store, overrides, series[u.name])
+        else check_newest_release(project, u, sources, series[u.name])
         if newest_release
-        else check_upstream(project, u, store, overrides, None, series[u.name])
+        else check_upstream(project, u, sources, None, series[u.name])
         for u in upstreams
     ]
     return TargetStatus(target, statuses)
@@ -129,22 +128,15 @@ def read_ahead(project: Project, upstream: Upstream) -> Callable[[], list[PatchF
 
 
 def check_newest_release(
-    project: Project,
-    upstream: Upstream,
-    store: Store,
-    overrides: Mapping[str, str],
-    patches: Callable[[], list[PatchFile]] | None = None,
+    project: Project, upstream: Upstream, sources: Sources, patches: Callable[[], list[PatchFile]] | None = None
 ) -> UpstreamStatus:
     """``upstream`` at the newest release tag since its pin (the one ``matrix`` shows last), or at the pin when no
     release is newer. Tags that cannot be listed leave it unchecked (unavailable), never checked at the pin."""
     from patchmgr.history.releases import newest_release  # history code, loaded only when it is asked for
-    from patchmgr.sources.upstream import open_git_source
 
     left_out: list[str] = []
     try:
-        found = newest_release(
-            store, upstream, overrides, open_git_source(store, upstream, None, overrides).repo, left_out
-        )
+        found = newest_release(sources, upstream, sources.open_git(upstream, None).repo, left_out)
     except (UsageError, CacheError):
         raise
     except PatchmgrError as exc:
@@ -156,7 +148,7 @@ def check_newest_release(
             error=f"its newest release cannot be found: {exc.message}",
             hint=exc.hint,
         )
-    status = check_upstream(project, upstream, store, overrides, found[0] if found else None, patches)
+    status = check_upstream(project, upstream, sources, found[0] if found else None, patches)
     status.notes[:0] = [
         f"the newest release tag since the pin is {found[0]} ({found[1][:12]})"
         if found
@@ -169,8 +161,7 @@ def check_newest_release(
 def check_upstream(
     project: Project,
     upstream: Upstream,
-    store: Store,
-    overrides: Mapping[str, str],
+    sources: Sources,
     ref: str | None,
     read: Callable[[], list[PatchFile]] | None = None,
 ) -> UpstreamStatus:
@@ -179,12 +170,12 @@ def check_upstream(
     patches = read() if read else project.patches(upstream)
     shown_ref = ref or upstream.commit
     try:
-        source = open_source(store, upstream, ref, overrides)
+        source = sources.open(upstream, ref)
     except (UsageError, CacheError):
         raise  # bad input (a ref the upstream does not have), or a cache this machine cannot use: one error
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
-    results = check_at_ref(store, upstream, overrides, source, patches, explain=ref is not None)
+    results = check_at_ref(sources, upstream, source, patches, explain=ref is not None)
     status = UpstreamStatus(
         upstream,
         shown_ref,
@@ -196,7 +187,7 @@ def check_upstream(
     if isinstance(source, ReleaseSource) and source.fallback_from:
         status.notes.append(f"git was out of reach, so the release stands in ({source.fallback_from})")
     if isinstance(source, GitSource) and ref is None and upstream.pypi and upstream.version:
-        status.notes.append(release_drift(store, upstream, upstream.pypi, upstream.version, source, patches))
+        status.notes.append(release_drift(sources.store, upstream, upstream.pypi, upstream.version, source, patches))
     return status
 
 

@@ -28,15 +28,15 @@ def command(
     given, only = options.source_overrides(source), upstream or []
     selected, place = session.placed_target(target, into, python, given, only)
     overrides = options.for_targets([selected], given)
-    with session.store() as store:
+    with session.sources(overrides) as sources:
         if isinstance(place, str):  # --python PATH
             from patchmgr.render.status import env_json, render_env
             from patchmgr.targets.installed import apply_environment
 
-            env = apply_environment(session.project, selected, store, overrides, place, only, dry_run, force)
+            env = apply_environment(session.project, selected, sources, place, only, dry_run, force)
             return session.emit(0 if env.ok else 1, env_json, render_env, env)
         from patchmgr.render.status import apply_json, render_apply
         from patchmgr.targets.checkout import apply_into
 
-        outcome = apply_into(session.project, selected, store, overrides, place, dry_run, only, force)
+        outcome = apply_into(session.project, selected, sources, place, dry_run, only, force)
     return session.emit(0 if outcome.ok else 1, apply_json, render_apply, outcome)

@@ -29,8 +29,6 @@ def command(
 
     session = Session("bisect", root, json_output)
     at = session.upstream_at_ref(target, upstream, source, to)
-    with session.store() as store:
-        result = bisect_upstream(
-            session.project, at.target.upstream(at.upstream), store, at.overrides, at.ref, patch or ()
-        )
+    with session.sources(at.overrides) as sources:
+        result = bisect_upstream(session.project, at.target.upstream(at.upstream), sources, at.ref, patch or ())
     return session.emit(0 if result.ok else 1, bisect_json, render_bisect, result)

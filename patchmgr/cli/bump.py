@@ -35,18 +35,9 @@ def command(
 
     session = Session("bump", root, json_output)
     at = session.upstream_at_ref(target, upstream, source, to)
-    with session.store() as store:
+    with session.sources(at.overrides) as sources:
         outcome = plan_bump(
-            session.project,
-            at.target,
-            at.upstream,
-            store,
-            at.overrides,
-            at.ref,
-            keep,
-            allow_three_way,
-            version,
-            allow_fuzz,
+            session.project, at.target, at.upstream, sources, at.ref, keep, allow_three_way, version, allow_fuzz
         )
     if not session.json:
         render_interdiffs(session.out, outcome.plan)

@@ -62,14 +62,14 @@ def command(
     if resume:
         into = options.required_folder("edit", "--into", into, "give the folder that patchmgr edit --onto made")
         return _resume(session, target, upstream, into, resume[0])
-    sources = options.source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, sources)
-    overrides = options.for_targets([selected], sources)
+    located = options.source_overrides(source)
+    selected, upstream = session.upstream_target(target, upstream, located)
+    overrides = options.for_targets([selected], located)
     into = options.required_folder("edit", "--into", into, "give a new folder for the checkout")
-    with session.store() as store:
+    with session.sources(overrides) as sources:
         from patchmgr.maintain.roundtrip import EditRequest, edit_checkout, edit_onto
 
-        request = EditRequest(session.project, selected, upstream, store, overrides, into, force)
+        request = EditRequest(session.project, selected, upstream, sources, into, force)
         if onto:
             moved = edit_onto(request, onto)
             return session.emit(0 if moved.finished and moved.guards_hold else 1, onto_json, render_onto, moved)

@@ -17,18 +17,17 @@ def command(
     root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.status import fetch_json, render_fetch
-    from patchmgr.sources.upstream import fetch_upstream
 
     session = Session("fetch", root, json_output)
     only = upstream or []
     selected, overrides = session.sourced_target(target, source, only)
     fetched: dict[str, dict] = {}
-    with session.store() as store:
+    with session.sources(overrides) as sources:
         for entry in selected.upstreams:
             if only and entry.name not in only:
                 continue
             try:
-                where, absent = fetch_upstream(store, entry, overrides)
+                where, absent = sources.fetch(entry)
                 fetched[entry.name] = {"ok": True, "source": where, "absent": absent}
             except PatchmgrError as exc:
                 fetched[entry.name] = {"ok": False, "error": exc.message}

@@ -104,18 +104,17 @@ def command(
         raise UsageError(f"--split {split!r} is not one of: {', '.join(MODES)}", "use --split file or --split hunk")
     if mapping is not None and split != "file":
         raise UsageError("--map and --split hunk both say how to split", "pick one")
-    chosen = ImportOptions(
-        target,
-        SplitMode(split),
-        read_mapping(mapping) if mapping else None,
+    # read in this order: the first wrong option is the error
+    mode, mapped = SplitMode(split), read_mapping(mapping) if mapping else None
+    pairs = (
         _pairs("--git", git, "mbridge=https://..."),
         _pairs("--pin", pin, "mbridge=v0.1.0"),
         _pairs("--search", search, "mbridge=main"),
-        options.source_overrides(source),
-        read_dockerfile(dockerfile) if dockerfile else {},
     )
+    overrides = options.source_overrides(source)
+    chosen = ImportOptions(target, mode, mapped, *pairs, read_dockerfile(dockerfile) if dockerfile else {})
     monoliths = read_inputs(list(paths or []), upstream, version)
-    with session.store() as store:
-        planned = plan_import(session.project, monoliths, store, chosen)
+    with session.sources(overrides) as sources:
+        planned = plan_import(session.project, monoliths, sources, chosen)
     outcome = finish_import(session.project, planned, dry_run)
     return session.emit(0 if outcome.ok else 1, import_json, render_import, outcome)

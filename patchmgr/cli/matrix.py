@@ -55,8 +55,8 @@ def command(
     from patchmgr.history.matrix import build_matrices
     from patchmgr.render.matrix import matrix_json, render_matrix
 
-    with session.store() as store:
-        matrices = build_matrices(session.project, selected, store, overrides, only, refs, since)
+    with session.sources(overrides) as sources:
+        matrices = build_matrices(session.project, selected, sources, only, refs, since)
     written = None
     if html is not None:
         from patchmgr.io.files import write_output

@@ -24,12 +24,11 @@ def command(
 
     session = Session("refresh", root, json_output)
     at = session.upstream_at_ref(target, upstream, source, to)
-    with session.store() as store:
+    with session.sources(at.overrides) as sources:
         plan = plan_refresh(
             session.project,
             at.target.upstream(at.upstream),
-            store,
-            at.overrides,
+            sources,
             at.ref,
             allow_three_way,
             at.target.name,

@@ -1,9 +1,10 @@
-"""The one setup path of every command: project, recovery, target, options, store, output.
+"""The one setup path of every command: project, recovery, target, options, sources, output.
 
 ``Session`` opens the project, rolls back (or finishes) a refresh, bump or export that was
 killed mid-write before any manifest is read, selects the target, checks the upstream names
-the options give, opens and closes the cache, and prints the result for people or as one
-JSON document. Each command module only calls the core with what it gets here.
+the options give, opens and closes the cache (in the command's ``Sources``, with the ``--source``
+locations), and prints the result for people or as one JSON document. Each command module only
+calls the core with what it gets here.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from patchmgr.model.manifest import Target
     from patchmgr.model.project import Project
-    from patchmgr.sources.store import Store
+    from patchmgr.sources.upstream import Sources
 
 
 OptionMap = Mapping[str, str] | list[str] | tuple[str, ...]
@@ -131,11 +132,13 @@ class Session:
                 self.say_notes(notes)
 
     @contextmanager
-    def store(self) -> Iterator[Store]:
-        """The cache of upstreams; progress on a terminal, quiet with --json or off a terminal. The console is made
-        at the first message: a run that says nothing loads no output code before its checks (``status`` loads
-        it while the cached clones open)."""
+    def sources(self, overrides: Mapping[str, str]) -> Iterator[Sources]:
+        """Where the upstreams' files come from, as the one value the core takes: the cache of upstreams, and
+        ``overrides`` (the ``--source`` locations for the selected targets' upstreams). The cache shows progress on
+        a terminal, quiet with --json or off a terminal. The console is made at the first message: a run that says
+        nothing loads no output code before its checks (``status`` loads it while the cached clones open)."""
         from patchmgr.sources.store import Store
+        from patchmgr.sources.upstream import Sources
 
         made: list[Console] = []
 
@@ -150,7 +153,7 @@ class Session:
 
         store = Store(progress=progress, note=lambda message: err().print(f"note: {message}", style="yellow"))
         try:
-            yield store
+            yield Sources(store, overrides)
         finally:
             store.close()
 

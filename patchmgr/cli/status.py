@@ -65,17 +65,16 @@ def command(
             f"{'--against' if refs else '--newest-release'}",
             "drop one of the two",
         )
-    with session.store() as store:
+    with session.sources(overrides) as sources:
         if python:
             from patchmgr.targets.installed import check_environment
 
-            statuses = [check_environment(session.project, t, store, overrides, python, only)[0] for t in targets]
+            statuses = [check_environment(session.project, t, sources, python, only)[0] for t in targets]
         else:
             from patchmgr.check.status import check_target
 
             statuses = [
-                check_target(session.project, t, store, overrides, refs, only, newest_release, load_output)
-                for t in targets
+                check_target(session.project, t, sources, refs, only, newest_release, load_output) for t in targets
             ]
     from patchmgr.check.status import with_project_warnings
 

@@ -9,24 +9,18 @@ whose ``ok`` says what every command means by OK: it applies exactly and keeps i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from patchmgr.engine.classify import Overlay, check_series
 from patchmgr.engine.results import CheckResult, TreeReader
 from patchmgr.io.git import merge_texts
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import GitSource
+from patchmgr.sources.upstream import GitSource, Sources
 
 
 def check_at_ref(
-    store: Store,
-    upstream: Upstream,
-    overrides: Mapping[str, str],
-    source: TreeReader,
-    patches: Iterable[PatchFile],
-    explain: bool = True,
+    sources: Sources, upstream: Upstream, source: TreeReader, patches: Iterable[PatchFile], explain: bool = True
 ) -> list[CheckResult]:
     """``patches`` checked at ``source``, guards included; with ``explain``, at a git commit other than
     ``upstream``'s pin, those that do not apply are named ``upstream`` where a commit carries them. ``explain``
@@ -36,7 +30,7 @@ def check_at_ref(
         # the history walk, loaded only when it can be needed (``status`` at the pin never needs it)
         from patchmgr.history.evidence import explain_upstream
 
-        results = explain_upstream(store, upstream, overrides, source, results)
+        results = explain_upstream(sources, upstream, source, results)
     return results
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from patchmgr.engine.classify import check_series
@@ -11,8 +11,7 @@ from patchmgr.io.git import merge_texts
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.project import Project
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import open_git_source
+from patchmgr.sources.upstream import Sources
 
 
 @dataclass
@@ -33,12 +32,7 @@ class Bisection:
 
 
 def bisect_upstream(
-    project: Project,
-    upstream: Upstream,
-    store: Store,
-    overrides: Mapping[str, str],
-    ref: str,
-    patch_ids: Sequence[str] = (),
+    project: Project, upstream: Upstream, sources: Sources, ref: str, patch_ids: Sequence[str] = ()
 ) -> Bisection:
     """For each patch that does not apply at ``ref``, or whose guards break there (or each of ``patch_ids``),
     walk the history: a commit where a guard breaks counts as the patch breaking there."""
@@ -50,8 +44,8 @@ def bisect_upstream(
             f"(it has: {', '.join(upstream.patch_ids) or 'none'})",
             "use a patch id from the manifest",
         )
-    open_git_source(store, upstream, None, overrides)
-    target = open_git_source(store, upstream, ref, overrides)
+    sources.open_git(upstream, None)
+    target = sources.open_git(upstream, ref)
     repo, to = target.repo, target.commit
     base = repo.merge_base(upstream.commit, to)
     if base is None:

@@ -13,15 +13,13 @@ touch the patch's files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.walk import Walk, find_carrier, pr_number
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.manifest import Upstream
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import GitSource, urls_for
+from patchmgr.sources.upstream import GitSource, Sources
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ class Evidence:
 
 
 def find_evidence(
-    store: Store, upstream: Upstream, overrides: Mapping[str, str], source: GitSource, results: list[CheckResult]
+    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult]
 ) -> dict[int, Evidence]:
     """Evidence for the results (by index) that do not apply at ``source`` (a ref past the pin)."""
     pending = [i for i, r in enumerate(results) if not r.state.applies]
@@ -42,7 +40,7 @@ def find_evidence(
     repo, to = source.repo, source.commit
     try:
         if not repo.has_commit(upstream.commit):
-            store.ensure_commit(upstream.name, upstream.commit, urls_for(upstream, overrides))
+            sources.ensure_commit(upstream, upstream.commit)
     except PatchmgrError:
         return {}  # without the pin there is no range to search; the engine's state stands
     base = repo.merge_base(upstream.commit, to)
@@ -72,11 +70,11 @@ def find_evidence(
 
 
 def explain_upstream(
-    store: Store, upstream: Upstream, overrides: Mapping[str, str], source: GitSource, results: list[CheckResult]
+    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult]
 ) -> list[CheckResult]:
     """The results, with those that do not apply at ``source`` replaced by ``upstream`` ones where evidence names
     the commit; new values, the engine's results are left as they are."""
-    found = find_evidence(store, upstream, overrides, source, results)
+    found = find_evidence(sources, upstream, source, results)
     return [_explained(result, found[index]) if index in found else result for index, result in enumerate(results)]
 
 

@@ -13,7 +13,7 @@ the carrying commit when one has the patch's patch-id, else the commit that
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -30,8 +30,7 @@ from patchmgr.model.project import Project
 from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_errors import CacheError
 from patchmgr.sources.refs import validate_ref
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import GitSource, open_git_source
+from patchmgr.sources.upstream import GitSource, Sources
 
 
 class ColumnKind(StrEnum):
@@ -105,8 +104,7 @@ class Matrix:
 def build_matrices(
     project: Project,
     target: Target,
-    store: Store,
-    overrides: Mapping[str, str],
+    sources: Sources,
     only: Sequence[str] = (),
     pattern: str | None = None,
     since: str | None = None,
@@ -119,7 +117,7 @@ def build_matrices(
         if only and upstream.name not in only:
             continue
         try:
-            matrices.append(build_matrix(project, upstream, store, overrides, pattern, since))
+            matrices.append(build_matrix(project, upstream, sources, pattern, since))
         except CacheError:
             raise  # a cache this machine cannot use: one error, as in status
         except (SourceError, GitError, StateError) as exc:
@@ -128,12 +126,7 @@ def build_matrices(
 
 
 def build_matrix(
-    project: Project,
-    upstream: Upstream,
-    store: Store,
-    overrides: Mapping[str, str],
-    pattern: str | None = None,
-    since: str | None = None,
+    project: Project, upstream: Upstream, sources: Sources, pattern: str | None = None, since: str | None = None
 ) -> Matrix:
     """The matrix of ``upstream``'s patches: pin, release tags (``pattern``, or those since ``since``), tip."""
     if pattern is not None and since is not None:
@@ -141,10 +134,10 @@ def build_matrix(
     if since is not None:
         validate_ref(since)
     patches = project.patches(upstream)
-    pin_source = open_git_source(store, upstream, None, overrides)
-    refs = remote_refs(store, upstream, overrides)
+    pin_source = sources.open_git(upstream, None)
+    refs = remote_refs(sources, upstream)
     repo, location = pin_source.repo, pin_source.location
-    resolver = TagResolver(store, upstream, overrides, repo)
+    resolver = TagResolver(sources, upstream, repo)
     notes: list[str] = []
 
     columns = [Column(ColumnKind.PIN, pin_name(refs, upstream), upstream.commit)]
@@ -160,9 +153,7 @@ def build_matrix(
         notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
     repo = resolver.repo
 
-    results = _check_columns(
-        store, upstream, overrides, repo, location, patches, list(dict.fromkeys(c.commit for c in columns))
-    )
+    results = _check_columns(sources, upstream, repo, location, patches, list(dict.fromkeys(c.commit for c in columns)))
     matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes)
     walks: dict[str, Walk | None] = {}
     for index, patch in enumerate(patches):
@@ -173,13 +164,7 @@ def build_matrix(
 
 
 def _check_columns(
-    store: Store,
-    upstream: Upstream,
-    overrides: Mapping[str, str],
-    repo: GitRepo,
-    location: str,
-    patches: list[PatchFile],
-    commits: list[str],
+    sources: Sources, upstream: Upstream, repo: GitRepo, location: str, patches: list[PatchFile], commits: list[str]
 ) -> dict[str, list[CheckResult]]:
     """Each commit checked as ``status --against`` checks it: the engine, then ``explain_upstream``.
 
@@ -193,7 +178,7 @@ def _check_columns(
     """
     # the engine and the guards per column here, the evidence below: the explanation is check_at_ref's, batched
     checked = {
-        commit: check_at_ref(store, upstream, overrides, GitSource(repo, commit, location), patches, explain=False)
+        commit: check_at_ref(sources, upstream, GitSource(repo, commit, location), patches, explain=False)
         for commit in commits
     }
     pending = {c: [i for i, r in enumerate(checked[c]) if not r.state.applies] for c in commits if c != upstream.commit}
@@ -228,7 +213,7 @@ def _check_columns(
         # explain_upstream looks at every result that does not apply: those settled above are shown to it as
         # applying, and keep their own results
         shown = [replace(r, state=State.CLEAN) if i in settled else r for i, r in enumerate(results)]
-        explained = explain_upstream(store, upstream, overrides, GitSource(repo, commit, location), shown)
+        explained = explain_upstream(sources, upstream, GitSource(repo, commit, location), shown)
         checked[commit] = [settled[i] if i in settled else r for i, r in enumerate(explained)]
         known.update({r.carrier: r for r in explained if r.carrier})
     return checked

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
@@ -21,8 +20,7 @@ from patchmgr.model.errors import GitError, SourceError, UsageError
 from patchmgr.model.manifest import Upstream, url_problem
 from patchmgr.model.urls import as_local_path, mask_url
 from patchmgr.sources.refs import NotACommit, validate_ref
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import urls_for
+from patchmgr.sources.upstream import Sources
 
 _VERSION_TAG = re.compile(r"^[vV]?(\d.*)$")
 
@@ -58,15 +56,15 @@ class RemoteRefs:
     head: str | None  # the commit of HEAD
 
 
-def remote_refs(store: Store, upstream: Upstream, overrides: Mapping[str, str]) -> RemoteRefs:
+def remote_refs(sources: Sources, upstream: Upstream) -> RemoteRefs:
     """The tags and HEAD of the first of the upstream's sources that answers, in one ``git ls-remote``."""
-    urls = urls_for(upstream, overrides)
+    urls = sources.urls(upstream)
     if not urls:
         raise SourceError(f"{upstream.name} has no git URL", f"pass --source {upstream.name}=PATH_OR_URL")
-    repo = store.repo(upstream.name)
+    repo = sources.store.repo(upstream.name)
     errors = []
     for url in urls:
-        problem = url_problem(url, from_command_line=upstream.name in overrides)
+        problem = url_problem(url, from_command_line=sources.given(upstream.name))
         if problem:
             errors.append(f"refusing source {mask_url(url)!r}: {mask_url(problem)}")
             continue
@@ -127,13 +125,13 @@ def choose_tags(refs: RemoteRefs, pattern: str | None, since_version: Version | 
 class TagResolver:
     """Resolving tags' commits in the cache: fetched only when the cache lacks them."""
 
-    def __init__(self, store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo) -> None:
-        self.store, self.upstream, self.overrides, self.repo = store, upstream, overrides, repo
+    def __init__(self, sources: Sources, upstream: Upstream, repo: GitRepo) -> None:
+        self.sources, self.upstream, self.repo = sources, upstream, repo
 
     def commit_of(self, ref: str, advertised: str | None) -> str:
         if advertised and self.repo.has_commit(advertised):
             return advertised
-        fetched = self.store.resolve_ref(self.upstream.name, ref, urls_for(self.upstream, self.overrides))
+        fetched = self.sources.resolve_ref(self.upstream, ref)
         self.repo = fetched.repo
         return fetched.commit
 
@@ -219,14 +217,14 @@ def release_tags(
 
 
 def newest_release(
-    store: Store, upstream: Upstream, overrides: Mapping[str, str], repo: GitRepo, notes: list[str] | None = None
+    sources: Sources, upstream: Upstream, repo: GitRepo, notes: list[str] | None = None
 ) -> tuple[str, str] | None:
     """(tag, commit) of the newest release tag since the pin, as ``matrix`` would make its last tag column;
     None when no release is newer. A source whose tags cannot be listed is a SourceError. ``notes`` gets the
     tags left out and why (a tag at a tree), as ``matrix`` says them."""
-    refs = remote_refs(store, upstream, overrides)
+    refs = remote_refs(sources, upstream)
     found: list[str] = []
-    tags = release_tags(refs, upstream, TagResolver(store, upstream, overrides, repo), notes=found)
+    tags = release_tags(refs, upstream, TagResolver(sources, upstream, repo), notes=found)
     if notes is not None:
         notes += [note for note in found if note.startswith("tag ")]
     return tags[-1] if tags else None

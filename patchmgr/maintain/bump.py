@@ -21,7 +21,6 @@ manifest are written in one journaled transaction: all of them, or none.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -32,8 +31,7 @@ from patchmgr.maintain.refresh import RefreshAction, RefreshedPatch, RefreshPlan
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import release_version
+from patchmgr.sources.upstream import Sources, release_version
 from patchmgr.targets.project_files import write_files
 
 
@@ -77,8 +75,7 @@ def plan_bump(
     project: Project,
     target: Target,
     name: str,
-    store: Store,
-    overrides: Mapping[str, str],
+    sources: Sources,
     ref: str,
     keep: bool = False,
     allow_three_way: bool = False,
@@ -97,7 +94,7 @@ def plan_bump(
             f"{ref!r} names no release version, and {upstream.name} pins version {upstream.version}",
             "pass --version X.Y.Z (the upstream's version at that ref)",
         )
-    plan = plan_refresh(project, upstream, store, overrides, ref, allow_three_way, target.name, allow_fuzz)
+    plan = plan_refresh(project, upstream, sources, ref, allow_three_way, target.name, allow_fuzz)
     outcome = BumpOutcome(
         target, plan, BumpAction.REFUSED, upstream.version, new_version if upstream.version or version else None
     )

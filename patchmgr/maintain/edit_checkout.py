@@ -9,7 +9,7 @@ journal (``targets.slot``): a failed or killed run leaves DIR exactly as it was,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +31,7 @@ from patchmgr.maintain.onto import OntoOutcome, plan_onto, start_onto
 from patchmgr.model.errors import SourceError, StateError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
-from patchmgr.sources.store import Store
+from patchmgr.sources.upstream import Sources
 from patchmgr.targets.absent import absent_note
 from patchmgr.targets.build import build_checkout
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork
@@ -83,14 +83,13 @@ def locked_edit(into: Path, notes: list[str]) -> Iterator[Slot]:
 
 @dataclass(frozen=True)
 class EditRequest:
-    """What ``edit`` and ``edit --onto`` build from: upstream ``name`` of ``target`` at its pin, from ``store``
-    (with ``overrides``), as the checkout ``into``; ``force``: over work not yet exported, saved first."""
+    """What ``edit`` and ``edit --onto`` build from: upstream ``name`` of ``target`` at its pin, from ``sources``,
+    as the checkout ``into``; ``force``: over work not yet exported, saved first."""
 
     project: Project
     target: Target
     name: str
-    store: Store
-    overrides: Mapping[str, str]
+    sources: Sources
     into: Path
     force: bool = False
 
@@ -117,7 +116,7 @@ def edit_onto(request: EditRequest, ref: str) -> OntoOutcome:
     it fails. The ref is resolved, and the patches it already carries found, before anything is written."""
     upstream = request.target.upstream(request.name)
     into = request.into.resolve()
-    plan = plan_onto(request.project, upstream, request.store, request.overrides, ref)
+    plan = plan_onto(request.project, upstream, request.sources, ref)
     notes: list[str] = []
     with locked_edit(into, notes) as slot:
         _build_at_pin(slot, request, upstream, into, notes)
@@ -134,9 +133,9 @@ def edit_onto(request: EditRequest, ref: str) -> OntoOutcome:
 def _build_at_pin(slot: Slot, request: EditRequest, upstream: Upstream, into: Path, notes: list[str]) -> EditOutcome:
     """The checkout at the pin, one commit per patch, built in the slot's staging (with any local work of the
     checkout it replaces saved into it); ``into`` (resolved) is not touched."""
-    name, target, store, overrides = upstream.name, request.target, request.store, request.overrides
+    name, target, sources = upstream.name, request.target, request.sources
     work = _edit_local_work(into, target, upstream, request.force)
-    status = check_upstream(request.project, upstream, store, overrides, None)
+    status = check_upstream(request.project, upstream, sources, None)
     if not status.available:
         raise SourceError(status.error or f"{name} is unavailable", status.hint)
     if status.release is not None:
@@ -152,7 +151,7 @@ def _build_at_pin(slot: Slot, request: EditRequest, upstream: Upstream, into: Pa
         )
     begin(slot)
     try:
-        entry = build_checkout(status, store, overrides, slot.staging)
+        entry = build_checkout(status, sources, slot.staging)
         save_works(slot, [work] if work else [], notes, "edit", into)
         staged = slot.staged(name)
         if entry.checkout and entry.checkout.absent:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -56,8 +55,7 @@ from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import open_git_source
+from patchmgr.sources.upstream import Sources
 from patchmgr.targets.absent import absent_note, leaving_out_absent
 
 MAILS = "patchmgr-onto"  # in the checkout's .git: the patch files still to apply, as they were
@@ -128,12 +126,12 @@ class OntoOutcome:
         return all(g.holds for guards in self.guards.values() for g in guards)
 
 
-def plan_onto(project: Project, upstream: Upstream, store: Store, overrides: Mapping[str, str], ref: str) -> OntoPlan:
+def plan_onto(project: Project, upstream: Upstream, sources: Sources, ref: str) -> OntoPlan:
     """The commit ``ref`` names, and the patches whose change it already carries; reads only.
 
     A ref the source does not have is bad input (exit 2), before anything is written.
     """
-    source = open_git_source(store, upstream, ref, overrides)
+    source = sources.open_git(upstream, ref)
     plan = OntoPlan(ref, source.commit)
     if source.commit == upstream.commit:
         raise UsageError(
@@ -147,7 +145,7 @@ def plan_onto(project: Project, upstream: Upstream, store: Store, overrides: Map
         )
     # guards included, as status checks them; what the move reports of them is their state on its finished HEAD
     # (``checked``), the tree export writes, after git am's merges
-    plan.results = check_at_ref(store, upstream, overrides, source, project.patches(upstream))
+    plan.results = check_at_ref(sources, upstream, source, project.patches(upstream))
     for result in plan.results:
         if result.state is State.UPSTREAM and result.carrier:
             plan.carried.append(

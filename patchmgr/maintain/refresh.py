@@ -38,8 +38,7 @@ from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
 from patchmgr.model.text import split_lines
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import GitSource, open_git_source
+from patchmgr.sources.upstream import GitSource, Sources
 from patchmgr.targets.project_files import write_files
 
 _STAT_SUMMARY = re.compile(r"^ \d+ files? changed")
@@ -110,8 +109,7 @@ class RefreshPlan:
 def plan_refresh(
     project: Project,
     upstream: Upstream,
-    store: Store,
-    overrides: Mapping[str, str],
+    sources: Sources,
     ref: str,
     allow_three_way: bool = False,
     target: str | None = None,
@@ -122,9 +120,9 @@ def plan_refresh(
     Patch files are shared by the targets that list them: the plan names, for
     each patch it would rewrite or that is upstream, the other targets listing it.
     """
-    source = open_git_source(store, upstream, ref, overrides)
+    source = sources.open_git(upstream, ref)
     plan = RefreshPlan(upstream, ref, source.commit, allow_three_way, root=project.root, allow_fuzz=allow_fuzz)
-    results = check_at_ref(store, upstream, overrides, source, project.patches(upstream))
+    results = check_at_ref(sources, upstream, source, project.patches(upstream))
     plan.patches = [
         _plan_one(r.patch, r, before, source, allow_three_way, allow_fuzz)
         for r, before in zip(results, preimages(results, source), strict=True)

@@ -3,14 +3,15 @@
 A source is a ``TreeReader`` plus the facts a report needs: which commit (None
 for a release), and a description of where the bytes came from. Git is tried
 first; a release stands in only when no git source answers, and the report
-always says which one was used.
+always says which one was used. ``Sources`` opens them: the cache together with
+the ``--source NAME=LOCATION`` locations, the one value every layer passes down.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from packaging.version import InvalidVersion, Version
@@ -22,7 +23,7 @@ from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.model.urls import as_local_path, mask_url
 from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.release import DEFAULT_INDEX, ReleaseNotFound, ReleaseSource, index_url
-from patchmgr.sources.store import Store
+from patchmgr.sources.store import Fetched, Store
 
 TREE_MODE = "40000"  # a folder's mode in a git tree object
 
@@ -80,32 +81,6 @@ class GitSource:
         return self.identity.description
 
 
-def urls_for(upstream: Upstream, overrides: Mapping[str, str]) -> tuple[str, ...]:
-    if upstream.name in overrides:
-        return (overrides[upstream.name],)
-    return upstream.urls
-
-
-def open_git_source(store: Store, upstream: Upstream, ref: str | None, overrides: Mapping[str, str]) -> GitSource:
-    """The upstream at ``ref`` (its pin when None) from the cache, fetched if need be."""
-    urls = urls_for(upstream, overrides)
-    if not urls:
-        raise SourceError(f"{upstream.name} has no git URL", f"pass --source {upstream.name}=PATH_OR_URL")
-    if ref is None:
-        fetched = store.fetch_commit(upstream.name, upstream.commit, urls)
-    else:
-        fetched = store.resolve_ref(upstream.name, ref, urls)
-    commit = fetched.commit
-    return GitSource(
-        fetched.repo,
-        commit,
-        fetched.url or urls[0],
-        fetched=fetched.url is not None,
-        repair=lambda exc: store.repair(upstream.name, commit, urls, exc),
-        unreachable=None if fetched.url is not None else local_problem(urls[0]),
-    )
-
-
 def local_problem(location: str) -> str | None:
     """Why a local ``location`` cannot serve as a git source (checked without git), or None (a URL is not
     contacted: the cache serves what it holds without the network)."""
@@ -134,71 +109,118 @@ def release_version(upstream: Upstream, ref: str | None) -> str | None:
         return None
 
 
-def open_source(
-    store: Store, upstream: Upstream, ref: str | None, overrides: Mapping[str, str]
-) -> GitSource | ReleaseSource:
-    """Git first; the PyPI release of the same version when no git source answers.
-
-    A ref (``--against``) that a reached source does not have is bad input (``UnknownRef``,
-    exit 2): a git source that answered without it (``Store.resolve_ref``), or, for an
-    upstream with no git source, a version the package index does not list. When git
-    is out of reach the ref may still be there: the upstream is unavailable (exit 1).
-    """
-    errors: list[str] = []
-    explicit = upstream.name in overrides
-    tried_git = explicit or bool(upstream.urls)
-    if tried_git:
-        try:
-            return open_git_source(store, upstream, ref, overrides)
-        except SourceError as exc:
-            if explicit:
-                raise
-            errors.append(exc.message)
-    version = release_version(upstream, ref)
-    if upstream.pypi and version:
-        try:
-            release = store.releases.open(upstream.pypi, version, upstream.package_root)
-            return replace(release, fallback_from="; ".join(errors) or None)  # a new value, the cache's is left as is
-        except ReleaseNotFound as exc:
-            if ref is not None and not tried_git:
-                raise UnknownRef(
-                    f"upstream {upstream.name} has no ref {ref!r}: {exc.message}, and it has no git source",
-                    f"see the released versions with `{_versions_command(upstream.pypi)}`",
-                ) from None
-            errors.append(exc.message)
-        except SourceError as exc:
-            errors.append(exc.message)
-    elif upstream.pypi:
-        if ref is not None and not tried_git:
-            raise UnknownRef(
-                f"upstream {upstream.name} has no ref {ref!r}: it has no git source, and {ref!r} names "
-                "no release version",
-                f"give a release version (see `{_versions_command(upstream.pypi)}`)"
-                f", or pass a clone with --source {upstream.name}=PATH_OR_URL",
-            )
-        errors.append(f"{ref!r} names no release version, so PyPI cannot stand in")
-    raise SourceError(
-        "; ".join(errors) or f"{upstream.name} has no source",
-        f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
-    )
-
-
 def _versions_command(project: str) -> str:
     index = index_url()
     where = "" if index == DEFAULT_INDEX else f" --index-url {mask_url(index)}"
     return f"pip index versions{where} {project}"
 
 
-def fetch_upstream(store: Store, upstream: Upstream, overrides: Mapping[str, str]) -> tuple[str, list[str]]:
-    """Put everything a later offline ``apply`` needs into the cache; say from where, and what is absent."""
-    try:
-        urls = urls_for(upstream, overrides)
+@dataclass(frozen=True)
+class Sources:
+    """Where each upstream's files come from: the clone cache (``store``), and the locations ``--source
+    NAME=LOCATION`` gives (``overrides``: such a location replaces the manifest's URLs for that upstream).
+
+    Built once per command (the CLI's ``Session``) and passed down whole: every layer below asks it for an
+    upstream's URLs or its source at a ref, so the rule "``--source`` first, then the manifest" is kept here
+    alone."""
+
+    store: Store
+    overrides: Mapping[str, str] = field(default_factory=dict)
+
+    def given(self, name: str) -> bool:
+        """Whether ``--source`` names upstream ``name`` (its location is then the only one tried)."""
+        return name in self.overrides
+
+    def urls(self, upstream: Upstream) -> tuple[str, ...]:
+        """The git locations of ``upstream``, in the order they are tried."""
+        if upstream.name in self.overrides:
+            return (self.overrides[upstream.name],)
+        return upstream.urls
+
+    def resolve_ref(self, upstream: Upstream, ref: str) -> Fetched:
+        """``ref`` of ``upstream`` in the cache, fetched from its locations when need be."""
+        return self.store.resolve_ref(upstream.name, ref, self.urls(upstream))
+
+    def ensure_commit(self, upstream: Upstream, commit: str) -> GitRepo:
+        """The cached clone of ``upstream``, holding ``commit`` (fetched from its locations when it lacked it)."""
+        return self.store.ensure_commit(upstream.name, commit, self.urls(upstream))
+
+    def open_git(self, upstream: Upstream, ref: str | None) -> GitSource:
+        """The upstream at ``ref`` (its pin when None) from the cache, fetched if need be."""
+        urls = self.urls(upstream)
         if not urls:
-            raise SourceError(f"{upstream.name} has no git URL", "")
-        absent, fetched = store.prefetch(upstream.name, upstream.commit, urls)
-        return f"git {mask_url(fetched or urls[0])}", absent
-    except SourceError as exc:
-        if upstream.name in overrides or not (upstream.pypi and upstream.version):
-            raise
-        release = store.releases.open(upstream.pypi, upstream.version, upstream.package_root)
-        return f"{release.description} (git: {mask_url(exc.message)})", []
+            raise SourceError(f"{upstream.name} has no git URL", f"pass --source {upstream.name}=PATH_OR_URL")
+        store = self.store
+        if ref is None:
+            fetched = store.fetch_commit(upstream.name, upstream.commit, urls)
+        else:
+            fetched = store.resolve_ref(upstream.name, ref, urls)
+        commit = fetched.commit
+        return GitSource(
+            fetched.repo,
+            commit,
+            fetched.url or urls[0],
+            fetched=fetched.url is not None,
+            repair=lambda exc: store.repair(upstream.name, commit, urls, exc),
+            unreachable=None if fetched.url is not None else local_problem(urls[0]),
+        )
+
+    def open(self, upstream: Upstream, ref: str | None) -> GitSource | ReleaseSource:
+        """Git first; the PyPI release of the same version when no git source answers.
+
+        A ref (``--against``) that a reached source does not have is bad input (``UnknownRef``,
+        exit 2): a git source that answered without it (``Store.resolve_ref``), or, for an
+        upstream with no git source, a version the package index does not list. When git
+        is out of reach the ref may still be there: the upstream is unavailable (exit 1).
+        """
+        errors: list[str] = []
+        explicit = self.given(upstream.name)
+        tried_git = explicit or bool(upstream.urls)
+        if tried_git:
+            try:
+                return self.open_git(upstream, ref)
+            except SourceError as exc:
+                if explicit:
+                    raise
+                errors.append(exc.message)
+        version = release_version(upstream, ref)
+        if upstream.pypi and version:
+            try:
+                release = self.store.releases.open(upstream.pypi, version, upstream.package_root)
+                return replace(release, fallback_from="; ".join(errors) or None)  # a new value, the cache's is left
+            except ReleaseNotFound as exc:
+                if ref is not None and not tried_git:
+                    raise UnknownRef(
+                        f"upstream {upstream.name} has no ref {ref!r}: {exc.message}, and it has no git source",
+                        f"see the released versions with `{_versions_command(upstream.pypi)}`",
+                    ) from None
+                errors.append(exc.message)
+            except SourceError as exc:
+                errors.append(exc.message)
+        elif upstream.pypi:
+            if ref is not None and not tried_git:
+                raise UnknownRef(
+                    f"upstream {upstream.name} has no ref {ref!r}: it has no git source, and {ref!r} names "
+                    "no release version",
+                    f"give a release version (see `{_versions_command(upstream.pypi)}`)"
+                    f", or pass a clone with --source {upstream.name}=PATH_OR_URL",
+                )
+            errors.append(f"{ref!r} names no release version, so PyPI cannot stand in")
+        raise SourceError(
+            "; ".join(errors) or f"{upstream.name} has no source",
+            f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
+        )
+
+    def fetch(self, upstream: Upstream) -> tuple[str, list[str]]:
+        """Put everything a later offline ``apply`` needs into the cache; say from where, and what is absent."""
+        try:
+            urls = self.urls(upstream)
+            if not urls:
+                raise SourceError(f"{upstream.name} has no git URL", "")
+            absent, fetched = self.store.prefetch(upstream.name, upstream.commit, urls)
+            return f"git {mask_url(fetched or urls[0])}", absent
+        except SourceError as exc:
+            if self.given(upstream.name) or not (upstream.pypi and upstream.version):
+                raise
+            release = self.store.releases.open(upstream.pypi, upstream.version, upstream.package_root)
+            return f"{release.description} (git: {mask_url(exc.message)})", []

@@ -17,8 +17,7 @@ from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.release import FileKind, ReleaseSource
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import urls_for
+from patchmgr.sources.upstream import Sources
 from patchmgr.targets.absent import leave_out_absent
 from patchmgr.targets.ledger import AppliedPatch, CheckoutPart, UpstreamLedger
 
@@ -42,15 +41,13 @@ def write_hint(exc: OSError | GitError, folder: Path) -> str:
     return DISK_HINT if disk_full(exc, folder) else CAUSE_HINT
 
 
-def build_checkout(
-    upstream_status: UpstreamStatus, store: Store, overrides: Mapping[str, str], staging: Path
-) -> UpstreamLedger:
+def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: Path) -> UpstreamLedger:
     upstream, origin = upstream_status.upstream, upstream_status.origin
     folder = staging / upstream.name
     if origin is not None and upstream_status.release is not None:
         repo, base, absent = _import_release(upstream_status.release, folder)
     elif origin is not None and upstream_status.commit is not None:
-        repo, base, absent = _checkout_pin(upstream, upstream_status.commit, store, overrides, folder)
+        repo, base, absent = _checkout_pin(upstream, upstream_status.commit, sources, folder)
     else:  # apply builds only upstreams whose status is available, and each of those was read from a source
         raise StateError(
             f"cannot check out {upstream.name}: no source gave a commit ({upstream_status.error or 'none was read'})",
@@ -127,9 +124,7 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
     return digests
 
 
-def _checkout_pin(
-    upstream: Upstream, commit: str, store: Store, overrides: Mapping[str, str], folder: Path
-) -> tuple[GitRepo, str, list[str]]:
+def _checkout_pin(upstream: Upstream, commit: str, sources: Sources, folder: Path) -> tuple[GitRepo, str, list[str]]:
     """A partial clone of the source at ``commit``; files the source lacks stay out of the work tree.
 
     The checkout fetches from patchmgr's cache only when ``patchmgr fetch`` filled
@@ -139,7 +134,8 @@ def _checkout_pin(
     """
     repo = GitRepo.init(folder)
     errors = []
-    urls = list(urls_for(upstream, overrides))
+    store = sources.store
+    urls = list(sources.urls(upstream))
     recorded_absent = store.complete_for(upstream.name, commit)
     if recorded_absent is not None:
         # `patchmgr fetch` filled the cache: check out from it, with no network (an image's cached layer)

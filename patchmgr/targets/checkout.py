@@ -22,7 +22,7 @@ lock; a run that fails removes the DIR (or state folder) it made.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,7 +34,7 @@ from patchmgr.model.errors import GitError, StateError, UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
 from patchmgr.model.source_identity import SourceIdentity
-from patchmgr.sources.store import Store
+from patchmgr.sources.upstream import Sources
 from patchmgr.targets.absent import absent_note
 from patchmgr.targets.build import build_checkout, write_hint
 from patchmgr.targets.checkout_verify import verify_into
@@ -80,8 +80,7 @@ class ApplyOutcome:
 def apply_into(
     project: Project,
     target: Target,
-    store: Store,
-    overrides: Mapping[str, str],
+    sources: Sources,
     into: Path,
     dry_run: bool = False,
     only: Sequence[str] = (),
@@ -98,7 +97,7 @@ def apply_into(
         if locked:
             stack.enter_context(locked_into(into, notes))
         existing = _existing_ledger(into, target)
-        status = check_target(project, target, store, overrides, {}, only)
+        status = check_target(project, target, sources, {}, only)
         if not status.ok:
             return ApplyOutcome(status, into, ApplyAction.REFUSED, notes=notes)
         made = None
@@ -127,7 +126,7 @@ def apply_into(
                     for w in works
                 ]
                 return ApplyOutcome(status, into, ApplyAction.DRY_RUN, notes=notes)
-            ledger = _build_and_swap(slot, status, store, overrides, into, existing, works, notes)
+            ledger = _build_and_swap(slot, status, sources, into, existing, works, notes)
         except BaseException:
             if not locked and not dry_run:
                 _remove_made(made, into)  # a DIR (or state folder) this run created goes again when it fails
@@ -231,8 +230,7 @@ def _built_from(ledger: Ledger, name: str, origin: SourceIdentity | None) -> boo
 def _build_and_swap(
     slot: Slot,
     status: TargetStatus,
-    store: Store,
-    overrides: Mapping[str, str],
+    sources: Sources,
     into: Path,
     existing: Ledger | None,
     works: Sequence[LocalWork] = (),
@@ -248,7 +246,7 @@ def _build_and_swap(
     try:
         begin(slot)
         for upstream_status in status.upstreams:
-            built.append(build_checkout(upstream_status, store, overrides, slot.staging))
+            built.append(build_checkout(upstream_status, sources, slot.staging))
     except (OSError, GitError) as exc:
         hint = write_hint(exc, slot.staging)  # before the discard frees the space
         discard(slot)

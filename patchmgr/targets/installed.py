@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -32,8 +32,7 @@ from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.environment import Environment, InstalledDist, InstalledSource, Placed, place_patch, require_dists
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import open_source
+from patchmgr.sources.upstream import Sources
 from patchmgr.targets.env_state import (
     EnvAction,
     EnvOutcome,
@@ -50,20 +49,15 @@ from patchmgr.targets.trees import SmokeTree, put_back
 
 
 def check_environment(
-    project: Project, target: Target, store: Store, overrides: Mapping[str, str], python: str, only: Sequence[str] = ()
+    project: Project, target: Target, sources: Sources, python: str, only: Sequence[str] = ()
 ) -> tuple[TargetStatus, list[str]]:
     """Classify the patches against the installed files (seen unpatched when patchmgr patched them)."""
     environment, upstreams = open_environment(python, target, only)
-    return _check(project, target, store, overrides, environment, upstreams)
+    return _check(project, target, sources, environment, upstreams)
 
 
 def _check(
-    project: Project,
-    target: Target,
-    store: Store,
-    overrides: Mapping[str, str],
-    environment: Environment,
-    upstreams: list[Upstream],
+    project: Project, target: Target, sources: Sources, environment: Environment, upstreams: list[Upstream]
 ) -> tuple[TargetStatus, list[str]]:
     dists = require_dists(environment, upstreams)
     state = EnvState(environment, target.name)
@@ -80,7 +74,7 @@ def _check(
         status = UpstreamStatus(
             dist.upstream, dist.version, None, source.identity, _check_placed(placed, source), installed=dist
         )
-        status.notes.append(_drift(store, dist, overrides, source, [p.patch for p in placed if not p.refused]))
+        status.notes.append(_drift(sources, dist, source, [p.patch for p in placed if not p.refused]))
         left_out = [path for p in placed for path in p.left_out]
         if left_out:
             status.notes.append(
@@ -112,16 +106,10 @@ def _check_placed(placed: list[Placed], source: InstalledSource) -> list[CheckRe
     return results
 
 
-def _drift(
-    store: Store,
-    dist: InstalledDist,
-    overrides: Mapping[str, str],
-    installed: InstalledSource,
-    patches: list[PatchFile],
-) -> str:
+def _drift(sources: Sources, dist: InstalledDist, installed: InstalledSource, patches: list[PatchFile]) -> str:
     """Compare the installed originals of the touched files with the pinned commit (or release)."""
     try:
-        pinned = open_source(store, dist.upstream, None, overrides)
+        pinned = sources.open(dist.upstream, None)
     except PatchmgrError as exc:
         return f"drift not checked: no source of the pin ({exc.message})"
     paths, differing = drift(installed, pinned, patches, lambda path: bool(dist.installed_path(path)))
@@ -136,8 +124,7 @@ def _drift(
 def apply_environment(
     project: Project,
     target: Target,
-    store: Store,
-    overrides: Mapping[str, str],
+    sources: Sources,
     python: str,
     only: Sequence[str] = (),
     dry_run: bool = False,
@@ -148,7 +135,7 @@ def apply_environment(
     state = EnvState(environment, target.name)
     # locked from the check to the last write: a second apply waits, then finds this one's result
     with locked_environment(environment, writing=not dry_run) as done:
-        status, notes = _check(project, target, store, overrides, environment, upstreams)
+        status, notes = _check(project, target, sources, environment, upstreams)
         if done.message:  # recovered here, before _check looked
             notes.insert(0, done.message)
         if done.waited:

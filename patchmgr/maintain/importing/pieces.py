@@ -7,7 +7,6 @@ out (``carried_files``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,8 +23,7 @@ from patchmgr.model.lint import IMPORT_STUB
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import GitSource
+from patchmgr.sources.upstream import GitSource, Sources
 
 
 @dataclass
@@ -88,10 +86,9 @@ def render_pieces(
 
 
 def classify_pieces(
-    store: Store,
+    sources: Sources,
     name: str,
     git: str,
-    overrides: Mapping[str, str],
     repo: GitRepo,
     location: str,
     base: str,
@@ -102,7 +99,7 @@ def classify_pieces(
     # the upstream as it will be written, pinned at the base: the pieces are checked at the pin as status will
     # check them at ``--against PIN``
     upstream = Upstream(name, git, (), base, None, None, "", ())
-    return check_at_ref(store, upstream, overrides, GitSource(repo, pin, location), [p for p, _ in pieces])
+    return check_at_ref(sources, upstream, GitSource(repo, pin, location), [p for p, _ in pieces])
 
 
 def pieces_at_pin(

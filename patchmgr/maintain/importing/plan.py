@@ -45,7 +45,7 @@ from patchmgr.model.project import Project
 from patchmgr.model.urls import mask_url, without_credentials
 from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import GitSource
+from patchmgr.sources.upstream import GitSource, Sources
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,6 @@ class ImportOptions:
     git: Mapping[str, str] = field(default_factory=dict)
     pins: Mapping[str, str] = field(default_factory=dict)
     search: Mapping[str, str] = field(default_factory=dict)
-    overrides: Mapping[str, str] = field(default_factory=dict)
     declared: Mapping[str, Declared] = field(default_factory=dict)
 
 
@@ -97,7 +96,7 @@ class ImportOutcome:
         return self.action is not ImportAction.REFUSED and all(u.proven for u in self.upstreams)
 
 
-def plan_import(project: Project, monoliths: list[Monolith], store: Store, options: ImportOptions) -> ImportOutcome:
+def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, options: ImportOptions) -> ImportOutcome:
     _check_names(options, [m.upstream for m in monoliths])
     existing = _existing(project, options.target)
     outcome = ImportOutcome(options.target, [])
@@ -105,7 +104,7 @@ def plan_import(project: Project, monoliths: list[Monolith], store: Store, optio
     unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
     with Scratch() as scratch:
         for monolith in monoliths:
-            result, entry, used = _one(project, monolith, store, options, existing.get(monolith.upstream), scratch)
+            result, entry, used = _one(project, monolith, sources, options, existing.get(monolith.upstream), scratch)
             unused -= used
             outcome.upstreams.append(result)
             entries.append(entry)
@@ -154,7 +153,7 @@ def _existing(project: Project, target: str) -> dict[str, Upstream]:
 def _one(
     project: Project,
     monolith: Monolith,
-    store: Store,
+    sources: Sources,
     options: ImportOptions,
     existing: Upstream | None,
     scratch: Scratch,
@@ -163,7 +162,8 @@ def _one(
     declared = options.declared.get(name, Declared())
     notes: list[str] = []
     git = _git_url(name, options, declared, existing, monolith, notes)
-    urls = (options.overrides[name],) if name in options.overrides else (git,)
+    store = sources.store
+    urls = sources.urls(Upstream(name, git, (), "", None, None, "", ()))  # the upstream before its pin is known
     given = _given(store, name, urls, options, declared, existing, monolith, notes)
     searched: list[str] = []
 
@@ -180,7 +180,7 @@ def _one(
     repo, location = fetched.repo, fetched.url or urls[0]
 
     patch = monolith.patch
-    tags = Tags(store, Upstream(name, git, (), given or "", None, None, "", ()), options.overrides, repo)
+    tags = Tags(sources, Upstream(name, git, (), given or "", None, None, "", ()), repo)
     base = find_base(repo, location, patch, given, search, tags)
     notes += tags.notes
     specs, split_notes, used = plan_pieces(patch, options.mode, options.mapping, monolith.shown)
@@ -197,7 +197,7 @@ def _one(
     paths = patch.touched_paths
     proofs = [prove(scratch, base_reader, base.commit, patch.data, paths, [data for _, data in base_pieces])]
     pin = existing.commit if existing else (given or base.commit)
-    results = classify_pieces(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
+    results = classify_pieces(sources, name, git, repo, location, base.commit, pin, base_pieces)
     blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
     at_given: dict[str, str] = {}
     if blockers and pin != base.commit and not existing:
@@ -213,7 +213,7 @@ def _one(
             + f"; pinned the base {base.commit[:12]} instead"
         )
         pin = base.commit
-        results = classify_pieces(store, name, git, options.overrides, repo, location, base.commit, pin, base_pieces)
+        results = classify_pieces(sources, name, git, repo, location, base.commit, pin, base_pieces)
         blockers = [r for r in results if not r.state.applies and r.state is not State.UPSTREAM]
     if blockers:
         raise UsageError(

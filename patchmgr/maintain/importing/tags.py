@@ -7,7 +7,6 @@ commits the cache already holds (free), or, asked to, fetches the others too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from patchmgr.history.releases import is_release, remote_refs, tag_version
@@ -15,8 +14,7 @@ from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Upstream
 from patchmgr.sources.refs import validate_ref
-from patchmgr.sources.store import Store
-from patchmgr.sources.upstream import urls_for
+from patchmgr.sources.upstream import Sources
 
 
 def newest_first(names: list[str]) -> list[str]:
@@ -31,9 +29,8 @@ def newest_first(names: list[str]) -> list[str]:
 
 @dataclass
 class Tags:
-    store: Store
+    sources: Sources
     upstream: Upstream
-    overrides: Mapping[str, str]
     repo: GitRepo
     _listed: dict[str, str] | None = None
     _fetched: bool = False
@@ -42,7 +39,7 @@ class Tags:
     def _list(self) -> dict[str, str]:
         if self._listed is None:
             try:
-                self._listed = dict(remote_refs(self.store, self.upstream, self.overrides).tags)
+                self._listed = dict(remote_refs(self.sources, self.upstream).tags)
             except PatchmgrError as exc:
                 self.notes.append(f"the tags of {self.upstream.name} could not be listed: {exc}")
                 self._listed = {}
@@ -58,13 +55,12 @@ class Tags:
         tags = self._list()
         if not self._fetched:
             self._fetched = True
-            urls = urls_for(self.upstream, self.overrides)
             for name in newest_first(list(tags)):
                 if self.repo.has_commit(tags[name]):
                     continue
                 try:
                     validate_ref(name)
-                    fetched = self.store.resolve_ref(self.upstream.name, f"refs/tags/{name}", urls)
+                    fetched = self.sources.resolve_ref(self.upstream, f"refs/tags/{name}")
                 except (PatchmgrError, UsageError) as exc:
                     self.notes.append(f"tag {name} left out of the search: {exc}")
                     continue
