@@ -43,6 +43,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 HALF_FIX_DIR = ROOT / "tests" / "halffixes"
 TARGET = "ascend"  # it lists every shipped patch (the cuda target is a subset)

@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PYPI = "https://pypi.org/simple"
 # pip settings that say how to reach an index (certificates, proxy, timeouts), not where
