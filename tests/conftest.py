@@ -10,7 +10,7 @@ import pytest
 from support.gitrepos import BASE_TEXT, Project, UpstreamRepo
 from support.needs import missing_modules, pypi_problem, require
 
-from patchmgr.cli.app import main
+from patchmgr.cli import main
 
 # fixtures that several test modules use, each beside the helpers it is built from
 pytest_plugins = [

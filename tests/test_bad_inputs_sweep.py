@@ -205,7 +205,7 @@ def test_bad_command_line_value(scene, args, code, expected):
 
 
 def test_root_that_is_a_file(scene, capsys):
-    from patchmgr.cli.app import main
+    from patchmgr.cli import main
 
     code = main(["status", "--root", str(scene.outside / "target.txt")])
     err = capsys.readouterr().err

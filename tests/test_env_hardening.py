@@ -345,7 +345,7 @@ def test_smoke_names_what_the_environment_lacks(tiny, cli):
 
 def test_smoke_names_patchmgrs_own_dependencies_a_conftest_needs(tiny, cli):
     """A conftest that imports patchmgr's CLI needs typer, rich, ... in that environment: all named at once."""
-    _smoke_project(tiny, "def test_core():\n    assert True\n", conftest="from patchmgr.cli.app import main\n")
+    _smoke_project(tiny, "def test_core():\n    assert True\n", conftest="from patchmgr.cli.app import app\n")
     site = site_packages(tiny.venv)
     (site / "pytest.py").write_text("")  # found by the check; the run never starts
     result = cli("smoke", *tiny.args("--device", "cpu"))

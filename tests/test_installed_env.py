@@ -22,7 +22,7 @@ import pytest
 from support.reliability import install_wheels, site_packages
 from support.snapshot import snapshot
 
-from patchmgr.cli.app import main
+from patchmgr.cli import main
 
 pytestmark = pytest.mark.slow
 

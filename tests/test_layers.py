@@ -17,3 +17,46 @@ def test_layering_contracts_are_kept():
     done = subprocess.run([_lint_imports(), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "broken" in done.stdout and " 0 broken" in done.stdout
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """Every set of modules that import each other, directly or round a circle (imports inside functions
+    count: a lazy import still ties the two modules together), by Tarjan's strongly connected components."""
+    import grimp
+
+    graph = grimp.build_graph(package)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_no_module_imports_itself_round_a_circle():
+    assert import_cycles("patchmgr") == []

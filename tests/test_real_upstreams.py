@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patchmgr.cli.app import main
+from patchmgr.cli import main
 
 pytestmark = pytest.mark.slow
 

@@ -95,7 +95,7 @@ def test_usage_errors(cli, project, upstream, args, expected):
 
 @pytest.mark.fast
 def test_no_manifests_folder(tmp_path, capsys):
-    from patchmgr.cli.app import main
+    from patchmgr.cli import main
 
     assert main(["status", "--root", str(tmp_path)]) == 2
     assert "has no manifests/ folder" in capsys.readouterr().err

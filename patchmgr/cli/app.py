@@ -22,7 +22,6 @@ from typer.main import get_command_from_info
 from typer.models import CommandInfo
 
 from patchmgr.cli.commands import APP_HELP, COMMANDS, VERSION_HELP
-from patchmgr.cli.entry import main, run  # re-exported: the tests and older scripts import them from here
 from patchmgr.cli.toplevel import version_line
 from patchmgr.model.errors import PatchmgrError
 
@@ -120,4 +119,4 @@ def run_parser(argv: list[str] | None) -> int:
     return result if isinstance(result, int) else 0
 
 
-__all__ = ["app", "main", "run", "run_parser"]
+__all__ = ["app", "run_parser"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from patchmgr.cli.app import main
+from patchmgr.cli import main
 from support.gitrepos import BASE_TEXT, Project, UpstreamRepo
 from support.scenes import lines_with
 from support.snapshot import snapshot

@@ -66,7 +66,7 @@ class Child:
 
 def start(args: list[str], env: dict[str, str] | None = None, fsize: int | None = None) -> Child:
     """``patchmgr ARGS`` in a forked child; ``fsize`` caps the bytes any file it writes may hold."""
-    from patchmgr.cli.app import main
+    from patchmgr.cli import main
 
     sys.stdout.flush()
     sys.stderr.flush()
