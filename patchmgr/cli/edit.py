@@ -78,8 +78,8 @@ def command(
 
 
 def _resume(session: Session, target: Optional[str], upstream: Optional[str], into: Path, action: str) -> int:
-    from patchmgr.maintain.onto_resume import resume_onto
+    from patchmgr.maintain.onto_resume import ResumeAction, resume_onto
     from patchmgr.render.maintain import onto_json, render_onto
 
-    moved = resume_onto(session.project, into, action, target, upstream)
+    moved = resume_onto(session.project, into, ResumeAction(action), target, upstream)
     return session.emit(0 if moved.finished and moved.guards_hold else 1, onto_json, render_onto, moved)

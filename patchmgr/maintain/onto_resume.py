@@ -14,6 +14,7 @@ No work is lost and no patch leaves the series unasked:
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.io.faults import step
@@ -46,8 +47,16 @@ from patchmgr.targets.localwork import SAVED_PREFIX, utc_stamp
 from patchmgr.targets.slot import begin, discard, stage_copy, swap_in
 
 
+class ResumeAction(StrEnum):
+    """How a stopped move goes on: each is the option it is given as (``--continue``, ``--skip``, ``--abort``)."""
+
+    CONTINUE = "continue"
+    SKIP = "skip"
+    ABORT = "abort"
+
+
 def resume_onto(
-    project: Project, into: Path, action: str, target: str | None = None, upstream: str | None = None
+    project: Project, into: Path, action: ResumeAction, target: str | None = None, upstream: str | None = None
 ) -> OntoOutcome:
     """``--continue``, ``--skip`` or ``--abort`` of the move in ``into`` (made for ``target``/``upstream`` when
     given)."""
@@ -79,16 +88,16 @@ def resume_onto(
     return outcome
 
 
-def _resume(project: Project, run: MoveRun, action: str) -> OntoOutcome:
+def _resume(project: Project, run: MoveRun, action: ResumeAction) -> OntoOutcome:
     repo, move = run.repo, run.move
-    if action == "abort":
+    if action is ResumeAction.ABORT:
         return _abort(run)
     _on_the_branch(run, action)
-    outcome = run_outcome(run, MoveAction.CONTINUED if action == "continue" else MoveAction.SKIPPED)
-    if action == "skip" and move.current is None and move.queue and not repo.am_in_progress():
+    outcome = run_outcome(run, MoveAction.CONTINUED if action is ResumeAction.CONTINUE else MoveAction.SKIPPED)
+    if action is ResumeAction.SKIP and move.current is None and move.queue and not repo.am_in_progress():
         move.current, move.before = move.queue[0].id, repo.resolve("HEAD")  # the one git refused (older records)
     if move.current is not None:
-        if action == "continue":
+        if action is ResumeAction.CONTINUE:
             _continue_current(run, move.current)
         else:
             _skip_current(run, move.current, outcome)
@@ -131,7 +140,7 @@ def _continue_current(run: MoveRun, current: str) -> None:
         step()
     made = commits_since(repo, move.before)
     if not made:
-        _refuse_lost_commits(run, "continue")
+        _refuse_lost_commits(run, ResumeAction.CONTINUE)
         raise _no_commit(run)
     if ended_by_hand:
         _refuse_a_commit_not_ams(run, current, made[0])
@@ -163,7 +172,7 @@ def _refuse_a_commit_not_ams(run: MoveRun, current: str, commit: str) -> None:
     )
 
 
-def _on_the_branch(run: MoveRun, action: str) -> None:
+def _on_the_branch(run: MoveRun, action: ResumeAction) -> None:
     """The move goes on only on its branch: HEAD switched elsewhere (git switch, git checkout) is said as that."""
     repo, into = run.repo, run.into
     try:
@@ -181,7 +190,7 @@ def _on_the_branch(run: MoveRun, action: str) -> None:
     )
 
 
-def _refuse_lost_commits(run: MoveRun, action: str) -> None:
+def _refuse_lost_commits(run: MoveRun, action: ResumeAction) -> None:
     """The branch moved back (git reset) past commits made during the move: never taken as a skip or an am ended
     by hand."""
     lost = lost_tips(run.repo, run.record, run.move)
@@ -230,7 +239,7 @@ def _skip_current(run: MoveRun, current: str, outcome: OntoOutcome) -> None:
             f"carry on with: patchmgr edit --continue --into {run.into}",
         )
     else:
-        _refuse_lost_commits(run, "skip")
+        _refuse_lost_commits(run, ResumeAction.SKIP)
     move.skipped.append(current)
     outcome.notes.append(f"skipped {current}: export leaves it out of the series (and removes its file)")
     done_current(run)

@@ -38,7 +38,7 @@ from patchmgr.model.records import text_or_none, typed
 from patchmgr.smoke.envs import Progress, smoke_env
 from patchmgr.smoke.interpreter import interpreter_version, python_need
 from patchmgr.smoke.needs import check_smoke_needs, check_smoke_tests, package_parent, smoke_tests
-from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, Verdict, patch_verdict
+from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, TestOutcome, Verdict, patch_verdict
 from patchmgr.sources.python_probe import cannot_run, interpreter_answer
 from patchmgr.targets.trees import SmokeTree
 
@@ -164,7 +164,7 @@ def _smoke_upstream(
     if tree.patched_root is None:
         return (
             [
-                SmokeResult(p.id, upstream.name, t, "-", "skipped", reason=tree.reason)
+                SmokeResult(p.id, upstream.name, t, "-", TestOutcome.SKIPPED, reason=tree.reason)
                 for p in patches
                 for t in (smoke_tests(p) or ["-"])
             ],
@@ -186,21 +186,21 @@ def _smoke_upstream(
             tests = smoke_tests(patch)
             if not tests:
                 reason = "the patch names no Smoke-Test"
-                results.append(SmokeResult(patch.id, upstream.name, "-", "-", "skipped", reason=reason))
+                results.append(SmokeResult(patch.id, upstream.name, "-", "-", TestOutcome.SKIPPED, reason=reason))
                 verdicts.append(patch_verdict(patch.id, upstream.name, [], unpatched, not_run=reason))
                 continue
             mine: list[SmokeResult] = []
             for dev in devices:
                 if probe.get(dev) is not None and not auto:
                     mine += [
-                        SmokeResult(patch.id, upstream.name, t, dev, "skipped", reason=f"{dev}: {probe[dev]}")
+                        SmokeResult(patch.id, upstream.name, t, dev, TestOutcome.SKIPPED, reason=f"{dev}: {probe[dev]}")
                         for t in tests
                     ]
                     continue
                 mine += _run_pytest(project, patch, upstream.name, tests, root, dev, python)
             if auto:
                 mine += [
-                    SmokeResult(patch.id, upstream.name, "-", d, "skipped", reason=f"{d}: {probe[d]}")
+                    SmokeResult(patch.id, upstream.name, "-", d, TestOutcome.SKIPPED, reason=f"{d}: {probe[d]}")
                     for d in DEVICES
                     if probe[d] is not None
                 ]
@@ -250,15 +250,15 @@ def _run_pytest(
         code = done.returncode
         # pytest's exit status must agree with what the report says: anything but 0 (all passed) or 1
         # (tests failed) without a reported error, or 1 with nothing failing, is an error of its own
-        failing = any(r.result in ("failed", "error") for r in results)
-        erring = any(r.result == "error" for r in results)
+        failing = any(r.result in (TestOutcome.FAILED, TestOutcome.ERROR) for r in results)
+        erring = any(r.result is TestOutcome.ERROR for r in results)
         if (code not in (0, 1) and not erring) or not results or (code == 1 and not failing):
             meaning = _PYTEST_EXITS.get(code, "tests failed" if code == 1 else "")
             what = "pytest did not run" if not junit.is_file() else "pytest"
             reason = f"{what} (exit {code}{': ' + meaning if meaning else ''}): {_tail(done.stdout + done.stderr)}"
             if not results and code in (0, 1):
                 reason = f"no test was collected: {_tail(done.stdout + done.stderr)}"
-            results.append(SmokeResult(patch.id, upstream, " ".join(tests), device, "error", elapsed, reason))
+            results.append(SmokeResult(patch.id, upstream, " ".join(tests), device, TestOutcome.ERROR, elapsed, reason))
         return results
 
 
@@ -280,16 +280,16 @@ def _parse_junit(junit: Path, patch_id: str, upstream: str, device: str) -> list
     for case in cases:
         name = f"{case.get('classname', '')}::{case.get('name')}"
         seconds = float(case.get("time") or 0)
-        outcome, reason = "passed", ""
+        outcome, reason = TestOutcome.PASSED, ""
         for child in case:
             if child.tag == "failure":
-                outcome, reason = "failed", _message(child)
+                outcome, reason = TestOutcome.FAILED, _message(child)
                 if _IMPORT_FAILURE.match(reason):  # an import failing is not the bug's own reason
-                    outcome = "error"
+                    outcome = TestOutcome.ERROR
             elif child.tag == "error":
-                outcome, reason = "error", _message(child)
-            elif child.tag == "skipped" and outcome == "passed":
-                outcome, reason = "skipped", (child.get("message") or "").strip()
+                outcome, reason = TestOutcome.ERROR, _message(child)
+            elif child.tag == "skipped" and outcome is TestOutcome.PASSED:
+                outcome, reason = TestOutcome.SKIPPED, (child.get("message") or "").strip()
         results.append(SmokeResult(patch_id, upstream, name, device, outcome, round(seconds, 2), reason))
     return results
 

@@ -11,15 +11,24 @@ if TYPE_CHECKING:
     from patchmgr.smoke.interpreter import PythonNeed
 
 
+class TestOutcome(StrEnum):
+    """What became of one smoke test."""
+
+    __test__ = False  # a value, not a test class (pytest collects names that start with Test)
+
+    PASSED = "passed"
+    FAILED = "failed"  # an assertion failure: a junit <failure>
+    ERROR = "error"  # a collection, fixture or import error, or pytest not running: it proves nothing either way
+    SKIPPED = "skipped"
+
+
 @dataclass(frozen=True)
 class SmokeResult:
     patch: str
     upstream: str
     test: str
     device: str
-    # "passed" | "failed" (an assertion failure: a junit <failure>) | "error" (a collection, fixture or
-    # import error, or pytest not running: it proves nothing either way) | "skipped"
-    result: str
+    result: TestOutcome
     seconds: float = 0.0
     reason: str = ""
 
@@ -74,9 +83,9 @@ def patch_verdict(
 
     if not_run:
         return judged(Verdict.NOT_PROVEN, not_run)
-    passed = [r for r in results if r.result == "passed"]
-    failed = [r for r in results if r.result == "failed"]
-    errors = [r for r in results if r.result == "error"]
+    passed = [r for r in results if r.result is TestOutcome.PASSED]
+    failed = [r for r in results if r.result is TestOutcome.FAILED]
+    errors = [r for r in results if r.result is TestOutcome.ERROR]
     if unpatched and passed:
         more = f" ({len(passed)} tests pass)" if len(passed) > 1 else ""
         return judged(Verdict.FAILED, f"{where(passed[0])} passes without the patch: it does not detect the bug{more}")
@@ -87,7 +96,7 @@ def patch_verdict(
         return judged(Verdict.NOT_PROVEN, f"{where(errors[0])} did not run to an outcome: {errors[0].reason}{more}")
     proof = failed if unpatched else passed
     if not proof:
-        skips = list(dict.fromkeys(r.reason or "skipped" for r in results if r.result == "skipped"))
+        skips = list(dict.fromkeys(r.reason or "skipped" for r in results if r.result is TestOutcome.SKIPPED))
         return judged(Verdict.NOT_PROVEN, "no test ran" + (f": {'; '.join(skips)}" if skips else ""))
     devices = ", ".join(sorted({r.device for r in proof}))
     if unpatched:
