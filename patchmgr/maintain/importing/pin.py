@@ -26,6 +26,7 @@ from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import State
 from patchmgr.history.walk import Walk
 from patchmgr.io.git import GitRepo
+from patchmgr.maintain.importing.repeated import first_preimages
 from patchmgr.model.errors import UsageError
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource
@@ -127,11 +128,7 @@ def _by_blobs(
     notes: list[str],
     tags: TagList | None,
 ) -> Base | None:
-    wanted = [
-        (d.old_path, d.old_blob)
-        for d in patch.files
-        if d.kind != "add" and d.old_path and d.old_blob and set(d.old_blob) != {"0"}
-    ]
+    wanted = first_preimages(patch)  # one per file: a later diff of a file starts from the patch's own result
     if not wanted:
         return None
     paths = [path for path, _ in wanted]
