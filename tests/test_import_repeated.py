@@ -5,6 +5,7 @@ file counts, `imported: false` on refusal, origins relative to the image reposit
 from __future__ import annotations
 
 import re
+import subprocess
 
 from support.gitrepos import UpstreamRepo, git
 from support.monolith import (
@@ -183,3 +184,22 @@ def test_origins_are_relative_to_the_image_repository(tmp_path, cli, project):
         assert f"Origin: vendor, imported from docker/lib.patch at commit {commit} (sha256 " in piece.read_text()
     written = [manifest, *(p.read_text() for p in (project.root / "patches/lib").iterdir())]
     assert not any(str(tmp_path) in text for text in written)
+
+
+def test_a_second_diff_git_apply_refuses_is_refused_with_the_reason(tmp_path, cli, project):
+    """Two diffs of src/a.py from one preimage whose hunks overlap: git apply refuses the second on the first
+    one's result, and import says which diff, instead of splitting what git cannot apply."""
+    lib = three_file_upstream(tmp_path)
+    base = lib.head()
+    mono = dirty_diff(lib, base, FIRST) + dirty_diff(lib, base, {"src/a.py": text_with({7: "a seven"})})
+    checkout = tmp_path / "check"
+    git(tmp_path, "clone", "-q", str(lib.path), checkout.name)
+    assert subprocess.run(["git", "apply", "--check", "-"], cwd=checkout, input=mono, capture_output=True).returncode
+    (tmp_path / "lib.patch").write_bytes(mono)
+    for pin in ([], ["--pin", f"lib={base}"]):
+        result = cli(*import_args(lib, tmp_path / "lib.patch"), *pin)
+        assert result.code == 2 and not (project.root / "manifests/t.toml").exists()
+        assert "src/a.py: its diff 2 of 2 does not apply to the result of the one before it (hunk #2: " in result.err, (
+            result.err
+        )
+        assert "git apply refuses it too: make it against that result, or merge the diffs" in result.err

@@ -231,6 +231,28 @@ def file_notes(patch: PatchFile, reader: TreeReader) -> list[str]:
     return notes
 
 
+def repeated_conflict(patch: PatchFile, reader: TreeReader) -> str:
+    """Why the patch does not apply at ``reader`` when a later diff of a repeated file is what fails there
+    (it does not apply to the result of the diffs before it: ``git apply`` refuses it too), else ""."""
+    staged: dict[str, bytes | None] = {}
+    for index, diff in enumerate(patch.files):
+        try:
+            apply_file(diff, reader, staged)
+        except PlacementFailure as failure:
+            own = sections_of(patch, diff.path)
+            if own.index(index) == 0:
+                return ""
+            conflict = failure.conflict
+            hunk = f" (hunk #{running(patch, index, conflict.hunk - 1)}: {conflict.reason})" if conflict.hunk else ""
+            which = own.index(index) + 1
+            return (
+                f"; {diff.path}: its diff {which} of {len(own)} does not apply to the result of the "
+                f"one{'s' if which > 2 else ''} before it{hunk}, and git apply refuses it too: make it against "
+                "that result, or merge the diffs"
+            )
+    return ""
+
+
 def _same_id(left: str | None, right: str | None) -> bool:
     """Two (abbreviated) blob ids naming the same blob: one a prefix of the other."""
     if not left or not right or set(left) == {"0"}:
