@@ -218,7 +218,9 @@ def test_per_version_folder_pins_the_version_tag(tmp_path, cli, project):
     (up,) = result.json["upstreams"]
     assert up["pin"] == old and up["base"]["how"] == "given" and len(up["pieces"]) == 3
     assert any("tag v1.0.0" in note for note in up["notes"])
-    assert 'version = "1.0.0"' in (project.root / "manifests/t.toml").read_text()
+    manifest = (project.root / "manifests/t.toml").read_text()
+    assert 'version = "1.0.0"' in manifest and "# imported from 1.0.0/lib.patch, " in manifest  # outside git
+    assert str(tmp_path) not in manifest + (project.root / "patches/lib/a.patch").read_text()
     fill_stubs(project.root)
     assert cli("lint").code == 0 and cli("status", "--target", "t", "--source", f"lib={lib.path}").code == 0
 
