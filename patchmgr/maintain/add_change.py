@@ -16,6 +16,7 @@ from pathlib import Path
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain.edit_record import EditRecord, read_record
 from patchmgr.model.errors import PatchmgrError, StateError, UsageError
+from patchmgr.model.mail import message_part
 from patchmgr.model.manifest import Target
 from patchmgr.model.patchfile import DEP3_KEYS, diff_line_index, parse_patch
 from patchmgr.model.text import bare_lines, split_lines
@@ -107,10 +108,7 @@ def from_diff(path: Path) -> Change:
     patch = parse_patch(data, path)  # refuses what git would refuse, naming the line
     lines = split_lines(patch.data.decode("utf-8").removeprefix("\ufeff"))
     at = diff_line_index(lines) or 0
-    head = lines[:at]
-    end = next((i for i, line in enumerate(head) if re.match(r"---\s*$", line)), len(head))
-    head = [line for line in head[:end] if not line.startswith(("diff ", "Index: ", "=" * 10))]
-    message = "".join(head).strip("\n")
+    message = "".join(message_part(lines)[0]).strip("\n")
     return Change(ChangeKind.DIFF, message + "\n" if message else "", "".join(lines[at:]), None)
 
 

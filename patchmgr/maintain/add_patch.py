@@ -26,7 +26,7 @@ from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.start_files import smoke_stub_text
 from patchmgr.model.dep3_edit import set_last_update
 from patchmgr.model.errors import StateError, UsageError
-from patchmgr.model.lint import SMOKE_DIR, smoke_test_problem
+from patchmgr.model.lint import SMOKE_DIR, lacks_full_index, smoke_test_problem
 from patchmgr.model.manifest import PATCH_ID, Target
 from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
@@ -34,8 +34,6 @@ from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.upstream import GitSource, Sources
 from patchmgr.targets.project_files import write_files
 
-_FULL_INDEX = re.compile(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}", re.M)
-_ANY_INDEX = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+", re.M)
 DESCRIBE_STUB = "Description: TODO: describe what this fixes and why\n"
 
 
@@ -102,9 +100,7 @@ def plan_add(project: Project, request: AddRequest, change: Change, sources: Sou
     series = project.patches(upstream)
     patch = _checked(parse_patch((message + "---\n" + change.diff).encode("utf-8"), path, upstream.name))
     results = check_at_ref(sources, upstream, source, [*series, patch])
-    if len(_FULL_INDEX.findall(change.diff)) != len(_ANY_INDEX.findall(change.diff)) or not _ANY_INDEX.search(
-        change.diff
-    ):
+    if lacks_full_index(change.diff):
         # a diff without git's full blob ids (diff -u, an abbreviated git diff): made again by git, as lint asks
         patch = _checked(_with_git_diff(patch, message, results, source))
         results = check_at_ref(sources, upstream, source, [*series, patch])

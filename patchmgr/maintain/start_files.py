@@ -79,9 +79,10 @@ def load_upstream(upstream_root):
 _STUB = '''\
 """Smoke test for patches/{upstream}/{patch_id}.patch: {subject}
 
-{marker}: replace it with a test that fails on the pinned upstream without the patch and passes with it
-(`patchmgr smoke --target {target} --into DIR`, and `--unpatched` to see it fail); tests/smoke/{upstream}/conftest.py
-says how a test reaches the upstream's code (`load_upstream`).
+{marker}: replace it with a test that fails on the pinned upstream without the
+patch and passes with it: `patchmgr smoke --target {target} --into DIR` runs it patched,
+`--unpatched` without the patch. tests/smoke/{upstream}/conftest.py says how a test
+reaches the upstream's code (`load_upstream`).
 """
 
 import pytest

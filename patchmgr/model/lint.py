@@ -79,14 +79,20 @@ def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
         messages.append(f"Upstream-Status {status} needs the URL or ref it refers to")
     if not patch.field("Origin"):
         messages.append("no Origin field (vendor, upstream or backport, and where from)")
-    indexes = _ANY_INDEX.findall(text)
-    if len(_FULL_INDEX.findall(text)) != len(indexes) or not indexes:
+    if lacks_full_index(text):
         messages.append("index lines lack full 40-hex blob ids: regenerate with git format-patch --full-index")
     for smoke in patch.field_values("Smoke-Test"):
         problem = smoke_test_problem(project, patch.upstream, smoke.strip())
         if problem:
             messages.append(f"Smoke-Test {smoke.strip()!r} {problem}")
     return messages
+
+
+def lacks_full_index(text: str) -> bool:
+    """Whether a patch's diff lacks git's full blob ids on an ``index`` line (or has none): what
+    ``git format-patch --full-index`` writes, and what lets ``git am -3`` merge."""
+    indexes = _ANY_INDEX.findall(text)
+    return len(_FULL_INDEX.findall(text)) != len(indexes) or not indexes
 
 
 SMOKE_DIR = ("tests", "smoke")
