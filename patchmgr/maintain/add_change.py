@@ -132,20 +132,7 @@ def _change(repo: GitRepo, folder: Path, base: str, tip: str, kind: ChangeKind) 
         raise UsageError(f"{folder}: no commit in {base[:12]}..{tip[:12]}", "commit the change, then add it")
     if repo.run("rev-list", "--min-parents=2", f"{base}..{tip}"):
         raise UsageError(f"{folder}: {base[:12]}..{tip[:12]} holds a merge", "give a straight line of commits")
-    diff = repo.run(
-        "diff",
-        "--full-index",
-        "--no-renames",
-        "-U3",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--src-prefix=a/",
-        "--dst-prefix=b/",
-        base,
-        tip,
-        strip=False,
-    )
+    diff = repo.full_diff(base, tip)
     if not diff.strip():
         raise UsageError(f"{folder}: {base[:12]}..{tip[:12]} changes nothing", "give the commits of the change")
     origin = f"commit {tip}" if len(commits) == 1 else f"commits {base}..{tip}"
