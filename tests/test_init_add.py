@@ -18,6 +18,7 @@ from patchmgr.model.dep3_edit import today
 from patchmgr.model.patchfile import read_patch
 
 URL = "https://example.com/org/My-Lib.git"
+ADD = ("add", "--target", "main", "--upstream", "my-lib")
 FIXED = BASE_TEXT.replace("line 10\n", "line 10 fixed\n")
 WHY = "line 10 came out wrong, so every run that read it failed with a bad value at the end."
 
@@ -109,6 +110,16 @@ def test_init_names_the_upstream_and_leaves_version_out_at_a_branch(tmp_path, ca
     assert "version" not in manifest and "[upstreams.core]" in manifest and "# main" in manifest
 
 
+def test_a_second_target_keeps_the_files_the_first_wrote(started, lib):
+    root, pm = started
+    before = snapshot(root / "tests", root / ".pre-commit-config.yaml", root / ".gitignore", root / "patches")
+    code, out, err = pm("init", "--target", "other", "--git", URL, "--pin", "main")
+    assert code == 0, out + err
+    assert "kept      .pre-commit-config.yaml" in out and "wrote     manifests/other.toml" in out
+    assert snapshot(root / "tests", root / ".pre-commit-config.yaml", root / ".gitignore", root / "patches") == before
+    assert pm("lint", source=False)[0] == 0
+
+
 def test_init_refuses_an_existing_file_and_writes_nothing(tmp_path, capsys, lib):
     root = tmp_path / "proj"
     (root / "tests/smoke/my-lib").mkdir(parents=True)
@@ -136,9 +147,7 @@ def test_init_refuses_a_local_path_as_the_manifests_url(tmp_path, capsys, lib):
 def test_add_from_a_commit_of_a_clone_documents_lists_and_stubs_it(tmp_path, started, lib):
     root, pm = started
     clone, (commit,) = clone_with(tmp_path, lib, (FIXED, "Fix line 10", WHY))
-    code, out, err = pm(
-        "add", "fix-line-10", "--target", "main", "--upstream", "my-lib", "--commit", "HEAD", "--repo", str(clone)
-    )
+    code, out, err = pm(*ADD, "fix-line-10", "--commit", "HEAD", "--repo", str(clone))
     assert code == 0, out + err
     path = root / "patches/my-lib/fix-line-10.patch"
     patch = read_patch(path, "my-lib", "fix-line-10")
@@ -167,12 +176,7 @@ def test_add_from_a_commit_of_a_clone_documents_lists_and_stubs_it(tmp_path, sta
 def test_the_stub_fails_until_it_is_written(tmp_path, started, lib):
     root, pm = started
     clone, _ = clone_with(tmp_path, lib, (FIXED, "Fix line 10", WHY))
-    assert (
-        pm("add", "fix-line-10", "--target", "main", "--upstream", "my-lib", "--commit", "HEAD", "--repo", str(clone))[
-            0
-        ]
-        == 0
-    )
+    assert pm(*ADD, "fix-line-10", "--commit", "HEAD", "--repo", str(clone))[0] == 0
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/smoke/my-lib/test_fix_line_10.py"],
         cwd=root,
@@ -190,18 +194,7 @@ def test_add_from_a_range_makes_one_patch_of_its_commits(tmp_path, started, lib)
         tmp_path, lib, (FIXED, "Fix line 10", WHY), (twice, "Fix line 20 too", "The same bug, twenty lines on.")
     )
     base = git(clone, "rev-parse", "v1.2.0^{commit}")
-    code, out, err = pm(
-        "add",
-        "fix-lines",
-        "--target",
-        "main",
-        "--upstream",
-        "my-lib",
-        "--commit",
-        f"{base}..{second}",
-        "--repo",
-        str(clone),
-    )
+    code, out, err = pm(*ADD, "fix-lines", "--commit", f"{base}..{second}", "--repo", str(clone))
     assert code == 0, out + err
     patch = read_patch(root / "patches/my-lib/fix-lines.patch", "my-lib", "fix-lines")
     assert patch.subject == "Fix line 10"
@@ -223,7 +216,7 @@ def test_add_from_a_diff_file_needs_its_origin_and_gets_git_full_index_lines(tmp
     done = subprocess.run(["diff", "-u", "a/src/mod.py", "b/src/mod.py"], cwd=tmp_path, capture_output=True, text=True)
     diff = tmp_path / "fix.diff"
     diff.write_text(f"Description: Fix line 10\n {WHY}\n---\n" + done.stdout)
-    args = ("add", "fix-line-10", "--target", "main", "--upstream", "my-lib", "--diff", str(diff))
+    args = (*ADD, "fix-line-10", "--diff", str(diff))
     before = snapshot(root)
     code, out, err = pm(*args)
     assert code == 2 and "--origin" in err and snapshot(root) == before
@@ -241,12 +234,7 @@ def test_add_from_a_diff_file_needs_its_origin_and_gets_git_full_index_lines(tmp
 def test_add_from_an_edit_checkout_takes_its_new_commit_and_export_keeps_the_file(tmp_path, started, lib):
     root, pm = started
     clone, _ = clone_with(tmp_path, lib, (FIXED, "Fix line 10", WHY))
-    assert (
-        pm("add", "fix-line-10", "--target", "main", "--upstream", "my-lib", "--commit", "HEAD", "--repo", str(clone))[
-            0
-        ]
-        == 0
-    )
+    assert pm(*ADD, "fix-line-10", "--commit", "HEAD", "--repo", str(clone))[0] == 0
     into = tmp_path / "work"
     code, out, err = pm("edit", "--target", "main", "--upstream", "my-lib", "--into", str(into))
     assert code == 0, out + err
@@ -254,7 +242,7 @@ def test_add_from_an_edit_checkout_takes_its_new_commit_and_export_keeps_the_fil
     git(
         into, "commit", "-q", "-a", "-m", "Fix line 30\n\nLine 30 has the same bug, and the runs that read it fail too."
     )
-    code, out, err = pm("add", "fix-line-30", "--target", "main", "--upstream", "my-lib", "--from-edit", str(into))
+    code, out, err = pm(*ADD, "fix-line-30", "--from-edit", str(into))
     assert code == 0, out + err
     assert 'patches = ["fix-line-10", "fix-line-30"]' in (root / "manifests/main.toml").read_text()
     patch = read_patch(root / "patches/my-lib/fix-line-30.patch", "my-lib", "fix-line-30")
@@ -271,21 +259,14 @@ def test_add_from_an_edit_checkout_takes_its_new_commit_and_export_keeps_the_fil
 def test_add_refuses_a_patch_that_does_not_apply_and_writes_nothing(tmp_path, started, lib):
     root, pm = started
     clone, _ = clone_with(tmp_path, lib, (FIXED, "Fix line 10", WHY))
-    assert (
-        pm("add", "fix-line-10", "--target", "main", "--upstream", "my-lib", "--commit", "HEAD", "--repo", str(clone))[
-            0
-        ]
-        == 0
-    )
+    assert pm(*ADD, "fix-line-10", "--commit", "HEAD", "--repo", str(clone))[0] == 0
     # a change made on the pin without the series: it rewrites the line the series already changed
     other = FIXED.replace("line 10 fixed\n", "line 10 other\n").replace("line 10\n", "line 10 other\n")
     git(clone, "checkout", "-q", "-b", "other", "v1.2.0")
     (clone / "src/mod.py").write_text(other)
     git(clone, "commit", "-q", "-a", "-m", "Rewrite line 10\n\nAnother take on line 10.")
     before = snapshot(root, exact=True)
-    code, out, err = pm(
-        "add", "other", "--target", "main", "--upstream", "my-lib", "--commit", "HEAD", "--repo", str(clone)
-    )
+    code, out, err = pm(*ADD, "other", "--commit", "HEAD", "--repo", str(clone))
     assert code == 2
     assert "does not apply exactly" in err and "conflict" in err and "nothing was written" in err
     assert snapshot(root, exact=True) == before
@@ -294,7 +275,7 @@ def test_add_refuses_a_patch_that_does_not_apply_and_writes_nothing(tmp_path, st
 def test_add_refuses_an_id_the_series_has(tmp_path, started, lib):
     root, pm = started
     clone, _ = clone_with(tmp_path, lib, (FIXED, "Fix line 10", WHY))
-    args = ("add", "fix-line-10", "--target", "main", "--upstream", "my-lib", "--commit", "HEAD", "--repo", str(clone))
+    args = (*ADD, "fix-line-10", "--commit", "HEAD", "--repo", str(clone))
     assert pm(*args)[0] == 0
     code, out, err = pm(*args)
     assert code == 2 and "fix-line-10" in err
