@@ -128,7 +128,10 @@ def plan_add(project: Project, request: AddRequest, change: Change, sources: Sou
     if broken:
         outcome.notes.append(f"checked on top of the series as it applies: {', '.join(broken)} do not apply exactly")
     writes: dict[Path, tuple[bytes, bytes | None]] = {path: (patch.data, None)}
-    text = target.path.read_text(encoding="utf-8")
+    try:
+        text = target.path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StateError(f"cannot read {target.path}: {exc}", "fix the file, then run again") from None
     new_text = manifest_edit.series_text(text, target.path, upstream.name, outcome.series)
     manifest_edit.check_manifest(target.path, new_text, project.patches_dir, {path})
     writes[target.path] = (new_text.encode("utf-8"), text.encode("utf-8"))
