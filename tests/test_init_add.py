@@ -106,6 +106,7 @@ def test_init_names_the_upstream_and_leaves_version_out_at_a_branch(tmp_path, ca
     assert code == 0, out + err
     doc = json.loads(out)
     assert doc["commit"] == lib.head() and doc["version"] is None and doc["upstream"] == "core"
+    assert doc["source"] == f"git {lib.path}"
     manifest = (root / "manifests/dev.toml").read_text()
     assert "version" not in manifest and "[upstreams.core]" in manifest and "# main" in manifest
 

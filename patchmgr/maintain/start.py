@@ -53,6 +53,7 @@ class StartOutcome:
     version: str | None
     written: list[Path] = field(default_factory=list)
     kept: list[Path] = field(default_factory=list)  # already there with exactly these bytes
+    source: str = ""  # where the pin was resolved: git URL_OR_PATH, or the cache
     notes: list[str] = field(default_factory=list)
 
 
@@ -111,9 +112,11 @@ def plan_start(root: Path, request: StartRequest, name: str, sources: Sources) -
         files[gitignore] = f"{STATE}/\n".encode()
     _new_files({manifest: None, **files})
     provisional = Upstream(name, git, (), "0" * 40, None, request.pypi, request.package_root or "", ())
-    commit = sources.resolve_ref(provisional, request.pin).commit
+    fetched = sources.resolve_ref(provisional, request.pin)
+    commit = fetched.commit
     version = request.version or release_version(provisional, request.pin)
     outcome = StartOutcome(root, request.target, name, git, commit, request.pin, version)
+    outcome.source = f"git {mask_url(fetched.url)}" if fetched.url else "the cache"
     if git != request.git:
         outcome.notes.append("the URL's credentials are left out of the manifest")
     if gitignore not in files and f"{STATE}/" not in _read(gitignore).decode("utf-8", "replace"):

@@ -20,7 +20,11 @@ def render_start(console: Console, outcome: StartOutcome) -> None:
     for path in outcome.kept:
         say(console, f"kept      {path.relative_to(outcome.root)} (already so)", "dim")
     version = f", version {outcome.version}" if outcome.version else ""
-    say(console, f"target {outcome.target}: {outcome.upstream} pinned at {outcome.commit} ({outcome.ref}{version})")
+    say(
+        console,
+        f"target {outcome.target}: {outcome.upstream} pinned at {outcome.commit} ({outcome.ref}{version}), "
+        f"from {outcome.source}",
+    )
     say(
         console,
         f"next: make a change on the pin (patchmgr edit --target {outcome.target} --upstream {outcome.upstream} "
@@ -37,6 +41,7 @@ def start_json(outcome: StartOutcome) -> dict:
         "commit": outcome.commit,
         "ref": outcome.ref,
         "version": outcome.version,
+        "source": outcome.source,
         "written": [str(p) for p in outcome.written],
         "kept": [str(p) for p in outcome.kept],
         "notes": outcome.notes,
