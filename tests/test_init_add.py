@@ -280,3 +280,18 @@ def test_add_refuses_an_id_the_series_has(tmp_path, started, lib):
     assert pm(*args)[0] == 0
     code, out, err = pm(*args)
     assert code == 2 and "fix-line-10" in err
+
+
+def test_add_from_a_patch_mail_keeps_its_headers_and_sets_the_fields_apart(tmp_path, started, lib):
+    root, pm = started
+    clone, _ = clone_with(tmp_path, lib, (FIXED, "Fix line 10", WHY))
+    mail = tmp_path / "fix.patch"
+    mail.write_text(git(clone, "format-patch", "-1", "--stdout", "--full-index", "HEAD") + "\n")
+    code, out, err = pm(*ADD, "fix-line-10", "--diff", str(mail), "--origin", "https://example.com/org/My-Lib/pull/7")
+    assert code == 0, out + err
+    patch = read_patch(root / "patches/my-lib/fix-line-10.patch", "my-lib", "fix-line-10")
+    assert patch.subject == "Fix line 10" and patch.author == "Upstream Dev <dev@upstream.example>"
+    assert f"{WHY}\n\nOrigin: https://example.com/org/My-Lib/pull/7\nUpstream-Status: Pending\n" in patch.data.decode()
+    write_real_test(root)
+    assert pm("lint", source=False)[0] == 0
+    assert pm("status", "--target", "main")[0] == 0

@@ -28,7 +28,7 @@ from patchmgr.model.dep3_edit import set_last_update
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.lint import SMOKE_DIR, lacks_full_index, smoke_test_problem
 from patchmgr.model.manifest import PATCH_ID, Target
-from patchmgr.model.patchfile import PatchFile, parse_patch
+from patchmgr.model.patchfile import PatchFile, is_mail, parse_patch
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.upstream import GitSource, Sources
@@ -182,6 +182,9 @@ def _fields(message: str, request: AddRequest, origin: str | None, smoke: str) -
         added.append(f"Smoke-Test: {smoke}\n")
     text = "".join(lines)
     text = text if text.endswith("\n") else text + "\n"
+    last = text.rstrip("\n").rpartition("\n")[2]
+    if added and is_mail(text) and not re.match(r"[A-Za-z-]+:", last):
+        text += "\n"  # a mail's fields stand apart from its body, as git trailers do
     return set_last_update((text + "".join(added)).encode("utf-8")).decode("utf-8")
 
 
