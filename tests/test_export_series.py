@@ -1,0 +1,211 @@
+"""patchmgr export --format series: a target as the old image-repository layout, and back with import."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+
+from support.gitrepos import Project, UpstreamRepo, detached_at, format_patch_of_head, git, write_files
+from support.monolith import MONOLITH, URL, dirty_diff, fill_stubs, text_with, three_file_upstream
+
+from patchmgr.cli import main
+
+SCRIPT = "#!/bin/sh\necho run\n"
+
+
+def two_upstreams(tmp_path: Path, project: Project) -> tuple[UpstreamRepo, UpstreamRepo]:
+    """Target t: lib with three patches (a file changed twice, a file deleted, a new file) and
+    other with one, each pinned at the commit its series was made on."""
+    lib = three_file_upstream(tmp_path, "lib")
+    other = three_file_upstream(tmp_path, "other")
+    steps = [
+        ({"src/a.py": text_with({5: "a fix"}), "src/c.py": None}, "Fix a, drop c"),
+        ({"src/a.py": text_with({5: "a fix", 30: "a second fix"}), "bin/run.sh": SCRIPT}, "Fix a again"),
+        ({"src/b.py": text_with({12: "b fix"})}, "Fix b"),
+    ]
+    upstreams = {}
+    for repo, series, ids in ((lib, steps, ["drop-c", "fix-a-again", "fix-b"]), (other, steps[2:], ["fix-b"])):
+        pin = repo.head()
+        for patch_id, mail in zip(ids, series_mails(repo, pin, series), strict=True):
+            project.add_patch(repo.path.name, patch_id, mail)
+        upstreams[repo.path.name] = {"git": URL.format(repo.path.name), "commit": pin, "patches": ids}
+    project.manifest("t", upstreams)
+    return lib, other
+
+
+def series_mails(repo: UpstreamRepo, base: str, steps) -> list[bytes]:
+    """format-patch mails of ``steps`` committed one on another from ``base``; as a real series."""
+    mails = []
+    with detached_at(repo.path, base):
+        for files, subject in steps:
+            write_files(repo.path, files)
+            git(repo.path, "add", "-A")
+            git(repo.path, "commit", "-q", "-m", f"{subject}\n\nWhy: it keeps our runs correct.\n\nOrigin: vendor")
+            mails.append(format_patch_of_head(repo.path))
+    return mails
+
+
+def sources(*repos: UpstreamRepo) -> list[str]:
+    return [w for repo in repos for w in ("--source", f"{repo.path.name}={repo.path}")]
+
+
+def tree(folder: Path) -> dict[str, tuple[bytes, bool]]:
+    """Every file below ``folder`` but git's own: its bytes and whether it is executable."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if relative.parts[0] in (".git", ".patchmgr-state") or not path.is_file():
+            continue
+        out[relative.as_posix()] = (path.read_bytes(), os.access(path, os.X_OK))
+    return out
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_each_monolith_applied_by_git_at_its_pin_gives_the_files_apply_writes(tmp_path, cli, project):
+    lib, other = two_upstreams(tmp_path, project)
+    into = tmp_path / "image" / "npu_patch"
+    result = cli("export", "--target", "t", "--format", "series", "--into", str(into), *sources(lib, other), "--json")
+    assert result.code == 0, result.out + result.err
+    doc = result.json
+    assert doc["command"] == "export" and [u["name"] for u in doc["upstreams"]] == ["lib", "other"]
+    assert sorted(p.name for p in into.iterdir()) == [
+        "lib.patch",
+        "other.patch",
+        "patchmgr-series",
+        "pins.dockerfile",
+        "series.conf",
+    ]
+
+    applied = tmp_path / "build"
+    assert cli("apply", "--target", "t", "--into", str(applied), *sources(lib, other)).code == 0
+    manifest = tomllib.loads((project.root / "manifests/t.toml").read_text())["upstreams"]
+    for repo in (lib, other):
+        name = repo.path.name
+        monolith = (into / f"{name}.patch").read_bytes()
+        assert monolith.startswith(b"diff --git ") and b"\nindex " in monolith  # git diff, nothing before it
+        clone = tmp_path / "by-git" / name
+        git(clone.parent if clone.parent.exists() else _mkdir(clone.parent), "clone", "-q", str(repo.path), name)
+        git(clone, "checkout", "-q", "--detach", manifest[name]["commit"])
+        git(clone, "apply", "-", input=monolith)
+        assert tree(clone) == tree(applied / name), name  # bytes and the executable bit, file for file
+    assert b"new file mode 100644" in (into / "lib.patch").read_bytes()
+    assert not (applied / "lib/src/c.py").exists()
+
+    pins = (into / "pins.dockerfile").read_text()
+    for repo in (lib, other):
+        name, stem = repo.path.name, repo.path.name.upper()
+        assert f"ARG {stem}_COMMIT={manifest[name]['commit']}\n" in pins
+        assert f"ARG {stem}_REPO={URL.format(name)}\n" in pins
+    assert pins.startswith("# Pins of target t") and "patchmgr import" in pins
+    conf = [line for line in (into / "series.conf").read_text().splitlines() if not line.startswith("#")]
+    assert conf == ["<workspace>/lib|lib.patch|lib.patch", "<workspace>/other|other.patch|other.patch"]
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True)
+    return path
+
+
+def test_a_folder_that_is_not_empty_is_refused_and_nothing_changes(tmp_path, cli, project):
+    lib, other = two_upstreams(tmp_path, project)
+    into = tmp_path / "image"
+    (into / "docker").mkdir(parents=True)
+    (into / "docker" / "Dockerfile").write_text("FROM base\n")
+    (into / "lib.patch").write_text("the team's own patch\n")
+    before = snapshot(into)
+    result = cli("export", "--target", "t", "--format", "series", "--into", str(into), *sources(lib, other))
+    assert result.code == 1 and "error:" in result.err and "is not empty" in result.err, result.out + result.err
+    assert "hint:" in result.err and "--force" in result.err and "Traceback" not in result.err
+    assert snapshot(into) == before and sorted(p.name for p in into.iterdir()) == ["docker", "lib.patch"]
+
+    forced = cli("export", "--target", "t", "--format", "series", "--into", str(into), "--force", *sources(lib, other))
+    assert forced.code == 0, forced.out + forced.err
+    assert (into / "docker" / "Dockerfile").read_text() == "FROM base\n"  # not export's: left alone
+    assert (into / "lib.patch").read_bytes().startswith(b"diff --git ")
+    assert not (into / ".patchmgr-state").exists()
+
+
+def test_options_of_the_two_forms_are_not_mixed(tmp_path, cli, project):
+    lib, other = two_upstreams(tmp_path, project)
+    into = tmp_path / "out"
+    wrong = [
+        ("--format", "tarball", "--into", str(into)),
+        ("--format", "series"),
+        ("--format", "series", "--into", str(into), "--from", str(tmp_path)),
+        ("--into", str(into), "--upstream", "lib"),
+    ]
+    for words in wrong:
+        result = cli("export", "--target", "t", *words, *sources(lib, other))
+        assert result.code == 2 and "error:" in result.err and "Traceback" not in result.err, (words, result.err)
+    assert not into.exists()
+
+
+def _import(cli, conf: Path, repo: UpstreamRepo, *more: str):
+    return cli("import", str(conf), "--target", "t", "--source", f"lib={repo.path}", "--json", *more)
+
+
+def test_import_export_import_gives_the_same_patches_back(tmp_path, cli, project, capsys):
+    lib = three_file_upstream(tmp_path)
+    pin = lib.head()
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "lib.patch").write_bytes(dirty_diff(lib, pin, MONOLITH))
+    topics = tmp_path / "topics.toml"  # two topics share src/b.py: hunk #2 of it goes with src/c.py
+    topics.write_text('b-first = ["src/b.py#1", "src/a.py"]\nb-second-and-c = ["src/b.py#2", "src/c.py"]\n')
+    first = _import(
+        cli, team / "lib.patch", lib, "--git", f"lib={URL.format('lib')}", "--pin", f"lib={pin}", "--map", str(topics)
+    )
+    assert first.code == 0, first.out + first.err
+    fill_stubs(project.root)  # people describe the patches: the round trip keeps what they wrote
+    original = snapshot(project.root / "patches")
+    manifest = tomllib.loads((project.root / "manifests/t.toml").read_text())["upstreams"]["lib"]
+    assert manifest["patches"] == ["b-first", "b-second-and-c"]
+
+    image = tmp_path / "image"  # an image repository: the series lands in its docker/npu_patch/
+    git(_mkdir(image), "init", "-q")
+    into = image / "docker" / "npu_patch"
+    result = cli("export", "--target", "t", "--format", "series", "--into", str(into), "--source", f"lib={lib.path}")
+    assert result.code == 0, result.out + result.err
+    assert "<workspace>/lib|lib.patch|docker/npu_patch/lib.patch" in (into / "series.conf").read_text()
+
+    again = Project(tmp_path / "again")
+    args = ["import", str(into / "series.conf"), "--target", "t", "--dockerfile", str(into / "pins.dockerfile")]
+    code = main([*args, "--source", f"lib={lib.path}", "--root", str(again.root), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["ok"], doc
+    (up,) = doc["upstreams"]
+    assert up["pin"] == pin and all(p["ok"] for p in up["proofs"]) and not up["notes"], up
+    assert snapshot(again.root / "patches") == original  # the same ids, the same bytes, headers and all
+    back = tomllib.loads((again.root / "manifests/t.toml").read_text())["upstreams"]["lib"]
+    assert (back["patches"], back["commit"], back["git"]) == (manifest["patches"], pin, URL.format("lib"))
+
+
+def test_a_monolith_changed_after_export_is_split_as_any_other(tmp_path, cli, project, capsys):
+    lib = three_file_upstream(tmp_path)
+    pin = lib.head()
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, pin, MONOLITH))
+    first = _import(
+        cli, tmp_path / "lib.patch", lib, "--git", f"lib={URL.format('lib')}", "--pin", f"lib={pin}", "--split", "hunk"
+    )
+    assert first.code == 0, first.out + first.err
+    into = tmp_path / "out"
+    assert (
+        cli("export", "--target", "t", "--format", "series", "--into", str(into), "--source", f"lib={lib.path}").code
+        == 0
+    )
+    monolith = into / "lib.patch"
+    monolith.write_bytes(monolith.read_bytes().replace(b"+c fix\n", b"+c fix, by hand\n"))
+
+    again = Project(tmp_path / "again")
+    args = ["import", str(into / "series.conf"), "--target", "t", "--source", f"lib={lib.path}"]
+    code = main([*args, "--git", f"lib={URL.format('lib')}", "--root", str(again.root), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["ok"], doc
+    assert any("changed since patchmgr export wrote it" in n for n in doc["upstreams"][0]["notes"]), doc
+    assert sorted(p.name for p in (again.root / "patches/lib").iterdir()) == ["a.patch", "b.patch", "c.patch"]
+    assert "c fix, by hand" in (again.root / "patches/lib/c.patch").read_text()
