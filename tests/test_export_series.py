@@ -9,6 +9,7 @@ from pathlib import Path
 
 from support.gitrepos import Project, UpstreamRepo, detached_at, format_patch_of_head, git, write_files
 from support.monolith import MONOLITH, URL, dirty_diff, fill_stubs, text_with, three_file_upstream
+from support.real_histories import clone_of
 
 from patchmgr.cli import main
 
@@ -129,6 +130,14 @@ def test_a_folder_that_is_not_empty_is_refused_and_nothing_changes(tmp_path, cli
     assert (into / "lib.patch").read_bytes().startswith(b"diff --git ")
     assert not (into / ".patchmgr-state").exists()
 
+    manifest = project.root / "manifests/t.toml"  # lib's last patch leaves the series: its copy leaves DIR
+    manifest.write_text(manifest.read_text().replace('"fix-a-again", "fix-b"]', '"fix-a-again"]'))
+    again = cli("export", "--target", "t", "--format", "series", "--into", str(into), "--force", *sources(lib, other))
+    assert again.code == 0, again.out + again.err
+    assert sorted(p.name for p in (into / "patchmgr-series/lib").iterdir()) == ["drop-c.patch", "fix-a-again.patch"]
+    assert (into / "patchmgr-series/other/fix-b.patch").is_file()
+    assert (into / "docker" / "Dockerfile").read_text() == "FROM base\n"
+
 
 def test_options_of_the_two_forms_are_not_mixed(tmp_path, cli, project):
     lib, other = two_upstreams(tmp_path, project)
@@ -209,3 +218,47 @@ def test_a_monolith_changed_after_export_is_split_as_any_other(tmp_path, cli, pr
     assert any("changed since patchmgr export wrote it" in n for n in doc["upstreams"][0]["notes"]), doc
     assert sorted(p.name for p in (again.root / "patches/lib").iterdir()) == ["a.patch", "b.patch", "c.patch"]
     assert "c fix, by hand" in (again.root / "patches/lib/c.patch").read_text()
+
+
+def test_a_real_mindspeed_series_stacked_on_one_file_goes_there_and_back(tmp_path, cli, project, capsys):
+    """MindSpeed at fc63de5c (its real history): two patches of fused_rope.py, the second on the first's result,
+    and one of another file; the monolith applies by git as the series does, and comes back as the three."""
+    clone = clone_of("mindspeed", tmp_path / "MindSpeed")
+    pin = git(clone, "rev-parse", "fc63de5c^{commit}")
+    rope, other = "mindspeed/core/fusions/fused_rope.py", "mindspeed/features_manager/fusions/fused_rope.py"
+    git(clone, "checkout", "-q", "--detach", pin)
+    mails = []
+    for path, line, subject in ((rope, 20, "Rope: note one"), (rope, 60, "Rope: note two"), (other, 5, "Other")):
+        lines = (clone / path).read_text().splitlines(keepends=True)
+        lines.insert(line, f"# {subject.lower()}: keeps our runs correct\n")
+        (clone / path).write_text("".join(lines))
+        git(clone, "commit", "-q", "-am", f"{subject}\n\nWhy: it keeps our runs correct.\n\nOrigin: vendor")
+        mails.append(format_patch_of_head(clone))
+    ids = ["rope-one", "rope-two", "other"]
+    for patch_id, mail in zip(ids, mails, strict=True):
+        project.add_patch("mindspeed", patch_id, mail)
+    git_url = "https://gitcode.com/Ascend/MindSpeed.git"
+    project.manifest("t", {"mindspeed": {"git": git_url, "commit": pin, "patches": ids}})
+    source = ["--source", f"mindspeed={clone}"]
+
+    into = tmp_path / "npu_patch"
+    result = cli("export", "--target", "t", "--format", "series", "--into", str(into), *source)
+    assert result.code == 0, result.out + result.err
+    monolith = (into / "mindspeed.patch").read_bytes()
+    assert monolith.count(b"diff --git ") == 2  # git diff: one diff per file, the two rope patches in one
+    assert f"ARG MINDSPEED_COMMIT={pin}\n" in (into / "pins.dockerfile").read_text()
+    applied = tmp_path / "build"
+    assert cli("apply", "--target", "t", "--into", str(applied), *source).code == 0
+    git(clone, "checkout", "-q", "--detach", pin)
+    git(clone, "apply", "-", input=monolith)
+    for path in (rope, other):
+        assert (clone / path).read_bytes() == (applied / "mindspeed" / path).read_bytes(), path
+
+    again = Project(tmp_path / "again")
+    args = ["import", str(into / "series.conf"), "--target", "t", "--dockerfile", str(into / "pins.dockerfile")]
+    code = main([*args, "--source", f"mindspeed={clone}", "--root", str(again.root), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["ok"], doc
+    assert snapshot(again.root / "patches") == snapshot(project.root / "patches")
+    back = tomllib.loads((again.root / "manifests/t.toml").read_text())["upstreams"]["mindspeed"]
+    assert (back["patches"], back["commit"], back["git"]) == (ids, pin, git_url)

@@ -55,6 +55,7 @@ def recorded_series(
     """The patches export recorded for ``monolith``, proven at the recorded pin; None (and why, in ``notes``)
     when the monolith is to be split as any other."""
     folder = monolith.path.parent.resolve()
+    checked(folder, folder / RECORD_DIR / RECORD, monolith.shown, "the record of patchmgr export")  # no link out
     record = read_record(folder)
     entry = record.upstream(monolith.upstream) if record else None
     if record is None or entry is None or entry.patch != monolith.path.name:
