@@ -7,49 +7,12 @@ import os
 import tomllib
 from pathlib import Path
 
-from support.gitrepos import Project, UpstreamRepo, detached_at, format_patch_of_head, git, write_files
-from support.monolith import MONOLITH, URL, dirty_diff, fill_stubs, text_with, three_file_upstream
+from support.gitrepos import Project, UpstreamRepo, format_patch_of_head, git
+from support.monolith import MONOLITH, URL, dirty_diff, fill_stubs, three_file_upstream
 from support.real_histories import clone_of
+from support.series_layout import sources, two_upstreams
 
 from patchmgr.cli import main
-
-SCRIPT = "#!/bin/sh\necho run\n"
-
-
-def two_upstreams(tmp_path: Path, project: Project) -> tuple[UpstreamRepo, UpstreamRepo]:
-    """Target t: lib with three patches (a file changed twice, a file deleted, a new file) and
-    other with one, each pinned at the commit its series was made on."""
-    lib = three_file_upstream(tmp_path, "lib")
-    other = three_file_upstream(tmp_path, "other")
-    steps = [
-        ({"src/a.py": text_with({5: "a fix"}), "src/c.py": None}, "Fix a, drop c"),
-        ({"src/a.py": text_with({5: "a fix", 30: "a second fix"}), "bin/run.sh": SCRIPT}, "Fix a again"),
-        ({"src/b.py": text_with({12: "b fix"})}, "Fix b"),
-    ]
-    upstreams = {}
-    for repo, series, ids in ((lib, steps, ["drop-c", "fix-a-again", "fix-b"]), (other, steps[2:], ["fix-b"])):
-        pin = repo.head()
-        for patch_id, mail in zip(ids, series_mails(repo, pin, series), strict=True):
-            project.add_patch(repo.path.name, patch_id, mail)
-        upstreams[repo.path.name] = {"git": URL.format(repo.path.name), "commit": pin, "patches": ids}
-    project.manifest("t", upstreams)
-    return lib, other
-
-
-def series_mails(repo: UpstreamRepo, base: str, steps) -> list[bytes]:
-    """format-patch mails of ``steps`` committed one on another from ``base``; as a real series."""
-    mails = []
-    with detached_at(repo.path, base):
-        for files, subject in steps:
-            write_files(repo.path, files)
-            git(repo.path, "add", "-A")
-            git(repo.path, "commit", "-q", "-m", f"{subject}\n\nWhy: it keeps our runs correct.\n\nOrigin: vendor")
-            mails.append(format_patch_of_head(repo.path))
-    return mails
-
-
-def sources(*repos: UpstreamRepo) -> list[str]:
-    return [w for repo in repos for w in ("--source", f"{repo.path.name}={repo.path}")]
 
 
 def tree(folder: Path) -> dict[str, tuple[bytes, bool]]:

@@ -71,6 +71,16 @@ def export_series(
         recovered = recover_project(into)  # a killed export into DIR: undone before DIR is judged
         if recovered:
             notes.append(f"recovered {into}: {recovered}")
+    try:
+        return _export(project, target, sources, into, only, force, notes)
+    except PatchmgrError as error:
+        error.notes[:0] = notes  # a run that recovered DIR, then refused, still says what it recovered
+        raise
+
+
+def _export(
+    project: Project, target: Target, sources: Sources, into: Path, only: Sequence[str], force: bool, notes: list[str]
+) -> SeriesExport:
     _refuse_nonempty(into, force)
     status = check_target(project, target, sources, {}, only)
     _refuse_not_applying(status)
