@@ -225,3 +225,33 @@ def test_a_real_mindspeed_series_stacked_on_one_file_goes_there_and_back(tmp_pat
     assert snapshot(again.root / "patches") == snapshot(project.root / "patches")
     back = tomllib.loads((again.root / "manifests/t.toml").read_text())["upstreams"]["mindspeed"]
     assert (back["patches"], back["commit"], back["git"]) == (ids, pin, git_url)
+
+
+def test_a_pin_given_otherwise_splits_the_monolith_and_a_damaged_record_is_bad_input(tmp_path, cli, project, capsys):
+    lib = three_file_upstream(tmp_path)
+    pin = lib.head()
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, pin, MONOLITH))
+    given = ["--git", f"lib={URL.format('lib')}", "--pin", f"lib={pin}"]
+    assert _import(cli, tmp_path / "lib.patch", lib, *given, "--split", "hunk").code == 0
+    into = tmp_path / "out"
+    exported = cli("export", "--target", "t", "--format", "series", "--into", str(into), "--source", f"lib={lib.path}")
+    assert exported.code == 0, exported.out + exported.err
+    later = lib.commit({"README": "more docs\n"}, "docs again")
+
+    again = Project(tmp_path / "again")
+    args = ["import", str(into / "series.conf"), "--target", "t", "--source", f"lib={lib.path}", "--json"]
+    code = main([*args, "--pin", f"lib={later}", "--root", str(again.root)])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out or "null") or captured.err
+    assert code == 0 and doc["ok"], doc
+    assert any(f"its pin is given as {later}" in note for note in doc["upstreams"][0]["notes"]), doc
+    assert sorted(p.name for p in (again.root / "patches/lib").iterdir()) == ["a.patch", "b.patch", "c.patch"]
+
+    record = into / "patchmgr-series/export.toml"
+    record.write_text(record.read_text().replace('commit = "', 'commit = "x'))
+    third = Project(tmp_path / "third")
+    before = snapshot(third.root)
+    code = main([*args, "--root", str(third.root)])
+    captured = capsys.readouterr()
+    assert code == 2 and "export.toml is damaged" in captured.err and "hint:" in captured.err, captured
+    assert snapshot(third.root) == before

@@ -20,7 +20,7 @@ from patchmgr.maintain.importing.prove import Proof, prove
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
 from patchmgr.maintain.importing.write import UpstreamEntry
-from patchmgr.maintain.series_layout import RECORD, RECORD_DIR, SeriesUpstream, piece_path, read_record
+from patchmgr.maintain.series_layout import RECORD, RECORD_DIR, SeriesRecord, SeriesUpstream, piece_path, read_record
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile, parse_patch
@@ -55,10 +55,8 @@ def recorded_series(
     """The patches export recorded for ``monolith``, proven at the recorded pin; None (and why, in ``notes``)
     when the monolith is to be split as any other."""
     folder = monolith.path.parent.resolve()
-    checked(folder, folder / RECORD_DIR / RECORD, monolith.shown, "the record of patchmgr export")  # no link out
-    record = read_record(folder)
-    entry = record.upstream(monolith.upstream) if record else None
-    if record is None or entry is None or entry.patch != monolith.path.name:
+    record, entry = _recorded_entry(monolith)
+    if record is None or entry is None:
         return None
     why = _differs(monolith, entry, sources, given)
     parsed = _patches(folder, entry) if why is None else why
@@ -92,6 +90,26 @@ def recorded_series(
     patches = tuple((patch.id, data) for patch, data in parsed)
     entry_ = UpstreamEntry(name, entry.git, pin, comment, version, patches)
     return Recorded(Base(pin, FoundBy.GIVEN, how), (pieces, [proof]), entry_)
+
+
+def declared_by_record(monolith: Monolith, declared: Declared) -> Declared:
+    """The URL and pin of ``monolith``'s upstream as the Dockerfile gives them; where it gives none (or leaves a
+    variable unexpanded), those that export recorded beside the monolith: a monolith split as any other still
+    starts from them."""
+    _, entry = _recorded_entry(monolith)
+    url, ref = _expanded(declared.url), _expanded(declared.ref)
+    if entry is None or (url and ref):
+        return declared
+    return Declared(url or entry.git, ref or entry.commit, declared.where or f"{monolith.shown}: {RECORD_DIR}/{RECORD}")
+
+
+def _recorded_entry(monolith: Monolith) -> tuple[SeriesRecord | None, SeriesUpstream | None]:
+    """The record export wrote beside ``monolith`` (read only inside its folder), and its upstream's entry."""
+    folder = monolith.path.parent.resolve()
+    checked(folder, folder / RECORD_DIR / RECORD, monolith.shown, "the record of patchmgr export")  # no link out
+    record = read_record(folder)
+    entry = record.upstream(monolith.upstream) if record else None
+    return record, entry if entry is not None and entry.patch == monolith.path.name else None
 
 
 def _differs(monolith: Monolith, entry: SeriesUpstream, sources: Sources, given: Given) -> str | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from patchmgr.engine.results import State
 from patchmgr.io.confine import shown
-from patchmgr.maintain.importing.exported import Given, recorded_series
+from patchmgr.maintain.importing.exported import Given, declared_by_record, recorded_series
 from patchmgr.maintain.importing.pieces import (
     Piece,
     carried_files,
@@ -112,9 +112,11 @@ def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, o
             if recorded is not None:  # the patches export --format series wrote beside it
                 base, entry, used = recorded.base, recorded.entry, set[str]()
                 result = UpstreamImport(entry.name, monolith.shown, entry.git, base, base.commit, *recorded.proven)
-            else:
+            else:  # split as any other, from the URL and pin export recorded when nothing else gives them
+                declared = declared_by_record(monolith, options.declared.get(monolith.upstream, Declared()))
+                recorded_options = replace(options, declared={**options.declared, monolith.upstream: declared})
                 result, entry, used = _one(
-                    project, monolith, sources, options, existing.get(monolith.upstream), scratch
+                    project, monolith, sources, recorded_options, existing.get(monolith.upstream), scratch
                 )
             result.notes[:0] = said
             unused -= used
