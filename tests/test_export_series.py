@@ -110,9 +110,11 @@ def test_options_of_the_two_forms_are_not_mixed(tmp_path, cli, project):
         ("--format", "series"),
         ("--format", "series", "--into", str(into), "--from", str(tmp_path)),
         ("--into", str(into), "--upstream", "lib"),
+        ("--force", "--upstream", "lib", "--from", str(tmp_path)),
+        ("--upstream", "lib", "--from", str(tmp_path), *sources(lib)),
     ]
     for words in wrong:
-        result = cli("export", "--target", "t", *words, *sources(lib, other))
+        result = cli("export", "--target", "t", *words)
         assert result.code == 2 and "error:" in result.err and "Traceback" not in result.err, (words, result.err)
     assert not into.exists()
 

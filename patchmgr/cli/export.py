@@ -42,7 +42,8 @@ ExportUpstreamOpt = Annotated[
     ),
 ]
 EditCheckoutOpt = Annotated[
-    Optional[Path], typer.Option("--from", help="The folder that patchmgr edit made." + options.REQUIRED)
+    Optional[Path],
+    typer.Option("--from", help="The folder that patchmgr edit made (required, but with --format series)."),
 ]
 VersionOpt = Annotated[
     Optional[str],
@@ -72,9 +73,10 @@ def command(
         )
     if form == "series":
         return _series(target, upstream, from_dir, version, into, force, source, json_output, root)
-    if into is not None or force:
+    if into is not None or force or source:
+        given = "--into" if into is not None else "--force" if force else "--source"
         raise UsageError(
-            f"{'--into' if into is not None else '--force'} goes with --format series; nothing was written",
+            f"{given} goes with --format series; nothing was written",
             "export an edit checkout with --from DIR, or write the series layout with --format series --into DIR",
         )
     from patchmgr.maintain.roundtrip import export_checkout
