@@ -7,7 +7,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from support.gitrepos import Project, UpstreamRepo, format_patch_of_head, git
+from support.gitrepos import Project, UpstreamRepo, format_patch_of_head, git, make_series
 from support.monolith import MONOLITH, URL, dirty_diff, fill_stubs, three_file_upstream
 from support.real_histories import clone_of
 from support.series_layout import sources, two_upstreams
@@ -257,3 +257,21 @@ def test_a_pin_given_otherwise_splits_the_monolith_and_a_damaged_record_is_bad_i
     captured = capsys.readouterr()
     assert code == 2 and "export.toml is damaged" in captured.err and "hint:" in captured.err, captured
     assert snapshot(third.root) == before
+
+
+def test_crlf_lines_and_non_ascii_text_come_through_byte_for_byte(tmp_path, cli, project):
+    lib = UpstreamRepo(tmp_path / "lib")
+    text = "".join(f"line {i} café\r\n" for i in range(1, 30)).encode()  # CRLF line ends, UTF-8 past ASCII
+    pin = lib.commit({"src/legacy.txt": text}, "initial")
+    changed = text.replace("line 7 café\r\n".encode(), "line 7 fixed été\r\n".encode())
+    mail = make_series(lib, pin, [({"src/legacy.txt": changed}, "Fix legacy")])[0]
+    project.add_patch("lib", "fix-legacy", mail)
+    project.manifest("t", {"lib": {"git": URL.format("lib"), "commit": pin, "patches": ["fix-legacy"]}})
+    into = tmp_path / "out"
+    result = cli("export", "--target", "t", "--format", "series", "--into", str(into), *sources(lib))
+    assert result.code == 0, result.out + result.err
+    clone = _mkdir(tmp_path / "by-git")
+    git(clone, "clone", "-q", str(lib.path), "lib")
+    git(clone / "lib", "checkout", "-q", "--detach", pin)
+    git(clone / "lib", "apply", "-", input=(into / "lib.patch").read_bytes())
+    assert (clone / "lib/src/legacy.txt").read_bytes() == changed

@@ -203,7 +203,7 @@ def _monolith(
     diff = scratch.diff(
         {p: before[p] for p in changed}, {p: after[p] for p in changed}, {p: modes.get(p, "100644") for p in changed}
     )
-    data = diff.encode("utf-8")
+    data = diff.encode("utf-8", "surrogateescape")  # git's bytes back as they were (a file that is not UTF-8)
     patch_name = f"{upstream.name}.patch"
     writes[into / patch_name] = data
     for patch_id in upstream.patch_ids:
