@@ -275,3 +275,13 @@ def test_crlf_lines_and_non_ascii_text_come_through_byte_for_byte(tmp_path, cli,
     git(clone / "lib", "checkout", "-q", "--detach", pin)
     git(clone / "lib", "apply", "-", input=(into / "lib.patch").read_bytes())
     assert (clone / "lib/src/legacy.txt").read_bytes() == changed
+
+
+def test_a_series_that_does_not_apply_exactly_is_refused_and_no_folder_is_made(tmp_path, cli, project):
+    lib, other = two_upstreams(tmp_path, project)
+    patch = project.root / "patches/other/fix-b.patch"
+    patch.write_text(patch.read_text().replace(" line 11\n", " line eleven\n", 1))  # its context is not upstream's
+    into = tmp_path / "image" / "npu_patch"
+    result = cli("export", "--target", "t", "--format", "series", "--into", str(into), *sources(lib, other))
+    assert result.code == 1 and "does not apply exactly at its pin (fix-b is conflict)" in result.err, result.err
+    assert "hint:" in result.err and not (tmp_path / "image").exists()

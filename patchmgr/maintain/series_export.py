@@ -109,10 +109,12 @@ def _export(
     replaced = tuple(path for path, data in expected.items() if data is not None)
     if force and replaced:
         notes.append(f"--force: replaced {len(replaced)} file(s) an earlier export (or someone) wrote in {into}")
-    made_state = not (into / STATE).exists()
-    write_files(into, writes, expected)
-    if made_state:
-        _remove_state(into)
+    made_into, made_state = not into.exists(), not (into / STATE).exists()
+    try:
+        write_files(into, writes, expected)
+    finally:  # what the lock made goes again (a journal a failure left stays, for the next run to put back)
+        if made_state:
+            _remove_state(into, made_into)
     written = tuple(path for path, data in writes.items() if data is not None)
     return SeriesExport(target.name, into, tuple(upstreams), written, replaced, tuple(notes))
 
@@ -249,9 +251,11 @@ def _current(path: Path) -> bytes | None:
         raise StateError(f"cannot read {path}: {exc.strerror}; nothing was written", "fix its permissions") from None
 
 
-def _remove_state(into: Path) -> None:
+def _remove_state(into: Path, made_into: bool) -> None:
     """The state folder this export made in DIR (its lock, the journal gone): removed, so DIR holds the layout
-    alone."""
+    alone; DIR too when this export made it and it is empty (a write that failed)."""
     state = into / STATE
     if state.is_dir() and not state.is_symlink() and all(e.name == "lock" for e in state.iterdir()):
         shutil.rmtree(state, ignore_errors=True)
+    if made_into and into.is_dir() and not any(into.iterdir()):
+        into.rmdir()
