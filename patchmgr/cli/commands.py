@@ -78,7 +78,9 @@ COMMANDS: dict[str, Command] = {
         "export",
         "Write the commits of an edit checkout back as patch files and update the series; an unchanged commit "
         "leaves its file byte for byte. From an edit --onto checkout also move the pin (and version), drop patches "
-        "upstream carries, and show a range-diff of old against new.",
+        "upstream carries, and show a range-diff of old against new. With --format series --into DIR, write the "
+        "target as an image repository keeps it: one monolithic patch per upstream, series.conf, the pins as "
+        "Dockerfile ARG lines; import of DIR gives the same patches back.",
     ),
     "roots": Command(
         "roots",

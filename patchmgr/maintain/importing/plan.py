@@ -23,6 +23,7 @@ from pathlib import Path
 
 from patchmgr.engine.results import State
 from patchmgr.io.confine import shown
+from patchmgr.maintain.importing.exported import Given, declared_by_record, recorded_series
 from patchmgr.maintain.importing.pieces import (
     Piece,
     carried_files,
@@ -105,7 +106,20 @@ def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, o
     unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
     with Scratch() as scratch:
         for monolith in monoliths:
-            result, entry, used = _one(project, monolith, sources, options, existing.get(monolith.upstream), scratch)
+            said: list[str] = []
+            recorded = recorded_series(
+                project, monolith, sources, scratch, _given_to(options, monolith, existing), said
+            )
+            if recorded is not None:  # the patches export --format series wrote beside it
+                base, entry, used = recorded.base, recorded.entry, set[str]()
+                result = UpstreamImport(entry.name, monolith.shown, entry.git, base, base.commit, *recorded.proven)
+            else:  # split as any other, from the URL and pin export recorded when nothing else gives them
+                declared = declared_by_record(monolith, options.declared.get(monolith.upstream, Declared()))
+                recorded_options = replace(options, declared={**options.declared, monolith.upstream: declared})
+                result, entry, used = _one(
+                    project, monolith, sources, recorded_options, existing.get(monolith.upstream), scratch
+                )
+            result.notes[:0] = said
             unused -= used
             outcome.upstreams.append(result)
             entries.append(entry)
@@ -123,6 +137,14 @@ def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, o
     description = f"imported from {', '.join(m.shown for m in monoliths)}"
     outcome.writes, outcome.expected = plan_writes(project, options.target, description, entries)
     return outcome
+
+
+def _given_to(options: ImportOptions, monolith: Monolith, existing: Mapping[str, Upstream]) -> Given:
+    name = monolith.upstream
+    other = options.mapping is not None or options.mode is not SplitMode.FILE
+    return Given(
+        options.git.get(name), options.pins.get(name), options.declared.get(name, Declared()), existing.get(name), other
+    )
 
 
 def finish_import(project: Project, outcome: ImportOutcome, dry_run: bool) -> ImportOutcome:
