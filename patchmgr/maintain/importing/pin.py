@@ -87,7 +87,7 @@ def find_base(
     line_name: str = "HEAD",
 ) -> Base:
     """``search`` gives the tip of the line to search (fetched only when the given pin does not fit), named
-    ``line_name``; ``tags`` the upstream's tags: ``held`` those whose commits the cache has, ``all`` every one,
+    ``line_name``; ``tags`` the upstream's tags: ``held`` every one listed, ``all`` every one,
     ``every`` every branch and tag too (fetched on need)."""
     notes: list[str] = []
     if given is not None:

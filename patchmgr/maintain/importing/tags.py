@@ -102,14 +102,15 @@ class Tags:
         return cached_refs(self.repo)
 
     def held(self) -> list[tuple[str, str]]:
-        """(name, commit) of the tags whose commits the cache holds, release tags first, newest first."""
+        """(name, commit) of every tag listed, release tags first, newest first: to compare commits with, never to
+        read (a commit the cache lacks is not looked up: in a partial clone that would fetch it, one by one)."""
         tags = self._list()
-        return [(n, tags[n]) for n in newest_first(list(tags)) if self.repo.has_commit(tags[n])]
+        return [(n, tags[n]) for n in newest_first(list(tags))]
 
     def all(self) -> list[tuple[str, str]]:
-        """(name, commit) of every tag, the missing commits fetched with every branch (trees only, as the cache
-        always is)."""
+        """(name, commit) of every tag, their commits fetched with every branch in one fetch (trees only, as the
+        cache always is)."""
         tags = self._list()
-        if tags and any(not self.repo.has_commit(commit) for commit in tags.values()):
+        if tags:
             self.every()
         return [(n, tags[n]) for n in newest_first(list(tags)) if self.repo.has_commit(tags[n])]
