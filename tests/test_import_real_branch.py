@@ -1,12 +1,14 @@
 """A patch made on MindSpeed's ``dev`` branch (at fc63de5c, the Ascend image's pin) is imported from its real
 history: pinned on ``dev``, never on the unrelated ``master`` commit where it applies with offsets; the imported
-series then moves onto a newer ``dev`` commit with ``edit --onto`` and reads clean there."""
+series then moves onto a newer ``dev`` commit with ``edit --onto`` and reads clean there. And a vllm-ascend pin
+that no tag names gets ``version``/``pypi`` when its PyPI release holds the patch's files as the pin does."""
 
 from __future__ import annotations
 
 import subprocess
 import tomllib
 
+import pytest
 from support.gitrepos import git
 from support.monolith import fill_stubs
 from support.real_histories import clone_of, real_history
@@ -69,3 +71,32 @@ def test_a_dev_branch_patch_is_pinned_on_dev_and_moves_onto_a_newer_dev_commit(t
     status = cli("status", "--target", "t", "--source", source[3], "--json")
     assert status.code == 0, status.out + status.err
     assert {p["state"] for u in status.json["upstreams"] for p in u["patches"]} == {"clean"}, status.out
+
+
+@pytest.mark.slow
+def test_a_pin_whose_files_the_pypi_release_holds_gets_version_and_pypi(
+    tmp_path, cli, project, release_cache, monkeypatch
+):
+    """vllm-ascend three commits before the tip of releases/v0.23.0: no tag names it, but the PyPI release
+    0.23.0 (the highest release tag in its history) holds the patched file byte for byte as it does."""
+    mirror = real_history("vllm-ascend")
+    monkeypatch.setenv("PATCHMGR_CACHE", str(release_cache))  # the release is downloaded once per session
+    pin = "4f3d30e6984b6f941addf7042728db19ff576512"
+    clone = clone_of("vllm-ascend", tmp_path / "va")
+    git(clone, "checkout", "-q", "--detach", pin)
+    runner = clone / "vllm_ascend/worker/model_runner_v1.py"
+    lines = runner.read_text().split("\n")
+    lines[39] += "  # npu"
+    runner.write_text("\n".join(lines))
+    (tmp_path / "vllm-ascend.patch").write_bytes((git(clone, "diff") + "\n").encode())
+    result = cli(
+        "import", str(tmp_path / "vllm-ascend.patch"), "--target", "t", "--pin", f"vllm-ascend={pin}",
+        "--git", "vllm-ascend=https://github.com/vllm-project/vllm-ascend.git",
+        "--source", f"vllm-ascend={mirror}", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["pin"] == pin and up["base"]["how"] == "given" and up["base"]["tag"] is None
+    assert any("PyPI release vllm-ascend 0.23.0 holds the patch's files as the pin does" in n for n in up["notes"])
+    table = tomllib.loads((project.root / "manifests/t.toml").read_text())["upstreams"]["vllm-ascend"]
+    assert table["version"] == "0.23.0" and table["pypi"] == "vllm-ascend", table

@@ -229,7 +229,8 @@ def _one(
     if pin != base.commit:
         carried, partly = carried_files(patch, specs, pieces)
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
-    release = release_of_pin(repo, pin, tags.held(), monolith.version) if not existing else Release()
+    releases = sources.store.releases
+    release = release_of_pin(repo, pin, tags, monolith.version, releases, paths) if not existing else Release()
     notes += release.notes
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
     comment = _comment(monolith.shown, base, pin)
