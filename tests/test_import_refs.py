@@ -39,6 +39,7 @@ def test_a_patch_made_on_a_branch_is_pinned_on_that_branch_not_where_it_applies_
     assert base["found_on"] == {"kind": "branch", "name": "dev"}, base
     assert "on the first-parent line of branch dev" in base["detail"]
     assert up["pin"] == later and up["proven"]
+    assert any("the base is on branch dev, not on main's line" in note for note in up["notes"]), up["notes"]
     assert git(lib.path, "merge-base", "--is-ancestor", made_at, later) == ""
 
 

@@ -104,6 +104,11 @@ def find_base(
     if by_blobs is not None:
         state = check_patch(patch, GitSource(repo, by_blobs.commit, location)).state
         if state.applies:
+            if by_blobs.ref_kind is RefKind.BRANCH and by_blobs.ref != branch:
+                notes.append(
+                    f"the base is on branch {by_blobs.ref}, not on {branch}'s line: the patch was made there (to pin "
+                    f"a commit of {branch} instead, where it may apply only with offsets, pass --pin)"
+                )
             by_blobs.notes = notes + by_blobs.notes
             return by_blobs
         notes.append(f"the index lines point at {by_blobs.commit[:12]}, but the patch is {state.value} there")
