@@ -32,13 +32,15 @@ def dev_patch(tmp_path) -> bytes:
     (clone / STATE).write_text("\n".join(lines))
     diff = (git(clone, "diff") + "\n").encode()
     git(clone, "checkout", "-q", "--", ".")
+    git(clone, "checkout", "-q", "master")  # the clone's HEAD names its default branch again
     return diff
 
 
 def test_a_dev_branch_patch_is_pinned_on_dev_and_moves_onto_a_newer_dev_commit(tmp_path, cli, project):
     mirror = real_history("mindspeed")
     (tmp_path / "mindspeed.patch").write_bytes(dev_patch(tmp_path))
-    source = ("--git", f"mindspeed={URL}", "--source", f"mindspeed={mirror}")
+    # the source is a working clone, whose only local branch is master: dev is origin/dev there
+    source = ("--git", f"mindspeed={URL}", "--source", f"mindspeed={tmp_path / 'ms'}")
     result = cli("import", str(tmp_path / "mindspeed.patch"), "--target", "t", *source, "--json")
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
@@ -54,6 +56,7 @@ def test_a_dev_branch_patch_is_pinned_on_dev_and_moves_onto_a_newer_dev_commit(t
     # the trap it used to fall into: on master the patch applies, with offsets
     clone = tmp_path / "ms"
     git(clone, "checkout", "-q", "--detach", "origin/master")
+    assert git(clone, "branch", "--list", "dev") == ""  # dev is a remote branch alone there
     checked = subprocess.run(
         ["git", "apply", "--check", "-v", str(tmp_path / "mindspeed.patch")], cwd=clone, capture_output=True, text=True
     )

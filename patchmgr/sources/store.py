@@ -42,13 +42,12 @@ from patchmgr.model.manifest import url_problem
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
 from patchmgr.sources.cache_errors import CacheError, NotARepository, disk_hint, require_repository, said_at
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
-from patchmgr.sources.refs import NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
+from patchmgr.sources.refs import EVERY_REF, NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
 from patchmgr.sources.release import ReleaseCache
 
 Progress = Callable[[str], None]
 
 
-EVERY_REF = ("+refs/heads/*:refs/patchmgr/heads/*", "+refs/tags/*:refs/tags/*")
 T = TypeVar("T")
 
 

@@ -18,7 +18,7 @@ from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Upstream
 from patchmgr.sources.upstream import Sources
 
-BRANCHES, TAGS = "refs/patchmgr/heads/", "refs/tags/"
+BRANCHES, REMOTES, TAGS = "refs/patchmgr/heads/", "refs/patchmgr/remotes/", "refs/tags/"
 
 
 class RefKind(StrEnum):
@@ -48,12 +48,16 @@ def cached_refs(repo: GitRepo, contains: str | None = None) -> list[Ref]:
     """The upstream's branches and tags the cache holds (those whose history has ``contains``), best first."""
     fields = "%(refname)%00%(objectname)%00%(*objectname)%00%(committerdate:unix)%00%(*committerdate:unix)"
     args = ["--contains", contains] if contains else []
-    out = repo.run("for-each-ref", f"--format={fields}", *args, BRANCHES, TAGS)
+    out = repo.run("for-each-ref", f"--format={fields}", *args, BRANCHES, REMOTES, TAGS)
     refs = []
     for line in filter(None, out.split("\n")):
         name, commit, peeled, time, peeled_time = line.split("\0")
-        kind = RefKind.BRANCH if name.startswith(BRANCHES) else RefKind.TAG
-        short = name.removeprefix(BRANCHES if kind is RefKind.BRANCH else TAGS)
+        kind = RefKind.TAG if name.startswith(TAGS) else RefKind.BRANCH
+        short = name.removeprefix(TAGS).removeprefix(BRANCHES)
+        if name.startswith(REMOTES):  # a local clone's origin/dev: its branch dev
+            short = name.removeprefix(REMOTES).partition("/")[2]
+            if short == "HEAD":
+                continue
         refs.append(Ref(kind, short, peeled or commit, int(peeled_time or time or 0)))
     return sorted(refs, key=lambda ref: ref.rank)
 
