@@ -123,3 +123,24 @@ def test_an_imported_monolith_moves_onto_a_newer_release_with_edit_onto_and_its_
     assert {p["state"] for u in status.json["upstreams"] for p in u["patches"]} == {"clean"}, status.out
     linted = cli("lint")
     assert linted.code == 0, linted.out + linted.err
+
+
+def test_a_commit_that_only_a_tag_reaches_is_found_in_its_history_and_named_by_it(tmp_path, cli, project):
+    """The patch was made on branch r0.3, later deleted, before a last change there; only tag v0.3.1 reaches the
+    commit, and the tag's own files differ from it: found by the one log of every ref, named by the tag."""
+    lib = three_file_upstream(tmp_path)
+    git(lib.path, "checkout", "-q", "-b", "r0.3", lib.head())
+    made_at = lib.commit({"src/b.py": text_with({25: "release-only change"})}, "b: release fix")
+    release = lib.commit({"src/c.py": text_with({35: "last release change"})}, "c: last change")
+    git(lib.path, "tag", "v0.3.1", release)
+    git(lib.path, "checkout", "-q", "main")
+    git(lib.path, "branch", "-q", "-D", "r0.3")
+    lib.commit({name: SHIFTED + text_with({}) for name in MONOLITH}, "headers everywhere")
+    wanted = {**MONOLITH, "src/b.py": text_with({10: "b fix one", 25: "release-only change", 32: "b fix two"})}
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, made_at, wanted))
+    result = cli(*import_args(lib, tmp_path / "lib.patch"), "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["base"]["commit"] == made_at and up["base"]["how"] == "index", up["base"]
+    assert up["base"]["found_on"] == {"kind": "tag", "name": "v0.3.1"} and up["proven"]
+    assert "on the first-parent line of tag v0.3.1" in up["base"]["detail"]
