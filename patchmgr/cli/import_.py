@@ -56,7 +56,11 @@ DockerfileOpt = Annotated[
 ]
 SearchOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--search", help="NAME=REF: the branch whose history is searched for the base (default: HEAD)."),
+    typer.Option(
+        "--search",
+        help="NAME=REF: the branch whose line is searched first for the base (default: HEAD), before every "
+        "branch and tag.",
+    ),
 ]
 SplitOpt = Annotated[
     str,

@@ -215,6 +215,7 @@ def _monolith(
         upstream.git,
         upstream_status.commit or upstream.commit,
         upstream.version,
+        upstream.pypi,
         patch_name,
         sha256_bytes(data),
         upstream.patch_ids,

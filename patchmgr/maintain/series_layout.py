@@ -42,6 +42,7 @@ class SeriesUpstream:
     git: str
     commit: str
     version: str | None
+    pypi: str | None  # with version: the release that stands in when git is out of reach
     patch: str  # the monolith's file name, in the folder
     sha256: str  # of the monolith's bytes
     patch_ids: tuple[str, ...]  # the series, in order
@@ -121,6 +122,8 @@ def record_text(record: SeriesRecord) -> str:
         table["commit"] = upstream.commit
         if upstream.version:
             table["version"] = upstream.version
+        if upstream.pypi:
+            table["pypi"] = upstream.pypi
         table["patch"] = upstream.patch
         table["sha256"] = upstream.sha256
         table["patches"] = list(upstream.patch_ids)
@@ -165,7 +168,7 @@ def _upstream(name: object, table: object) -> SeriesUpstream:
     if not isinstance(name, str) or not NAME.fullmatch(name) or not isinstance(table, dict):
         raise ValueError(f"upstream {name!r} is not an upstream's table")
     git, commit, patch, sha256 = (table[key] for key in ("git", "commit", "patch", "sha256"))
-    version, ids = table.get("version"), table["patches"]
+    version, pypi, ids = table.get("version"), table.get("pypi"), table["patches"]
     if not all(isinstance(v, str) for v in (git, commit, patch, sha256)) or not isinstance(ids, list):
         raise ValueError(f"upstream {name}: git, commit, patch and sha256 are text, patches a list")
     problem = url_problem(git)
@@ -177,6 +180,6 @@ def _upstream(name: object, table: object) -> SeriesUpstream:
         raise ValueError(f"upstream {name}: patch {patch!r} is not a file name of this folder")
     if not all(isinstance(i, str) and PATCH_ID.fullmatch(i) for i in ids) or len(set(ids)) != len(ids):
         raise ValueError(f"upstream {name}: patches are distinct patch ids")
-    if version is not None and not isinstance(version, str):
-        raise ValueError(f"upstream {name}: version is text")
-    return SeriesUpstream(name, git, commit, version, patch, sha256, tuple(ids))
+    if any(value is not None and not isinstance(value, str) for value in (version, pypi)):
+        raise ValueError(f"upstream {name}: version and pypi are text")
+    return SeriesUpstream(name, git, commit, version, pypi, patch, sha256, tuple(ids))

@@ -28,6 +28,7 @@ def import_json(outcome: ImportOutcome) -> dict:
                     "how": u.base.how,
                     "detail": u.base.detail,
                     "tag": u.base.tag,
+                    "found_on": {"kind": u.base.ref_kind, "name": u.base.ref} if u.base.ref else None,
                     "partial": u.base.partial,
                     "blobs_matched": (
                         {"files": u.base.matched, "of": u.base.of} if u.base.matched is not None else None
@@ -68,6 +69,8 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
     for upstream in outcome.upstreams:
         say(console, f"{upstream.name}: {upstream.source}", "bold")
         say(console, f"  base {upstream.base.commit[:12]}: {upstream.base.detail}")
+        if upstream.base.ref:
+            say(console, f"  found on {upstream.base.ref_kind} {upstream.base.ref}")
         if upstream.base.partial:
             say(
                 console,

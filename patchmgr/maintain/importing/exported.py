@@ -86,9 +86,9 @@ def recorded_series(
         proof = Proof(pin, False, 0, "; ".join(f"{p.id} is {p.state.value} at {pin[:12]}" for p in pieces))
     how = f"the pin of {name} that patchmgr export recorded in {RECORD_DIR}/{RECORD}"
     comment = f"imported from {monolith.shown}: the patches of target {record.target} that patchmgr export wrote there"
-    version = None if given.existing else entry.version
+    version, pypi = (None, None) if given.existing else (entry.version, entry.pypi)
     patches = tuple((patch.id, data) for patch, data in parsed)
-    entry_ = UpstreamEntry(name, entry.git, pin, comment, version, patches)
+    entry_ = UpstreamEntry(name, entry.git, pin, comment, version, pypi, patches)
     return Recorded(Base(pin, FoundBy.GIVEN, how), (pieces, [proof]), entry_)
 
 

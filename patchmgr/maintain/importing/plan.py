@@ -35,6 +35,7 @@ from patchmgr.maintain.importing.pieces import (
 )
 from patchmgr.maintain.importing.pin import Base, FoundBy, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
+from patchmgr.maintain.importing.pypi import Release, release_of_pin
 from patchmgr.maintain.importing.repeated import file_notes
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
@@ -207,7 +208,7 @@ def _one(
 
     patch = monolith.patch
     tags = Tags(sources, Upstream(name, git, (), given or "", None, None, "", ()), repo)
-    base = find_base(repo, location, patch, given, search, tags)
+    base = find_base(repo, location, patch, given, search, tags, options.search.get(name, "HEAD"))
     notes += tags.notes
     specs, split_notes, used = plan_pieces(patch, options.mode, options.mapping, monolith.shown)
     notes += split_notes
@@ -255,6 +256,9 @@ def _one(
     if pin != base.commit:
         carried, partly = carried_files(patch, specs, pieces)
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
+    releases = sources.store.releases
+    release = release_of_pin(repo, pin, tags, monolith.version, releases, paths) if not existing else Release()
+    notes += release.notes
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
     comment = _comment(monolith.shown + (f" at commit {monolith.commit[:12]}" if monolith.commit else ""), base, pin)
     entry = UpstreamEntry(
@@ -262,7 +266,8 @@ def _one(
         git,
         pin,
         comment,
-        monolith.version if not existing else None,
+        release.version,
+        release.pypi,
         tuple((p.id, d) for p, d in zip([p for p in pieces if p.imported], data, strict=False)),
     )
     return result, entry, used
