@@ -108,6 +108,8 @@ def url_problem(url: str, from_command_line: bool = False) -> str | None:
     control = control_character(url)
     if control:
         return control
+    if re.search(r"\$\{|\$[A-Za-z_]", url):
+        return f"{shown!r} holds a variable ($NAME or ${{NAME}}) that was never given a value: not a URL"
     lowered = url.lower()
     # ssh://-oProxyCommand=... (CVE-2017-1000117): a host that ssh would read as an option
     if _host_looks_like_option(url):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from patchmgr.engine.results import State
 from patchmgr.io.confine import shown
+from patchmgr.io.git import GitRepo
 from patchmgr.maintain.importing.pieces import (
     Piece,
     carried_files,
@@ -57,6 +58,7 @@ class ImportOptions:
     pins: Mapping[str, str] = field(default_factory=dict)
     search: Mapping[str, str] = field(default_factory=dict)
     declared: Mapping[str, Declared] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # from reading the inputs (a --build-arg no ARG declares)
 
 
 @dataclass
@@ -99,7 +101,7 @@ class ImportOutcome:
 def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, options: ImportOptions) -> ImportOutcome:
     _check_names(options, [m.upstream for m in monoliths])
     existing = _existing(project, options.target)
-    outcome = ImportOutcome(options.target, [])
+    outcome = ImportOutcome(options.target, [], notes=list(options.notes))
     entries = []
     unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
     with Scratch() as scratch:
@@ -229,7 +231,8 @@ def _one(
         carried, partly = carried_files(patch, specs, pieces)
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
-    comment = _comment(monolith.shown, base, pin)
+    comment = _comment(monolith.shown, base, pin) + _branch(declared, existing)
+    notes += _other_line(repo, declared, base, given)
     entry = UpstreamEntry(
         name,
         git,
@@ -277,6 +280,26 @@ def _git_url(
             f"fetch with --source {name}=LOCATION"
         )
     return git
+
+
+def _branch(declared: Declared, existing: Upstream | None) -> str:
+    """The Dockerfile's branch (or tag) the pin was resolved from, for the manifest comment."""
+    return f"; the Dockerfile's {declared.branch} at import" if declared.branch and existing is None else ""
+
+
+def _other_line(repo: GitRepo, declared: Declared, base: Base, given: str | None) -> list[str]:
+    """A warning when the patch's base is not on the line of the branch the Dockerfile checks out."""
+    if (
+        not declared.branch
+        or given is None
+        or base.commit == given
+        or repo.merge_base(base.commit, given) == base.commit
+    ):
+        return []
+    return [
+        f"warning: the base {base.commit[:12]} the patch was made against is not on the line of "
+        f"{declared.branch} ({given[:12]}, {declared.where}); check the branch, or pass --search"
+    ]
 
 
 def _comment(shown: str, base: Base, pin: str) -> str:
