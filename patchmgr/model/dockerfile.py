@@ -88,10 +88,10 @@ def instructions(text: str) -> list[Instruction]:
             current.append(body[:-1])
             continue
         current.append(raw)
-        out.append(_instruction(start, " ".join(current)))
+        out.append(_instruction(start, "".join(current)))
         current = []
     if current:
-        out.append(_instruction(start, " ".join(current)))
+        out.append(_instruction(start, "".join(current)))
     return out
 
 
