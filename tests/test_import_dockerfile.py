@@ -109,7 +109,8 @@ def test_build_arg_overrides_the_version_folder_and_a_branch_is_the_pin(tmp_path
     (up,) = result.json["upstreams"]
     assert up["pin"] == dev and [p["id"] for p in up["pieces"]] == ["b"]  # v9.9's core.patch, at dev's head
     manifest = (project.root / "manifests/t.toml").read_text()
-    assert "the Dockerfile's dev at import" in manifest and "patch/v9.9/core.patch" in manifest
+    assert "the Dockerfile checks out dev, resolved to this commit at import" in manifest
+    assert "patch/v9.9/core.patch" in manifest
     assert old not in manifest
 
 
@@ -199,3 +200,41 @@ def test_real_mindspeed_dev_pinned_by_an_arg_imports_clean(tmp_path, cli, projec
     assert cli("apply", "--target", "t", "--into", str(into), *source).code == 0
     git(mindspeed, "apply", str(docker / "mindspeed.patch"))
     same_files(into / "mindspeed", mindspeed, ["mindspeed/args_utils.py", "mindspeed/arguments.py"])
+
+
+def test_a_base_off_the_line_of_the_dockerfile_branch_is_a_warning(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    git(lib.path, "checkout", "-q", "-b", "dev")
+    lib.commit({"src/a.py": text_with({5: "dev a"})}, "dev work")
+    git(lib.path, "checkout", "-q", "main")
+    made_at = lib.commit({"src/b.py": text_with({30: "main b"})}, "main work")
+    image = tmp_path / "image"
+    image.mkdir()
+    patch = {"src/a.py": text_with({5: "a fix"}), "src/b.py": text_with({10: "b fix", 30: "main b"})}
+    (image / "lib.patch").write_bytes(dirty_diff(lib, made_at, patch))
+    (image / "Dockerfile").write_text(
+        "FROM base\nCOPY lib.patch /tmp/\nRUN git clone -b dev https://example.invalid/fork/lib.git /ws/lib\n"
+        "RUN cd /ws/lib && git apply /tmp/lib.patch\n"
+    )
+    dockerfile = ["--dockerfile", str(image / "Dockerfile"), "--source", f"lib={lib.path}"]
+    result = cli("import", "--target", "t", *dockerfile, "--json", "--dry-run")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["base"]["commit"] == made_at and up["git"] == "https://example.invalid/fork/lib.git"
+    assert any(n.startswith("warning: the base") and "not on the line of dev" in n for n in up["notes"]), up["notes"]
+
+
+def test_two_series_conf_lines_for_one_worktree_are_one_upstream_in_their_order(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    folder = tmp_path / "npu_patch"
+    folder.mkdir()
+    (folder / "zz-rocm.patch").write_bytes(dirty_diff(lib, lib.head(), ROCM))
+    (folder / "core.patch").write_bytes(dirty_diff(lib, lib.head(), CORE))
+    (folder / "series.conf").write_text("/ws/lib|zz-rocm.patch|zz-rocm.patch\n/ws/lib|core.patch|core.patch\n")
+    result = cli("import", str(folder), "--target", "t", "--git", "lib=https://example.invalid/lib.git",
+                 "--pin", f"lib={lib.head()}", "--source", f"lib={lib.path}", "--json")  # fmt: skip
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert [p["id"] for p in up["pieces"]] == ["c", "new", "a", "b"]
+    twice = cli("import", str(folder / "core.patch"), str(folder / "core.patch"), "--target", "u", "--dry-run")
+    assert twice.code == 2 and "is given twice for upstream core" in twice.err, twice.err

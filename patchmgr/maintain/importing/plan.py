@@ -230,9 +230,9 @@ def _one(
     if pin != base.commit:
         carried, partly = carried_files(patch, specs, pieces)
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
+    notes += _other_line(repo, declared, base, given)
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
     comment = _comment(monolith.shown, base, pin) + _branch(declared, existing)
-    notes += _other_line(repo, declared, base, given)
     entry = UpstreamEntry(
         name,
         git,
@@ -284,7 +284,9 @@ def _git_url(
 
 def _branch(declared: Declared, existing: Upstream | None) -> str:
     """The Dockerfile's branch (or tag) the pin was resolved from, for the manifest comment."""
-    return f"; the Dockerfile's {declared.branch} at import" if declared.branch and existing is None else ""
+    if not declared.branch or existing is not None:
+        return ""
+    return f"; the Dockerfile checks out {declared.branch}, resolved to this commit at import"
 
 
 def _other_line(repo: GitRepo, declared: Declared, base: Base, given: str | None) -> list[str]:
