@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from patchmgr.model.dockerfile import Word, instructions, needed, words
-from patchmgr.model.dockerfile_run import context_candidates, read_build
+from patchmgr.model.dockerfile import Word, context_candidates, instructions, needed, words
+from patchmgr.model.dockerfile_run import read_build
 from patchmgr.model.errors import UsageError
 from patchmgr.model.urls import url_problem
 
@@ -130,3 +130,20 @@ def test_a_manifest_url_with_an_unexpanded_variable_is_refused():
     assert "never given a value" in (url_problem("https://github.com/${MEGATRON_REPO}.git") or "")
     assert "never given a value" in (url_problem("https://github.com/$REPO.git") or "")
     assert url_problem("https://github.com/NVIDIA/Megatron-LM.git") is None
+
+
+def test_bash_c_scripts_and_folders_a_variable_leaves_unknown():
+    text = (
+        "FROM b\nARG D=/ws\n"
+        "RUN bash -c 'git clone https://h/lib.git $D/lib && cd $D/lib && git apply /p/a.patch'\n"
+        "RUN cd $(dirname /x) && echo fine\n"
+        "RUN for p in a b; do git -C /ws/lib apply /p/$p.patch; done\n"
+    )
+    built = read_build(text, "Dockerfile", {})
+    assert [c.folder for c in built.checkouts] == ["/ws/lib"]
+    assert [(a.folder, a.patch) for a in built.applied] == [("/ws/lib", "/p/a.patch"), ("/ws/lib", "")]
+    assert [m.name for m in built.applied[1].word.missing] == ["p"]
+    with pytest.raises(UsageError, match=r"Dockerfile:3: \$\{\$\(dirname /x\)\} has no value \(in a cd before git"):
+        read_build(
+            "FROM b\nRUN git clone https://h/lib.git /l\nRUN cd $(dirname /x) && git checkout v1\n", "Dockerfile", {}
+        )

@@ -14,6 +14,8 @@ Pure functions on text, no file and no process:
 
 from __future__ import annotations
 
+import fnmatch
+import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from patchmgr.model.errors import UsageError
 
 _DIRECTIVE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9_-]*)\s*=\s*(.*?)\s*$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GLOB = re.compile(r"[*?\[]")
 OPERATORS = ("&&", "||", ">>", ";", "|", "&", "<", ">", "(", ")")
 
 
@@ -252,3 +255,33 @@ def _closing(text: str, start: int) -> int:
             if depth == 0:
                 return index
     return len(text)
+
+
+@dataclass(frozen=True)
+class Copied:
+    """``COPY``/``ADD`` from the build context: its sources (as written, relative to the context) and dest."""
+
+    sources: tuple[str, ...]
+    dest: str
+    line: int
+
+
+def context_candidates(copies: tuple[Copied, ...], image_path: str) -> list[str]:
+    """Where in the build context a file at ``image_path`` may come from, the last COPY reaching it first (the
+    caller keeps the first that exists: a folder copied in, a file or a glob's match copied into a folder)."""
+    found: list[str] = []
+    for copy in reversed(copies):
+        dest = copy.dest
+        if image_path == dest.rstrip("/"):
+            found += [posixpath.normpath(src) for src in copy.sources if not _GLOB.search(src)]
+            continue
+        prefix = dest.rstrip("/") + "/"
+        if not image_path.startswith(prefix):
+            continue
+        rest = image_path[len(prefix) :]
+        for src in copy.sources:
+            if not _GLOB.search(src):
+                found.append(posixpath.normpath(posixpath.join(src, rest)))
+            if "/" not in rest and fnmatch.fnmatchcase(rest, posixpath.basename(src)):
+                found.append(posixpath.normpath(posixpath.join(posixpath.dirname(src), rest)))
+    return list(dict.fromkeys(found))

@@ -10,14 +10,12 @@ with that stage's ``ENV`` and ``WORKDIR``. Each ``RUN`` starts in the ``WORKDIR`
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import posixpath
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from patchmgr.model.dockerfile import Instruction, Word, expand, instructions, needed, words
+from patchmgr.model.dockerfile import Copied, Instruction, Word, expand, instructions, needed, words
 from patchmgr.model.errors import UsageError
 from patchmgr.model.urls import control_character
 
@@ -39,17 +37,9 @@ class Applied:
     """A patch file applied (``git apply``, ``git am``, ``patch``) in a checkout: its path in the image."""
 
     folder: str  # the checkout's folder
-    patch: str
+    patch: str  # "" when ``word`` uses a variable without a value
     line: int
-
-
-@dataclass(frozen=True)
-class Copied:
-    """``COPY``/``ADD`` from the build context: its sources (as written, relative to the context) and dest."""
-
-    sources: tuple[str, ...]
-    dest: str
-    line: int
+    word: Word = Word("")  # the path as written, substituted
 
 
 @dataclass(frozen=True)
@@ -69,7 +59,8 @@ class _Stage:
     workdir: str = "/"
 
 
-_GLOB = re.compile(r"[*?\[]")
+_PREFIXES = frozenset(("sudo", "exec", "command", "time", "do", "then", "else", "elif", "!", "{"))
+_UNKNOWN = "\x00unknown-"
 _CLONE_VALUE_OPTIONS = frozenset(
     "-b --branch --depth -o --origin --reference --filter -c --config --shallow-since --shallow-exclude -j "
     "--jobs --separate-git-dir -u --upload-pack --template --reference-if-able --recurse-submodules=".split()
@@ -88,6 +79,7 @@ def read_build(text: str, where: str, build_args: Mapping[str, str]) -> Built:
 class _State:
     def __init__(self, where: str, build_args: dict[str, Word]) -> None:
         self.where, self.build_args = where, build_args
+        self.line = 0
         self.globals: dict[str, Word | None] = {}
         self.declared: set[str] = set()
         self.stages: dict[str, _Stage] = {}
@@ -95,6 +87,7 @@ class _State:
         self.checkouts: dict[str, Checkout] = {}
         self.applied: list[Applied] = []
         self.copies: list[Copied] = []
+        self.unknown: list[Word] = []  # the folders of ``cd``s to a variable that has no value
 
     def step(self, ins: Instruction) -> None:
         handler = getattr(self, f"do_{ins.keyword.lower()}", None)
@@ -172,9 +165,14 @@ class _State:
     def do_run(self, ins: Instruction) -> None:
         assert self.stage is not None
         found = _json_or_words(ins, self.stage.values, shell=True)
+        self.line = ins.line
         while found and not found[0].operator and found[0].text.startswith("--"):
             found = found[1:]  # RUN --mount=... --network=...
-        cwd = self.stage.workdir
+        self.run_words(found, self.stage.workdir)
+
+    def run_words(self, found: list[Word], cwd: str) -> str:
+        """A RUN line's commands, from the folder ``cwd``; the folder it ends in."""
+        line = self.line
         fetched: dict[str, Word] = {}
         command: list[Word] = []
         stdin: Word | None = None
@@ -193,20 +191,25 @@ class _State:
                 command.append(word)
                 continue
             if command:
-                cwd = self.command(command, stdin, cwd, ins.line, fetched)
+                cwd = self.command(command, stdin, cwd, line, fetched)
             command, stdin = [], None
+        return cwd
 
     def command(self, argv: list[Word], stdin: Word | None, cwd: str, line: int, fetched: dict[str, Word]) -> str:
         """One simple command of a RUN line; the folder the next one runs in."""
-        while argv and "=" in argv[0].text and not argv[0].text.startswith("="):
-            argv = argv[1:]  # VAR=value before a command
-        if argv and argv[0].text in ("sudo", "exec", "command"):
-            argv = argv[1:]
+        while argv and (argv[0].text in _PREFIXES or ("=" in argv[0].text and not argv[0].text.startswith("="))):
+            argv = argv[1:]  # VAR=value, sudo, a loop's do: the command comes after
         if not argv:
             return cwd
         name = argv[0].text
         if name in ("cd", "pushd") and len(argv) > 1:
-            return _join(cwd, self.need(argv[1], line, f"as the folder of {name}"))
+            if argv[1].missing:  # cd $(dirname ...): an error only if a clone or patch is then made there
+                self.unknown.append(argv[1])
+                return f"/{_UNKNOWN}{len(self.unknown) - 1}"
+            return _join(cwd, argv[1].text)
+        if name in ("sh", "bash") and len(argv) > 2 and argv[1].text == "-c":
+            script = words(argv[2].text, self.stage.values if self.stage else {}, line)
+            return self.run_words(script, cwd) if not argv[2].missing else cwd
         if name == "git":
             self.git(argv[1:], stdin, cwd, line, fetched)
         elif name == "patch":
@@ -215,6 +218,12 @@ class _State:
 
     def need(self, word: Word, line: int, what: str) -> str:
         return needed(word, self.where, what)
+
+    def known(self, folder: str, what: str) -> str:
+        """``folder``, or the error for the variable of the ``cd`` that made it unknown."""
+        if folder.startswith(f"/{_UNKNOWN}"):
+            needed(self.unknown[int(folder[len(_UNKNOWN) + 1 :].split("/")[0])], self.where, f"in a cd before {what}")
+        return folder
 
     def git(self, argv: list[Word], stdin: Word | None, cwd: str, line: int, fetched: dict[str, Word]) -> None:
         while argv and argv[0].text.startswith("-"):
@@ -266,6 +275,7 @@ class _State:
         else:
             base = self.need(url, line, "in the URL of git clone, which names the clone's folder").rstrip("/")
             folder = _join(cwd, posixpath.basename(base).removesuffix(".git"))
+        folder = self.known(folder, "git clone")
         self.checkouts[folder] = Checkout(folder, url, line, branch, line if branch else 0, branch is not None)
 
     def owner(self, folder: str, line: int) -> str:
@@ -282,7 +292,7 @@ class _State:
         refs = [a for a in args if not a.text.startswith("-")]
         if any(t in ("-b", "-B", "-c", "-C") for t in texts):
             refs = refs[1:]  # the new branch's name, then where it starts
-        folder = self.owner(cwd, line)
+        folder = self.owner(self.known(cwd, "git checkout"), line)
         if len(refs) != 1 or not folder:
             return
         ref = refs[0]
@@ -337,10 +347,10 @@ class _State:
                 files.append(word)
         if not files and stdin is not None:
             files = [stdin]
-        folder = self.owner(cwd, line)
-        for word in files:
-            patch = _join(cwd, self.need(word, line, "in the path of the applied patch"))
-            self.applied.append(Applied(folder or cwd, patch, line))
+        folder = self.owner(self.known(cwd, "git apply"), line)
+        for word in files:  # a path with a variable without a value (a shell loop's): an error where it is needed
+            patch = _join(cwd, word.text) if not word.missing else ""
+            self.applied.append(Applied(folder or cwd, patch, line, word))
 
 
 def _json_or_words(ins: Instruction, values: Mapping[str, Word], shell: bool) -> list[Word]:
@@ -361,24 +371,3 @@ def _join(cwd: str, path: str) -> str:
     """``path`` from the folder ``cwd``, normalised, absolute."""
     joined = posixpath.normpath(posixpath.join(cwd or "/", path))
     return "/" + joined.lstrip("/")
-
-
-def context_candidates(copies: tuple[Copied, ...], image_path: str) -> list[str]:
-    """Where in the build context a file at ``image_path`` may come from, the last COPY reaching it first (the
-    caller keeps the first that exists: a folder copied in, a file or a glob's match copied into a folder)."""
-    found: list[str] = []
-    for copy in reversed(copies):
-        dest = copy.dest
-        if image_path == dest.rstrip("/"):
-            found += [posixpath.normpath(src) for src in copy.sources if not _GLOB.search(src)]
-            continue
-        prefix = dest.rstrip("/") + "/"
-        if not image_path.startswith(prefix):
-            continue
-        rest = image_path[len(prefix) :]
-        for src in copy.sources:
-            if not _GLOB.search(src):
-                found.append(posixpath.normpath(posixpath.join(src, rest)))
-            if "/" not in rest and fnmatch.fnmatchcase(rest, posixpath.basename(src)):
-                found.append(posixpath.normpath(posixpath.join(posixpath.dirname(src), rest)))
-    return list(dict.fromkeys(found))

@@ -29,8 +29,8 @@ from patchmgr.maintain.importing.sources import (
     read_text,
     version_of,
 )
-from patchmgr.model.dockerfile import needed
-from patchmgr.model.dockerfile_run import Applied, Built, Checkout, context_candidates, read_build
+from patchmgr.model.dockerfile import context_candidates, needed
+from patchmgr.model.dockerfile_run import Applied, Built, Checkout, read_build
 from patchmgr.model.errors import UsageError
 
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,40}")
@@ -146,6 +146,10 @@ def _applied_files(dockerfile: Path, built: Built, strict: bool) -> list[_Applie
                 "of the Dockerfile makes (or cannot name an upstream)",
                 "clone it in the Dockerfile, or import the patch file with --upstream/--git/--pin",
             )
+        if not applied.patch:  # a variable without a value (a shell loop's): needed only with no paths given
+            if strict:
+                needed(applied.word, where, "in the path of the applied patch")
+            continue
         file = _in_context(roots, repository, built, applied, where, strict)
         out.append(_Applied(name, file, applied.patch, applied.line))
     return out
