@@ -143,7 +143,7 @@ def test_bash_c_scripts_and_folders_a_variable_leaves_unknown():
     assert [c.folder for c in built.checkouts] == ["/ws/lib"]
     assert [(a.folder, a.patch) for a in built.applied] == [("/ws/lib", "/p/a.patch"), ("/ws/lib", "")]
     assert [m.name for m in built.applied[1].word.missing] == ["p"]
-    with pytest.raises(UsageError, match=r"Dockerfile:3: \$\{\$\(dirname /x\)\} has no value \(in a cd before git"):
+    with pytest.raises(UsageError, match=r"Dockerfile:3: \$\(dirname /x\) has no value \(in a cd before git"):
         read_build(
             "FROM b\nRUN git clone https://h/lib.git /l\nRUN cd $(dirname /x) && git checkout v1\n", "Dockerfile", {}
         )

@@ -145,6 +145,8 @@ def test_only_picks_upstreams_and_a_patch_file_is_named_by_its_clone_folder(tmp_
         f"cd /ws/Megatron-LM && git checkout {lib.head()} && git apply /tmp/megatron.patch\n"
         f"RUN git clone https://example.invalid/nowhere/tool.git /ws/tool && git -C /ws/tool checkout {tool.head()} "
         "&& cd /ws/tool && git apply /tmp/tool.patch\n"
+        "RUN cd \"$(python3 -c 'import os, vllm; print(os.path.dirname(vllm.__file__))')\" \\\n"
+        "    && patch -p1 < /tmp/v.patch\n"
     )
     source = ["--source", f"megatron-lm={lib.path}"]
     blocked = cli("import", "--target", "t", "--dockerfile", str(folder / "Dockerfile"), *source)
@@ -154,6 +156,8 @@ def test_only_picks_upstreams_and_a_patch_file_is_named_by_its_clone_folder(tmp_
     assert result.code == 0, result.out + result.err
     manifest = (project.root / "manifests/t.toml").read_text()
     assert "[upstreams.megatron-lm]" in manifest and "tool" not in manifest
+    assert "Dockerfile:5: /tmp/v.patch is applied in $(python3 -c 'import os, vllm;" in result.out, result.out
+    assert "which no `git clone` of the Dockerfile makes" in result.out
     wrong = cli("import", "--only", "megatron", "--target", "u", "--dockerfile", str(folder / "Dockerfile"), *source)
     assert wrong.code == 2 and "no patch here is for upstream 'megatron'" in wrong.err, wrong.err
 

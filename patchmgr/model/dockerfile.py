@@ -44,6 +44,11 @@ class Missing:
     name: str
     line: int
 
+    @property
+    def shown(self) -> str:
+        """``${NAME}``, or a command's output as written (``$(...)``, ``$1``)."""
+        return self.name if self.name.startswith("$") else f"${{{self.name}}}"
+
 
 @dataclass(frozen=True)
 class Word:
@@ -59,8 +64,13 @@ def needed(word: Word, where: str, what: str) -> str:
     if word.missing:
         first = word.missing[0]
         raise UsageError(
-            f"{where}:{first.line}: ${{{first.name}}} has no value ({what}); nothing was written",
-            f"pass --build-arg {first.name}=VALUE, or give it a default in the Dockerfile (ARG {first.name}=...)",
+            f"{where}:{first.line}: {first.shown} has no value ({what}); nothing was written",
+            (
+                f"pass --build-arg {first.name}=VALUE, or give it a default in the Dockerfile (ARG {first.name}=...)"
+                if not first.name.startswith("$")
+                else "import reads the Dockerfile, it runs nothing: give the patch files with --git NAME=URL and "
+                "--pin NAME=REF instead"
+            ),
         )
     return word.text
 
@@ -184,13 +194,12 @@ class _Lexer:
         text, start = self.text, self.pos + 1
         self.started = True
         if text.startswith("{", start):
-            end = _closing(text, start + 1)
+            end = _closing(text, start + 1, "{}")
             self.braced(text[start + 1 : end])
             self.pos = end + 1
             return
         if text.startswith("(", start):  # a command's output: unknown here
-            end = text.find(")", start)
-            end = len(text) - 1 if end < 0 else end
+            end = min(_closing(text, start + 1, "()"), len(text) - 1)
             self.missing.append(Missing(text[self.pos : end + 1], self.line))
             self.pos = end + 1
             return
@@ -245,12 +254,12 @@ class _Lexer:
             self.take(name)
 
 
-def _closing(text: str, start: int) -> int:
+def _closing(text: str, start: int, pair: str) -> int:
     depth = 1
     for index in range(start, len(text)):
-        if text[index] == "{":
+        if text[index] == pair[0]:
             depth += 1
-        elif text[index] == "}":
+        elif text[index] == pair[1]:
             depth -= 1
             if depth == 0:
                 return index

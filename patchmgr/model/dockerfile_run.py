@@ -36,10 +36,11 @@ class Checkout:
 class Applied:
     """A patch file applied (``git apply``, ``git am``, ``patch``) in a checkout: its path in the image."""
 
-    folder: str  # the checkout's folder
+    folder: str  # the checkout's folder ("": no clone of the Dockerfile's)
     patch: str  # "" when ``word`` uses a variable without a value
     line: int
     word: Word = Word("")  # the path as written, substituted
+    run_in: str = ""  # the folder it runs in
 
 
 @dataclass(frozen=True)
@@ -347,10 +348,13 @@ class _State:
                 files.append(word)
         if not files and stdin is not None:
             files = [stdin]
-        folder = self.owner(self.known(cwd, "git apply"), line)
+        run_in = cwd
+        if cwd.startswith(f"/{_UNKNOWN}"):
+            run_in = self.unknown[int(cwd[len(_UNKNOWN) + 1 :].split("/")[0])].missing[0].shown
+        folder = self.owner(cwd, line)
         for word in files:  # a path with a variable without a value (a shell loop's): an error where it is needed
             patch = _join(cwd, word.text) if not word.missing else ""
-            self.applied.append(Applied(folder or cwd, patch, line, word))
+            self.applied.append(Applied(folder, patch, line, word, run_in))
 
 
 def _json_or_words(ins: Instruction, values: Mapping[str, Word], shell: bool) -> list[Word]:

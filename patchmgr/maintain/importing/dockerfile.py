@@ -64,7 +64,7 @@ def import_inputs(
             raise UsageError("--build-arg sets a Dockerfile's ARG, but no --dockerfile is given", "add --dockerfile")
         return Inputs(_only(read_inputs(list(paths), upstream, version), only), {})
     built = read_dockerfile(dockerfile, build_args)
-    applied = _applied_files(dockerfile, built, strict=not paths)
+    applied, skipped = _applied_files(dockerfile, built, strict=not paths)
     if paths:
         monoliths = _given(list(paths), applied, upstream, version)
     elif applied:
@@ -73,11 +73,13 @@ def import_inputs(
         raise UsageError(
             f"--dockerfile {dockerfile}: applies no patch file in a checkout it clones (no `git apply FILE` or "
             "`patch -p1 < FILE` in a `git clone` folder, the file copied in with COPY)",
-            "give the patch files (or their folder or series.conf) too",
+            skipped[0] if skipped else "give the patch files (or their folder or series.conf) too",
         )
     monoliths = _only(monoliths, only)
     declared = {m.upstream: _declared(dockerfile, built, m.upstream) for m in monoliths}
-    notes = tuple(f"--build-arg {name}: the Dockerfile declares no ARG {name}" for name in built.unused_build_args)
+    notes = tuple(skipped) + tuple(
+        f"--build-arg {name}: the Dockerfile declares no ARG {name}" for name in built.unused_build_args
+    )
     return Inputs(monoliths, {k: v for k, v in declared.items() if v is not None}, notes)
 
 
@@ -129,30 +131,32 @@ def _given(paths: list[Path], applied: list[_Applied], upstream: str | None, ver
     return finish_inputs(found)
 
 
-def _applied_files(dockerfile: Path, built: Built, strict: bool) -> list[_Applied]:
-    """Every patch the Dockerfile applies, in order; ``strict``: one not found in the build context is an error."""
+def _applied_files(dockerfile: Path, built: Built, strict: bool) -> tuple[list[_Applied], list[str]]:
+    """Every patch the Dockerfile applies in its clones, in order, and notes on those applied elsewhere;
+    ``strict``: one not found in the build context is an error."""
     where = str(dockerfile)
     checkouts = {c.folder: c for c in built.checkouts}
     folder = dockerfile.resolve().parent
     repository = repository_of(folder)
     roots = [folder, *[p for p in folder.parents if p == repository or repository in p.parents]]
-    out = []
+    out, notes = [], []
     for applied in built.applied:
         checkout = checkouts.get(applied.folder)
         name = name_or_none(checkout.folder) if checkout else None
         if checkout is None or name is None:
-            raise UsageError(
-                f"{where}:{applied.line}: applies {applied.patch} in {applied.folder}, which no `git clone` "
-                "of the Dockerfile makes (or cannot name an upstream)",
-                "clone it in the Dockerfile, or import the patch file with --upstream/--git/--pin",
+            notes.append(
+                f"{where}:{applied.line}: {applied.patch or applied.word.text} is applied in {applied.run_in}, "
+                "which no `git clone` of the Dockerfile makes: not imported from the Dockerfile (import the "
+                "patch file with --upstream/--git/--pin)"
             )
+            continue
         if not applied.patch:  # a variable without a value (a shell loop's): needed only with no paths given
             if strict:
                 needed(applied.word, where, "in the path of the applied patch")
             continue
         file = _in_context(roots, repository, built, applied, where, strict)
         out.append(_Applied(name, file, applied.patch, applied.line))
-    return out
+    return out, notes
 
 
 def _in_context(
