@@ -73,7 +73,10 @@ OnlyOpt = Annotated[
 ]
 VersionOpt = Annotated[
     Optional[str],
-    typer.Option("--version", help="Of a per-version folder, the version to import (default: the highest)."),
+    typer.Option(
+        "--version",
+        help="Of a per-version folder, the version to import (default: the one --dockerfile copies, else the highest).",
+    ),
 ]
 
 
