@@ -143,7 +143,11 @@ def test_bash_c_scripts_and_folders_a_variable_leaves_unknown():
     assert [c.folder for c in built.checkouts] == ["/ws/lib"]
     assert [(a.folder, a.patch) for a in built.applied] == [("/ws/lib", "/p/a.patch"), ("/ws/lib", "")]
     assert [m.name for m in built.applied[1].word.missing] == ["p"]
-    with pytest.raises(UsageError, match=r"Dockerfile:3: \$\(dirname /x\) has no value \(in a cd before git"):
+    lazy = read_build("FROM b\nWORKDIR $HOME/src\nRUN git clone https://h/lib.git /l\n", "Dockerfile", {})
+    assert [c.folder for c in lazy.checkouts] == ["/l"]  # a WORKDIR without a value matters only where used
+    with pytest.raises(UsageError, match=r"Dockerfile:2: \$\{HOME\} has no value \(in the folder of git clone"):
+        read_build("FROM b\nWORKDIR $HOME/src\nRUN git clone https://h/lib.git\n", "Dockerfile", {})
+    with pytest.raises(UsageError, match=r"Dockerfile:3: \$\(dirname /x\) has no value \(in the folder of git"):
         read_build(
             "FROM b\nRUN git clone https://h/lib.git /l\nRUN cd $(dirname /x) && git checkout v1\n", "Dockerfile", {}
         )

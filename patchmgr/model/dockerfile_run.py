@@ -145,8 +145,15 @@ class _State:
     def do_workdir(self, ins: Instruction) -> None:
         assert self.stage is not None
         word = expand(ins.rest.strip(), self.stage.values, ins.line)
-        path = needed(word, self.where, "in WORKDIR")
-        self.stage.workdir = _join(self.stage.workdir, path)
+        self.stage.workdir = self.cd(self.stage.workdir, word)
+
+    def cd(self, cwd: str, word: Word) -> str:
+        """The folder ``word`` names from ``cwd``; one a variable without a value names is an error only where a
+        clone, checkout or patch is made in it."""
+        if not word.missing:
+            return _join(cwd, word.text)
+        self.unknown.append(word)
+        return f"/{_UNKNOWN}{len(self.unknown) - 1}"
 
     def do_copy(self, ins: Instruction) -> None:
         assert self.stage is not None
@@ -204,10 +211,7 @@ class _State:
             return cwd
         name = argv[0].text
         if name in ("cd", "pushd") and len(argv) > 1:
-            if argv[1].missing:  # cd $(dirname ...): an error only if a clone or patch is then made there
-                self.unknown.append(argv[1])
-                return f"/{_UNKNOWN}{len(self.unknown) - 1}"
-            return _join(cwd, argv[1].text)
+            return self.cd(cwd, argv[1])
         if name in ("sh", "bash") and len(argv) > 2 and argv[1].text == "-c":
             script = words(argv[2].text, self.stage.values if self.stage else {}, line)
             return self.run_words(script, cwd) if not argv[2].missing else cwd
@@ -223,13 +227,13 @@ class _State:
     def known(self, folder: str, what: str) -> str:
         """``folder``, or the error for the variable of the ``cd`` that made it unknown."""
         if folder.startswith(f"/{_UNKNOWN}"):
-            needed(self.unknown[int(folder[len(_UNKNOWN) + 1 :].split("/")[0])], self.where, f"in a cd before {what}")
+            needed(self.unknown[int(folder[len(_UNKNOWN) + 1 :].split("/")[0])], self.where, f"in the folder of {what}")
         return folder
 
     def git(self, argv: list[Word], stdin: Word | None, cwd: str, line: int, fetched: dict[str, Word]) -> None:
         while argv and argv[0].text.startswith("-"):
             if argv[0].text == "-C" and len(argv) > 1:
-                cwd = _join(cwd, self.need(argv[1], line, "as git -C's folder"))
+                cwd = self.cd(cwd, argv[1])
                 argv = argv[2:]
             else:
                 argv = argv[2:] if argv[0].text in ("-c", "--git-dir", "--work-tree") else argv[1:]
@@ -312,7 +316,7 @@ class _State:
                 if skip in ("-i", "--input"):
                     args.append(word)
                 elif skip in ("-d", "--directory"):
-                    cwd = _join(cwd, self.need(word, line, "as patch -d's folder"))
+                    cwd = self.cd(cwd, word)
                 skip = None
             elif text in ("-i", "--input", "-d", "--directory", "-p", "-F", "-o", "-r", "-V", "-B", "-z", "-D"):
                 skip = text
@@ -321,11 +325,11 @@ class _State:
                 if key == "--input":
                     args.append(Word(value, word.missing))
                 else:
-                    cwd = _join(cwd, self.need(Word(value, word.missing), line, "as patch's folder"))
+                    cwd = self.cd(cwd, Word(value, word.missing))
             elif text.startswith("-i") and len(text) > 2:
                 args.append(Word(text[2:], word.missing))
             elif text.startswith("-d") and len(text) > 2:
-                cwd = _join(cwd, self.need(Word(text[2:], word.missing), line, "as patch's folder"))
+                cwd = self.cd(cwd, Word(text[2:], word.missing))
             elif not text.startswith("-") and not args:
                 continue  # patch ORIGINALFILE: not a patch file
         self.apply(args, stdin, cwd, line, None)
@@ -336,12 +340,12 @@ class _State:
         for word in args:
             text = word.text
             if skip:
-                cwd, skip = _join(cwd, self.need(word, line, "as the --directory of git apply")), False
+                cwd, skip = self.cd(cwd, word), False
             elif directory and text == directory:
                 skip = True
             elif directory and text.startswith(directory + "="):
                 value = Word(text.partition("=")[2], word.missing)
-                cwd = _join(cwd, self.need(value, line, "as the --directory of git apply"))
+                cwd = self.cd(cwd, value)
             elif text in ("--exclude", "--include", "-p", "-C"):
                 continue
             elif not text.startswith("-"):
