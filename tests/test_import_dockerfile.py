@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
 from support.gitrepos import BASE_TEXT, UpstreamRepo, git
 from support.monolith import MONOLITH, dirty_diff, fill_stubs, text_with, three_file_upstream
 from support.real_histories import clone_of
@@ -245,7 +244,6 @@ def test_two_series_conf_lines_for_one_worktree_are_one_upstream_in_their_order(
     assert twice.code == 2 and "is given twice for upstream core" in twice.err, twice.err
 
 
-@pytest.mark.xfail(reason="needs the repeated-file composition of issue 26 item 3 (branch repeated)", strict=False)
 def test_the_second_patch_file_of_one_clone_is_made_on_the_first(tmp_path, cli, project):
     """core.patch changes src/c.py further after zz-rocm.patch (its preimage is zz-rocm's postimage): its pieces
     are made on zz-rocm's result, so status is clean and apply gives what git apply of both gives."""

@@ -21,6 +21,19 @@ class Command(NamedTuple):
 
 
 COMMANDS: dict[str, Command] = {
+    "init": Command(
+        "init",
+        "Start a project in the current folder (or --root): manifests/<target>.toml with one upstream from --git "
+        "URL pinned at --pin REF (resolved to its full commit; version from a release tag), patches/<upstream>/, "
+        "tests/smoke/<upstream>/conftest.py and a pre-commit config running patchmgr lint. Never overwrites a file.",
+    ),
+    "add": Command(
+        "add",
+        "Turn a change into a documented patch at the end of an upstream's series: the new commits of an edit "
+        "checkout (--from-edit DIR), a commit or range of any clone (--commit REV[..REV] --repo DIR), or a diff file "
+        "(--diff FILE). DEP-3 fields from the commits, Last-Update today, a Smoke-Test stub; checked to apply "
+        "exactly at the pin first, then written in one transaction.",
+    ),
     "status": Command("status", "Classify every patch of a target at its pins (or --against refs)."),
     "apply": Command("apply", "Check out each upstream at its pin under DIR and apply the series, all or nothing."),
     "verify": Command("verify", "Prove that DIR holds exactly the pinned upstreams with exactly the target's patches."),

@@ -44,6 +44,12 @@ def import_json(outcome: ImportOutcome) -> dict:
                         "evidence": p.evidence,
                         "carrier": p.carrier,
                         "at_given_pin": p.at_given_pin,
+                        # which diff of each path it holds ("diff": 2 of "of": 2 when the patch changes the
+                        # file twice), and its hunks numbered across the path's diffs, as --map numbers them
+                        "diffs": [
+                            {"path": t.path, "diff": t.diff, "of": t.diffs, "hunks": list(t.hunks), "hunks_of": t.total}
+                            for t in p.takes
+                        ],
                     }
                     for p in u.pieces
                 ],
@@ -75,7 +81,9 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
         for column in ("piece", "takes", "state at pin", "result"):
             table.add_column(column, overflow="fold")
         for piece in upstream.pieces:
-            if not piece.imported:
+            if outcome.action == "refused" and piece.state.applies:
+                result = "not imported (the import is refused)"
+            elif not piece.imported:
                 result = f"left out: {piece.evidence}"
             else:
                 result = piece.path or ""  # an imported piece has its file's path

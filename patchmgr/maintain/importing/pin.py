@@ -26,6 +26,7 @@ from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import State
 from patchmgr.history.walk import Walk
 from patchmgr.io.git import GitRepo
+from patchmgr.maintain.importing.repeated import first_preimages, repeated_conflict
 from patchmgr.model.errors import UsageError
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource
@@ -73,11 +74,13 @@ def find_base(
     the upstream's tags: ``held`` those whose commits the cache has, ``all`` every one (fetched on need)."""
     notes: list[str] = []
     if given is not None:
-        state = check_patch(patch, GitSource(repo, given, location)).state
+        reader = GitSource(repo, given, location)
+        state = check_patch(patch, reader).state
         if state.applies:
             return Base(given, FoundBy.GIVEN, f"the patch applies at the given pin ({state.value})")
         notes.append(
-            f"the monolithic patch does not apply at the given pin {given[:12]} ({state.value}): searched for its base"
+            f"the monolithic patch does not apply at the given pin {given[:12]} ({state.value}): searched for its "
+            f"base{repeated_conflict(patch, reader)}"
         )
     tip = search()
     line = _line(repo, tip, patch.touched_paths)
@@ -87,7 +90,10 @@ def find_base(
         if state.applies:
             by_blobs.notes = notes + by_blobs.notes
             return by_blobs
-        notes.append(f"the index lines point at {by_blobs.commit[:12]}, but the patch is {state.value} there")
+        notes.append(
+            f"the index lines point at {by_blobs.commit[:12]}, but the patch is {state.value} there"
+            + repeated_conflict(patch, GitSource(repo, by_blobs.commit, location))
+        )
     found = _by_applying(repo, location, patch, line, tip, given)
     if found is None:
         raise UsageError(
@@ -127,11 +133,7 @@ def _by_blobs(
     notes: list[str],
     tags: TagList | None,
 ) -> Base | None:
-    wanted = [
-        (d.old_path, d.old_blob)
-        for d in patch.files
-        if d.kind != "add" and d.old_path and d.old_blob and set(d.old_blob) != {"0"}
-    ]
+    wanted = first_preimages(patch)  # one per file: a later diff of a file starts from the patch's own result
     if not wanted:
         return None
     paths = [path for path, _ in wanted]

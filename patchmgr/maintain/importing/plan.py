@@ -35,6 +35,7 @@ from patchmgr.maintain.importing.pieces import (
 )
 from patchmgr.maintain.importing.pin import Base, FoundBy, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
+from patchmgr.maintain.importing.repeated import file_notes
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
 from patchmgr.maintain.importing.split import SplitMode, plan_pieces
@@ -116,8 +117,11 @@ def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, o
             "check the paths against the patch (hunks are numbered from 1)",
         )
     if not all(u.proven for u in outcome.upstreams):
-        outcome.action = ImportAction.REFUSED
-        return outcome
+        # nothing is written: no piece is imported, and none has a file
+        refused = [
+            replace(u, pieces=[replace(p, imported=False, path=None) for p in u.pieces]) for u in outcome.upstreams
+        ]
+        return replace(outcome, upstreams=refused, action=ImportAction.REFUSED)
     description = f"imported from {', '.join(m.shown for m in monoliths)}"
     outcome.writes, outcome.expected = plan_writes(project, options.target, description, entries)
     return outcome
@@ -193,6 +197,7 @@ def _one(
         f"commit {base.commit}"
     )
     base_reader = GitSource(repo, base.commit, location)
+    notes += file_notes(patch, base_reader)  # repeated files, diffs edited by hand
     base_pieces = render_pieces(
         scratch, repo, base.commit, piece_changes_at(patch, specs, base_reader, monolith), origin, name
     )
@@ -232,7 +237,9 @@ def _one(
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
     notes += _other_line(repo, declared, base, given)
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
-    comment = _comment(monolith.shown, base, pin) + _branch(declared, existing)
+    comment = _comment(
+        monolith.shown + (f" at commit {monolith.commit[:12]}" if monolith.commit else ""), base, pin
+    ) + _branch(declared, existing)
     entry = UpstreamEntry(
         name,
         git,
