@@ -267,3 +267,28 @@ def test_the_second_patch_file_of_one_clone_is_made_on_the_first(tmp_path, cli, 
     assert cli("apply", "--target", "t", "--into", str(into), *source).code == 0
     reference = git_applied(lib, pin, [latest / "zz-rocm.patch", latest / "core.patch"], tmp_path / "ref")
     same_files(into / "lib-core", reference, ["src/a.py", "src/c.py", "src/new.py"])
+
+
+def test_piece_files_are_shared_across_targets_only_when_they_are_the_same_patch(tmp_path, cli, project):
+    lib = three_file_upstream(tmp_path)
+    pin = lib.head()
+    docker = image_repository(tmp_path, lib, pin)
+    args = ["import", "--dockerfile", str(docker / "Dockerfile"), "--source", f"lib-core={lib.path}"]
+    assert cli(*args, "--target", "cuda").code == 0
+    before = {p.name: p.read_bytes() for p in (project.root / "patches/lib-core").iterdir()}
+    same = cli(*args, "--target", "rocm", "--json")  # the same Dockerfile: the same pieces, shared
+    assert same.code == 0, same.out + same.err
+    assert {p.name: p.read_bytes() for p in (project.root / "patches/lib-core").iterdir()} == before
+    assert any("its file is shared" in n for n in same.json["upstreams"][0]["notes"])
+    (docker / "patch" / "latest" / "core.patch").write_bytes(
+        dirty_diff(lib, pin, {"src/a.py": text_with({5: "npu fix"}), "src/b.py": CORE["src/b.py"]})
+    )
+    other = cli(*args, "--target", "npu", "--json")  # a.patch differs: named after the target, b.patch shared
+    assert other.code == 0, other.out + other.err
+    assert [p["id"] for p in other.json["upstreams"][0]["pieces"]] == ["c", "new", "a-npu", "b"]
+    assert (project.root / "patches/lib-core/a.patch").read_bytes() == before["a.patch"]
+    assert "npu fix" in (project.root / "patches/lib-core/a-npu.patch").read_text()
+    fill_stubs(project.root)
+    for target in ("cuda", "rocm", "npu"):
+        status = cli("status", "--target", target, "--source", f"lib-core={lib.path}", "--json")
+        assert {r["state"] for u in status.json["upstreams"] for r in u["patches"]} == {"clean"}, status.out

@@ -37,6 +37,7 @@ from patchmgr.maintain.importing.pin import Base, FoundBy, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
 from patchmgr.maintain.importing.repeated import file_notes
 from patchmgr.maintain.importing.scratch import Scratch
+from patchmgr.maintain.importing.shared import share_pieces
 from patchmgr.maintain.importing.sources import Declared, Monolith
 from patchmgr.maintain.importing.split import SplitMode, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
@@ -232,6 +233,8 @@ def _one(
     pieces, data = pieces_at_pin(scratch, repo, location, pin, results, specs, origin, name, project)
     for piece in pieces:
         piece.at_given_pin = at_given.get(piece.id)
+    pieces, shared_notes = share_pieces(project, options.target, name, pieces, data)
+    notes += shared_notes
     if pin != base.commit:
         carried, partly = carried_files(patch, specs, pieces)
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
