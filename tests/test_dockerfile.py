@@ -151,3 +151,13 @@ def test_bash_c_scripts_and_folders_a_variable_leaves_unknown():
         read_build(
             "FROM b\nRUN git clone https://h/lib.git /l\nRUN cd $(dirname /x) && git checkout v1\n", "Dockerfile", {}
         )
+
+
+def test_a_run_heredoc_is_a_script_of_lines():
+    text = (
+        "FROM b\nRUN <<EOF\ngit clone https://h/lib.git /ws/lib\ncd /ws/lib\ngit checkout v1\n"
+        "git apply /p/a.patch\nEOF\nRUN git clone https://h/two.git /two\n"
+    )
+    built = read_build(text, "Dockerfile", {})
+    assert [(c.folder, c.ref.text if c.ref else None) for c in built.checkouts] == [("/ws/lib", "v1"), ("/two", None)]
+    assert [(a.folder, a.patch, a.line) for a in built.applied] == [("/ws/lib", "/p/a.patch", 2)]

@@ -18,12 +18,13 @@ import fnmatch
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from patchmgr.model.errors import UsageError
 
 _DIRECTIVE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9_-]*)\s*=\s*(.*?)\s*$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEREDOC = re.compile(r"^<<(-?)[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?\s*$")
 _GLOB = re.compile(r"[*?\[]")
 OPERATORS = ("&&", "||", ">>", ";", "|", "&", "<", ">", "(", ")")
 
@@ -88,8 +89,16 @@ def instructions(text: str) -> list[Instruction]:
     out: list[Instruction] = []
     current: list[str] = []
     start = 0
+    heredoc: tuple[str, list[str]] | None = None  # RUN <<EOF: the delimiter, and the script's lines so far
     for number, raw in enumerate(lines, 1):
         stripped = raw.strip()
+        if heredoc is not None:
+            if (raw if not heredoc[0].startswith("-") else raw.lstrip("\t")) == heredoc[0].lstrip("-"):
+                out[-1] = replace(out[-1], rest="\n".join(heredoc[1]))
+                heredoc = None
+            else:
+                heredoc[1].append(raw)
+            continue
         if stripped.startswith("#") or (current and not stripped):
             continue  # a comment, or an empty line inside a continued instruction
         if not current:
@@ -103,6 +112,9 @@ def instructions(text: str) -> list[Instruction]:
         current.append(raw)
         out.append(_instruction(start, "".join(current)))
         current = []
+        marker = _HEREDOC.match(out[-1].rest) if out[-1].keyword == "RUN" else None
+        if marker:
+            heredoc = (marker.group(1) + marker.group(2), [])
     if current:
         out.append(_instruction(start, "".join(current)))
     return out
@@ -145,7 +157,11 @@ class _Lexer:
         text = self.text
         while self.pos < len(text):
             char = text[self.pos]
-            if self.split and char in " \t\n":
+            if self.shell and char == "\n":
+                self.flush()
+                self.out.append(Word(";", operator=True))
+                self.pos += 1
+            elif self.split and char in " \t\n":
                 self.flush()
                 self.pos += 1
             elif self.shell and char == "#" and not self.started:
