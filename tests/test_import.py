@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from support.gitrepos import BASE_TEXT, UpstreamRepo, git
 from support.monolith import (
@@ -293,7 +293,7 @@ def test_dry_run_writes_nothing(tmp_path, cli, project):
 
 
 def test_dockerfile_clone_and_checkout_lines_give_urls_and_pins(tmp_path):
-    from patchmgr.maintain.importing.sources import read_dockerfile
+    from patchmgr.maintain.importing.dockerfile import read_dockerfile
 
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text(
@@ -305,7 +305,8 @@ def test_dockerfile_clone_and_checkout_lines_give_urls_and_pins(tmp_path):
         "WORKDIR /workspace/mbridge\n"
         "RUN git clone https://github.com/ISEEKYAN/mbridge.git . && git checkout b614d7ae6faa  # the pin\n"
     )
-    found = {name: (d.url, d.ref) for name, d in read_dockerfile(dockerfile).items()}
+    built = read_dockerfile(dockerfile)
+    found = {PurePosixPath(c.folder).name.lower(): (c.url.text, c.ref.text if c.ref else None) for c in built.checkouts}
     assert found == {
         "mindspeed": ("https://gitcode.com/Ascend/MindSpeed.git", "fc63de5c4842"),
         "megatron-bridge": ("https://github.com/NVIDIA-NeMo/Megatron-Bridge.git", "c810129341a8"),

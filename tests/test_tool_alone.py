@@ -70,7 +70,9 @@ def test_init_add_lint_status_apply_smoke_bump_with_the_wheel_alone(alone, tmp_p
     def pm(*args: str, code: int | None = 0) -> subprocess.CompletedProcess:
         done = subprocess.run(["patchmgr", *args], cwd=project, env=env, capture_output=True, text=True)
         if code is not None:
-            assert done.returncode == code, f"patchmgr {' '.join(args)}: exit {done.returncode}\n{done.stdout}{done.stderr}"
+            assert done.returncode == code, (
+                f"patchmgr {' '.join(args)}: exit {done.returncode}\n{done.stdout}{done.stderr}"
+            )
         assert "Traceback" not in done.stderr, done.stderr
         return done
 

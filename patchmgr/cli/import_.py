@@ -51,7 +51,9 @@ PinOpt = Annotated[
 DockerfileOpt = Annotated[
     Optional[Path],
     typer.Option(
-        "--dockerfile", help="Read git URLs and pins from its `git clone URL DIR` and `git checkout SHA` lines."
+        "--dockerfile",
+        help="Read git URLs, pins and the patch files applied to each clone from it (ARG/ENV as docker build "
+        "reads them); with no paths, import the patch files it applies.",
     ),
 ]
 SearchOpt = Annotated[
@@ -74,9 +76,19 @@ MapOpt = Annotated[
         "diffs: `path` takes all of them, and its hunks are numbered from 1 across its diffs in the patch's order.",
     ),
 ]
+BuildArgOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--build-arg", help="NAME=VALUE: a Dockerfile ARG's value, as docker build --build-arg sets it."),
+]
+OnlyOpt = Annotated[
+    Optional[list[str]], typer.Option("--only", help="NAME: import only this upstream of the patch set (repeatable).")
+]
 VersionOpt = Annotated[
     Optional[str],
-    typer.Option("--version", help="Of a per-version folder, the version to import (default: the highest)."),
+    typer.Option(
+        "--version",
+        help="Of a per-version folder, the version to import (default: the one --dockerfile copies, else the highest).",
+    ),
 ]
 
 
@@ -91,13 +103,15 @@ def command(
     split: SplitOpt = "file",
     mapping: MapOpt = None,
     version: VersionOpt = None,
+    build_arg: BuildArgOpt = None,
+    only: OnlyOpt = None,
     dry_run: options.DryRunOpt = False,
     source: options.SourceOpt = None,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:
+    from patchmgr.maintain.importing.dockerfile import import_inputs
     from patchmgr.maintain.importing.plan import ImportOptions, finish_import, plan_import
-    from patchmgr.maintain.importing.sources import read_dockerfile, read_inputs
     from patchmgr.maintain.importing.split import MODES, SplitMode, read_mapping
     from patchmgr.model.manifest import NAME
     from patchmgr.render.importing import import_json, render_import
@@ -124,8 +138,10 @@ def command(
         _pairs("--search", search, "mbridge=main"),
     )
     overrides = options.source_overrides(source)
-    chosen = ImportOptions(target, mode, mapped, *pairs, read_dockerfile(dockerfile) if dockerfile else {})
-    monoliths = read_inputs(list(paths or []), upstream, version)
+    build_args = _pairs("--build-arg", build_arg, "PATCH_VERSION=latest")
+    inputs = import_inputs(list(paths or []), dockerfile, build_args, upstream, version, only or [])
+    chosen = ImportOptions(target, mode, mapped, *pairs, inputs.declared, inputs.notes)
+    monoliths = inputs.monoliths
     with session.sources(overrides) as sources:
         planned = plan_import(session.project, monoliths, sources, chosen)
     outcome = finish_import(session.project, planned, dry_run)

@@ -116,6 +116,8 @@ def url_problem(url: str, from_command_line: bool = False) -> str | None:
         return "the ext:: transport runs commands and is refused"
     if "::" in url.split("/")[0] and not from_command_line:
         return f"the {url.split('::')[0]}:: transport helper is refused in manifests"
+    if re.search(r"\$\{|\$[A-Za-z_]", url):
+        return f"{shown!r} holds a variable ($NAME or ${{NAME}}) that was never given a value: not a URL"
     if from_command_line:
         return None
     if re.match(r"^(https?|ssh|git)://", lowered) or _SCP_LIKE.match(url):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from patchmgr.engine.results import State
 from patchmgr.io.confine import shown
+from patchmgr.io.git import GitRepo
 from patchmgr.maintain.importing.exported import Given, declared_by_record, recorded_series
 from patchmgr.maintain.importing.pieces import (
     Piece,
@@ -38,6 +39,7 @@ from patchmgr.maintain.importing.prove import Proof, prove
 from patchmgr.maintain.importing.pypi import Release, release_of_pin
 from patchmgr.maintain.importing.repeated import file_notes
 from patchmgr.maintain.importing.scratch import Scratch
+from patchmgr.maintain.importing.shared import share_pieces
 from patchmgr.maintain.importing.sources import Declared, Monolith
 from patchmgr.maintain.importing.split import SplitMode, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
@@ -60,6 +62,7 @@ class ImportOptions:
     pins: Mapping[str, str] = field(default_factory=dict)
     search: Mapping[str, str] = field(default_factory=dict)
     declared: Mapping[str, Declared] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # from reading the inputs (a --build-arg no ARG declares)
 
 
 @dataclass
@@ -102,7 +105,7 @@ class ImportOutcome:
 def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, options: ImportOptions) -> ImportOutcome:
     _check_names(options, [m.upstream for m in monoliths])
     existing = _existing(project, options.target)
-    outcome = ImportOutcome(options.target, [])
+    outcome = ImportOutcome(options.target, [], notes=list(options.notes))
     entries = []
     unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
     with Scratch() as scratch:
@@ -253,14 +256,19 @@ def _one(
     pieces, data = pieces_at_pin(scratch, repo, location, pin, results, specs, origin, name, project)
     for piece in pieces:
         piece.at_given_pin = at_given.get(piece.id)
+    pieces, shared_notes = share_pieces(project, options.target, name, pieces, data)
+    notes += shared_notes
     if pin != base.commit:
         carried, partly = carried_files(patch, specs, pieces)
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
     releases = sources.store.releases
     release = release_of_pin(repo, pin, tags, monolith.version, releases, paths) if not existing else Release()
     notes += release.notes
+    notes += _other_line(repo, declared, base, given)
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
-    comment = _comment(monolith.shown + (f" at commit {monolith.commit[:12]}" if monolith.commit else ""), base, pin)
+    comment = _comment(
+        monolith.shown + (f" at commit {monolith.commit[:12]}" if monolith.commit else ""), base, pin
+    ) + _branch(declared, existing)
     entry = UpstreamEntry(
         name,
         git,
@@ -309,6 +317,28 @@ def _git_url(
             f"fetch with --source {name}=LOCATION"
         )
     return git
+
+
+def _branch(declared: Declared, existing: Upstream | None) -> str:
+    """The Dockerfile's branch (or tag) the pin was resolved from, for the manifest comment."""
+    if not declared.branch or existing is not None:
+        return ""
+    return f"; the Dockerfile checks out {declared.branch}, resolved to this commit at import"
+
+
+def _other_line(repo: GitRepo, declared: Declared, base: Base, given: str | None) -> list[str]:
+    """A warning when the patch's base is not on the line of the branch the Dockerfile checks out."""
+    if (
+        not declared.branch
+        or given is None
+        or base.commit == given
+        or repo.merge_base(base.commit, given) == base.commit
+    ):
+        return []
+    return [
+        f"warning: the base {base.commit[:12]} the patch was made against is not on the line of "
+        f"{declared.branch} ({given[:12]}, {declared.where}); check the branch, or pass --search"
+    ]
 
 
 def _comment(shown: str, base: Base, pin: str) -> str:

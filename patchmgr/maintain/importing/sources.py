@@ -17,8 +17,6 @@ A byte-order mark at the start of a series.conf or a Dockerfile is not part of i
 
 from __future__ import annotations
 
-import re
-import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
@@ -29,7 +27,6 @@ from patchmgr.maintain.importing.places import checked, inside, outside_git, pla
 from patchmgr.model.errors import GitError, UsageError
 from patchmgr.model.manifest import NAME
 from patchmgr.model.patchfile import PatchFile, parse_patch
-from patchmgr.model.urls import control_character
 
 SERIES_CONF = "series.conf"
 
@@ -53,6 +50,7 @@ class Declared:
     url: str | None = None
     ref: str | None = None
     where: str = ""
+    branch: str | None = None  # the ref is a branch (or a tag) the Dockerfile names, resolved at import
 
 
 def upstream_name(folder: str, where: str) -> str:
@@ -108,20 +106,40 @@ def read_inputs(paths: list[Path], upstream: str | None = None, version: str | N
         else:
             why = "is not a regular file or a folder" if path.exists() else "does not exist"
             raise UsageError(f"{path} {why}", "give a series.conf, a per-version folder or patch files")
+    return finish_inputs(found)
+
+
+def finish_inputs(found: list[Monolith]) -> list[Monolith]:
+    """The patches named by their paths in the repositories holding them; the patches of one upstream (several
+    files applied to one checkout) one series in their order, as one patch of the files one after another."""
     found = [_in_repository(item) for item in found]
     for item in found:  # as the manifest's comment and the pieces' Origin will name it
         plain_path(item.shown, "the patch")
-    seen: dict[str, Monolith] = {}
+    groups: dict[str, list[Monolith]] = {}
     for item in found:
-        if item.upstream in seen:
-            first = seen[item.upstream].shown
-            which = f"{first} twice" if first == item.shown else f"{first} and {item.shown}"
+        group = groups.setdefault(item.upstream, [])
+        if any(other.path.resolve() == item.path.resolve() for other in group):
             raise UsageError(
-                f"two patches for upstream {item.upstream}: {which}",
-                "import one patch per upstream at a time (combine them first)",
+                f"the patch {item.shown} is given twice for upstream {item.upstream}", "name each patch file once"
             )
-        seen[item.upstream] = item
-    return found
+        group.append(item)
+    return [items[0] if len(items) == 1 else _series(items) for items in groups.values()]
+
+
+def _series(items: list[Monolith]) -> Monolith:
+    """Several patch files of one upstream as one patch: each file's diffs after those of the files before."""
+    first, name = items[0], items[0].upstream
+    data = b"".join(i.patch.data if i.patch.data.endswith(b"\n") else i.patch.data + b"\n" for i in items)
+    commits = {item.commit for item in items}
+    shown = " + ".join(item.shown for item in items)
+    return Monolith(
+        name,
+        first.path,
+        shown,
+        parse_patch(data, first.path, name, name),
+        first.version,
+        commits.pop() if len(commits) == 1 else None,
+    )
 
 
 def _in_repository(item: Monolith) -> Monolith:
@@ -151,7 +169,7 @@ def read_monolith(path: Path, upstream: str) -> PatchFile:
 
 def read_series_conf(conf: Path) -> list[Monolith]:
     """The lines of a series.conf, top to bottom: ``target_worktree|image_patch|source_patch``."""
-    text = _read_text(conf, f"{conf}", "give a UTF-8 series.conf")
+    text = read_text(conf, f"{conf}", "give a UTF-8 series.conf")
     repository = repository_of(conf.parent)
     found = []
     for number, raw in _lines(text):
@@ -203,7 +221,7 @@ def read_version_folder(folder: Path, wanted: str | None, repository: Path | Non
     repository = repository or folder.resolve()
     own = [checked(repository, p, str(folder), "the patch") for p in sorted(folder.glob("*.patch")) if p.is_file()]
     if own:
-        version = _version(folder.name)
+        version = version_of(folder.name)
         return [
             Monolith(upstream_name(p.stem, str(p)), p, str(p), read_monolith(p, upstream_name(p.stem, str(p))), version)
             for p in own
@@ -225,105 +243,25 @@ def read_version_folder(folder: Path, wanted: str | None, repository: Path | Non
             )
         chosen = wanted
     else:
-        chosen = max(versions, key=lambda v: (_version(v) is not None, Version(_version(v) or "0"), v))
+        chosen = max(versions, key=lambda v: (version_of(v) is not None, Version(version_of(v) or "0"), v))
     return read_version_folder(versions[chosen], None, repository)
 
 
-def _version(text: str) -> str | None:
+def version_of(text: str) -> str | None:
     try:
         return str(Version(text))
     except InvalidVersion:
         return None
 
 
-# -- Dockerfiles ---------------------------------------------------------------------
-_CLONE_VALUE_OPTIONS = {
-    "-b",
-    "--branch",
-    "--depth",
-    "-o",
-    "--origin",
-    "--reference",
-    "--filter",
-    "-c",
-    "--config",
-    "--shallow-since",
-    "--shallow-exclude",
-    "-j",
-    "--jobs",
-    "--separate-git-dir",
-    "-u",
-    "--upload-pack",
-    "--template",
-}
-
-
-def read_dockerfile(path: Path) -> dict[str, Declared]:
-    """Upstream name -> URL and pin from ``git clone URL [DIR]`` and ``git checkout SHA`` lines."""
-    text = _read_text(path, f"--dockerfile {path}", "give the Dockerfile that clones the upstreams")
-    declared: dict[str, Declared] = {}
-    last: str | None = None
-    cwd: str | None = None
-    workdir: str | None = None
-    for number, line in _logical_lines(text):
-        instruction = re.match(r"^\s*(WORKDIR|RUN)\s+(.*)$", line, re.I)
-        if instruction and instruction.group(1).upper() == "WORKDIR":
-            workdir = cwd = instruction.group(2).strip()
-            continue
-        if instruction:
-            cwd, line = workdir, instruction.group(2)  # each RUN starts in the WORKDIR
-        for command in re.split(r"&&|\|\||;", line):
-            try:
-                words = shlex.split(command, comments=True)
-            except ValueError:
-                continue
-            if words[:1] == ["cd"] and len(words) > 1:
-                cwd = words[1] if words[1].startswith("/") or not cwd else f"{cwd.rstrip('/')}/{words[1]}"
-                continue
-            if words[:1] != ["git"]:
-                continue
-            words, folder = _git_words(words[1:])
-            where = f"{path}:{number}"
-            if words[:1] == ["clone"]:
-                url, target = _clone_args(words[1:])
-                if url is None:
-                    continue
-                if target in (".", "./"):
-                    target = cwd
-                control = control_character(target or "")
-                if control:  # never a folder's name: said, rather than the clone skipped as naming no upstream
-                    raise UsageError(
-                        f"{where}: the folder of `git clone` {target!r} {control}",
-                        "remove the character from the Dockerfile's clone folder, or pass --git "
-                        "NAME=URL instead of --dockerfile",
-                    )
-                name = _name_or_none(target or url)
-                if name is None:
-                    continue
-                declared[name] = Declared(url, declared.get(name, Declared()).ref, where)
-                last = name
-            elif words[:1] == ["checkout"] or words[:2] == ["reset", "--hard"]:
-                refs = [w for w in words[1:] if not w.startswith("-")]
-                if len(refs) != 1 or {"--", "-b", "-B", "--orphan"} & set(words):  # a file, or a new branch
-                    continue
-                owner = folder or cwd
-                name = _name_or_none(owner) if owner else None
-                if name not in declared:
-                    name = last
-                if name is None:
-                    continue
-                declared[name] = Declared(declared.get(name, Declared()).url, refs[0], where)
-    return declared
-
-
-def _name_or_none(folder: str | None) -> str | None:
+def name_or_none(folder: str | None) -> str | None:
     try:
         return upstream_name(folder, "") if folder else None
     except UsageError:
         return None
 
 
-def _read_text(path: Path, what: str, hint: str) -> str:
+def read_text(path: Path, what: str, hint: str) -> str:
     """A UTF-8 text file; a byte-order mark at its start is not text (editors on Windows write one)."""
     if path.exists() and not path.is_file():  # a FIFO or a device would block the read, or never end
         raise UsageError(f"{what}: not a regular file", hint)
@@ -336,47 +274,3 @@ def _read_text(path: Path, what: str, hint: str) -> str:
 def _lines(text: str) -> list[tuple[int, str]]:
     """(number, line): lines end at LF only (a CR before it dropped); other separators are not line ends."""
     return [(number, raw.removesuffix("\r")) for number, raw in enumerate(text.split("\n"), 1)]
-
-
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    lines, current, start = [], "", 1
-    for number, raw in _lines(text):
-        if not current:
-            start = number
-        if raw.rstrip().endswith("\\"):
-            current += raw.rstrip()[:-1] + " "
-            continue
-        current += raw
-        lines.append((start, current))
-        current = ""
-    if current:
-        lines.append((start, current))
-    return lines
-
-
-def _git_words(words: list[str]) -> tuple[list[str], str | None]:
-    """git's own options dropped (``-C DIR`` kept as the folder)."""
-    folder = None
-    while words and words[0].startswith("-"):
-        if words[0] == "-C" and len(words) > 1:
-            folder = words[1]
-            words = words[2:]
-        elif words[0] == "-c" and len(words) > 1:
-            words = words[2:]
-        else:
-            words = words[1:]
-    return words, folder
-
-
-def _clone_args(words: list[str]) -> tuple[str | None, str | None]:
-    positional, skip = [], False
-    for word in words:
-        if skip:
-            skip = False
-        elif word in _CLONE_VALUE_OPTIONS:
-            skip = True
-        elif not word.startswith("-"):
-            positional.append(word)
-    if not positional:
-        return None, None
-    return positional[0], positional[1] if len(positional) > 1 else None

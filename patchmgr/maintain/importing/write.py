@@ -16,6 +16,7 @@ from pathlib import Path
 import tomlkit
 from tomlkit.items import Array, Table
 
+from patchmgr.maintain.importing.shared import same_patch
 from patchmgr.maintain.manifest_edit import check_manifest, set_comment
 from patchmgr.model.errors import ManifestError, UsageError
 from patchmgr.model.project import Project
@@ -43,6 +44,8 @@ def plan_writes(
     for entry in entries:
         for pid, data in entry.patches:
             file = project.patch_path(entry.name, pid)
+            if file.is_file() and not file.is_symlink() and same_patch(file.read_bytes(), data):
+                continue  # the same patch another target lists: shared (``shared``)
             if file.exists() or file.is_symlink():
                 raise UsageError(
                     f"{file.relative_to(project.root)} exists; import never overwrites a patch file, "

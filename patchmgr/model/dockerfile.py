@@ -1,0 +1,312 @@
+"""A Dockerfile read as Docker reads it: its instructions, and words with their variables substituted.
+
+Pure functions on text, no file and no process:
+
+- ``instructions``: the logical lines (a line ending in the escape character goes on on the next one;
+  ``#`` lines are comments, also inside a continued instruction; the ``# escape=`` parser directive at
+  the top picks the escape character, ``\\`` or the backtick);
+- ``words``: a line cut into words and shell operators (``&&``, ``||``, ``;``, ``|``, ``<``, ``>`` ...),
+  quotes honoured (nothing is substituted inside single quotes), with ``$VAR``, ``${VAR}``,
+  ``${VAR:-default}``, ``${VAR-default}``, ``${VAR:+alt}`` and ``${VAR+alt}`` substituted from the values
+  given. A variable that has no value is not an error here: the word keeps its name and the line it is
+  used on (``Word.missing``), and the caller refuses the word only where it needs it (``needed``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from patchmgr.model.errors import UsageError
+
+_DIRECTIVE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9_-]*)\s*=\s*(.*?)\s*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEREDOC = re.compile(r"^<<(-?)[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?\s*$")
+_GLOB = re.compile(r"[*?\[]")
+OPERATORS = ("&&", "||", ">>", ";", "|", "&", "<", ">", "(", ")")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One logical line: its first physical line's number, the keyword (upper case) and the rest."""
+
+    line: int
+    keyword: str
+    rest: str
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A variable with no value, and the Dockerfile line using it."""
+
+    name: str
+    line: int
+
+    @property
+    def shown(self) -> str:
+        """``${NAME}``, or a command's output as written (``$(...)``, ``$1``)."""
+        return self.name if self.name.startswith("$") else f"${{{self.name}}}"
+
+
+@dataclass(frozen=True)
+class Word:
+    """A word after substitution; ``missing``: the variables it uses that have no value."""
+
+    text: str
+    missing: tuple[Missing, ...] = ()
+    operator: bool = False  # a shell operator (``&&``), not a word
+
+
+def needed(word: Word, where: str, what: str) -> str:
+    """The word's text, or the one error naming its first variable without a value and where it is used."""
+    if word.missing:
+        first = word.missing[0]
+        raise UsageError(
+            f"{where}:{first.line}: {first.shown} has no value ({what}); nothing was written",
+            (
+                f"pass --build-arg {first.name}=VALUE, or give it a default in the Dockerfile (ARG {first.name}=...)"
+                if not first.name.startswith("$")
+                else "import reads the Dockerfile, it runs nothing: give the patch files with --git NAME=URL and "
+                "--pin NAME=REF instead"
+            ),
+        )
+    return word.text
+
+
+def instructions(text: str) -> list[Instruction]:
+    """The Dockerfile's instructions, in order (``text`` without a byte-order mark)."""
+    lines = [raw.removesuffix("\r") for raw in text.split("\n")]
+    escape = "\\"
+    for raw in lines:  # parser directives: only at the very top, before any other line
+        match = _DIRECTIVE.match(raw)
+        if not match:
+            break
+        if match.group(1).lower() == "escape" and match.group(2) in ("\\", "`"):
+            escape = match.group(2)
+    out: list[Instruction] = []
+    current: list[str] = []
+    start = 0
+    heredoc: tuple[str, list[str]] | None = None  # RUN <<EOF: the delimiter, and the script's lines so far
+    for number, raw in enumerate(lines, 1):
+        stripped = raw.strip()
+        if heredoc is not None:
+            if (raw if not heredoc[0].startswith("-") else raw.lstrip("\t")) == heredoc[0].lstrip("-"):
+                out[-1] = replace(out[-1], rest="\n".join(heredoc[1]))
+                heredoc = None
+            else:
+                heredoc[1].append(raw)
+            continue
+        if stripped.startswith("#") or (current and not stripped):
+            continue  # a comment, or an empty line inside a continued instruction
+        if not current:
+            if not stripped:
+                continue
+            start = number
+        body = raw.rstrip()
+        if body.endswith(escape) and not body.endswith(escape * 2):
+            current.append(body[:-1])
+            continue
+        current.append(raw)
+        out.append(_instruction(start, "".join(current)))
+        current = []
+        marker = _HEREDOC.match(out[-1].rest) if out[-1].keyword == "RUN" else None
+        if marker:
+            heredoc = (marker.group(1) + marker.group(2), [])
+    if current:
+        out.append(_instruction(start, "".join(current)))
+    return out
+
+
+def _instruction(line: int, text: str) -> Instruction:
+    keyword, _, rest = text.strip().partition(" ")
+    if "\t" in keyword:
+        keyword, _, more = keyword.partition("\t")
+        rest = f"{more} {rest}"
+    return Instruction(line, keyword.upper(), rest.strip())
+
+
+def words(text: str, values: Mapping[str, Word], line: int, shell: bool = True) -> list[Word]:
+    """``text`` cut into words (and, with ``shell``, operators), its variables substituted from ``values``."""
+    return _Lexer(text, values, line, shell).run()
+
+
+def expand(text: str, values: Mapping[str, Word], line: int) -> Word:
+    """``text`` as one word (spaces kept), its variables substituted: an ENV or ARG value."""
+    found = _Lexer(text, values, line, False, split=False).run()
+    return found[0] if found else Word("")
+
+
+class _Lexer:
+    def __init__(self, text: str, values: Mapping[str, Word], line: int, shell: bool, split: bool = True) -> None:
+        self.text, self.values, self.line, self.shell, self.split = text, values, line, shell, split
+        self.pos = 0
+        self.out: list[Word] = []
+        self.buf: list[str] = []
+        self.missing: list[Missing] = []
+        self.started = False  # a word is being read (quotes make an empty word)
+
+    def flush(self) -> None:
+        if self.started:
+            self.out.append(Word("".join(self.buf), tuple(self.missing)))
+        self.buf, self.missing, self.started = [], [], False
+
+    def run(self) -> list[Word]:
+        text = self.text
+        while self.pos < len(text):
+            char = text[self.pos]
+            if self.shell and char == "\n":
+                self.flush()
+                self.out.append(Word(";", operator=True))
+                self.pos += 1
+            elif self.split and char in " \t\n":
+                self.flush()
+                self.pos += 1
+            elif self.shell and char == "#" and not self.started:
+                break  # a shell comment
+            elif self.shell and (op := next((o for o in OPERATORS if text.startswith(o, self.pos)), None)):
+                if op in "<>>>" and self.started and "".join(self.buf).isdigit() and not self.missing:
+                    self.buf, self.started = [], False  # a file descriptor: 2>/dev/null
+                self.flush()
+                self.out.append(Word(op, operator=True))
+                self.pos += len(op)
+            elif char == "'":
+                end = text.find("'", self.pos + 1)
+                end = len(text) if end < 0 else end
+                self.buf.append(text[self.pos + 1 : end])
+                self.started, self.pos = True, end + 1
+            elif char == '"':
+                self.double()
+            elif char == "\\":
+                self.buf.append(text[self.pos + 1 : self.pos + 2])
+                self.started, self.pos = True, self.pos + 2
+            elif char == "$":
+                self.dollar()
+            else:
+                self.buf.append(char)
+                self.started, self.pos = True, self.pos + 1
+        self.flush()
+        return self.out
+
+    def double(self) -> None:
+        self.started = True
+        self.pos += 1
+        text = self.text
+        while self.pos < len(text) and text[self.pos] != '"':
+            char = text[self.pos]
+            if char == "\\" and text[self.pos + 1 : self.pos + 2] in ('"', "\\", "$", "`"):
+                self.buf.append(text[self.pos + 1])
+                self.pos += 2
+            elif char == "$":
+                self.dollar()
+            else:
+                self.buf.append(char)
+                self.pos += 1
+        self.pos += 1
+
+    def dollar(self) -> None:
+        text, start = self.text, self.pos + 1
+        self.started = True
+        if text.startswith("{", start):
+            end = _closing(text, start + 1, "{}")
+            self.braced(text[start + 1 : end])
+            self.pos = end + 1
+            return
+        if text.startswith("(", start):  # a command's output: unknown here
+            end = min(_closing(text, start + 1, "()"), len(text) - 1)
+            self.missing.append(Missing(text[self.pos : end + 1], self.line))
+            self.pos = end + 1
+            return
+        match = _NAME.match(text, start)
+        if not match:
+            special = text[start : start + 1]
+            if special and (special.isdigit() or special in "@*#?$!-"):
+                self.missing.append(Missing("$" + special, self.line))
+                self.pos = start + 1
+                return
+            self.buf.append("$")
+            self.pos = start
+            return
+        self.take(match.group(0))
+        self.pos = match.end()
+
+    def take(self, name: str) -> None:
+        value = self.values.get(name)
+        if value is None:
+            self.missing.append(Missing(name, self.line))
+        else:
+            self.buf.append(value.text)
+            self.missing.extend(value.missing)
+
+    def braced(self, inner: str) -> None:
+        match = _NAME.match(inner)
+        if not match:
+            self.missing.append(Missing(inner, self.line))
+            return
+        name, rest = match.group(0), inner[match.end() :]
+        if not rest:
+            self.take(name)
+            return
+        operator = re.match(r":?[-+=?]", rest)
+        if not operator:  # ${VAR%suffix} and the like: not worked out here
+            self.missing.append(Missing(inner, self.line))
+            return
+        op, word = operator.group(0), rest[operator.end() :]
+        value = self.values.get(name)
+        unset = value is None or (op.startswith(":") and value.text == "" and not value.missing)
+        alternative = expand(word, self.values, self.line)
+        if op.endswith("+"):
+            if not unset:
+                self.buf.append(alternative.text)
+                self.missing.extend(alternative.missing)
+        elif unset and op.endswith(("-", "=")):
+            self.buf.append(alternative.text)
+            self.missing.extend(alternative.missing)
+        elif unset:  # ${VAR:?message}
+            self.missing.append(Missing(name, self.line))
+        else:
+            self.take(name)
+
+
+def _closing(text: str, start: int, pair: str) -> int:
+    depth = 1
+    for index in range(start, len(text)):
+        if text[index] == pair[0]:
+            depth += 1
+        elif text[index] == pair[1]:
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(text)
+
+
+@dataclass(frozen=True)
+class Copied:
+    """``COPY``/``ADD`` from the build context: its sources (as written, relative to the context) and dest."""
+
+    sources: tuple[str, ...]
+    dest: str
+    line: int
+
+
+def context_candidates(copies: tuple[Copied, ...], image_path: str) -> list[str]:
+    """Where in the build context a file at ``image_path`` may come from, the last COPY reaching it first (the
+    caller keeps the first that exists: a folder copied in, a file or a glob's match copied into a folder)."""
+    found: list[str] = []
+    for copy in reversed(copies):
+        dest = copy.dest
+        if image_path == dest.rstrip("/"):
+            found += [posixpath.normpath(src) for src in copy.sources if not _GLOB.search(src)]
+            continue
+        prefix = dest.rstrip("/") + "/"
+        if not image_path.startswith(prefix):
+            continue
+        rest = image_path[len(prefix) :]
+        for src in copy.sources:
+            if not _GLOB.search(src):
+                found.append(posixpath.normpath(posixpath.join(src, rest)))
+            if "/" not in rest and fnmatch.fnmatchcase(rest, posixpath.basename(src)):
+                found.append(posixpath.normpath(posixpath.join(posixpath.dirname(src), rest)))
+    return list(dict.fromkeys(found))
