@@ -21,6 +21,11 @@ class Command(NamedTuple):
 
 
 COMMANDS: dict[str, Command] = {
+    "targets": Command(
+        "list_targets",
+        "List each target with its upstreams and their pins (--json for scripts); exit 1 when a manifest does not "
+        "load.",
+    ),
     "status": Command("status", "Classify every patch of a target at its pins (or --against refs)."),
     "apply": Command("apply", "Check out each upstream at its pin under DIR and apply the series, all or nothing."),
     "verify": Command("verify", "Prove that DIR holds exactly the pinned upstreams with exactly the target's patches."),
