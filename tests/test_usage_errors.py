@@ -89,8 +89,7 @@ def test_targets_lists_each_target_its_upstreams_and_pins(cli, project, upstream
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "fixed\n"}, "Fix"))
     spec = {"git": "https://user:secret@example.invalid/lib.git", "commit": pin, "version": "1.0", "patches": ["fix"]}
     project.manifest(
-        "ascend",
-        {"lib": spec, "other": {"git": "git@example.invalid:other.git", "commit": pin, "patches": []}},
+        "ascend", {"lib": spec, "other": {"git": "git@example.invalid:other.git", "commit": pin, "patches": []}}
     )
     people = cli("targets")
     assert people.code == 0, people.out + people.err
