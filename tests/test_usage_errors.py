@@ -84,7 +84,7 @@ def test_a_usage_error_is_one_error_and_one_hint(tmp_path, capsys, args, error, 
     assert (code, captured.out, captured.err.splitlines()) == (2, "", [error, hint])
 
 
-def test_targets_lists_each_target_its_upstreams_and_pins(cli, project, upstream):
+def test_targets_lists_each_target_its_upstreams_and_pins(cli, project, upstream, monkeypatch):
     pin = upstream.head()
     project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "fixed\n"}, "Fix"))
     spec = {"git": "https://user:secret@example.invalid/lib.git", "commit": pin, "version": "1.0", "patches": ["fix"]}
@@ -108,7 +108,10 @@ def test_targets_lists_each_target_its_upstreams_and_pins(cli, project, upstream
         "pypi": None,
         "git": ["https://user:***@example.invalid/lib.git"],
         "patches": 1,
+        "source": None,
     }
+    monkeypatch.setenv("PATCHMGR_SOURCES", f"other={upstream.path}")
+    assert cli("targets").out.splitlines()[3] == f"    source {upstream.path}, given by PATCHMGR_SOURCES"
     (project.root / "manifests/broken.toml").write_text("[target\n")
     broken = cli("targets", "--json")
     assert broken.code == 1 and [t["name"] for t in broken.json["targets"]] == ["ascend"]

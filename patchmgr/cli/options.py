@@ -27,7 +27,11 @@ NeededTargetOpt = Annotated[
 ]
 SourceOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--source", help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead."),
+    typer.Option(
+        "--source",
+        help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead. Set once: "
+        "PATCHMGR_SOURCES='NAME=LOCATION ...', .patchmgr.local.toml or ~/.config/patchmgr/config.toml ([sources]).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 PythonOpt = Annotated[
