@@ -8,23 +8,17 @@ import shutil
 from pathlib import Path
 
 from support.gitrepos import BASE_TEXT, UpstreamRepo, git
-from support.monolith import MONOLITH, URL, dirty_diff, fill_stubs, import_args, text_with, three_file_upstream
-
-
-def applied_monolith(repo: UpstreamRepo, commit: str, patch: bytes, dest: Path, exclude=()) -> Path:
-    """The upstream at ``commit`` with the monolithic patch applied by git, in a fresh clone."""
-    git(dest.parent, "clone", "-q", str(repo.path), dest.name)
-    git(dest, "checkout", "-q", "--detach", commit)
-    git(dest, "apply", *[f"--exclude={p}" for p in exclude], "-", input=patch)
-    return dest
-
-
-def same_files(left: Path, right: Path, paths) -> None:
-    for path in paths:
-        a, b = left / path, right / path
-        assert a.is_file() == b.is_file(), path
-        if a.is_file():
-            assert a.read_bytes() == b.read_bytes(), path
+from support.monolith import (
+    MONOLITH,
+    URL,
+    applied_monolith,
+    dirty_diff,
+    fill_stubs,
+    import_args,
+    same_files,
+    text_with,
+    three_file_upstream,
+)
 
 
 def test_several_fixes_one_carried_upstream_at_the_dockerfile_pin(tmp_path, cli, project):
@@ -58,7 +52,8 @@ def test_several_fixes_one_carried_upstream_at_the_dockerfile_pin(tmp_path, cli,
     assert not (project.root / "patches/lib/c.patch").exists()
     piece = (project.root / "patches/lib/a.patch").read_text()
     assert "Description: TODO: describe what this fixes and why (src/a.py)" in piece
-    assert f"imported from {patch_file}" in piece and made_at in piece and "Upstream-Status: Pending" in piece
+    assert "Origin: vendor, imported from lib.patch (sha256 " in piece and str(tmp_path) not in piece  # outside git
+    assert made_at in piece and "Upstream-Status: Pending" in piece
 
     lint = cli("lint")
     assert lint.code == 1 and lint.out.count("DEP-3 stub left by patchmgr import") == 2, lint.out
@@ -71,7 +66,7 @@ def test_several_fixes_one_carried_upstream_at_the_dockerfile_pin(tmp_path, cli,
 
     into = tmp_path / "build"
     assert cli("apply", "--target", "t", "--into", str(into), *source).code == 0
-    reference = applied_monolith(lib, pin, mono, tmp_path / "ref", exclude=["src/c.py"])
+    reference = applied_monolith(lib.path, pin, mono, tmp_path / "ref", exclude=["src/c.py"])
     same_files(into / "lib", reference, ["src/a.py", "src/b.py", "src/c.py", "README"])
     assert (into / "lib/src/c.py").read_text() == MONOLITH["src/c.py"]  # upstream's own copy of the fix
 
@@ -104,7 +99,7 @@ def test_dirty_tree_patch_with_fake_index_lines_is_pinned_where_it_applies(tmp_p
     assert status.code == 0 and [r["state"] for r in status.json["upstreams"][0]["patches"]] == ["clean"] * 3
     into = tmp_path / "build"
     assert cli("apply", "--target", "t", "--into", str(into), *source).code == 0
-    reference = applied_monolith(lib, up["pin"], fake, tmp_path / "ref")
+    reference = applied_monolith(lib.path, up["pin"], fake, tmp_path / "ref")
     same_files(into / "lib", reference, ["src/a.py", "src/b.py", "src/c.py"])
 
 
@@ -184,7 +179,10 @@ def test_series_conf_with_comments_and_two_upstreams(tmp_path, cli, project):
     doc = json.loads(cli("status", "--target", "npu", *sources, "--json").out)
     assert [u["name"] for u in doc["upstreams"]] == ["megatron-bridge", "mindspeed"]
     manifest = (project.root / "manifests/npu.toml").read_text()
-    comment = "# imported from docker/npu_patch/megatron-bridge.patch, which applies at this pin as given"
+    at = git(team, "rev-parse", "HEAD")[:12]  # the image repository's commit of the patch
+    comment = (
+        f"# imported from docker/npu_patch/megatron-bridge.patch at commit {at}, which applies at this pin as given"
+    )
     assert "base found" not in manifest
     assert f'commit = "{lib.head()}"  {comment}' in manifest
     assert 'git = "https://example.invalid/MindSpeed.git"' in manifest
@@ -202,7 +200,7 @@ def test_series_conf_with_comments_and_two_upstreams(tmp_path, cli, project):
         (lib, "megatron-bridge", MONOLITH),
         (tool, "mindspeed", ["tool.py", "pkg/x.py", "pkg/new.py"]),
     ):
-        reference = applied_monolith(repo, repo.head(), monos[name], tmp_path / f"ref-{name}")
+        reference = applied_monolith(repo.path, repo.head(), monos[name], tmp_path / f"ref-{name}")
         same_files(into / name, reference, paths)
 
 
@@ -220,7 +218,9 @@ def test_per_version_folder_pins_the_version_tag(tmp_path, cli, project):
     (up,) = result.json["upstreams"]
     assert up["pin"] == old and up["base"]["how"] == "given" and len(up["pieces"]) == 3
     assert any("tag v1.0.0" in note for note in up["notes"])
-    assert 'version = "1.0.0"' in (project.root / "manifests/t.toml").read_text()
+    manifest = (project.root / "manifests/t.toml").read_text()
+    assert 'version = "1.0.0"' in manifest and "# imported from 1.0.0/lib.patch, " in manifest  # outside git
+    assert str(tmp_path) not in manifest + (project.root / "patches/lib/a.patch").read_text()
     fill_stubs(project.root)
     assert cli("lint").code == 0 and cli("status", "--target", "t", "--source", f"lib={lib.path}").code == 0
 
@@ -429,7 +429,7 @@ def test_a_release_tag_off_the_line_is_the_base_when_its_blobs_all_match(tmp_pat
     assert all(p["imported"] for p in up["pieces"])  # at the base every piece is needed
     manifest = (project.root / "manifests/t.toml").read_text()
     assert (
-        f'commit = "{release}"  # imported from {tmp_path / "lib.patch"}, which was made against this commit '
+        f'commit = "{release}"  # imported from lib.patch, which was made against this commit '
         "(tag v0.4.2) (its index lines' blobs match)"
     ) in manifest, manifest
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 import pytest
 from support.commands import edit, move_args
 from support.gitrepos import git
-from support.kill_points import kill_project_command
+from support.kill_points import MINIMUM, kill_project_command
+from support.reliability import kill_every_step, replace_tree, run
 from support.scenes import series_project
+from support.series_layout import sources, two_upstreams
+from support.snapshot import snapshot
 
 pytestmark = pytest.mark.slow
 
@@ -58,3 +61,43 @@ def test_export_that_removes_a_patch_killed_at_every_step(tmp_path, cli, project
         into / ".git/patchmgr-edit.json",
     )
     assert not (project.root / "patches/lib/second.patch").exists()
+
+
+def test_kill_export_series_over_an_earlier_one(tmp_path, cli, project):
+    """export --format series --force over an earlier export (a patch left lib's series since) and a file of the
+    team's own: the folder is the earlier export or the new one after every kill, the team's file untouched.
+    The next export there (without --force) recovers the folder first, says so, then refuses (not empty)."""
+    lib, other = two_upstreams(tmp_path, project)
+    into = tmp_path / "npu_patch"
+    words = ["export", "--target", "t", "--format", "series", "--into", str(into), *sources(lib, other)]
+    assert cli(*words).code == 0
+    (into / "Dockerfile").write_text("FROM base\n")
+    manifest = project.root / "manifests/t.toml"
+    manifest.write_text(manifest.read_text().replace('"fix-a-again", "fix-b"]', '"fix-a-again"]'))
+    saved = tmp_path / "npu_patch-before"
+    replace_tree(into, saved)
+    args = [*words, "--force", "--root", str(project.root)]
+
+    def observe():
+        result = cli(*words)
+        assert result.code == 1 and "is not empty" in result.err and "Traceback" not in result.err, result.err
+        return snapshot(into), [line.removeprefix("note: ") for line in result.err.splitlines() if "note: " in line]
+
+    before = snapshot(into)
+    code, output = run(args)
+    assert code == 0, output
+    after = snapshot(into)
+    assert after != before and "patchmgr-series/lib/fix-b.patch" not in after
+    counts = kill_every_step(
+        "export --format series",
+        args,
+        lambda: replace_tree(saved, into),
+        before,
+        after,
+        observe,
+        minimum=MINIMUM["test_kill_export_series_over_an_earlier_one"],
+    )
+    assert (into / "Dockerfile").read_text() == "FROM base\n"
+    assert (
+        counts["kill_points"] == 9 + 1 + 8 * 2 + 1 + 1
+    )  # 9 saved, prepared, 8 written (temp, rename), 1 removed, committed

@@ -21,6 +21,19 @@ class Command(NamedTuple):
 
 
 COMMANDS: dict[str, Command] = {
+    "init": Command(
+        "init",
+        "Start a project in the current folder (or --root): manifests/<target>.toml with one upstream from --git "
+        "URL pinned at --pin REF (resolved to its full commit; version from a release tag), patches/<upstream>/, "
+        "tests/smoke/<upstream>/conftest.py and a pre-commit config running patchmgr lint. Never overwrites a file.",
+    ),
+    "add": Command(
+        "add",
+        "Turn a change into a documented patch at the end of an upstream's series: the new commits of an edit "
+        "checkout (--from-edit DIR), a commit or range of any clone (--commit REV[..REV] --repo DIR), or a diff file "
+        "(--diff FILE). DEP-3 fields from the commits, Last-Update today, a Smoke-Test stub; checked to apply "
+        "exactly at the pin first, then written in one transaction.",
+    ),
     "targets": Command(
         "list_targets",
         "List each target with its upstreams and their pins (--json for scripts); exit 1 when a manifest does not "
@@ -70,7 +83,9 @@ COMMANDS: dict[str, Command] = {
         "export",
         "Write the commits of an edit checkout back as patch files and update the series; an unchanged commit "
         "leaves its file byte for byte. From an edit --onto checkout also move the pin (and version), drop patches "
-        "upstream carries, and show a range-diff of old against new.",
+        "upstream carries, and show a range-diff of old against new. With --format series --into DIR, write the "
+        "target as an image repository keeps it: one monolithic patch per upstream, series.conf, the pins as "
+        "Dockerfile ARG lines; import of DIR gives the same patches back.",
     ),
     "roots": Command(
         "roots",

@@ -56,11 +56,23 @@ DockerfileOpt = Annotated[
 ]
 SearchOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--search", help="NAME=REF: the branch whose history is searched for the base (default: HEAD)."),
+    typer.Option(
+        "--search",
+        help="NAME=REF: the branch whose line is searched first for the base (default: HEAD), before every "
+        "branch and tag.",
+    ),
 ]
-SplitOpt = Annotated[str, typer.Option("--split", help="One piece per `file` or per `hunk`.")]
+SplitOpt = Annotated[
+    str,
+    typer.Option("--split", help="One piece per `file` (per diff of a file the patch changes twice) or per `hunk`."),
+]
 MapOpt = Annotated[
-    Optional[Path], typer.Option("--map", help='TOML file: topic = ["path", "path#N"], one piece per topic.')
+    Optional[Path],
+    typer.Option(
+        "--map",
+        help='TOML file: topic = ["path", "path#N,M"], one piece per topic. A file the patch changes in several '
+        "diffs: `path` takes all of them, and its hunks are numbered from 1 across its diffs in the patch's order.",
+    ),
 ]
 VersionOpt = Annotated[
     Optional[str],

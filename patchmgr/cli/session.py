@@ -51,7 +51,9 @@ class AtRef(NamedTuple):
 
 
 class Session:
-    def __init__(self, command: str, root: Path, json_output: bool = False, data_on_stdout: bool = False) -> None:
+    def __init__(
+        self, command: str, root: Path, json_output: bool = False, data_on_stdout: bool = False, new: bool = False
+    ) -> None:
         self.command = command
         self.json = json_output
         self.data_on_stdout = data_on_stdout  # stdout carries only data lines (roots): notes go to stderr
@@ -59,7 +61,8 @@ class Session:
         from patchmgr.model.project import Project
         from patchmgr.targets.project_files import recover_project
 
-        self.project: Project = Project.at(root)
+        # new: a project being started (init), whose root need not hold manifests/ yet
+        self.project: Project = Project(root.resolve()) if new else Project.at(root)
         self.notes: list[str] = []
         self.selected: list[Target] = []  # the targets the command works on, once their options are checked
         self.source_report: dict[str, SourceSetting] | None = None  # where each upstream's source comes from

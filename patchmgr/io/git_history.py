@@ -46,6 +46,40 @@ class HistoryQueries(GitCommands):
         on a CR or a form feed that a subject holds; paths after ``--`` are file names, never pathspec magic."""
         return commit_records(self.run("log", "-z", f"--format={COMMIT_RECORD}", *args, env=LITERAL_PATHS, strip=False))
 
+    def blobs_introduced(self, revisions: Sequence[str], paths: Sequence[str]) -> list[tuple[str, str, str]]:
+        """``(commit, path, blob)``, newest first, for each commit reachable from ``revisions`` whose change against
+        one of its parents leaves ``path`` holding ``blob``: one ``git log`` over every line (merges against each
+        parent), so a commit where some set of blobs first stands together is among them."""
+        out = self.run(
+            "log",
+            "--full-history",
+            "--diff-merges=separate",
+            "--raw",
+            "-z",
+            "--no-renames",
+            "--no-abbrev",
+            "--format=%x01%H",
+            *revisions,
+            "--",
+            *paths,
+            env=LITERAL_PATHS,
+            strip=False,
+        )
+        found: list[tuple[str, str, str]] = []
+        commit, meta = "", ""
+        for token in out.split("\0"):
+            token = token.lstrip("\n")
+            if token.startswith("\x01"):
+                commit = token[1:]
+            elif token.startswith(":"):
+                meta = token
+            elif meta:
+                fields = meta.split()
+                if len(fields) >= 4 and set(fields[3]) != {"0"}:
+                    found.append((commit, token, fields[3]))
+                meta = ""
+        return found
+
     def prefetch_blobs(self, base: str, tip: str, paths: Sequence[str]) -> int:
         """Fetch in one request the blobs of ``paths`` in base..tip that a partial clone lacks.
 

@@ -44,6 +44,24 @@ class PatchOperations(GitCommands):
                 trees.append(self.run("write-tree", env=env))
         return self.run("diff", "--stat=72", "--no-color", "--no-renames", *trees, strip=False)
 
+    def full_diff(self, old: str, new: str) -> str:
+        """``git diff --full-index`` from tree-ish ``old`` to ``new`` in patchmgr's format (a/ and b/ prefixes, no
+        renames, three lines of context), whatever the user's git config says."""
+        return self.run(
+            "diff",
+            "--full-index",
+            "--no-renames",
+            "-U3",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            old,
+            new,
+            strip=False,
+        )
+
     def format_patch(self, commit: str) -> str:
         """``commit`` as one patch mail in patchmgr's format, whatever the user's git config says."""
         return self.run(

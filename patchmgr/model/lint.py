@@ -15,6 +15,8 @@ _FULL_INDEX = re.compile(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}", re.M)
 _ANY_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)", re.M)
 # the marker `patchmgr import` leaves in each piece's DEP-3 stub: lint reports it until a person describes the patch
 IMPORT_STUB = "TODO: describe"
+# the marker of the smoke test stub `patchmgr add` writes (maintain/start_files.py): lint reports it until replaced
+SMOKE_STUB = "patchmgr: smoke test stub"
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
         messages.append("the message does not say why the patch exists (what broke, how it showed)")
     if IMPORT_STUB in text.split("\ndiff --git ", 1)[0]:
         messages.append(
-            f"DEP-3 stub left by patchmgr import ({IMPORT_STUB!r}): say what the patch fixes and why "
+            f"DEP-3 stub left by patchmgr import or add ({IMPORT_STUB!r}): say what the patch fixes and why "
             "in Description, then remove the marker"
         )
     status = patch.field("Upstream-Status")
@@ -93,14 +95,20 @@ def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
         messages.append(f"Upstream-Status {status} needs the URL or ref it refers to")
     if not patch.field("Origin"):
         messages.append("no Origin field (vendor, upstream or backport, and where from)")
-    indexes = _ANY_INDEX.findall(text)
-    if len(_FULL_INDEX.findall(text)) != len(indexes) or not indexes:
+    if lacks_full_index(text):
         messages.append("index lines lack full 40-hex blob ids: regenerate with git format-patch --full-index")
     for smoke in patch.field_values("Smoke-Test"):
         problem = smoke_test_problem(project, patch.upstream, smoke.strip())
         if problem:
             messages.append(f"Smoke-Test {smoke.strip()!r} {problem}")
     return messages
+
+
+def lacks_full_index(text: str) -> bool:
+    """Whether a patch's diff lacks git's full blob ids on an ``index`` line (or has none): what
+    ``git format-patch --full-index`` writes, and what lets ``git am -3`` merge."""
+    indexes = _ANY_INDEX.findall(text)
+    return len(_FULL_INDEX.findall(text)) != len(indexes) or not indexes
 
 
 SMOKE_DIR = ("tests", "smoke")
@@ -134,4 +142,10 @@ def smoke_test_problem(project: Project, upstream: str, value: str) -> str | Non
         return f"leaves {'/'.join(SMOKE_DIR)}/ (it resolves outside it through a link)"
     if not file.is_file():
         return "does not exist"
+    try:
+        stub = SMOKE_STUB in file.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stub:
+        return "is the stub patchmgr add wrote: write the test (the stub fails until then) and remove its marker line"
     return None

@@ -89,15 +89,21 @@ def in_file_form(old: bytes, mail: bytes, reworded: str | None = None) -> bytes:
     mail_lines = split_lines(mail.decode("utf-8"))
     diff_at = diff_line_index(mail_lines) or 0
     lines = split_lines(old_text)
-    head = lines[: diff_line_index(lines) or 0]
-    while head and head[-1].startswith(_DIFF_PREAMBLE):
-        head.pop()
-    fields, tail = _split_at_dashes(head)
+    fields, tail = message_part(lines)
     if any(line.strip() for line in tail[1:]):  # a diffstat after the "---": the mail's, which is the new diff's
         tail = _split_at_dashes(mail_lines[:diff_at])[1]
     if reworded is not None:
         fields = _reworded(fields, reworded)
     return ("".join(fields + tail) + "".join(mail_lines[diff_at:])).encode("utf-8")
+
+
+def message_part(lines: list[str]) -> tuple[list[str], list[str]]:
+    """The lines of a patch before its diff, less a traditional diff's preamble (its command, svn's ``Index:``),
+    split at the ``---`` line that ends its message: the message's lines, and those from the ``---`` on."""
+    head = lines[: diff_line_index(lines) or 0]
+    while head and head[-1].startswith(_DIFF_PREAMBLE):
+        head.pop()
+    return _split_at_dashes(head)
 
 
 def _split_at_dashes(head: list[str]) -> tuple[list[str], list[str]]:

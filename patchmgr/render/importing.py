@@ -28,6 +28,7 @@ def import_json(outcome: ImportOutcome) -> dict:
                     "how": u.base.how,
                     "detail": u.base.detail,
                     "tag": u.base.tag,
+                    "found_on": {"kind": u.base.ref_kind, "name": u.base.ref} if u.base.ref else None,
                     "partial": u.base.partial,
                     "blobs_matched": (
                         {"files": u.base.matched, "of": u.base.of} if u.base.matched is not None else None
@@ -44,6 +45,12 @@ def import_json(outcome: ImportOutcome) -> dict:
                         "evidence": p.evidence,
                         "carrier": p.carrier,
                         "at_given_pin": p.at_given_pin,
+                        # which diff of each path it holds ("diff": 2 of "of": 2 when the patch changes the
+                        # file twice), and its hunks numbered across the path's diffs, as --map numbers them
+                        "diffs": [
+                            {"path": t.path, "diff": t.diff, "of": t.diffs, "hunks": list(t.hunks), "hunks_of": t.total}
+                            for t in p.takes
+                        ],
                     }
                     for p in u.pieces
                 ],
@@ -62,6 +69,8 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
     for upstream in outcome.upstreams:
         say(console, f"{upstream.name}: {upstream.source}", "bold")
         say(console, f"  base {upstream.base.commit[:12]}: {upstream.base.detail}")
+        if upstream.base.ref:
+            say(console, f"  found on {upstream.base.ref_kind} {upstream.base.ref}")
         if upstream.base.partial:
             say(
                 console,
@@ -75,7 +84,9 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
         for column in ("piece", "takes", "state at pin", "result"):
             table.add_column(column, overflow="fold")
         for piece in upstream.pieces:
-            if not piece.imported:
+            if outcome.action == "refused" and piece.state.applies:
+                result = "not imported (the import is refused)"
+            elif not piece.imported:
                 result = f"left out: {piece.evidence}"
             else:
                 result = piece.path or ""  # an imported piece has its file's path

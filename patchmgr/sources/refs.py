@@ -15,6 +15,14 @@ from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import SourceError, UsageError
 from patchmgr.model.urls import mask_url
 
+# every branch and tag of a source, for import's base search; of a local clone its remote branches too (there
+# the branch a patch was made on is often origin/NAME alone)
+EVERY_REF = (
+    "+refs/heads/*:refs/patchmgr/heads/*",
+    "+refs/remotes/*:refs/patchmgr/remotes/*",
+    "+refs/tags/*:refs/tags/*",
+)
+
 
 def validate_ref(ref: str) -> str:
     """``ref`` when git can fetch it as given (the rules of ``git check-ref-format``, one level allowed); else bad

@@ -43,7 +43,7 @@ from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
 from patchmgr.sources.cache_errors import CacheError, NotARepository, disk_hint, require_repository, said_at
 from patchmgr.sources.cache_refs import recalled, remember
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
-from patchmgr.sources.refs import NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
+from patchmgr.sources.refs import EVERY_REF, NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
 from patchmgr.sources.release import ReleaseCache
 
 Progress = Callable[[str], None]
@@ -197,7 +197,7 @@ class Store(CacheHealth):
             if repo.has_commit(commit):
                 return url
             try:
-                self._fetch(repo, url, ["+refs/heads/*:refs/patchmgr/heads/*", "+refs/tags/*:refs/tags/*"])
+                self._fetch(repo, url, list(EVERY_REF))
             except RepositoryDamaged:
                 raise
             except GitError as exc:
@@ -213,12 +213,25 @@ class Store(CacheHealth):
             f"pass a reachable clone with --source {upstream}=PATH_OR_URL",
         )
 
-    def prefetch(self, upstream: str, commit: str, urls: Sequence[str]) -> tuple[list[str], str | None]:
-        """Fetch every blob of ``commit`` into the cache, so a checkout needs no network later.
+    def fetch_every_ref(self, upstream: str, urls: Sequence[str]) -> str:
+        """Every branch (as refs/patchmgr/heads/*) and tag, in one fetch; the URL of the first that answers."""
+        errors = []
+        for url in urls:
+            self.progress(f"fetching every branch and tag of {upstream} from {mask_url(url)}")
+            try:
+                with self.lock(upstream):
+                    self._fetch(self.repo(upstream), url, list(EVERY_REF))
+            except RepositoryDamaged:
+                raise
+            except GitError as exc:
+                errors.append(said_at(url, exc))
+                continue
+            return url
+        raise SourceError(f"cannot fetch the branches of {upstream}: " + "; ".join(errors), "")
 
-        Returns the paths no source could provide (a mirror without its large files), and the URL the
-        commit was fetched from (None: the cache had it).
-        """
+    def prefetch(self, upstream: str, commit: str, urls: Sequence[str]) -> tuple[list[str], str | None]:
+        """Fetch every blob of ``commit`` into the cache, so a checkout needs no network later. Returns the paths
+        no source could provide (a mirror without its large files), and the URL it came from (None: cached)."""
         with self.lock(upstream):
             return self._repairing(upstream, lambda: self._prefetch(upstream, commit, urls))
 

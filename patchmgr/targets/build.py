@@ -83,7 +83,6 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
         return {}
     paths = list(changes)
     sources = {d.new_path: d.old_path for d in patch.files if d.new_path and d.old_path}
-    new_modes = {d.new_path: d.new_mode for d in patch.files if d.new_path and d.new_mode}
     listed = repo.run(
         "ls-files",
         "-s",
@@ -104,11 +103,7 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
             removals.append(f"0 {zero}\t{path}\0")
             digests[path] = None
             continue
-        mode = (
-            modes.get(path)
-            or modes.get(sources.get(path, ""))
-            or ("100755" if new_modes.get(path) == "100755" else "100644")
-        )
+        mode = staged_mode(path, patch, modes)
         blob = repo.run("hash-object", "-w", "--no-filters", "--stdin", stdin=data)
         additions.append(f"{mode} {blob}\t{path}\0")
         digests[path] = sha256_bytes(data)
@@ -122,6 +117,18 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
     if written:
         repo.run("checkout-index", "--force", "-z", "--stdin", stdin="".join(f"{p}\0" for p in written).encode())
     return digests
+
+
+def staged_mode(path: str, patch: PatchFile, modes: Mapping[str, str]) -> str:
+    """The mode a checkout gives ``path`` after ``patch``: its mode there (``modes``), or that of the file it was
+    renamed from; a new file gets the patch's mode when that is executable, else 100644."""
+    sources = {d.new_path: d.old_path for d in patch.files if d.new_path and d.old_path}
+    new_modes = {d.new_path: d.new_mode for d in patch.files if d.new_path and d.new_mode}
+    return (
+        modes.get(path)
+        or modes.get(sources.get(path, ""))
+        or ("100755" if new_modes.get(path) == "100755" else "100644")
+    )
 
 
 def _checkout_pin(upstream: Upstream, commit: str, sources: Sources, folder: Path) -> tuple[GitRepo, str, list[str]]:

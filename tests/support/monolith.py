@@ -68,3 +68,39 @@ MONOLITH = {
     "src/b.py": text_with({10: "b fix one", 32: "b fix two"}),
     "src/c.py": text_with({20: "c fix"}),
 }
+
+
+def stacked_diff(repo: Path, base: str, first: dict[str, str], second: dict[str, str]) -> bytes:
+    """What `git diff` prints for ``second`` made on top of ``first`` (both files' contents at ``base`` of the
+    git work tree ``repo``): a diff whose preimage is the result of ``first``, as one made after `git add`
+    of a first edit. The tree is put back."""
+    branch = git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+    git(repo, "checkout", "-q", "--detach", base)
+    try:
+        for files in (first, second):
+            for name, content in files.items():
+                (repo / name).parent.mkdir(parents=True, exist_ok=True)
+                (repo / name).write_text(content)
+            if files is first:
+                git(repo, "add", "-A")
+        return (git(repo, "diff") + "\n").encode()
+    finally:
+        git(repo, "reset", "-q", "--hard")
+        git(repo, "clean", "-qfd")
+        git(repo, "checkout", "-q", branch)
+
+
+def applied_monolith(repo: Path, commit: str, patch: bytes, dest: Path, exclude=()) -> Path:
+    """The upstream ``repo`` at ``commit`` with the monolithic patch applied by git, in a fresh clone."""
+    git(dest.parent, "clone", "-q", "--shared", "--no-checkout", str(repo), dest.name)
+    git(dest, "checkout", "-q", "--detach", commit)
+    git(dest, "apply", *[f"--exclude={p}" for p in exclude], "-", input=patch)
+    return dest
+
+
+def same_files(left: Path, right: Path, paths) -> None:
+    for path in paths:
+        a, b = left / path, right / path
+        assert a.is_file() == b.is_file(), path
+        if a.is_file():
+            assert a.read_bytes() == b.read_bytes(), path

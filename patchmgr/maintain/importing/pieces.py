@@ -15,6 +15,7 @@ from patchmgr.engine.place import PlacementFailure
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
 from patchmgr.io.git import GitRepo
+from patchmgr.maintain.importing.repeated import Take
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Monolith
 from patchmgr.maintain.importing.split import PieceChange, PieceSpec, piece_changes
@@ -39,6 +40,7 @@ class Piece:
     carrier: str | None = None
     detail: str = ""
     at_given_pin: str | None = None  # what it is at a pin that was given and rejected (the base pinned instead)
+    takes: tuple[Take, ...] = ()  # which diff of each path it holds, and which hunks
 
 
 def said_at_given_pin(result: CheckResult, pin: str) -> str:
@@ -119,7 +121,15 @@ def pieces_at_pin(
     for result, spec in zip(results, specs, strict=True):
         if not result.state.applies:
             pieces.append(
-                Piece(spec.id, spec.label, result.state, False, evidence=result.detail, carrier=result.carrier)
+                Piece(
+                    spec.id,
+                    spec.label,
+                    result.state,
+                    False,
+                    evidence=result.detail,
+                    carrier=result.carrier,
+                    takes=spec.takes,
+                )
             )
             continue
         before = {path: overlay.read(path) for path in result.files}
@@ -128,7 +138,9 @@ def pieces_at_pin(
         text = _header(spec.label, origin) + scratch.diff(before, result.files, modes)
         overlay.update(result.files)
         relative = project.patch_path(name, spec.id).relative_to(project.root)
-        pieces.append(Piece(spec.id, spec.label, result.state, True, str(relative), detail=result.detail))
+        pieces.append(
+            Piece(spec.id, spec.label, result.state, True, str(relative), detail=result.detail, takes=spec.takes)
+        )
         data.append(text.encode("utf-8"))
     return pieces, data
 

@@ -6,13 +6,18 @@ In this order:
 2. the preimage blob ids of the patch's ``index`` lines: the commit at which every file holds exactly the
    blob its index line names. Searched first along the first-parent line of the search tip (the newest such
    stretch, and in it a tagged commit when there is one), then at the upstream's tags (release tags first:
-   a patch is often made at a release, whose tag may sit on a release branch), then in the tags' histories.
+   a patch is often made at a release, whose tag may sit on a release branch), then over every branch and
+   tag (one ``git log`` of all of them finds the commits that bring in a preimage blob; of those where all
+   match, the best-ranked branch holding one is named, and the newest matching stretch of its first-parent
+   line taken: a patch made on MindSpeed's ``dev`` is pinned on ``dev``, never where it applies with offsets).
    A base where only some files match is taken only when no commit matches all, and says so (``partial``).
    Blob ids found nowhere in the files' histories searched (a patch made with ``git diff`` in a dirty
-   tree, written by hand, or made on a branch no tag reaches) are left out and named, never called absent;
+   tree, or written by hand) are left out and named, never called absent;
 3. otherwise the commit nearest the given pin (or the newest) at which the patch applies cleanly, found
    with the history walk: only commits that change the patch's files can change whether it applies, and
    each distinct state of those files is classified once.
+
+The base names the branch or tag where it was found (``ref``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from patchmgr.engine.classify import check_patch
 from patchmgr.engine.results import State
 from patchmgr.history.walk import Walk
 from patchmgr.io.git import GitRepo
+from patchmgr.maintain.importing.repeated import first_preimages, repeated_conflict
+from patchmgr.maintain.importing.tags import Ref, RefKind, cached_refs
 from patchmgr.model.errors import UsageError
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource
@@ -48,6 +55,12 @@ class Base:
     matched: int | None = None  # "index": of the files whose index lines name a preimage blob, how many match
     of: int | None = None
     tag: str | None = None  # the tag naming the base commit, when one does
+    ref: str | None = None  # the branch or tag where the base was found
+    ref_kind: RefKind | None = None
+
+    def found_on(self, ref: str | None, kind: RefKind) -> Base:
+        self.ref, self.ref_kind = ref, kind
+        return self
 
     @property
     def partial(self) -> bool:
@@ -60,6 +73,10 @@ class TagList(Protocol):
 
     def all(self) -> list[tuple[str, str]]: ...
 
+    def every(self) -> list[Ref]: ...
+
+    def head_branch(self) -> str | None: ...
+
 
 def find_base(
     repo: GitRepo,
@@ -68,26 +85,39 @@ def find_base(
     given: str | None,
     search: Callable[[], str],
     tags: TagList | None = None,
+    line_name: str = "HEAD",
 ) -> Base:
-    """``search`` gives the tip of the line to search (fetched only when the given pin does not fit); ``tags``
-    the upstream's tags: ``held`` those whose commits the cache has, ``all`` every one (fetched on need)."""
+    """``search`` gives the tip of the line to search (fetched only when the given pin does not fit), named
+    ``line_name``; ``tags`` the upstream's tags: ``held`` every one listed, ``all`` every one,
+    ``every`` every branch and tag too (fetched on need)."""
     notes: list[str] = []
     if given is not None:
-        state = check_patch(patch, GitSource(repo, given, location)).state
+        reader = GitSource(repo, given, location)
+        state = check_patch(patch, reader).state
         if state.applies:
             return Base(given, FoundBy.GIVEN, f"the patch applies at the given pin ({state.value})")
         notes.append(
-            f"the monolithic patch does not apply at the given pin {given[:12]} ({state.value}): searched for its base"
+            f"the monolithic patch does not apply at the given pin {given[:12]} ({state.value}): searched for its "
+            f"base{repeated_conflict(patch, reader)}"
         )
     tip = search()
+    branch = (tags.head_branch() if tags is not None and line_name == "HEAD" else None) or line_name
     line = _line(repo, tip, patch.touched_paths)
-    by_blobs = _by_blobs(repo, patch, line, tip, notes, tags)
+    by_blobs = _by_blobs(repo, patch, line, tip, notes, tags, branch)
     if by_blobs is not None:
         state = check_patch(patch, GitSource(repo, by_blobs.commit, location)).state
         if state.applies:
+            if by_blobs.ref_kind is RefKind.BRANCH and by_blobs.ref != branch:
+                notes.append(
+                    f"the base is on branch {by_blobs.ref}, not on {branch}'s line: the patch was made there (to pin "
+                    f"a commit of {branch} instead, where it may apply only with offsets, pass --pin)"
+                )
             by_blobs.notes = notes + by_blobs.notes
             return by_blobs
-        notes.append(f"the index lines point at {by_blobs.commit[:12]}, but the patch is {state.value} there")
+        notes.append(
+            f"the index lines point at {by_blobs.commit[:12]}, but the patch is {state.value} there"
+            + repeated_conflict(patch, GitSource(repo, by_blobs.commit, location))
+        )
     found = _by_applying(repo, location, patch, line, tip, given)
     if found is None:
         raise UsageError(
@@ -96,7 +126,7 @@ def find_base(
             "pass --pin NAME=REF naming the commit it was made against, or --source a clone that has it",
         )
     found.notes = notes + found.notes
-    return found
+    return found.found_on(branch, RefKind.BRANCH)
 
 
 def _line(repo: GitRepo, tip: str, paths: list[str]) -> list[tuple[str, str | None]]:
@@ -126,12 +156,9 @@ def _by_blobs(
     tip: str,
     notes: list[str],
     tags: TagList | None,
+    branch: str,
 ) -> Base | None:
-    wanted = [
-        (d.old_path, d.old_blob)
-        for d in patch.files
-        if d.kind != "add" and d.old_path and d.old_blob and set(d.old_blob) != {"0"}
-    ]
+    wanted = first_preimages(patch)  # one per file: a later diff of a file starts from the patch's own result
     if not wanted:
         return None
     paths = [path for path, _ in wanted]
@@ -158,7 +185,7 @@ def _by_blobs(
     for oldest, newest in _segments(line, tip):
         hit = matching(oldest)
         if len(hit) == count:
-            return _in_stretch(repo, oldest, newest, count, tags)
+            return _in_stretch(repo, oldest, newest, count, tags).found_on(branch, RefKind.BRANCH)
         consider(hit, newest, f"{oldest[:12]}..{newest[:12]} (the newest of them)" if oldest != newest else oldest[:12])
     searched = f"the first-parent line of {tip[:12]}"
     listed = tags.all() if tags is not None else []
@@ -173,26 +200,15 @@ def _by_blobs(
                 matched=count,
                 of=count,
                 tag=name,
-            )
+            ).found_on(name, RefKind.TAG)
         consider(hit, commit, f"tag {name}", name)
-    if listed:
-        searched += f", {len(listed)} tag(s) and their histories"
-        history = repo.run(
-            "log", "--format=%H", *dict.fromkeys(c for _, c in listed), "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"}
-        ).split()
-        for commit in history:
-            hit = matching(commit)
-            if len(hit) == count:
-                name = _containing_tag(repo, commit, listed)
-                return Base(
-                    commit,
-                    FoundBy.INDEX,
-                    f"the preimage blobs of {count} of {count} files (index lines) match "
-                    f"commit {commit[:12]}, in the history of tag {name} (no tag names it){off_line}",
-                    matched=count,
-                    of=count,
-                )
-            consider(hit, commit, f"commit {commit[:12]} (in the history of the tags)")
+    every = tags.every() if tags is not None else []
+    if every:
+        searched += f", {len(listed)} tag(s) and every branch and tag's history ({len(every)} refs)"
+        found = _on_every_ref(repo, wanted, every, matching, consider, tags)
+        if found is not None:
+            found.detail += off_line
+            return found
     fake = [wanted[i] for i in range(count) if i not in seen]
     if fake:
         notes.append(
@@ -231,10 +247,51 @@ def _in_stretch(repo: GitRepo, oldest: str, newest: str, count: int, tags: TagLi
     return Base(newest, FoundBy.INDEX, f"{detail}; the newest of them", matched=count, of=count)
 
 
-def _containing_tag(repo: GitRepo, commit: str, tags: list[tuple[str, str]]) -> str:
-    """The oldest-versioned tag whose history has ``commit`` (tags come newest first)."""
-    containing = [name for name, tagged in tags if repo.run_ok("merge-base", "--is-ancestor", commit, tagged)]
-    return containing[-1] if containing else "?"
+def _on_every_ref(
+    repo: GitRepo,
+    wanted: list[tuple[str, str]],
+    every: list[Ref],
+    matching: Callable[[str], set[int]],
+    consider: Callable[[set[int], str, str], None],
+    tags: TagList | None,
+) -> Base | None:
+    """The commits (on any branch or tag) that bring in one of the preimage blobs, from one ``git log`` of them
+    all; of those where every blob matches, the best-ranked ref holding one (``Ref.rank``), and on that ref's
+    first-parent line the newest stretch where they all match (else the commit itself)."""
+    paths = list(dict.fromkeys(path for path, _ in wanted))
+    count = len(wanted)
+    introduced = repo.blobs_introduced(list(dict.fromkeys(ref.commit for ref in every)), paths)
+    full: list[str] = []
+    for commit, path, blob in introduced:
+        if commit in full or not any(path == p and blob.startswith(b) for p, b in wanted):
+            continue
+        hit = matching(commit)
+        if len(hit) < count:
+            consider(hit, commit, f"commit {commit[:12]}")
+        elif len(full) < 20:  # enough to choose a ref from: they are newest first
+            full.append(commit)
+    best: tuple[Ref, str] | None = None
+    for commit in full:
+        refs = cached_refs(repo, commit)
+        if refs and (best is None or refs[0].rank < best[0].rank):
+            best = (refs[0], commit)
+    if best is None:
+        return None
+    ref, commit = best
+    where = f"{ref.kind} {ref.name}"
+    for oldest, newest in _segments(_line(repo, ref.commit, paths), ref.commit):
+        if len(matching(oldest)) == count:
+            found = _in_stretch(repo, oldest, newest, count, tags)
+            found.detail += f", on the first-parent line of {where}"
+            return found.found_on(ref.name, ref.kind)
+    return Base(
+        commit,
+        FoundBy.INDEX,
+        f"the preimage blobs of {count} of {count} files (index lines) match commit {commit[:12]}, in the "
+        f"history of {where}",
+        matched=count,
+        of=count,
+    ).found_on(ref.name, ref.kind)
 
 
 def _by_applying(

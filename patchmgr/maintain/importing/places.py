@@ -6,8 +6,11 @@ folder itself; a per-version folder's repository is the folder given. Every patc
 folder names is read only inside its repository: a path that names ``..`` or is absolute, or a link that
 leads out of it, is refused (``io.confine.leaves``), never followed and never searched for above it.
 
-The paths import records (in the manifest's comments and the pieces' ``Origin`` headers) are single
-lines of text: a path holding a control character is bad input, refused before anything is read.
+The paths import records (in the manifest's comments and the pieces' ``Origin`` headers) are relative: the
+path inside the git repository holding the patch (and the commit that last changed it), or outside git
+the name the series.conf gives it, or its file name (``outside_git``); never a path of the importing
+machine. They are single lines of text: a path holding a control character is bad input, refused before
+anything is read.
 """
 
 from __future__ import annotations
@@ -57,3 +60,12 @@ def plain_path(text: str, what: str) -> None:
             "the manifest and the patches' headers, one line each",
             "rename it, then run again",
         )
+
+
+def outside_git(path: Path, shown: str, version: str | None) -> str:
+    """How a patch outside any git repository is named in what import records (the manifest's comment, the
+    pieces' ``Origin``): as a series.conf names it (relative to the series' folder), else by its version
+    folder and file name, or its file name alone; never by a path of the importing machine."""
+    if shown != str(path):
+        return shown
+    return f"{path.parent.name}/{path.name}" if version else path.name

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from patchmgr.engine.results import State
 from patchmgr.io.confine import shown
+from patchmgr.maintain.importing.exported import Given, declared_by_record, recorded_series
 from patchmgr.maintain.importing.pieces import (
     Piece,
     carried_files,
@@ -34,6 +35,8 @@ from patchmgr.maintain.importing.pieces import (
 )
 from patchmgr.maintain.importing.pin import Base, FoundBy, find_base
 from patchmgr.maintain.importing.prove import Proof, prove
+from patchmgr.maintain.importing.pypi import Release, release_of_pin
+from patchmgr.maintain.importing.repeated import file_notes
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import Declared, Monolith
 from patchmgr.maintain.importing.split import SplitMode, plan_pieces
@@ -104,7 +107,20 @@ def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, o
     unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
     with Scratch() as scratch:
         for monolith in monoliths:
-            result, entry, used = _one(project, monolith, sources, options, existing.get(monolith.upstream), scratch)
+            said: list[str] = []
+            recorded = recorded_series(
+                project, monolith, sources, scratch, _given_to(options, monolith, existing), said
+            )
+            if recorded is not None:  # the patches export --format series wrote beside it
+                base, entry, used = recorded.base, recorded.entry, set[str]()
+                result = UpstreamImport(entry.name, monolith.shown, entry.git, base, base.commit, *recorded.proven)
+            else:  # split as any other, from the URL and pin export recorded when nothing else gives them
+                declared = declared_by_record(monolith, options.declared.get(monolith.upstream, Declared()))
+                recorded_options = replace(options, declared={**options.declared, monolith.upstream: declared})
+                result, entry, used = _one(
+                    project, monolith, sources, recorded_options, existing.get(monolith.upstream), scratch
+                )
+            result.notes[:0] = said
             unused -= used
             outcome.upstreams.append(result)
             entries.append(entry)
@@ -114,11 +130,22 @@ def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, o
             "check the paths against the patch (hunks are numbered from 1)",
         )
     if not all(u.proven for u in outcome.upstreams):
-        outcome.action = ImportAction.REFUSED
-        return outcome
+        # nothing is written: no piece is imported, and none has a file
+        refused = [
+            replace(u, pieces=[replace(p, imported=False, path=None) for p in u.pieces]) for u in outcome.upstreams
+        ]
+        return replace(outcome, upstreams=refused, action=ImportAction.REFUSED)
     description = f"imported from {', '.join(m.shown for m in monoliths)}"
     outcome.writes, outcome.expected = plan_writes(project, options.target, description, entries)
     return outcome
+
+
+def _given_to(options: ImportOptions, monolith: Monolith, existing: Mapping[str, Upstream]) -> Given:
+    name = monolith.upstream
+    other = options.mapping is not None or options.mode is not SplitMode.FILE
+    return Given(
+        options.git.get(name), options.pins.get(name), options.declared.get(name, Declared()), existing.get(name), other
+    )
 
 
 def finish_import(project: Project, outcome: ImportOutcome, dry_run: bool) -> ImportOutcome:
@@ -181,7 +208,7 @@ def _one(
 
     patch = monolith.patch
     tags = Tags(sources, Upstream(name, git, (), given or "", None, None, "", ()), repo)
-    base = find_base(repo, location, patch, given, search, tags)
+    base = find_base(repo, location, patch, given, search, tags, options.search.get(name, "HEAD"))
     notes += tags.notes
     specs, split_notes, used = plan_pieces(patch, options.mode, options.mapping, monolith.shown)
     notes += split_notes
@@ -191,6 +218,7 @@ def _one(
         f"commit {base.commit}"
     )
     base_reader = GitSource(repo, base.commit, location)
+    notes += file_notes(patch, base_reader)  # repeated files, diffs edited by hand
     base_pieces = render_pieces(
         scratch, repo, base.commit, piece_changes_at(patch, specs, base_reader, monolith), origin, name
     )
@@ -228,14 +256,18 @@ def _one(
     if pin != base.commit:
         carried, partly = carried_files(patch, specs, pieces)
         proofs.insert(0, prove(scratch, GitSource(repo, pin, location), pin, patch.data, paths, data, carried, partly))
+    releases = sources.store.releases
+    release = release_of_pin(repo, pin, tags, monolith.version, releases, paths) if not existing else Release()
+    notes += release.notes
     result = UpstreamImport(name, monolith.shown, git, base, pin, pieces, proofs, base.notes + notes)
-    comment = _comment(monolith.shown, base, pin)
+    comment = _comment(monolith.shown + (f" at commit {monolith.commit[:12]}" if monolith.commit else ""), base, pin)
     entry = UpstreamEntry(
         name,
         git,
         pin,
         comment,
-        monolith.version if not existing else None,
+        release.version,
+        release.pypi,
         tuple((p.id, d) for p, d in zip([p for p in pieces if p.imported], data, strict=False)),
     )
     return result, entry, used

@@ -47,19 +47,7 @@ class Scratch:
             if listing:
                 self.repo.run("update-index", "--index-info", stdin="".join(listing).encode(), env=env)
             trees.append(self.repo.run("write-tree", env=env))
-        return self.repo.run(
-            "diff",
-            "--full-index",
-            "--no-renames",
-            "-U3",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--src-prefix=a/",
-            "--dst-prefix=b/",
-            *trees,
-            strip=False,
-        )
+        return self.repo.full_diff(*trees)
 
     def folder(self, files: Mapping[str, bytes | None]) -> GitRepo:
         """A new work tree holding ``files``."""

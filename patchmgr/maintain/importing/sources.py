@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.io.git import GitRepo
-from patchmgr.maintain.importing.places import checked, inside, plain_path, repository_of
+from patchmgr.maintain.importing.places import checked, inside, outside_git, plain_path, repository_of
 from patchmgr.model.errors import GitError, UsageError
 from patchmgr.model.manifest import NAME
 from patchmgr.model.patchfile import PatchFile, parse_patch
@@ -131,7 +131,7 @@ def _in_repository(item: Monolith) -> Monolith:
     path = item.path.resolve()
     top = repository_of(path.parent)
     if not (top / ".git").exists():
-        return item
+        return replace(item, shown=outside_git(item.path, item.shown, item.version))
     relative = path.relative_to(top).as_posix()
     try:
         with GitRepo(top, untrusted=True) as repo:

@@ -12,6 +12,11 @@ The mapping file is TOML, one key per topic, in series order::
     nvtx-ranges = ["src/megatron/bridge/models/qwen_vl/model.py#1,3"]
 
 What the mapping leaves out gets a piece per file, after the topics, and a note says so.
+
+A file the patch changes in several diffs (``repeated``): ``path`` takes every diff of it, and hunks are
+numbered across its diffs in the patch's order (``path#3`` is the first hunk of the second diff when the
+first has two). Split per file, each diff is a piece of its own (``fused-rope``, ``fused-rope-diff-2``),
+made from the composed result of the diffs before it.
 """
 
 from __future__ import annotations
@@ -23,14 +28,22 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
-from patchmgr.engine.classify import apply_file
-from patchmgr.engine.place import apply_hunks, decode, encode
 from patchmgr.engine.results import TreeReader
-from patchmgr.model.diff import FileDiff, Hunk
+from patchmgr.maintain.importing.repeated import (
+    Take,
+    compose,
+    groups,
+    hunk_total,
+    label,
+    locate,
+    parts,
+    running,
+    sections_of,
+    take,
+)
 from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import PATCH_ID
 from patchmgr.model.patchfile import PatchFile
-from patchmgr.model.text import split_lines
 
 
 class SplitMode(StrEnum):
@@ -47,7 +60,8 @@ MODES = tuple(SplitMode)
 class PieceSpec:
     id: str
     parts: tuple[tuple[int, tuple[int, ...]], ...]  # (index of the file section, its hunk indexes, 0-based)
-    label: str  # what it takes, for people: "src/a.py", "src/a.py hunks #1, #3 of 4"
+    label: str  # what it takes, for people: "src/a.py", "src/a.py hunks #1, #3 of 4", "src/a.py (diff 2 of 2)"
+    takes: tuple[Take, ...] = ()  # the same, as values: which diff of each path, which hunks
 
 
 def read_mapping(path: Path) -> dict[str, list[str]]:
@@ -88,89 +102,86 @@ def plan_pieces(
     taken: dict[int, set[int]] = {}
     if mapping:
         for topic, entries in mapping.items():
-            parts: dict[int, set[int]] = {}
+            chosen: dict[int, set[int]] = {}
             for entry in entries:
                 found = _entry(patch, entry, where)
                 if found is None:
                     continue
                 used.add(entry)
-                index, hunks = found
-                clash = hunks & taken.get(index, set())
-                if clash:
-                    raise UsageError(
-                        f"--map: {entry} takes hunk #{min(clash) + 1} of {patch.files[index].path} "
-                        "that an earlier topic takes",
-                        "give each hunk to one topic",
-                    )
-                taken.setdefault(index, set()).update(hunks)
-                parts.setdefault(index, set()).update(hunks)
-            if parts:
-                specs.append(_spec(patch, topic, parts))
-        rest = [i for i, d in enumerate(patch.files) if len(taken.get(i, ())) < len(_hunks(d))]
+                for index, hunks in found:
+                    clash = hunks & taken.get(index, set())
+                    if clash:
+                        raise UsageError(
+                            f"--map: {entry} takes hunk #{running(patch, index, min(clash))} of "
+                            f"{patch.files[index].path} that an earlier topic takes",
+                            "give each hunk to one topic",
+                        )
+                    taken.setdefault(index, set()).update(hunks)
+                    chosen.setdefault(index, set()).update(hunks)
+            if chosen:
+                specs.append(_spec(patch, topic, chosen))
+        rest = [i for i, d in enumerate(patch.files) if len(taken.get(i, ())) < parts(d)]
         if rest:
             notes.append(
-                f"{where}: the mapping leaves out {', '.join(patch.files[i].path for i in rest)}: one piece per file"
+                f"{where}: the mapping leaves out {', '.join(dict.fromkeys(patch.files[i].path for i in rest))}: "
+                "one piece per file (per diff of a file the patch changes more than once)"
             )
         for index in rest:
-            left = set(range(len(_hunks(patch.files[index])))) - taken.get(index, set())
+            left = set(range(parts(patch.files[index]))) - taken.get(index, set())
             specs.append(_spec(patch, None, {index: left}))
     elif mode is SplitMode.HUNK:
         for index, diff in enumerate(patch.files):
             if diff.kind != "modify" or len(diff.hunks) < 2:
-                specs.append(_spec(patch, None, {index: set(range(len(_hunks(diff))))}))
+                specs.append(_spec(patch, None, {index: set(range(parts(diff)))}, by_hunk=diff.kind == "modify"))
             else:
                 specs += [_spec(patch, None, {index: {h}}) for h in range(len(diff.hunks))]
     else:
-        specs = [_spec(patch, None, {i: set(range(len(_hunks(d))))}) for i, d in enumerate(patch.files)]
+        specs = [_spec(patch, None, {i: set(range(parts(d)))}) for i, d in enumerate(patch.files)]
     return _unique(specs), notes, used
 
 
-def _hunks(diff: FileDiff) -> tuple[Hunk | None, ...]:
-    return diff.hunks if diff.hunks else (None,)  # a section without hunks (an empty new file) is one part
-
-
-def _entry(patch: PatchFile, entry: str, where: str) -> tuple[int, set[int]] | None:
+def _entry(patch: PatchFile, entry: str, where: str) -> list[tuple[int, set[int]]] | None:
+    """The diffs and hunks (0-based) a mapping entry names: ``path`` every diff of it, ``path#N,M`` hunks
+    numbered from 1 across its diffs; None when the patch does not change ``path``."""
     path, _, numbers = entry.partition("#")
-    index = next((i for i, d in enumerate(patch.files) if path in (d.old_path, d.new_path)), None)
-    if index is None:
+    own = sections_of(patch, path)
+    if not own:
         return None
-    count = len(_hunks(patch.files[index]))
     if not numbers:
-        return index, set(range(count))
-    if patch.files[index].kind != "modify":
-        raise UsageError(
-            f"--map: {entry}: {path} is {patch.files[index].kind}ed whole, its hunks cannot be split",
-            f'name the file alone: "{path}"',
-        )
-    hunks = set()
+        return [(index, set(range(parts(patch.files[index])))) for index in own]
+    total = hunk_total(patch, path)
+    chosen: dict[int, set[int]] = {}
     for number in numbers.split(","):
-        if not re.fullmatch(r"\d+", number.strip()) or not 1 <= int(number) <= count:
+        wanted = int(number) if re.fullmatch(r"\d+", number.strip()) else 0
+        found = locate(patch, path, wanted) if wanted >= 1 else None
+        if found is None:
+            across = f" (numbered across its {len(own)} diffs)" if len(own) > 1 else ""
             raise UsageError(
-                f"--map: {entry}: {path} has hunks #1 to #{count} in {where}",
+                f"--map: {entry}: {path} has hunks #1 to #{total}{across} in {where}",
                 "number hunks from 1, as they come in the patch",
             )
-        hunks.add(int(number) - 1)
-    return index, hunks
-
-
-def _spec(patch: PatchFile, topic: str | None, parts: dict[int, set[int]]) -> PieceSpec:
-    labels = []
-    for index, hunks in sorted(parts.items()):
+        chosen.setdefault(found[0], set()).add(found[1])
+    for index, hunks in chosen.items():
         diff = patch.files[index]
-        total = len(_hunks(diff))
-        if len(hunks) == total:
-            labels.append(diff.path)
-        else:
-            labels.append(
-                f"{diff.path} hunk{'s' if len(hunks) > 1 else ''} "
-                f"{', '.join(f'#{h + 1}' for h in sorted(hunks))} of {total}"
+        if diff.kind != "modify" and (len(own) == 1 or len(hunks) < parts(diff)):
+            raise UsageError(
+                f"--map: {entry}: {path} is {diff.kind}ed whole, its hunks cannot be split",
+                f'name the file alone: "{path}"',
             )
+    return sorted(chosen.items())
+
+
+def _spec(patch: PatchFile, topic: str | None, chosen: dict[int, set[int]], by_hunk: bool = False) -> PieceSpec:
+    """``by_hunk``: a one-hunk diff of a file changed in several diffs is named by its hunk, as the others are."""
+    takes = tuple(take(patch, index, sorted(hunks)) for index, hunks in sorted(chosen.items()))
     if topic is None:
-        index, hunks = min(parts.items())
-        topic = _slug(patch.files[index].path)
-        if len(hunks) < len(_hunks(patch.files[index])):
-            topic += "-hunk-" + "-".join(str(h + 1) for h in sorted(hunks))
-    return PieceSpec(topic, tuple((i, tuple(sorted(h))) for i, h in sorted(parts.items())), "; ".join(labels))
+        first = takes[0]
+        topic = _slug(first.path)
+        if not first.whole or (by_hunk and first.diffs > 1):
+            topic += "-hunk-" + "-".join(str(n) for n in first.hunks)
+        elif first.diff > 1:
+            topic += f"-diff-{first.diff}"
+    return PieceSpec(topic, tuple((i, tuple(sorted(h))) for i, h in sorted(chosen.items())), label(takes), takes)
 
 
 def _slug(path: str) -> str:
@@ -190,7 +201,7 @@ def _unique(specs: list[PieceSpec]) -> list[PieceSpec]:
             seen[pid] += 1
             pid = f"{pid}-{seen[spec.id]}"
         seen.setdefault(pid, 1)
-        out.append(PieceSpec(pid, spec.parts, spec.label))
+        out.append(PieceSpec(pid, spec.parts, spec.label, spec.takes))
     return out
 
 
@@ -204,29 +215,20 @@ class PieceChange:
 
 
 def piece_changes(patch: PatchFile, specs: list[PieceSpec], reader: TreeReader) -> list[PieceChange]:
-    """Each piece's change at ``reader`` (the base), the hunks of each file applied cumulatively by the engine."""
+    """Each piece's change at ``reader`` (the base): the hunks taken so far composed in the patch's order
+    (``repeated.compose``, as git apply composes the diffs of a path), from the result of the pieces before."""
     state: dict[str, bytes | None] = {}
     applied: dict[int, set[int]] = {}
+    together = groups(patch)
     changes = []
     for spec in specs:
-        staged: dict[str, bytes | None] = {}
         for index, hunks in spec.parts:
-            diff = patch.files[index]
             applied.setdefault(index, set()).update(hunks)
-            path = diff.old_path  # never None for a "modify"
-            # a file absent at the base goes to apply_file, which refuses it as the engine does (PlacementFailure)
-            if (
-                diff.kind == "modify"
-                and diff.hunks
-                and path is not None
-                and (original := reader.read(path)) is not None
-            ):
-                chosen = tuple(diff.hunks[h] for h in sorted(applied[index]))
-                lines, _ = apply_hunks(path, split_lines(decode(original)), chosen)
-                staged[path] = encode("".join(lines))
-            else:
-                apply_file(diff, reader, staged)
+        indexes = {member for index, _ in spec.parts for member in together[index]}
+        staged = compose(patch, sorted(indexes), applied, reader)
+        own = {path for index, _ in spec.parts for path in (patch.files[index].old_path, patch.files[index].new_path)}
         before = {path: state[path] if path in state else reader.read(path) for path in staged}
-        state.update(staged)
-        changes.append(PieceChange(spec, before, dict(staged)))
+        after = {path: data for path, data in staged.items() if path in own or data != before[path]}
+        state.update(after)
+        changes.append(PieceChange(spec, {path: before[path] for path in after}, after))
     return changes

@@ -29,6 +29,7 @@ class UpstreamEntry:
     commit: str
     comment: str
     version: str | None
+    pypi: str | None  # with version: the release stands in when git is out of reach
     patches: tuple[tuple[str, bytes], ...]  # (piece id, file bytes), in series order
 
 
@@ -103,6 +104,8 @@ def manifest_text(existing: str | None, path: Path, target: str, description: st
         set_comment(table["commit"], entry.comment)
         if entry.version:
             table["version"] = entry.version
+        if entry.pypi:
+            table["pypi"] = entry.pypi
         series = tomlkit.array()
         series.extend(ids)
         if len(ids) > 2:

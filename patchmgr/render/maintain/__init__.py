@@ -3,7 +3,13 @@ people, JSON documents for machines; one module per command family."""
 
 from patchmgr.render.maintain.bisect import bisect_json, render_bisect
 from patchmgr.render.maintain.edit import edit_json, onto_json, render_edit, render_onto
-from patchmgr.render.maintain.export import export_json, render_export, render_range_diff
+from patchmgr.render.maintain.export import (
+    export_json,
+    render_export,
+    render_range_diff,
+    render_series_export,
+    series_export_json,
+)
 from patchmgr.render.maintain.refresh import bump_json, refresh_json, render_bump, render_interdiffs, render_refresh
 
 __all__ = [
@@ -21,4 +27,6 @@ __all__ = [
     "render_onto",
     "render_range_diff",
     "render_refresh",
+    "render_series_export",
+    "series_export_json",
 ]

@@ -14,6 +14,7 @@ from patchmgr.render.status import guard_json
 if TYPE_CHECKING:
     from patchmgr.maintain.rangediff import RangeDiff
     from patchmgr.maintain.roundtrip import ExportOutcome
+    from patchmgr.maintain.series_export import SeriesExport
 
 
 def render_export(console: Console, outcome: ExportOutcome) -> None:
@@ -116,4 +117,44 @@ def _range_diff_json(diff: RangeDiff | None) -> dict | None:
             }
             for p in diff.pairs
         ],
+    }
+
+
+def render_series_export(console: Console, outcome: SeriesExport) -> None:
+    notes(console, list(outcome.notes))
+    for upstream in outcome.upstreams:
+        layout = upstream.layout
+        say(
+            console,
+            f"{layout.name}: {layout.patch} ({len(layout.patch_ids)} patch(es), {upstream.files} file(s)) "
+            f"at {layout.commit[:12]}",
+            "green",
+        )
+    say(
+        console,
+        f"wrote target {outcome.target} as a patch series into {outcome.into}: series.conf, pins.dockerfile "
+        f"(the pins as ARG lines, and how to use them) and {len(outcome.upstreams)} monolithic patch(es); "
+        "git apply of each at its pin gives the files patchmgr apply writes",
+    )
+
+
+def series_export_json(outcome: SeriesExport) -> dict:
+    return {
+        "target": outcome.target,
+        "into": str(outcome.into),
+        "upstreams": [
+            {
+                "name": u.layout.name,
+                "patch": u.layout.patch,
+                "git": u.layout.git,
+                "commit": u.layout.commit,
+                "sha256": u.layout.sha256,
+                "patches": list(u.layout.patch_ids),
+                "files": u.files,
+            }
+            for u in outcome.upstreams
+        ],
+        "written": [str(p) for p in outcome.written],
+        "replaced": [str(p) for p in outcome.replaced],
+        "notes": list(outcome.notes),
     }
