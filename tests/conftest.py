@@ -52,6 +52,9 @@ def smoke_extras() -> None:
 def isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PATCHMGR_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    # no source locations from the person's own setup (patchmgr/sources/settings.py)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.delenv("PATCHMGR_SOURCES", raising=False)
 
 
 @pytest.fixture

@@ -100,7 +100,8 @@ def test_lint_and_status_flag_a_malformed_guard_and_change_nothing(cli, project,
     assert result.code == 1
     (problem,) = result.json["problems"]
     assert problem["path"] == str(path) and "does not compile" in problem["message"]
-    assert re.search(r"fix\.patch:\d+: Guard ", problem["message"])
+    assert problem["line"] > 1 and problem["message"].startswith("Guard ")
+    assert re.search(r"fix\.patch:\d+: Guard ", cli("lint").out)  # path:line, as editors read it
     bad = cli("status", "--target", "t", "--source", f"lib={upstream.path}")
     assert bad.code == 2 and "Traceback" not in bad.err and "does not compile" in bad.err
     assert path.read_bytes() == before

@@ -90,6 +90,7 @@ def test_init_in_an_empty_folder_pins_the_full_commit_and_the_release_version(st
     assert f'commit = "{tag_commit}"  # v1.2.0' in manifest
     assert 'version = "1.2.0"' in manifest and f'git = "{URL}"' in manifest and "patches = []" in manifest
     assert "entry: patchmgr lint" in (root / ".pre-commit-config.yaml").read_text()
+    assert (root / ".gitignore").read_text().splitlines()[-1] == ".patchmgr.local.toml"  # this machine's sources
     assert "PATCHMGR_SMOKE_ROOT" in (root / "tests/smoke/my-lib/conftest.py").read_text()
     assert pm("lint", source=False)[0] == 0
     code, out, err = pm("status", "--target", "main", "--json")

@@ -36,9 +36,11 @@ def test_source_for_an_upstream_of_another_target_is_ignored_with_a_note(cli, pr
     against = cli(*args, "--against", "other=main", "--json")
     assert against.code == 0, against.out
     assert "--against other: target a has no upstream other; ignored" in against.json["notes"]
-    # the other target has it: used there (status over every target)
-    every = cli("status", "--json", "--source", f"lib={upstream.path}", "--source", f"other={upstream.path}")
-    assert every.code == 0, every.out
+    # the other target has it: used there
+    other = cli(
+        "status", "--target", "b", "--json", "--source", f"lib={upstream.path}", "--source", f"other={upstream.path}"
+    )
+    assert other.code == 0, other.out
     # refresh and bump take it the same way
     refresh = cli(*move_args("refresh", upstream, "--source", "other=/srv/nowhere", "--json", target="a"))
     assert refresh.code == 0 and "--source other: target a has no upstream other; ignored" in refresh.json["notes"]
@@ -70,9 +72,10 @@ def test_a_broken_other_manifest_does_not_fail_status_of_this_target(cli, projec
     assert result.code == 0, result.out + result.err
     (warning,) = result.json["warnings"]
     assert "b.toml" in warning and "invalid TOML" in warning and "patchmgr lint" in warning
-    # every target is what status without --target works on: the broken one is an error then
-    everything = cli("status", "--source", f"lib={upstream.path}")
-    assert everything.code == 2 and "b.toml" in everything.err
+    # status works on one target: without --target it names them, it does not check them all
+    unnamed = cli("status", "--source", f"lib={upstream.path}")
+    assert unnamed.code == 2 and "--target is required" in unnamed.err and "targets: a, b" in unnamed.err
+    assert cli("status", "--target", "b", "--source", f"lib={upstream.path}").code == 2  # the broken one itself
     # lint still reads every manifest and reports the broken one
     lint = cli("lint")
     assert lint.code == 1 and "b.toml" in lint.out

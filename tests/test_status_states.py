@@ -154,11 +154,14 @@ def test_crlf_patch_does_not_match_lf_file(cli, project, upstream):
     assert doc["state"] == "conflict"
 
 
-def test_all_targets_without_target_option(cli, project, upstream):
+def test_status_needs_its_target_even_when_there_is_one(cli, project, upstream):
     pin_fixes(project, upstream, {"fix": {20: "x"}})
     result = cli("status", "--json", "--source", f"lib={upstream.path}")
-    assert result.code == 0
-    assert [t["target"] for t in result.json["targets"]] == ["t"]
+    assert result.code == 2 and result.out == ""
+    assert result.err.splitlines() == [
+        "error: --target is required: status needs --target NAME",
+        "hint: the project's targets: t (`patchmgr targets` lists them with their pins)",
+    ]
 
 
 def test_table_output_for_people(cli, project, upstream):

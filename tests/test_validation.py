@@ -82,7 +82,7 @@ def test_duplicate_patch_id(cli, project):
         (["apply", "--target", "t"], "apply needs --into"),
         (["verify", "--target", "t"], "verify needs --into"),
         (["apply", "--into", "x"], "--target is required"),
-        (["status", "--bogus"], "No such option"),
+        (["status", "--bogus"], "error: no such option: --bogus\nhint: `patchmgr status --help` lists its options"),
     ],
 )
 def test_usage_errors(cli, project, upstream, args, expected):

@@ -16,7 +16,7 @@ import typer
 # typer 0.28 (pinned <0.29 in pyproject.toml) carries click inside it: the parser's usage errors are this
 # ClickException, the one subclass of the public typer.TyperException, and the one that has show()
 from typer._click.core import Command as ClickCommand
-from typer._click.exceptions import ClickException
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 from typer.main import get_command_from_info
 from typer.models import CommandInfo
@@ -113,9 +113,16 @@ def run_parser(argv: list[str] | None) -> int:
         return exit_.exit_code
     except typer.Abort:
         return 130
-    except ClickException as error:  # usage errors from the parser
-        error.show()
-        return 2
+    except ClickException as error:  # usage errors from the parser: patchmgr's error/hint pair
+        if isinstance(error, NoArgsIsHelpError):  # a group asked for without a command: its help
+            error.show()
+            return 2
+        from patchmgr.cli.usage import from_click
+        from patchmgr.render.console import make_console, render_error
+
+        usage = from_click(error, list(argv or []))
+        render_error(make_console(stderr=True), usage)
+        return usage.exit_code
     return result if isinstance(result, int) else 0
 
 

@@ -34,6 +34,11 @@ COMMANDS: dict[str, Command] = {
         "(--diff FILE). DEP-3 fields from the commits, Last-Update today, a Smoke-Test stub; checked to apply "
         "exactly at the pin first, then written in one transaction.",
     ),
+    "targets": Command(
+        "list_targets",
+        "List each target with its upstreams and their pins (--json for scripts); exit 1 when a manifest does not "
+        "load.",
+    ),
     "status": Command("status", "Classify every patch of a target at its pins (or --against refs)."),
     "apply": Command("apply", "Check out each upstream at its pin under DIR and apply the series, all or nothing."),
     "verify": Command("verify", "Prove that DIR holds exactly the pinned upstreams with exactly the target's patches."),

@@ -13,6 +13,15 @@ from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
+EditTargetOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--target",
+        "-t",
+        help="Target name (manifests/<target>.toml)." + options.REQUIRED + " (--continue, --skip and --abort "
+        "read it from DIR)",
+    ),
+]
 NewCheckoutOpt = Annotated[
     Optional[Path], typer.Option("--into", help="New folder for the checkout." + options.REQUIRED)
 ]
@@ -40,7 +49,7 @@ AbortOpt = Annotated[
 
 
 def command(
-    target: options.TargetOpt = None,
+    target: EditTargetOpt = None,
     upstream: options.UpstreamOpt = None,
     into: NewCheckoutOpt = None,
     onto: OntoOpt = None,

@@ -22,13 +22,16 @@ if TYPE_CHECKING:
 REQUIRED = " \\[required]"  # escaped: typer reads help text as rich markup
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Project root (holds manifests/ and patches/).")]
-TargetOpt = Annotated[Optional[str], typer.Option("--target", "-t", help="Target name (manifests/<target>.toml).")]
 NeededTargetOpt = Annotated[
     Optional[str], typer.Option("--target", "-t", help="Target name (manifests/<target>.toml)." + REQUIRED)
 ]
 SourceOpt = Annotated[
     Optional[list[str]],
-    typer.Option("--source", help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead."),
+    typer.Option(
+        "--source",
+        help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead. Set once: "
+        "PATCHMGR_SOURCES='NAME=LOCATION ...', .patchmgr.local.toml or ~/.config/patchmgr/config.toml ([sources]).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 PythonOpt = Annotated[
@@ -88,10 +91,12 @@ def missing(command: str, usage: str, hint: str) -> UsageError:
     return UsageError(f"{options} is required: {command} needs {usage}", hint)
 
 
-def required_target(command: str, target: Optional[str]) -> str:
-    """``--target NAME``, given (a name ``Project.target`` then looks up)."""
+def required_target(command: str, target: Optional[str], known: Callable[[], list[str]]) -> str:
+    """``--target NAME``, given (a name ``Project.target`` then looks up); the hint names the ``known`` targets."""
     if not target:
-        raise missing(command, "--target NAME", "name a target: patchmgr status lists them")
+        names = known()
+        which = f"the project's targets: {', '.join(names)}" if names else "the project has no manifests/ yet"
+        raise missing(command, "--target NAME", f"{which} (`patchmgr targets` lists them with their pins)")
     return target
 
 

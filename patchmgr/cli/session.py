@@ -26,13 +26,13 @@ from patchmgr.cli.options import (
     required_target,
     source_overrides,
 )
-from patchmgr.model.errors import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from patchmgr.model.manifest import Target
     from patchmgr.model.project import Project
+    from patchmgr.sources.settings import SourceSetting
     from patchmgr.sources.upstream import Sources
 
 
@@ -64,6 +64,8 @@ class Session:
         # new: a project being started (init), whose root need not hold manifests/ yet
         self.project: Project = Project(root.resolve()) if new else Project.at(root)
         self.notes: list[str] = []
+        self.selected: list[Target] = []  # the targets the command works on, once their options are checked
+        self.source_report: dict[str, SourceSetting] | None = None  # where each upstream's source comes from
         recovered = recover_project(self.project.root)  # before any manifest is read: takes the lock only then
         if recovered:
             self.notes.append(recovered)
@@ -73,7 +75,7 @@ class Session:
     # -- what the command works on --------------------------------------------------
     def target(self, name: str | None, *option_maps: OptionMap) -> Target:
         """The one target the command needs (``--target``), with the upstreams the options name checked."""
-        selected = self.project.target(required_target(self.command, name))
+        selected = self.project.target(required_target(self.command, name, self.project.target_names))
         self._require_upstreams([selected], option_maps)
         return selected
 
@@ -84,14 +86,6 @@ class Session:
         that place: a ``Path`` (``--into``) or a ``str`` (``--python``)."""
         place = one_place(self.command, into, python)
         return self.target(name, *option_maps), place
-
-    def targets(self, name: str | None, *option_maps: OptionMap) -> list[Target]:
-        """``--target`` or, without it, every target of the project."""
-        targets = self.project.targets(name)
-        if not targets:
-            raise UsageError(f"{self.project.manifests_dir} holds no manifests", "add manifests/<target>.toml")
-        self._require_upstreams(targets, option_maps)
-        return targets
 
     def sourced_target(
         self, name: str | None, source: list[str] | None, upstreams: list[str]
@@ -106,7 +100,7 @@ class Session:
         self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]
     ) -> tuple[Target, str]:
         """The target of a command on one upstream (``--upstream NAME``, required), and that upstream's name."""
-        selected = self.project.target(required_target(self.command, name))
+        selected = self.project.target(required_target(self.command, name, self.project.target_names))
         if not upstream:
             raise missing(
                 self.command, "--upstream NAME", f"name one of: {', '.join(u.name for u in selected.upstreams)}"
@@ -128,7 +122,11 @@ class Session:
         """The upstream names the options give, checked; ``--source``/``--against`` for an upstream only other
         targets have are dropped with a note (said now for people, in the JSON document's notes)."""
         names = cache(self.project.upstream_names)
-        notes = require_upstreams(targets, *option_maps, elsewhere=names)
+        self.selected = targets
+        self._note(require_upstreams(targets, *option_maps, elsewhere=names))
+
+    def _note(self, notes: list[str]) -> None:
+        """Notes for this run: said now for people, in the JSON document's notes."""
         if notes:
             self.notes += notes
             if not self.json:
@@ -137,11 +135,16 @@ class Session:
     @contextmanager
     def sources(self, overrides: Mapping[str, str]) -> Iterator[Sources]:
         """Where the upstreams' files come from, as the one value the core takes: the cache of upstreams, and
-        ``overrides`` (the ``--source`` locations for the selected targets' upstreams). The cache shows progress on
-        a terminal, quiet with --json or off a terminal. The console is made at the first message: a run that says
-        nothing loads no output code before its checks (``status`` loads it while the cached clones open)."""
+        the locations that replace the manifests' URLs: ``overrides`` (the ``--source`` locations for the selected
+        targets' upstreams) over those of ``PATCHMGR_SOURCES`` and the configuration files (``sources/settings``).
+        Where each selected upstream's source comes from is said (a note for one set outside the command line)
+        and put in the JSON document. The cache shows progress on a terminal, quiet with --json or off a
+        terminal. The console is made at the first message: a run that says nothing loads no output code before
+        its checks (``status`` loads it while the cached clones open)."""
         from patchmgr.sources.store import Store
         from patchmgr.sources.upstream import Sources
+
+        settings = self._source_settings(overrides)
 
         made: list[Console] = []
 
@@ -156,9 +159,36 @@ class Session:
 
         store = Store(progress=progress, note=lambda message: err().print(f"note: {message}", style="yellow"))
         try:
-            yield Sources(store, overrides)
+            yield Sources(store, {name: setting.location for name, setting in settings.items()})
         finally:
             store.close()
+
+    def _source_settings(self, overrides: Mapping[str, str]) -> dict[str, SourceSetting]:
+        """The locations for this run by upstream name (``--source`` first), with the report of where the selected
+        upstreams' sources come from, and its notes."""
+        import os
+
+        from patchmgr.model.urls import mask_url
+        from patchmgr.sources.settings import FLAG, MANIFEST, SourceSetting, configured, for_report
+
+        config = configured(self.project.root, os.environ)
+        settings = {**config.settings, **{name: SourceSetting(name, at, FLAG) for name, at in overrides.items()}}
+        upstreams = {u.name: u for t in self.selected for u in t.upstreams}
+        report = {name: for_report(name, settings, u.urls) for name, u in upstreams.items()}
+        self.source_report = report or {name: s for name, s in settings.items() if s.given_by == FLAG}
+        notes = [
+            f"{name}: source {mask_url(s.location)}, given by {s.given_by}"
+            for name, s in report.items()
+            if s.given_by not in (FLAG, MANIFEST)
+        ]
+        local = [name for name, s in config.settings.items() if s.given_by == str(config.project_file)]
+        if any(name not in upstreams for name in local):
+            known = self.project.upstream_names()
+            notes += [
+                f"{config.project_file}: no manifest names upstream {n!r}; ignored" for n in local if n not in known
+            ]
+        self._note(notes + list(config.notes))
+        return settings
 
     # -- output -----------------------------------------------------------------------
     @staticmethod
@@ -182,10 +212,16 @@ class Session:
 
         Every JSON document carries ``command``, ``ok`` and ``notes`` (the recovery note first)."""
         if self.json:
+            from patchmgr.model.urls import mask_url
             from patchmgr.render.outside import for_json
 
             doc = as_json(*values)
             doc = {"command": self.command, "ok": code == 0, **doc}
+            if self.source_report is not None:
+                doc["sources"] = {
+                    name: {"location": mask_url(s.location) or None, "given_by": s.given_by}
+                    for name, s in self.source_report.items()
+                }
             doc["notes"] = self.notes + list(doc.get("notes") or [])
             print(json.dumps(for_json(doc), indent=2))  # every string valid Unicode (a tag name that is not UTF-8)
         else:

@@ -44,7 +44,7 @@ NewestOpt = Annotated[
 
 
 def command(
-    target: options.TargetOpt = None,
+    target: options.NeededTargetOpt = None,
     against: AgainstOpt = None,
     newest_release: NewestOpt = False,
     upstream: options.UpstreamsOpt = None,
@@ -57,7 +57,7 @@ def command(
     fmt = output_format_of(output_format, json_output)
     session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
     given, asked, only = options.source_overrides(source), options.against_refs(against), upstream or []
-    targets = session.targets(target, given, asked, only)
+    targets = [session.target(target, given, asked, only)]
     overrides, refs = options.for_targets(targets, given), options.for_targets(targets, asked)
     if python and (refs or newest_release):
         raise UsageError(
@@ -87,7 +87,7 @@ def command(
         return code
     from patchmgr.render.status import render_status, status_json
 
-    return session.emit(code, partial(status_json, single=bool(target)), render_status, statuses)
+    return session.emit(code, partial(status_json, single=True), render_status, statuses)
 
 
 def load_output() -> None:

@@ -23,6 +23,7 @@ from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import NAME, Upstream
 from patchmgr.model.urls import as_local_path, mask_url, url_problem, without_credentials
 from patchmgr.sources.refs import validate_ref
+from patchmgr.sources.settings import PROJECT_FILE
 from patchmgr.sources.upstream import Sources, release_version
 from patchmgr.targets.project_files import STATE, write_files
 
@@ -109,7 +110,7 @@ def plan_start(root: Path, request: StartRequest, name: str, sources: Sources) -
     }
     gitignore = root / ".gitignore"
     if not os.path.lexists(gitignore):
-        files[gitignore] = f"{STATE}/\n".encode()
+        files[gitignore] = f"{STATE}/\n{PROJECT_FILE}\n".encode()  # this machine's --source paths stay out
     _new_files({manifest: None, **files})
     provisional = Upstream(name, git, (), "0" * 40, None, request.pypi, request.package_root or "", ())
     fetched = sources.resolve_ref(provisional, request.pin)

@@ -22,7 +22,22 @@ SMOKE_STUB = "patchmgr: smoke test stub"
 @dataclass(frozen=True)
 class LintProblem:
     path: Path
-    message: str
+    message: str  # without the path (shown before it)
+    line: int | None = None  # the line of ``path`` it is on, when known
+
+    @classmethod
+    def of_error(cls, path: Path, message: str) -> LintProblem:
+        """The problem an error's message says: ``PATH: what`` or ``PATH:LINE: what`` (the path said once)."""
+        rest = message.removeprefix(str(path))
+        if rest == message or not rest.startswith(":"):
+            return cls(path, message)
+        line = re.match(r":(\d+):\s*", rest)
+        return cls(path, rest[line.end() :], int(line[1])) if line else cls(path, rest[1:].lstrip())
+
+    @property
+    def where(self) -> str:
+        """``path`` or ``path:line``, as compilers and editors write it."""
+        return f"{self.path}:{self.line}" if self.line else str(self.path)
 
 
 def lint_project(project: Project) -> tuple[list[LintProblem], int]:
@@ -33,7 +48,8 @@ def lint_project(project: Project) -> tuple[list[LintProblem], int]:
         try:
             targets.append(project.target(name))
         except PatchmgrError as exc:
-            problems.append(LintProblem(project.manifests_dir / f"{name}.toml", exc.message))
+            path = project.manifests_dir / f"{name}.toml"
+            problems.append(LintProblem.of_error(path, exc.message))
     checked: set[Path] = set()
     for target in targets:
         for upstream in target.upstreams:
@@ -52,7 +68,7 @@ def lint_patch(project: Project, path: Path, upstream: str, patch_id: str) -> li
     try:
         patch = read_patch(path, upstream, patch_id)
     except PatchmgrError as exc:
-        return [LintProblem(path, exc.message)]
+        return [LintProblem.of_error(path, exc.message)]
     return [LintProblem(path, message) for message in _patch_messages(project, patch)]
 
 

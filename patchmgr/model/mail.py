@@ -41,7 +41,7 @@ class CommitSpec:
 
 def commit_spec(patch: PatchFile) -> CommitSpec:
     name, address = PATCHMGR_AUTHOR
-    author = patch.author or patch.field("Author") or patch.field("From")
+    author = patch.author  # a mail's From header, or the DEP-3 Author (or its alias From)
     if author:
         # "Name <address>" as people write it in DEP-3 (commas and quotes unescaped), else what mail allows
         written = _NAME_ADDRESS.fullmatch(author)

@@ -135,9 +135,11 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
     fields = _parse_fields(body)
     _check_guards(fields, header_text, path)
     files = parse_diff(checked, path, diff_line)
-    described = dict(fields).get("Description") or dict(fields).get("Subject")  # DEP-3: Subject is its alias
+    named = dict(fields)
+    described = named.get("Description") or named.get("Subject")  # DEP-3: Subject is its alias
     if not subject and described:
         subject = bare_lines(described)[0]
+    author = author or named.get("Author") or named.get("From") or None  # DEP-3: From is Author's alias
     return PatchFile(patch_id or path.stem, upstream, path, data, subject, body, author, date, tuple(fields), files)
 
 
@@ -171,27 +173,48 @@ def is_mail(text: str) -> bool:
     return re.match(r"From [0-9a-f]{40} ", text.removeprefix("\ufeff")) is not None
 
 
+_MAIL_HEADER = re.compile(r"(From|Subject|Date):")  # a mail's header at the top, without the mbox line
+
+
 def _parse_mail(message: str) -> tuple[str, str, str | None, str | None]:
+    """Subject, body, author and date of a patch's message part: a mail's (``From <commit> <date>`` and its
+    headers, as git am reads them), a mail-style header block without that mbox line (``From:``, ``Subject:``,
+    ``Date:`` at the top, as DEP-3 allows: the body stays the whole message part, its fields kept), or a plain
+    patch's (no subject, author or date: they come from its DEP-3 fields)."""
     lines = bare_lines(message)
-    if not lines or not is_mail(lines[0]):
+    if lines and is_mail(lines[0]):
+        headers, index = _headers(lines, 1)
+        in_body, rest = in_body_headers(lines[index + 1 :])
+        headers.update(in_body)
+        body = "\n".join(rest).strip("\n")
+    elif lines and _MAIL_HEADER.match(lines[0]):
+        # DEP-3 reads a field's next lines as its long description, not as a folded header: the first line alone
+        headers, _ = _headers(lines, 0, fold=False)
+        if "Subject" not in headers and "From" not in headers:
+            return "", message.strip("\n"), None, None
+        body = message.strip("\n")
+    else:
         return "", message.strip("\n"), None, None
+    author = headers.get("From")
+    return am_subject(headers.get("Subject", "")), body, decoded(author) if author else None, headers.get("Date")
+
+
+def _headers(lines: list[str], start: int, fold: bool = True) -> tuple[dict[str, str], int]:
+    """The header block from ``lines[start]`` to the first blank line (folded lines joined, or with ``fold``
+    False left out), and where it ends."""
     headers: dict[str, str] = {}
-    index, last = 1, None
+    index, last = start, None
     while index < len(lines) and lines[index].strip():
         line = lines[index]
-        if line[:1] in (" ", "\t") and last:
-            headers[last] += " " + line.strip()
+        if line[:1] in (" ", "\t"):
+            if last and fold:
+                headers[last] += " " + line.strip()
         else:
             key, _, value = line.partition(":")
             last = key.strip()
             headers[last] = value.strip()
         index += 1
-    in_body, rest = in_body_headers(lines[index + 1 :])
-    headers.update(in_body)
-    subject = am_subject(headers.get("Subject", ""))
-    body = "\n".join(rest).strip("\n")
-    author = headers.get("From")
-    return subject, body, decoded(author) if author is not None else None, headers.get("Date")
+    return headers, index
 
 
 def _parse_fields(body: str) -> list[tuple[str, str]]:

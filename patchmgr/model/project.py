@@ -52,7 +52,8 @@ class Project:
         if not path.is_file():
             known = ", ".join(self.target_names()) or "none"
             raise ManifestError(
-                f"no target {name!r}: {path} does not exist (targets: {known})", "pick one of the targets listed"
+                f"no target {name!r}: {path} does not exist (targets: {known})",
+                "pick one of the targets listed (`patchmgr targets` shows their upstreams and pins)",
             )
         before = _read(path)
         kept = self._loaded.get(path)

@@ -230,13 +230,13 @@ def lint_json(problems: list[LintProblem], checked: int) -> dict:
     return {
         "ok": not problems,
         "patches_checked": checked,
-        "problems": [{"path": str(p.path), "message": p.message} for p in problems],
+        "problems": [{"path": str(p.path), "line": p.line, "message": p.message} for p in problems],
     }
 
 
 def render_lint(console: Console, problems: list[LintProblem], checked: int) -> None:
     for problem in problems:
-        say(console, f"{problem.path}: {problem.message}", "red")
+        say(console, f"{problem.where}: {problem.message}", "red")
     if not problems:
         say(console, f"lint: {checked} patches and their manifests are well-formed", "green")
 

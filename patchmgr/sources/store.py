@@ -41,6 +41,7 @@ from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
 from patchmgr.sources.cache_errors import CacheError, NotARepository, disk_hint, require_repository, said_at
+from patchmgr.sources.cache_refs import recalled, remember
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
 from patchmgr.sources.refs import EVERY_REF, NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
 from patchmgr.sources.release import ReleaseCache
@@ -304,6 +305,7 @@ class Store(CacheHealth):
                 commit = repo.resolve("refs/patchmgr/against")
                 if commit:
                     repo.index_history(commit)
+                    remember(repo, ref, commit)
                     return Fetched(repo, commit, url)
                 require_commit(repo, upstream, ref)
             except RepositoryDamaged:
@@ -321,6 +323,10 @@ class Store(CacheHealth):
         local = repo.resolve(ref) if not urls else None
         if local:
             return Fetched(repo, local)
+        known = recalled(repo, ref) if urls and not lacking else None  # no source could be asked: the cache's
+        if known:
+            self.note(f"{upstream} {ref} is {known[0][:12]} {known[1]}: no source could be reached ({errors[-1]})")
+            return Fetched(repo, known[0])
         error = RefNotFound if urls and len(lacking) == len(urls) else SourceError
         raise error(
             f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(dict.fromkeys(errors)) or "no source"),
