@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from support.docker_images import docker
 from support.gitrepos import Project, UpstreamRepo
+from support.smoke_scene import LOAD
 
 pytestmark = pytest.mark.slow
 
@@ -42,22 +43,15 @@ PYPROJECT = (
     '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n\n'
     '[project]\nname = "calclib"\nversion = "1.0"\n\n[tool.setuptools]\npackages = ["calclib"]\n'
 )
-SMOKE_TEST = """import importlib.util
-import os
-from pathlib import Path
-
-
-def load_calc():
-    path = Path(os.environ["PATCHMGR_SMOKE_ROOT"]) / "calclib" / "calc.py"
-    spec = importlib.util.spec_from_file_location("calc_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+# the smoke test of support/smoke_scene.py, reaching this upstream's module
+SMOKE_TEST = (
+    LOAD.replace('"lib" / "calc.py"', '"calclib" / "calc.py"')
+    + """
 
 def test_add():
     assert load_calc().add(2, 3) == 5
 """
+)
 
 
 def build(context: Path, tag: str, network: str, args: dict[str, str], check: bool = True):
@@ -145,6 +139,14 @@ def images():
         docker("rmi", "--force", tag, check=False)
 
 
+def red_in(tag: str, script: str) -> str:
+    """What ``script`` prints in the image (offline); it ends with ``smoke --unpatched``, which must be red."""
+    done = docker("run", "--rm", "--network", "none", tag, "sh", "-c", script, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 proven (each detects its bug)" in done.stdout, done.stdout
+    return done.stdout
+
+
 def tool_args(wheels: Path) -> dict[str, str]:
     (wheel,) = wheels.glob("patchmgr-*.whl")
     return {"PATCHMGR": f"wheels/{wheel.name}", "TARGET": "main", "PIP_NO_INDEX": "1"}
@@ -160,15 +162,12 @@ def test_a_projects_image_from_the_wheel(base_image, team_project, wheels, image
     assert "1 proven, 0 failed, 0 not proven" in out, out[-4000:]
     assert "cuda: torch is not installed in this environment" in out, out[-4000:]  # the device lanes say why
 
-    red = docker(
-        "run", "--rm", "--network", "none", tag, "sh", "-c",
+    out = red_in(
+        tag,
         "! python -c 'import torch' 2>/dev/null && command -v patchmgr && "
         "patchmgr smoke --target main --into /opt/upstreams --device cpu --unpatched",
-        check=False,
-    )  # fmt: skip
-    assert red.returncode == 0, red.stdout + red.stderr
-    assert red.stdout.startswith("/opt/venv/bin/patchmgr\n"), red.stdout
-    assert "1 proven (each detects its bug)" in red.stdout, red.stdout
+    )
+    assert out.startswith("/opt/venv/bin/patchmgr\n"), out
 
 
 def installed_base(tmp_path: Path, base_image: str, served, wheels: Path, tag: str, change: tuple[str, str]) -> str:
@@ -216,15 +215,12 @@ def test_offline_on_a_base_that_holds_the_upstream(base_image, team_project, whe
     assert "verified: " in out and "1 proven, 0 failed, 0 not proven" in out, out[-4000:]
 
     # patched where the base installed it (editable: its checkout), the base's own change kept
-    probe = docker(
-        "run", "--rm", "--network", "none", tag, "sh", "-c",
+    out = red_in(
+        tag,
         "cd / && /opt/env/bin/python -c 'import calclib.calc as c; print(c.add(2, 3), c.VERSION, c.__file__)' && "
         "cd /opt/project && patchmgr smoke --target main --python /opt/env/bin/python --device cpu --unpatched",
-        check=False,
-    )  # fmt: skip
-    assert probe.returncode == 0, probe.stdout + probe.stderr
-    assert probe.stdout.startswith("5 1.0+base /opt/src/calclib/calclib/calc.py\n"), probe.stdout
-    assert "1 proven (each detects its bug)" in probe.stdout, probe.stdout
+    )
+    assert out.startswith("5 1.0+base /opt/src/calclib/calclib/calc.py\n"), out
 
     # a base that changed the very lines the patch fixes: refused, the build fails with the reason
     moved = f"patchmgr-test-moved:{os.getpid()}"
