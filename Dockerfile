@@ -5,7 +5,9 @@
 #       --build-arg UPSTREAMS="megatron-bridge vllm-ascend" \
 #       --build-arg PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu .
 #
-# Every step is docker/build.sh STEP, one per layer. The base needs python3 (with its
+# This repository's image: patchmgr from this source tree, the Ascend set's manifests, patches and
+# smoke tests. Any other project builds its image with docker/project.Dockerfile (patchmgr from a
+# wheel or PyPI). Every step is patchmgr/image/build.sh STEP (patchmgr-build STEP), one per layer. The base needs python3 (with its
 # venv module) and git; patchmgr and what it installs go into a virtual environment created with
 # --system-site-packages, so a base whose Python is externally managed (PEP 668: Debian,
 # Ubuntu 24.04) works as well as one whose Python is not, and the base's torch and
@@ -30,6 +32,8 @@ ARG PIP_FIND_LINKS
 ARG PIP_TRUSTED_HOST
 ARG PIP_DEFAULT_TIMEOUT
 ARG PATCHMGR_INDEX_URL
+# where each upstream comes from instead of its manifest URL (space-separated NAME=LOCATION), build only
+ARG PATCHMGR_SOURCES
 ENV PATCHMGR_HOME=/opt/patchmgr \
     PATCHMGR_CACHE=/opt/patchmgr/cache \
     BUILD_DIR=/opt/upstreams \
@@ -42,19 +46,18 @@ WORKDIR /opt/patchmgr
 # 1. patchmgr itself in its virtual environment: rebuilt only when the tool changes
 COPY pyproject.toml README.md requirements-smoke-nodeps.txt ./
 COPY patchmgr/ patchmgr/
-COPY docker/build.sh docker/build.sh
-RUN docker/build.sh install-tool
+RUN bash patchmgr/image/build.sh install-tool
 
 # 2. the upstreams at their pins: depends on the manifests alone, so editing a
 #    patch keeps these downloads cached
 COPY manifests/ manifests/
-RUN docker/build.sh fetch
+RUN patchmgr-build fetch
 
 # 3. the patches and their smoke tests: a changed patch invalidates every layer
 #    from here on, so no image carries a stale patch
 COPY patches/ patches/
 COPY tests/smoke/ tests/smoke/
-RUN docker/build.sh apply
-RUN docker/build.sh install-upstreams
-RUN docker/build.sh verify
-RUN docker/build.sh smoke
+RUN patchmgr-build apply
+RUN patchmgr-build install-upstreams
+RUN patchmgr-build verify
+RUN patchmgr-build smoke

@@ -15,6 +15,7 @@ from patchmgr.cli import main
 # fixtures that several test modules use, each beside the helpers it is built from
 pytest_plugins = [
     "support.bad_inputs",
+    "support.docker_images",
     "support.edit_kill",
     "support.fast_tier",
     "support.full_disk",

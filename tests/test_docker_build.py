@@ -20,7 +20,6 @@ Skipped, with the reason, only where no engine can run; under CI a missing engin
 from __future__ import annotations
 
 import functools
-import hashlib
 import http.server
 import os
 import re
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.docker_images import docker
 
 pytestmark = pytest.mark.slow
 
@@ -50,8 +50,6 @@ CONTEXT = [
     "patches",
     "tests/smoke",
 ]
-BASE_PACKAGES = "python3,python3-venv,python3-pip,git,ca-certificates"
-CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 # pip and proxy settings of this machine handed to the build, where set (never local paths)
 PASSED_ON = [
     "PIP_INDEX_URL",
@@ -70,14 +68,14 @@ PASSED_ON = [
 
 def test_dockerfile_runs_the_script_steps_in_cache_friendly_order():
     text = (ROOT / "Dockerfile").read_text()
-    runs = re.findall(r"^RUN docker/build\.sh (\S+)$", text, re.M)
+    runs = re.findall(r"^RUN (?:bash patchmgr/image/build\.sh|patchmgr-build) (\S+)$", text, re.M)
     assert runs == STEPS
     copies = [line for line in text.splitlines() if line.startswith(("COPY", "RUN"))]
     order = {line: index for index, line in enumerate(copies)}
     # downloads depend on the manifests only; patches come after, so a patch edit
     # keeps the download layer and invalidates the apply layer
-    assert order["COPY manifests/ manifests/"] < order["RUN docker/build.sh fetch"] < order["COPY patches/ patches/"]
-    assert order["COPY patches/ patches/"] < order["RUN docker/build.sh apply"]
+    assert order["COPY manifests/ manifests/"] < order["RUN patchmgr-build fetch"] < order["COPY patches/ patches/"]
+    assert order["COPY patches/ patches/"] < order["RUN patchmgr-build apply"]
     # the Ascend base carries the vllm-ascend release the manifest pins
     pinned = re.search(
         r'\[upstreams\.vllm-ascend\][^\[]*?version = "([^"]+)"', (ROOT / "manifests" / "ascend.toml").read_text()
@@ -86,81 +84,6 @@ def test_dockerfile_runs_the_script_steps_in_cache_friendly_order():
 
 
 # --- the engine, the base images, the wheel server --------------------------------------------
-
-
-def _unavailable(reason: str):
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must build the image, but {reason}")
-    pytest.skip(reason)
-
-
-def docker(*args: str, timeout: int = 1800, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DOCKER_BUILDKIT": "0", **kwargs.pop("env", {})}  # the classic builder's step log
-    done = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, env=env, **kwargs)
-    if check:
-        assert done.returncode == 0, f"docker {' '.join(args)}:\n{(done.stdout + done.stderr)[-6000:]}"
-    return done
-
-
-@pytest.fixture(scope="module")
-def engine():
-    if not shutil.which("docker"):
-        _unavailable("no docker client on PATH")
-    info = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
-    if info.returncode != 0:
-        _unavailable(f"no Docker engine answers: {(info.stdout + info.stderr).strip()[-300:]}")
-
-
-def debian_mirror() -> str:
-    """The Debian archive this machine's apt uses for bookworm (read here, never written down)."""
-    sources = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
-    for path in sources:
-        if not path.is_file():
-            continue
-        text = path.read_text(errors="replace")
-        if path.suffix == ".sources":
-            for block in re.split(r"\n\s*\n", text):
-                fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", block, re.M))
-                if "bookworm" in fields.get("Suites", "").split() and "main" in fields.get("Components", ""):
-                    return fields["URIs"].split()[0]
-        else:
-            for line in text.splitlines():
-                match = re.match(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+bookworm\s+.*\bmain\b", line)
-                if match:
-                    return match.group(1)
-    return "http://deb.debian.org/debian"
-
-
-def _image_exists(tag: str) -> bool:
-    return docker("image", "inspect", tag, check=False).returncode == 0
-
-
-@pytest.fixture(scope="module")
-def base_image(engine, tmp_path_factory) -> str:
-    """bookworm + python3 + git + this host's CA bundle; kept in the engine across runs, keyed by its inputs."""
-    mirror = debian_mirror()
-    key = hashlib.sha256(
-        b"\0".join([mirror.encode(), BASE_PACKAGES.encode(), CA_BUNDLE.read_bytes() if CA_BUNDLE.is_file() else b""])
-    ).hexdigest()[:16]
-    tag = f"patchmgr-test-base:bookworm-{key}"
-    if _image_exists(tag):
-        return tag
-    if not shutil.which("mmdebstrap"):
-        _unavailable("mmdebstrap is not installed (apt-get install mmdebstrap): it makes the test's base image")
-    rootfs = tmp_path_factory.mktemp("base") / "rootfs.tar"
-    hooks = [f"--customize-hook=upload {CA_BUNDLE} {CA_BUNDLE}"] if CA_BUNDLE.is_file() else []
-    started = time.monotonic()
-    made = subprocess.run(
-        ["mmdebstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", *hooks, "bookworm", str(rootfs), mirror],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert made.returncode == 0, (made.stdout + made.stderr)[-4000:]
-    docker("import", str(rootfs), tag)
-    rootfs.unlink()
-    print(f"base image {tag} made in {time.monotonic() - started:.0f} s")
-    return tag
 
 
 def local_cpu_torch() -> Path | None:
@@ -342,8 +265,8 @@ def test_image_builds_smokes_green_and_red_and_caches_its_layers(build_args, ima
     layers = layer_steps(log_changed)
     first_rerun = next(index for index, (_, cached) in enumerate(layers) if not cached)
     assert layers[first_rerun][0] == "COPY patches/ patches/", layers
-    assert ("RUN docker/build.sh fetch", True) in layers[:first_rerun]
-    assert ("RUN docker/build.sh install-tool", True) in layers[:first_rerun]
+    assert ("RUN patchmgr-build fetch", True) in layers[:first_rerun]
+    assert ("RUN bash patchmgr/image/build.sh install-tool", True) in layers[:first_rerun]
     assert not any(cached for _, cached in layers[first_rerun:]), layers
     assert "verified: " in log_changed and re.search(r"\d+ tests? passed", log_changed)
     print(f"first build {took:.0f} s, unchanged rebuild {took_again:.0f} s, one patch changed {took_changed:.0f} s")
@@ -385,7 +308,7 @@ def test_a_base_whose_python_is_not_externally_managed(build_args, base_image, i
         "sh",
         "-c",
         "! ls /usr/lib/python3*/EXTERNALLY-MANAGED 2>/dev/null && "
-        "bash /opt/patchmgr/docker/build.sh install-tool && "
+        "bash /opt/patchmgr/patchmgr/image/build.sh install-tool && "
         "/opt/venv/bin/python -c 'import base_stand_in, patchmgr, pytest; print(base_stand_in.WHERE)' && "
         "/usr/bin/python3 -c 'import patchmgr' 2>&1 | tail -1",
         check=False,

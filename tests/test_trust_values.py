@@ -184,7 +184,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _install_upstreams(project, build: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    """docker/build.sh install-upstreams for real, into a fresh virtual environment (its .pth is what Python
+    """patchmgr/image/build.sh install-upstreams for real, into a fresh virtual environment (its .pth is what Python
     runs at start); patchmgr and its dependencies come from this interpreter through PYTHONPATH."""
     import sysconfig
 
@@ -201,7 +201,10 @@ def _install_upstreams(project, build: Path, tmp_path: Path) -> tuple[subprocess
         "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]]),
     }
     done = subprocess.run(
-        ["bash", str(REPO / "docker" / "build.sh"), "install-upstreams"], env=env, capture_output=True, text=True
+        ["bash", str(REPO / "patchmgr" / "image" / "build.sh"), "install-upstreams"],
+        env=env,
+        capture_output=True,
+        text=True,
     )
     return done, venv
 

@@ -43,13 +43,21 @@ from patchmgr.sources.python_probe import cannot_run, interpreter_answer
 from patchmgr.targets.trees import SmokeTree
 
 DEVICES = ("cpu", "cuda", "npu")
+# The cpu lane needs pytest alone (a pure-Python upstream is proven without torch); the device lanes need torch
+# (cuda) or torch_npu (npu) and say so when they are absent. A smoke test that imports torch where it is missing
+# fails by its own ImportError, which is never a proof.
 _PROBE = """
-import json
+import importlib.util, json
 found = {"cpu": None, "cuda": "no CUDA device", "npu": "no NPU (torch_npu is not installed)"}
+if importlib.util.find_spec("pytest") is None:
+    found["cpu"] = "pytest is not installed in this environment"
 try:
     import torch
 except ImportError:
-    found["cpu"] = "torch is not installed in this environment"
+    found["cuda"] = "torch is not installed in this environment (the cuda lane needs it)"
+    found["npu"] = "torch and torch_npu are not installed in this environment (the npu lane needs them)"
+except Exception as exc:
+    found["cuda"] = found["npu"] = "importing torch failed: %s: %s" % (type(exc).__name__, str(exc)[:200])
 else:
     if torch.cuda.is_available():
         found["cuda"] = None
@@ -74,7 +82,8 @@ def available_devices(python: str) -> dict[str, str | None]:
     try:
         done = subprocess.run([python, "-c", _PROBE], capture_output=True, timeout=300)
     except subprocess.TimeoutExpired:
-        return {d: "cannot probe devices: importing torch took more than 300s" for d in DEVICES}
+        # only the device lanes import torch: the cpu lane needs pytest alone
+        return {"cpu": None, **{d: "cannot probe devices: importing torch took more than 300s" for d in DEVICES[1:]}}
     except (OSError, ValueError) as exc:
         raise UsageError(
             f"--python {python}: cannot run it ({cannot_run(python, exc)})", "give the path of a Python 3 interpreter"
