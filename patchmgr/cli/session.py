@@ -50,6 +50,15 @@ class AtRef(NamedTuple):
     ref: str
 
 
+class Sourced(NamedTuple):
+    """What fetch and matrix work on: one target, the ``--source`` overrides for its upstreams, and the upstreams
+    ``--upstream`` names (empty: every one)."""
+
+    target: Target
+    overrides: dict[str, str]
+    only: list[str]
+
+
 class Session:
     def __init__(self, command: str, root: Path, json_output: bool = False, data_on_stdout: bool = False) -> None:
         self.command = command
@@ -90,14 +99,12 @@ class Session:
         self._require_upstreams(targets, option_maps)
         return targets
 
-    def sourced_target(
-        self, name: str | None, source: list[str] | None, upstreams: list[str]
-    ) -> tuple[Target, dict[str, str]]:
-        """The one target (``--target``), with ``--source`` and ``--upstream`` checked against it, and the
-        ``--source`` overrides for its upstreams."""
-        given = source_overrides(source)
-        selected = self.target(name, given, upstreams)
-        return selected, for_targets([selected], given)
+    def sourced_target(self, name: str | None, source: list[str] | None, upstreams: list[str] | None) -> Sourced:
+        """The one target (``--target``), with ``--source`` and ``--upstream`` checked against it, the
+        ``--source`` overrides for its upstreams, and the ``--upstream`` names."""
+        given, only = source_overrides(source), upstreams or []
+        selected = self.target(name, given, only)
+        return Sourced(selected, for_targets([selected], given), only)
 
     def upstream_target(
         self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]
