@@ -124,9 +124,17 @@ class Session:
     ) -> AtRef:
         """``--target``, ``--upstream``, ``--source`` and ``--to`` of a command on one upstream at a ref, checked in
         that order (the first wrong one is the error)."""
+        selected, upstream, overrides = self.sourced_upstream(name, upstream, source)
+        return AtRef(selected, upstream, overrides, required_ref(self.command, to))
+
+    def sourced_upstream(
+        self, name: str | None, upstream: str | None, source: list[str] | None
+    ) -> tuple[Target, str, dict[str, str]]:
+        """``--source``, ``--target`` and ``--upstream`` of a command on one upstream, checked in that order, and
+        the ``--source`` overrides for the target's upstreams."""
         given = source_overrides(source)
         selected, upstream = self.upstream_target(name, upstream, given)
-        return AtRef(selected, upstream, for_targets([selected], given), required_ref(self.command, to))
+        return selected, upstream, for_targets([selected], given)
 
     def _require_upstreams(self, targets: list[Target], option_maps: tuple[OptionMap, ...]) -> None:
         """The upstream names the options give, checked; ``--source``/``--against`` for an upstream only other
