@@ -19,40 +19,24 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 HARNESS = HERE / "run.py"  # the child processes of in-process cases run it again with --inner
 
-SIZES = {
-    "full": dict(
-        files=3000,
-        commits=12000,
-        hot=60,
-        pin=1000,
-        patches=20,
-        sweep=200,
-        sweep_from=2000,
-        bisect=10000,
-        many=200,
-        other_files=1500,
-        other_commits=1000,
-        runs=5,
-        big_lines=80_000,
-        big_hunks=20_000,
-    ),
-    "tiny": dict(
-        files=60,
-        commits=140,
-        hot=8,
-        pin=10,
-        patches=4,
-        sweep=6,
-        sweep_from=60,
-        bisect=100,
-        many=12,
-        other_files=30,
-        other_commits=20,
-        runs=2,
-        big_lines=800,
-        big_hunks=200,
-    ),
+# each knob of the generated histories and runs once, with its value for the two sizes: (full, tiny)
+KNOBS = {
+    "files": (3000, 60),
+    "commits": (12000, 140),
+    "hot": (60, 8),
+    "pin": (1000, 10),
+    "patches": (20, 4),
+    "sweep": (200, 6),
+    "sweep_from": (2000, 60),
+    "bisect": (10000, 100),
+    "many": (200, 12),
+    "other_files": (1500, 30),
+    "other_commits": (1000, 20),
+    "runs": (5, 2),
+    "big_lines": (80_000, 800),
+    "big_hunks": (20_000, 200),
 }
+SIZES = {size: {knob: values[i] for knob, values in KNOBS.items()} for i, size in enumerate(("full", "tiny"))}
 
 
 NO_NETWORK = {"PATCHMGR_INDEX_URL": "http://127.0.0.1:9/simple"}  # a release lookup fails at once

@@ -13,7 +13,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from support.gitrepos import UpstreamRepo, git
 
 pytestmark = pytest.mark.slow

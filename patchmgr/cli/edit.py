@@ -71,9 +71,7 @@ def command(
     if resume:
         into = options.required_folder("edit", "--into", into, "give the folder that patchmgr edit --onto made")
         return _resume(session, target, upstream, into, resume[0])
-    located = options.source_overrides(source)
-    selected, upstream = session.upstream_target(target, upstream, located)
-    overrides = options.for_targets([selected], located)
+    selected, upstream, overrides = session.sourced_upstream(target, upstream, source)
     into = options.required_folder("edit", "--into", into, "give a new folder for the checkout")
     with session.sources(overrides) as sources:
         from patchmgr.maintain.roundtrip import EditRequest, edit_checkout, edit_onto

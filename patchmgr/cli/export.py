@@ -110,8 +110,7 @@ def _series(
             "leave it out: --format series writes the target at its pins",
         )
     session = Session("export", root, json_output)
-    only = [upstream] if upstream else []
-    selected, overrides = session.sourced_target(target, source, only)
+    selected, overrides, only = session.sourced_target(target, source, [upstream] if upstream else None)
     into = options.required_folder("export", "--into", into, "give the folder to write the series layout into")
     with session.sources(overrides) as sources:
         outcome = export_series(session.project, selected, sources, into, only, force)

@@ -19,8 +19,7 @@ def command(
     from patchmgr.render.status import fetch_json, render_fetch
 
     session = Session("fetch", root, json_output)
-    only = upstream or []
-    selected, overrides = session.sourced_target(target, source, only)
+    selected, overrides, only = session.sourced_target(target, source, upstream)
     fetched: dict[str, dict] = {}
     with session.sources(overrides) as sources:
         for entry in selected.upstreams:

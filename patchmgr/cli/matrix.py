@@ -42,8 +42,7 @@ def command(
     root: options.RootOpt = Path("."),
 ) -> int:
     session = Session("matrix", root, json_output)
-    only = upstream or []
-    selected, overrides = session.sourced_target(target, source, only)
+    selected, overrides, only = session.sourced_target(target, source, upstream)
     if refs is not None and since is not None:
         raise UsageError("matrix takes --refs PATTERN or --since REF, not both", "pick one")
     if refs is not None and not refs.strip():

@@ -50,6 +50,15 @@ class AtRef(NamedTuple):
     ref: str
 
 
+class Sourced(NamedTuple):
+    """What fetch and matrix work on: one target, the ``--source`` overrides for its upstreams, and the upstreams
+    ``--upstream`` names (empty: every one)."""
+
+    target: Target
+    overrides: dict[str, str]
+    only: list[str]
+
+
 class Session:
     def __init__(
         self, command: str, root: Path, json_output: bool = False, data_on_stdout: bool = False, new: bool = False
@@ -87,14 +96,12 @@ class Session:
         place = one_place(self.command, into, python)
         return self.target(name, *option_maps), place
 
-    def sourced_target(
-        self, name: str | None, source: list[str] | None, upstreams: list[str]
-    ) -> tuple[Target, dict[str, str]]:
-        """The one target (``--target``), with ``--source`` and ``--upstream`` checked against it, and the
-        ``--source`` overrides for its upstreams."""
-        given = source_overrides(source)
-        selected = self.target(name, given, upstreams)
-        return selected, for_targets([selected], given)
+    def sourced_target(self, name: str | None, source: list[str] | None, upstreams: list[str] | None) -> Sourced:
+        """The one target (``--target``), with ``--source`` and ``--upstream`` checked against it, the
+        ``--source`` overrides for its upstreams, and the ``--upstream`` names."""
+        given, only = source_overrides(source), upstreams or []
+        selected = self.target(name, given, only)
+        return Sourced(selected, for_targets([selected], given), only)
 
     def upstream_target(
         self, name: str | None, upstream: str | None, *option_maps: Mapping[str, str]
@@ -114,9 +121,17 @@ class Session:
     ) -> AtRef:
         """``--target``, ``--upstream``, ``--source`` and ``--to`` of a command on one upstream at a ref, checked in
         that order (the first wrong one is the error)."""
+        selected, upstream, overrides = self.sourced_upstream(name, upstream, source)
+        return AtRef(selected, upstream, overrides, required_ref(self.command, to))
+
+    def sourced_upstream(
+        self, name: str | None, upstream: str | None, source: list[str] | None
+    ) -> tuple[Target, str, dict[str, str]]:
+        """``--source``, ``--target`` and ``--upstream`` of a command on one upstream, checked in that order, and
+        the ``--source`` overrides for the target's upstreams."""
         given = source_overrides(source)
         selected, upstream = self.upstream_target(name, upstream, given)
-        return AtRef(selected, upstream, for_targets([selected], given), required_ref(self.command, to))
+        return selected, upstream, for_targets([selected], given)
 
     def _require_upstreams(self, targets: list[Target], option_maps: tuple[OptionMap, ...]) -> None:
         """The upstream names the options give, checked; ``--source``/``--against`` for an upstream only other

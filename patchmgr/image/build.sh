@@ -51,10 +51,7 @@ done
 
 only=()
 for name in $UPSTREAMS; do only+=(--upstream "$name"); done
-# PATCHMGR_SOURCES stays in the environment for patchmgr, and is also handed as --source to the
-# commands that take it
-sources=()
-for pair in ${PATCHMGR_SOURCES:-}; do sources+=(--source "$pair"); done
+# PATCHMGR_SOURCES stays in the environment: patchmgr reads it itself (names the target lacks are ignored there)
 case "$MODE" in
     checkout | installed) ;;
     *) echo "MODE must be checkout or installed, not $MODE" >&2; exit 2 ;;
@@ -114,7 +111,7 @@ for manifest in (stage / "manifests").glob("*.toml"):
             (stage / "patches" / name / f"{patch_id}.patch").touch()
 PY
     local status=0
-    "$PYTHON" -m patchmgr fetch --target "$TARGET" "${only[@]}" "${sources[@]}" --root "$stage" || status=$?
+    "$PYTHON" -m patchmgr fetch --target "$TARGET" "${only[@]}" --root "$stage" || status=$?
     rm -rf "$stage"
     return "$status"
 }
@@ -124,11 +121,11 @@ apply_patches() {
         # what the base holds, patched in place: drift against the pins is reported, a patch that does not
         # apply to the installed files refuses the whole target (exit 1: the build stops here)
         say "apply target $TARGET into the environment of $TARGET_PYTHON (installed by the base image)"
-        pm apply --target "$TARGET" --python "$TARGET_PYTHON" "${only[@]}" "${sources[@]}"
+        pm apply --target "$TARGET" --python "$TARGET_PYTHON" "${only[@]}"
         return
     fi
     say "apply target $TARGET into $BUILD_DIR"
-    pm apply --target "$TARGET" --into "$BUILD_DIR" "${only[@]}" "${sources[@]}"
+    pm apply --target "$TARGET" --into "$BUILD_DIR" "${only[@]}"
 }
 
 # NAME and ROOT of each upstream applied into BUILD_DIR, each ended by a NUL byte. Read from `roots --json`,

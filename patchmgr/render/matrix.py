@@ -10,7 +10,7 @@ from rich.text import Text
 
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.render.console import STATE_STYLE, notes, say, shown
-from patchmgr.render.status import guard_json
+from patchmgr.render.status import commit_json, guard_json, or_none
 
 if TYPE_CHECKING:
     from patchmgr.history.matrix import Change, Column, Matrix
@@ -93,7 +93,7 @@ def _upstream_json(matrix: Matrix) -> dict:
             {
                 "id": row.patch.id,
                 "cells": [_cell_json(c, r) for c, r in zip(matrix.columns, row.cells, strict=False)],
-                "changed": _change_json(row.change),
+                "changed": or_none(_change_json, row.change),
             }
             for row in matrix.rows
         ],
@@ -114,17 +114,11 @@ def _cell_json(column: Column, result: CheckResult) -> dict:
     return doc
 
 
-def _change_json(change: Change | None) -> dict | None:
-    if change is None:
-        return None
+def _change_json(change: Change) -> dict:
     return {
         "column": change.column,
-        "state": change.state.value,
-        "commit": change.commit,
-        "subject": change.subject,
-        "pr": change.pr,
+        **commit_json(change),
         "carrier": change.carrier,
-        "guards_broken": list(change.guards_broken),
         "monotonic": change.monotonic,
         "commits_checked": change.commits_checked,
         "note": change.note,

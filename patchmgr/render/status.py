@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -66,6 +66,40 @@ def guard_json(guard: GuardResult) -> dict:
         "offenses": list(guard.offenses),
         "error": guard.error,
         "offense_count": max(guard.offense_count, len(guard.offenses)),
+    }
+
+
+T = TypeVar("T")
+
+
+def or_none(to_json: Callable[[T], dict], value: T | None) -> dict | None:
+    """``to_json(value)``, or None (JSON's null) where there is no value."""
+    return None if value is None else to_json(value)
+
+
+class StateAtCommit(Protocol):
+    """A patch's state at one upstream commit: a step of bisect's walk, the first change in a matrix row."""
+
+    @property
+    def commit(self) -> str | None: ...
+    @property
+    def state(self) -> State: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def pr(self) -> int | None: ...
+    @property
+    def guards_broken(self) -> tuple[str, ...]: ...
+
+
+def commit_json(at: StateAtCommit) -> dict:
+    """The patch's state at a commit, with the commit's subject and pull request and the guards broken there."""
+    return {
+        "commit": at.commit,
+        "state": at.state.value,
+        "subject": at.subject,
+        "pr": at.pr,
+        "guards_broken": list(at.guards_broken),
     }
 
 

@@ -25,7 +25,6 @@ import shutil
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.check.status import TargetStatus, check_target
@@ -36,6 +35,7 @@ from patchmgr.model.project import Project
 from patchmgr.model.source_identity import SourceIdentity
 from patchmgr.sources.upstream import Sources
 from patchmgr.targets.absent import absent_note
+from patchmgr.targets.actions import ApplyAction
 from patchmgr.targets.build import build_checkout, write_hint
 from patchmgr.targets.checkout_verify import verify_into
 from patchmgr.targets.into_lock import STATE, locked_into
@@ -53,15 +53,6 @@ from patchmgr.targets.slot import (
     swap_in,
     topmost_missing,
 )
-
-
-class ApplyAction(StrEnum):
-    """What ``apply --into`` did."""
-
-    APPLIED = "applied"
-    ALREADY_APPLIED = "already-applied"
-    REFUSED = "refused"
-    DRY_RUN = "dry-run"
 
 
 @dataclass

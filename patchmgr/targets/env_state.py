@@ -19,16 +19,13 @@ from patchmgr.model.errors import StateError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.environment import Environment, probe
+from patchmgr.targets.actions import ApplyAction
 from patchmgr.targets.ledger import Ledger, UpstreamLedger, read_ledger
 
 
 class EnvAction(StrEnum):
-    """What ``apply``, ``verify`` or ``revert`` with ``--python`` did."""
+    """What ``verify`` or ``revert`` with ``--python`` did (``apply``'s is an ``ApplyAction``)."""
 
-    APPLIED = "applied"
-    ALREADY_APPLIED = "already-applied"
-    REFUSED = "refused"
-    DRY_RUN = "dry-run"
     REVERTED = "reverted"
     NOTHING_TO_REVERT = "nothing-to-revert"
     VERIFIED = "verified"
@@ -39,7 +36,7 @@ class EnvAction(StrEnum):
 class EnvOutcome:
     target: str
     python: str
-    action: EnvAction
+    action: ApplyAction | EnvAction
     status: TargetStatus | None = None
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -47,7 +44,7 @@ class EnvOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.action not in (EnvAction.REFUSED, EnvAction.DIFFERS)
+        return self.action not in (ApplyAction.REFUSED, EnvAction.DIFFERS)
 
 
 class EnvState:

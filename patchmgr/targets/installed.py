@@ -33,8 +33,8 @@ from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.environment import Environment, InstalledDist, InstalledSource, Placed, place_patch, require_dists
 from patchmgr.sources.upstream import Sources
+from patchmgr.targets.actions import ApplyAction
 from patchmgr.targets.env_state import (
-    EnvAction,
     EnvOutcome,
     EnvState,
     environment_files,
@@ -140,23 +140,23 @@ def apply_environment(
             notes.insert(0, done.message)
         if done.waited:
             notes.insert(0, f"waited {done.waited:.1f}s for another patchmgr run on this environment")
-        outcome = EnvOutcome(target.name, python, EnvAction.REFUSED, status, notes)
+        outcome = EnvOutcome(target.name, python, ApplyAction.REFUSED, status, notes)
         if not status.ok:
             return outcome
         ledger = state.read_ledger() or Ledger(target.name, python=python)
         if same_plan(ledger.series, status) and not verify_opened(project, target, environment, upstreams).problems:
-            outcome.action = EnvAction.ALREADY_APPLIED
+            outcome.action = ApplyAction.ALREADY_APPLIED
             return outcome
         names = {u.name for u in upstreams}
         saved, saved_note = keep_edits(state, [u for u in ledger.upstreams if u.name in names], force, "apply", dry_run)
         if saved_note:
             outcome.notes.append(saved_note)
         if dry_run:
-            outcome.action = EnvAction.DRY_RUN
+            outcome.action = ApplyAction.DRY_RUN
             return outcome
         writes, _ = _plan_writes(state, ledger, status)
         apply_transaction(environment.state_dir, {**saved, **writes})
-    outcome.action = EnvAction.APPLIED
+    outcome.action = ApplyAction.APPLIED
     outcome.changed = environment_files(writes, environment)
     return outcome
 

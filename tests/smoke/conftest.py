@@ -8,6 +8,8 @@ PATCHMGR_SMOKE_DEVICE set to ``cpu``, ``cuda`` or ``npu``.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -37,3 +39,29 @@ def load_upstream(upstream_root):
         return UpstreamTree(upstream_root, package, run_init).load(module)
 
     return load
+
+
+def _load_stand_in(path: Path):
+    """The stand-in module at ``path``, loaded by its path (the smoke folders are not packages)."""
+    spec = importlib.util.spec_from_file_location(f"{path.parent.name}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def npu_or_stand_in(smoke_device):
+    """``with npu_or_stand_in(stand_in, npu=(dtype, tolerance), cpu=(dtype, tolerance)) as (device, dtype,
+    tolerance)``: on an NPU the real torch_npu (skipping where it is not installed), elsewhere the stand-in
+    module ``stand_in`` (a path) installed as torch_npu while the block runs, on the CPU."""
+
+    @contextlib.contextmanager
+    def chosen(stand_in: Path, *, npu: tuple, cpu: tuple):
+        if smoke_device == "npu":
+            pytest.importorskip("torch_npu", reason="no torch_npu for the NPU run")
+            yield ("npu", *npu)
+            return
+        with _load_stand_in(stand_in).installed():
+            yield ("cpu", *cpu)
+
+    return chosen

@@ -9,22 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.render.console import STATE_STYLE, row, say
+from patchmgr.render.status import commit_json, or_none
 
 if TYPE_CHECKING:
     from patchmgr.history.bisect import Bisection
-    from patchmgr.history.walk import Step
-
-
-def _step_json(step: Step | None) -> dict | None:
-    if step is None:
-        return None
-    return {
-        "commit": step.commit,
-        "state": step.state.value,
-        "subject": step.subject,
-        "pr": step.pr,
-        "guards_broken": list(step.guards_broken),
-    }
 
 
 def bisect_json(result: Bisection) -> dict:
@@ -43,9 +31,9 @@ def bisect_json(result: Bisection) -> dict:
                 "guards_broken_at_to": list(history.guards_broken_at_to),
                 "monotonic": history.monotonic,
                 "note": history.note or None,
-                "carried_by": _step_json(history.carrier),
-                "at_base": _step_json(history.at_base),
-                "transitions": [_step_json(step) for step in history.transitions],
+                "carried_by": or_none(commit_json, history.carrier),
+                "at_base": or_none(commit_json, history.at_base),
+                "transitions": [commit_json(step) for step in history.transitions],
                 "commits_checked": history.commits_checked,
             }
         )

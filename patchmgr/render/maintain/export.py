@@ -9,7 +9,7 @@ from rich.console import Console
 
 from patchmgr.render.console import notes, say
 from patchmgr.render.maintain.guards import print_broken_guards
-from patchmgr.render.status import guard_json
+from patchmgr.render.status import guard_json, or_none
 
 if TYPE_CHECKING:
     from patchmgr.maintain.rangediff import RangeDiff
@@ -93,15 +93,13 @@ def export_json(outcome: ExportOutcome) -> dict:
             if outcome.moved
             else None
         ),
-        "range_diff": _range_diff_json(outcome.range_diff),
+        "range_diff": or_none(_range_diff_json, outcome.range_diff),
         "notes": outcome.notes,
         "guards": {pid: [guard_json(g) for g in guards] for pid, guards in outcome.guards.items()},
     }
 
 
-def _range_diff_json(diff: RangeDiff | None) -> dict | None:
-    if diff is None:
-        return None
+def _range_diff_json(diff: RangeDiff) -> dict:
     return {
         "old": diff.old,
         "new": diff.new,

@@ -22,7 +22,9 @@ code, which must give back the HF tensor bit for bit. MindSpeed itself is not
 importable here (it needs torch_npu and is another upstream), so its classes
 are stand-ins with MindSpeed's exact names, base classes and weight layout:
 those that subclass Megatron-Core's ColumnParallelLinear/RowParallelLinear
-are built by the real Megatron-Core __init__. The two ranks run as two
+are built by the real Megatron-Core __init__ (the TE modules, plain nn.Modules
+in MindSpeed, share one stand-in base for the keywords they all take: AutoMapping
+goes by the class's own name only). The two ranks run as two
 threads over a stand-in process group whose scatter, all_gather and broadcast
 move real tensors between them and refuse a tensor of the wrong shape, as
 gloo and NCCL do.
@@ -293,39 +295,34 @@ class MindSpeedCoCRowParallelLinear(CoCRowParallelLinearImpl, RowParallelLinear)
     pass
 
 
-# mindspeed/te/pytorch/module/layernorm_column_parallel_linear.py:60: a plain nn.Module
-class MindSpeedTELayerNormColumnParallelLinear(torch.nn.Module):
+# The keywords MindSpeed's TE modules below all take (each adds its own): a plain nn.Module, and a
+# keyword that MindSpeed's constructor lacks fails here as it would there.
+class MindSpeedTEModule(torch.nn.Module):
     def __init__(
-        self,
-        input_size,
-        output_size,
-        *,
-        config,
-        init_method,
-        gather_output,
-        bias,
-        skip_bias_add,
-        is_expert=False,
-        skip_weight_param_allocation=False,
-        tp_comm_buffer_name=None,
-        tp_group=None,
+        self, *, config, init_method, bias, skip_bias_add, is_expert=False, tp_comm_buffer_name=None, tp_group=None
     ):
         super().__init__()
         self.config = config
+
+
+# mindspeed/te/pytorch/module/layernorm_column_parallel_linear.py:60
+class MindSpeedTELayerNormColumnParallelLinear(MindSpeedTEModule):
+    def __init__(self, input_size, output_size, *, gather_output, skip_weight_param_allocation=False, **common):
+        super().__init__(**common)
         self.input_size = input_size
         self.output_size = output_size
         self.parallel_mode = "column"
-        self.parallel_group = tp_group
+        self.parallel_group = tp_group = common.get("tp_group")
         self.output_size_per_partition = output_size // tp_group.size()
         self.weight = torch.nn.Parameter(torch.empty(self.output_size_per_partition, input_size))
         set_tensor_model_parallel_attributes(self.weight, True, 0, 1)
-        if bias:
+        if common["bias"]:
             self.bias = torch.nn.Parameter(torch.empty(self.output_size_per_partition))
             set_tensor_model_parallel_attributes(self.bias, True, 0, 1)
         else:
             self.register_parameter("bias", None)
         self.layer_norm_weight = torch.nn.Parameter(torch.ones(input_size))
-        if config.normalization != "RMSNorm":
+        if self.config.normalization != "RMSNorm":
             self.layer_norm_bias = torch.nn.Parameter(torch.ones(input_size))
         else:
             self.layer_norm_bias = None
@@ -333,56 +330,26 @@ class MindSpeedTELayerNormColumnParallelLinear(torch.nn.Module):
 
 # mindspeed/te/pytorch/module/linear.py:679: only parallel_mode="duplicated" builds
 # (any other mode leaves tp_size unbound), so its weight is whole on every rank.
-class MindSpeedTELinear(torch.nn.Module):
+class MindSpeedTELinear(MindSpeedTEModule):
     def __init__(
-        self,
-        input_size,
-        output_size,
-        *,
-        parallel_mode,
-        config,
-        init_method,
-        bias,
-        skip_bias_add,
-        skip_weight_param_allocation,
-        tp_comm_buffer_name=None,
-        is_expert=False,
-        symmetric_ar_type=None,
-        tp_group=None,
+        self, input_size, output_size, *, parallel_mode, skip_weight_param_allocation, symmetric_ar_type=None, **common
     ):
-        super().__init__()
+        super().__init__(**common)
         if parallel_mode != "duplicated":
             raise UnboundLocalError("cannot access local variable 'tp_size' where it is not associated with a value")
-        self.config = config
         self.weight = torch.nn.Parameter(torch.empty(output_size, input_size))
-        self.bias = torch.nn.Parameter(torch.empty(output_size)) if bias else None
+        self.bias = torch.nn.Parameter(torch.empty(output_size)) if common["bias"] else None
 
 
 # mindspeed/te/pytorch/module/grouped_linear.py:67, :227, :274
-class MindSpeedTEGroupedLinear(torch.nn.Module):
-    def __init__(
-        self,
-        num_gemms,
-        input_size,
-        output_size,
-        *,
-        parallel_mode,
-        config,
-        init_method,
-        bias,
-        skip_bias_add,
-        is_expert=False,
-        tp_comm_buffer_name=None,
-        pg_collection=None,
-        tp_group=None,
-    ):
-        super().__init__()
-        self.config = config
+class MindSpeedTEGroupedLinear(MindSpeedTEModule):
+    def __init__(self, num_gemms, input_size, output_size, *, parallel_mode, pg_collection=None, **common):
+        super().__init__(**common)
         self.num_gemms = num_gemms
         # MindSpeed's own (inverted) bookkeeping; Bridge must not go by it.
         self.partition_dim = 1 if parallel_mode == "column" else 0
         self.parallel_mode = parallel_mode
-        tp_size = tp_group.size()
+        tp_size = common.get("tp_group").size()
         if parallel_mode == "column":
             output_size //= tp_size
         else:
@@ -418,6 +385,20 @@ def _linear_kwargs(config, group):
     return dict(config=config, init_method=torch.nn.init.zeros_, bias=True, skip_bias_add=False, tp_group=group)
 
 
+def _column_and_row(column, row):
+    """The CLASSES entries of one MindSpeed family's column and row class (MC2, CoC): the merger's fc1 and fc2."""
+    return {
+        column.__name__: (
+            lambda c, g: column(HIDDEN, 96, gather_output=False, **_linear_kwargs(c, g)),
+            [("vision_model.merger.linear_fc1.weight", "model.visual.merger.linear_fc1.weight", "column", 0)],
+        ),
+        row.__name__: (
+            lambda c, g: row(96, HIDDEN, input_is_parallel=True, **_linear_kwargs(c, g)),
+            [("vision_model.merger.linear_fc2.weight", "model.visual.merger.linear_fc2.weight", "row", 1)],
+        ),
+    }
+
+
 LANG = "language_model.decoder.layers.0"
 VISION = "vision_model.decoder.layers.0"
 
@@ -439,22 +420,8 @@ CLASSES = {
             (f"{VISION}.mlp.linear_fc1.layer_norm_bias", "model.visual.blocks.0.norm2.bias", "replicated", None),
         ],
     ),
-    "MindSpeedMC2ColumnParallelLinear": (
-        lambda c, g: MindSpeedMC2ColumnParallelLinear(HIDDEN, 96, gather_output=False, **_linear_kwargs(c, g)),
-        [("vision_model.merger.linear_fc1.weight", "model.visual.merger.linear_fc1.weight", "column", 0)],
-    ),
-    "MindSpeedMC2RowParallelLinear": (
-        lambda c, g: MindSpeedMC2RowParallelLinear(96, HIDDEN, input_is_parallel=True, **_linear_kwargs(c, g)),
-        [("vision_model.merger.linear_fc2.weight", "model.visual.merger.linear_fc2.weight", "row", 1)],
-    ),
-    "MindSpeedCoCColumnParallelLinear": (
-        lambda c, g: MindSpeedCoCColumnParallelLinear(HIDDEN, 96, gather_output=False, **_linear_kwargs(c, g)),
-        [("vision_model.merger.linear_fc1.weight", "model.visual.merger.linear_fc1.weight", "column", 0)],
-    ),
-    "MindSpeedCoCRowParallelLinear": (
-        lambda c, g: MindSpeedCoCRowParallelLinear(96, HIDDEN, input_is_parallel=True, **_linear_kwargs(c, g)),
-        [("vision_model.merger.linear_fc2.weight", "model.visual.merger.linear_fc2.weight", "row", 1)],
-    ),
+    **_column_and_row(MindSpeedMC2ColumnParallelLinear, MindSpeedMC2RowParallelLinear),
+    **_column_and_row(MindSpeedCoCColumnParallelLinear, MindSpeedCoCRowParallelLinear),
     "MindSpeedTEColumnParallelGroupedLinear": (
         lambda c, g: MindSpeedTEColumnParallelGroupedLinear(
             2, HIDDEN, 96, config=_with_experts(c), init_method=None, bias=False, skip_bias_add=False, tp_group=g

@@ -18,7 +18,6 @@ attention within each sequence.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 from pathlib import Path
 
@@ -56,23 +55,12 @@ SEQ_LENS = (3, 5, 4)
 HEADS, GROUPS, HEAD_DIM = 4, 2, 8
 
 
-def _load_stand_in():
-    path = Path(__file__).with_name("npu_stand_in.py")
-    spec = importlib.util.spec_from_file_location("mindspeed_npu_stand_in", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def target(smoke_device):
+def target(npu_or_stand_in):
     """(device, dtype, tolerance): the real kernel on an NPU, the stand-in elsewhere."""
-    if smoke_device == "npu":
-        pytest.importorskip("torch_npu", reason="no torch_npu for the NPU run")
-        yield "npu", torch.float16, 2e-3
-        return
-    with _load_stand_in().installed():
-        yield "cpu", torch.float32, 1e-5
+    stand_in = Path(__file__).with_name("npu_stand_in.py")
+    with npu_or_stand_in(stand_in, npu=(torch.float16, 2e-3), cpu=(torch.float32, 1e-5)) as chosen:
+        yield chosen
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,6 @@ Qwen2RMSNorm``) that transformers 5 no longer has, so with 5.x the test is skipp
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -86,14 +85,6 @@ def _needs_transformers_4():
         )
 
 
-def _load_stand_in():
-    path = Path(__file__).with_name("npu_stand_in.py")
-    spec = importlib.util.spec_from_file_location("verl_npu_stand_in", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _snapshot_transformers():
     """npu_patch.py and verl's monkey patch assign into transformers: put everything back after."""
     import importlib
@@ -116,15 +107,12 @@ def _snapshot_transformers():
 
 
 @pytest.fixture(scope="module")
-def target(smoke_device):
+def target(npu_or_stand_in):
     """(device, dtype, tolerance): the real torch_npu on an NPU, the stand-in on the CPU elsewhere."""
     _needs_transformers_4()
-    if smoke_device == "npu":
-        pytest.importorskip("torch_npu", reason="no torch_npu for the NPU run")
-        yield "npu", torch.float32, 1e-4
-        return
-    with _load_stand_in().installed():
-        yield "cpu", torch.float32, 1e-5
+    stand_in = Path(__file__).with_name("npu_stand_in.py")
+    with npu_or_stand_in(stand_in, npu=(torch.float32, 1e-4), cpu=(torch.float32, 1e-5)) as chosen:
+        yield chosen
 
 
 @pytest.fixture(scope="module")
