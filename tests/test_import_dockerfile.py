@@ -292,3 +292,30 @@ def test_piece_files_are_shared_across_targets_only_when_they_are_the_same_patch
     for target in ("cuda", "rocm", "npu"):
         status = cli("status", "--target", target, "--source", f"lib-core={lib.path}", "--json")
         assert {r["state"] for u in status.json["upstreams"] for r in u["patches"]} == {"clean"}, status.out
+
+
+def test_only_never_reads_the_patches_of_upstreams_left_out(tmp_path, cli, project):
+    """A real image repository's folder held a corrupt patch for an upstream we do not carry: --only the others
+    must import as if it were not there, from the folder and from the Dockerfile alone."""
+    lib = three_file_upstream(tmp_path)
+    folder = tmp_path / "image"
+    folder.mkdir()
+    (folder / "megatron.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    (folder / "vllm.patch").write_text(
+        "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,5 @@\n a\n-b\n+c\n"
+    )
+    (folder / "Dockerfile").write_text(
+        "FROM base\nARG MEGATRON_COMMIT=" + lib.head() + "\nCOPY *.patch /tmp/\n"
+        "RUN git clone https://example.invalid/NVIDIA/Megatron-LM.git /ws/Megatron-LM && "
+        'git -C /ws/Megatron-LM checkout "${MEGATRON_COMMIT}" && git -C /ws/Megatron-LM apply /tmp/megatron.patch\n'
+        "RUN git clone https://example.invalid/vllm.git /ws/vllm && git -C /ws/vllm apply /tmp/vllm.patch\n"
+    )
+    source = ["--source", f"megatron-lm={lib.path}"]
+    dockerfile = ["--dockerfile", str(folder / "Dockerfile")]
+    broken = cli("import", "--target", "t", *dockerfile, *source)
+    assert broken.code == 2 and "vllm.patch" in broken.err and "malformed diff" in broken.err, broken.err
+    for given in ([], [str(folder)]):
+        result = cli("import", *given, "--only", "megatron-lm", "--target", f"t{len(given)}", *dockerfile, *source)
+        assert result.code == 0, result.out + result.err
+    absent = cli("import", str(folder), "--only", "mbridge", "--target", "u", *dockerfile, *source)
+    assert absent.code == 2 and "(they are for megatron-lm, vllm)" in absent.err, absent.err

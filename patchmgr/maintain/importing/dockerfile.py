@@ -64,18 +64,24 @@ def import_inputs(
             raise UsageError("--build-arg sets a Dockerfile's ARG, but no --dockerfile is given", "add --dockerfile")
         return Inputs(_only(read_inputs(list(paths), upstream, version), only), {})
     built = read_dockerfile(dockerfile, build_args)
-    applied, skipped = _applied_files(dockerfile, built, strict=not paths)
+    applied, skipped = _applied_files(dockerfile, built, not paths, only)
+    if only:  # the patches of upstreams left out are never read: a broken one must not block the others
+        _known(only, sorted({a.upstream for a in applied}), bool(paths))
     if paths:
-        monoliths = _given(list(paths), applied, upstream, version)
+        monoliths = _given(list(paths), applied, upstream, version, only)
     elif applied:
-        monoliths = finish_inputs([_monolith(a.upstream, a.file) for a in applied if a.file is not None])
+        monoliths = finish_inputs(
+            [_monolith(a.upstream, a.file) for a in applied if a.file is not None and (not only or a.upstream in only)]
+        )
     else:
         raise UsageError(
             f"--dockerfile {dockerfile}: applies no patch file in a checkout it clones (no `git apply FILE` or "
             "`patch -p1 < FILE` in a `git clone` folder, the file copied in with COPY)",
             skipped[0] if skipped else "give the patch files (or their folder or series.conf) too",
         )
-    monoliths = _only(monoliths, only)
+    if only:
+        _known(only, sorted({a.upstream for a in applied} | {m.upstream for m in monoliths}), False)
+        monoliths = [m for m in monoliths if m.upstream in only]
     declared = {m.upstream: _declared(dockerfile, built, m.upstream) for m in monoliths}
     notes = tuple(skipped) + tuple(
         f"--build-arg {name}: the Dockerfile declares no ARG {name}" for name in built.unused_build_args
@@ -86,14 +92,20 @@ def import_inputs(
 def _only(monoliths: list[Monolith], only: Sequence[str]) -> list[Monolith]:
     if not only:
         return monoliths
-    names = [m.upstream for m in monoliths]
+    _known(only, [m.upstream for m in monoliths], False)
+    return [m for m in monoliths if m.upstream in only]
+
+
+def _known(only: Sequence[str], names: list[str], more: bool) -> None:
+    """``more``: patch files given beside the Dockerfile may name further upstreams, so a name that the
+    Dockerfile's lines lack is not yet an error."""
     unknown = [name for name in only if name not in names]
-    if unknown:
+    if unknown and not more:
         raise UsageError(
-            f"--only {unknown[0]}: no patch here is for upstream {unknown[0]!r} (they are for {', '.join(names)})",
+            f"--only {unknown[0]}: no patch here is for upstream {unknown[0]!r} (they are for "
+            f"{', '.join(names) or 'none'})",
             "name one of those upstreams",
         )
-    return [m for m in monoliths if m.upstream in only]
 
 
 def _monolith(name: str, file: Path, version: str | None = None) -> Monolith:
@@ -108,7 +120,9 @@ class _Applied:
     line: int
 
 
-def _given(paths: list[Path], applied: list[_Applied], upstream: str | None, version: str | None) -> list[Monolith]:
+def _given(
+    paths: list[Path], applied: list[_Applied], upstream: str | None, version: str | None, only: Sequence[str]
+) -> list[Monolith]:
     """The paths given, read with the Dockerfile: a file it applies (that file, else one of its name) is its
     checkout's upstream's; of a folder, the files it applies (its version folder, not the highest-sorting
     one); a series.conf as it says."""
@@ -125,15 +139,22 @@ def _given(paths: list[Path], applied: list[_Applied], upstream: str | None, ver
         elif path.is_dir() and not (path / SERIES_CONF).is_file() and version is None:
             inside = [a.file for a in applied if a.file is not None and real in a.file.parents]
             if inside:
-                found += [_monolith(a.upstream, a.file) for a in applied if a.file in inside]
+                found += [
+                    _monolith(a.upstream, a.file)
+                    for a in applied
+                    if a.file in inside and (not only or a.upstream in only)
+                ]
                 continue
         found += read_inputs([path], upstream, version)
     return finish_inputs(found)
 
 
-def _applied_files(dockerfile: Path, built: Built, strict: bool) -> tuple[list[_Applied], list[str]]:
+def _applied_files(
+    dockerfile: Path, built: Built, strict: bool, only: Sequence[str]
+) -> tuple[list[_Applied], list[str]]:
     """Every patch the Dockerfile applies in its clones, in order, and notes on those applied elsewhere;
-    ``strict``: one not found in the build context is an error."""
+    ``strict``: one not found in the build context is an error (only for the upstreams ``only`` names, if any:
+    one left out must not block the others)."""
     where = str(dockerfile)
     checkouts = {c.folder: c for c in built.checkouts}
     folder = dockerfile.resolve().parent
@@ -150,11 +171,12 @@ def _applied_files(dockerfile: Path, built: Built, strict: bool) -> tuple[list[_
                 "patch file with --upstream/--git/--pin)"
             )
             continue
+        wanted = not only or name in only
         if not applied.patch:  # a variable without a value (a shell loop's): needed only with no paths given
-            if strict:
+            if strict and wanted:
                 needed(applied.word, where, "in the path of the applied patch")
             continue
-        file = _in_context(roots, repository, built, applied, where, strict)
+        file = _in_context(roots, repository, built, applied, where, strict and wanted)
         out.append(_Applied(name, file, applied.patch, applied.line))
     return out, notes
 
