@@ -9,19 +9,10 @@ from pathlib import Path
 
 from support.gitrepos import git
 from support.monolith import applied_monolith, same_files, stacked_diff
-from support.real_histories import clone_of
+from support.real_histories import clone_of, edited
 
 MINDSPEED_PIN = "fc63de5c48426dd019c3b3f39e65f5bdf56e4086"  # on MindSpeed's dev branch
 VLLM_ASCEND_PIN = "5cb98caaadeff42b5b62b996e34bb2aaa29d20fd"  # v0.23.0
-
-
-def edited(clone: Path, pin: str, path: str, *changes: tuple[str, str]) -> str:
-    """``path`` at ``pin`` with each (old, new) text replaced once; every old text must be there."""
-    text = git(clone, "show", f"{pin}:{path}") + "\n"
-    for old, new in changes:
-        assert text.count(old) >= 1, (path, old)
-        text = text.replace(old, new, 1)
-    return text
 
 
 def imported_and_applied(cli, tmp_path: Path, name: str, clone: Path, pin: str, mono: bytes, paths: list[str]):

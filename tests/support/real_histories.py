@@ -48,3 +48,14 @@ def clone_of(name: str, into: Path) -> Path:
         ["git", "clone", "-q", "--shared", "--no-checkout", str(source), str(into)], check=True, capture_output=True
     )
     return into
+
+
+def edited(clone: Path, pin: str, path: str, *changes: tuple[str, str]) -> str:
+    """``path`` at ``pin`` in ``clone`` with each (old, new) text replaced once; every old text must be there."""
+    text = subprocess.run(
+        ["git", "show", f"{pin}:{path}"], cwd=clone, capture_output=True, text=True, check=True
+    ).stdout
+    for old, new in changes:
+        assert text.count(old) >= 1, (path, old)
+        text = text.replace(old, new, 1)
+    return text
