@@ -30,7 +30,8 @@ SourceOpt = Annotated[
     typer.Option(
         "--source",
         help="NAME=LOCATION: fetch upstream NAME from this URL or local repository instead. Set once: "
-        "PATCHMGR_SOURCES='NAME=LOCATION ...', .patchmgr.local.toml or ~/.config/patchmgr/config.toml (their sources table).",
+        "PATCHMGR_SOURCES='NAME=LOCATION ...', .patchmgr.local.toml or ~/.config/patchmgr/config.toml "
+        "(their sources table).",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
