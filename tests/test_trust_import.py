@@ -149,7 +149,7 @@ def test_a_token_in_a_dockerfile_clone_url_is_not_written_nor_printed(tmp_path, 
     assert 'git = "https://example.invalid/lib.git"' in (project.root / "manifests/t.toml").read_text()
 
 
-def test_a_token_given_with_git_is_not_written_nor_printed(tmp_path, cli, project):
+def test_a_token_given_with_git_is_not_written_nor_printed(tmp_path, cli, project, monkeypatch):
     lib = three_file_upstream(tmp_path)
     (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
     for target, url in (
@@ -172,7 +172,9 @@ def test_a_token_given_with_git_is_not_written_nor_printed(tmp_path, cli, projec
         assert SECRET not in result.out + result.err and "holds credentials" in result.out, result.out
         for piece in (project.root / "patches/lib").iterdir():
             piece.unlink()  # the next target imports the same pieces
-    # fetching fails (no --source, a host that does not resolve): the error names the URL without the token
+    # fetching fails (no --source, a host that does not resolve, and a cache that never resolved HEAD, which
+    # would stand in otherwise): the error names the URL without the token
+    monkeypatch.setenv("PATCHMGR_CACHE", str(tmp_path / "empty-cache"))
     failed = cli(
         "import",
         str(tmp_path / "lib.patch"),
