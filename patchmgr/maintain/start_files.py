@@ -42,38 +42,9 @@ Within the package, sub-package `__init__` files do not run unless named in run_
 (one whose `__init__` imports GPU libraries) still loads the one module a test needs.
 """
 
-from __future__ import annotations
+from patchmgr.smoke.fixtures import load_upstream, smoke_device, upstream_root
 
-import os
-from pathlib import Path
-
-import pytest
-
-from patchmgr.smoke.loader import UpstreamTree
-
-
-@pytest.fixture(scope="session")
-def upstream_root() -> Path:
-    root = os.environ.get("PATCHMGR_SMOKE_ROOT")
-    if not root:
-        pytest.fail("PATCHMGR_SMOKE_ROOT is not set: run smoke tests through `patchmgr smoke`")
-    return Path(root)
-
-
-@pytest.fixture(scope="session")
-def smoke_device() -> str:
-    return os.environ.get("PATCHMGR_SMOKE_DEVICE", "cpu")
-
-
-@pytest.fixture(scope="session")
-def load_upstream(upstream_root):
-    """`load_upstream("mypackage", "mypackage.module")` imports one module of {upstream} from the tree under test
-    (an ImportError if another copy would win the import)."""
-
-    def load(package: str, module: str, run_init=()):
-        return UpstreamTree(upstream_root, package, run_init).load(module)
-
-    return load
+__all__ = ["load_upstream", "smoke_device", "upstream_root"]  # the fixtures, for pytest to find here
 '''
 
 _STUB = '''\

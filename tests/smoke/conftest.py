@@ -10,35 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
 
-from patchmgr.smoke.loader import UpstreamTree
+from patchmgr.smoke.fixtures import load_upstream, smoke_device, upstream_root
 
-
-@pytest.fixture(scope="session")
-def upstream_root() -> Path:
-    root = os.environ.get("PATCHMGR_SMOKE_ROOT")
-    if not root:
-        pytest.fail("PATCHMGR_SMOKE_ROOT is not set: run smoke tests through `patchmgr smoke`")
-    return Path(root)
-
-
-@pytest.fixture(scope="session")
-def smoke_device() -> str:
-    return os.environ.get("PATCHMGR_SMOKE_DEVICE", "cpu")
-
-
-@pytest.fixture(scope="session")
-def load_upstream(upstream_root):
-    """``load_upstream("megatron.bridge", "megatron.bridge.models.x")`` imports one module of the tree."""
-
-    def load(package: str, module: str, run_init=()):
-        return UpstreamTree(upstream_root, package, run_init).load(module)
-
-    return load
+__all__ = ["load_upstream", "smoke_device", "upstream_root"]  # patchmgr's fixtures, for pytest to find here
 
 
 def _load_stand_in(path: Path):
