@@ -1,0 +1,96 @@
+"""A smoke process with a per-test time limit, whose whole process tree ends with it.
+
+The pytest process starts in its own session (so its own process group) and loads ``smoke.watch``, which
+writes a line as each test starts and ends. A watchdog here polls that file: each line restarts the clock,
+so every test (with its setup and teardown; the first one with collection and imports too) gets the whole
+limit. Past it, the process group is killed (SIGKILL: a hung C call or a blocked read cannot ignore it) and
+the running test is named as the one that timed out. The group is killed as well when pytest ends on its
+own or patchmgr is interrupted, so that no child a test started (a server, a ``sleep``) outlives the run.
+The limit is enforced from outside, so it holds for a test stuck in C code, where a signal or timer inside
+the interpreter would never fire. A child that makes a session of its own leaves the group; that is the
+one way out, and a smoke test has no reason to take it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 300.0  # seconds per test: the default of `smoke --timeout`
+WATCH_PLUGIN = "patchmgr.smoke.watch"
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a bounded pytest process ended: its exit status and output, or the test it was killed in."""
+
+    code: int
+    output: str
+    seconds: float
+    timed_out: bool = False
+    running: str = ""  # the node id of the test past the limit; empty when it was killed before any test
+
+
+def run_bounded(command: list[str], cwd: Path, env: dict[str, str], scratch: Path, limit: float) -> Finished:
+    """Run ``command`` (a pytest call) with ``-p smoke.watch`` loaded by the caller, at most ``limit`` seconds
+    without a test starting or ending."""
+    events = scratch / "events"
+    log = scratch / "output"
+    started = time.monotonic()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env={**env, "PATCHMGR_SMOKE_EVENTS": str(events)},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            timed_out, running = _watch(process, events, limit)
+        finally:
+            _end_group(process)
+    output = log.read_text("utf-8", "replace")
+    return Finished(process.returncode, output, round(time.monotonic() - started, 2), timed_out, running)
+
+
+def _watch(process: subprocess.Popen[bytes], events: Path, limit: float) -> tuple[bool, str]:
+    tick = min(0.1, limit / 4)
+    last, seen, running = time.monotonic(), 0, ""
+    while True:
+        # WNOWAIT: an ended pytest stays a zombie, unreaped, so its group id cannot be reused before _end_group
+        if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return False, ""
+        time.sleep(tick)
+        size = events.stat().st_size if events.exists() else 0
+        now = time.monotonic()
+        if size != seen:
+            seen, last = size, now
+            running = _running(events)
+        elif now - last > limit:
+            return True, running
+
+
+def _running(events: Path) -> str:
+    """The test that started last and has not ended, from the plugin's lines."""
+    lines = events.read_text("utf-8", "replace").splitlines()
+    kind, _, nodeid = (lines[-1] if lines else "").partition("\t")
+    return nodeid if kind == "start" else ""
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill every process of the smoke process's group (it leads it: its pid is the group's id), then reap it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
+    process.wait()
+
+
+def timed_out_reason(limit: float) -> str:
+    return f"timed out after {limit:g} s (its process tree was ended)"
