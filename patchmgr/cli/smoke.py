@@ -33,15 +33,7 @@ def command(
             "the interpreter that runs DIR's tests.",
         ),
     ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            metavar="SECONDS",
-            help="Time limit of each smoke test (default 300): a test past it is not proven and its whole "
-            "process tree is ended.",
-        ),
-    ] = 300.0,
+    timeout: options.SmokeTimeoutOpt = None,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:

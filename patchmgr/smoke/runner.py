@@ -121,10 +121,11 @@ def run_smoke(
     unpatched: bool,
     python: str | None = None,
     progress: Progress | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
 ) -> SmokeReport:
-    """``timeout``: seconds each test may run (``smoke.bounded``); ``progress`` hears each upstream and each
-    patch's pytest run start and end."""
+    """``timeout``: seconds each test may run (``smoke.bounded``; None: DEFAULT_TIMEOUT); ``progress`` hears each
+    upstream and each patch's pytest run start and end."""
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     checked_python = python
     python = python or sys.executable
     if device not in ("auto", *DEVICES):
