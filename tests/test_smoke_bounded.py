@@ -78,6 +78,14 @@ def test_a_test_past_the_time_limit_is_not_proven_and_its_process_tree_is_ended(
     assert "not proven: lib/fix-add: test_add on cpu timed out after 2 s" in unpatched.out
 
 
+def test_a_module_that_hangs_on_import_is_bounded_too(scene):
+    ready(scene, "import time\n\ntime.sleep(1000)\n\n\ndef test_add():\n    pass\n")
+    code, doc = scene.smoke_json("--timeout", "2")
+    assert code == 1
+    verdict, reason = verdicts(doc)["fix-add"]
+    assert verdict == "not-proven" and "timed out after 2 s" in reason and "before any test started" in reason
+
+
 def test_a_time_limit_must_be_positive(scene):
     ready(scene, DETECTS)
     result = scene.smoke("--timeout", "0")

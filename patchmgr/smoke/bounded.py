@@ -32,7 +32,8 @@ class Finished:
     output: str
     seconds: float
     timed_out: bool = False
-    running: str = ""  # the node id of the test past the limit; empty when it was killed before any test
+    running: str = ""  # the node id of the test past the limit; empty when it was killed between tests
+    tests_ran: bool = False  # a test had started before the limit passed (else: collecting, importing)
 
 
 def run_bounded(command: list[str], cwd: Path, env: dict[str, str], scratch: Path, limit: float) -> Finished:
@@ -52,20 +53,21 @@ def run_bounded(command: list[str], cwd: Path, env: dict[str, str], scratch: Pat
             start_new_session=True,
         )
         try:
-            timed_out, running = _watch(process, events, limit)
+            timed_out, running, tests_ran = _watch(process, events, limit)
         finally:
             _end_group(process)
     output = log.read_text("utf-8", "replace")
-    return Finished(process.returncode, output, round(time.monotonic() - started, 2), timed_out, running)
+    return Finished(process.returncode, output, round(time.monotonic() - started, 2), timed_out, running, tests_ran)
 
 
-def _watch(process: subprocess.Popen[bytes], events: Path, limit: float) -> tuple[bool, str]:
+def _watch(process: subprocess.Popen[bytes], events: Path, limit: float) -> tuple[bool, str, bool]:
+    """Whether the limit passed, the test then running, and whether any test had started."""
     tick = min(0.1, limit / 4)
     last, seen, running = time.monotonic(), 0, ""
     while True:
         # WNOWAIT: an ended pytest stays a zombie, unreaped, so its group id cannot be reused before _end_group
         if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            return False, ""
+            return False, "", seen > 0
         time.sleep(tick)
         size = events.stat().st_size if events.exists() else 0
         now = time.monotonic()
@@ -73,7 +75,7 @@ def _watch(process: subprocess.Popen[bytes], events: Path, limit: float) -> tupl
             seen, last = size, now
             running = _running(events)
         elif now - last > limit:
-            return True, running
+            return True, running, seen > 0
 
 
 def _running(events: Path) -> str:
@@ -92,5 +94,11 @@ def _end_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def timed_out_reason(limit: float) -> str:
-    return f"timed out after {limit:g} s (its process tree was ended)"
+def timed_out_reason(limit: float, finished: Finished) -> str:
+    """Why a bounded run that was killed proves nothing, naming where it was when the limit passed."""
+    reason = f"timed out after {limit:g} s (its process tree was ended)"
+    if finished.running:
+        return reason
+    if finished.tests_ran:
+        return reason + " between tests or after the last one (a fixture's teardown, pytest's own end)"
+    return reason + " before any test started (collecting or importing)"

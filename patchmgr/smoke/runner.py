@@ -300,9 +300,7 @@ def _run_pytest(
         done = run_bounded(command, project.root, env, Path(tmp), run.timeout)
         elapsed = done.seconds
         if done.timed_out:  # pytest was killed: its junit never written, the test past the limit is the outcome
-            reason = timed_out_reason(run.timeout)
-            if not done.running:
-                reason += " before any test started (collecting or importing)"
+            reason = timed_out_reason(run.timeout, done)
             test = done.running or " ".join(tests)
             return [SmokeResult(patch.id, upstream, test, device, TestOutcome.TIMED_OUT, elapsed, reason)]
         results = _parse_junit(junit, patch.id, upstream, device) if junit.is_file() else []
