@@ -78,6 +78,21 @@ def test_a_test_past_the_time_limit_is_not_proven_and_its_process_tree_is_ended(
     assert "not proven: lib/fix-add: test_add on cpu timed out after 2 s" in unpatched.out
 
 
+def test_tests_that_ended_before_the_limit_keep_their_outcomes(scene):
+    ready(scene, "import time\n\n\ndef test_always():\n    pass\n\n\ndef test_hang():\n    time.sleep(1000)\n")
+    code, doc = scene.smoke_json("--timeout", "2")
+    assert code == 1
+    assert [(r["test"].rsplit("::", 1)[-1], r["result"]) for r in doc["results"]] == [
+        ("test_always", "passed"),
+        ("test_hang", "timed-out"),
+    ]
+    assert verdicts(doc)["fix-add"][1].startswith("test_hang on cpu timed out after 2 s")
+    # without the patch, a test that passes is still the failure it always was: it does not detect the bug
+    code, doc = scene.smoke_json("--timeout", "2", "--unpatched")
+    verdict, reason = verdicts(doc)["fix-add"]
+    assert code == 1 and verdict == "failed" and reason.startswith("test_always on cpu passes without the patch")
+
+
 def test_a_module_that_hangs_on_import_is_bounded_too(scene):
     ready(scene, "import time\n\ntime.sleep(1000)\n\n\ndef test_add():\n    pass\n")
     code, doc = scene.smoke_json("--timeout", "2")

@@ -1,14 +1,16 @@
 """A smoke process with a per-test time limit, whose whole process tree ends with it.
 
 The pytest process starts in its own session (so its own process group) and loads ``smoke.watch``, which
-writes a line as each test starts and ends. A watchdog here polls that file: each line restarts the clock,
-so every test (with its setup and teardown; the first one with collection and imports too) gets the whole
-limit. Past it, the process group is killed (SIGKILL: a hung C call or a blocked read cannot ignore it) and
-the running test is named as the one that timed out. The group is killed as well when pytest ends on its
-own or patchmgr is interrupted, so that no child a test started (a server, a ``sleep``) outlives the run.
-The limit is enforced from outside, so it holds for a test stuck in C code, where a signal or timer inside
-the interpreter would never fire. A child that makes a session of its own leaves the group; that is the
-one way out, and a smoke test has no reason to take it.
+writes a line as each test starts, ends each phase, and ends. A watchdog here polls that file: each line
+restarts the clock, so every test (with its setup and teardown; the first one with collection and imports
+too) gets the whole limit. Past it, the process group is killed (SIGKILL: a hung C call or a blocked read
+cannot ignore it) and the running test is named as the one that timed out; the tests that ended before it
+keep the outcomes the plugin wrote (pytest writes its junit file only at its end, so a killed run has
+none). The group is killed as well when pytest ends on its own or patchmgr is interrupted, so that no
+child a test started (a server, a ``sleep``) outlives the run. The limit is enforced from outside, so it
+holds for a test stuck in C code, where a signal or timer inside the interpreter would never fire. A child
+that makes a session of its own leaves the group; that is the one way out, and a smoke test has no reason
+to take it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,17 @@ class Finished:
     timed_out: bool = False
     running: str = ""  # the node id of the test past the limit; empty when it was killed between tests
     tests_ran: bool = False  # a test had started before the limit passed (else: collecting, importing)
+    ended: tuple[Ended, ...] = ()  # when killed: the tests that had ended before, each with its outcome
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A test that ended before its process was killed, as the plugin reported it (pytest's words)."""
+
+    nodeid: str
+    outcome: str  # passed, failed (in its call), error (failed in setup or teardown), skipped
+    seconds: float
+    message: str
 
 
 def run_bounded(command: list[str], cwd: Path, env: dict[str, str], scratch: Path, limit: float) -> Finished:
@@ -57,7 +70,9 @@ def run_bounded(command: list[str], cwd: Path, env: dict[str, str], scratch: Pat
         finally:
             _end_group(process)
     output = log.read_text("utf-8", "replace")
-    return Finished(process.returncode, output, round(time.monotonic() - started, 2), timed_out, running, tests_ran)
+    seconds = round(time.monotonic() - started, 2)
+    ended = _ended(events) if timed_out else ()
+    return Finished(process.returncode, output, seconds, timed_out, running, tests_ran, ended)
 
 
 def _watch(process: subprocess.Popen[bytes], events: Path, limit: float) -> tuple[bool, str, bool]:
@@ -78,11 +93,42 @@ def _watch(process: subprocess.Popen[bytes], events: Path, limit: float) -> tupl
             return True, running, seen > 0
 
 
+def _lines(events: Path) -> list[list[str]]:
+    """The plugin's lines, split in fields; none before its first (a run killed while collecting)."""
+    if not events.is_file():
+        return []
+    return [line.split("\t") for line in events.read_text("utf-8", "replace").splitlines()]
+
+
 def _running(events: Path) -> str:
     """The test that started last and has not ended, from the plugin's lines."""
-    lines = events.read_text("utf-8", "replace").splitlines()
-    kind, _, nodeid = (lines[-1] if lines else "").partition("\t")
-    return nodeid if kind == "start" else ""
+    marks = [fields for fields in _lines(events) if fields[0] in ("start", "end") and len(fields) > 1]
+    return marks[-1][1] if marks and marks[-1][0] == "start" else ""
+
+
+def _ended(events: Path) -> tuple[Ended, ...]:
+    """Every test whose end the plugin wrote, with the outcome of its phases: a failed call is a failure, a
+    failed setup or teardown an error, a skip a skip."""
+    phases: dict[str, list[list[str]]] = {}
+    done: list[str] = []
+    for fields in _lines(events):
+        if fields[0] == "report" and len(fields) == 7:
+            phases.setdefault(fields[1], []).append(fields[2:])
+        elif fields[0] == "end" and len(fields) > 1:
+            done.append(fields[1])
+    ended = []
+    for nodeid in done:
+        reports = phases.get(nodeid, [])
+        outcome, message = "passed", ""
+        for when, said, _, text in reports:
+            if said == "failed":
+                outcome, message = ("failed" if when == "call" else "error"), text
+                break
+            if said == "skipped":
+                outcome, message = "skipped", text
+        seconds = sum(float(r[2]) for r in reports if r[2].replace(".", "", 1).isdigit())
+        ended.append(Ended(nodeid, outcome, round(seconds, 2), message))
+    return tuple(ended)
 
 
 def _end_group(process: subprocess.Popen[bytes]) -> None:

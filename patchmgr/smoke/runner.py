@@ -302,7 +302,11 @@ def _run_pytest(
         if done.timed_out:  # pytest was killed: its junit never written, the test past the limit is the outcome
             reason = timed_out_reason(run.timeout, done)
             test = done.running or " ".join(tests)
-            return [SmokeResult(patch.id, upstream, test, device, TestOutcome.TIMED_OUT, elapsed, reason)]
+            before = [
+                SmokeResult(patch.id, upstream, e.nodeid, device, _outcome(e.outcome, e.message), e.seconds, e.message)
+                for e in done.ended
+            ]
+            return [*before, SmokeResult(patch.id, upstream, test, device, TestOutcome.TIMED_OUT, elapsed, reason)]
         results = _parse_junit(junit, patch.id, upstream, device) if junit.is_file() else []
         code = done.code
         # pytest's exit status must agree with what the report says: anything but 0 (all passed) or 1
@@ -317,6 +321,12 @@ def _run_pytest(
                 reason = f"no test was collected: {_tail(done.output)}"
             results.append(SmokeResult(patch.id, upstream, " ".join(tests), device, TestOutcome.ERROR, elapsed, reason))
         return results
+
+
+def _outcome(said: str, message: str) -> TestOutcome:
+    """A test's outcome from pytest's word for it; an import failing is not the bug's own reason."""
+    outcome = TestOutcome(said)
+    return TestOutcome.ERROR if outcome is TestOutcome.FAILED and _IMPORT_FAILURE.match(message) else outcome
 
 
 def _tail(output: str, lines: int = 3) -> str:
@@ -340,9 +350,8 @@ def _parse_junit(junit: Path, patch_id: str, upstream: str, device: str) -> list
         outcome, reason = TestOutcome.PASSED, ""
         for child in case:
             if child.tag == "failure":
-                outcome, reason = TestOutcome.FAILED, _message(child)
-                if _IMPORT_FAILURE.match(reason):  # an import failing is not the bug's own reason
-                    outcome = TestOutcome.ERROR
+                reason = _message(child)
+                outcome = _outcome(TestOutcome.FAILED, reason)
             elif child.tag == "error":
                 outcome, reason = TestOutcome.ERROR, _message(child)
             elif child.tag == "skipped" and outcome is TestOutcome.PASSED:
