@@ -170,14 +170,18 @@ def run_smoke(
         say(f"{tree.upstream.name}: done in {time.monotonic() - started:.1f}s")
         need = outside.get(tree.upstream.name)
         if need is not None:  # on an interpreter the upstream does not declare: only a proof counts
+            # a patch none of whose tests ran (it names no Smoke-Test, its tree is not applied, no device) keeps
+            # that reason, its own: another Python would not help
+            ran = {r.patch for r in results if r.result is not TestOutcome.SKIPPED}
             verdicts = [
                 v
-                # a reason of its own (no Smoke-Test) is not the interpreter's: another Python would not help
-                if v.verdict is Verdict.PROVEN or v.reason == NO_SMOKE_TEST
+                if v.verdict is Verdict.PROVEN or v.patch not in ran
                 else replace(v, verdict=Verdict.NOT_PROVEN, reason=need.reason(v.reason))
                 for v in verdicts
             ]
-            report.notes.append(need.note(all(v.verdict is Verdict.PROVEN for v in verdicts)))
+            report.notes.append(
+                need.note(bool(ran) and all(v.verdict is Verdict.PROVEN for v in verdicts if v.patch in ran))
+            )
         report.results += results
         report.verdicts += verdicts
     return report
@@ -237,8 +241,9 @@ def _smoke_upstream(project: Project, tree: SmokeTree, run: _Run) -> tuple[list[
                     ]
                     continue
                 run.say(f"{upstream.name}/{patch.id} {dev}: started")
+                started = time.monotonic()
                 ran = _run_pytest(project, patch, upstream.name, tests, root, dev, run)
-                run.say(f"{upstream.name}/{patch.id} {dev}: {_outcomes(ran)}")
+                run.say(f"{upstream.name}/{patch.id} {dev}: {_outcomes(ran, time.monotonic() - started)}")
                 mine += ran
             if auto:
                 mine += [
@@ -259,14 +264,15 @@ _PYTEST_EXITS = {
 }
 
 
-def _outcomes(results: list[SmokeResult]) -> str:
-    """What one pytest run came to, for a progress line: ``passed in 3.2s``, ``1 passed, 1 failed in 4.0s``."""
+def _outcomes(results: list[SmokeResult], seconds: float) -> str:
+    """What one pytest run came to, for a progress line: ``passed in 3.2s``, ``1 passed, 1 failed in 4.0s``
+    (the run's wall time: the interpreter's start and imports too)."""
     late = [r for r in results if r.result is TestOutcome.TIMED_OUT]
     if late:
         return f"{late[0].test}: {late[0].reason}"
     counts = Counter(r.result.value for r in results)
     said = next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {what}" for what, n in counts.items())
-    return f"{said} in {sum(r.seconds for r in results):.1f}s"
+    return f"{said} in {seconds:.1f}s"
 
 
 def _run_pytest(
