@@ -66,7 +66,7 @@ def test_a_checkout_the_cache_cannot_serve_names_the_missing_files(cli, project,
     build = tmp_path / "build"
     result = cli("apply", "--target", "t", "--into", str(build))
     assert result.code == 1, result.out + result.err
-    assert "no source could be reached (https://example.invalid/lib.git" in result.err
+    assert "no source could provide it (https://example.invalid/lib.git" in result.err
     assert "the cache lacks 1 file(s) of" in result.err and ": README" in result.err
     assert "hint: run `patchmgr fetch --target t --upstream lib` while its source is reachable" in result.err
     assert "Traceback" not in result.err and not build.exists()
@@ -87,3 +87,16 @@ def test_a_ref_the_cache_never_resolved_still_fails_with_the_reason(cli, project
     result = cli("bump", "--target", "t", "--upstream", "lib", "--to", "v3")
     assert result.code == 1, result.out + result.err
     assert "cannot resolve lib ref 'v3'" in result.err and "example.invalid" in result.err
+
+
+def test_fetch_with_a_source_after_an_offline_run_fills_the_cache_from_that_source(cli, project, upstream, tmp_path):
+    """The offline run left the cache's remote at the unreachable URL; the hint's `patchmgr fetch --source`
+    fetches the files from the source it names, and the checkout then works offline."""
+    moved_upstream(cli, project, upstream)
+    assert cli("status", "--target", "t", "--against", "lib=v2").code == 0  # offline: the cache's v2, with a note
+    assert cli("apply", "--target", "t", "--into", str(tmp_path / "build")).code == 1  # the cache lacks README
+    filled = cli("fetch", "--target", "t", "--source", f"lib={upstream.path}")
+    assert filled.code == 0, filled.out + filled.err
+    applied = cli("apply", "--target", "t", "--into", str(tmp_path / "build"))
+    assert applied.code == 0, applied.out + applied.err
+    assert (tmp_path / "build/lib/README").read_text() == "upstream\n"

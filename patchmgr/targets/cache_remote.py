@@ -48,7 +48,7 @@ def fetch_from_cache(
     lacks = cache_lacks(store, name, commit, absent)
     if lacks is not None:
         raise StateError(
-            f"cannot check out {name} at {commit[:12]}: no source could be reached ({reason}), and {lacks}",
+            f"cannot check out {name} at {commit[:12]}: no source could provide it ({reason}), and {lacks}",
             fill_hint(target, name),
         )
     cache = str(store.repo_path(name))
@@ -58,9 +58,9 @@ def fetch_from_cache(
     except GitError as exc:
         raise StateError(
             f"cannot check out {name} at {commit[:12]} from the cache ({cache}): {exc.message}; "
-            f"no source could be reached ({reason})",
+            f"no source could provide it ({reason})",
             fill_hint(target, name),
         ) from None
     store.note(
-        f"{name} {commit[:12]}: checked out from the patchmgr cache ({cache}): no source could be reached ({reason})"
+        f"{name} {commit[:12]}: checked out from the patchmgr cache ({cache}): no source could provide it ({reason})"
     )
