@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -60,3 +62,16 @@ def import_cycles(package: str) -> list[list[str]]:
 
 def test_no_module_imports_itself_round_a_circle():
     assert import_cycles("patchmgr") == []
+
+
+MODULE_LINES = 400  # a module longer than this holds more than one job: split it by concept
+
+
+@pytest.mark.fast
+def test_every_module_is_at_most_400_lines():
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted((ROOT / "patchmgr").rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LINES
+    }
+    assert long == {}, f"split these modules by concept (at most {MODULE_LINES} lines each): {long}"

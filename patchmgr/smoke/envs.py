@@ -34,8 +34,8 @@ from patchmgr.io.locks import lock_timeout
 from patchmgr.model.errors import StateError
 from patchmgr.model.manifest import Upstream
 from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
-from patchmgr.sources.cache_errors import CacheError
-from patchmgr.sources.store import CacheLock, default_cache_dir
+from patchmgr.sources.cache_errors import CacheError, CacheLock
+from patchmgr.sources.store import default_cache_dir
 
 Progress = Callable[[str], None]
 _PTH = "patchmgr-smoke-host.pth"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchmgr.io.disk import FREE_SPACE
+from patchmgr.io.disk import FREE_SPACE, os_problem
+from patchmgr.io.locks import FileLock
 from patchmgr.model.errors import GitError, StateError
 from patchmgr.model.urls import as_local_path, mask_url
 
@@ -43,3 +44,14 @@ def said_at(url: str, exc: GitError) -> str:
     return (
         message if message.startswith(shown) or message.startswith(str(as_local_path(url))) else f"{shown}: {message}"
     )
+
+
+class CacheLock(FileLock):
+    """The per-upstream lock of the cache; a lock file that cannot be made (a read-only or full disk) is one error."""
+
+    def __enter__(self) -> FileLock:
+        try:
+            return super().__enter__()
+        except OSError as exc:
+            problem = os_problem(exc, self.path)
+            raise CacheError(f"cannot lock {self.path} in the patchmgr cache: {problem}", disk_hint(problem)) from None

@@ -40,7 +40,7 @@ from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
-from patchmgr.sources.cache_errors import CacheError, NotARepository, disk_hint, require_repository, said_at
+from patchmgr.sources.cache_errors import CacheError, CacheLock, NotARepository, disk_hint, require_repository, said_at
 from patchmgr.sources.cache_refs import recalled, remember
 from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
 from patchmgr.sources.refs import EVERY_REF, NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
@@ -393,14 +393,3 @@ class Store(CacheHealth):
         for repo in self._open.values():
             repo.close()
         self._open.clear()
-
-
-class CacheLock(FileLock):
-    """The per-upstream lock of the cache; a lock file that cannot be made (a read-only or full disk) is one error."""
-
-    def __enter__(self) -> FileLock:
-        try:
-            return super().__enter__()
-        except OSError as exc:
-            problem = os_problem(exc, self.path)
-            raise CacheError(f"cannot lock {self.path} in the patchmgr cache: {problem}", disk_hint(problem)) from None
