@@ -79,6 +79,16 @@ def test_a_checkout_the_cache_cannot_serve_names_the_missing_files(cli, project,
     assert moved.code == 1, moved.out + moved.err
     assert "the cache lacks 1 file(s) of" in moved.err and ": src/new.py" in moved.err
     assert "--source lib=PATH_OR_URL" in moved.err and not work.exists()
+    # the hint's own command fills the cache with every file of v2 (while the source is reachable); then the
+    # same edit --onto works with the manifest's URL out of reach
+    assert "`patchmgr fetch --target t --upstream lib --against lib=v2`" in moved.err, moved.err
+    filled = cli(
+        "fetch", "--target", "t", "--upstream", "lib", "--against", "lib=v2", "--source", f"lib={upstream.path}"
+    )
+    assert filled.code == 0 and "lib at v2: cached from" in filled.out, filled.out + filled.err
+    moved = cli("edit", "--target", "t", "--upstream", "lib", "--onto", "v2", "--into", str(work))
+    assert moved.code == 0 and "checked out from the patchmgr cache" in moved.err, moved.out + moved.err
+    assert (work / "src/new.py").read_text() == "new\n"
 
 
 def test_a_ref_the_cache_never_resolved_still_fails_with_the_reason(cli, project, upstream):

@@ -1,4 +1,5 @@
-"""patchmgr fetch: fill the cache with each upstream at its pin, so a later apply needs no network."""
+"""patchmgr fetch: fill the cache with each upstream at its pin (and --against refs), so a later apply (and edit
+--onto those refs) needs no network."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from patchmgr.model.errors import PatchmgrError
 def command(
     target: options.NeededTargetOpt = None,
     upstream: options.UpstreamsOpt = None,
+    against: options.AgainstOpt = None,
     source: options.SourceOpt = None,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
@@ -19,16 +21,21 @@ def command(
     from patchmgr.render.status import fetch_json, render_fetch
 
     session = Session("fetch", root, json_output)
-    selected, overrides, only = session.sourced_target(target, source, upstream)
+    given, asked, only = options.source_overrides(source), options.against_refs(against), upstream or []
+    selected = session.target(target, given, asked, only)
+    overrides, refs = options.for_targets([selected], given), options.for_targets([selected], asked)
     fetched: dict[str, dict] = {}
     with session.sources(overrides) as sources:
         for entry in selected.upstreams:
             if only and entry.name not in only:
                 continue
-            try:
-                where, absent = sources.fetch(entry)
-                fetched[entry.name] = {"ok": True, "source": where, "absent": absent}
-            except PatchmgrError as exc:
-                fetched[entry.name] = {"ok": False, "error": exc.message}
+            ref = refs.get(entry.name)
+            for key, at in ((entry.name, None), *([(f"{entry.name} at {ref}", ref)] if ref else [])):
+                try:
+                    commit = sources.resolve_ref(entry, at).commit if at else None
+                    where, absent = sources.fetch(entry, commit)
+                    fetched[key] = {"name": entry.name, "ref": at, "ok": True, "source": where, "absent": absent}
+                except PatchmgrError as exc:
+                    fetched[key] = {"name": entry.name, "ref": at, "ok": False, "error": exc.message}
     code = 0 if all(f["ok"] for f in fetched.values()) else 1
     return session.emit(code, fetch_json, render_fetch, selected.name, fetched)

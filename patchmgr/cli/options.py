@@ -25,6 +25,15 @@ RootOpt = Annotated[Path, typer.Option("--root", help="Project root (holds manif
 NeededTargetOpt = Annotated[
     Optional[str], typer.Option("--target", "-t", help="Target name (manifests/<target>.toml)." + REQUIRED)
 ]
+AgainstOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--against",
+        help="NAME=REF: check upstream NAME at a branch, tag or commit (or, for an upstream "
+        "with `pypi`, a release version) instead of its pin.",
+    ),
+]
+
 SourceOpt = Annotated[
     Optional[list[str]],
     typer.Option(

@@ -23,16 +23,6 @@ FormatOpt = Annotated[
         "annotations on the patch files). The exit code is the same whatever the format.",
     ),
 ]
-AgainstOpt = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--against",
-        help="NAME=REF: check upstream NAME at a branch, tag or commit (or, for an upstream "
-        "with `pypi`, a release version) instead of its pin.",
-    ),
-]
-
-
 NewestOpt = Annotated[
     bool,
     typer.Option(
@@ -45,7 +35,7 @@ NewestOpt = Annotated[
 
 def command(
     target: options.NeededTargetOpt = None,
-    against: AgainstOpt = None,
+    against: options.AgainstOpt = None,
     newest_release: NewestOpt = False,
     upstream: options.UpstreamsOpt = None,
     python: options.PythonOpt = None,

@@ -214,7 +214,7 @@ def start_onto(
         old_tip = head_commit(repo, folder, "to move onto another ref")
         repo.run("update-ref", OLD_SERIES, old_tip)
         try:
-            upstream_url = _fetch_onto(repo, sources.store, upstream.name, plan.commit, record.target, into)
+            upstream_url = _fetch_onto(repo, sources.store, upstream.name, plan, record.target, into)
             with leaving_out_absent(repo, folder, plan.commit) as absent:  # the files the source lacks there
                 repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
             if upstream_url is not None:
@@ -235,17 +235,17 @@ def start_onto(
         return checked(project, run_queue(run, outcome), folder)
 
 
-def _fetch_onto(repo: GitRepo, store: Store, name: str, commit: str, target: str, into: Path) -> str | None:
+def _fetch_onto(repo: GitRepo, store: Store, name: str, plan: OntoPlan, target: str, into: Path) -> str | None:
     """``commit`` into the checkout from its ``origin``; when that cannot be reached, from the cache (with a note),
     or one error naming what the cache lacks. The upstream's URL to point ``origin`` back at once the checkout
     has read its files from the cache (None: the upstream served)."""
     try:
-        repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", commit)
+        repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", plan.commit)
         return None
     except GitError as exc:
         reason, origin = exc.message, repo.run("remote", "get-url", "origin")
     try:
-        fetch_from_cache(repo, store, name, commit, f"{mask_url(origin)}: {reason}", target)
+        fetch_from_cache(repo, store, name, plan.commit, f"{mask_url(origin)}: {reason}", target, ref=plan.ref)
     except StateError as failed:
         raise StateError(f"{failed.message}; nothing in {into} was changed", failed.hint) from None
     return origin

@@ -211,16 +211,17 @@ class Sources:
             f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
         )
 
-    def fetch(self, upstream: Upstream) -> tuple[str, list[str]]:
-        """Put everything a later offline ``apply`` needs into the cache; say from where, and what is absent."""
+    def fetch(self, upstream: Upstream, commit: str | None = None) -> tuple[str, list[str]]:
+        """Put everything a later offline ``apply`` (or, at ``commit``, ``edit --onto``) needs into the cache;
+        say from where, and what is absent. Only the pin has a release to stand in for git."""
         try:
             urls = self.urls(upstream)
             if not urls:
                 raise SourceError(f"{upstream.name} has no git URL", "")
-            absent, fetched = self.store.prefetch(upstream.name, upstream.commit, urls)
+            absent, fetched = self.store.prefetch(upstream.name, commit or upstream.commit, urls)
             return f"git {mask_url(fetched or urls[0])}", absent
         except SourceError as exc:
-            if self.given(upstream.name) or not (upstream.pypi and upstream.version):
+            if commit or self.given(upstream.name) or not (upstream.pypi and upstream.version):
                 raise
             release = self.store.releases.open(upstream.pypi, upstream.version, upstream.package_root)
             return f"{release.description} (git: {mask_url(exc.message)})", []

@@ -19,10 +19,13 @@ from patchmgr.sources.store import Store
 SHOWN = 5  # the files an error names before "and N more"
 
 
-def fill_hint(target: str, name: str) -> str:
+def fill_hint(target: str, name: str, ref: str | None = None) -> str:
+    """How to fill the cache: with every file of the pin, or of ``ref`` (a checkout at another ref: edit --onto)."""
+    at = f" --against {name}={ref}" if ref else ""
+    of = f"{ref}" if ref else "the pin"
     return (
-        f"run `patchmgr fetch --target {target} --upstream {name}` while its source is reachable (it fills the "
-        f"cache with every file of the pin), or pass --source {name}=PATH_OR_URL"
+        f"run `patchmgr fetch --target {target} --upstream {name}{at}` while its source is reachable (it fills the "
+        f"cache with every file of {of}), or pass --source {name}=PATH_OR_URL"
     )
 
 
@@ -40,7 +43,14 @@ def cache_lacks(store: Store, name: str, commit: str, absent: Sequence[str] = ()
 
 
 def fetch_from_cache(
-    repo: GitRepo, store: Store, name: str, commit: str, reason: str, target: str, absent: Sequence[str] = ()
+    repo: GitRepo,
+    store: Store,
+    name: str,
+    commit: str,
+    reason: str,
+    target: str,
+    absent: Sequence[str] = (),
+    ref: str | None = None,
 ) -> None:
     """Fetch ``commit`` into the checkout ``repo`` from the cached clone of ``name``, with a note; no source could
     be reached (``reason``). Raises ``StateError`` naming what the cache lacks; the checkout's ``origin`` is
@@ -49,7 +59,7 @@ def fetch_from_cache(
     if lacks is not None:
         raise StateError(
             f"cannot check out {name} at {commit[:12]}: no source could provide it ({reason}), and {lacks}",
-            fill_hint(target, name),
+            fill_hint(target, name, ref),
         )
     cache = str(store.repo_path(name))
     store.configure_remote(repo, cache)
@@ -59,7 +69,7 @@ def fetch_from_cache(
         raise StateError(
             f"cannot check out {name} at {commit[:12]} from the cache ({cache}): {exc.message}; "
             f"no source could provide it ({reason})",
-            fill_hint(target, name),
+            fill_hint(target, name, ref),
         ) from None
     store.note(
         f"{name} {commit[:12]}: checked out from the patchmgr cache ({cache}): no source could provide it ({reason})"
