@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.model.errors import ManifestError
@@ -21,7 +22,17 @@ from patchmgr.model.urls import FULL_SHA, control_character, mask_url, requireme
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")
 PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 _TARGET_KEYS = {"name", "description"}
-_UPSTREAM_KEYS = {"git", "mirrors", "commit", "version", "pypi", "package-root", "patches", "smoke-requirements"}
+_UPSTREAM_KEYS = {
+    "git",
+    "mirrors",
+    "commit",
+    "version",
+    "pypi",
+    "package-root",
+    "patches",
+    "smoke-requirements",
+    "smoke-python",
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,8 @@ class Upstream:
     patch_ids: tuple[str, ...]
     # PEP 508 requirements of this upstream's smoke tests: `smoke` runs them in an environment of their own
     smoke_requirements: tuple[str, ...] = ()
+    # PEP 440 specifier of the Python its smoke tests run on; None: the upstream's own Requires-Python
+    smoke_python: str | None = None
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -156,7 +169,18 @@ class _Validator:
             raise self.fail(key, "no source: needs `git`, `mirrors` or `pypi`", "add the upstream's git URL")
         patch_ids = self._patches(raw, name, key)
         requirements = self._requirements(raw, f"{key}.smoke-requirements")
-        return Upstream(name, git, mirrors, commit, version, pypi, package_root.strip("/"), patch_ids, requirements)
+        python = self._string(raw, "smoke-python", f"{key}.smoke-python")
+        if python is not None:
+            try:
+                SpecifierSet(python)
+            except InvalidSpecifier as exc:
+                raise self.fail(
+                    f"{key}.smoke-python",
+                    f"{python!r} is not a PEP 440 version specifier",
+                    'write a range like ">=3.12,<3.13" (leave the key out to use the upstream\'s Requires-Python)',
+                ) from exc
+        root = package_root.strip("/")
+        return Upstream(name, git, mirrors, commit, version, pypi, root, patch_ids, requirements, python)
 
     def _requirements(self, raw: dict, key: str) -> tuple[str, ...]:
         values = self._strings(raw, "smoke-requirements", key)

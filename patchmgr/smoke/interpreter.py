@@ -41,12 +41,17 @@ class PythonNeed:
     version: str  # its version, e.g. "3.11.7"
     fits: bool
     problem: str = ""  # a declared value that is not a version specifier: checked no further
+    environment: str = ""  # the smoke environment the tests ran in ("" when in the interpreter's own)
+    searched: bool = False  # the machine was searched for an interpreter that fits, and none was found
 
     def reason(self, outcome: str) -> str:
         """The verdict's reason for a test outcome short of a proof on this interpreter: it proves nothing."""
+        none = " and no interpreter on this machine fits it" if self.searched else ""
+        fitting = _fitting_minor(self.spec or "")
+        install = f"install one (`pyenv install {fitting}`) or " if self.searched and fitting else ""
         return (
-            f"needs Python {self.spec} (this is {_minor(self.version)}), so this outcome says nothing about the "
-            f"patch: {outcome}; pass --python with an interpreter that fits"
+            f"needs Python {self.spec} (this is {_minor(self.version)}){none}, so this outcome says nothing about "
+            f"the patch: {outcome}; {install}pass --python with an interpreter that fits"
         )
 
     def note(self, proven: bool) -> str:
@@ -54,6 +59,11 @@ class PythonNeed:
         said = (
             f"{self.upstream}: its smoke tests ran on Python {self.version} ({self.python}), outside its "
             f"declared Requires-Python {self.spec} ({self.where})"
+            + (
+                " (no interpreter on this machine fits it: pyenv versions, python3.X on PATH, uv)"
+                if self.searched
+                else ""
+            )
         )
         if proven:
             return said + "; they passed there"
@@ -88,11 +98,14 @@ def _version_answer(raw: object) -> list[int]:
     return numbers
 
 
-def python_need(tree: SmokeTree, python: str, version: str) -> PythonNeed | None:
-    """What ``tree``'s upstream declares, checked against ``version``; None when the code is not there."""
+def python_need(
+    tree: SmokeTree, python: str, version: str, declared: tuple[str | None, str] | None = None
+) -> PythonNeed | None:
+    """What ``tree``'s upstream declares (or ``declared``: its range and where it was read), checked against
+    ``version``; None when the code is not there."""
     if tree.patched_root is None:
         return None
-    spec, where = declared_requires_python(tree)
+    spec, where = declared or python_range(tree)
     name = tree.upstream.name
     if spec is None:
         return PythonNeed(name, None, "", python, version, True)
@@ -110,6 +123,13 @@ def python_need(tree: SmokeTree, python: str, version: str) -> PythonNeed | None
             "the interpreter was not checked against it",
         )
     return PythonNeed(name, spec, where, python, version, fits)
+
+
+def python_range(tree: SmokeTree) -> tuple[str | None, str]:
+    """The Python ``tree``'s smoke tests need: the manifest's ``smoke-python``, else the upstream's own."""
+    if tree.upstream.smoke_python is not None:
+        return tree.upstream.smoke_python, "the manifest's smoke-python"
+    return declared_requires_python(tree)
 
 
 def declared_requires_python(tree: SmokeTree) -> tuple[str | None, str]:
