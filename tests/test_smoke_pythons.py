@@ -191,3 +191,26 @@ def test_the_highest_fitting_interpreter_of_pyenv_and_path_is_found(tmp_path, mo
     assert find_interpreter(">=3.13").path == str(root / "versions" / "3.13.0" / "bin" / "python3")
     assert find_interpreter("<3.12.5,>=3.12").version == "3.12.1"
     assert find_interpreter(">=3.99") is None
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("setup.py", "from setuptools import setup\n\nsetup(name='lib', python_requires='>=3.12')\n"),
+        ("setup.cfg", "[metadata]\nname = lib\n\n[options]\npython_requires = >=3.12\n"),
+    ],
+)
+def test_requires_python_of_setup_py_and_setup_cfg_and_the_manifest_first(tmp_path, name, text):
+    from dataclasses import replace
+
+    from patchmgr.model.manifest import Upstream
+    from patchmgr.smoke.interpreter import python_range
+    from patchmgr.targets.trees import SmokeTree
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / name).write_text(text)
+    upstream = Upstream("lib", "https://example.invalid/lib.git", (), "0" * 40, None, None, "", ())
+    assert python_range(SmokeTree(upstream, tmp_path)) == (">=3.12", str(tmp_path / name))
+    chosen = replace(upstream, smoke_python="==3.11.*")
+    assert python_range(SmokeTree(chosen, tmp_path)) == ("==3.11.*", "the manifest's smoke-python")

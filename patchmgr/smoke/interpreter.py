@@ -11,6 +11,8 @@ way out named. The tests still run: a declared range can be wider than needed (M
 
 from __future__ import annotations
 
+import ast
+import configparser
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -151,7 +153,7 @@ def _checkout_top(root: Path, package_root: str) -> Path | None:
     top = root
     for _ in [part for part in package_root.split("/") if part]:
         top = top.parent
-    if (top / ".git").exists() or (top / "pyproject.toml").is_file() or (top / "PKG-INFO").is_file():
+    if (top / ".git").exists() or any((top / name).is_file() for name, _ in _DECLARING):
         return top
     return None
 
@@ -162,7 +164,7 @@ def _from_git(top: Path) -> tuple[str, str] | None:
         return None
     try:
         with GitRepo(top) as repo:
-            for name, read in (("pyproject.toml", _pyproject), ("PKG-INFO", _metadata)):
+            for name, read in _DECLARING:
                 data = repo.read_path("HEAD", name)
                 if data is not None and (spec := read(data)) is not None:
                     return spec, f"{name} at {top.name}'s HEAD"
@@ -173,7 +175,7 @@ def _from_git(top: Path) -> tuple[str, str] | None:
 
 def _from_files(top: Path) -> tuple[str, str] | None:
     """From the files of a source tree that is not a git checkout (an editable install's folder)."""
-    for name, read in (("pyproject.toml", _pyproject), ("PKG-INFO", _metadata)):
+    for name, read in _DECLARING:
         path = top / name
         if path.is_file() and (spec := read(path.read_bytes())) is not None:
             return spec, str(path)
@@ -205,6 +207,39 @@ def _pyproject(data: bytes) -> str | None:
 def _metadata(data: bytes) -> str | None:
     value = BytesHeaderParser().parsebytes(data).get("Requires-Python")
     return str(value).strip() if value and str(value).strip() else None
+
+
+def _setup_cfg(data: bytes) -> str | None:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(data.decode("utf-8"))
+    except (UnicodeDecodeError, configparser.Error):
+        return None
+    value = parser.get("options", "python_requires", fallback="").strip()
+    return value or None
+
+
+def _setup_py(data: bytes) -> str | None:
+    """``python_requires="..."`` of a ``setup(...)`` call, when written as a string (nothing is run)."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        for keyword in node.keywords if isinstance(node, ast.Call) else []:
+            value = keyword.value
+            if keyword.arg == "python_requires" and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value.strip() or None
+    return None
+
+
+# where a source tree declares its Requires-Python, in the order read
+_DECLARING = (
+    ("pyproject.toml", _pyproject),
+    ("PKG-INFO", _metadata),
+    ("setup.cfg", _setup_cfg),
+    ("setup.py", _setup_py),
+)
 
 
 def _minor(version: str) -> str:
