@@ -86,12 +86,17 @@ def shared_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def scene_env(tmp_path, monkeypatch, shared_cache):
+def scene_env(tmp_path, monkeypatch, shared_cache) -> list[str]:
+    """The interpreters whose devices were probed (each once per run)."""
     import patchmgr.smoke.runner
 
-    monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
+    probed: list[str] = []
+    monkeypatch.setattr(
+        patchmgr.smoke.runner, "available_devices", lambda python: (probed.append(python), dict(CPU_ONLY))[1]
+    )
     monkeypatch.setenv("PATCHMGR_CACHE", str(shared_cache))
     monkeypatch.setenv("SMOKE_PYTHON_LOG", str(tmp_path / "pythons.log"))
+    return probed
 
 
 def python_3_12() -> None:
@@ -114,6 +119,7 @@ def test_one_call_runs_each_upstream_on_its_own_python(tmp_path, project, cli, s
     assert pythons["new"]["version"].startswith("3.12") and pythons["new"]["fits"] is True
     env = pythons["new"]["environment"]
     assert env and pythons["new"]["python"] != sys.executable
+    assert scene_env == [sys.executable, str(Path(env) / "bin" / "python")]  # each interpreter's devices, once
     notes = [n for n in doc["notes"] if n.startswith(("old:", "new:"))]
     assert any(n.startswith(f"old: smoke tests ran on Python {THIS}") and "its own packages" in n for n in notes)
     assert any(

@@ -23,13 +23,14 @@ class UpstreamPython:
     python: str  # the program that runs the tests (an environment's bin/python, or an interpreter)
     need: PythonNeed | None  # None when the upstream's code is not there
     note: str  # which interpreter and environment ran them ("" when none ran)
+    devices_python: str = ""  # whose device probe holds for it: the running one's, unless another Python runs it
 
 
 def choose_python(tree: SmokeTree, progress: Progress | None = None) -> UpstreamPython:
     """Each upstream's interpreter and environment, built or reused here (before any test runs)."""
     running, version = interpreter_version(None)
     if tree.patched_root is None:
-        return UpstreamPython(running, None, "")
+        return UpstreamPython(running, None, "", running)
     declared = python_range(tree)
     need = python_need(tree, running, version, declared)
     assert need is not None
@@ -48,8 +49,9 @@ def choose_python(tree: SmokeTree, progress: Progress | None = None) -> Upstream
     if found is not None:
         said += f", the highest that fits {declared[0]} ({declared[1]})"
     if env is None:
-        return UpstreamPython(running, need, said + " with its own packages")
-    return UpstreamPython(env.python, replace(need, environment=str(env.path)), said + _in_env(env))
+        return UpstreamPython(running, need, said + " with its own packages", running)
+    probed = env.python if found is not None else running  # a smoke environment of the running one borrows torch
+    return UpstreamPython(env.python, replace(need, environment=str(env.path)), said + _in_env(env), probed)
 
 
 def _in_env(env: SmokeEnv) -> str:

@@ -125,7 +125,7 @@ def run_smoke(
         needs = [need for tree in trees if (need := python_need(tree, python, version)) is not None]
         check_smoke_needs(project, trees, checked_python)  # --python: the user's environment, checked first
     # each interpreter's devices, asked once: another Python's environment may lack torch
-    probes = {p: available_devices(p) for p in dict.fromkeys([c.python for c in chosen.values()] or [python])}
+    probes = {p: available_devices(p) for p in dict.fromkeys([c.devices_python for c in chosen.values()] or [python])}
     report = SmokeReport(
         target.name, unpatched, notes=[note for tree in trees for note in tree.notes], python_needs=needs
     )
@@ -138,11 +138,11 @@ def run_smoke(
             f"requirements of {', '.join(u.name for u in own)} were not installed"
         )
     for tree in trees:
-        upstream_python = python
+        upstream_python, probed = python, python
         if (choice := chosen.get(tree.upstream.name)) is not None:
-            upstream_python = choice.python
+            upstream_python, probed = choice.python, choice.devices_python
             report.notes += [choice.note] if choice.note else []
-        probe = probes[upstream_python]
+        probe = probes[probed]
         devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
         results, verdicts = _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched, upstream_python)
         need = outside.get(tree.upstream.name)
