@@ -84,6 +84,15 @@ EnvPythonOpt = Annotated[
 AppliedIntoOpt = Annotated[
     Optional[Path], typer.Option("--into", help="Folder that apply wrote. --into DIR or --python PATH is required.")
 ]
+SmokeTimeoutOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="Time limit of each smoke test (default 300): a test past it is not proven and its whole process "
+        "tree is ended.",
+    ),
+]
 
 
 def missing(command: str, usage: str, hint: str) -> UsageError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -32,9 +33,11 @@ def command(
             "the interpreter that runs DIR's tests.",
         ),
     ] = None,
+    timeout: options.SmokeTimeoutOpt = None,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:
+    from patchmgr.render.console import say
     from patchmgr.render.smoke import render_smoke, smoke_json
     from patchmgr.smoke.runner import run_smoke
 
@@ -51,10 +54,10 @@ def command(
 
         trees = checkout_trees(selected, place, only)
     err = session.console(stderr=True)
-    progress = (
-        (lambda message: err.print(f"… {message}", style="dim", highlight=False, markup=False))
-        if err.is_terminal and not json_output
-        else None
-    )
-    result = run_smoke(session.project, selected, trees, device, unpatched, python, progress)
+    progress: Callable[[str], None] | None = None
+    if not session.console(stderr=False).is_terminal:  # a log (CI, docker build): a line as each run starts and ends
+        progress = lambda message: say(err, f"smoke: {message}")  # noqa: E731
+    elif err.is_terminal and not json_output:
+        progress = lambda message: say(err, f"… {message}", "dim")  # noqa: E731
+    result = run_smoke(session.project, selected, trees, device, unpatched, python, progress, timeout)
     return session.emit(0 if result.ok else 1, smoke_json, render_smoke, result)

@@ -257,6 +257,15 @@ class GitRepo(HistoryQueries, PatchOperations):
         answers = checked.split("\n")  # one line per blob asked, in order (and no line after the last LF)
         return [path for (_sha, path), line in zip(blobs, answers, strict=False) if line.endswith(" missing")]
 
+    def unfetched_files(self, commit: str) -> list[str]:
+        """Paths at ``commit`` whose blobs a partial clone has not fetched, asked without a lazy fetch (so a
+        promisor remote out of reach costs nothing)."""
+        out = self.run("rev-list", "--objects", "--no-object-names", "--missing=print", "--no-walk", commit)
+        lacking = {line[1:] for line in out.split("\n") if line.startswith("?")}
+        if not lacking:
+            return []
+        return [path for kind, sha, path in self.tree_listing(commit) if kind == "blob" and sha in lacking]
+
     def unfetched_objects(self, commit: str) -> list[str]:
         """Objects reachable from ``commit`` that a partial clone has not fetched (no lazy fetch)."""
         out = self.run("rev-list", "--objects", "--no-object-names", "--missing=print", commit)

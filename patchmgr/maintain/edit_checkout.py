@@ -121,7 +121,7 @@ def edit_onto(request: EditRequest, ref: str) -> OntoOutcome:
     with locked_edit(into, notes) as slot:
         _build_at_pin(slot, request, upstream, into, notes)
         try:
-            outcome = start_onto(slot.staged(upstream.name), into, request.project, upstream, plan)
+            outcome = start_onto(slot.staged(upstream.name), into, request.project, upstream, plan, request.sources)
         except BaseException:
             discard(slot)
             raise
@@ -151,7 +151,7 @@ def _build_at_pin(slot: Slot, request: EditRequest, upstream: Upstream, into: Pa
         )
     begin(slot)
     try:
-        entry = build_checkout(status, sources, slot.staging)
+        entry = build_checkout(status, sources, slot.staging, target.name)
         save_works(slot, [work] if work else [], notes, "edit", into)
         staged = slot.staged(name)
         if entry.checkout and entry.checkout.absent:

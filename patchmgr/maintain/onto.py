@@ -55,8 +55,11 @@ from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
+from patchmgr.model.urls import mask_url
+from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import Sources
 from patchmgr.targets.absent import absent_note, leaving_out_absent
+from patchmgr.targets.cache_remote import fetch_from_cache
 
 MAILS = "patchmgr-onto"  # in the checkout's .git: the patch files still to apply, as they were
 OLD_SERIES = "refs/patchmgr/old-series"  # the series at the pin, for the range-diff and --abort
@@ -190,9 +193,13 @@ def write_mail(path: Path, patch: PatchFile) -> None:
     path.write_bytes(as_mail(patch))
 
 
-def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, plan: OntoPlan) -> OntoOutcome:
+def start_onto(
+    folder: Path, into: Path, project: Project, upstream: Upstream, plan: OntoPlan, sources: Sources
+) -> OntoOutcome:
     """Move the pin checkout in ``folder`` (made by edit, one commit per patch, in the edit slot's staging; it
-    will be swapped in at ``into``) to ``plan.commit`` and apply the series there, as far as it goes."""
+    will be swapped in at ``into``) to ``plan.commit`` and apply the series there, as far as it goes. The
+    commit comes from the checkout's ``origin`` (the upstream), or from the cache when that cannot be reached
+    and the cache holds every file of it (``targets.cache_remote``)."""
     record = read_record(folder)
     carried = {c.id for c in plan.carried}
     mails = folder / ".git" / MAILS
@@ -207,9 +214,11 @@ def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, p
         old_tip = head_commit(repo, folder, "to move onto another ref")
         repo.run("update-ref", OLD_SERIES, old_tip)
         try:
-            repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", plan.commit)
+            upstream_url = _fetch_onto(repo, sources.store, upstream.name, plan.commit, record.target, into)
             with leaving_out_absent(repo, folder, plan.commit) as absent:  # the files the source lacks there
                 repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
+            if upstream_url is not None:
+                repo.run("remote", "set-url", "origin", "--", upstream_url)  # as it was: the cache served once
         except GitError as exc:
             raise StateError(
                 f"cannot check {upstream.name} out at {plan.ref} ({plan.commit[:12]}): {exc.message}; "
@@ -224,6 +233,22 @@ def start_onto(folder: Path, into: Path, project: Project, upstream: Upstream, p
         outcome = run_outcome(run, MoveAction.STARTED)
         outcome.notes += plan.notes + ([absent_note(upstream.name, plan.ref, absent)] if absent else [])
         return checked(project, run_queue(run, outcome), folder)
+
+
+def _fetch_onto(repo: GitRepo, store: Store, name: str, commit: str, target: str, into: Path) -> str | None:
+    """``commit`` into the checkout from its ``origin``; when that cannot be reached, from the cache (with a note),
+    or one error naming what the cache lacks. The upstream's URL to point ``origin`` back at once the checkout
+    has read its files from the cache (None: the upstream served)."""
+    try:
+        repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", commit)
+        return None
+    except GitError as exc:
+        reason, origin = exc.message, repo.run("remote", "get-url", "origin")
+    try:
+        fetch_from_cache(repo, store, name, commit, f"{mask_url(origin)}: {reason}", target)
+    except StateError as failed:
+        raise StateError(f"{failed.message}; nothing in {into} was changed", failed.hint) from None
+    return origin
 
 
 def checked(project: Project, outcome: OntoOutcome, work: Path) -> OntoOutcome:

@@ -9,10 +9,11 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.render.console import notes, row, say
+from patchmgr.render.outside import one_line
 from patchmgr.smoke.verdicts import Verdict
 
 if TYPE_CHECKING:
-    from patchmgr.smoke.verdicts import SmokeReport
+    from patchmgr.smoke.verdicts import SmokeReport, SmokeResult
 
 
 def smoke_json(smoke: SmokeReport) -> dict:
@@ -52,26 +53,33 @@ def smoke_json(smoke: SmokeReport) -> dict:
     }
 
 
+def _test(r: SmokeResult) -> str:
+    return r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test
+
+
+def _time(r: SmokeResult) -> str:
+    return f"{r.seconds:.1f}s"
+
+
 def render_smoke(console: Console, smoke: SmokeReport) -> None:
     notes(console, smoke.notes)
     title = f"smoke {smoke.target}" + (" (unpatched: every test must fail its assertions)" if smoke.unpatched else "")
-    table = Table(title=title, title_justify="left")
-    for column in ("patch", "test", "device", "result", "time", "reason"):
-        table.add_column(column, overflow="fold")
-    styles = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow"}
+    styles = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow", "timed-out": "magenta"}
     if smoke.unpatched:
         styles = {**styles, "passed": "red", "failed": "green"}
-    for r in smoke.results:
-        row(
-            table,
-            r.patch,
-            r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test,
-            r.device,
-            Text(r.result, style=styles.get(r.result, "")),
-            f"{r.seconds:.1f}s",
-            r.reason,
-        )
-    console.print(table)
+    if console.is_terminal:
+        table = Table(title=title, title_justify="left")
+        for column in ("patch", "test", "device", "result", "time", "reason"):
+            table.add_column(column, overflow="fold")
+        for r in smoke.results:
+            row(table, r.patch, _test(r), r.device, Text(r.result, style=styles.get(r.result, "")), _time(r), r.reason)
+        console.print(table)
+    else:  # a log (CI, docker build): a line per test, as long as its text and no longer, never cut nor padded
+        say(console, f"{title}:")
+        for r in smoke.results:
+            line = Text.assemble(f"  {r.patch} {_test(r)} {r.device}: ", (r.result, styles.get(r.result, "")))
+            line.append(f" {_time(r)}" + (f" - {one_line(r.reason)}" if r.reason else ""))
+            console.print(line, highlight=False, markup=False, crop=False, overflow="ignore")
     # one line per patch that is not proven, saying which and why
     for v in smoke.verdicts:
         if v.verdict is not Verdict.PROVEN:

@@ -14,7 +14,9 @@ Unpatched, it is *proven* (the tests detect its bug) when at least one test
 ran and every test that ran failed its assertions; a test that passes without
 the patch makes it *failed*; an error is never a red result. ``Smoke-Test``
 values are pytest node ids under ``tests/smoke/<upstream>/``, checked before
-anything runs and handed to pytest after ``--``.
+anything runs and handed to pytest after ``--``. Each test has a time limit
+(``--timeout``, 300 s by default; ``smoke.bounded``): a test past it is *not
+proven* ("timed out after N s") and the pytest process's whole tree is ended.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
+from collections import Counter
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from patchmgr.model.errors import UsageError
@@ -35,11 +38,20 @@ from patchmgr.model.manifest import Target
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import text_or_none, typed
+from patchmgr.smoke.bounded import DEFAULT_TIMEOUT, WATCH_PLUGIN, run_bounded, timed_out_reason
 from patchmgr.smoke.choice import UpstreamPython, choose_python
 from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.interpreter import interpreter_version, python_need
 from patchmgr.smoke.needs import check_smoke_needs, check_smoke_tests, package_parent, smoke_tests
-from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, TestOutcome, Verdict, patch_verdict
+from patchmgr.smoke.verdicts import (
+    NO_SMOKE_TEST,
+    PatchVerdict,
+    SmokeReport,
+    SmokeResult,
+    TestOutcome,
+    Verdict,
+    patch_verdict,
+)
 from patchmgr.sources.python_probe import cannot_run, interpreter_answer
 from patchmgr.targets.trees import SmokeTree
 
@@ -110,12 +122,18 @@ def run_smoke(
     unpatched: bool,
     python: str | None = None,
     progress: Progress | None = None,
+    timeout: float | None = None,
 ) -> SmokeReport:
+    """``timeout``: seconds each test may run (``smoke.bounded``; None: DEFAULT_TIMEOUT); ``progress`` hears each
+    upstream and each patch's pytest run start and end."""
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     checked_python = python
     python = python or sys.executable
     chosen: dict[str, UpstreamPython] = {}
     if device not in ("auto", *DEVICES):
         raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
+    if not timeout > 0:
+        raise UsageError(f"--timeout {timeout:g}: a time limit must be more than 0 seconds", "use --timeout 300")
     check_smoke_tests(project, trees)
     if checked_python is None:  # each upstream on its own Python (smoke.choice), environments made before any test
         chosen = {tree.upstream.name: choose_python(tree, progress) for tree in trees}
@@ -144,30 +162,46 @@ def run_smoke(
             report.notes += [choice.note] if choice.note else []
         probe = probes[probed]
         devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
-        results, verdicts = _smoke_upstream(project, tree, devices, probe, device == "auto", unpatched, upstream_python)
+        say = progress or (lambda message: None)
+        say(f"{tree.upstream.name}: started")
+        started = time.monotonic()
+        run = _Run(devices, probe, device == "auto", unpatched, upstream_python, timeout, say)
+        results, verdicts = _smoke_upstream(project, tree, run)
+        say(f"{tree.upstream.name}: done in {time.monotonic() - started:.1f}s")
         need = outside.get(tree.upstream.name)
         if need is not None:  # on an interpreter the upstream does not declare: only a proof counts
+            # a patch none of whose tests ran (it names no Smoke-Test, its tree is not applied, no device) keeps
+            # that reason, its own: another Python would not help
+            ran = {r.patch for r in results if r.result is not TestOutcome.SKIPPED}
             verdicts = [
                 v
-                if v.verdict is Verdict.PROVEN
+                if v.verdict is Verdict.PROVEN or v.patch not in ran
                 else replace(v, verdict=Verdict.NOT_PROVEN, reason=need.reason(v.reason))
                 for v in verdicts
             ]
-            report.notes.append(need.note(all(v.verdict is Verdict.PROVEN for v in verdicts)))
+            report.notes.append(
+                need.note(bool(ran) and all(v.verdict is Verdict.PROVEN for v in verdicts if v.patch in ran))
+            )
         report.results += results
         report.verdicts += verdicts
     return report
 
 
-def _smoke_upstream(
-    project: Project,
-    tree: SmokeTree,
-    devices: list[str],
-    probe: dict[str, str | None],
-    auto: bool,
-    unpatched: bool,
-    python: str,
-) -> tuple[list[SmokeResult], list[PatchVerdict]]:
+@dataclass(frozen=True)
+class _Run:
+    """How one smoke call runs each upstream's tests."""
+
+    devices: list[str]
+    probe: dict[str, str | None]
+    auto: bool
+    unpatched: bool
+    python: str
+    timeout: float
+    say: Progress
+
+
+def _smoke_upstream(project: Project, tree: SmokeTree, run: _Run) -> tuple[list[SmokeResult], list[PatchVerdict]]:
+    devices, probe, auto, unpatched = run.devices, run.probe, run.auto, run.unpatched
     upstream = tree.upstream
     patches = project.patches(upstream)
     if tree.patched_root is None:
@@ -194,7 +228,7 @@ def _smoke_upstream(
         for patch in patches:
             tests = smoke_tests(patch)
             if not tests:
-                reason = "the patch names no Smoke-Test"
+                reason = NO_SMOKE_TEST
                 results.append(SmokeResult(patch.id, upstream.name, "-", "-", TestOutcome.SKIPPED, reason=reason))
                 verdicts.append(patch_verdict(patch.id, upstream.name, [], unpatched, not_run=reason))
                 continue
@@ -206,7 +240,11 @@ def _smoke_upstream(
                         for t in tests
                     ]
                     continue
-                mine += _run_pytest(project, patch, upstream.name, tests, root, dev, python)
+                run.say(f"{upstream.name}/{patch.id} {dev}: started")
+                started = time.monotonic()
+                ran = _run_pytest(project, patch, upstream.name, tests, root, dev, run)
+                run.say(f"{upstream.name}/{patch.id} {dev}: {_outcomes(ran, time.monotonic() - started)}")
+                mine += ran
             if auto:
                 mine += [
                     SmokeResult(patch.id, upstream.name, "-", d, TestOutcome.SKIPPED, reason=f"{d}: {probe[d]}")
@@ -226,8 +264,19 @@ _PYTEST_EXITS = {
 }
 
 
+def _outcomes(results: list[SmokeResult], seconds: float) -> str:
+    """What one pytest run came to, for a progress line: ``passed in 3.2s``, ``1 passed, 1 failed in 4.0s``
+    (the run's wall time: the interpreter's start and imports too)."""
+    late = [r for r in results if r.result is TestOutcome.TIMED_OUT]
+    if late:
+        return f"{late[0].test}: {late[0].reason}"
+    counts = Counter(r.result.value for r in results)
+    said = next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {what}" for what, n in counts.items())
+    return f"{said} in {seconds:.1f}s"
+
+
 def _run_pytest(
-    project: Project, patch: PatchFile, upstream: str, tests: list[str], root: Path, device: str, python: str
+    project: Project, patch: PatchFile, upstream: str, tests: list[str], root: Path, device: str, run: _Run
 ) -> list[SmokeResult]:
     with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-") as tmp:
         junit = Path(tmp) / "junit.xml"
@@ -240,23 +289,32 @@ def _run_pytest(
         }
         # the ids were checked by check_smoke_tests; after "--" pytest takes them as paths, never options
         command = [
-            python,
+            run.python,
             "-m",
             "pytest",
             "-q",
             "-p",
             "no:cacheprovider",
+            "-p",
+            WATCH_PLUGIN,
             f"--junitxml={junit}",
             "--rootdir",
             str(project.root),
             "--",
             *tests,
         ]
-        started = time.monotonic()
-        done = subprocess.run(command, cwd=project.root, env=env, capture_output=True, text=True)
-        elapsed = round(time.monotonic() - started, 2)
+        done = run_bounded(command, project.root, env, Path(tmp), run.timeout)
+        elapsed = done.seconds
+        if done.timed_out:  # pytest was killed: its junit never written, the test past the limit is the outcome
+            reason = timed_out_reason(run.timeout, done)
+            test = done.running or " ".join(tests)
+            before = [
+                SmokeResult(patch.id, upstream, e.nodeid, device, _outcome(e.outcome, e.message), e.seconds, e.message)
+                for e in done.ended
+            ]
+            return [*before, SmokeResult(patch.id, upstream, test, device, TestOutcome.TIMED_OUT, elapsed, reason)]
         results = _parse_junit(junit, patch.id, upstream, device) if junit.is_file() else []
-        code = done.returncode
+        code = done.code
         # pytest's exit status must agree with what the report says: anything but 0 (all passed) or 1
         # (tests failed) without a reported error, or 1 with nothing failing, is an error of its own
         failing = any(r.result in (TestOutcome.FAILED, TestOutcome.ERROR) for r in results)
@@ -264,11 +322,17 @@ def _run_pytest(
         if (code not in (0, 1) and not erring) or not results or (code == 1 and not failing):
             meaning = _PYTEST_EXITS.get(code, "tests failed" if code == 1 else "")
             what = "pytest did not run" if not junit.is_file() else "pytest"
-            reason = f"{what} (exit {code}{': ' + meaning if meaning else ''}): {_tail(done.stdout + done.stderr)}"
+            reason = f"{what} (exit {code}{': ' + meaning if meaning else ''}): {_tail(done.output)}"
             if not results and code in (0, 1):
-                reason = f"no test was collected: {_tail(done.stdout + done.stderr)}"
+                reason = f"no test was collected: {_tail(done.output)}"
             results.append(SmokeResult(patch.id, upstream, " ".join(tests), device, TestOutcome.ERROR, elapsed, reason))
         return results
+
+
+def _outcome(said: str, message: str) -> TestOutcome:
+    """A test's outcome from pytest's word for it; an import failing is not the bug's own reason."""
+    outcome = TestOutcome(said)
+    return TestOutcome.ERROR if outcome is TestOutcome.FAILED and _IMPORT_FAILURE.match(message) else outcome
 
 
 def _tail(output: str, lines: int = 3) -> str:
@@ -292,9 +356,8 @@ def _parse_junit(junit: Path, patch_id: str, upstream: str, device: str) -> list
         outcome, reason = TestOutcome.PASSED, ""
         for child in case:
             if child.tag == "failure":
-                outcome, reason = TestOutcome.FAILED, _message(child)
-                if _IMPORT_FAILURE.match(reason):  # an import failing is not the bug's own reason
-                    outcome = TestOutcome.ERROR
+                reason = _message(child)
+                outcome = _outcome(TestOutcome.FAILED, reason)
             elif child.tag == "error":
                 outcome, reason = TestOutcome.ERROR, _message(child)
             elif child.tag == "skipped" and outcome is TestOutcome.PASSED:

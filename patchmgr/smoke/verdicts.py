@@ -20,6 +20,7 @@ class TestOutcome(StrEnum):
     FAILED = "failed"  # an assertion failure: a junit <failure>
     ERROR = "error"  # a collection, fixture or import error, or pytest not running: it proves nothing either way
     SKIPPED = "skipped"
+    TIMED_OUT = "timed-out"  # past the per-test time limit, its process tree ended: never a pass nor a failure
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class SmokeResult:
     result: TestOutcome
     seconds: float = 0.0
     reason: str = ""
+
+
+NO_SMOKE_TEST = "the patch names no Smoke-Test"
 
 
 class Verdict(StrEnum):
@@ -86,11 +90,15 @@ def patch_verdict(
     passed = [r for r in results if r.result is TestOutcome.PASSED]
     failed = [r for r in results if r.result is TestOutcome.FAILED]
     errors = [r for r in results if r.result is TestOutcome.ERROR]
+    timed_out = [r for r in results if r.result is TestOutcome.TIMED_OUT]
     if unpatched and passed:
         more = f" ({len(passed)} tests pass)" if len(passed) > 1 else ""
         return judged(Verdict.FAILED, f"{where(passed[0])} passes without the patch: it does not detect the bug{more}")
     if not unpatched and failed:
         return judged(Verdict.FAILED, f"{where(failed[0])} failed: {failed[0].reason}")
+    if timed_out:
+        more = f" (and {len(timed_out) - 1} more)" if len(timed_out) > 1 else ""
+        return judged(Verdict.NOT_PROVEN, f"{where(timed_out[0])} {timed_out[0].reason}{more}")
     if errors:
         more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
         return judged(Verdict.NOT_PROVEN, f"{where(errors[0])} did not run to an outcome: {errors[0].reason}{more}")

@@ -249,6 +249,8 @@ class Store(CacheHealth):
             lacking -= {entry.sha for path in absent if (entry := repo.tree_entry(commit, path))}
         wanted = sorted(lacking)
         with self._writing(repo):
+            if fetched.url is None and urls and wanted:  # origin may be what an earlier run last tried, not urls[0]
+                self.configure_remote(repo, urls[0])
             for start in range(0, len(wanted), 2000):
                 self.progress(f"fetching {len(wanted)} files of {upstream} {commit[:12]}")
                 repo.run(

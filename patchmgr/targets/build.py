@@ -19,6 +19,7 @@ from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.release import FileKind, ReleaseSource
 from patchmgr.sources.upstream import Sources
 from patchmgr.targets.absent import leave_out_absent
+from patchmgr.targets.cache_remote import fetch_from_cache
 from patchmgr.targets.ledger import AppliedPatch, CheckoutPart, UpstreamLedger
 
 # what git says when an object of the commit is not there and no remote can provide it
@@ -41,13 +42,14 @@ def write_hint(exc: OSError | GitError, folder: Path) -> str:
     return DISK_HINT if disk_full(exc, folder) else CAUSE_HINT
 
 
-def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: Path) -> UpstreamLedger:
+def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: Path, target: str) -> UpstreamLedger:
+    """The checkout of one upstream of ``target`` in ``staging``, one commit per patch."""
     upstream, origin = upstream_status.upstream, upstream_status.origin
     folder = staging / upstream.name
     if origin is not None and upstream_status.release is not None:
         repo, base, absent = _import_release(upstream_status.release, folder)
     elif origin is not None and upstream_status.commit is not None:
-        repo, base, absent = _checkout_pin(upstream, upstream_status.commit, sources, folder)
+        repo, base, absent = _checkout_pin(upstream, upstream_status.commit, sources, folder, target)
     else:  # apply builds only upstreams whose status is available, and each of those was read from a source
         raise StateError(
             f"cannot check out {upstream.name}: no source gave a commit ({upstream_status.error or 'none was read'})",
@@ -131,7 +133,9 @@ def staged_mode(path: str, patch: PatchFile, modes: Mapping[str, str]) -> str:
     )
 
 
-def _checkout_pin(upstream: Upstream, commit: str, sources: Sources, folder: Path) -> tuple[GitRepo, str, list[str]]:
+def _checkout_pin(
+    upstream: Upstream, commit: str, sources: Sources, folder: Path, target: str
+) -> tuple[GitRepo, str, list[str]]:
     """A partial clone of the source at ``commit``; files the source lacks stay out of the work tree.
 
     The checkout fetches from patchmgr's cache only when ``patchmgr fetch`` filled
@@ -155,12 +159,18 @@ def _checkout_pin(upstream: Upstream, commit: str, sources: Sources, folder: Pat
         except GitError as exc:
             errors.append(f"{url}: {exc.message}")
     else:
-        repo.close()
         full = any(disk_full(error, folder) for error in errors)
-        raise StateError(
-            f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
-            DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
-        )
+        if full or recorded_absent is not None:  # the cache was tried first, and failed too
+            repo.close()
+            raise StateError(
+                f"cannot fetch {upstream.name} {commit} for the checkout: {'; '.join(errors)}",
+                DISK_HINT if full else f"pass a reachable clone with --source {upstream.name}=PATH_OR_URL",
+            )
+        try:
+            fetch_from_cache(repo, store, upstream.name, commit, "; ".join(errors) or "no source URL", target)
+        except BaseException:
+            repo.close()
+            raise
     cached = repo.run("remote", "get-url", "origin") == str(store.repo_path(upstream.name))
     absent = leave_out_absent(repo, folder, commit, recorded_absent if cached else None)
     try:

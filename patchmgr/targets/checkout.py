@@ -237,7 +237,7 @@ def _build_and_swap(
     try:
         begin(slot)
         for upstream_status in status.upstreams:
-            built.append(build_checkout(upstream_status, sources, slot.staging))
+            built.append(build_checkout(upstream_status, sources, slot.staging, status.target.name))
     except (OSError, GitError) as exc:
         hint = write_hint(exc, slot.staging)  # before the discard frees the space
         discard(slot)

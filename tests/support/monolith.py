@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from support.gitrepos import BASE_TEXT, UpstreamRepo, git
+from support.gitrepos import BASE_TEXT, UpstreamRepo, git, git_bytes
 
 URL = "https://example.invalid/{}.git"
 
@@ -83,7 +83,7 @@ def stacked_diff(repo: Path, base: str, first: dict[str, str], second: dict[str,
                 (repo / name).write_text(content)
             if files is first:
                 git(repo, "add", "-A")
-        return (git(repo, "diff") + "\n").encode()
+        return git_bytes(repo, "diff")  # as git prints it: a last context line of one space keeps its space
     finally:
         git(repo, "reset", "-q", "--hard")
         git(repo, "clean", "-qfd")

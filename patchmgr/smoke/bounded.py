@@ -1,0 +1,150 @@
+"""A smoke process with a per-test time limit, whose whole process tree ends with it.
+
+The pytest process starts in its own session (so its own process group) and loads ``smoke.watch``, which
+writes a line as each test starts, ends each phase, and ends. A watchdog here polls that file: each line
+restarts the clock, so every test (with its setup and teardown; the first one with collection and imports
+too) gets the whole limit. Past it, the process group is killed (SIGKILL: a hung C call or a blocked read
+cannot ignore it) and the running test is named as the one that timed out; the tests that ended before it
+keep the outcomes the plugin wrote (pytest writes its junit file only at its end, so a killed run has
+none). The group is killed as well when pytest ends on its own or patchmgr is interrupted, so that no
+child a test started (a server, a ``sleep``) outlives the run. The limit is enforced from outside, so it
+holds for a test stuck in C code, where a signal or timer inside the interpreter would never fire. A child
+that makes a session of its own leaves the group; that is the one way out, and a smoke test has no reason
+to take it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 300.0  # seconds per test: the default of `smoke --timeout`
+WATCH_PLUGIN = "patchmgr.smoke.watch"
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a bounded pytest process ended: its exit status and output, or the test it was killed in."""
+
+    code: int
+    output: str
+    seconds: float
+    timed_out: bool = False
+    running: str = ""  # the node id of the test past the limit; empty when it was killed between tests
+    tests_ran: bool = False  # a test had started before the limit passed (else: collecting, importing)
+    ended: tuple[Ended, ...] = ()  # when killed: the tests that had ended before, each with its outcome
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A test that ended before its process was killed, as the plugin reported it (pytest's words)."""
+
+    nodeid: str
+    outcome: str  # passed, failed (in its call), error (failed in setup or teardown), skipped
+    seconds: float
+    message: str
+
+
+def run_bounded(command: list[str], cwd: Path, env: dict[str, str], scratch: Path, limit: float) -> Finished:
+    """Run ``command`` (a pytest call) with ``-p smoke.watch`` loaded by the caller, at most ``limit`` seconds
+    without a test starting or ending."""
+    events = scratch / "events"
+    log = scratch / "output"
+    started = time.monotonic()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env={**env, "PATCHMGR_SMOKE_EVENTS": str(events)},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            timed_out, running, tests_ran = _watch(process, events, limit)
+        finally:
+            _end_group(process)
+    output = log.read_text("utf-8", "replace")
+    seconds = round(time.monotonic() - started, 2)
+    ended = _ended(events) if timed_out else ()
+    return Finished(process.returncode, output, seconds, timed_out, running, tests_ran, ended)
+
+
+def _watch(process: subprocess.Popen[bytes], events: Path, limit: float) -> tuple[bool, str, bool]:
+    """Whether the limit passed, the test then running, and whether any test had started."""
+    tick = min(0.1, limit / 4)
+    last, seen, running = time.monotonic(), 0, ""
+    while True:
+        # WNOWAIT: an ended pytest stays a zombie, unreaped, so its group id cannot be reused before _end_group
+        if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return False, "", seen > 0
+        time.sleep(tick)
+        size = events.stat().st_size if events.exists() else 0
+        now = time.monotonic()
+        if size != seen:
+            seen, last = size, now
+            running = _running(events)
+        elif now - last > limit:
+            return True, running, seen > 0
+
+
+def _lines(events: Path) -> list[list[str]]:
+    """The plugin's lines, split in fields; none before its first (a run killed while collecting)."""
+    if not events.is_file():
+        return []
+    return [line.split("\t") for line in events.read_text("utf-8", "replace").splitlines()]
+
+
+def _running(events: Path) -> str:
+    """The test that started last and has not ended, from the plugin's lines."""
+    marks = [fields for fields in _lines(events) if fields[0] in ("start", "end") and len(fields) > 1]
+    return marks[-1][1] if marks and marks[-1][0] == "start" else ""
+
+
+def _ended(events: Path) -> tuple[Ended, ...]:
+    """Every test whose end the plugin wrote, with the outcome of its phases: a failed call is a failure, a
+    failed setup or teardown an error, a skip a skip."""
+    phases: dict[str, list[list[str]]] = {}
+    done: list[str] = []
+    for fields in _lines(events):
+        if fields[0] == "report" and len(fields) == 7:
+            phases.setdefault(fields[1], []).append(fields[2:])
+        elif fields[0] == "end" and len(fields) > 1:
+            done.append(fields[1])
+    ended = []
+    for nodeid in done:
+        reports = phases.get(nodeid, [])
+        outcome, message = "passed", ""
+        for when, said, _, text in reports:
+            if said == "failed":
+                outcome, message = ("failed" if when == "call" else "error"), text
+                break
+            if said == "skipped":
+                outcome, message = "skipped", text
+        seconds = sum(float(r[2]) for r in reports if r[2].replace(".", "", 1).isdigit())
+        ended.append(Ended(nodeid, outcome, round(seconds, 2), message))
+    return tuple(ended)
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill every process of the smoke process's group (it leads it: its pid is the group's id), then reap it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
+    process.wait()
+
+
+def timed_out_reason(limit: float, finished: Finished) -> str:
+    """Why a bounded run that was killed proves nothing, naming where it was when the limit passed."""
+    reason = f"timed out after {limit:g} s (its process tree was ended)"
+    if finished.running:
+        return reason
+    if finished.tests_ran:
+        return reason + " between tests or after the last one (a fixture's teardown, pytest's own end)"
+    return reason + " before any test started (collecting or importing)"
