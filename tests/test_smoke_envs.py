@@ -105,7 +105,7 @@ def test_python_overrides_the_smoke_environments_and_says_so(tmp_path, monkeypat
     monkeypatch.setattr(runner, "available_devices", lambda python: dict(CPU_ONLY))
     monkeypatch.setattr(runner, "check_smoke_tests", lambda project, trees: None)
     monkeypatch.setattr(runner, "check_smoke_needs", lambda project, trees, python: None)
-    monkeypatch.setattr(runner, "smoke_env", lambda *a, **k: pytest.fail("no environment is built with --python"))
+    monkeypatch.setattr(runner, "choose_python", lambda *a, **k: pytest.fail("no environment is built with --python"))
     monkeypatch.setattr(runner, "_smoke_upstream", lambda project, tree, run: (ran.append(run.python), ([], []))[1])
     upstream = Upstream(
         "lib", "https://example.invalid/lib.git", (), "0" * 40, None, None, "", (), ("packaging==23.2",)

@@ -16,9 +16,13 @@ THIS = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 @pytest.fixture
 def scene(tmp_path, project, cli, monkeypatch) -> Scene:
+    import patchmgr.smoke.choice
     import patchmgr.smoke.runner
 
     monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
+    # no other interpreter on this machine: the running one runs every upstream (tests/test_smoke_pythons.py
+    # covers the interpreters found)
+    monkeypatch.setattr(patchmgr.smoke.choice, "find_interpreter", lambda spec: None)
     return Scene(tmp_path, project, cli)
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.model.errors import ManifestError
@@ -21,7 +23,17 @@ from patchmgr.model.urls import FULL_SHA, control_character, mask_url, requireme
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")
 PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 _TARGET_KEYS = {"name", "description"}
-_UPSTREAM_KEYS = {"git", "mirrors", "commit", "version", "pypi", "package-root", "patches", "smoke-requirements"}
+_UPSTREAM_KEYS = {
+    "git",
+    "mirrors",
+    "commit",
+    "version",
+    "pypi",
+    "package-root",
+    "patches",
+    "smoke-requirements",
+    "smoke-python",
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,8 @@ class Upstream:
     patch_ids: tuple[str, ...]
     # PEP 508 requirements of this upstream's smoke tests: `smoke` runs them in an environment of their own
     smoke_requirements: tuple[str, ...] = ()
+    # PEP 440 specifier of the Python its smoke tests run on; None: the upstream's own Requires-Python
+    smoke_python: str | None = None
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -134,14 +148,7 @@ class _Validator:
                 f"{commit!r} is not a full commit id (40 lower-case hex digits)",
                 "pin the full id: `git rev-parse <tag>^{commit}` prints it",
             )
-        version = self._string(raw, "version", f"{key}.version")
-        if version is not None:
-            try:
-                Version(version)
-            except InvalidVersion as exc:
-                raise self.fail(
-                    f"{key}.version", f"{version!r} is not a PEP 440 version", 'write it like "0.4.2"'
-                ) from exc
+        version = self._pep440(raw, "version", f"{key}.version", Version, "version", 'write it like "0.4.2"')
         pypi = self._string(raw, "pypi", f"{key}.pypi")
         if pypi is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z", pypi):
             raise self.fail(f"{key}.pypi", f"{pypi!r} is not a PyPI project name", "check the name on PyPI")
@@ -156,7 +163,28 @@ class _Validator:
             raise self.fail(key, "no source: needs `git`, `mirrors` or `pypi`", "add the upstream's git URL")
         patch_ids = self._patches(raw, name, key)
         requirements = self._requirements(raw, f"{key}.smoke-requirements")
-        return Upstream(name, git, mirrors, commit, version, pypi, package_root.strip("/"), patch_ids, requirements)
+        python = self._pep440(
+            raw,
+            "smoke-python",
+            f"{key}.smoke-python",
+            SpecifierSet,
+            "version specifier",
+            'write a range like ">=3.12,<3.13" (leave the key out to use the upstream\'s Requires-Python)',
+        )
+        root = package_root.strip("/")
+        return Upstream(name, git, mirrors, commit, version, pypi, root, patch_ids, requirements, python)
+
+    def _pep440(
+        self, raw: dict, name: str, key: str, parse: Callable[[str], object], what: str, hint: str
+    ) -> str | None:
+        """The string at ``name``, checked by ``parse`` (packaging's Version or SpecifierSet)."""
+        value = self._string(raw, name, key)
+        if value is not None:
+            try:
+                parse(value)
+            except (InvalidVersion, InvalidSpecifier) as exc:
+                raise self.fail(key, f"{value!r} is not a PEP 440 {what}", hint) from exc
+        return value
 
     def _requirements(self, raw: dict, key: str) -> tuple[str, ...]:
         values = self._strings(raw, "smoke-requirements", key)

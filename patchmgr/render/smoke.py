@@ -34,6 +34,7 @@ def smoke_json(smoke: SmokeReport) -> dict:
                 "python": n.python,
                 "version": n.version,
                 "fits": n.fits,
+                "environment": n.environment or None,
             }
             for n in smoke.python_needs
         ],

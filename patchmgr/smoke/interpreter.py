@@ -11,6 +11,8 @@ way out named. The tests still run: a declared range can be wider than needed (M
 
 from __future__ import annotations
 
+import ast
+import configparser
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -41,12 +43,17 @@ class PythonNeed:
     version: str  # its version, e.g. "3.11.7"
     fits: bool
     problem: str = ""  # a declared value that is not a version specifier: checked no further
+    environment: str = ""  # the smoke environment the tests ran in ("" when in the interpreter's own)
+    searched: bool = False  # the machine was searched for an interpreter that fits, and none was found
 
     def reason(self, outcome: str) -> str:
         """The verdict's reason for a test outcome short of a proof on this interpreter: it proves nothing."""
+        none = " and no interpreter on this machine fits it" if self.searched else ""
+        fitting = _fitting_minor(self.spec or "")
+        install = f"install one (`pyenv install {fitting}`) or " if self.searched and fitting else ""
         return (
-            f"needs Python {self.spec} (this is {_minor(self.version)}), so this outcome says nothing about the "
-            f"patch: {outcome}; pass --python with an interpreter that fits"
+            f"needs Python {self.spec} (this is {_minor(self.version)}){none}, so this outcome says nothing about "
+            f"the patch: {outcome}; {install}pass --python with an interpreter that fits"
         )
 
     def note(self, proven: bool) -> str:
@@ -54,6 +61,11 @@ class PythonNeed:
         said = (
             f"{self.upstream}: its smoke tests ran on Python {self.version} ({self.python}), outside its "
             f"declared Requires-Python {self.spec} ({self.where})"
+            + (
+                " (no interpreter on this machine fits it: pyenv versions, python3.X on PATH, uv)"
+                if self.searched
+                else ""
+            )
         )
         if proven:
             return said + "; they passed there"
@@ -88,11 +100,14 @@ def _version_answer(raw: object) -> list[int]:
     return numbers
 
 
-def python_need(tree: SmokeTree, python: str, version: str) -> PythonNeed | None:
-    """What ``tree``'s upstream declares, checked against ``version``; None when the code is not there."""
+def python_need(
+    tree: SmokeTree, python: str, version: str, declared: tuple[str | None, str] | None = None
+) -> PythonNeed | None:
+    """What ``tree``'s upstream declares (or ``declared``: its range and where it was read), checked against
+    ``version``; None when the code is not there."""
     if tree.patched_root is None:
         return None
-    spec, where = declared_requires_python(tree)
+    spec, where = declared or python_range(tree)
     name = tree.upstream.name
     if spec is None:
         return PythonNeed(name, None, "", python, version, True)
@@ -110,6 +125,13 @@ def python_need(tree: SmokeTree, python: str, version: str) -> PythonNeed | None
             "the interpreter was not checked against it",
         )
     return PythonNeed(name, spec, where, python, version, fits)
+
+
+def python_range(tree: SmokeTree) -> tuple[str | None, str]:
+    """The Python ``tree``'s smoke tests need: the manifest's ``smoke-python``, else the upstream's own."""
+    if tree.upstream.smoke_python is not None:
+        return tree.upstream.smoke_python, "the manifest's smoke-python"
+    return declared_requires_python(tree)
 
 
 def declared_requires_python(tree: SmokeTree) -> tuple[str | None, str]:
@@ -131,7 +153,7 @@ def _checkout_top(root: Path, package_root: str) -> Path | None:
     top = root
     for _ in [part for part in package_root.split("/") if part]:
         top = top.parent
-    if (top / ".git").exists() or (top / "pyproject.toml").is_file() or (top / "PKG-INFO").is_file():
+    if (top / ".git").exists() or any((top / name).is_file() for name, _ in _DECLARING):
         return top
     return None
 
@@ -142,7 +164,7 @@ def _from_git(top: Path) -> tuple[str, str] | None:
         return None
     try:
         with GitRepo(top) as repo:
-            for name, read in (("pyproject.toml", _pyproject), ("PKG-INFO", _metadata)):
+            for name, read in _DECLARING:
                 data = repo.read_path("HEAD", name)
                 if data is not None and (spec := read(data)) is not None:
                     return spec, f"{name} at {top.name}'s HEAD"
@@ -153,7 +175,7 @@ def _from_git(top: Path) -> tuple[str, str] | None:
 
 def _from_files(top: Path) -> tuple[str, str] | None:
     """From the files of a source tree that is not a git checkout (an editable install's folder)."""
-    for name, read in (("pyproject.toml", _pyproject), ("PKG-INFO", _metadata)):
+    for name, read in _DECLARING:
         path = top / name
         if path.is_file() and (spec := read(path.read_bytes())) is not None:
             return spec, str(path)
@@ -185,6 +207,39 @@ def _pyproject(data: bytes) -> str | None:
 def _metadata(data: bytes) -> str | None:
     value = BytesHeaderParser().parsebytes(data).get("Requires-Python")
     return str(value).strip() if value and str(value).strip() else None
+
+
+def _setup_cfg(data: bytes) -> str | None:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(data.decode("utf-8"))
+    except (UnicodeDecodeError, configparser.Error):
+        return None
+    value = parser.get("options", "python_requires", fallback="").strip()
+    return value or None
+
+
+def _setup_py(data: bytes) -> str | None:
+    """``python_requires="..."`` of a ``setup(...)`` call, when written as a string (nothing is run)."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        for keyword in node.keywords if isinstance(node, ast.Call) else []:
+            value = keyword.value
+            if keyword.arg == "python_requires" and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value.strip() or None
+    return None
+
+
+# where a source tree declares its Requires-Python, in the order read
+_DECLARING = (
+    ("pyproject.toml", _pyproject),
+    ("PKG-INFO", _metadata),
+    ("setup.cfg", _setup_cfg),
+    ("setup.py", _setup_py),
+)
 
 
 def _minor(version: str) -> str:

@@ -39,7 +39,8 @@ from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import text_or_none, typed
 from patchmgr.smoke.bounded import DEFAULT_TIMEOUT, WATCH_PLUGIN, run_bounded, timed_out_reason
-from patchmgr.smoke.envs import Progress, smoke_env
+from patchmgr.smoke.choice import UpstreamPython, choose_python
+from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.interpreter import interpreter_version, python_need
 from patchmgr.smoke.needs import check_smoke_needs, check_smoke_tests, package_parent, smoke_tests
 from patchmgr.smoke.verdicts import (
@@ -128,17 +129,21 @@ def run_smoke(
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     checked_python = python
     python = python or sys.executable
+    chosen: dict[str, UpstreamPython] = {}
     if device not in ("auto", *DEVICES):
         raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
     if not timeout > 0:
         raise UsageError(f"--timeout {timeout:g}: a time limit must be more than 0 seconds", "use --timeout 300")
     check_smoke_tests(project, trees)
-    version = interpreter_version(checked_python)[1]
-    needs = [need for tree in trees if (need := python_need(tree, python, version)) is not None]
-    if checked_python is not None:  # --python: an environment of the user's, checked before anything runs
-        check_smoke_needs(project, trees, checked_python)
-    probe = available_devices(python)
-    devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
+    if checked_python is None:  # each upstream on its own Python (smoke.choice), environments made before any test
+        chosen = {tree.upstream.name: choose_python(tree, progress) for tree in trees}
+        needs = [c.need for c in chosen.values() if c.need is not None]
+    else:
+        version = interpreter_version(checked_python)[1]
+        needs = [need for tree in trees if (need := python_need(tree, python, version)) is not None]
+        check_smoke_needs(project, trees, checked_python)  # --python: the user's environment, checked first
+    # each interpreter's devices, asked once: another Python's environment may lack torch
+    probes = {p: available_devices(p) for p in dict.fromkeys([c.devices_python for c in chosen.values()] or [python])}
     report = SmokeReport(
         target.name, unpatched, notes=[note for tree in trees for note in tree.notes], python_needs=needs
     )
@@ -150,18 +155,13 @@ def run_smoke(
             f"--python {checked_python}: every upstream's smoke tests ran in it; the smoke "
             f"requirements of {', '.join(u.name for u in own)} were not installed"
         )
-    # every environment built or found trusted before any test runs: one refused runs nothing
-    envs = {} if checked_python is not None else {upstream.name: smoke_env(upstream, progress) for upstream in own}
     for tree in trees:
-        upstream_python = python
-        env = envs.get(tree.upstream.name)
-        if env is not None:
-            upstream_python = env.python
-            how = f"built in {env.seconds:g}s" if env.built else "reused"
-            report.notes.append(
-                f"{tree.upstream.name}: smoke tests ran in the smoke environment {env.path} "
-                f"({', '.join(tree.upstream.smoke_requirements)}; {how})"
-            )
+        upstream_python, probed = python, python
+        if (choice := chosen.get(tree.upstream.name)) is not None:
+            upstream_python, probed = choice.python, choice.devices_python
+            report.notes += [choice.note] if choice.note else []
+        probe = probes[probed]
+        devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
         say = progress or (lambda message: None)
         say(f"{tree.upstream.name}: started")
         started = time.monotonic()
