@@ -370,7 +370,7 @@ def _patchmgr_env(folder: Path) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     envs._run = lambda command, what, cwd=None: None if what == "pip install" else real_run(command, what)
     try:
-        envs._build(folder, (REQUIREMENT,), lambda message: None)
+        envs._build(folder, (REQUIREMENT,), lambda message: None, envs._running(), envs.host_site_packages())
     finally:
         envs._run = real_run
     return folder
