@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -43,8 +44,25 @@ def states(doc: dict) -> list[str]:
 def alone(tmp_path_factory) -> Path:
     """A fresh environment holding the wheel of this repository and pytest; its ``bin`` folder."""
     folder = tmp_path_factory.mktemp("alone")
+    # built from a copy of what the wheel is made of: setuptools leaves build/ in the tree it builds, and a later
+    # build there would carry modules deleted since
+    source = folder / "source"
+    shutil.copytree(ROOT / "patchmgr", source / "patchmgr", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(folder), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(folder),
+            str(source),
+        ],
         capture_output=True,
         text=True,
     )
