@@ -186,8 +186,10 @@ def only_this_patch(project: Path, fix: HalfFix) -> None:
     assert tomllib.loads(manifest.read_text())["upstreams"][fix.upstream]["patches"] == [fix.patch]
 
 
-def patchmgr(project: Path, cache: Path, *args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "PATCHMGR_CACHE": str(cache), "PYTHONDONTWRITEBYTECODE": "1"}
+def patchmgr(project: Path, cache: Path, *args: str, environ: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """``environ``: the environment to start from (a worker thread passes a copy made before it started: reading
+    os.environ there races with the fixtures that set and unset variables around each test)."""
+    env = {**(os.environ if environ is None else environ), "PATCHMGR_CACHE": str(cache), "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "patchmgr", *args, "--root", str(project)],
         cwd=project,
@@ -199,13 +201,13 @@ def patchmgr(project: Path, cache: Path, *args: str) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
-def run_half_fix(fix: HalfFix, where: Path, cache: Path) -> dict:
+def run_half_fix(fix: HalfFix, where: Path, cache: Path, environ: dict[str, str]) -> dict:
     """Apply the series with the half-fix in place of the patch, then smoke the patch alone."""
     project = project_copy(fix, where)
     into = where / "build"
     sources = [a for n, loc in git_sources().items() if n == fix.upstream for a in ("--source", f"{n}={loc}")]
     code, out, err = patchmgr(
-        project, cache, "apply", "--target", TARGET, "--into", str(into), "-u", fix.upstream, *sources
+        project, cache, "apply", "--target", TARGET, "--into", str(into), "-u", fix.upstream, *sources, environ=environ
     )
     if code != 0:
         return {"stage": "apply", "code": code, "output": out + err}
@@ -223,6 +225,7 @@ def run_half_fix(fix: HalfFix, where: Path, cache: Path) -> dict:
         "--device",
         "cpu",
         "--json",
+        environ=environ,
     )
     try:
         doc = json.loads(out)
@@ -248,7 +251,11 @@ def half_fix_runs(request, tmp_path_factory, release_cache, smoke_extras) -> dic
     pool = ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2)))
     request.addfinalizer(lambda: pool.shutdown(wait=True, cancel_futures=True))
     base = tmp_path_factory.mktemp("half-fixes")
-    return {fix.id: pool.submit(run_half_fix, fix, base / fix.id.replace("/", "__"), release_cache) for fix in runnable}
+    environ = dict(os.environ)  # copied here, in the main thread, before any worker starts
+    return {
+        fix.id: pool.submit(run_half_fix, fix, base / fix.id.replace("/", "__"), release_cache, environ)
+        for fix in runnable
+    }
 
 
 @pytest.mark.parametrize("fix", half_fix_files(), ids=lambda fix: fix.id)
