@@ -102,6 +102,19 @@ def test_a_folder_that_is_not_empty_is_refused_and_nothing_changes(tmp_path, cli
     assert (into / "docker" / "Dockerfile").read_text() == "FROM base\n"
 
 
+def test_force_never_writes_through_a_link_out_of_the_folder_and_says_nothing_was_replaced(tmp_path, cli, project):
+    lib, other = two_upstreams(tmp_path, project)
+    into, precious = tmp_path / "image", tmp_path / "precious.txt"
+    into.mkdir()
+    precious.write_text("the team's own file\n")
+    (into / "series.conf").symlink_to(precious)
+    forced = cli("export", "--target", "t", "--format", "series", "--into", str(into), "--force", *sources(lib, other))
+    assert forced.code == 1 and "is a link to" in forced.err and "nothing was written" in forced.err, forced.err
+    assert "replaced" not in forced.out + forced.err and "Traceback" not in forced.err
+    assert precious.read_text() == "the team's own file\n"
+    assert sorted(p.name for p in into.iterdir()) == ["series.conf"]
+
+
 def test_options_of_the_two_forms_are_not_mixed(tmp_path, cli, project):
     lib, other = two_upstreams(tmp_path, project)
     into = tmp_path / "out"

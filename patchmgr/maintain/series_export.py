@@ -107,14 +107,14 @@ def _export(
     _stale_pieces(into, writes)
     expected = {path: _current(path) for path in writes}
     replaced = tuple(path for path, data in expected.items() if data is not None)
-    if force and replaced:
-        notes.append(f"--force: replaced {len(replaced)} file(s) an earlier export (or someone) wrote in {into}")
     made_into, made_state = not into.exists(), not (into / STATE).exists()
     try:
         write_files(into, writes, expected)
     finally:  # what the lock made goes again (a journal a failure left stays, for the next run to put back)
         if made_state:
             _remove_state(into, made_into)
+    if force and replaced:  # said once the files are written: a refused write replaced nothing
+        notes.append(f"--force: replaced {len(replaced)} file(s) an earlier export (or someone) wrote in {into}")
     written = tuple(path for path, data in writes.items() if data is not None)
     return SeriesExport(target.name, into, tuple(upstreams), written, replaced, tuple(notes))
 
