@@ -151,6 +151,7 @@ def test_add_from_a_commit_of_a_clone_documents_lists_and_stubs_it(tmp_path, sta
     clone, (commit,) = clone_with(tmp_path, lib, (FIXED, "Fix line 10", WHY))
     code, out, err = pm(*ADD, "fix-line-10", "--commit", "HEAD", "--repo", str(clone))
     assert code == 0, out + err
+    assert "added     fix-line-10: patches/my-lib/fix-line-10.patch (clean at the pin" in out  # as lint names it
     path = root / "patches/my-lib/fix-line-10.patch"
     patch = read_patch(path, "my-lib", "fix-line-10")
     assert patch.subject == "Fix line 10"

@@ -51,7 +51,7 @@ class AddOutcome:
     target: str
     upstream: str
     patch_id: str
-    path: Path
+    path: Path  # relative to the project's root
     kind: ChangeKind
     commits: tuple[str, ...]
     pin: str
@@ -116,7 +116,7 @@ def plan_add(project: Project, request: AddRequest, change: Change, sources: Sou
         target.name,
         upstream.name,
         request.patch_id,
-        path,
+        path.relative_to(project.root) if path.is_relative_to(project.root) else path,  # as lint and status name it
         change.kind,
         change.commits,
         upstream.commit,
