@@ -148,6 +148,7 @@ def test_import_export_import_gives_the_same_patches_back(tmp_path, cli, project
         cli, team / "lib.patch", lib, "--git", f"lib={URL.format('lib')}", "--pin", f"lib={pin}", "--map", str(topics)
     )
     assert first.code == 0, first.out + first.err
+    assert first.json["stubs"] == 2  # the two pieces split here carry the stub until people describe them
     fill_stubs(project.root)  # people describe the patches: the round trip keeps what they wrote
     original = snapshot(project.root / "patches")
     manifest = tomllib.loads((project.root / "manifests/t.toml").read_text())["upstreams"]["lib"]
@@ -164,7 +165,7 @@ def test_import_export_import_gives_the_same_patches_back(tmp_path, cli, project
     args = ["import", str(into / "series.conf"), "--target", "t", "--dockerfile", str(into / "pins.dockerfile")]
     code = main([*args, "--source", f"lib={lib.path}", "--root", str(again.root), "--json"])
     doc = json.loads(capsys.readouterr().out)
-    assert code == 0 and doc["ok"], doc
+    assert code == 0 and doc["ok"] and doc["stubs"] == 0, doc  # the described headers came back: nothing to fill
     (up,) = doc["upstreams"]
     assert up["pin"] == pin and all(p["ok"] for p in up["proofs"]) and not up["notes"], up
     assert snapshot(again.root / "patches") == original  # the same ids, the same bytes, headers and all

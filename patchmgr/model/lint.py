@@ -15,6 +15,13 @@ _FULL_INDEX = re.compile(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}", re.M)
 _ANY_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)", re.M)
 # the marker `patchmgr import` leaves in each piece's DEP-3 stub: lint reports it until a person describes the patch
 IMPORT_STUB = "TODO: describe"
+
+
+def is_stub(text: str) -> bool:
+    """Whether a patch's header (what comes before its first diff) still holds the stub import and add leave."""
+    return IMPORT_STUB in text.split("\ndiff --git ", 1)[0]
+
+
 # the marker of the smoke test stub `patchmgr add` writes (maintain/start_files.py): lint reports it until replaced
 SMOKE_STUB = "patchmgr: smoke test stub"
 
@@ -81,7 +88,7 @@ def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
         messages.append("no subject or Description: say what the patch does")
     if len(patch.body.replace("\n", " ").split()) < 12:
         messages.append("the message does not say why the patch exists (what broke, how it showed)")
-    if IMPORT_STUB in text.split("\ndiff --git ", 1)[0]:
+    if is_stub(text):
         messages.append(
             f"DEP-3 stub left by patchmgr import or add ({IMPORT_STUB!r}): say what the patch fixes and why "
             "in Description, then remove the marker"

@@ -18,6 +18,7 @@ def import_json(outcome: ImportOutcome) -> dict:
     return {
         "target": outcome.target,
         "action": outcome.action,
+        "stubs": outcome.stubs,  # patch files written with the DEP-3 stub (lint lists them)
         "upstreams": [
             {
                 "name": u.name,
@@ -107,7 +108,12 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
     if outcome.action == "imported":
         say(
             console,
-            f"imported {counts} into target {outcome.target}; fill the DEP-3 stubs (patchmgr lint lists them)",
+            f"imported {counts} into target {outcome.target}"
+            + (
+                f"; fill the DEP-3 stubs of {outcome.stubs} patch(es) (patchmgr lint lists them)"
+                if outcome.stubs
+                else ""
+            ),
             "green",
         )
     elif outcome.action == "dry-run":

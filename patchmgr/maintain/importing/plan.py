@@ -45,6 +45,7 @@ from patchmgr.maintain.importing.split import SplitMode, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
 from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes, write_import
 from patchmgr.model.errors import PatchmgrError, UsageError
+from patchmgr.model.lint import is_stub
 from patchmgr.model.manifest import Upstream, url_problem
 from patchmgr.model.project import Project
 from patchmgr.model.urls import mask_url, without_credentials
@@ -100,6 +101,16 @@ class ImportOutcome:
     @property
     def ok(self) -> bool:
         return self.action is not ImportAction.REFUSED and all(u.proven for u in self.upstreams)
+
+    @property
+    def stubs(self) -> int:
+        """How many of the patch files it writes still hold the DEP-3 stub (pieces split here do; the patches an
+        export recorded, imported back, keep their own headers)."""
+        return sum(
+            1
+            for path, data in self.writes.items()
+            if path.suffix == ".patch" and data is not None and is_stub(data.decode("utf-8", "replace"))
+        )
 
 
 def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, options: ImportOptions) -> ImportOutcome:
