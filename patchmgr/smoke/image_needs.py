@@ -17,7 +17,6 @@ import importlib.metadata
 import sys
 from collections.abc import Sequence
 
-from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -37,9 +36,9 @@ def smoke_extra(declared: Sequence[str] | None = None) -> list[str]:
         except InvalidRequirement:
             continue
         marker = requirement.marker
-        if marker is None or not marker.evaluate({**default_environment(), "extra": "smoke"}):
+        if marker is None or not marker.evaluate({"extra": "smoke"}):
             continue
-        if marker.evaluate({**default_environment(), "extra": ""}):
+        if marker.evaluate({"extra": ""}):
             continue  # a runtime dependency whose marker holds without the extra: installed with patchmgr
         requirement.marker = None
         found.append(str(requirement))
