@@ -100,7 +100,8 @@ def check_smoke_needs(project: Project, trees: Sequence[SmokeTree], python: str)
     ]
     if not files:
         return
-    find, imports = {"pytest"}, set()
+    find: set[str] = {"pytest"}
+    imports: set[str] = set()
     for module in smoke_imports(project.root, files, own=True):
         (imports if module.split(".")[0] == "patchmgr" else find).add(module)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent(), os.environ.get("PYTHONPATH")]))}
