@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support.docker_images import docker
+from support.docker_images import copy_context, docker
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +32,9 @@ import importlib, sys
 from pathlib import Path
 from patchmgr.smoke.needs import smoke_imports
 root = Path("/opt/patchmgr")
-modules = smoke_imports(root, sorted(root.glob("tests/smoke/**/test_*.py")))
+# what the smoke tests import, then what the upstream modules they load import beyond those (mbridge and
+# Megatron-Bridge: einops, safetensors)
+modules = smoke_imports(root, sorted(root.glob("tests/smoke/**/test_*.py"))) + ["einops", "safetensors"]
 failed = []
 for name in modules:
     try:
@@ -50,17 +50,7 @@ sys.exit(1 if failed else 0)
 
 
 def context_of(where: Path) -> Path:
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "--", *CONTEXT],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    for name in listed:
-        if (ROOT / name).is_file():
-            (where / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, where / name)
+    copy_context(ROOT, CONTEXT, where)
     (where / "Dockerfile").write_text(
         "ARG BASE_IMAGE\n"
         "FROM ${BASE_IMAGE}\n"

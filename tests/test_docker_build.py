@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from support.docker_images import docker
+from support.docker_images import copy_context, docker
 
 pytestmark = pytest.mark.slow
 
@@ -79,27 +78,12 @@ def test_dockerfile_runs_the_script_steps_in_cache_friendly_order():
     assert f"ARG BASE_IMAGE=quay.io/ascend/vllm-ascend:v{pinned}-a3" in text
 
 
-# --- the engine, the base images, the wheel server --------------------------------------------
-
-
 # --- building ------------------------------------------------------------------------------
 
 
 def make_context(where: Path) -> Path:
     """The files the Dockerfile copies, as they are in this working tree, outside it."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "--", *CONTEXT],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    for name in listed:
-        source = ROOT / name
-        if source.is_file():
-            (where / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, where / name)
-    return where
+    return copy_context(ROOT, CONTEXT, where)
 
 
 def build(context: Path, tag: str, args: dict[str, str]) -> tuple[str, float]:

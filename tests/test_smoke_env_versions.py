@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.needs import pypi_problem, require
-from support.smoke_scene import CPU_ONLY, LOAD, Scene
+from support.smoke_scene import CPU_ONLY, SEES_PACKAGING, Scene
 
 from patchmgr.model.errors import ManifestError
 from patchmgr.model.manifest import SmokeEnvRule, Upstream, validate_target
@@ -137,18 +137,6 @@ def test_the_choice_builds_the_environment_of_the_version_under_test_and_the_not
     ), commit.note
 
 
-SEES = (
-    LOAD
-    + """
-
-def test_add_with_the_chosen_packaging():
-    import packaging
-    assert packaging.__version__ == {version!r}, f"packaging {{packaging.__version__}} from {{packaging.__file__}}"
-    assert load_calc().add(2, 3) == 5
-"""
-)
-
-
 def test_smoke_runs_the_tests_in_the_environment_the_pinned_version_chooses(tmp_path, project, cli, monkeypatch):
     """Through the real CLI: the pin's ``version`` picks the smoke-env over smoke-requirements."""
     import patchmgr.smoke.runner
@@ -165,7 +153,7 @@ def test_smoke_runs_the_tests_in_the_environment_the_pinned_version_chooses(tmp_
     path.write_text(
         text + f'\n[[upstreams.lib.smoke-env]]\nversions = ">=0.8"\nrequirements = ["packaging=={chosen}"]\n'
     )
-    scene.smoke_test(SEES.format(version=chosen))
+    scene.smoke_test(SEES_PACKAGING.format(version=chosen))
     scene.apply()
     code, doc = scene.smoke_json()
     assert code == 0, json.dumps(doc, indent=1)

@@ -144,3 +144,21 @@ def torch_source(tmp_path_factory):
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
+
+
+def copy_context(root: Path, names: list[str], where: Path) -> Path:
+    """The files and folders ``names`` of the working tree at ``root`` (tracked or not, unless ignored), copied to
+    ``where``: a build context as the tree is now."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "--", *names],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    for name in listed:
+        source = root / name
+        if source.is_file():
+            (where / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, where / name)
+    return where
