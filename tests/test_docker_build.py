@@ -19,19 +19,14 @@ Skipped, with the reason, only where no engine can run; under CI a missing engin
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import re
-import shutil
 import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from support.docker_images import docker
+from support.docker_images import copy_context, docker
 
 pytestmark = pytest.mark.slow
 
@@ -83,64 +78,12 @@ def test_dockerfile_runs_the_script_steps_in_cache_friendly_order():
     assert f"ARG BASE_IMAGE=quay.io/ascend/vllm-ascend:v{pinned}-a3" in text
 
 
-# --- the engine, the base images, the wheel server --------------------------------------------
-
-
-def local_cpu_torch() -> Path | None:
-    """The CPU torch wheel pip is configured with on this machine (find-links), for the image's cp311."""
-    folders = [p for p in os.environ.get("PIP_FIND_LINKS", "").split()]
-    config = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
-    folders += [p for value in re.findall(r"find-links='([^']*)'", config) for p in value.split()]
-    for folder in folders:
-        folder = folder.removeprefix("file://")
-        wheels = sorted(Path(folder).glob("torch-*+cpu-cp311-cp311-*x86_64.whl")) if Path(folder).is_dir() else []
-        if wheels:
-            return wheels[-1]
-    return None
-
-
-@pytest.fixture(scope="module")
-def torch_source(tmp_path_factory):
-    """Build arguments that bring torch in as the CPU build without downloading CUDA wheels."""
-    wheel = local_cpu_torch()
-    if wheel is None:  # elsewhere: the PyTorch CPU index, as the README says
-        yield {"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"}
-        return
-    folder = tmp_path_factory.mktemp("wheels")
-    (folder / wheel.name).symlink_to(wheel)
-    handler = functools.partial(_QuietHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield {"PIP_FIND_LINKS": f"http://127.0.0.1:{server.server_address[1]}/"}
-    finally:
-        server.shutdown()
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
 # --- building ------------------------------------------------------------------------------
 
 
 def make_context(where: Path) -> Path:
     """The files the Dockerfile copies, as they are in this working tree, outside it."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "--", *CONTEXT],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    for name in listed:
-        source = ROOT / name
-        if source.is_file():
-            (where / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, where / name)
-    return where
+    return copy_context(ROOT, CONTEXT, where)
 
 
 def build(context: Path, tag: str, args: dict[str, str]) -> tuple[str, float]:

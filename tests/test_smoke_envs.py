@@ -13,18 +13,9 @@ import os
 
 import pytest
 from support.needs import pypi_problem, require
-from support.smoke_scene import CPU_ONLY, LOAD, Scene
+from support.smoke_scene import CPU_ONLY, SEES_PACKAGING, Scene
 
-SEES = (
-    LOAD
-    + """
-
-def test_add_with_the_pinned_packaging():
-    import packaging
-    assert packaging.__version__ == {version!r}, f"packaging {{packaging.__version__}} from {{packaging.__file__}}"
-    assert load_calc().add(2, 3) == 5
-"""
-)
+SEES = SEES_PACKAGING
 
 
 def pinned(host: str) -> tuple[str, str]:

@@ -116,7 +116,8 @@ def test_requires_python_of_an_installed_distribution_and_of_an_explicit_interpr
     need = python_need(SmokeTree(upstream, site), python, "3.11.7")
     assert need.spec == ">=3.12,<3.13" and need.where == str(info / "METADATA") and not need.fits
     assert need.reason("x failed").startswith("needs Python >=3.12,<3.13 (this is 3.11), so this outcome")
-    assert "pyenv's 3.12" in need.note(proven=False) and "pyenv" not in need.note(proven=True)
+    assert "(`pyenv install 3.12`) and run smoke again without --python" in need.note(proven=False)
+    assert "pyenv" not in need.note(proven=True)
     assert python_need(SmokeTree(upstream, site), python, "3.12.1").fits
 
 

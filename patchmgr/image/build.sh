@@ -14,8 +14,9 @@
 #                Python is never installed into, and the base's torch/torch_npu stay visible
 #   PYTHON       interpreter of the environment being built (default VENV's, else python3)
 #   TARGET       manifest; UPSTREAMS: space-separated subset of its upstreams (empty: all)
-#   VARIANT      ascend: the base brings torch and torch_npu; cpu: install the Ascend set's CPU smoke
-#                stack; plain: patchmgr and pytest only (any project; the cpu lane needs no torch)
+#   VARIANT      ascend: the base brings torch, torch_npu and triton, the rest of the Ascend set's smoke stack is
+#                installed beside them; cpu: install the Ascend set's CPU smoke stack (torch included);
+#                plain: patchmgr and pytest only (any project; the cpu lane needs no torch)
 #   SMOKE_REQUIREMENTS  more pip requirements the smoke tests import (space-separated)
 #   MODE         checkout: fetch each pin, apply into BUILD_DIR, install from there;
 #                installed: patch the upstreams the base image already holds in TARGET_PYTHON's
@@ -77,8 +78,19 @@ install_tool() {
             "$PYTHON" -m pip install --quiet --no-deps --ignore-requires-python \
                 -r "$PATCHMGR_HOME/requirements-smoke-nodeps.txt" ;;
         ascend)
-            # the base image's torch and torch_npu stay; only patchmgr and the test runner
-            "$PYTHON" -m pip install --quiet "$PATCHMGR_REQUIREMENT" pytest einops "${extra[@]}" ;;
+            # the base image's torch, torch_npu and triton stay; beside them what the smoke tests import, at the
+            # versions they were proven with: patchmgr's `smoke` extra less what the base brings
+            # (patchmgr.smoke.image_needs), and megatron-core as the cpu variant installs it. Each upstream's
+            # smoke-requirements (by version: smoke-env) the `smoke` step builds into an environment of their own.
+            "$PYTHON" -m pip install --quiet "$PATCHMGR_REQUIREMENT" "${extra[@]}"
+            local listed needs
+            listed=$("$PYTHON" -m patchmgr.smoke.image_needs ascend)
+            mapfile -t needs <<< "$listed"
+            "$PYTHON" -m pip install --quiet "${needs[@]}"
+            if [ -f "$PATCHMGR_HOME/requirements-smoke-nodeps.txt" ]; then
+                "$PYTHON" -m pip install --quiet --no-deps --ignore-requires-python \
+                    -r "$PATCHMGR_HOME/requirements-smoke-nodeps.txt"
+            fi ;;
         plain)
             # any project: patchmgr and pytest (the cpu lane needs no torch), and what its tests import
             "$PYTHON" -m pip install --quiet "$PATCHMGR_REQUIREMENT" pytest "${extra[@]}" ;;

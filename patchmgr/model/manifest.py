@@ -33,7 +33,17 @@ _UPSTREAM_KEYS = {
     "patches",
     "smoke-requirements",
     "smoke-python",
+    "smoke-env",
 }
+_SMOKE_ENV_KEYS = {"versions", "requirements"}
+
+
+@dataclass(frozen=True)
+class SmokeEnvRule:
+    """One ``[[upstreams.<name>.smoke-env]]`` table: the smoke requirements for the versions in ``versions``."""
+
+    versions: str  # PEP 440 specifier, matched against the release version of the code under test
+    requirements: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -50,10 +60,27 @@ class Upstream:
     smoke_requirements: tuple[str, ...] = ()
     # PEP 440 specifier of the Python its smoke tests run on; None: the upstream's own Requires-Python
     smoke_python: str | None = None
+    # `[[upstreams.<name>.smoke-env]]`: smoke requirements per version range of the code under test, in order
+    smoke_envs: tuple[SmokeEnvRule, ...] = ()
 
     @property
     def urls(self) -> tuple[str, ...]:
         return ((self.git,) if self.git else ()) + self.mirrors
+
+    def smoke_env_rule(self, version: str | None) -> SmokeEnvRule | None:
+        """The first ``smoke-env`` whose ``versions`` hold release ``version`` (None: no version, none matched)."""
+        try:
+            parsed = Version(version) if version is not None else None
+        except InvalidVersion:
+            parsed = None
+        if parsed is None:
+            return None
+        return next((rule for rule in self.smoke_envs if SpecifierSet(rule.versions).contains(parsed, True)), None)
+
+    def smoke_requirements_for(self, version: str | None) -> tuple[str, ...]:
+        """The smoke requirements for the code at release ``version``: its ``smoke-env``'s, else the plain ones."""
+        rule = self.smoke_env_rule(version)
+        return rule.requirements if rule is not None else self.smoke_requirements
 
 
 @dataclass(frozen=True)
@@ -172,7 +199,26 @@ class _Validator:
             'write a range like ">=3.12,<3.13" (leave the key out to use the upstream\'s Requires-Python)',
         )
         root = package_root.strip("/")
-        return Upstream(name, git, mirrors, commit, version, pypi, root, patch_ids, requirements, python)
+        envs = self._smoke_envs(raw, f"{key}.smoke-env")
+        return Upstream(name, git, mirrors, commit, version, pypi, root, patch_ids, requirements, python, envs)
+
+    def _smoke_envs(self, raw: dict, key: str) -> tuple[SmokeEnvRule, ...]:
+        """``[[upstreams.<name>.smoke-env]]`` tables: ``versions`` (a specifier) and ``requirements`` each."""
+        tables = raw.get("smoke-env", [])
+        form = f'write [[{key}]] tables, each with versions = ">=0.8" and requirements = ["transformers==5.3.0"]'
+        if not isinstance(tables, list) or not all(isinstance(table, dict) for table in tables):
+            raise self.fail(key, "must be a list of tables (one [[...smoke-env]] per version range)", form)
+        rules = []
+        for index, table in enumerate(tables):
+            where = f"{key}[{index}]"
+            self._only(table, _SMOKE_ENV_KEYS, where + ".")
+            if "requirements" not in table:
+                raise self.fail(f"{where}.requirements", "missing", form)
+            versions = self._pep440(table, "versions", f"{where}.versions", SpecifierSet, "version specifier", form)
+            if versions is None:
+                raise self.fail(f"{where}.versions", "missing", form)
+            rules.append(SmokeEnvRule(versions, self._requirements(table, f"{where}.requirements", "requirements")))
+        return tuple(rules)
 
     def _pep440(
         self, raw: dict, name: str, key: str, parse: Callable[[str], object], what: str, hint: str
@@ -186,8 +232,8 @@ class _Validator:
                 raise self.fail(key, f"{value!r} is not a PEP 440 {what}", hint) from exc
         return value
 
-    def _requirements(self, raw: dict, key: str) -> tuple[str, ...]:
-        values = self._strings(raw, "smoke-requirements", key)
+    def _requirements(self, raw: dict, key: str, name: str = "smoke-requirements") -> tuple[str, ...]:
+        values = self._strings(raw, name, key)
         for index, value in enumerate(values):
             problem = requirement_problem(value)
             if problem:

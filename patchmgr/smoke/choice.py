@@ -3,7 +3,10 @@
 The running interpreter when it fits the upstream's Python (``smoke-python`` in the manifest, else its
 ``Requires-Python`` at the code under test) or the upstream declares none: in the smoke environment of its
 ``smoke-requirements`` when it names some, else as it is. Otherwise the highest interpreter of the machine that
-fits (``smoke.pythons``), in a smoke environment made with it. When none fits, the running interpreter runs
+fits (``smoke.pythons``), in a smoke environment made with it. The requirements are those of the version under
+test: the first ``[[smoke-env]]`` of the manifest whose ``versions`` hold the release version of the upstream's
+code (``tree.upstream.version``: the pin's ``version``; at another ref, the release version it resolves to, which
+the caller puts there), else ``smoke-requirements``. When none fits, the running interpreter runs
 them as before: what passes there proves the patch, anything else is not proven, with the range and the way
 to an interpreter named.
 """
@@ -39,7 +42,9 @@ def choose_python(tree: SmokeTree, progress: Progress | None = None) -> Upstream
         found = find_interpreter(declared[0])
         need = need if found is not None else replace(need, searched=True)
     upstream = tree.upstream
-    env = smoke_env(upstream, progress, python=found) if found is not None or upstream.smoke_requirements else None
+    requirements = upstream.smoke_requirements_for(upstream.version)
+    own = replace(upstream, smoke_requirements=requirements)
+    env = smoke_env(own, progress, python=found) if found is not None or requirements else None
     if found is not None:
         need = python_need(tree, found.path, found.version, declared)
         assert need is not None
@@ -51,9 +56,22 @@ def choose_python(tree: SmokeTree, progress: Progress | None = None) -> Upstream
     if env is None:
         return UpstreamPython(running, need, said + " with its own packages", running)
     probed = env.python if found is not None else running  # a smoke environment of the running one borrows torch
-    return UpstreamPython(env.python, replace(need, environment=str(env.path)), said + _in_env(env), probed)
+    said += _in_env(env, _chosen_by(tree))
+    return UpstreamPython(env.python, replace(need, environment=str(env.path)), said, probed)
 
 
-def _in_env(env: SmokeEnv) -> str:
+def _in_env(env: SmokeEnv, chosen_by: str) -> str:
     how = f"built in {env.seconds:g}s" if env.built else "reused"
-    return f" in the smoke environment {env.path} ({', '.join(env.requirements)}; {how})"
+    return f" in the smoke environment {env.path} ({', '.join(env.requirements)}{chosen_by}; {how})"
+
+
+def _chosen_by(tree: SmokeTree) -> str:
+    """Which manifest entry gave the requirements, when a version range chose them (or passed them over)."""
+    upstream = tree.upstream
+    if not upstream.smoke_envs:
+        return ""
+    at = f" of {upstream.name} {upstream.version}" if upstream.version else f" (no release version for {upstream.name})"
+    rule = upstream.smoke_env_rule(upstream.version)
+    if rule is not None:
+        return f": the manifest's smoke-env for versions {rule.versions}, chosen by the version{at}"
+    return f": the manifest's smoke-requirements, no smoke-env's versions holding the version{at}"

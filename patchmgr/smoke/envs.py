@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import site
 import subprocess
 import sys
 import sysconfig
@@ -58,8 +59,11 @@ class SmokeEnv:
 
 
 def host_site_packages() -> list[str]:
+    """The running environment's site-packages, then the base Python's when it sees them (a venv made with
+    --system-site-packages, like the image's over a base that brings torch and torch_npu)."""
     paths = sysconfig.get_paths()
-    return list(dict.fromkeys(p for p in (paths["purelib"], paths["platlib"]) if p))
+    seen = [paths["purelib"], paths["platlib"], *site.getsitepackages()]
+    return list(dict.fromkeys(p for p in seen if p and os.path.isdir(p)))
 
 
 def _running() -> Interpreter:

@@ -70,17 +70,12 @@ class PythonNeed:
         if proven:
             return said + "; they passed there"
         fitting = _fitting_minor(self.spec or "")
-        example = (
-            f", e.g. a virtual environment made from pyenv's {fitting} (`$(pyenv root)/versions/{fitting}.*/"
-            "bin/python -m venv VENV`, `VENV/bin/pip install -e '.[smoke]'`, then `patchmgr smoke --into DIR "
-            "--python VENV/bin/python ...` for a checkout, or `--python VENV/bin/python` alone for an "
-            "environment that apply --python patched)"
-            if fitting
-            else ""
-        )
+        install = f" (`pyenv install {fitting}`)" if fitting else ""
         return (
-            said + ", so what did not pass there is not proven (neither failed nor proven); pass --python "
-            f"with an interpreter that fits and holds the smoke dependencies{example}"
+            said + ", so what did not pass there is not proven (neither failed nor proven); install an interpreter "
+            f"that fits{install} and run smoke again without --python: one call picks each upstream's Python and "
+            "builds its smoke environment with it (what its tests import beyond pytest goes in the manifest's "
+            "smoke-requirements); or pass --python with an interpreter that fits and holds the smoke dependencies"
         )
 
 

@@ -100,14 +100,10 @@ def check_smoke_needs(project: Project, trees: Sequence[SmokeTree], python: str)
     ]
     if not files:
         return
-    find, imports = {"pytest"}, set()
-    for path in _with_conftests(project.root, files):
-        for module in _imported_modules(path):
-            top = module.split(".")[0]
-            if top == "patchmgr":
-                imports.add(module)
-            elif not _local_module(project.root, path.parent, top):
-                find.add(module)
+    find: set[str] = {"pytest"}
+    imports: set[str] = set()
+    for module in smoke_imports(project.root, files, own=True):
+        (imports if module.split(".")[0] == "patchmgr" else find).add(module)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent(), os.environ.get("PYTHONPATH")]))}
     need = {
         "find": sorted(find, key=lambda name: (name != "pytest", name)),
@@ -128,6 +124,19 @@ def check_smoke_needs(project: Project, trees: Sequence[SmokeTree], python: str)
             f"--python {python} cannot import what the smoke tests need ({answer['broken'][0]}); nothing was run",
             "use an interpreter of the Python version patchmgr runs on, with patchmgr's own dependencies installed",
         )
+
+
+def smoke_imports(root: Path, files: Sequence[Path], own: bool = False) -> list[str]:
+    """The modules smoke test ``files`` under project ``root`` and the conftest.py files pytest loads for them
+    import, except their own folders' modules (and patchmgr's, unless ``own``): what their environment must
+    hold. Imports inside ``try`` guard themselves and are left out."""
+    found: dict[str, None] = {}
+    for path in _with_conftests(root, files):
+        for module in _imported_modules(path):
+            top = module.split(".")[0]
+            if (own or top != "patchmgr") and (top == "patchmgr" or not _local_module(root, path.parent, top)):
+                found[module] = None
+    return list(found)
 
 
 def _needs_answer(raw: object) -> dict[str, list[str]]:

@@ -149,7 +149,7 @@ def run_smoke(
     )
     report.notes += [n.problem for n in needs if n.problem]
     outside = {n.upstream: n for n in needs if not n.fits}
-    own = [t.upstream for t in trees if t.upstream.smoke_requirements and t.patched_root is not None]
+    own = [t.upstream for t in trees if t.upstream.smoke_requirements_for(t.upstream.version) and t.patched_root]
     if checked_python is not None and own:
         report.notes.append(
             f"--python {checked_python}: every upstream's smoke tests ran in it; the smoke "

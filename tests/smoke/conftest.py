@@ -9,6 +9,7 @@ PATCHMGR_SMOKE_DEVICE set to ``cpu``, ``cuda`` or ``npu``.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import importlib.util
 from pathlib import Path
 
@@ -43,3 +44,27 @@ def npu_or_stand_in(smoke_device):
             yield ("cpu", *cpu)
 
     return chosen
+
+
+@pytest.fixture(scope="session")
+def built_for_other(smoke_device):
+    """``with built_for_other("transformers", "verl's npu_patch.py"):`` around loading the upstream's code: an
+    ImportError or AttributeError naming that distribution (the code under test asks it for a module or a name
+    the installed version lacks) skips the test, naming what failed: the environment is not one that release
+    loads with (the manifest's smoke-env gives it one), which says nothing about the patch."""
+
+    @contextlib.contextmanager
+    def guarded(distribution: str, what: str):
+        try:
+            yield
+        except (ImportError, AttributeError) as error:
+            if distribution not in f"{getattr(error, 'name', None) or ''} {error}":
+                raise
+            version = importlib.metadata.version(distribution)
+            pytest.skip(
+                f"{what} in the tree under test does not load with {distribution} {version} "
+                f"({type(error).__name__}: {error}): run its smoke tests in the environment the manifest's "
+                "smoke-env gives this release"
+            )
+
+    return guarded

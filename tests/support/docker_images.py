@@ -11,12 +11,16 @@ missing engine fails.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
+import http.server
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -103,3 +107,58 @@ def _make_base(tag: str, mirror: str, rootfs: Path) -> None:
     docker("import", str(rootfs), tag)
     rootfs.unlink()
     print(f"base image {tag} made in {time.monotonic() - started:.0f} s")
+
+
+def local_cpu_torch() -> Path | None:
+    """The CPU torch wheel pip is configured with on this machine (find-links), for the image's cp311."""
+    folders = [p for p in os.environ.get("PIP_FIND_LINKS", "").split()]
+    config = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+    folders += [p for value in re.findall(r"find-links='([^']*)'", config) for p in value.split()]
+    for folder in folders:
+        folder = folder.removeprefix("file://")
+        wheels = sorted(Path(folder).glob("torch-*+cpu-cp311-cp311-*x86_64.whl")) if Path(folder).is_dir() else []
+        if wheels:
+            return wheels[-1]
+    return None
+
+
+@pytest.fixture(scope="module")
+def torch_source(tmp_path_factory):
+    """Build arguments that bring torch in as the CPU build without downloading CUDA wheels."""
+    wheel = local_cpu_torch()
+    if wheel is None:  # elsewhere: the PyTorch CPU index, as the README says
+        yield {"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"}
+        return
+    folder = tmp_path_factory.mktemp("wheels")
+    (folder / wheel.name).symlink_to(wheel)
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield {"PIP_FIND_LINKS": f"http://127.0.0.1:{server.server_address[1]}/"}
+    finally:
+        server.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+def copy_context(root: Path, names: list[str], where: Path) -> Path:
+    """The files and folders ``names`` of the working tree at ``root`` (tracked or not, unless ignored), copied to
+    ``where``: a build context as the tree is now."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "--", *names],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    for name in listed:
+        source = root / name
+        if source.is_file():
+            (where / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, where / name)
+    return where

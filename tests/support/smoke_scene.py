@@ -42,6 +42,18 @@ def test_add():
 """
 )
 
+# the smoke test of a smoke environment: it passes only where ``packaging`` is the version the manifest chose
+SEES_PACKAGING = (
+    LOAD
+    + """
+
+def test_add_with_the_pinned_packaging():
+    import packaging
+    assert packaging.__version__ == {version!r}, f"packaging {{packaging.__version__}} from {{packaging.__file__}}"
+    assert load_calc().add(2, 3) == 5
+"""
+)
+
 
 class Scene:
     def __init__(self, tmp_path: Path, project, cli) -> None:

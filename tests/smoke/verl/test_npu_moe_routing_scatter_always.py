@@ -22,8 +22,12 @@ reference (each token's top-k experts weighted by its renormalised top-k softmax
 
 Half-fixes it guards against: HALF_FIXES below (tests/halffixes/verl/npu-moe-routing-scatter-always/).
 
-Needs transformers 4.x: npu_patch.py at v0.7.0 patches classes (``modeling_qwen2_5_vl.
-Qwen2RMSNorm``) that transformers 5 no longer has, so with 5.x the test is skipped.
+Written against the bug's behaviour, not one release's code: npu_patch.py at v0.7.0 patches transformers
+4.x classes (``modeling_qwen2_5_vl.Qwen2RMSNorm``), at v0.8.0 it imports ``transformers.models.qwen3_5``
+(5.x only), and verl 0.8.0's experts pick the top-k weights by indexing instead of ``gather``. The manifest's
+``[[upstreams.verl.smoke-env]]`` tables give each release the transformers it loads with; run in another, the
+test is skipped naming the import that failed in the tree under test. The forward apply_monkey_patch
+installs is checked where verl installs it (transformers <= 4.57.3, at both releases).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ HALF_FIX_REASONS = {
 
 NPU_PATCH = "verl.models.transformers.npu_patch"
 QWEN3_VL = "verl.models.transformers.qwen3_vl"
+# every module npu_patch.py assigns into, at any release (those the installed transformers lacks are passed over)
 TRANSFORMERS_MODULES = (
     "transformers.models.qwen2.modeling_qwen2",
     "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
@@ -69,20 +74,14 @@ TRANSFORMERS_MODULES = (
     "transformers.models.qwen3_moe.modeling_qwen3_moe",
     "transformers.models.qwen3_vl.modeling_qwen3_vl",
     "transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe",
+    "transformers.models.qwen3_next.modeling_qwen3_next",
+    "transformers.models.qwen3_5.modeling_qwen3_5",
+    "transformers.models.qwen3_5_moe.modeling_qwen3_5_moe",
 )
+# verl applies its step 1.5 forward (patch_qwen3_vl_moe_sparse_moe_block_forward) on transformers up to this one
+MONKEY_PATCHED_UP_TO = "4.57.3"
 BATCH, SEQ, HIDDEN, EXPERTS, TOP_K, INTERMEDIATE = 2, 5, 16, 8, 2, 12
 FORWARDS = ("npu_patch's own forward", "the forward apply_monkey_patch installs (transformers <= 4.57.3)")
-
-
-def _needs_transformers_4():
-    import transformers
-
-    if int(transformers.__version__.split(".")[0]) >= 5:
-        pytest.skip(
-            f"verl 0.7.0's npu_patch.py patches transformers 4.x classes (modeling_qwen2_5_vl."
-            f"Qwen2RMSNorm) that transformers {transformers.__version__} does not have: "
-            f"run the verl smoke tests with transformers 4.57.x"
-        )
 
 
 def _snapshot_transformers():
@@ -91,7 +90,10 @@ def _snapshot_transformers():
 
     saved = []
     for name in TRANSFORMERS_MODULES:
-        module = importlib.import_module(name)
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # not in this transformers: npu_patch.py of a release that needs it does not load
+            continue
         saved.append((module, dict(vars(module))))
         for value in list(vars(module).values()):
             if isinstance(value, type) and value.__module__ == name:
@@ -109,28 +111,33 @@ def _snapshot_transformers():
 @pytest.fixture(scope="module")
 def target(npu_or_stand_in):
     """(device, dtype, tolerance): the real torch_npu on an NPU, the stand-in on the CPU elsewhere."""
-    _needs_transformers_4()
     stand_in = Path(__file__).with_name("npu_stand_in.py")
     with npu_or_stand_in(stand_in, npu=(torch.float32, 1e-4), cpu=(torch.float32, 1e-5)) as chosen:
         yield chosen
 
 
 @pytest.fixture(scope="module")
-def verl_moe(target, load_upstream):
-    """verl's block class and the two forwards it can carry, in the order verl applies them."""
+def verl_moe(target, load_upstream, built_for_other):
+    """verl's block class and the forwards it can carry, in the order verl applies them."""
+    import transformers
+    from packaging.version import Version
+
     restore = _snapshot_transformers()
     try:
-        npu = load_upstream("verl", NPU_PATCH)  # what `import verl` does on an NPU machine
+        with built_for_other("transformers", "verl's npu_patch.py"):
+            npu = load_upstream("verl", NPU_PATCH)  # what `import verl` does on an NPU machine
         block_class = npu.NPUQwen3VLMoeTextSparseMoeBlock
         own_forward = block_class.forward
         from transformers.models.qwen3_vl_moe import modeling_qwen3_vl_moe
 
         assert modeling_qwen3_vl_moe.Qwen3VLMoeTextSparseMoeBlock is block_class
-        # apply_monkey_patch, step 1.5, for qwen3_vl_moe on transformers <= 4.57.3
-        load_upstream("verl", QWEN3_VL).patch_qwen3_vl_moe_sparse_moe_block_forward()
-        installed_forward = block_class.forward
-        block_class.forward = own_forward
-        yield block_class, dict(zip(FORWARDS, (own_forward, installed_forward)))
+        forwards = {FORWARDS[0]: own_forward}
+        if Version(transformers.__version__) <= Version(MONKEY_PATCHED_UP_TO):
+            # apply_monkey_patch, step 1.5, for qwen3_vl_moe on transformers <= 4.57.3
+            load_upstream("verl", QWEN3_VL).patch_qwen3_vl_moe_sparse_moe_block_forward()
+            forwards[FORWARDS[1]] = block_class.forward
+            block_class.forward = own_forward
+        yield block_class, forwards
     finally:
         restore()
 
@@ -179,6 +186,13 @@ def test_experts_get_dense_routing_weights_and_training_equals_eval(verl_moe, ta
     experts' training path reads as top-k probs: wrong outputs.
     """
     block_class, forwards = verl_moe
+    if forward not in forwards:
+        import transformers
+
+        pytest.skip(
+            f"verl leaves the block its own forward with transformers {transformers.__version__} (it installs "
+            f"another only on transformers <= {MONKEY_PATCHED_UP_TO})"
+        )
     block = make_block(block_class, target)
     block.forward = forwards[forward].__get__(block)
     generator = torch.Generator().manual_seed(1)

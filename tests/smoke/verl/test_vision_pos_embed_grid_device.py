@@ -10,26 +10,29 @@ from other tensors on cuda:0". The patch adds a ``fast_pos_embed_interpolate`` t
 qwen3_vl module that takes the device from grid_thw, and ``apply_monkey_patch`` assigns it
 to both vision towers.
 
-The test runs verl's real ``apply_monkey_patch`` on a tiny Qwen3-VL model from the tree,
-then calls the method each tower carries on a tower whose ``pos_embed`` is offloaded the
-way FSDP2 offloads a non-root unit: its weight lives on a storage device between calls and
-is on the compute device only during its own forward. On the GPU lane (``--device cuda``)
-storage is the CPU and compute CUDA, the real failure. On the CPU lane there is no second
-real device: storage is the meta device, compute the CPU; the lookup there checks the index
-device as the accelerator kernels do, and tensors built on the meta device fail the same way
-("Tensor on device meta is not on the expected device cpu"). Patched, the result is on the
-compute device and equals transformers' own method run on a tower held wholly there.
+The test runs verl's real ``apply_monkey_patch`` on a tiny Qwen3-VL model from the tree, then runs each
+vision tower's forward (the call that failed in training) with its ``pos_embed`` offloaded the way FSDP2
+offloads a non-root unit: its weight lives on a storage device between calls and is on the compute device
+only during its own forward. On the GPU lane (``--device cuda``) storage is the CPU and compute CUDA, the
+real failure. On the CPU lane there is no second real device: storage is the meta device, compute the CPU;
+the lookup there checks the index device as the accelerator kernels do, and tensors built on the meta device
+fail the same way ("Tensor on device meta is not on the expected device cpu"). Patched, the output is on the
+compute device and equals transformers' own forward (with its own interpolation) of a tower held wholly there.
+
+Written against the bug's behaviour, so that it holds for every release: with transformers 4.57 the tower's
+forward calls ``fast_pos_embed_interpolate`` (verl 0.8.0 assigns its own device-safe one, as the patch
+does); transformers 5 restructured the towers (no such method: the forward builds its interpolation indices
+from grid_thw itself), and verl 0.8.0 needs transformers 5 (its npu_patch.py imports ``qwen3_5``). The
+manifest's ``[[upstreams.verl.smoke-env]]`` tables give each verl release its transformers.
 
 Half-fixes it guards against: HALF_FIXES below (tests/halffixes/verl/vision-pos-embed-grid-device/).
-
-Needs transformers 4.57.x: transformers 5 restructured the vision towers (5.24 has no
-``fast_pos_embed_interpolate``), so with 5.x the test is skipped.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
+import types
 
 import pytest
 import torch
@@ -52,7 +55,7 @@ HALF_FIXES = {
 }
 HALF_FIX_REASONS = {
     "idx-only": "builds tensors on pos_embed's device",
-    "dense-tower-only": "Qwen3VLMoeVisionModel.fast_pos_embed_interpolate with pos_embed offloaded",
+    "dense-tower-only": "Qwen3VLMoeVisionModel's forward with pos_embed offloaded",
     "embed-on-weight-device": "builds tensors on pos_embed's device",
 }
 
@@ -66,19 +69,6 @@ TOWERS = ("Qwen3VLVisionModel", "Qwen3VLMoeVisionModel")
 # several images and a video (t > 1), non-square, larger and smaller than the 8x8 table
 GRID_THW = [[1, 4, 6], [2, 8, 4], [1, 12, 10], [3, 2, 2]]
 DEVICE_ERROR = re.compile(r"same device|expected device|mixed torch\.Tensor and DTensor")
-
-
-def _needs_transformers_4_57():
-    import transformers
-
-    from_5 = int(transformers.__version__.split(".")[0]) >= 5
-    modeling = importlib.import_module("transformers.models.qwen3_vl.modeling_qwen3_vl") if not from_5 else None
-    if from_5 or not hasattr(modeling.Qwen3VLVisionModel, "fast_pos_embed_interpolate"):
-        pytest.skip(
-            f"transformers {transformers.__version__} has no Qwen3VLVisionModel."
-            f"fast_pos_embed_interpolate (5.x restructured it): run the verl smoke tests "
-            f"with transformers 4.57.x"
-        )
 
 
 def _vision_config(module_name, class_name):
@@ -129,9 +119,8 @@ def lane(smoke_device):
 
 
 @pytest.fixture(scope="module")
-def towers(load_upstream):
-    """The tower classes after verl's apply_monkey_patch, and transformers' own methods."""
-    _needs_transformers_4_57()
+def towers(load_upstream, built_for_other):
+    """The tower classes after verl's apply_monkey_patch, and transformers' own interpolation where it has one."""
     from transformers.models.qwen3_vl import modeling_qwen3_vl
     from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLConfig
     from transformers.models.qwen3_vl_moe import modeling_qwen3_vl_moe
@@ -140,10 +129,12 @@ def towers(load_upstream):
         "Qwen3VLVisionModel": modeling_qwen3_vl.Qwen3VLVisionModel,
         "Qwen3VLMoeVisionModel": modeling_qwen3_vl_moe.Qwen3VLMoeVisionModel,
     }
-    originals = {name: cls.fast_pos_embed_interpolate for name, cls in classes.items()}
+    # transformers 4.x: the method the forward calls (verl may replace it); 5.x has none
+    originals = {name: vars(cls)["fast_pos_embed_interpolate"] for name, cls in classes.items() if _own(cls)}
     restore = _snapshot()
     try:
-        monkey_patch = load_upstream("verl", MONKEY_PATCH)
+        with built_for_other("transformers", "verl's monkey_patch.py"):
+            monkey_patch = load_upstream("verl", MONKEY_PATCH)
         config = Qwen3VLConfig(
             text_config=dict(
                 hidden_size=32,
@@ -160,10 +151,15 @@ def towers(load_upstream):
             ).to_dict(),
         )
         model = modeling_qwen3_vl.Qwen3VLForConditionalGeneration(config)
-        monkey_patch.apply_monkey_patch(model)  # what verl's FSDP workers do for a qwen3_vl model
+        with built_for_other("transformers", "verl's apply_monkey_patch"):
+            monkey_patch.apply_monkey_patch(model)  # what verl's FSDP workers do for a qwen3_vl model
         yield classes, originals
     finally:
         restore()
+
+
+def _own(cls):
+    return "fast_pos_embed_interpolate" in vars(cls)
 
 
 def make_tower(cls, name):
@@ -203,6 +199,11 @@ def offload(embedding, storage, compute):
     embedding.register_forward_hook(reshard)
 
 
+def first_tensor(output):
+    """The tower's hidden states: the first item of its output (a tuple in 4.x, a ModelOutput in 5.x)."""
+    return output[0]
+
+
 @pytest.mark.parametrize("name", TOWERS)
 def test_pos_embed_follows_grid_device_and_matches_transformers(towers, lane, name):
     classes, originals = towers
@@ -210,30 +211,37 @@ def test_pos_embed_follows_grid_device_and_matches_transformers(towers, lane, na
     cls = classes[name]
     grid_thw = torch.tensor(GRID_THW, device=compute)
 
-    reference_tower = make_tower(cls, name).to(compute)
+    reference_tower = make_tower(cls, name).to(compute).eval()
+    if name in originals:  # transformers' own interpolation, on a tower held wholly on the compute device
+        reference_tower.fast_pos_embed_interpolate = types.MethodType(originals[name], reference_tower)
+    config = reference_tower.config
+    features = config.in_channels * config.temporal_patch_size * config.patch_size**2
+    patches = sum(t * h * w for t, h, w in GRID_THW)
+    pixels = torch.randn(patches, features, generator=torch.Generator().manual_seed(2)).to(compute)
     with torch.no_grad():
-        expected = originals[name](reference_tower, grid_thw)
+        expected = first_tensor(reference_tower(pixels, grid_thw=grid_thw))
 
     tower = make_tower(cls, name)
-    tower.to(compute)
+    tower.load_state_dict(reference_tower.state_dict())
+    tower.to(compute).eval()
     offload(tower.pos_embed, storage, compute)
     try:
         with torch.no_grad():
-            out = tower.fast_pos_embed_interpolate(grid_thw)
+            out = first_tensor(tower(pixels, grid_thw=grid_thw))
     except RuntimeError as error:
         if not DEVICE_ERROR.search(str(error)):
             raise
         pytest.fail(
-            f"{name}.fast_pos_embed_interpolate with pos_embed offloaded to {storage} and grid_thw "
-            f"on {compute} builds tensors on pos_embed's device: {error}"
+            f"{name}'s forward with pos_embed offloaded to {storage} and grid_thw on {compute} builds tensors on "
+            f"pos_embed's device: {error}"
         )
     assert out.device == expected.device, (
-        f"{name}.fast_pos_embed_interpolate returned its embeddings on {out.device}, not on grid_thw's {compute}"
+        f"{name}'s forward returned its hidden states on {out.device}, not on grid_thw's {compute}"
     )
     torch.testing.assert_close(
         out,
         expected,
-        rtol=1e-6,
-        atol=1e-6,
-        msg=lambda m: f"{name}: verl's interpolation differs from transformers' own:\n{m}",
+        rtol=1e-5,
+        atol=1e-5,
+        msg=lambda m: f"{name}: the tower's output with verl's interpolation differs from transformers' own:\n{m}",
     )
