@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from patchmgr.cli import main
-from patchmgr.model.mail import commit_spec
+from patchmgr.model.mail import commit_spec, with_diffstat
 from patchmgr.model.patchfile import parse_patch
 
 INDEX = "index " + "1" * 40 + ".." + "2" * 40 + " 100644\n"
@@ -104,3 +104,12 @@ def test_lint_names_a_broken_manifest_once(tmp_path, capsys):
 
     (problem,) = json.loads(capsys.readouterr().out)["problems"]
     assert problem["path"] == path and problem["message"].startswith("invalid TOML"), problem
+
+
+@pytest.mark.fast
+def test_a_mails_diffstat_is_replaced_up_to_its_summary_and_a_plain_diff_is_left_as_it_is():
+    mail = ["Subject: [PATCH] Fix\n", "\n", "---\n", " a.py | 2 +-\n", " 1 file changed, 1 insertion(+)\n", "\n"]
+    stat = " a.py | 4 ++--\n b.py | 1 +\n 2 files changed, 3 insertions(+), 2 deletions(-)\n"
+    assert with_diffstat(mail, stat) == [*mail[:3], *stat.splitlines(keepends=True), "\n"]
+    plain = ["Description: Fix\n", "---\n"]  # a DEP-3 header's --- with no diffstat after it
+    assert with_diffstat(plain, stat) == plain

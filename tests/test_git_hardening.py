@@ -141,7 +141,7 @@ def test_refs_and_paths_that_look_like_options_are_harmless(upstream, tmp_path, 
     pin = upstream.head()
     try:
         assert repo.resolve(f"--output={out}") is None
-        assert repo.tree_entry(pin, f"--output={out}") is None
+        assert repo.path_entries(pin, [f"--output={out}"]) == (None,)
         assert repo.read_path(pin, f"--output={out}") is None
         assert repo.read_path(pin, "src/mod.py\nHEAD:README") is None  # would desynchronise cat-file --batch
         assert repo.read_path(pin, "README") == b"upstream\n"

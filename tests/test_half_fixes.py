@@ -57,10 +57,21 @@ OTHER_EXCEPTION = re.compile(r"^(?!AssertionError\b)(?:\w+\.)*\w*(?:Error|Except
 
 @dataclass(frozen=True)
 class HalfFix:
-    upstream: str
-    patch: str
-    name: str
+    """``tests/halffixes/<upstream>/<patch>/<name>.patch``: a wrong fix of one shipped patch, named by its path."""
+
     path: Path
+
+    @property
+    def upstream(self) -> str:
+        return self.path.parent.parent.name
+
+    @property
+    def patch(self) -> str:
+        return self.path.parent.name
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
 
     @property
     def id(self) -> str:
@@ -68,7 +79,7 @@ class HalfFix:
 
 
 def half_fix_files() -> list[HalfFix]:
-    return [HalfFix(p.parent.parent.name, p.parent.name, p.stem, p) for p in sorted(HALF_FIX_DIR.glob("*/*/*.patch"))]
+    return [HalfFix(p) for p in sorted(HALF_FIX_DIR.glob("*/*/*.patch"))]
 
 
 def manifest_upstreams() -> dict[str, dict]:

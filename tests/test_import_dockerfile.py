@@ -4,6 +4,7 @@ folders) says which patch files patch which upstream in which order, as docker b
 from __future__ import annotations
 
 import subprocess
+from hashlib import sha256
 from pathlib import Path
 
 from support.gitrepos import BASE_TEXT, UpstreamRepo, git
@@ -240,6 +241,10 @@ def test_two_series_conf_lines_for_one_worktree_are_one_upstream_in_their_order(
     assert result.code == 0, result.out + result.err
     (up,) = result.json["upstreams"]
     assert [p["id"] for p in up["pieces"]] == ["c", "new", "a", "b"]
+    # each file is named with the sha256 of its own bytes (not one hash of the two joined)
+    rocm, core = (sha256((folder / name).read_bytes()).hexdigest()[:12] for name in ("zz-rocm.patch", "core.patch"))
+    header = (project.root / "patches/lib/a.patch").read_text().split("\n---\n")[0]
+    assert f"Origin: vendor, imported from zz-rocm.patch (sha256 {rocm}) + core.patch (sha256 {core})," in header
     twice = cli("import", str(folder / "core.patch"), str(folder / "core.patch"), "--target", "u", "--dry-run")
     assert twice.code == 2 and "is given twice for upstream core" in twice.err, twice.err
 

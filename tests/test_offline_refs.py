@@ -110,3 +110,17 @@ def test_fetch_with_a_source_after_an_offline_run_fills_the_cache_from_that_sour
     applied = cli("apply", "--target", "t", "--into", str(tmp_path / "build"))
     assert applied.code == 0, applied.out + applied.err
     assert (tmp_path / "build/lib/README").read_text() == "upstream\n"
+
+
+def test_fetch_from_a_local_source_that_lacks_a_blob_names_the_file_and_caches_the_rest(cli, project, upstream):
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
+    upstream.commit({"docs/guide.md": "a guide\n"}, "a guide")
+    pin = upstream.head()
+    manifest = project.root / "manifests/t.toml"
+    manifest.write_text(manifest.read_text().replace(git(upstream.path, "rev-parse", "HEAD~1"), pin))
+    guide = git(upstream.path, "rev-parse", f"{pin}:docs/guide.md")
+    (upstream.path / ".git" / "objects" / guide[:2] / guide[2:]).unlink()  # the source lost the guide's blob
+    fetched = cli("fetch", "--target", "t", "--source", f"lib={upstream.path}", "--json")
+    assert fetched.code == 0, fetched.out + fetched.err
+    (entry,) = fetched.json["upstreams"]
+    assert entry["ok"] and entry["absent"] == ["docs/guide.md"], entry

@@ -42,5 +42,5 @@ def command(
     if not session.json:
         render_interdiffs(session.out, outcome.plan)
     if outcome.action is BumpAction.PLANNED and not dry_run:
-        write_bump(outcome)
+        outcome = write_bump(outcome)
     return session.emit(0 if outcome.ok else 1, bump_json, render_bump, outcome)

@@ -29,8 +29,7 @@ def command(
         for entry in selected.upstreams:
             if only and entry.name not in only:
                 continue
-            ref = refs.get(entry.name)
-            for key, at in ((entry.name, None), *([(f"{entry.name} at {ref}", ref)] if ref else [])):
+            for key, at in _wanted(entry.name, refs.get(entry.name)):
                 try:
                     commit = sources.resolve_ref(entry, at).commit if at else None
                     where, absent = sources.fetch(entry, commit)
@@ -39,3 +38,10 @@ def command(
                     fetched[key] = {"name": entry.name, "ref": at, "ok": False, "error": exc.message}
     code = 0 if all(f["ok"] for f in fetched.values()) else 1
     return session.emit(code, fetch_json, render_fetch, selected.name, fetched)
+
+
+def _wanted(name: str, against: str | None) -> list[tuple[str, str | None]]:
+    """What to fetch of upstream ``name``, as (the key in the output, the ref): its pin (no ref), then the
+    ``--against`` ref where one is given."""
+    pin: list[tuple[str, str | None]] = [(name, None)]
+    return [*pin, (f"{name} at {against}", against)] if against else pin

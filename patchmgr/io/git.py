@@ -35,7 +35,6 @@ from patchmgr.io.git_objects import (
     ObjectReader,
     ObjectUnavailable,
     SubmoduleEntry,
-    TreeEntry,
 )
 from patchmgr.io.git_patches import PatchOperations
 from patchmgr.io.git_run import (
@@ -67,16 +66,7 @@ def identity_env(
     return env if date is None else {**env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
 
 
-__all__ = [
-    "LITERAL_PATHS",
-    "CommitInfo",
-    "GitRepo",
-    "LinkBlob",
-    "RepositoryDamaged",
-    "SubmoduleEntry",
-    "TreeEntry",
-    "merge_texts",
-]
+__all__ = ["LITERAL_PATHS", "CommitInfo", "GitRepo", "LinkBlob", "RepositoryDamaged", "SubmoduleEntry", "merge_texts"]
 
 
 _LINE_BREAK = re.compile("[\n\r\x00]")
@@ -234,14 +224,6 @@ class GitRepo(HistoryQueries, PatchOperations):
         if self._objects is None:
             self._objects = ObjectReader(self.path, self._env, self.untrusted)
         return self._objects
-
-    def tree_entry(self, commit: str, path: str) -> TreeEntry | None:
-        out = self.run("ls-tree", "--full-tree", commit, "--", path, env=LITERAL_PATHS)
-        if not out:
-            return None
-        meta, _, _name = out.partition("\t")
-        mode, kind, sha = meta.split()
-        return TreeEntry(mode, kind, sha)
 
     def file_paths(self, commit: str) -> list[str]:
         """Every path at ``commit`` that is not a folder (files, links, submodules): what a glob is matched against."""

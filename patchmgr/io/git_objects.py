@@ -67,13 +67,6 @@ class SubmoduleEntry(bytes):
 
 
 @dataclass(frozen=True)
-class TreeEntry:
-    mode: str
-    kind: str
-    sha: str
-
-
-@dataclass(frozen=True)
 class CommitInfo:
     sha: str
     subject: str

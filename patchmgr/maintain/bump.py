@@ -21,7 +21,7 @@ manifest are written in one journaled transaction: all of them, or none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -42,18 +42,18 @@ class BumpAction(StrEnum):
     UP_TO_DATE = "up-to-date"
 
 
-@dataclass
+@dataclass(frozen=True)
 class BumpOutcome:
     target: Target
     plan: RefreshPlan
     action: BumpAction
-    old_version: str | None = None
-    new_version: str | None = None
-    dropped: list[RefreshedPatch] = field(default_factory=list)
-    kept: list[RefreshedPatch] = field(default_factory=list)  # upstream, but kept by --keep
+    old_version: str | None
+    new_version: str | None
+    dropped: tuple[RefreshedPatch, ...] = ()
+    kept: tuple[RefreshedPatch, ...] = ()  # upstream, but kept by --keep
     shared: dict[str, list[str]] = field(default_factory=dict)  # dropped patch id -> other targets listing it
     # upstream by their reverse only (no commit has their patch-id): the bump refuses until they are reviewed
-    review: list[RefreshedPatch] = field(default_factory=list)
+    review: tuple[RefreshedPatch, ...] = ()
     writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)  # the whole change, computed
     expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)  # what those files held
 
@@ -101,21 +101,17 @@ def plan_bump(
     if outcome.blockers or not plan.ok or outcome.guard_blockers:
         return outcome
     if plan.commit == upstream.commit:
-        outcome.action = BumpAction.UP_TO_DATE
-        return outcome
-    landed = [p for p in plan.patches if p.action is RefreshAction.UPSTREAM]
-    if not keep:
-        outcome.review = [p for p in landed if p.carrier is None]
-        if outcome.review:
-            return outcome
+        return replace(outcome, action=BumpAction.UP_TO_DATE)
+    landed = tuple(p for p in plan.patches if p.action is RefreshAction.UPSTREAM)
     if keep:
-        outcome.kept = landed
+        outcome = replace(outcome, kept=landed)
+    elif review := tuple(p for p in landed if p.carrier is None):
+        return replace(outcome, review=review)
     else:
-        outcome.dropped = landed
-        outcome.shared = {p.patch.id: p.shared_with for p in landed if p.shared_with}
-    outcome.writes, outcome.expected = _changes(project, outcome)
-    outcome.action = BumpAction.PLANNED
-    return outcome
+        shared = {p.patch.id: p.shared_with for p in landed if p.shared_with}
+        outcome = replace(outcome, dropped=landed, shared=shared)
+    writes, expected = _changes(project, outcome)
+    return replace(outcome, writes=writes, expected=expected, action=BumpAction.PLANNED)
 
 
 def _changes(project: Project, outcome: BumpOutcome) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
@@ -155,5 +151,4 @@ def write_bump(outcome: BumpOutcome) -> BumpOutcome:
         raise StateError("the bump plan names no project root", "this is a bug in patchmgr; please report it")
     write_files(plan.root, outcome.writes, outcome.expected)
     plan.written = [p.patch.path for p in plan.changed]
-    outcome.action = BumpAction.BUMPED
-    return outcome
+    return replace(outcome, action=BumpAction.BUMPED)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,14 +33,13 @@ from patchmgr.maintain.manifest_edit import listed_elsewhere
 from patchmgr.model.dep3_edit import set_last_update
 from patchmgr.model.diff import INDEX_LINE, FileDiff, hunk_end
 from patchmgr.model.errors import StateError
+from patchmgr.model.mail import with_diffstat
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
 from patchmgr.model.text import split_lines
 from patchmgr.sources.upstream import GitSource, Sources
 from patchmgr.targets.project_files import write_files
-
-_STAT_SUMMARY = re.compile(r"^ \d+ files? changed")
 
 
 class RefreshAction(StrEnum):
@@ -212,7 +210,7 @@ def regenerate(
             out += split_lines(repo.diff_texts(old or b"", new or b"", context))
     prologue = lines[:start]
     if _counts(lines[start:]) != _counts(out):
-        prologue = _restat(prologue, repo.diffstat(dict(before), dict(after)))
+        prologue = with_diffstat(prologue, repo.diffstat(dict(before), dict(after)))
     return "".join(prologue + out + epilogue).encode("utf-8")
 
 
@@ -270,16 +268,6 @@ def _counts(lines: list[str]) -> tuple[int, int]:
     added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++ "))
     removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("--- "))
     return added, removed
-
-
-def _restat(prologue: list[str], stat: str) -> list[str]:
-    """Replace the diffstat that format-patch put after the ``---`` line, keeping its summary lines."""
-    try:
-        separator = max(i for i, line in enumerate(prologue) if line.rstrip("\r\n") == "---")
-        end = next(i for i in range(separator, len(prologue)) if _STAT_SUMMARY.match(prologue[i]))
-    except (ValueError, StopIteration):
-        return prologue  # a plain diff without a diffstat
-    return prologue[: separator + 1] + split_lines(stat) + prologue[end + 1 :]
 
 
 def interdiff(old: bytes, new: bytes, patch_id: str) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -69,18 +69,18 @@ class ExportedPatch:
     path: Path
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExportOutcome:
     upstream: Upstream
     source: Path
-    patches: list[ExportedPatch] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    series_changed: bool = False
+    patches: tuple[ExportedPatch, ...]
+    removed: tuple[str, ...]
+    series_changed: bool
+    moved: tuple[str, str, str] | None  # (old pin, new base, ref): from an edit --onto checkout
+    old_version: str | None
+    new_version: str | None  # None: the version line stays
+    notes: tuple[str, ...] = ()
     shared: dict[str, list[str]] = field(default_factory=dict)  # removed id -> other targets keeping its file
-    notes: list[str] = field(default_factory=list)
-    moved: tuple[str, str, str] | None = None  # (old pin, new base, ref): from an edit --onto checkout
-    old_version: str | None = None
-    new_version: str | None = None  # None: the version line stays
     dropped: dict[str, str] = field(default_factory=dict)  # removed id -> why (upstream carries it as ...)
     carriers: dict[str, str] = field(default_factory=dict)  # removed id -> the upstream commit with its patch-id
     range_diff: RangeDiff | None = None  # the old series against the new one
@@ -116,9 +116,8 @@ def export_checkout(
     notes: list[str] = []
     with locked_edit(source, notes):  # a run killed while it swapped the checkout is undone first
         outcome = _export_locked(project, target, name, source, version)
-    outcome.notes[:0] = notes
-    outcome.guards = guards_at_head(project, target.name, name, source)
-    return outcome
+    guards = guards_at_head(project, target.name, name, source)
+    return replace(outcome, notes=(*notes, *outcome.notes), guards=guards)
 
 
 def _export_locked(project: Project, target: Target, name: str, source: Path, version: str | None) -> ExportOutcome:
@@ -136,8 +135,7 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
             "run patchmgr edit again on the new pin and redo the change there",
         )
     onto = record.onto
-    outcome = ExportOutcome(upstream, source)
-    _new_version(outcome, onto, version)
+    old_version, new_version, notes = _new_version(upstream, onto, version)
     with GitRepo(source) as repo:
         _refuse_unfinished(repo, source, onto)
         base = onto.commit if onto else pin
@@ -184,24 +182,26 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
                 )
             )
         series = [p.id for p, _ in exported]
-        outcome.patches = [p for p, _ in exported]
-        outcome.removed = [pid for pid in upstream.patch_ids if pid not in series]
-        outcome.series_changed = series != list(upstream.patch_ids)
-        if onto:
-            outcome.moved = (pin, base, onto.ref)
-            carried = {c.id: c for c in onto.carried}
-            for patch_id in outcome.removed:
-                if patch_id in carried:
-                    c = carried[patch_id]
-                    outcome.dropped[patch_id] = c.describe()
-                    outcome.carriers[patch_id] = c.commit
-                elif patch_id in onto.skipped:
-                    outcome.dropped[patch_id] = f"skipped during edit --onto {onto.ref}"
-        for patch_id in outcome.removed:  # every patch that leaves the series is named with why
-            outcome.dropped.setdefault(patch_id, f"no commit in {source} carries it any more")
+        removed = tuple(pid for pid in upstream.patch_ids if pid not in series)
+        moved = (pin, base, onto.ref) if onto else None
+        carried = {c.id: c for c in onto.carried} if onto else {}
+        dropped: dict[str, str] = {}
+        for patch_id in removed:  # every patch that leaves the series is named with why
+            if patch_id in carried:
+                dropped[patch_id] = carried[patch_id].describe()
+            elif onto and patch_id in onto.skipped:
+                dropped[patch_id] = f"skipped during edit --onto {onto.ref}"
+            else:
+                dropped[patch_id] = f"no commit in {source} carries it any more"
+        outcome = ExportOutcome(
+            upstream, source, tuple(p for p, _ in exported), removed, series != list(upstream.patch_ids), moved,
+            old_version, new_version, tuple(notes), dropped=dropped,
+            carriers={patch_id: carried[patch_id].commit for patch_id in removed if patch_id in carried},
+        )  # fmt: skip
         old_tip = onto.old_tip if onto else (record.patches[-1].commit if record.patches else None)
         if outcome.changed and old_tip and old_tip != pin:
-            outcome.range_diff = range_diff(repo, f"{pin}..{old_tip}", f"{base}..HEAD")
+            outcome = replace(outcome, range_diff=range_diff(repo, f"{pin}..{old_tip}", f"{base}..HEAD"))
+    outcome = replace(outcome, shared=_shared(project, target, outcome))
     writes, expected = _export_changes(project, target, outcome, exported, series)
     sums = [(p.id, p.commit, sha256_bytes(data if data is not None else _read(p.path))) for p, data in exported]
     if not writes:  # no project file changes: only the checkout's record, which is not the project's
@@ -221,9 +221,11 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
     return outcome
 
 
-def _new_version(outcome: ExportOutcome, onto: Move | None, version: str | None) -> None:
-    """The version the pin moves to (``--version``, else the ref's tag), or a note why it stays."""
-    upstream = outcome.upstream
+def _new_version(
+    upstream: Upstream, onto: Move | None, version: str | None
+) -> tuple[str | None, str | None, list[str]]:
+    """The version before and the one the pin moves to (``--version``, else the ref's tag; None: the version
+    line stays), and a note why it stays where it does."""
     manifest_edit.check_version(version, "the new ref")
     if version is not None and not onto:
         raise UsageError(
@@ -231,15 +233,16 @@ def _new_version(outcome: ExportOutcome, onto: Move | None, version: str | None)
             "leave --version out, or move the series with edit --onto REF",
         )
     if not onto:
-        return
-    outcome.old_version = upstream.version
+        return None, None, []
     guessed = version or release_version(upstream, onto.ref)
     if version is not None or (upstream.version and guessed):
-        outcome.new_version = guessed
-    elif upstream.version:
-        outcome.notes.append(
+        return upstream.version, guessed, []
+    if upstream.version:
+        note = (
             f"version stays {upstream.version}: {onto.ref} names no release version; pass --version X.Y.Z if it changed"
         )
+        return upstream.version, None, [note]
+    return upstream.version, None, []
 
 
 def _refuse_unfinished(repo: GitRepo, source: Path, onto: Move | None) -> None:
@@ -266,6 +269,13 @@ def _file_makes(repo: GitRepo, commit: str, path: Path, entry: PatchCommit, upst
     return check_patch(patch, GitSource(repo, parents[0], str(repo.path))).state is State.CLEAN
 
 
+def _shared(project: Project, target: Target, outcome: ExportOutcome) -> dict[str, list[str]]:
+    """The patches leaving the series whose files stay: removed id -> the other targets that list it."""
+    name = outcome.upstream.name
+    users = {pid: manifest_edit.listed_elsewhere(project, target.name, name, pid) for pid in outcome.removed}
+    return {pid: targets for pid, targets in users.items() if targets}
+
+
 def _export_changes(
     project: Project,
     target: Target,
@@ -282,14 +292,10 @@ def _export_changes(
             writes[patch.path] = data
             expected[patch.path] = _read(patch.path) if patch.path.is_file() else None
     for patch_id in outcome.removed:
-        users = manifest_edit.listed_elsewhere(project, target.name, upstream.name, patch_id)
-        if users:
-            outcome.shared[patch_id] = users
-        else:
-            path = project.patch_path(upstream.name, patch_id)
-            if path.is_file():
-                writes[path] = None
-                expected[path] = _read(path)
+        path = project.patch_path(upstream.name, patch_id)
+        if patch_id not in outcome.shared and path.is_file():
+            writes[path] = None
+            expected[path] = _read(path)
     if outcome.series_changed or outcome.moved:
         data = _read(target.path)
         try:

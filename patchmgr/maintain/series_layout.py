@@ -23,15 +23,14 @@ import tomlkit
 
 from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import NAME, PATCH_ID, url_problem
+from patchmgr.model.records import SHA256
+from patchmgr.model.urls import FULL_SHA
 
 PINS = "pins.dockerfile"
 RECORD_DIR = "patchmgr-series"
 RECORD = "export.toml"
 WORKSPACE = "/workspace"  # where the Dockerfile lines clone each upstream
 PATCHES_AT = "/workspace/npu_patch"  # where the Dockerfile lines expect this folder to be copied
-
-_SHA = re.compile(r"^[0-9a-f]{40}\Z")
-_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 
 
 @dataclass(frozen=True)
@@ -174,7 +173,7 @@ def _upstream(name: object, table: object) -> SeriesUpstream:
     problem = url_problem(git)
     if problem:
         raise ValueError(f"upstream {name}: its git URL {problem}")
-    if not _SHA.fullmatch(commit) or not _SHA256.fullmatch(sha256):
+    if not FULL_SHA.fullmatch(commit) or not SHA256.fullmatch(sha256):
         raise ValueError(f"upstream {name}: commit is a full commit id and sha256 a sha256")
     if PurePosixPath(patch).name != patch or not patch.endswith(".patch") or patch.startswith("."):
         raise ValueError(f"upstream {name}: patch {patch!r} is not a file name of this folder")

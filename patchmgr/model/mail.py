@@ -25,6 +25,7 @@ FIXED_DATE = "1970-01-01T00:00:00+00:00"  # a patch that names no date: the same
 _ZERO_FROM = f"From {'0' * 40} Mon Sep 17 00:00:00 2001\n"  # what git format-patch --zero-commit writes
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NAME_ADDRESS = re.compile(r"\s*(.*?)\s*<([^<>\s]+@[^<>\s]+)>\s*")
+_STAT_SUMMARY = re.compile(r"^ \d+ files? changed")  # the last line of a diffstat
 # lines a traditional diff puts before its ---/+++ pair (the command, svn's Index:): the new diff has its own
 _DIFF_PREAMBLE = ("diff ", "Index: ", "=" * 10)
 
@@ -104,6 +105,17 @@ def message_part(lines: list[str]) -> tuple[list[str], list[str]]:
     while head and head[-1].startswith(_DIFF_PREAMBLE):
         head.pop()
     return _split_at_dashes(head)
+
+
+def with_diffstat(prologue: list[str], stat: str) -> list[str]:
+    """The lines of a mail before its diff with ``stat`` in place of the diffstat format-patch put after the
+    ``---`` line (up to its ``N files changed`` summary, which ``stat`` brings anew); a plain diff's as they are."""
+    try:
+        separator = max(i for i, line in enumerate(prologue) if line.rstrip("\r\n") == "---")
+        end = next(i for i in range(separator, len(prologue)) if _STAT_SUMMARY.match(prologue[i]))
+    except (ValueError, StopIteration):
+        return prologue  # a plain diff without a diffstat
+    return prologue[: separator + 1] + split_lines(stat) + prologue[end + 1 :]
 
 
 def _split_at_dashes(head: list[str]) -> tuple[list[str], list[str]]:

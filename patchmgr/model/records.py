@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import TypeVar
 
 T = TypeVar("T")
+SHA256 = re.compile(r"^[0-9a-f]{64}\Z")  # a sha256 as ``sha256_bytes`` writes it (\Z: `$` lets a final newline by)
 
 
 def typed(value: object, kind: type[T], what: str) -> T:

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.render.console import STATE_STYLE, notes, say, shown
+from patchmgr.render.fields import fields_json
 from patchmgr.render.status import commit_json, guard_json, or_none
 
 if TYPE_CHECKING:
@@ -115,14 +116,7 @@ def _cell_json(column: Column, result: CheckResult) -> dict:
 
 
 def _change_json(change: Change) -> dict:
-    return {
-        "column": change.column,
-        **commit_json(change),
-        "carrier": change.carrier,
-        "monotonic": change.monotonic,
-        "commits_checked": change.commits_checked,
-        "note": change.note,
-    }
+    return {**fields_json(change), **commit_json(change)}
 
 
 def render_matrix(console: Console, matrices: list[Matrix], target: str, html: str | None) -> None:

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.render.console import notes, row, say
+from patchmgr.render.fields import fields_json
 from patchmgr.render.outside import one_line
 from patchmgr.smoke.verdicts import Verdict
 
@@ -23,9 +24,7 @@ def smoke_json(smoke: SmokeReport) -> dict:
         "ok": smoke.ok,
         "notes": smoke.notes,
         "summary": {v.value: len(smoke.with_verdict(v)) for v in Verdict},
-        "patches": [
-            {"patch": v.patch, "upstream": v.upstream, "verdict": v.verdict, "reason": v.reason} for v in smoke.verdicts
-        ],
+        "patches": [fields_json(v) for v in smoke.verdicts],
         "python": [
             {
                 "upstream": n.upstream,
@@ -38,18 +37,7 @@ def smoke_json(smoke: SmokeReport) -> dict:
             }
             for n in smoke.python_needs
         ],
-        "results": [
-            {
-                "patch": r.patch,
-                "upstream": r.upstream,
-                "test": r.test,
-                "device": r.device,
-                "result": r.result,
-                "seconds": r.seconds,
-                "reason": r.reason,
-            }
-            for r in smoke.results
-        ],
+        "results": [fields_json(r) for r in smoke.results],
     }
 
 

@@ -248,7 +248,7 @@ def verify_json(outcome: VerifyOutcome) -> dict:
 
 
 def render_verify(console: Console, outcome: VerifyOutcome) -> None:
-    notes(console, outcome.notes)
+    notes(console, list(outcome.notes))
     if outcome.ok:
         say(
             console,

@@ -246,7 +246,7 @@ class Store(CacheHealth):
                 absent = source.missing_blobs(commit)
         lacking = set(repo.unfetched_objects(commit))
         if absent:
-            lacking -= {entry.sha for path in absent if (entry := repo.tree_entry(commit, path))}
+            lacking -= {entry[1] for entry in repo.path_entries(commit, absent) if entry is not None}
         wanted = sorted(lacking)
         with self._writing(repo):
             if fetched.url is None and urls and wanted:  # origin may be what an earlier run last tried, not urls[0]

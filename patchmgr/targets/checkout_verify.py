@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchmgr.io.git import NO_OPTIONAL_LOCKS, GitRepo
@@ -16,13 +16,13 @@ from patchmgr.targets.into_lock import STATE, locked_into
 from patchmgr.targets.ledger import UpstreamLedger, read_into_ledger, verify_recorded
 
 
-@dataclass
+@dataclass(frozen=True)
 class VerifyOutcome:
     target: str
     into: Path
-    problems: list[str] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    problems: tuple[str, ...]  # empty: DIR holds exactly what apply wrote
+    checked: tuple[str, ...]  # the upstreams verified
+    notes: tuple[str, ...]
 
     @property
     def ok(self) -> bool:
@@ -32,9 +32,9 @@ class VerifyOutcome:
 def verify_into(project: Project, target: Target, into: Path, only: Sequence[str] = ()) -> VerifyOutcome:
     """Prove that ``into`` holds exactly the pinned upstreams with exactly the target's patches."""
     into = into.resolve()
-    outcome = VerifyOutcome(target.name, into)
+    notes: list[str] = []
     if not (into / STATE).is_dir():  # no apply ever ran there: nothing to recover, and no lock to leave behind
-        return _verify_ledger(project, target, into, only, outcome)
+        return _verify_ledger(project, target, into, only, notes)
     if not os.access(into / STATE, os.W_OK) or _read_only(into):
         # a read-only DIR (an image layer, a read-only mount): no run can be changing it, and nothing
         # could be recovered there, so verify reads it as it is, unless a journal says a run was cut off
@@ -43,10 +43,10 @@ def verify_into(project: Project, target: Target, into: Path, only: Sequence[str
                 f"{into} holds an interrupted apply, and its file system is read-only",
                 "make it writable, then run verify again (it finishes or undoes that apply)",
             )
-        outcome.notes.append(f"{into} is read-only: verified without taking its lock")
-        return _verify_ledger(project, target, into, only, outcome)
-    with locked_into(into, outcome.notes):
-        return _verify_ledger(project, target, into, only, outcome)
+        notes.append(f"{into} is read-only: verified without taking its lock")
+        return _verify_ledger(project, target, into, only, notes)
+    with locked_into(into, notes):  # notes: the interrupted apply it finished or undid first
+        return _verify_ledger(project, target, into, only, notes)
 
 
 def _read_only(folder: Path) -> bool:
@@ -54,25 +54,26 @@ def _read_only(folder: Path) -> bool:
 
 
 def _verify_ledger(
-    project: Project, target: Target, into: Path, only: Sequence[str], outcome: VerifyOutcome
+    project: Project, target: Target, into: Path, only: Sequence[str], notes: list[str]
 ) -> VerifyOutcome:
+    problems: list[str] = []
+    checked: list[str] = []
     ledger = read_into_ledger(into) if into.is_dir() else None
     if ledger is None:
-        outcome.problems.append(f"{into} has no ledger: it was not made by `patchmgr apply`")
-        return outcome
-    if ledger.target != target.name:
-        outcome.problems.append(f"{into} holds target {ledger.target}, not {target.name}")
-        return outcome
-    for upstream in target.upstreams:
-        if only and upstream.name not in only:
-            continue
-        entry = ledger.upstream(upstream.name)
-        if entry is None:
-            outcome.problems.append(f"{upstream.name}: not applied into {into}")
-            continue
-        outcome.problems += _verify_upstream(project, upstream, entry, into / upstream.name)
-        outcome.checked.append(upstream.name)
-    return outcome
+        problems.append(f"{into} has no ledger: it was not made by `patchmgr apply`")
+    elif ledger.target != target.name:
+        problems.append(f"{into} holds target {ledger.target}, not {target.name}")
+    else:
+        for upstream in target.upstreams:
+            if only and upstream.name not in only:
+                continue
+            entry = ledger.upstream(upstream.name)
+            if entry is None:
+                problems.append(f"{upstream.name}: not applied into {into}")
+                continue
+            problems += _verify_upstream(project, upstream, entry, into / upstream.name)
+            checked.append(upstream.name)
+    return VerifyOutcome(target.name, into, tuple(problems), tuple(checked), tuple(notes))
 
 
 def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger, folder: Path) -> list[str]:

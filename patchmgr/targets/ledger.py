@@ -13,14 +13,13 @@ unversioned one for ``--python``) are read too.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from patchmgr.model.errors import StateError
-from patchmgr.model.records import sha256_bytes, text_or_none, typed
+from patchmgr.model.records import SHA256, sha256_bytes, text_or_none, typed
 from patchmgr.model.source_identity import SourceIdentity, SourceKind
 
 if TYPE_CHECKING:
@@ -186,13 +185,10 @@ def verify_recorded(
     return problems, differs
 
 
-_DIGEST = re.compile(r"[0-9a-f]{64}")
-
-
 def _digest(value: object, what: str) -> str:
     """A sha256 the ledger names (also a file name under originals/, so nothing else is taken)."""
     text: str = typed(value, str, what)
-    if not _DIGEST.fullmatch(text):
+    if not SHA256.fullmatch(text):
         raise ValueError(f"{what} {text[:80]!r} is not a sha256")
     return text
 

@@ -93,11 +93,11 @@ def recorded_series(
 
 
 def declared_by_record(monolith: Monolith, declared: Declared) -> Declared:
-    """The URL and pin of ``monolith``'s upstream as the Dockerfile gives them; where it gives none (or leaves a
-    variable unexpanded), those that export recorded beside the monolith: a monolith split as any other still
-    starts from them."""
+    """The URL and pin of ``monolith``'s upstream as the Dockerfile gives them (a variable without a value is an
+    error there already); where it gives none, those that export recorded beside the monolith: a monolith split
+    as any other still starts from them."""
     _, entry = _recorded_entry(monolith)
-    url, ref = _expanded(declared.url), _expanded(declared.ref)
+    url, ref = declared.url, declared.ref
     if entry is None or (url and ref):
         return declared
     return Declared(url or entry.git, ref or entry.commit, declared.where or f"{monolith.shown}: {RECORD_DIR}/{RECORD}")
@@ -120,10 +120,10 @@ def _differs(monolith: Monolith, entry: SeriesUpstream, sources: Sources, given:
         return "the patch changed since patchmgr export wrote it"
     if given.existing is not None and given.existing.commit != entry.commit:
         return f"the target pins {entry.name} at {given.existing.commit[:12]}, the export at {entry.commit[:12]}"
-    url = given.git or _expanded(given.declared.url)
+    url = given.git or given.declared.url
     if url is not None and without_credentials(url) != entry.git:
         return f"its git URL is given as {without_credentials(url)}, the export's is {entry.git}"
-    ref = given.pin or _expanded(given.declared.ref)
+    ref = given.pin or given.declared.ref
     if ref is None or (len(ref) >= 7 and entry.commit.startswith(ref)):
         return None
     urls = sources.urls(Upstream(entry.name, entry.git, (), entry.commit, None, None, "", ()))
@@ -132,11 +132,6 @@ def _differs(monolith: Monolith, entry: SeriesUpstream, sources: Sources, given:
     except PatchmgrError:
         commit = None
     return None if commit == entry.commit else f"its pin is given as {ref}, the export's is {entry.commit[:12]}"
-
-
-def _expanded(value: str | None) -> str | None:
-    """A Dockerfile's value, unless it is a variable left unexpanded (then the record's stands)."""
-    return None if value is None or "$" in value else value
 
 
 def _patches(folder: Path, entry: SeriesUpstream) -> list[tuple[PatchFile, bytes]] | str:

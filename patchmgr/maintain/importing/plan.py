@@ -40,7 +40,7 @@ from patchmgr.maintain.importing.pypi import Release, release_of_pin
 from patchmgr.maintain.importing.repeated import file_notes
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.shared import share_pieces
-from patchmgr.maintain.importing.sources import Declared, Monolith
+from patchmgr.maintain.importing.sources import Declared, Monolith, origin_of
 from patchmgr.maintain.importing.split import SplitMode, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
 from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes, write_import
@@ -226,11 +226,7 @@ def _one(
     notes += tags.notes
     specs, split_notes, used = plan_pieces(patch, options.mode, options.mapping, monolith.shown)
     notes += split_notes
-    at = f" at commit {monolith.commit}" if monolith.commit else ""
-    origin = (
-        f"vendor, imported from {monolith.shown}{at} (sha256 {patch.sha256[:12]}), made against {name} "
-        f"commit {base.commit}"
-    )
+    origin = f"vendor, imported from {origin_of(monolith)}, made against {name} commit {base.commit}"
     base_reader = GitSource(repo, base.commit, location)
     notes += file_notes(patch, base_reader)  # repeated files, diffs edited by hand
     base_pieces = render_pieces(

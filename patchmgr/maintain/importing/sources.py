@@ -41,6 +41,16 @@ class Monolith:
     patch: PatchFile
     version: str | None = None  # from a per-version folder
     commit: str | None = None  # the last commit of the repository holding the patch file that changed it
+    joined: tuple[Monolith, ...] = ()  # the patch files of one upstream this one was joined from, in order
+
+
+def origin_of(monolith: Monolith) -> str:
+    """Where ``monolith``'s pieces come from, for their ``Origin``: each patch file as named, the last commit that
+    changed it and the sha256 of its own bytes (files joined into one series: each, in order, joined by `` + ``)."""
+    return " + ".join(
+        f"{part.shown}{f' at commit {part.commit}' if part.commit else ''} (sha256 {part.patch.sha256[:12]})"
+        for part in monolith.joined or (monolith,)
+    )
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,7 @@ def _series(items: list[Monolith]) -> Monolith:
         parse_patch(data, first.path, name, name),
         first.version,
         commits.pop() if len(commits) == 1 else None,
+        tuple(items),
     )
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def render_export(console: Console, outcome: ExportOutcome) -> None:
-    notes(console, outcome.notes)
+    notes(console, list(outcome.notes))
     for patch_id, guards in outcome.guards.items():
         print_broken_guards(console, patch_id, guards, "the exported tree")
     if not outcome.guards_hold:

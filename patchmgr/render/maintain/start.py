@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from patchmgr.render.console import notes, say
+from patchmgr.render.fields import fields_json
 
 if TYPE_CHECKING:
     from patchmgr.maintain.add_patch import AddOutcome
@@ -34,18 +35,7 @@ def render_start(console: Console, outcome: StartOutcome) -> None:
 
 
 def start_json(outcome: StartOutcome) -> dict:
-    return {
-        "target": outcome.target,
-        "upstream": outcome.upstream,
-        "git": outcome.git,
-        "commit": outcome.commit,
-        "ref": outcome.ref,
-        "version": outcome.version,
-        "source": outcome.source,
-        "written": [str(p) for p in outcome.written],
-        "kept": [str(p) for p in outcome.kept],
-        "notes": outcome.notes,
-    }
+    return fields_json(outcome, "root")
 
 
 def render_add(console: Console, outcome: AddOutcome) -> None:

@@ -68,6 +68,7 @@ PATCHED_MODULES = (
 TOWERS = ("Qwen3VLVisionModel", "Qwen3VLMoeVisionModel")
 # several images and a video (t > 1), non-square, larger and smaller than the 8x8 table
 GRID_THW = [[1, 4, 6], [2, 8, 4], [1, 12, 10], [3, 2, 2]]
+WIDTH = 32  # of both towers: tiny models, built on the CPU in a moment
 DEVICE_ERROR = re.compile(r"same device|expected device|mixed torch\.Tensor and DTensor")
 
 
@@ -75,10 +76,10 @@ def _vision_config(module_name, class_name):
     config_class = getattr(importlib.import_module(module_name), class_name)
     return config_class(
         depth=1,
-        hidden_size=32,
+        hidden_size=WIDTH,
         num_heads=2,
-        intermediate_size=32,
-        out_hidden_size=32,
+        intermediate_size=WIDTH,
+        out_hidden_size=WIDTH,  # the merger's output is the text model's input
         num_position_embeddings=64,
         spatial_merge_size=2,
         patch_size=4,
@@ -137,12 +138,12 @@ def towers(load_upstream, built_for_other):
             monkey_patch = load_upstream("verl", MONKEY_PATCH)
         config = Qwen3VLConfig(
             text_config=dict(
-                hidden_size=32,
-                intermediate_size=32,
+                hidden_size=WIDTH,
+                intermediate_size=WIDTH,
                 num_hidden_layers=1,
                 num_attention_heads=2,
                 num_key_value_heads=2,
-                head_dim=16,
+                head_dim=WIDTH // 2,  # hidden_size over num_attention_heads
                 vocab_size=64,
                 rope_scaling={"rope_type": "default", "mrope_section": [2, 3, 3]},
             ),
