@@ -106,11 +106,8 @@ class ImportOutcome:
     def stubs(self) -> int:
         """How many of the patch files it writes still hold the DEP-3 stub (pieces split here do; the patches an
         export recorded, imported back, keep their own headers)."""
-        return sum(
-            1
-            for path, data in self.writes.items()
-            if path.suffix == ".patch" and data is not None and is_stub(data.decode("utf-8", "replace"))
-        )
+        patches = [data for path, data in self.writes.items() if path.suffix == ".patch" and data is not None]
+        return sum(is_stub(data.decode("utf-8", "replace")) for data in patches)
 
 
 def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, options: ImportOptions) -> ImportOutcome:
