@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from patchmgr.cli.options import (
+from patchmgr.cli.option_values import (
     Place,
     for_targets,
     missing,

@@ -11,10 +11,12 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from patchmgr.engine.results import State
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.urls import mask_url
 from patchmgr.render.outside import for_terminal, one_line
+from patchmgr.render.status_plain import STATE_STYLE
+
+__all__ = ["STATE_STYLE"]  # each state's colour: kept with the plain status, which needs it without rich
 
 
 class SafeConsole(Console):
@@ -74,17 +76,6 @@ def say(console: Console, text: str, style: str | None = None) -> None:
 def shown(text: str, style: str = "", lines: bool = True) -> Text:
     """A ``Text`` of text from outside, every control character made visible (``lines``: line feeds kept)."""
     return Text(for_terminal(text) if lines else one_line(text), style=style)
-
-
-STATE_STYLE = {
-    State.CLEAN: "green",
-    State.OFFSET: "green",
-    State.FUZZ: "yellow",
-    State.THREE_WAY: "yellow",
-    State.CONFLICT: "red",
-    State.UPSTREAM: "cyan",
-    State.MISSING: "red",
-}
 
 
 def row(table: Table, *cells: RenderableType | None) -> None:

@@ -46,6 +46,47 @@ CACHE_CONFIG_KEYS = frozenset(
 CACHE_CONFIG_VALUES = {"remote.origin.uploadpack": LOCAL_UPLOAD_PACK}  # runs a program: only patchmgr's own
 
 
+_SECTION = re.compile(rb'\[([a-z]+)(?: "([a-z]+)")?\]')
+_ENTRY = re.compile(rb"\t([A-Za-z]+) = ([!-~](?:[ -~]*[!-~])?)")
+_WRITTEN_VALUES = {  # keys whose value git checks when it opens a clone: only the values git and patchmgr write
+    "core.repositoryformatversion": ("0", "1"),
+    "core.filemode": ("true", "false"),
+    "core.bare": ("true",),
+    "core.ignorecase": ("true", "false"),
+    "core.precomposeunicode": ("true", "false"),
+    "core.symlinks": ("true", "false"),
+    "core.logallrefupdates": ("true", "false", "always"),
+    "extensions.objectformat": ("sha1", "sha256"),
+    "remote.origin.promisor": ("true", "false"),
+}
+_QUOTING = frozenset(b'"\\#;')  # a value with these means what git's quoting rules say: git reads it
+
+
+def written_config(text: bytes) -> list[tuple[str, str]] | None:
+    """A cached clone's config as ``git config --local --no-includes --list`` gives it, read without git when
+    it is laid out exactly as ``git init`` and ``git config`` write it (``[section]`` or ``[section "name"]``
+    lines, tab-indented ``key = value`` lines, values without quotes, escapes or comments) and holds only keys
+    and values that patchmgr writes; None for anything else, which git then reads (and refuses, or reports)."""
+    pairs: list[tuple[str, str]] = []
+    section: str | None = None
+    for line in text.split(b"\n")[:-1]:
+        header = _SECTION.fullmatch(line)
+        if header:
+            name, sub = header.groups()
+            section = name.decode() + (f".{sub.decode()}" if sub else "")
+            continue
+        entry = _ENTRY.fullmatch(line)
+        if entry is None or section is None or _QUOTING.intersection(entry.group(2)):
+            return None
+        key, value = f"{section}.{entry.group(1).decode().lower()}", entry.group(2).decode()
+        if key not in CACHE_CONFIG_KEYS and CACHE_CONFIG_VALUES.get(key) != value:
+            return None
+        if value not in _WRITTEN_VALUES.get(key, (value,)):
+            return None
+        pairs.append((key, value))
+    return pairs
+
+
 def check_cache_config(path: Path, config: Sequence[tuple[str, str]]) -> None:
     """Refuse a cached clone whose config holds anything patchmgr does not write there."""
     for key, value in config:
@@ -189,13 +230,15 @@ class CacheHealth(ABC):
             return "its HEAD names no branch or commit"
         if not text.endswith(b"\n"):  # git writes whole lines: a config that stops mid-line was cut off
             return "its config is cut off"
-        repo = GitRepo(path, untrusted=True)
-        try:
-            config = repo.local_config()
-        except GitError as exc:
-            return exc.detail if isinstance(exc, RepositoryDamaged) else exc.message
-        finally:
-            repo.close()
+        config = written_config(text)
+        if config is None:  # anything but what patchmgr writes, exactly: git reads it (and says what is wrong)
+            repo = GitRepo(path, untrusted=True)
+            try:
+                config = repo.local_config()
+            except GitError as exc:
+                return exc.detail if isinstance(exc, RepositoryDamaged) else exc.message
+            finally:
+                repo.close()
         check_cache_config(path, config)
         keys = {key for key, _value in config}
         if "remote.origin.url" in keys and not {"extensions.partialclone", "remote.origin.promisor"} <= keys:
