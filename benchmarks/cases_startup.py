@@ -157,28 +157,29 @@ def measure_help(bench: Bench, old: Path, ref: str, cwd: Path) -> None:
     )
 
 
-# where a warm status spends its time: each group of imports in the order the command needs them, then the run
+# where a warm status spends its time: each group of imports in the order the command needs them (off a terminal
+# it loads neither typer nor rich: the entry point parses the options, the table is written plain), then the run
 PHASES = """
 import time; marks = [time.perf_counter()]
 import contextlib, io, json, sys
 def mark(): marks.append(time.perf_counter())
-import typer; mark()
-import rich.console, rich.table; mark()
-from patchmgr.cli.app import run_parser; import patchmgr.cli.status; mark()
+from patchmgr.cli.entry import main; import patchmgr.cli.toplevel, patchmgr.cli.optspec; mark()
+import patchmgr.cli.status; mark()
 import patchmgr.model.project, patchmgr.targets.project_files; mark()
 import patchmgr.check.status, patchmgr.sources.store, patchmgr.sources.upstream, patchmgr.sources.release; mark()
-import patchmgr.render.status, patchmgr.render.console; mark()
+import patchmgr.history.at_ref, patchmgr.engine.classify; mark()
+import patchmgr.render.status_plain; mark()
 with contextlib.redirect_stdout(io.StringIO()):
-    run_parser(sys.argv[1:])
+    main(sys.argv[1:])
 mark()
 print(json.dumps([b - a for a, b in zip(marks, marks[1:])]))
 """
 PHASE_NAMES = (
-    "typer",
-    "rich",
-    "the cli modules",
+    "the entry point and its option parser",
+    "the status command",
     "model and project files",
-    "check, sources, engine",
+    "check and sources",
+    "the engine",
     "render",
     "the check and its output",
 )
