@@ -85,7 +85,9 @@ def command(
             from patchmgr.check.status import check_target
 
             statuses = [
-                check_target(session.project, t, sources, refs, only, newest_release, partial(load_output, fmt))
+                check_target(
+                    session.project, t, sources, refs, only, newest_release, partial(load_output, fmt), kept=True
+                )
                 for t in targets
             ]
     from patchmgr.check.status import with_project_warnings

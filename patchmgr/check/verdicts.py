@@ -1,0 +1,131 @@
+"""A status at the pin, kept in the cache: what ``status`` found for an upstream, read back when nothing it was
+made from has changed.
+
+An upstream's status at its pin is a function of what goes in: the pinned commit and the rest of its manifest
+entry, the bytes of its patch files (their ``Guard:`` headers with them), the location its files come from, the
+cached clone that holds the commit (its config, refs and packs, by identity), the cached release the drift note
+compares with, and the code that checks (patchmgr's version and every file of the package, by size and time,
+with the Python that runs it). ``key`` hashes all of them; a status is kept under its key and read back only
+under the same key, so a changed patch, pin, guard, source, clone, release or engine never reads an old one.
+Only a status made without the network is kept (the clone had the commit; the release was in the cache), so
+a kept one says exactly what a run would say now.
+
+The entries live in the cache folder ``verdicts``, trusted as every cache entry is (``cache_entry``: this
+user's own, writable by no one else): a kept status is a pickle, and a pickle runs code when it is read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import patchmgr
+from patchmgr.io.files import write_atomic
+from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
+from patchmgr.sources.cache_errors import CacheError
+
+if TYPE_CHECKING:
+    from patchmgr.check.status import UpstreamStatus
+    from patchmgr.model.manifest import Upstream
+    from patchmgr.model.project import Project
+    from patchmgr.sources.upstream import Sources
+
+FORMAT = 1  # of a kept status: a new one is never read as an old one
+ENTRY = "status.pickle"
+HINT = "remove it (rm -rf {path}): status checks again"
+
+
+@cache
+def code_fingerprint() -> str:
+    """patchmgr's version, the Python that runs it, and every file of the package by path, size and time."""
+    root = Path(patchmgr.__file__).parent
+    parts = [patchmgr.__version__, sys.version, str(root)]
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                info = os.stat(os.path.join(folder, name))
+                parts.append(f"{os.path.relpath(os.path.join(folder, name), root)} {info.st_size} {info.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def identity(path: Path) -> str | None:
+    """A file's or folder's identity as the file system keeps it (inode, size, change times); None: absent."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return f"{info.st_ino} {info.st_size} {info.st_mtime_ns} {info.st_ctime_ns}"
+
+
+def key(project: Project, upstream: Upstream, sources: Sources) -> str | None:
+    """The key of ``upstream``'s status at its pin as it would be checked now; None when it cannot be known
+    without doing the check (no cached clone, a patch that cannot be read, a release not in the cache)."""
+    from patchmgr.sources.release import index_url
+    from patchmgr.sources.upstream import local_problem
+
+    store = sources.store
+    urls = sources.urls(upstream)
+    clone = store.repo_path(upstream.name)
+    parts = [str(FORMAT), code_fingerprint(), repr(upstream), repr(urls), str(local_problem(urls[0]) if urls else "")]
+    for part in ("config", "HEAD", "packed-refs", "objects", "objects/pack", "objects/info", "refs"):
+        parts.append(f"{part} {identity(clone / part)}")
+    if identity(clone / "config") is None:
+        return None
+    digest = hashlib.sha256()
+    for patch_id in upstream.patch_ids:
+        path = project.patch_path(upstream.name, patch_id)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        digest.update(f"{path}\0{len(data)}\0".encode() + data)
+    parts.append(digest.hexdigest())
+    if upstream.pypi and upstream.version:
+        folder = store.releases.root / upstream.pypi.lower() / upstream.version
+        try:
+            meta = (folder / "release.json").read_bytes()
+        except OSError:
+            return None
+        parts += [index_url(), meta.hex(), str(identity(folder / "tree"))]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def folder(sources: Sources, digest: str) -> Path:
+    return sources.store.cache_dir / "verdicts" / digest
+
+
+def recall(project: Project, upstream: Upstream, sources: Sources) -> tuple[str | None, UpstreamStatus | None]:
+    """The key of ``upstream``'s status at its pin, and the status kept under it (None: none is)."""
+    digest = key(project, upstream, sources)
+    if digest is None:
+        return None, None
+    entry = folder(sources, digest)
+    if not os.path.lexists(entry):
+        return digest, None
+    cache_folder(sources.store.cache_dir, "verdicts")
+    check_cache_entry(entry, "a kept status", HINT.format(path=entry), inside=(ENTRY,))
+    try:
+        status = pickle.loads((entry / ENTRY).read_bytes())
+    except Exception:  # a cut or foreign entry: checked again, and written anew
+        return digest, None
+    return digest, replace(status, upstream=upstream)
+
+
+def keep(sources: Sources, digest: str, status: UpstreamStatus) -> None:
+    """Keep ``status`` under ``digest``; a cache that cannot be written keeps nothing, and says nothing (the run
+    has its answer)."""
+    entry = folder(sources, digest)
+    try:
+        cache_folder(sources.store.cache_dir, "verdicts")
+        entry.mkdir(mode=0o755, exist_ok=True)
+        check_cache_entry(entry, "a kept status", HINT.format(path=entry), inside=(ENTRY,))
+        write_atomic(entry / ENTRY, pickle.dumps(status, protocol=pickle.HIGHEST_PROTOCOL))
+    except (OSError, CacheError):
+        return
