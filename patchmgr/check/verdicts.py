@@ -41,11 +41,9 @@ ENTRY = "status.pickle"
 HINT = "remove it (rm -rf {path}): status checks again"
 
 
-@cache
-def code_fingerprint() -> str:
-    """patchmgr's version, the Python that runs it, and every file of the package by path, size and time."""
-    root = Path(patchmgr.__file__).parent
-    parts = [patchmgr.__version__, sys.version, str(root)]
+def fingerprint(root: Path, version: str) -> str:
+    """The code under ``root`` at ``version`` run by this Python: every ``.py`` file by path, size and time."""
+    parts = [version, sys.version, str(root)]
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
@@ -53,6 +51,12 @@ def code_fingerprint() -> str:
                 info = os.stat(os.path.join(folder, name))
                 parts.append(f"{os.path.relpath(os.path.join(folder, name), root)} {info.st_size} {info.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+@cache
+def code_fingerprint() -> str:
+    """patchmgr's own fingerprint: its version and every file of the package."""
+    return fingerprint(Path(patchmgr.__file__).parent, patchmgr.__version__)
 
 
 def identity(path: Path) -> str | None:
