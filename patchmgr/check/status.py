@@ -7,7 +7,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from patchmgr.engine.results import CheckResult, TreeReader
-from patchmgr.history.at_ref import check_at_ref
 from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
@@ -206,6 +205,8 @@ def check_upstream(
         raise  # bad input (a ref the upstream does not have), or a cache this machine cannot use: one error
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
+    from patchmgr.history.at_ref import check_at_ref  # the engine: not loaded by a status read back (verdicts)
+
     results = check_at_ref(sources, upstream, source, patches, explain=ref is not None)
     status = UpstreamStatus(
         upstream,
