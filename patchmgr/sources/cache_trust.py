@@ -9,14 +9,18 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchmgr.io.disk import os_problem
-from patchmgr.io.git import GitRepo, RepositoryDamaged
+from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.io.locks import FileLock
 from patchmgr.model.errors import GitError, PatchmgrError
 from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
 from patchmgr.sources.cache_errors import CacheError
+
+if TYPE_CHECKING:  # io.git is imported where a clone is opened: a status read back runs no git
+    from patchmgr.io.git import GitRepo
 
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
@@ -158,6 +162,8 @@ class CacheHealth(ABC):
         names = [name for name in commits if name not in self._open]
         if len(names) < 2 or not self._root_checked:
             return lambda: None
+        from patchmgr.io.git import GitRepo
+
         opened: dict[str, GitRepo] = {}
 
         def open_one(name: str) -> None:
@@ -197,6 +203,8 @@ class CacheHealth(ABC):
         under the lock (another run may be making it right now), then removed, with
         a note, so that it is made and fetched again.
         """
+        from patchmgr.io.git import GitRepo
+
         why = self._clone_problem(upstream)
         if why is None or why is _ABSENT:
             return None if why else GitRepo(self.repo_path(upstream), untrusted=True)
@@ -232,6 +240,8 @@ class CacheHealth(ABC):
             return "its config is cut off"
         config = written_config(text)
         if config is None:  # anything but what patchmgr writes, exactly: git reads it (and says what is wrong)
+            from patchmgr.io.git import GitRepo
+
             repo = GitRepo(path, untrusted=True)
             try:
                 config = repo.local_config()
