@@ -96,8 +96,9 @@ def check_target(
     if kept and pinned:
         from patchmgr.check.verdicts import recall
 
-        recalled = {u.name: recall(project, u, sources) for u in upstreams if u.name not in against}
-    done = {name: status for name, (_key, status) in recalled.items() if status is not None}
+        recalled = {u.name: recall(project, u, sources, UpstreamStatus) for u in upstreams if u.name not in against}
+    # the manifest's own Upstream value: the key holds all of it, so the kept one is equal
+    done = {u.name: replace(s, upstream=u) for u in upstreams if (s := recalled.get(u.name, (None, None))[1])}
     # the cached clones' git processes start together, and the patches are parsed while they run; the checks
     # then run one after another, in order
     settle = sources.store.open_ahead(

@@ -20,10 +20,9 @@ import hashlib
 import os
 import pickle
 import sys
-from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import patchmgr
 from patchmgr.io.files import write_atomic
@@ -31,7 +30,6 @@ from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
 from patchmgr.sources.cache_errors import CacheError
 
 if TYPE_CHECKING:
-    from patchmgr.check.status import UpstreamStatus
     from patchmgr.model.manifest import Upstream
     from patchmgr.model.project import Project
     from patchmgr.sources.upstream import Sources
@@ -39,6 +37,7 @@ if TYPE_CHECKING:
 FORMAT = 1  # of a kept status: a new one is never read as an old one
 ENTRY = "status.pickle"
 HINT = "remove it (rm -rf {path}): status checks again"
+T = TypeVar("T")
 
 
 def fingerprint(root: Path, version: str) -> str:
@@ -105,8 +104,8 @@ def folder(sources: Sources, digest: str) -> Path:
     return sources.store.cache_dir / "verdicts" / digest
 
 
-def recall(project: Project, upstream: Upstream, sources: Sources) -> tuple[str | None, UpstreamStatus | None]:
-    """The key of ``upstream``'s status at its pin, and the status kept under it (None: none is)."""
+def recall(project: Project, upstream: Upstream, sources: Sources, kind: type[T]) -> tuple[str | None, T | None]:
+    """The key of ``upstream``'s status at its pin, and the status (a ``kind``) kept under it (None: none is)."""
     digest = key(project, upstream, sources)
     if digest is None:
         return None, None
@@ -119,10 +118,10 @@ def recall(project: Project, upstream: Upstream, sources: Sources) -> tuple[str 
         status = pickle.loads((entry / ENTRY).read_bytes())
     except Exception:  # a cut or foreign entry: checked again, and written anew
         return digest, None
-    return digest, replace(status, upstream=upstream)
+    return digest, status if isinstance(status, kind) else None
 
 
-def keep(sources: Sources, digest: str, status: UpstreamStatus) -> None:
+def keep(sources: Sources, digest: str, status: object) -> None:
     """Keep ``status`` under ``digest``; a cache that cannot be written keeps nothing, and says nothing (the run
     has its answer)."""
     entry = folder(sources, digest)

@@ -22,7 +22,6 @@ from typer.main import get_command_from_info
 from typer.models import CommandInfo
 
 from patchmgr.cli.commands import APP_HELP, COMMANDS, VERSION_HELP
-from patchmgr.cli.entry import report_error
 from patchmgr.cli.options import typer_callback
 from patchmgr.cli.toplevel import version_line
 from patchmgr.model.errors import PatchmgrError
@@ -110,6 +109,8 @@ def run_parser(argv: list[str] | None) -> int:
     try:
         result = command.main(args=argv, prog_name="patchmgr", standalone_mode=False)
     except PatchmgrError as error:
+        from patchmgr.render.console import report_error
+
         return report_error(error)
     except typer.Exit as exit_:
         return exit_.exit_code

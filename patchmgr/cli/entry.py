@@ -43,6 +43,8 @@ def run_fast(name: str, args: list[str]) -> int | None:
     try:
         result = module.command(**values)
     except PatchmgrError as error:
+        from patchmgr.render.console import report_error
+
         return report_error(error)
     except KeyboardInterrupt:  # as click's main: exit 130
         return 130
@@ -58,14 +60,6 @@ def run_fast(name: str, args: list[str]) -> int | None:
         sys.stderr = PacifyFlushWrapper(sys.stderr)
         sys.exit(1)
     return result if isinstance(result, int) else 0
-
-
-def report_error(error: PatchmgrError) -> int:
-    """``error`` as its ``error:`` and ``hint:`` lines on stderr; its exit code."""
-    from patchmgr.render.console import make_console, render_error
-
-    render_error(make_console(stderr=True), error)
-    return error.exit_code
 
 
 def run() -> None:

@@ -89,6 +89,12 @@ def notes(console: Console, notes: list[str]) -> None:
         console.print(f"note: {one_line(note)}", style="yellow", highlight=False, markup=False)
 
 
+def report_error(error: PatchmgrError) -> int:
+    """``error`` as its lines on stderr (``render_error``); its exit code."""
+    render_error(make_console(stderr=True), error)
+    return error.exit_code
+
+
 def render_error(console: Console, error: PatchmgrError) -> None:
     """One ``error:`` line and one ``hint:`` line (a line break from outside, in a path or git's words, is shown,
     so it cannot forge a line); a password in a URL is never printed. What the run did before it failed (a

@@ -50,8 +50,6 @@ if TYPE_CHECKING:  # io.git is imported where a clone is opened: a status read b
     from patchmgr.io.git import GitRepo
 
 Progress = Callable[[str], None]
-
-
 T = TypeVar("T")
 
 
