@@ -160,9 +160,10 @@ def test_off_a_terminal_status_loads_neither_typer_nor_rich_and_writes_a_plain_t
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         env.pop(name, None)
-    for extra in ([], ["--json"]):
-        done = subprocess.run(
-            [sys.executable, "-c", child, "status", "--target", "t", "--source", f"lib={upstream.path}", *extra]
+
+    def status(*args: str, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, *args, "status", "--target", "t", "--source", f"lib={upstream.path}", *extra]
             + ["--root", str(project.root)],
             capture_output=True,
             text=True,
@@ -170,18 +171,13 @@ def test_off_a_terminal_status_loads_neither_typer_nor_rich_and_writes_a_plain_t
             cwd=tmp_path,
             timeout=120,
         )
-        assert done.returncode == 0, done.stderr
-        assert json.loads(done.stderr.splitlines()[-1]) == []
-    assert done.stdout.startswith("{")
-    plain = subprocess.run(
-        [sys.executable, "-m", "patchmgr", "status", "--target", "t", "--source", f"lib={upstream.path}"]
-        + ["--root", str(project.root)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
+
+    plain = status("-m", "patchmgr")  # the first run fetches: its progress is asked for a terminal without rich
     lines = plain.stdout.splitlines()
     assert lines[:3] == ["target t", "upstream  patch  state  detail", "lib       fix    clean"]
     assert all(line == line.rstrip() for line in lines)
+    for extra in ((), ("--json",)):
+        done = status("-c", child, extra=extra)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stderr.splitlines()[-1]) == []
+    assert done.stdout.startswith("{")
