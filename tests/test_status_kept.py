@@ -116,7 +116,7 @@ def status_out(cli, upstream: UpstreamRepo, *extra: str):
     return cli("status", "--target", "t", "--source", f"lib={upstream.path}", *extra)
 
 
-def test_a_warm_status_is_read_back_and_a_changed_patch_is_checked_again(cli, project, upstream, monkeypatch):
+def test_a_warm_status_is_read_back_and_a_changed_patch_is_checked_again(cli, project, upstream, monkeypatch, tmp_path):
     pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
     first = status_out(cli, upstream, "--json")  # fetches: nothing kept
     second = status_out(cli, upstream, "--json")  # from the cache alone: kept
@@ -131,6 +131,7 @@ def test_a_warm_status_is_read_back_and_a_changed_patch_is_checked_again(cli, pr
     patch.write_bytes(upstream.make_patch(pin, {"src/mod.py": lines_with({25: "fixed 25"})}, "Fix"))
     fourth = status_out(cli, upstream, "--json")
     assert checked == [1] and fourth.code == 0
+    assert len(list((tmp_path / "cache" / "verdicts").iterdir())) == 1  # the new status replaced the old one
     assert fourth.json["upstreams"][0]["patches"][0]["sha256"] != third.json["upstreams"][0]["patches"][0]["sha256"]
     text = status_out(cli, upstream)
     assert "lib: " in text.out and "(cached)" in text.out

@@ -125,11 +125,11 @@ def check_target(
         for u in upstreams
     ]
     for status in statuses:
-        digest = recalled.get(status.upstream.name, (None, None))[0]
-        if digest is not None and status.upstream.name not in done and keepable(status):
+        name = recalled.get(status.upstream.name, (None, None))[0]
+        if name is not None and status.upstream.name not in done and keepable(status):
             from patchmgr.check.verdicts import keep
 
-            keep(sources, digest, status)
+            keep(sources, name, status)
     return TargetStatus(target, statuses)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import shutil
 import sys
 from functools import cache
 from pathlib import Path
@@ -100,33 +101,42 @@ def key(project: Project, upstream: Upstream, sources: Sources) -> str | None:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def folder(sources: Sources, digest: str) -> Path:
-    return sources.store.cache_dir / "verdicts" / digest
+def series(project: Project, upstream: Upstream) -> str:
+    """What the entries of one series share (its project, upstream and patch list): keeping a new status of it
+    removes the older ones, so the folder holds one per series, not one per change."""
+    named = "\0".join([str(project.root), upstream.name, *upstream.patch_ids])
+    return hashlib.sha256(named.encode()).hexdigest()[:16]
 
 
 def recall(project: Project, upstream: Upstream, sources: Sources, kind: type[T]) -> tuple[str | None, T | None]:
-    """The key of ``upstream``'s status at its pin, and the status (a ``kind``) kept under it (None: none is)."""
+    """The name of ``upstream``'s status at its pin (its series, then its key), and the status (a ``kind``) kept
+    under it (None: none is)."""
     digest = key(project, upstream, sources)
     if digest is None:
         return None, None
-    entry = folder(sources, digest)
+    name = f"{series(project, upstream)}-{digest}"
+    entry = sources.store.cache_dir / "verdicts" / name
     if not os.path.lexists(entry):
-        return digest, None
+        return name, None
     cache_folder(sources.store.cache_dir, "verdicts")
     check_cache_entry(entry, "a kept status", HINT.format(path=entry), inside=(ENTRY,))
     try:
         status = pickle.loads((entry / ENTRY).read_bytes())
     except Exception:  # a cut or foreign entry: checked again, and written anew
-        return digest, None
-    return digest, status if isinstance(status, kind) else None
+        return name, None
+    return name, status if isinstance(status, kind) else None
 
 
-def keep(sources: Sources, digest: str, status: object) -> None:
-    """Keep ``status`` under ``digest``; a cache that cannot be written keeps nothing, and says nothing (the run
-    has its answer)."""
-    entry = folder(sources, digest)
+def keep(sources: Sources, name: str, status: object) -> None:
+    """Keep ``status`` as ``name`` (from ``recall``), in place of the older statuses of its series; a cache that
+    cannot be written keeps nothing, and says nothing (the run has its answer)."""
     try:
-        cache_folder(sources.store.cache_dir, "verdicts")
+        verdicts = cache_folder(sources.store.cache_dir, "verdicts")
+        prefix = name.split("-")[0] + "-"
+        for old in os.listdir(verdicts):
+            if old.startswith(prefix) and old != name:
+                shutil.rmtree(verdicts / old, ignore_errors=True)
+        entry = verdicts / name
         entry.mkdir(mode=0o755, exist_ok=True)
         check_cache_entry(entry, "a kept status", HINT.format(path=entry), inside=(ENTRY,))
         write_atomic(entry / ENTRY, pickle.dumps(status, protocol=pickle.HIGHEST_PROTOCOL))
