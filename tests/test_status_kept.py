@@ -107,9 +107,9 @@ def test_the_code_and_its_version_are_in_the_key(tmp_path):
     assert verdicts.fingerprint(code, "0.1.1") != first
     os.utime(code / "engine" / "classify.py", ns=(1, 1))  # the engine changed (here: only its time)
     assert verdicts.fingerprint(code, "0.1.0") != first
-    assert verdicts.code_fingerprint() == verdicts.fingerprint(
+    assert verdicts.code_fingerprint() != verdicts.fingerprint(
         Path(verdicts.patchmgr.__file__).parent, verdicts.patchmgr.__version__
-    )
+    )  # the libraries the engine checks with are in it too
 
 
 def status_out(cli, upstream: UpstreamRepo, *extra: str):

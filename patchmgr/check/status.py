@@ -140,6 +140,8 @@ def keepable(status: UpstreamStatus) -> bool:
         return False
     if status.origin.unreachable is not None:
         return False
+    if any(guard.error for result in status.results for guard in result.guards):
+        return False  # a guard that could not be evaluated (too slow on this machine, now): checked again
     return not any(f" {DRIFT_UNCOMPARED}: " in note for note in status.notes)
 
 

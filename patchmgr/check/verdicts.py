@@ -5,10 +5,12 @@ An upstream's status at its pin is a function of what goes in: the pinned commit
 entry, the bytes of its patch files (their ``Guard:`` headers with them), the location its files come from, the
 cached clone that holds the commit (its config, refs and packs, by identity), the cached release the drift note
 compares with, and the code that checks (patchmgr's version and every file of the package, by size and time,
-with the Python that runs it). ``key`` hashes all of them; a status is kept under its key and read back only
-under the same key, so a changed patch, pin, guard, source, clone, release or engine never reads an old one.
-Only a status made without the network is kept (the clone had the commit; the release was in the cache), so
-a kept one says exactly what a run would say now.
+the libraries it parses and evaluates guards with, and the Python that runs it). ``key`` hashes all of them;
+a status is kept under its key and read back only under the same key, so a changed patch, pin, guard,
+source, clone, release or engine never reads an old one. One status is kept per series: a new one replaces
+the older ones.
+Only a status made from the cache alone is kept (the clone had the commit, the release was there, every guard
+could be evaluated), so a kept one says exactly what a run would say now.
 
 The entries live in the cache folder ``verdicts``, trusted as every cache entry is (``cache_entry``: this
 user's own, writable by no one else): a kept status is a pickle, and a pickle runs code when it is read.
@@ -53,10 +55,18 @@ def fingerprint(root: Path, version: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+LIBRARIES = ("unidiff", "re2")  # what the engine parses patches and evaluates guards with
+
+
 @cache
 def code_fingerprint() -> str:
-    """patchmgr's own fingerprint: its version and every file of the package."""
-    return fingerprint(Path(patchmgr.__file__).parent, patchmgr.__version__)
+    """patchmgr's own fingerprint: its version and every file of the package, and the libraries it checks with
+    (each by the file it loads from, found without importing it)."""
+    from importlib.util import find_spec
+
+    origins = [(name, spec.origin if (spec := find_spec(name)) else None) for name in LIBRARIES]
+    libraries = [f"{name} {origin} {identity(Path(origin)) if origin else None}" for name, origin in origins]
+    return fingerprint(Path(patchmgr.__file__).parent, " ".join([patchmgr.__version__, *libraries]))
 
 
 def identity(path: Path) -> str | None:
