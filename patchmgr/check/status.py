@@ -7,7 +7,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from patchmgr.engine.results import CheckResult, TreeReader
-from patchmgr.history.at_ref import check_at_ref
 from patchmgr.model.errors import PatchmgrError, UsageError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
@@ -84,32 +83,66 @@ def check_target(
     only: Sequence[str] = (),
     newest_release: bool = False,
     meanwhile: Callable[[], object] | None = None,
+    kept: bool = False,
 ) -> TargetStatus:
     """Check every upstream of ``target`` (or only those named in ``only``), at its pin or its ``against`` ref;
     with ``newest_release``, an upstream without an ``against`` ref at its newest release tag since the pin.
-    ``meanwhile``: the caller's own work (loading its output code), done while the cached clones open."""
+    ``meanwhile``: the caller's own work (loading its output code), done while the cached clones open.
+    ``kept``: a status at the pin is read from the cache when nothing it was made from changed, and kept there
+    when it was made without the network (``check/verdicts``)."""
     upstreams = [u for u in target.upstreams if not only or u.name in only]
+    pinned = not newest_release
+    recalled: dict[str, tuple[str | None, UpstreamStatus | None]] = {}
+    if kept and pinned:
+        from patchmgr.check.verdicts import recall
+
+        recalled = {u.name: recall(project, u, sources, UpstreamStatus) for u in upstreams if u.name not in against}
+    # the manifest's own Upstream value: the key holds all of it, so the kept one is equal
+    done = {u.name: replace(s, upstream=u) for u in upstreams if (s := recalled.get(u.name, (None, None))[1])}
     # the cached clones' git processes start together, and the patches are parsed while they run; the checks
     # then run one after another, in order
-    pinned = not newest_release
     settle = sources.store.open_ahead(
-        {u.name: u.commit if pinned and u.name not in against else None for u in upstreams if sources.urls(u)}
+        {
+            u.name: u.commit if pinned and u.name not in against else None
+            for u in upstreams
+            if sources.urls(u) and u.name not in done
+        }
     )
     try:
         if meanwhile:
             meanwhile()
-        series = {u.name: read_ahead(project, u) for u in upstreams}
+        series = {u.name: read_ahead(project, u) for u in upstreams if u.name not in done}
     finally:
         settle()
     statuses = [
-        check_upstream(project, u, sources, against[u.name], series[u.name])
+        done[u.name]
+        if u.name in done
+        else check_upstream(project, u, sources, against[u.name], series[u.name])
         if u.name in against
         else check_newest_release(project, u, sources, series[u.name])
         if newest_release
         else check_upstream(project, u, sources, None, series[u.name])
         for u in upstreams
     ]
+    for status in statuses:
+        name = recalled.get(status.upstream.name, (None, None))[0]
+        if name is not None and status.upstream.name not in done and keepable(status):
+            from patchmgr.check.verdicts import keep
+
+            keep(sources, name, status)
     return TargetStatus(target, statuses)
+
+
+def keepable(status: UpstreamStatus) -> bool:
+    """Whether ``status`` (at the pin) was made from the cache alone, so a later run without changes would say
+    the same: its git clone had the commit, and the release it compares with was there (or it has none)."""
+    if not status.available or status.release is not None or status.origin is None or not status.origin.cached:
+        return False
+    if status.origin.unreachable is not None:
+        return False
+    if any(guard.error for result in status.results for guard in result.guards):
+        return False  # a guard that could not be evaluated (too slow on this machine, now): checked again
+    return not any(f" {DRIFT_UNCOMPARED}: " in note for note in status.notes)
 
 
 def read_ahead(project: Project, upstream: Upstream) -> Callable[[], list[PatchFile]]:
@@ -175,6 +208,8 @@ def check_upstream(
         raise  # bad input (a ref the upstream does not have), or a cache this machine cannot use: one error
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
+    from patchmgr.history.at_ref import check_at_ref  # the engine: not loaded by a status read back (verdicts)
+
     results = check_at_ref(sources, upstream, source, patches, explain=ref is not None)
     status = UpstreamStatus(
         upstream,
@@ -189,6 +224,9 @@ def check_upstream(
     if isinstance(source, GitSource) and ref is None and upstream.pypi and upstream.version:
         status.notes.append(release_drift(sources.store, upstream, upstream.pypi, upstream.version, source, patches))
     return status
+
+
+DRIFT_UNCOMPARED = "not compared with the pin"  # the drift note of a release that could not be read
 
 
 def drift(
@@ -208,7 +246,7 @@ def release_drift(
     try:
         release = store.releases.open(pypi, version, upstream.package_root)
     except PatchmgrError as exc:
-        return f"release {version} not compared with the pin: {exc.message}"
+        return f"release {version} {DRIFT_UNCOMPARED}: {exc.message}"
     shipped, differing = drift(release, source, patches, lambda path: release.release_path(path) is not None)
     if differing:
         return (

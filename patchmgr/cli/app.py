@@ -22,6 +22,7 @@ from typer.main import get_command_from_info
 from typer.models import CommandInfo
 
 from patchmgr.cli.commands import APP_HELP, COMMANDS, VERSION_HELP
+from patchmgr.cli.options import typer_callback
 from patchmgr.cli.toplevel import version_line
 from patchmgr.model.errors import PatchmgrError
 
@@ -30,7 +31,10 @@ def build_command(name: str) -> ClickCommand:
     """The click command of ``name``, from its module's ``command`` function and the table's help."""
     entry = COMMANDS[name]
     module = importlib.import_module(f"patchmgr.cli.{entry.module}")
-    info = CommandInfo(name=name, callback=module.command, help=entry.help)
+    callback = module.command
+    if hasattr(module, "OPTIONS"):  # options given as values (cli/optspec): the signature typer reads is made
+        callback = typer_callback(module.command, module.OPTIONS)
+    info = CommandInfo(name=name, callback=callback, help=entry.help)
     return get_command_from_info(
         info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
     )
@@ -105,10 +109,9 @@ def run_parser(argv: list[str] | None) -> int:
     try:
         result = command.main(args=argv, prog_name="patchmgr", standalone_mode=False)
     except PatchmgrError as error:
-        from patchmgr.render.console import make_console, render_error
+        from patchmgr.render.console import report_error
 
-        render_error(make_console(stderr=True), error)
-        return error.exit_code
+        return report_error(error)
     except typer.Exit as exit_:
         return exit_.exit_code
     except typer.Abort:

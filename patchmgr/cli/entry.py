@@ -1,9 +1,17 @@
 """The entry point: ``patchmgr --help``, ``--version`` and a bare ``patchmgr`` are answered from the command table
-without typer, rich or any command module (``cli/toplevel.py``); everything else goes through the typer app."""
+without typer, rich or any command module (``cli/toplevel.py``); a plain ``patchmgr status`` command line is
+parsed from the command's own option values (``cli/optspec``) and run without typer; everything else goes
+through the typer app."""
 
 from __future__ import annotations
 
+import errno
+import importlib
 import sys
+
+from patchmgr.model.errors import PatchmgrError
+
+FAST = ("status",)  # the commands whose module lists its options as values (OPTIONS) and imports no typer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,9 +21,45 @@ def main(argv: list[str] | None = None) -> int:
     code = answer(args)
     if code is not None:
         return code
+    if args and args[0] in FAST:
+        code = run_fast(args[0], args[1:])
+        if code is not None:
+            return code
     from patchmgr.cli.app import run_parser
 
     return run_parser(args)
+
+
+def run_fast(name: str, args: list[str]) -> int | None:
+    """Command ``name`` run with ``args`` parsed by ``optspec.parse``; None (nothing run) when that parser leaves
+    the command line to typer. What the command raises ends as it does under typer (``cli/app.run_parser``)."""
+    from patchmgr.cli.commands import COMMANDS
+    from patchmgr.cli.optspec import parse
+
+    module = importlib.import_module(f"patchmgr.cli.{COMMANDS[name].module}")
+    values = parse(module.OPTIONS, args)
+    if values is None:
+        return None
+    try:
+        result = module.command(**values)
+    except PatchmgrError as error:
+        from patchmgr.render.console import report_error
+
+        return report_error(error)
+    except KeyboardInterrupt:  # as click's main: exit 130
+        return 130
+    except EOFError:
+        print(file=sys.stderr)
+        return 130
+    except OSError as error:
+        if error.errno != errno.EPIPE:
+            raise
+        from typer._click.utils import PacifyFlushWrapper  # as click's main: the closed pipe is not an error
+
+        sys.stdout = PacifyFlushWrapper(sys.stdout)
+        sys.stderr = PacifyFlushWrapper(sys.stderr)
+        sys.exit(1)
+    return result if isinstance(result, int) else 0
 
 
 def run() -> None:

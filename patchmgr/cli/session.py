@@ -10,13 +10,14 @@ calls the core with what it gets here.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from patchmgr.cli.options import (
+from patchmgr.cli.option_values import (
     Place,
     for_targets,
     missing,
@@ -156,6 +157,7 @@ class Session:
         and put in the JSON document. The cache shows progress on a terminal, quiet with --json or off a
         terminal. The console is made at the first message: a run that says nothing loads no output code before
         its checks (``status`` loads it while the cached clones open)."""
+        from patchmgr.render.status_plain import for_log
         from patchmgr.sources.store import Store
         from patchmgr.sources.upstream import Sources
 
@@ -169,7 +171,7 @@ class Session:
             return made[0]
 
         def progress(message: str) -> None:
-            if not self.json and err().is_terminal:
+            if not self.json and not for_log(sys.stderr):  # what rich calls a terminal, asked without rich
                 err().print(f"… {message}", style="dim")
 
         store = Store(progress=progress, note=lambda message: err().print(f"note: {message}", style="yellow"))

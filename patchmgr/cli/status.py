@@ -1,51 +1,72 @@
-"""patchmgr status: classify every patch of a target at its pins (or --against refs)."""
+"""patchmgr status: classify every patch of a target at its pins (or --against refs).
+
+Its options are values (``OPTIONS``, from ``cli/optspec``): typer builds ``patchmgr status`` from them, and the
+entry point parses a plain command line with them without typer (``cli/entry.py``). Nothing here imports
+typer or rich: a status whose output is not a terminal loads neither.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Optional
 
-import typer
-
-from patchmgr.cli import options
+from patchmgr.cli import option_values as options
+from patchmgr.cli import optspec
+from patchmgr.cli.optspec import Kind, Option
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
 FORMATS = ("text", "json", "junit", "markdown", "github")
-FormatOpt = Annotated[
-    Optional[str],
-    typer.Option(
-        "--format",
-        help="Output: text (the default), json (the same as --json), or a report for CI: junit "
-        "(JUnit XML, one test case per patch), markdown (a table for a job summary) or github (workflow "
-        "annotations on the patch files). The exit code is the same whatever the format.",
-    ),
-]
-NewestOpt = Annotated[
-    bool,
-    typer.Option(
-        "--newest-release",
-        help="Check each upstream at its newest release tag since the pin (the last release column "
-        "of `patchmgr matrix`; the pin when none is newer); an --against ref still wins for its upstream.",
-    ),
-]
+FORMAT = Option(
+    "output_format",
+    ("--format",),
+    Kind.VALUE,
+    "Output: text (the default), json (the same as --json), or a report for CI: junit "
+    "(JUnit XML, one test case per patch), markdown (a table for a job summary) or github (workflow "
+    "annotations on the patch files). The exit code is the same whatever the format.",
+)
+NEWEST = Option(
+    "newest_release",
+    ("--newest-release",),
+    Kind.FLAG,
+    "Check each upstream at its newest release tag since the pin (the last release column "
+    "of `patchmgr matrix`; the pin when none is newer); an --against ref still wins for its upstream.",
+    default=False,
+)
+OPTIONS = (
+    optspec.NEEDED_TARGET,
+    optspec.AGAINST,
+    NEWEST,
+    optspec.UPSTREAMS,
+    optspec.PYTHON,
+    optspec.SOURCE,
+    optspec.JSON,
+    FORMAT,
+    optspec.ROOT,
+)
+"""The options of ``patchmgr status``, in the order its help lists them; ``command`` takes them by ``param``."""
 
 
 def command(
-    target: options.NeededTargetOpt = None,
-    against: options.AgainstOpt = None,
-    newest_release: NewestOpt = False,
-    upstream: options.UpstreamsOpt = None,
-    python: options.PythonOpt = None,
-    source: options.SourceOpt = None,
-    json_output: options.JsonOpt = False,
-    output_format: FormatOpt = None,
-    root: options.RootOpt = Path("."),
+    *,
+    target: str | None,
+    against: list[str] | None,
+    newest_release: bool,
+    upstream: list[str] | None,
+    python: str | None,
+    source: list[str] | None,
+    json_output: bool,
+    output_format: str | None,
+    root: Path,
 ) -> int:
     fmt = output_format_of(output_format, json_output)
-    session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "json"))
+    if fmt == "text":
+        from patchmgr.render.status_plain import for_log
+
+        fmt = "log" if for_log(sys.stdout) else fmt
+    session = Session("status", root, fmt == "json", data_on_stdout=fmt not in ("text", "log", "json"))
     given, asked, only = options.source_overrides(source), options.against_refs(against), upstream or []
     targets = [session.target(target, given, asked, only)]
     overrides, refs = options.for_targets(targets, given), options.for_targets(targets, asked)
@@ -64,25 +85,41 @@ def command(
             from patchmgr.check.status import check_target
 
             statuses = [
-                check_target(session.project, t, sources, refs, only, newest_release, load_output) for t in targets
+                check_target(
+                    session.project, t, sources, refs, only, newest_release, partial(load_output, fmt), kept=True
+                )
+                for t in targets
             ]
     from patchmgr.check.status import with_project_warnings
 
     statuses = with_project_warnings(session.project, statuses, targets, target)
     code = 0 if all(s.ok for s in statuses) else 1
+    if fmt == "log":
+        from patchmgr.render.status_plain import write_status
+
+        write_status(sys.stdout, statuses)
+        return code
     if fmt not in ("text", "json"):
         from patchmgr.render.reports import render_report
 
         sys.stdout.write(render_report(fmt, statuses, report_base(session.project.root)))
         return code
-    from patchmgr.render.status import render_status, status_json
+    from patchmgr.render.status_json import status_json
 
-    return session.emit(code, partial(status_json, single=True), render_status, statuses)
+    return session.emit(code, partial(status_json, single=True), load_output(fmt), statuses)
 
 
-def load_output() -> None:
-    """Import the output code (rich above all): ``check_target`` calls this while git opens the cached clones."""
-    import patchmgr.render.status  # noqa: F401
+def load_output(fmt: str) -> Callable[..., None]:
+    """Import the output code of ``fmt`` (rich, for a terminal), and return the rendering for people (text):
+    ``check_target`` calls this while git opens the cached clones. Off a terminal (``log``) and for JSON, no
+    rich is loaded."""
+    if fmt == "text":
+        from patchmgr.render.status import render_status
+
+        return render_status
+    import patchmgr.render.status_plain  # noqa: F401
+
+    return lambda console, statuses: None  # JSON: Session.emit prints the document, nothing is rendered
 
 
 def output_format_of(value: str | None, json_output: bool) -> str:

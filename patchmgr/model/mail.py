@@ -12,7 +12,6 @@ had (``in_file_form``): a plain diff stays one, its message part kept byte for b
 
 from __future__ import annotations
 
-import email.utils
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,6 +45,8 @@ def commit_spec(patch: PatchFile) -> CommitSpec:
     if author:
         # "Name <address>" as people write it in DEP-3 (commas and quotes unescaped), else what mail allows
         written = _NAME_ADDRESS.fullmatch(author)
+        import email.utils  # here: io.git imports this module for PATCHMGR_AUTHOR, and status needs no mail
+
         parsed_name, parsed_address = written.groups() if written else email.utils.parseaddr(author)
         if "@" in parsed_address:
             name, address = parsed_name.strip() or name, parsed_address
@@ -68,6 +69,8 @@ def as_mail(patch: PatchFile) -> bytes:
         return text.encode("utf-8")
     lines = split_lines(text)
     spec = commit_spec(patch)
+    import email.utils
+
     when = email.utils.format_datetime(_parsed_date(spec.date))
     # No Subject header: git am then takes the whole body as the message, so a DEP-3 "From:" or "Subject:"
     # field at its top is kept as text (as edit keeps it), not taken as an in-body header.
@@ -155,5 +158,7 @@ def _parsed_date(date: str) -> datetime:
     try:
         when = datetime.fromisoformat(date)
     except ValueError:
+        import email.utils
+
         when = email.utils.parsedate_to_datetime(date)
     return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -11,10 +11,12 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from patchmgr.engine.results import State
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.urls import mask_url
 from patchmgr.render.outside import for_terminal, one_line
+from patchmgr.render.status_plain import STATE_STYLE
+
+__all__ = ["STATE_STYLE"]  # each state's colour: kept with the plain status, which needs it without rich
 
 
 class SafeConsole(Console):
@@ -76,17 +78,6 @@ def shown(text: str, style: str = "", lines: bool = True) -> Text:
     return Text(for_terminal(text) if lines else one_line(text), style=style)
 
 
-STATE_STYLE = {
-    State.CLEAN: "green",
-    State.OFFSET: "green",
-    State.FUZZ: "yellow",
-    State.THREE_WAY: "yellow",
-    State.CONFLICT: "red",
-    State.UPSTREAM: "cyan",
-    State.MISSING: "red",
-}
-
-
 def row(table: Table, *cells: RenderableType | None) -> None:
     """A table row whose text is shown as is: test ids like ``test_x[case]`` and subjects like
     ``[training] fix`` are not rich markup."""
@@ -96,6 +87,12 @@ def row(table: Table, *cells: RenderableType | None) -> None:
 def notes(console: Console, notes: list[str]) -> None:
     for note in notes:
         console.print(f"note: {one_line(note)}", style="yellow", highlight=False, markup=False)
+
+
+def report_error(error: PatchmgrError) -> int:
+    """``error`` as its lines on stderr (``render_error``); its exit code."""
+    render_error(make_console(stderr=True), error)
+    return error.exit_code
 
 
 def render_error(console: Console, error: PatchmgrError) -> None:

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchmgr.engine.results import CheckResult, GuardResult, State
-from patchmgr.render.console import STATE_STYLE, notes, row, say, shown
+from patchmgr.engine.results import CheckResult
+from patchmgr.render.console import notes, row, say, shown
+from patchmgr.render.status_json import (
+    StateAtCommit,
+    commit_json,
+    guard_json,
+    or_none,
+    patch_json,
+    status_json,
+    target_json,
+    upstream_json,
+)
+from patchmgr.render.status_plain import guard_lines, state_cell, status_rows, upstream_lines
 
 if TYPE_CHECKING:  # only for annotations: importing every command's module would slow every command's start
-    from patchmgr.check.status import TargetStatus, UpstreamStatus
+    from patchmgr.check.status import TargetStatus
     from patchmgr.model.lint import LintProblem
     from patchmgr.targets.checkout import ApplyOutcome
     from patchmgr.targets.checkout_verify import VerifyOutcome
@@ -21,137 +32,14 @@ if TYPE_CHECKING:  # only for annotations: importing every command's module woul
     from patchmgr.targets.trees import SmokeTree
 
 
-def patch_json(result: CheckResult) -> dict:
-    patch = result.patch
-    doc: dict[str, object] = {
-        "id": patch.id,
-        "state": result.state.value,
-        "detail": result.detail,
-        "sha256": patch.sha256,
-        "description": patch.description,
-        "upstream_status": patch.field("Upstream-Status"),
-        "origin": patch.field("Origin"),
-        "files": patch.touched_paths,
-    }
-    if result.placements:
-        doc["hunks"] = [
-            {"file": p.path, "hunk": p.number, "offset": p.offset, "fuzz": p.fuzz} for p in result.placements
-        ]
-    if result.conflict:
-        c = result.conflict
-        doc["conflict"] = {
-            "file": c.path,
-            "hunk": c.hunk,
-            "header": c.header,
-            "reason": c.reason,
-            "line": c.expected_line,
-            "upstream_lines": list(c.upstream_lines),
-        }
-    if result.evidence:
-        doc["evidence"] = result.evidence
-    if result.state is State.UPSTREAM:
-        doc["carrier"] = result.carrier  # the commit with the patch's patch-id; null: only its reverse applies
-    if result.notes:
-        doc["notes"] = list(result.notes)
-    doc["guards"] = [guard_json(g) for g in result.guards]
-    doc["ok"] = result.ok
-    return doc
-
-
-def guard_json(guard: GuardResult) -> dict:
-    """A guard's result; ``offenses`` are the first ones (model/guards.MAX_OFFENSES), ``offense_count`` all."""
-    return {
-        "guard": guard.guard,
-        "holds": guard.holds,
-        "offenses": list(guard.offenses),
-        "error": guard.error,
-        "offense_count": max(guard.offense_count, len(guard.offenses)),
-    }
-
-
-T = TypeVar("T")
-
-
-def or_none(to_json: Callable[[T], dict], value: T | None) -> dict | None:
-    """``to_json(value)``, or None (JSON's null) where there is no value."""
-    return None if value is None else to_json(value)
-
-
-class StateAtCommit(Protocol):
-    """A patch's state at one upstream commit: a step of bisect's walk, the first change in a matrix row."""
-
-    @property
-    def commit(self) -> str | None: ...
-    @property
-    def state(self) -> State: ...
-    @property
-    def subject(self) -> str: ...
-    @property
-    def pr(self) -> int | None: ...
-    @property
-    def guards_broken(self) -> tuple[str, ...]: ...
-
-
-def commit_json(at: StateAtCommit) -> dict:
-    """The patch's state at a commit, with the commit's subject and pull request and the guards broken there."""
-    return {
-        "commit": at.commit,
-        "state": at.state.value,
-        "subject": at.subject,
-        "pr": at.pr,
-        "guards_broken": list(at.guards_broken),
-    }
-
-
 def state_text(result: CheckResult) -> Text:
     """The state cell: ``clean``, or ``clean, guard broken`` when a guard of the patch does not hold."""
-    if result.guards_hold:
-        return Text(result.state.value, style=STATE_STYLE[result.state])
-    return Text(f"{result.state.value}, guard broken", style="red")
-
-
-def guard_lines(result: CheckResult) -> list[str]:
-    """For each broken guard: the guard, then each offending ``file:line: text`` (or why it could not be read)."""
-    lines = []
-    for guard in result.guards:
-        if guard.holds:
-            continue
-        lines.append(f"guard broken: {guard.guard}")
-        lines += [f"  {offense}" for offense in guard.offense_lines]
-        if guard.error:
-            lines.append(f"  {guard.error}")
-    return lines
-
-
-def upstream_json(status: UpstreamStatus) -> dict:
-    return {
-        "name": status.upstream.name,
-        "ref": status.ref,
-        "commit": status.commit,
-        "source": status.source,
-        "available": status.available,
-        "error": status.error,
-        "notes": status.notes,
-        "patches": [patch_json(r) for r in status.results],
-    }
-
-
-def target_json(status: TargetStatus) -> dict:
-    return {
-        "target": status.target.name,
-        "ok": status.ok,
-        "upstreams": [upstream_json(u) for u in status.upstreams],
-        "warnings": status.warnings,
-    }
-
-
-def status_json(statuses: list[TargetStatus], single: bool) -> dict:
-    if single and len(statuses) == 1:
-        return target_json(statuses[0])
-    return {"targets": [target_json(s) for s in statuses]}
+    text, style = state_cell(result)
+    return Text(text, style=style)
 
 
 def render_status(console: Console, statuses: Iterable[TargetStatus]) -> None:
+    """The status table and the lines under it, for a terminal (``status_plain`` writes them for a log)."""
     for status in statuses:
         table = Table(title=f"target {status.target.name}", title_justify="left", expand=False)
         table.add_column("upstream")
@@ -159,44 +47,15 @@ def render_status(console: Console, statuses: Iterable[TargetStatus]) -> None:
         table.add_column("state")
         table.add_column("detail", overflow="fold")
         for upstream_status in status.upstreams:
-            _status_rows(table, upstream_status)
+            for cells in status_rows(upstream_status):
+                state, detail = shown(cells.state, cells.state_style), shown(cells.detail, cells.detail_style)
+                row(table, cells.upstream, cells.patch, state, detail)
         console.print(table)
         for upstream_status in status.upstreams:
-            _upstream_lines(console, upstream_status)
+            for line in upstream_lines(upstream_status):
+                say(console, line.text, line.style or None)
         for warning in status.warnings:
             say(console, f"warning: {warning}", "yellow")
-
-
-def _upstream_lines(console: Console, status: UpstreamStatus) -> None:
-    name = status.upstream.name
-    if not status.available:
-        say(console, f"  {name}: unavailable, no source could provide it:", "red")
-        for reason in (status.error or "").split("; "):
-            say(console, f"    {reason}")
-        if status.hint:
-            say(console, f"    hint: {status.hint}")
-        return
-    commit = f"{status.commit[:12]} " if status.commit else ""
-    say(console, f"  {name}: {commit}from {status.source}")
-    for note in status.notes:
-        say(console, f"    note: {note}", "yellow")
-
-
-def _status_rows(table: Table, status: UpstreamStatus) -> None:
-    name = status.upstream.name
-    if not status.available:
-        row(table, name, "-", Text("unavailable", style="red"), "no source could provide it (see below)")
-        return
-    if not status.results:
-        row(table, name, "-", "no patches", "")
-    for result in status.results:
-        row(table, name, result.patch.id, state_text(result), result.detail)
-        broken = guard_lines(result)
-        if broken:
-            row(table, "", "", "", shown("\n".join(broken), style="red"))
-        if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT:
-            lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
-            row(table, "", "", "", shown(f"upstream at line {result.conflict.expected_line}:\n{lines}", style="dim"))
 
 
 def apply_json(outcome: ApplyOutcome) -> dict:
@@ -353,3 +212,16 @@ def render_roots(console: Console, trees: list[SmokeTree]) -> None:
     for tree in trees:
         if tree.patched_root is not None:
             console.print(f"{tree.upstream.name} {tree.patched_root}", highlight=False, markup=False, soft_wrap=True)
+
+
+__all__ = [
+    "StateAtCommit",
+    "commit_json",
+    "guard_json",
+    "guard_lines",
+    "or_none",
+    "patch_json",
+    "status_json",
+    "target_json",
+    "upstream_json",
+]

@@ -9,8 +9,12 @@ branches and tags of a commit). A branch found this way is where the cache last 
 
 from __future__ import annotations
 
-from patchmgr.io.git import GitRepo
+from typing import TYPE_CHECKING
+
 from patchmgr.model.errors import GitError
+
+if TYPE_CHECKING:  # only for annotations: a status read back from the cache loads no git code
+    from patchmgr.io.git import GitRepo
 
 RESOLVED = "refs/patchmgr/resolved/"
 

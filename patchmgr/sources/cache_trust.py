@@ -9,14 +9,18 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchmgr.io.disk import os_problem
-from patchmgr.io.git import GitRepo, RepositoryDamaged
+from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.io.locks import FileLock
 from patchmgr.model.errors import GitError, PatchmgrError
 from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
 from patchmgr.sources.cache_errors import CacheError
+
+if TYPE_CHECKING:  # io.git is imported where a clone is opened: a status read back runs no git
+    from patchmgr.io.git import GitRepo
 
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 
@@ -44,6 +48,47 @@ CACHE_CONFIG_KEYS = frozenset(
 
 
 CACHE_CONFIG_VALUES = {"remote.origin.uploadpack": LOCAL_UPLOAD_PACK}  # runs a program: only patchmgr's own
+
+
+_SECTION = re.compile(rb'\[([a-z]+)(?: "([a-z]+)")?\]')
+_ENTRY = re.compile(rb"\t([A-Za-z]+) = ([!-~](?:[ -~]*[!-~])?)")
+_WRITTEN_VALUES = {  # keys whose value git checks when it opens a clone: only the values git and patchmgr write
+    "core.repositoryformatversion": ("0", "1"),
+    "core.filemode": ("true", "false"),
+    "core.bare": ("true",),
+    "core.ignorecase": ("true", "false"),
+    "core.precomposeunicode": ("true", "false"),
+    "core.symlinks": ("true", "false"),
+    "core.logallrefupdates": ("true", "false", "always"),
+    "extensions.objectformat": ("sha1", "sha256"),
+    "remote.origin.promisor": ("true", "false"),
+}
+_QUOTING = frozenset(b'"\\#;')  # a value with these means what git's quoting rules say: git reads it
+
+
+def written_config(text: bytes) -> list[tuple[str, str]] | None:
+    """A cached clone's config as ``git config --local --no-includes --list`` gives it, read without git when
+    it is laid out exactly as ``git init`` and ``git config`` write it (``[section]`` or ``[section "name"]``
+    lines, tab-indented ``key = value`` lines, values without quotes, escapes or comments) and holds only keys
+    and values that patchmgr writes; None for anything else, which git then reads (and refuses, or reports)."""
+    pairs: list[tuple[str, str]] = []
+    section: str | None = None
+    for line in text.split(b"\n")[:-1]:
+        header = _SECTION.fullmatch(line)
+        if header:
+            name, sub = header.groups()
+            section = name.decode() + (f".{sub.decode()}" if sub else "")
+            continue
+        entry = _ENTRY.fullmatch(line)
+        if entry is None or section is None or _QUOTING.intersection(entry.group(2)):
+            return None
+        key, value = f"{section}.{entry.group(1).decode().lower()}", entry.group(2).decode()
+        if key not in CACHE_CONFIG_KEYS and CACHE_CONFIG_VALUES.get(key) != value:
+            return None
+        if value not in _WRITTEN_VALUES.get(key, (value,)):
+            return None
+        pairs.append((key, value))
+    return pairs
 
 
 def check_cache_config(path: Path, config: Sequence[tuple[str, str]]) -> None:
@@ -117,6 +162,8 @@ class CacheHealth(ABC):
         names = [name for name in commits if name not in self._open]
         if len(names) < 2 or not self._root_checked:
             return lambda: None
+        from patchmgr.io.git import GitRepo
+
         opened: dict[str, GitRepo] = {}
 
         def open_one(name: str) -> None:
@@ -156,6 +203,8 @@ class CacheHealth(ABC):
         under the lock (another run may be making it right now), then removed, with
         a note, so that it is made and fetched again.
         """
+        from patchmgr.io.git import GitRepo
+
         why = self._clone_problem(upstream)
         if why is None or why is _ABSENT:
             return None if why else GitRepo(self.repo_path(upstream), untrusted=True)
@@ -189,13 +238,17 @@ class CacheHealth(ABC):
             return "its HEAD names no branch or commit"
         if not text.endswith(b"\n"):  # git writes whole lines: a config that stops mid-line was cut off
             return "its config is cut off"
-        repo = GitRepo(path, untrusted=True)
-        try:
-            config = repo.local_config()
-        except GitError as exc:
-            return exc.detail if isinstance(exc, RepositoryDamaged) else exc.message
-        finally:
-            repo.close()
+        config = written_config(text)
+        if config is None:  # anything but what patchmgr writes, exactly: git reads it (and says what is wrong)
+            from patchmgr.io.git import GitRepo
+
+            repo = GitRepo(path, untrusted=True)
+            try:
+                config = repo.local_config()
+            except GitError as exc:
+                return exc.detail if isinstance(exc, RepositoryDamaged) else exc.message
+            finally:
+                repo.close()
         check_cache_config(path, config)
         keys = {key for key, _value in config}
         if "remote.origin.url" in keys and not {"extensions.partialclone", "remote.origin.promisor"} <= keys:

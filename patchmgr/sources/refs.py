@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import SourceError, UsageError
 from patchmgr.model.urls import mask_url
+
+if TYPE_CHECKING:  # only for annotations: a status read back from the cache loads no git code
+    from patchmgr.io.git import GitRepo
 
 # every branch and tag of a source, for import's base search; of a local clone its remote branches too (there
 # the branch a patch was made on is often origin/NAME alone)

@@ -18,7 +18,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.io.disk import os_problem
-from patchmgr.io.git import LinkBlob
+from patchmgr.io.git_objects import LinkBlob
 from patchmgr.model.errors import SourceError
 from patchmgr.model.source_identity import SourceIdentity, SourceKind
 

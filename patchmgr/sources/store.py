@@ -32,10 +32,10 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from patchmgr.io.disk import git_problem, os_problem
-from patchmgr.io.git import GitRepo, RepositoryDamaged
+from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.manifest import url_problem
@@ -46,9 +46,10 @@ from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
 from patchmgr.sources.refs import EVERY_REF, NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
 from patchmgr.sources.release import ReleaseCache
 
+if TYPE_CHECKING:  # io.git is imported where a clone is opened: a status read back runs no git
+    from patchmgr.io.git import GitRepo
+
 Progress = Callable[[str], None]
-
-
 T = TypeVar("T")
 
 
@@ -104,6 +105,8 @@ class Store(CacheHealth):
     # -- the cache folder, trusted only when it is the user's own ------------------
     def repo(self, upstream: str) -> GitRepo:
         if upstream not in self._open:
+            from patchmgr.io.git import GitRepo
+
             self._check_root()
             repo = self._check_clone(upstream)
             if repo is None:
@@ -241,6 +244,8 @@ class Store(CacheHealth):
         absent: list[str] = []
         local = as_local_path(urls[0]) if urls else None
         if local is not None and local.exists():
+            from patchmgr.io.git import GitRepo
+
             require_repository(local)
             with GitRepo(local) as source:
                 absent = source.missing_blobs(commit)

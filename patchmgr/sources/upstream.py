@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
-from patchmgr.io.git import GitRepo, RepositoryDamaged
+from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.model.errors import SourceError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.source_identity import SourceIdentity
@@ -24,6 +24,9 @@ from patchmgr.model.urls import as_local_path, mask_url
 from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.release import DEFAULT_INDEX, ReleaseNotFound, ReleaseSource, index_url
 from patchmgr.sources.store import Fetched, Store
+
+if TYPE_CHECKING:  # io.git is imported where a clone is opened: a status read back runs no git
+    from patchmgr.io.git import GitRepo
 
 TREE_MODE = "40000"  # a folder's mode in a git tree object
 
