@@ -69,6 +69,16 @@ def change_text(change: Change | None) -> str:
     return f"{how} {change.commit[:12]}{pr} {change.subject}"
 
 
+def chosen_lines(matrix: Matrix) -> list[str]:
+    """Each column after the pin with the rule that chose it; the deciding one says so."""
+    verdict = matrix.verdict_column
+    return [
+        f"{column_title(c)}: {c.rule}" + (", decides the verdict" if i == verdict else "")
+        for i, c in enumerate(matrix.columns)
+        if i
+    ] or ["only the pin"]
+
+
 def matrix_json(matrices: list[Matrix], target: str, html: str | None) -> dict:
     return {
         "target": target,
@@ -88,7 +98,12 @@ def _upstream_json(matrix: Matrix) -> dict:
         "error": matrix.error,
         "hint": matrix.hint,
         "verdict_column": matrix.columns[matrix.verdict_column].name if matrix.columns else None,
-        "columns": [{"kind": c.kind, "name": c.name, "commit": c.commit} for c in matrix.columns],
+        "tracking": {
+            "track": matrix.upstream.track.value,
+            "branch": matrix.upstream.branch,
+            "tag_pattern": matrix.upstream.tag_pattern,
+        },
+        "columns": [{"kind": c.kind, "name": c.name, "commit": c.commit, "chosen_by": c.rule} for c in matrix.columns],
         "patches": [
             {
                 "id": row.patch.id,
@@ -148,6 +163,7 @@ def render_matrix(console: Console, matrices: list[Matrix], target: str, html: s
             cells = [_styled(result) for result in row.cells]
             table.add_row(shown(row.patch.id), *cells, shown(change_text(row.change), style="dim"))
         console.print(table)
+        say(console, "refs: " + "; ".join(chosen_lines(matrix)), "dim")
         notes(console, matrix.notes)
     legend = Text("legend: ")
     for state, key in LEGEND.items():

@@ -127,6 +127,7 @@ def upstream_json(status: UpstreamStatus) -> dict:
     return {
         "name": status.upstream.name,
         "ref": status.ref,
+        "chosen_by": status.chosen_by,
         "commit": status.commit,
         "source": status.source,
         "available": status.available,

@@ -55,6 +55,7 @@ def _suite(root: ET.Element, target: str, status: UpstreamStatus, warnings: list
         ("target", target),
         ("upstream", status.upstream.name),
         ("ref", status.ref),
+        ("chosen_by", status.chosen_by),
         ("commit", status.commit),
         ("source", status.source),
     ):
