@@ -19,6 +19,7 @@ from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, Sources
 
 if TYPE_CHECKING:  # an annotation only: the installed-files code loads with --python, not for every status
+    from patchmgr.history.backports import Landed
     from patchmgr.sources.environment import InstalledDist
 
 
@@ -38,6 +39,8 @@ class UpstreamStatus:
     installed: InstalledDist | None = field(default=None, repr=False)
     # the rule that chose ``ref`` (``status --newest-release``): "newest release candidate (track = prereleases)"
     chosen_by: str | None = None
+    # patch id -> whether each pull request or commit it names is in ``commit``'s history (history.backports)
+    backports: dict[str, tuple[Landed, ...]] = field(default_factory=dict)
 
     @property
     def source(self) -> str | None:
@@ -180,6 +183,8 @@ def check_upstream(
     except PatchmgrError as exc:
         return UpstreamStatus(upstream, shown_ref, None, None, error=exc.message, hint=exc.hint)
     results = check_at_ref(sources, upstream, source, patches, explain=ref is not None)
+    from patchmgr.history.backports import backports_at  # history code: the references' look-up
+
     status = UpstreamStatus(
         upstream,
         shown_ref,
@@ -187,6 +192,7 @@ def check_upstream(
         source.identity,
         results,
         release=source if isinstance(source, ReleaseSource) else None,
+        backports=backports_at(upstream, source, patches),
     )
     if isinstance(source, ReleaseSource) and source.fallback_from:
         status.notes.append(f"git was out of reach, so the release stands in ({source.fallback_from})")

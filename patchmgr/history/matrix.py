@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
+from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.releases import TagResolver, remote_refs
 from patchmgr.history.tracking import deciding, tracked_refs
@@ -61,6 +62,7 @@ class Change:
     monotonic: bool = True
     commits_checked: int = 0
     note: str = ""
+    named: str = ""  # the commit is one the patch names: "the backport's prerequisite PR #4888 landed"
 
     @property
     def pr(self) -> int | None:
@@ -72,6 +74,8 @@ class Row:
     patch: PatchFile
     cells: list[CheckResult]  # one per column
     change: Change | None = None  # None: the same state in every column
+    # per column, each pull request or commit the patch names and whether that column has it (history.backports)
+    backports: list[tuple[Landed, ...]] = field(default_factory=list)
 
 
 @dataclass
@@ -151,9 +155,15 @@ def build_matrix(
     results = _check_columns(sources, upstream, repo, location, patches, list(dict.fromkeys(c.commit for c in columns)))
     matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes)
     walks: dict[str, Walk | None] = {}
+    named = BackportCheck(repo, upstream, patches)
     for index, patch in enumerate(patches):
         row = Row(patch, [results[c.commit][index] for c in columns])
-        row.change = _first_change(repo, location, upstream, patches, index, row, columns, walks)
+        change = _first_change(repo, location, upstream, patches, index, row, columns, walks)
+        references = [r for r in named.references.get(patch.id, ()) if same_repository(r, upstream)]
+        reference = named_by(references, change.commit, change.subject) if change and change.commit else None
+        row.change = replace(change, named=named_text(reference)) if change and reference else change
+        if patch.id in named.references:
+            row.backports = [named.at(c.commit)[patch.id] for c in columns]
         matrix.rows.append(row)
     return matrix
 

@@ -133,8 +133,15 @@ def upstream_json(status: UpstreamStatus) -> dict:
         "available": status.available,
         "error": status.error,
         "notes": status.notes,
-        "patches": [patch_json(r) for r in status.results],
+        "patches": [_with_backports(patch_json(r), status) for r in status.results],
     }
+
+
+def _with_backports(doc: dict, status: UpstreamStatus) -> dict:
+    """``doc`` of a patch with ``backports``: each pull request or commit it names, and whether the ref has it."""
+    from patchmgr.render.backports import landed_json
+
+    return {**doc, "backports": [landed_json(mark) for mark in status.backports.get(doc["id"], ())]}
 
 
 def target_json(status: TargetStatus) -> dict:
@@ -198,6 +205,13 @@ def _status_rows(table: Table, status: UpstreamStatus) -> None:
         if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT:
             lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
             row(table, "", "", "", shown(f"upstream at line {result.conflict.expected_line}:\n{lines}", style="dim"))
+        marks = status.backports.get(result.patch.id)
+        if marks:
+            from patchmgr.render.backports import backport_lines
+            from patchmgr.render.reports.rows import short_ref
+
+            at = short_ref(status.ref)
+            row(table, "", "", "", shown("\n".join(backport_lines(marks, at)), style="dim"))
 
 
 def apply_json(outcome: ApplyOutcome) -> dict:
