@@ -3,9 +3,15 @@ decides, where status --newest-release checks, and the rule that chose each, on 
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+import yaml
 from support.commands import matrix
 from support.gitrepos import git
 from support.scenes import tagged_upstream
+
+from patchmgr.model.manifest import load_target
 
 
 def tracked(project, upstream, **keys):
@@ -102,3 +108,16 @@ def test_every_report_says_which_rule_chose_the_ref(cli, project, upstream):
     assert said in newest(cli, upstream, "--format", "github").out
     junit = newest(cli, upstream, "--format", "junit").out
     assert f'<property name="chosen_by" value="{said}" />' in junit
+
+
+@pytest.mark.fast
+def test_the_ascend_manifest_and_the_nightly_example_use_the_tracking_rules():
+    root = Path(__file__).resolve().parent.parent
+    target = load_target(root / "manifests" / "ascend.toml", root / "patches")
+    rules = {u.name: (u.track.value, u.branch) for u in target.upstreams}
+    assert rules["vllm-ascend"] == ("prereleases", None)
+    assert rules["mindspeed"] == ("branch", "dev") and rules["mbridge"] == ("branch", "main")
+    workflow = yaml.safe_load((root / "examples" / "nightly-patch-status.yml").read_text())
+    runs = [step.get("run", "") for step in workflow["jobs"]["status"]["steps"]]
+    status = [line for run in runs for line in run.splitlines() if line.strip().startswith("patchmgr status")]
+    assert status and all("--newest-release" in line for line in status)
