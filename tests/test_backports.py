@@ -186,3 +186,16 @@ def test_a_release_without_history_cannot_say():
     patch = parse_patch(mail("Fix", f"Upstream-Status: Backport {URL}/pull/42"), Path("fix.patch"), "lib", "fix")
     (mark,) = backports_at(lib, object(), [patch])["fix"]
     assert (mark.presence.value, mark.reason) == ("unknown", "a release without git history cannot say")
+
+
+def test_answers_about_a_commit_are_recorded_and_a_damaged_record_is_ignored(cli, project, upstream, tmp_path):
+    pin = upstream.head()
+    setup(project, upstream, {"fix": backport(upstream, pin, f"Upstream-Status: Backport {URL}/pull/42")})
+    landed = upstream.commit({"docs.txt": "x\n"}, "the fix (#42)")
+    first = status(cli, upstream, "--json", "--against", "lib=main").json
+    record = tmp_path / "cache" / "git" / "lib.git" / "objects" / "info" / "patchmgr-answers"
+    assert landed in record.read_text()  # the look-up of main's commit, kept
+    assert marks(first, "fix") == [(42, "present", landed)]
+    assert marks(status(cli, upstream, "--json", "--against", "lib=main").json, "fix") == [(42, "present", landed)]
+    record.write_text('["' + landed + '", "grep \n{not json\n')
+    assert marks(status(cli, upstream, "--json", "--against", "lib=main").json, "fix") == [(42, "present", landed)]

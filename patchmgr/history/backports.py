@@ -81,53 +81,75 @@ class BackportCheck:
     def __init__(self, repo: GitRepo, upstream: Upstream, patches: Sequence[PatchFile]) -> None:
         self.repo, self.upstream = repo, upstream
         self.references = {p.id: refs for p in patches if (refs := patch_references(p))}
-        self.numbers = sorted(
-            {r.number for refs in self.references.values() for r in refs if r.number and self._ours(r)}
-        )
         self._done: dict[str, dict[str, tuple[Landed, ...]]] = {}
         self._resolved: dict[str, str | None] = {}
+        self._info: dict[str, CommitInfo] = {}
 
     def _ours(self, reference: Reference) -> bool:
         return same_repository(reference, self.upstream)
 
     def at(self, commit: str) -> dict[str, tuple[Landed, ...]]:
-        """Patch id -> each of its references at ``commit``."""
+        """Patch id -> each of its references at ``commit``: a named commit the ref reaches settles its reference
+        (no search); the pull requests left are found in one ``git log`` of its first-parent line."""
         if commit not in self._done:
-            pulls = self._pulls(commit)
+            reached = {
+                r.commit: self._reached(r.commit, commit)
+                for refs in self.references.values()
+                for r in refs
+                if r.commit and self._ours(r)
+            }
+            wanted = sorted(
+                {
+                    r.number
+                    for refs in self.references.values()
+                    for r in refs
+                    if r.number and self._ours(r) and not (r.commit and reached[r.commit])
+                }
+            )
+            pulls = self._pulls(commit, wanted)
             self._done[commit] = {
-                pid: tuple(self._landed(r, commit, pulls) for r in refs) for pid, refs in self.references.items()
+                pid: tuple(self._landed(r, reached, pulls) for r in refs) for pid, refs in self.references.items()
             }
         return self._done[commit]
 
-    def _pulls(self, commit: str) -> dict[int, CommitInfo]:
-        """Each pull request asked for -> the oldest commit of ``commit``'s first-parent line whose subject names it."""
-        if not self.numbers:
+    def _reached(self, named: str, commit: str) -> CommitInfo | None:
+        """The commit ``named`` (7 to 40 hex digits) when ``commit`` reaches it."""
+        if named not in self._resolved:
+            if len(named) == 40:  # no process: the object reader's
+                self._resolved[named] = named if self.repo.has_commit(named) else None
+            else:
+                self._resolved[named] = self.repo.resolve(named)
+        found = self._resolved[named]
+        if found is None or not self.repo.reaches(commit, found):
+            return None
+        if found not in self._info:
+            self._info[found] = self.repo.commit_info(found)
+        return self._info[found]
+
+    def _pulls(self, commit: str, numbers: list[int]) -> dict[int, CommitInfo]:
+        """Each of ``numbers`` -> the oldest commit of ``commit``'s first-parent line whose subject names it."""
+        if not numbers:
             return {}
-        pattern = f"[#!]({'|'.join(str(n) for n in self.numbers)})([^0-9]|$)"
+        pattern = f"[#!]({'|'.join(str(n) for n in numbers)})([^0-9]|$)"
         found: dict[int, CommitInfo] = {}
-        for info in self.repo.log_commits("--first-parent", "-E", f"--grep={pattern}", commit):  # newest first
+        for info in self.repo.first_parent_grep(commit, pattern):  # newest first
             number = pr_number(info.subject)
-            if number in self.numbers:
+            if number in numbers:
                 found[number] = info
         return found
 
-    def _landed(self, reference: Reference, commit: str, pulls: dict[int, CommitInfo]) -> Landed:
+    def _landed(
+        self, reference: Reference, reached: dict[str, CommitInfo | None], pulls: dict[int, CommitInfo]
+    ) -> Landed:
         if not self._ours(reference):
             why = f"it names {reference.repository}, not {self.upstream.name}'s repository: not looked up"
             return Landed(reference, Presence.UNKNOWN, reason=why)
-        if reference.commit is not None:
-            full = self._resolve(reference.commit)
-            if full is not None and self.repo.run_ok("merge-base", "--is-ancestor", full, commit):
-                return Landed(reference, Presence.PRESENT, full, self.repo.commit_info(full).subject)
-        if reference.number is not None and reference.number in pulls:
-            info = pulls[reference.number]
-            return Landed(reference, Presence.PRESENT, info.sha, info.subject)
-        return Landed(reference, Presence.ABSENT)
-
-    def _resolve(self, commit: str) -> str | None:
-        if commit not in self._resolved:
-            self._resolved[commit] = self.repo.resolve(commit)
-        return self._resolved[commit]
+        info = reached.get(reference.commit) if reference.commit else None
+        if info is None and reference.number is not None:
+            info = pulls.get(reference.number)
+        if info is None:
+            return Landed(reference, Presence.ABSENT)
+        return Landed(reference, Presence.PRESENT, info.sha, info.subject)
 
 
 def named_by(references: Sequence[Reference], commit: str, subject: str) -> Reference | None:
