@@ -208,10 +208,9 @@ def _status_rows(table: Table, status: UpstreamStatus) -> None:
         marks = status.backports.get(result.patch.id)
         if marks:
             from patchmgr.render.backports import backport_lines
-            from patchmgr.render.reports.rows import short_ref
+            from patchmgr.render.reports.rows import checked_at
 
-            at = short_ref(status.ref)
-            row(table, "", "", "", shown("\n".join(backport_lines(marks, at)), style="dim"))
+            row(table, "", "", "", shown("\n".join(backport_lines(marks, checked_at(status))), style="dim"))
 
 
 def apply_json(outcome: ApplyOutcome) -> dict:

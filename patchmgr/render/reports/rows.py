@@ -68,7 +68,7 @@ class Row:
     @property
     def backports(self) -> list[str]:
         """Each pull request or commit the patch names, and whether the ref checked has it (one line each)."""
-        return backport_lines(self.status.backports.get(self.patch_id, ()), short_ref(self.status.ref))
+        return backport_lines(self.status.backports.get(self.patch_id, ()), checked_at(self.status))
 
     @property
     def details(self) -> list[str]:
@@ -99,6 +99,11 @@ def broken_guards(result: CheckResult) -> list:
 
 def unavailable_summary(status: UpstreamStatus) -> str:
     return f"upstream {status.upstream.name} could not be checked at {short_ref(status.ref)}: {status.error}"
+
+
+def checked_at(status: UpstreamStatus) -> str:
+    """The ref checked, as a line about it says it: ``the pin``, a branch or tag, a short commit id."""
+    return "the pin" if status.ref == status.upstream.commit else short_ref(status.ref)
 
 
 def short_ref(ref: str) -> str:
