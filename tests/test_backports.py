@@ -199,3 +199,13 @@ def test_answers_about_a_commit_are_recorded_and_a_damaged_record_is_ignored(cli
     assert marks(status(cli, upstream, "--json", "--against", "lib=main").json, "fix") == [(42, "present", landed)]
     record.write_text('["' + landed + '", "grep \n{not json\n')
     assert marks(status(cli, upstream, "--json", "--against", "lib=main").json, "fix") == [(42, "present", landed)]
+
+
+def test_installed_files_without_history_cannot_say(cli, tiny):
+    from support.tinydist import core_with
+
+    tiny.series(({"tinydist/core.py": core_with(500)}, "Core five (#42)"))
+    result = cli("status", *tiny.src(), "--json")
+    (up,) = result.json["upstreams"]
+    (mark,) = up["patches"][0]["backports"]
+    assert (mark["pr"], mark["state"], mark["reason"]) == (42, "unknown", "installed files have no git history")
