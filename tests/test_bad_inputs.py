@@ -210,7 +210,7 @@ BAD_MANIFESTS = [
     ("duplicate key", manifest() + f'commit = "{PIN}"\n', "invalid TOML"),
     ("missing target name", "[target]\n", "at key target.name: missing"),
     ("unknown top-level key", manifest() + "[colour]\nred = 1\n", "at key colour: unknown key"),
-    ("unknown upstream key", manifest('branch = "main"\n'), "at key upstreams.lib.branch: unknown key"),
+    ("unknown upstream key", manifest('branches = "main"\n'), "at key upstreams.lib.branches: unknown key"),
     (
         "upstream that is not a table",
         '[target]\nname = "t"\n[upstreams]\nlib = "x"\n',

@@ -276,7 +276,7 @@ def test_status_at_the_newest_release_checks_what_the_matrix_decides_on(cli, pro
     (up,) = result.json["upstreams"]
     assert up["ref"] == "v2.0.0" and up["commit"] == absorbed  # v2.1.0rc1 is a pre-release
     assert {r["id"]: r["state"] for r in up["patches"]} == {"fix": "upstream", "other": "clean"}
-    assert "the newest release tag since the pin is v2.0.0" in up["notes"][0]
+    assert up["notes"][0].startswith("checked at v2.0.0 (") and up["chosen_by"] == "newest release (track = releases)"
     grid = matrix(cli, upstream, "--json").json["upstreams"][0]
     assert grid["verdict_column"] == "v2.0.0"
     # an --against ref still wins for its upstream

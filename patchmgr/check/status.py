@@ -18,6 +18,7 @@ from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, Sources
 
 if TYPE_CHECKING:  # an annotation only: the installed-files code loads with --python, not for every status
+    from patchmgr.history.backports import Landed
     from patchmgr.sources.environment import InstalledDist
 
 
@@ -35,6 +36,10 @@ class UpstreamStatus:
     # git, or the installed distribution that ``--python`` checked; neither: the git commit ``commit``
     release: ReleaseSource | None = field(default=None, repr=False)
     installed: InstalledDist | None = field(default=None, repr=False)
+    # the rule that chose ``ref`` (``status --newest-release``): "newest release candidate (track = prereleases)"
+    chosen_by: str | None = None
+    # patch id -> whether each pull request or commit it names is in ``commit``'s history (history.backports)
+    backports: dict[str, tuple[Landed, ...]] = field(default_factory=dict)
 
     @property
     def source(self) -> str | None:
@@ -163,13 +168,14 @@ def read_ahead(project: Project, upstream: Upstream) -> Callable[[], list[PatchF
 def check_newest_release(
     project: Project, upstream: Upstream, sources: Sources, patches: Callable[[], list[PatchFile]] | None = None
 ) -> UpstreamStatus:
-    """``upstream`` at the newest release tag since its pin (the one ``matrix`` shows last), or at the pin when no
-    release is newer. Tags that cannot be listed leave it unchecked (unavailable), never checked at the pin."""
-    from patchmgr.history.releases import newest_release  # history code, loaded only when it is asked for
+    """``upstream`` at the ref its ``track`` says comes next (``matrix``'s deciding column): its newest release tag
+    (or release candidate) since its pin, or its branch tip; at the pin when no release is newer. Refs that cannot
+    be listed leave it unchecked (unavailable), never checked at the pin."""
+    from patchmgr.history.tracking import next_ref, track_label  # history code, loaded only when it is asked for
 
     left_out: list[str] = []
     try:
-        found = newest_release(sources, upstream, sources.open_git(upstream, None).repo, left_out)
+        found = next_ref(sources, upstream, sources.open_git(upstream, None).repo, left_out)
     except (UsageError, CacheError):
         raise
     except PatchmgrError as exc:
@@ -181,11 +187,12 @@ def check_newest_release(
             error=f"its newest release cannot be found: {exc.message}",
             hint=exc.hint,
         )
-    status = check_upstream(project, upstream, sources, found[0] if found else None, patches)
+    status = check_upstream(project, upstream, sources, found.name if found else None, patches)
+    status.chosen_by = found.rule if found else f"the pin: no release is newer ({track_label(upstream)})"
     status.notes[:0] = [
-        f"the newest release tag since the pin is {found[0]} ({found[1][:12]})"
+        f"checked at {found.name} ({found.commit[:12]}): {found.rule}"
         if found
-        else "no release tag is newer than the pin: checked at the pin",
+        else f"no release tag is newer than the pin: checked at the pin ({track_label(upstream)})",
         *left_out,
     ]
     return status
@@ -211,6 +218,8 @@ def check_upstream(
     from patchmgr.history.at_ref import check_at_ref  # the engine: not loaded by a status read back (verdicts)
 
     results = check_at_ref(sources, upstream, source, patches, explain=ref is not None)
+    from patchmgr.history.backports import backports_at  # history code: the references' look-up
+
     status = UpstreamStatus(
         upstream,
         shown_ref,
@@ -218,6 +227,7 @@ def check_upstream(
         source.identity,
         results,
         release=source if isinstance(source, ReleaseSource) else None,
+        backports=backports_at(upstream, source, patches),
     )
     if isinstance(source, ReleaseSource) and source.fallback_from:
         status.notes.append(f"git was out of reach, so the release stands in ({source.fallback_from})")

@@ -31,8 +31,10 @@ NEWEST = Option(
     "newest_release",
     ("--newest-release",),
     Kind.FLAG,
-    "Check each upstream at its newest release tag since the pin (the last release column "
-    "of `patchmgr matrix`; the pin when none is newer); an --against ref still wins for its upstream.",
+    "Check each upstream at the next ref its manifest's track names: its newest release tag since the "
+    "pin (release candidates too with track = prereleases; the pin when none is newer), or its branch tip "
+    "with track = branch, as the deciding column of `patchmgr matrix`; an --against ref still wins for its "
+    "upstream.",
     default=False,
 )
 OPTIONS = (

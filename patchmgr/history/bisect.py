@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from patchmgr.engine.classify import check_series
+from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
 from patchmgr.history.walk import PatchHistory, Walk, broken_guards, find_carrier
 from patchmgr.io.git import merge_texts
 from patchmgr.model.errors import StateError, UsageError
@@ -25,6 +26,10 @@ class Bisection:
     patches: list[PatchHistory] = field(default_factory=list)
     applying: list[str] = field(default_factory=list)  # patches that apply at the ref: nothing to find
     notes: list[str] = field(default_factory=list)
+    # patch id -> each pull request or commit it names, and whether the pin / the ref has it (history.backports)
+    backports_at_pin: dict[str, tuple[Landed, ...]] = field(default_factory=dict)
+    backports_at_to: dict[str, tuple[Landed, ...]] = field(default_factory=dict)
+    named: dict[str, str] = field(default_factory=dict)  # patch id -> what its first commit is to it, if it names it
 
     @property
     def ok(self) -> bool:
@@ -64,9 +69,17 @@ def bisect_upstream(
             "in): the first commits of the walk compare the two lines, not one change"
         )
     result.applying = [r.patch.id for i, r in enumerate(at_to) if fine[i] and r.patch.id not in patch_ids]
+    check = BackportCheck(repo, upstream, patches)
+    result.backports_at_pin, result.backports_at_to = check.at(upstream.commit), check.at(to)
     if not chosen:
         return result
     walk = Walk(repo, base, to, target.location, patches[: max(chosen) + 1])
     carriers = {i: find_carrier(repo, base, to, patches[i]) for i in chosen}
     result.patches = [walk.history(i, at_to[i].state, carriers[i], broken_guards(at_to[i])) for i in chosen]
+    for history in result.patches:
+        step = history.first_commit or history.carrier
+        references = [r for r in check.references.get(history.patch.id, ()) if same_repository(r, upstream)]
+        reference = named_by(references, step.commit, step.subject) if step else None
+        if reference is not None:
+            result.named[history.patch.id] = named_text(reference)
     return result

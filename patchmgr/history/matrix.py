@@ -19,8 +19,10 @@ from enum import StrEnum
 
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
+from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
 from patchmgr.history.evidence import explain_upstream
-from patchmgr.history.releases import TagResolver, is_release, pin_name, release_tags, remote_refs
+from patchmgr.history.releases import TagResolver, remote_refs
+from patchmgr.history.tracking import deciding, tracked_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
@@ -44,6 +46,7 @@ class Column:
     kind: ColumnKind
     name: str  # the tag, the branch, or for the pin its tag (else its short commit id)
     commit: str
+    rule: str = ""  # why it is a column: "newest release candidate (track = prereleases)"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Change:
     monotonic: bool = True
     commits_checked: int = 0
     note: str = ""
+    named: str = ""  # the commit is one the patch names: "the backport's prerequisite PR #4888 landed"
 
     @property
     def pr(self) -> int | None:
@@ -70,6 +74,8 @@ class Row:
     patch: PatchFile
     cells: list[CheckResult]  # one per column
     change: Change | None = None  # None: the same state in every column
+    # per column, each pull request or commit the patch names and whether that column has it (history.backports)
+    backports: list[tuple[Landed, ...]] = field(default_factory=list)
 
 
 @dataclass
@@ -84,13 +90,12 @@ class Matrix:
 
     @property
     def verdict_column(self) -> int:
-        """The column that decides ``ok``: the newest release tag (with ``--refs``, a pre-release or a tag that is no
-        version decides only when no tag is a release), else the tip, else the pin."""
-        tags = [i for i, c in enumerate(self.columns) if c.kind is ColumnKind.TAG]
-        releases = [i for i in tags if is_release(self.columns[i].name)]
-        if releases or tags:
-            return (releases or tags)[-1]
-        return len(self.columns) - 1
+        """The column that decides ``ok``, by the upstream's ``track`` (``tracking.deciding``): the branch tip, or
+        the newest release tag (release candidates too when it follows them; with ``--refs``, a pre-release or a
+        tag that is no version decides only when no tag is a release), else the tip, else the pin."""
+        tags = [c.name for c in self.columns if c.kind is ColumnKind.TAG]
+        has_tip = any(c.kind is ColumnKind.TIP for c in self.columns)
+        return deciding(tags, has_tip, self.upstream.track)
 
     @property
     def ok(self) -> bool:
@@ -140,25 +145,25 @@ def build_matrix(
     resolver = TagResolver(sources, upstream, repo)
     notes: list[str] = []
 
-    columns = [Column(ColumnKind.PIN, pin_name(refs, upstream), upstream.commit)]
-    columns += [
-        Column(ColumnKind.TAG, name, commit)
-        for name, commit in release_tags(refs, upstream, resolver, pattern, since, notes)
-    ]
-    if refs.head is not None:
-        branch = refs.head_branch or "HEAD"
-        tip = resolver.commit_of(f"refs/heads/{branch}" if refs.head_branch else "HEAD", refs.head)
-        columns.append(Column(ColumnKind.TIP, branch, tip))
-    else:
-        notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
+    tracked = tracked_refs(refs, upstream, resolver, pattern, since, notes)
+    columns = [Column(ColumnKind.PIN, tracked.pin, upstream.commit, "the pin")]
+    columns += [Column(ColumnKind.TAG, tag.name, tag.commit, tag.rule) for tag in tracked.tags]
+    if tracked.tip is not None:
+        columns.append(Column(ColumnKind.TIP, tracked.tip.name, tracked.tip.commit, tracked.tip.rule))
     repo = resolver.repo
 
     results = _check_columns(sources, upstream, repo, location, patches, list(dict.fromkeys(c.commit for c in columns)))
     matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes)
     walks: dict[str, Walk | None] = {}
+    named = BackportCheck(repo, upstream, patches)
     for index, patch in enumerate(patches):
         row = Row(patch, [results[c.commit][index] for c in columns])
-        row.change = _first_change(repo, location, upstream, patches, index, row, columns, walks)
+        change = _first_change(repo, location, upstream, patches, index, row, columns, walks)
+        references = [r for r in named.references.get(patch.id, ()) if same_repository(r, upstream)]
+        reference = named_by(references, change.commit, change.subject) if change and change.commit else None
+        row.change = replace(change, named=named_text(reference)) if change and reference else change
+        if patch.id in named.references:
+            row.backports = [named.at(c.commit)[patch.id] for c in columns]
         matrix.rows.append(row)
     return matrix
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, SourceError, UsageError
-from patchmgr.model.manifest import Upstream, url_problem
+from patchmgr.model.manifest import Track, Upstream, url_problem
 from patchmgr.model.urls import as_local_path, mask_url
 from patchmgr.sources.refs import NotACommit, validate_ref
 from patchmgr.sources.upstream import Sources
@@ -54,6 +54,7 @@ class RemoteRefs:
     tags: dict[str, str]
     head_branch: str | None  # "main"; None when HEAD is detached or absent
     head: str | None  # the commit of HEAD
+    branches: dict[str, str] = field(default_factory=dict)  # the manifest's ``branch``, when the source has it
 
 
 def remote_refs(sources: Sources, upstream: Upstream) -> RemoteRefs:
@@ -71,7 +72,9 @@ def remote_refs(sources: Sources, upstream: Upstream) -> RemoteRefs:
         local = as_local_path(url)
         try:
             # asked directly, not through the cache's origin: nothing in the cache is written
-            out = repo.run("ls-remote", "--symref", "--", str(local.resolve()) if local else url, "HEAD", "refs/tags/*")
+            where = str(local.resolve()) if local else url
+            branch = [f"refs/heads/{upstream.branch}"] if upstream.branch else []
+            out = repo.run("ls-remote", "--symref", "--", where, "HEAD", "refs/tags/*", *branch)
         except GitError as exc:
             errors.append(f"{mask_url(url)}: {exc.message}")
             continue
@@ -85,6 +88,7 @@ def remote_refs(sources: Sources, upstream: Upstream) -> RemoteRefs:
 def _parse_ls_remote(out: str) -> RemoteRefs:
     tags: dict[str, str] = {}
     peeled: dict[str, str] = {}
+    branches: dict[str, str] = {}
     head_branch = head = None
     for line in out.split("\n"):  # git's separator: a name may hold what str.splitlines also splits on
         left, _, ref = line.partition("\t")
@@ -94,13 +98,15 @@ def _parse_ls_remote(out: str) -> RemoteRefs:
             continue
         if ref == "HEAD":
             head = left
+        elif ref.startswith("refs/heads/"):
+            branches[ref[len("refs/heads/") :]] = left
         elif ref.startswith("refs/tags/"):
             name = ref[len("refs/tags/") :]
             if name.endswith("^{}"):
                 peeled[name[:-3]] = left
             else:
                 tags[name] = left
-    return RemoteRefs({name: peeled.get(name, sha) for name, sha in tags.items()}, head_branch, head)
+    return RemoteRefs({name: peeled.get(name, sha) for name, sha in tags.items()}, head_branch, head, branches)
 
 
 def _sort_key(name: str) -> tuple[int, Version, str]:
@@ -108,16 +114,26 @@ def _sort_key(name: str) -> tuple[int, Version, str]:
     return (0, version, name) if version is not None else (1, Version("0"), name)
 
 
-def choose_tags(refs: RemoteRefs, pattern: str | None, since_version: Version | None) -> list[str]:
+def choose_tags(
+    refs: RemoteRefs,
+    pattern: str | None,
+    since_version: Version | None,
+    prereleases: bool = False,
+    tag_pattern: str | None = None,
+) -> list[str]:
     """Tag names for the columns, oldest version first: those matching ``pattern``, or else the release tags
-    newer than ``since_version`` (every release tag when None: the caller filters by ancestry)."""
+    (with ``prereleases``, release candidates too) that match ``tag_pattern`` and are newer than
+    ``since_version`` (every one when None: the caller filters by ancestry)."""
     if pattern is not None:
         names = [n for n in refs.tags if fnmatch.fnmatchcase(n, pattern)]
     else:
+        version_of = tag_version if prereleases else final_version
         names = [
             n
             for n in refs.tags
-            if (version := final_version(n)) is not None and (since_version is None or version > since_version)
+            if (version := version_of(n)) is not None
+            and (since_version is None or version > since_version)
+            and (tag_pattern is None or fnmatch.fnmatchcase(n, tag_pattern))
         ]
     return sorted(names, key=_sort_key)
 
@@ -180,7 +196,8 @@ def release_tags(
     the pin), oldest version first; the pin's own tag is left out. ``notes`` gets what was left out and why."""
     notes = notes if notes is not None else []
     since_version, since_commit = _since(refs, upstream, since, resolver)
-    names = choose_tags(refs, pattern, since_version)
+    prereleases = upstream.track is Track.PRERELEASES
+    names = choose_tags(refs, pattern, since_version, prereleases, upstream.tag_pattern)
     by_history = pattern is None and since_version is None
     start_time = resolver.repo.commit_time(since_commit) if by_history and names else 0  # once, not per tag
     found = []
@@ -208,23 +225,11 @@ def release_tags(
         found.append((name, commit))
     if pattern is not None and not names:
         notes.append(f"no tag of {upstream.name} matches {pattern!r}")
-    elif pattern is None and not found:
+    elif pattern is None and not found and upstream.track is not Track.BRANCH:  # a branch follower awaits none
+        what = "release tag or release candidate" if prereleases else "release tag"
+        matching = f" matching {upstream.tag_pattern!r}" if upstream.tag_pattern else ""
         notes.append(
-            f"no release tag of {upstream.name} is newer than "
+            f"no {what}{matching} of {upstream.name} is newer than "
             f"{since or ('the pin (' + str(upstream.version or upstream.commit[:12]) + ')')}"
         )
     return found
-
-
-def newest_release(
-    sources: Sources, upstream: Upstream, repo: GitRepo, notes: list[str] | None = None
-) -> tuple[str, str] | None:
-    """(tag, commit) of the newest release tag since the pin, as ``matrix`` would make its last tag column;
-    None when no release is newer. A source whose tags cannot be listed is a SourceError. ``notes`` gets the
-    tags left out and why (a tag at a tree), as ``matrix`` says them."""
-    refs = remote_refs(sources, upstream)
-    found: list[str] = []
-    tags = release_tags(refs, upstream, TagResolver(sources, upstream, repo), notes=found)
-    if notes is not None:
-        notes += [note for note in found if note.startswith("tag ")]
-    return tags[-1] if tags else None

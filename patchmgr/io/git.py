@@ -17,14 +17,16 @@ made or applied with git are ``git_history`` and ``git_patches``, parts of
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from patchmgr.io.git_history import HistoryQueries
 from patchmgr.io.git_objects import (
@@ -51,6 +53,8 @@ from patchmgr.io.git_run import (
 )
 from patchmgr.model.errors import GitError
 from patchmgr.model.mail import PATCHMGR_AUTHOR  # who patchmgr's own commits, notes and saves are by
+
+_FULL_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 
 
 def identity_env(
@@ -171,7 +175,52 @@ class GitRepo(HistoryQueries, PatchOperations):
             return False
 
     def _indexed_record(self) -> Path:
-        return Path(self._env.get("GIT_DIR") or self.path / ".git") / "objects" / "info" / "patchmgr-indexed"
+        return self._info_file("patchmgr-indexed")
+
+    def _info_file(self, name: str) -> Path:
+        return Path(self._env.get("GIT_DIR") or self.path / ".git") / "objects" / "info" / name
+
+    def first_parent_grep(self, commit: str, pattern: str) -> list[CommitInfo]:
+        """The commits of ``commit``'s first-parent line whose message matches the extended regex ``pattern``,
+        newest first (recorded: the walk reads every commit's message)."""
+
+        def walk() -> list[list[object]]:
+            found = self.log_commits("--first-parent", "-E", f"--grep={pattern}", commit)
+            return [[c.sha, c.subject, list(c.parents)] for c in found]
+
+        return [
+            CommitInfo(sha, subject, tuple(parents))
+            for sha, subject, parents in self._recorded(commit, f"grep {pattern}", walk)
+        ]
+
+    def reaches(self, commit: str, other: str) -> bool:
+        """Whether ``other`` is ``commit`` or one of its ancestors (recorded)."""
+        return bool(
+            self._recorded(
+                commit, f"reaches {other}", lambda: self.run_ok("merge-base", "--is-ancestor", other, commit)
+            )
+        )
+
+    def _recorded(self, commit: str, question: str, answer: Callable[[], Any]) -> Any:
+        """``answer()`` about the history of ``commit``, a full id: that history never changes, so each answer is
+        kept in a record beside the commit-graph (best effort, JSON lines) and read from there the next time."""
+        if not _FULL_ID.match(commit):  # a name that moves: nothing to keep
+            return answer()
+        key = json.dumps([commit, question])
+        record = self._info_file("patchmgr-answers")
+        try:
+            for line in record.read_text(encoding="utf-8").split("\n"):
+                if line.startswith(key[:-1] + ","):
+                    return json.loads(line)[2]
+        except (OSError, ValueError, IndexError):
+            pass
+        value = answer()
+        try:
+            with open(record, "a", encoding="utf-8") as out:
+                out.write(json.dumps([commit, question, value]) + "\n")
+        except OSError:
+            pass
+        return value
 
     def has_commit(self, sha: str) -> bool:
         # through the cat-file --batch process that reads the files next: no process of its own

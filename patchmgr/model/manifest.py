@@ -10,6 +10,7 @@ import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Literal, overload
 
@@ -17,7 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.model.errors import ManifestError
-from patchmgr.model.urls import FULL_SHA, control_character, mask_url, requirement_problem, url_problem
+from patchmgr.model.urls import FULL_SHA, control_character, mask_url, ref_problem, requirement_problem, url_problem
 
 # \Z, not $: `$` also matches before a final newline, and every caller uses .match
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")
@@ -34,6 +35,9 @@ _UPSTREAM_KEYS = {
     "smoke-requirements",
     "smoke-python",
     "smoke-env",
+    "track",
+    "branch",
+    "tag-pattern",
 }
 _SMOKE_ENV_KEYS = {"versions", "requirements"}
 
@@ -44,6 +48,14 @@ class SmokeEnvRule:
 
     versions: str  # PEP 440 specifier, matched against the release version of the code under test
     requirements: tuple[str, ...]
+
+
+class Track(StrEnum):
+    """How an upstream releases, and so which ref is its next one (``matrix``, ``status --newest-release``)."""
+
+    RELEASES = "releases"  # final release tags (v0.5.1), the default
+    PRERELEASES = "prereleases"  # release candidates too (v0.5.1rc1)
+    BRANCH = "branch"  # no tags to wait for: the tip of its branch
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,10 @@ class Upstream:
     smoke_python: str | None = None
     # `[[upstreams.<name>.smoke-env]]`: smoke requirements per version range of the code under test, in order
     smoke_envs: tuple[SmokeEnvRule, ...] = ()
+    # how it releases: its next ref is its newest release tag, or release candidate, or its branch's tip
+    track: Track = Track.RELEASES
+    branch: str | None = None  # the branch whose tip is its tip column (None: the branch its HEAD names)
+    tag_pattern: str | None = None  # a glob: only tags it matches are its releases (None: every version tag)
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -200,7 +216,23 @@ class _Validator:
         )
         root = package_root.strip("/")
         envs = self._smoke_envs(raw, f"{key}.smoke-env")
-        return Upstream(name, git, mirrors, commit, version, pypi, root, patch_ids, requirements, python, envs)
+        track, branch, tag_pattern = self._tracking(raw, key)
+        return Upstream(
+            name,
+            git,
+            mirrors,
+            commit,
+            version,
+            pypi,
+            root,
+            patch_ids,
+            requirements,
+            python,
+            smoke_envs=envs,
+            track=track,
+            branch=branch,
+            tag_pattern=tag_pattern,
+        )
 
     def _smoke_envs(self, raw: dict, key: str) -> tuple[SmokeEnvRule, ...]:
         """``[[upstreams.<name>.smoke-env]]`` tables: ``versions`` (a specifier) and ``requirements`` each."""
@@ -219,6 +251,23 @@ class _Validator:
                 raise self.fail(f"{where}.versions", "missing", form)
             rules.append(SmokeEnvRule(versions, self._requirements(table, f"{where}.requirements", "requirements")))
         return tuple(rules)
+
+    def _tracking(self, raw: dict, key: str) -> tuple[Track, str | None, str | None]:
+        """``track``, ``branch`` and ``tag-pattern``: how the upstream releases."""
+        value = self._string(raw, "track", f"{key}.track") or Track.RELEASES.value
+        if value not in {t.value for t in Track}:
+            raise self.fail(
+                f"{key}.track",
+                f"{value!r} is not one of {', '.join(t.value for t in Track)}",
+                'track = "releases" (final release tags), "prereleases" (release candidates too) or "branch" '
+                '(the tip of its branch; name it with branch = "...")',
+            )
+        branch = self._string(raw, "branch", f"{key}.branch")
+        problem = ref_problem(branch) if branch is not None else None
+        if problem:
+            raise self.fail(f"{key}.branch", f"{branch!r} is not a branch name: {problem}", 'write branch = "main"')
+        pattern = self._string(raw, "tag-pattern", f"{key}.tag-pattern")
+        return Track(value), branch, pattern
 
     def _pep440(
         self, raw: dict, name: str, key: str, parse: Callable[[str], object], what: str, hint: str

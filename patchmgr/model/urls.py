@@ -20,6 +20,30 @@ def control_character(value: str) -> str | None:
     return f"contains a control character (U+{ord(found.group()):04X})" if found else None
 
 
+def ref_problem(ref: str) -> str | None:
+    """Why ``ref`` is no name git takes as a branch or tag on the command line (``git check-ref-format``'s rules,
+    one level allowed), or None."""
+    if not ref:
+        return "it is empty"
+    if ref.startswith("-"):
+        return "it starts with '-'"
+    if "@{" in ref or ref == "@":
+        return "'@{...}' (a reflog entry) and '@' are revision expressions, not refs"
+    # git's own rule (check-ref-format): C0 and DEL; a C1 or U+2028 is a byte git takes in a tag's name, shown
+    # escaped wherever it is printed (a manifest's values are refused them by the manifest's own check)
+    control = next((c for c in ref if ord(c) < 0x20 or c == "\x7f"), None)
+    if control:
+        return f"it contains a control character (U+{ord(control):04X}), which no ref name may hold"
+    bad = [c for c in ref if c in " ~^:?*[\\"]
+    if bad:
+        return f"it holds {bad[0]!r}, which no ref name may hold"
+    if ".." in ref or "//" in ref or ref.startswith("/") or ref.endswith(("/", ".")):
+        return "'..', '//', a leading or trailing '/', or a trailing '.' are not allowed in a ref name"
+    if any(part.startswith(".") or part.endswith(".lock") for part in ref.split("/")):
+        return "a part of it starts with '.' or ends with '.lock'"
+    return None
+
+
 # -- credentials never reach the output ---------------------------------------------
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:'\"]*):([^/\s'\"]*)@")  # to the authority's last @
 # over http(s) a token is often given as the user alone (https://glpat-...@host, https://ghp_...@github.com)

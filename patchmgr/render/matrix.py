@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from rich.console import Console
@@ -9,12 +10,14 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.engine.results import CheckResult, State
+from patchmgr.render.backports import landed_json
 from patchmgr.render.console import STATE_STYLE, notes, say, shown
 from patchmgr.render.fields import fields_json
 from patchmgr.render.status import commit_json, guard_json, or_none
 
 if TYPE_CHECKING:
-    from patchmgr.history.matrix import Change, Column, Matrix
+    from patchmgr.history.backports import Landed
+    from patchmgr.history.matrix import Change, Column, Matrix, Row
 
 
 class StateKey(NamedTuple):
@@ -67,7 +70,33 @@ def change_text(change: Change | None) -> str:
     pr = f" PR #{change.pr}" if change.pr and f"#{change.pr}" not in change.subject else ""
     guard = f", {GUARD_BROKEN}" if change.guards_broken else ""
     how = "carried by" if change.carrier else f"{change.state.value}{guard} since"
+    if change.named:  # a commit the patch itself names: say what it is to the patch
+        return f"{how} {change.commit[:12]}: {change.named} ({change.subject})"
     return f"{how} {change.commit[:12]}{pr} {change.subject}"
+
+
+def backports_text(matrix: Matrix, row: Row) -> str:
+    """Per pull request or commit the patch names, the columns that have it: ``PR #37 (commit 74093e34cea4): in
+    main``, ``PR #6131: in none``; ``unknown`` with the reason where no column can say."""
+    lines = []
+    for index, first in enumerate(row.backports[0] if row.backports else ()):
+        marks = [cell[index] for cell in row.backports]
+        there = [column_title(c) for c, m in zip(matrix.columns, marks, strict=False) if m.presence == "present"]
+        if all(m.presence == "unknown" for m in marks):
+            lines.append(f"{first.reference.title}: unknown ({first.reason})")
+        else:
+            lines.append(f"{first.reference.title}: in {', '.join(there) or 'none'}")
+    return "\n".join(lines)
+
+
+def chosen_lines(matrix: Matrix) -> list[str]:
+    """Each column after the pin with the rule that chose it; the deciding one says so."""
+    verdict = matrix.verdict_column
+    return [
+        f"{column_title(c)}: {c.rule}" + (", decides the verdict" if i == verdict else "")
+        for i, c in enumerate(matrix.columns)
+        if i
+    ] or ["only the pin"]
 
 
 def matrix_json(matrices: list[Matrix], target: str, html: str | None) -> dict:
@@ -89,11 +118,19 @@ def _upstream_json(matrix: Matrix) -> dict:
         "error": matrix.error,
         "hint": matrix.hint,
         "verdict_column": matrix.columns[matrix.verdict_column].name if matrix.columns else None,
-        "columns": [{"kind": c.kind, "name": c.name, "commit": c.commit} for c in matrix.columns],
+        "tracking": {
+            "track": matrix.upstream.track.value,
+            "branch": matrix.upstream.branch,
+            "tag_pattern": matrix.upstream.tag_pattern,
+        },
+        "columns": [{"kind": c.kind, "name": c.name, "commit": c.commit, "chosen_by": c.rule} for c in matrix.columns],
         "patches": [
             {
                 "id": row.patch.id,
-                "cells": [_cell_json(c, r) for c, r in zip(matrix.columns, row.cells, strict=False)],
+                "cells": [
+                    _cell_json(c, r, row.backports[i] if row.backports else ())
+                    for i, (c, r) in enumerate(zip(matrix.columns, row.cells, strict=False))
+                ],
                 "changed": or_none(_change_json, row.change),
             }
             for row in matrix.rows
@@ -102,7 +139,7 @@ def _upstream_json(matrix: Matrix) -> dict:
     }
 
 
-def _cell_json(column: Column, result: CheckResult) -> dict:
+def _cell_json(column: Column, result: CheckResult, marks: Sequence[Landed]) -> dict:
     doc = {
         "column": column.name,
         "state": result.state.value,
@@ -112,11 +149,13 @@ def _cell_json(column: Column, result: CheckResult) -> dict:
     }
     if result.carrier:
         doc["carrier"] = result.carrier
+    if marks:
+        doc["backports"] = [landed_json(mark) for mark in marks]
     return doc
 
 
 def _change_json(change: Change) -> dict:
-    return {**fields_json(change), **commit_json(change)}
+    return {**fields_json(change, "named"), **commit_json(change), "named_by_patch": change.named or None}
 
 
 def render_matrix(console: Console, matrices: list[Matrix], target: str, html: str | None) -> None:
@@ -138,10 +177,15 @@ def render_matrix(console: Console, matrices: list[Matrix], target: str, html: s
         for column in matrix.columns:
             table.add_column(column_title(column), no_wrap=True)
         table.add_column("first change", overflow="fold")
+        named = any(row.backports for row in matrix.rows)
+        if named:
+            table.add_column("pull requests and commits it names", overflow="fold")
         for row in matrix.rows:
             cells = [_styled(result) for result in row.cells]
-            table.add_row(shown(row.patch.id), *cells, shown(change_text(row.change), style="dim"))
+            more = [shown(backports_text(matrix, row), style="dim")] if named else []
+            table.add_row(shown(row.patch.id), *cells, shown(change_text(row.change), style="dim"), *more)
         console.print(table)
+        say(console, "refs: " + "; ".join(chosen_lines(matrix)), "dim")
         notes(console, matrix.notes)
     legend = Text("legend: ")
     for state, key in LEGEND.items():

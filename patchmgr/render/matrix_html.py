@@ -104,7 +104,8 @@ def _section(number: int, matrix: Matrix) -> str:
             f'<p class="notes">unavailable, no source could provide it: {escape(matrix.error)}{hint}</p></section>'
         )
     head = "".join(
-        f'<th data-column="{_attr(c.name)}" title="{_attr(c.commit)}">{escape(column_title(c))}'
+        f'<th data-column="{_attr(c.name)}" title="{_attr(f"{c.commit}: {c.rule}" if c.rule else c.commit)}">'
+        f"{escape(column_title(c))}"
         f"<small>{escape(c.commit[:12])}</small></th>"
         for c in matrix.columns
     )

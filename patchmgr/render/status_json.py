@@ -98,13 +98,21 @@ def upstream_json(status: UpstreamStatus) -> dict:
     return {
         "name": status.upstream.name,
         "ref": status.ref,
+        "chosen_by": status.chosen_by,
         "commit": status.commit,
         "source": status.source,
         "available": status.available,
         "error": status.error,
         "notes": status.notes,
-        "patches": [patch_json(r) for r in status.results],
+        "patches": [_with_backports(patch_json(r), status) for r in status.results],
     }
+
+
+def _with_backports(doc: dict, status: UpstreamStatus) -> dict:
+    """``doc`` of a patch with ``backports``: each pull request or commit it names, and whether the ref has it."""
+    from patchmgr.render.backports import landed_json
+
+    return {**doc, "backports": [landed_json(mark) for mark in status.backports.get(doc["id"], ())]}
 
 
 def target_json(status: TargetStatus) -> dict:

@@ -87,6 +87,12 @@ def status_rows(status: UpstreamStatus) -> list[Row]:
             lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
             context = f"upstream at line {result.conflict.expected_line}:\n{lines}"
             rows.append(Row("", "", "", context, detail_style="dim"))
+        marks = status.backports.get(result.patch.id)
+        if marks:
+            from patchmgr.render.backports import backport_lines
+            from patchmgr.render.reports.rows import checked_at
+
+            rows.append(Row("", "", "", "\n".join(backport_lines(marks, checked_at(status))), detail_style="dim"))
     return rows
 
 

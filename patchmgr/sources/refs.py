@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from patchmgr.model.errors import SourceError, UsageError
-from patchmgr.model.urls import mask_url
+from patchmgr.model.urls import mask_url, ref_problem
 
 if TYPE_CHECKING:  # only for annotations: a status read back from the cache loads no git code
     from patchmgr.io.git import GitRepo
@@ -32,7 +32,7 @@ def validate_ref(ref: str) -> str:
     input, before anything is fetched or written. Revision expressions (``HEAD@{1}``, ``main~2``, ``v1^``) name a
     commit only in one clone's history: the source is asked for a ref, so they are refused here with their id's
     way to get it."""
-    why = _ref_problem(ref)
+    why = ref_problem(ref)
     if why:
         expression = any(mark in ref for mark in ("@{", "~", "^")) and ref.isprintable()
         raise UsageError(
@@ -45,28 +45,6 @@ def validate_ref(ref: str) -> str:
             ),
         )
     return ref
-
-
-def _ref_problem(ref: str) -> str | None:
-    if not ref:
-        return "it is empty"
-    if ref.startswith("-"):
-        return "it starts with '-'"
-    if "@{" in ref or ref == "@":
-        return "'@{...}' (a reflog entry) and '@' are revision expressions, not refs"
-    # git's own rule (check-ref-format): C0 and DEL; a C1 or U+2028 is a byte git takes in a tag's name, shown
-    # escaped wherever it is printed (a manifest's values are refused them by the manifest's own check)
-    control = next((c for c in ref if ord(c) < 0x20 or c == "\x7f"), None)
-    if control:
-        return f"it contains a control character (U+{ord(control):04X}), which no ref name may hold"
-    bad = [c for c in ref if c in " ~^:?*[\\"]
-    if bad:
-        return f"it holds {bad[0]!r}, which no ref name may hold"
-    if ".." in ref or "//" in ref or ref.startswith("/") or ref.endswith(("/", ".")):
-        return "'..', '//', a leading or trailing '/', or a trailing '.' are not allowed in a ref name"
-    if any(part.startswith(".") or part.endswith(".lock") for part in ref.split("/")):
-        return "a part of it starts with '.' or ends with '.lock'"
-    return None
 
 
 def _quoted(ref: str) -> str:

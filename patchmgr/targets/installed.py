@@ -25,6 +25,7 @@ from pathlib import Path
 from patchmgr.check.status import TargetStatus, UpstreamStatus, drift, every_touched_file
 from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, Conflict, State
+from patchmgr.history.backports import unknown_backports
 from patchmgr.io.journal import apply_transaction
 from patchmgr.model.errors import PatchmgrError, StateError
 from patchmgr.model.manifest import Target, Upstream
@@ -72,7 +73,13 @@ def _check(
         source = InstalledSource(dist, state.originals(entry) if entry else None)
         placed = [place_patch(dist, patch) for patch in project.patches(dist.upstream)]
         status = UpstreamStatus(
-            dist.upstream, dist.version, None, source.identity, _check_placed(placed, source), installed=dist
+            dist.upstream,
+            dist.version,
+            None,
+            source.identity,
+            _check_placed(placed, source),
+            installed=dist,
+            backports=unknown_backports([p.patch for p in placed], "installed files have no git history"),
         )
         status.notes.append(_drift(sources, dist, source, [p.patch for p in placed if not p.refused]))
         left_out = [path for p in placed for path in p.left_out]

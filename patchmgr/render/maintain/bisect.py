@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from patchmgr.render.backports import backport_lines, landed_json
 from patchmgr.render.console import STATE_STYLE, row, say
 from patchmgr.render.status import commit_json, or_none
 
@@ -35,6 +36,7 @@ def bisect_json(result: Bisection) -> dict:
                 "at_base": or_none(commit_json, history.at_base),
                 "transitions": [commit_json(step) for step in history.transitions],
                 "commits_checked": history.commits_checked,
+                "named_by_patch": result.named.get(history.patch.id),
             }
         )
     return {
@@ -47,6 +49,13 @@ def bisect_json(result: Bisection) -> dict:
         "patches": patches,
         "applying": result.applying,
         "notes": result.notes,
+        "backports": {
+            patch_id: {
+                "pin": [landed_json(m) for m in result.backports_at_pin.get(patch_id, ())],
+                "to": [landed_json(m) for m in marks],
+            }
+            for patch_id, marks in result.backports_at_to.items()
+        },
     }
 
 
@@ -59,6 +68,10 @@ def render_bisect(console: Console, result: Bisection) -> None:
     )
     for note in result.notes:
         say(console, f"  note: {note}", "yellow")
+    for patch_id, marks in result.backports_at_to.items():
+        at_pin = backport_lines(result.backports_at_pin.get(patch_id, ()), f"the pin {result.pin[:12]}")
+        for line in at_pin + backport_lines(marks, result.ref):
+            say(console, f"  {patch_id}: {line}", "dim")
     if not result.patches:
         say(console, f"every patch applies at {result.ref}: nothing to bisect", "green")
         return
@@ -88,5 +101,7 @@ def render_bisect(console: Console, result: Bisection) -> None:
             say(console, f"  {history.patch.id}: guard broken at {result.ref}: {broken}", "red")
         if history.note:
             say(console, f"  {history.patch.id}: {history.note}", "yellow")
+        if history.patch.id in result.named:
+            say(console, f"  {history.patch.id}: {result.named[history.patch.id]} there", "yellow")
     if result.applying:
         say(console, f"apply at {result.ref}: {', '.join(result.applying)}", "dim")

@@ -47,6 +47,7 @@ def render_github(statuses: list[TargetStatus], base: Path) -> str:
             items = upstream_rows(target, status)
             for row in items:
                 lines.append(for_github_log(f"{row.verdict}: {target}.{row.upstream} {row.patch_id}: {row.summary}"))
+                lines += [for_github_log(f"  {line}") for line in row.backports]
             for note in status.notes:  # what was left out and why (a tag that names no commit), as text says it
                 lines.append(command("notice", note, title=f"patchmgr: {target}.{status.upstream.name}"))
             if not status.available:

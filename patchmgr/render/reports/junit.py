@@ -55,6 +55,7 @@ def _suite(root: ET.Element, target: str, status: UpstreamStatus, warnings: list
         ("target", target),
         ("upstream", status.upstream.name),
         ("ref", status.ref),
+        ("chosen_by", status.chosen_by),
         ("commit", status.commit),
         ("source", status.source),
     ):
@@ -75,6 +76,6 @@ def _case(suite: ET.Element, classname: str, row: Row) -> None:
         kind = "error" if verdict == ERROR else "failure"
         problem = ET.SubElement(case, kind, {"message": xml_text(row.summary), "type": row.kind})
         problem.text = xml_text("\n".join(row.details))
-    elif verdict == WARN:
+    elif verdict == WARN or row.backports:  # the backports' lines are in a failure's text already
         out = ET.SubElement(case, "system-out")
-        out.text = xml_text(row.summary)
+        out.text = xml_text("\n".join(([row.summary] if verdict == WARN else []) + row.backports))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchmgr.engine.results import CheckResult, State
+from patchmgr.render.backports import backport_lines
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus, UpstreamStatus
@@ -65,6 +66,11 @@ class Row:
         return f"{self.state}: {said}" if said else self.state
 
     @property
+    def backports(self) -> list[str]:
+        """Each pull request or commit the patch names, and whether the ref checked has it (one line each)."""
+        return backport_lines(self.status.backports.get(self.patch_id, ()), checked_at(self.status))
+
+    @property
     def details(self) -> list[str]:
         """Every line a person needs to act: the summary, the upstream's lines at a conflict, the evidence that
         upstream carries the change, and each place a guard breaks."""
@@ -84,7 +90,7 @@ class Row:
             elif guard.offenses:
                 lines.append(f"guard {guard.guard!r} breaks at:")
             lines += [f"  {offense}" for offense in guard.offense_lines]
-        return lines
+        return lines + self.backports
 
 
 def broken_guards(result: CheckResult) -> list:
@@ -93,6 +99,11 @@ def broken_guards(result: CheckResult) -> list:
 
 def unavailable_summary(status: UpstreamStatus) -> str:
     return f"upstream {status.upstream.name} could not be checked at {short_ref(status.ref)}: {status.error}"
+
+
+def checked_at(status: UpstreamStatus) -> str:
+    """The ref checked, as a line about it says it: ``the pin``, a branch or tag, a short commit id."""
+    return "the pin" if status.ref == status.upstream.commit else short_ref(status.ref)
 
 
 def short_ref(ref: str) -> str:

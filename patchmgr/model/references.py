@@ -1,0 +1,132 @@
+"""The pull requests and commits a patch names: what it backports, and what that needs first.
+
+Read from its DEP-3 fields (``Origin``, ``Bug``, ``Upstream-Status``, ``Applied-Upstream``: pull-request and
+merge-request URLs of GitHub, GitCode and GitLab, commit URLs, and ``commit <id>`` after one of them) and from
+``(#NNNN)`` in its subject. A reference that the text before it calls a prerequisite (``with its prerequisite
+<url>``) is one; a ``commit <id>`` right after a pull request is that pull request's commit; a patch that names
+one pull request and one commit in the same role names one change. ``history.backports`` says whether each is
+in a ref's history.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from patchmgr.model.patchfile import PatchFile
+
+FIELDS = ("Origin", "Upstream-Status", "Bug", "Applied-Upstream")
+
+_URL = re.compile(r"https?://[^\s,;()<>\"']+")
+_PULL = re.compile(
+    r"^/([^/]+)/([^/]+?)(?:\.git)?/(?:-/)?(?:pull|pulls|merge_requests|merge-requests)/(\d+)(?:[/#?].*)?$"
+)
+_COMMIT_URL = re.compile(r"^/([^/]+)/([^/]+?)(?:\.git)?/(?:-/)?(?:pull/\d+/)?commits?/([0-9a-fA-F]{7,40})(?:[/#?].*)?$")
+_BARE_COMMIT = re.compile(r"\bcommit\s+([0-9a-f]{7,40})\b")
+_SUBJECT_PR = re.compile(r"\(#(\d+)\)")
+_PREREQUISITE = re.compile(r"(?i)\b(?:prerequisites?|requires|depends on|on top of|needs)\b")
+
+
+class Role(StrEnum):
+    BACKPORT = "backport"  # the change the patch carries (backports, or was submitted as)
+    PREREQUISITE = "prerequisite"  # what that change needs first, as the patch says
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A pull request (``number``) and/or a commit (``commit``, 7 to 40 hex digits) that a patch names."""
+
+    role: Role
+    number: int | None = None
+    commit: str | None = None
+    repository: str | None = None  # "owner/name" of the URL; None: the patch's own upstream (a subject's (#N))
+    named_in: str = ""  # the field that names it first ("Origin", "Subject")
+
+    @property
+    def label(self) -> str:
+        """``PR #37 (commit 74093e34cea4)``, ``PR #6131``, ``commit 85323c5cc888``."""
+        commit = f"commit {self.commit[:12]}" if self.commit else ""
+        if self.number is None:
+            return commit
+        return f"PR #{self.number}" + (f" ({commit})" if commit else "")
+
+    @property
+    def title(self) -> str:
+        """The label, with its role when it is a prerequisite: ``PR #4888 (prerequisite)``."""
+        return self.label + (" (prerequisite)" if self.role is Role.PREREQUISITE else "")
+
+
+def patch_references(patch: PatchFile) -> tuple[Reference, ...]:
+    """Every pull request and commit ``patch`` names, each once, in the order first named."""
+    found: list[Reference] = []
+    for name in FIELDS:
+        for value in patch.field_values(name):
+            found += _in_text(value, name)
+    found += [Reference(Role.BACKPORT, int(n), named_in="Subject") for n in _SUBJECT_PR.findall(patch.subject)]
+    return _merged(found)
+
+
+def _in_text(value: str, field: str) -> list[Reference]:
+    marks = sorted(
+        [(m.start(), m.end(), m.group()) for m in _URL.finditer(value)]
+        + [(m.start(), m.end(), m.group(1)) for m in _BARE_COMMIT.finditer(value)]
+    )
+    found: list[Reference] = []
+    end = 0
+    for start, stop, text in marks:
+        before, end = value[end:start], stop
+        if text.startswith("http"):
+            reference = _from_url(text, field)
+            if reference is not None and _PREREQUISITE.search(before):
+                reference = replace(reference, role=Role.PREREQUISITE)
+        elif found and found[-1].commit is None and not before.strip(" ,:") and field != "Bug":
+            # "…/pull/4888, commit 7af85da…": the pull request's own commit
+            found[-1] = replace(found[-1], commit=text.lower())
+            continue
+        else:
+            role = Role.PREREQUISITE if _PREREQUISITE.search(before) else Role.BACKPORT
+            reference = Reference(role, commit=text.lower(), named_in=field)
+        if reference is not None:
+            found.append(reference)
+    return found
+
+
+def _from_url(url: str, field: str) -> Reference | None:
+    path = "/" + url.split("://", 1)[1].partition("/")[2]
+    pull = _PULL.match(path)
+    if pull:
+        return Reference(
+            Role.BACKPORT, int(pull.group(3)), repository=f"{pull.group(1)}/{pull.group(2)}", named_in=field
+        )
+    commit = _COMMIT_URL.match(path)
+    if commit and field != "Bug":
+        repository = f"{commit.group(1)}/{commit.group(2)}"
+        return Reference(Role.BACKPORT, commit=commit.group(3).lower(), repository=repository, named_in=field)
+    return None  # an issue, a mailing-list post: nothing a ref's history can hold
+
+
+def _merged(found: list[Reference]) -> tuple[Reference, ...]:
+    """Each change once: the same number or commit named again is the first naming; one pull request and one
+    commit alone in the same role are one change (``Origin: <commit URL>`` and ``Upstream-Status: Backport
+    <pull request URL>``)."""
+    kept: list[Reference] = []
+    for reference in found:
+        same = next((i for i, k in enumerate(kept) if _same(k, reference)), None)
+        if same is None:
+            kept.append(reference)
+        elif kept[same].commit is None and reference.commit is not None:
+            kept[same] = replace(kept[same], commit=reference.commit)
+    for role in Role:
+        pulls = [i for i, k in enumerate(kept) if k.role is role and k.number is not None]
+        commits = [i for i, k in enumerate(kept) if k.role is role and k.number is None]
+        if len(pulls) == 1 and len(commits) == 1 and kept[pulls[0]].commit is None:
+            kept[pulls[0]] = replace(kept[pulls[0]], commit=kept[commits[0]].commit)
+            del kept[commits[0]]
+    return tuple(kept)
+
+
+def _same(a: Reference, b: Reference) -> bool:
+    if a.number is not None and a.number == b.number:
+        return True
+    return bool(a.commit and b.commit and (a.commit.startswith(b.commit) or b.commit.startswith(a.commit)))
