@@ -23,7 +23,7 @@ from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.releases import TagResolver, is_release, pin_name, release_tags, remote_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
 from patchmgr.io.git import GitRepo
-from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
+from patchmgr.model.errors import GitError, SourceError, StateError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
@@ -83,10 +83,16 @@ class Matrix:
     hint: str | None = None
 
     @property
+    def pin_column(self) -> int:
+        """The pin's column: the first, unless older tags were asked for (columns are in time order)."""
+        return next((i for i, c in enumerate(self.columns) if c.kind is ColumnKind.PIN), 0)
+
+    @property
     def verdict_column(self) -> int:
-        """The column that decides ``ok``: the newest release tag (with ``--refs``, a pre-release or a tag that is no
-        version decides only when no tag is a release), else the tip, else the pin."""
-        tags = [i for i, c in enumerate(self.columns) if c.kind is ColumnKind.TAG]
+        """The column that decides ``ok``: the latest release tag after the pin (with ``--refs``, a pre-release or a
+        tag that is no version decides only when no tag is a release), else the tip, else the pin."""
+        pin = self.pin_column
+        tags = [i for i, c in enumerate(self.columns) if c.kind is ColumnKind.TAG and i > pin]
         releases = [i for i in tags if is_release(self.columns[i].name)]
         if releases or tags:
             return (releases or tags)[-1]
@@ -108,6 +114,7 @@ def build_matrices(
     only: Sequence[str] = (),
     pattern: str | None = None,
     since: str | None = None,
+    include_older: bool = False,
 ) -> list[Matrix]:
     """A matrix per upstream of ``target`` (or of those in ``only``). An upstream that no source provides is a
     matrix with its ``error``, as in status; bad input (a ``--since`` ref no source has, a malformed patch)
@@ -117,7 +124,7 @@ def build_matrices(
         if only and upstream.name not in only:
             continue
         try:
-            matrices.append(build_matrix(project, upstream, sources, pattern, since))
+            matrices.append(build_matrix(project, upstream, sources, pattern, since, include_older))
         except CacheError:
             raise  # a cache this machine cannot use: one error, as in status
         except (SourceError, GitError, StateError) as exc:
@@ -126,11 +133,15 @@ def build_matrices(
 
 
 def build_matrix(
-    project: Project, upstream: Upstream, sources: Sources, pattern: str | None = None, since: str | None = None
+    project: Project,
+    upstream: Upstream,
+    sources: Sources,
+    pattern: str | None = None,
+    since: str | None = None,
+    include_older: bool = False,
 ) -> Matrix:
-    """The matrix of ``upstream``'s patches: pin, release tags (``pattern``, or those since ``since``), tip."""
-    if pattern is not None and since is not None:
-        raise UsageError("matrix takes --refs PATTERN or --since REF, not both", "pick one")
+    """The matrix of ``upstream``'s patches: pin and tags (those matching ``pattern``, else the release tags; newer
+    than ``since``, default the pin, unless ``include_older``) in time order, then the tip."""
     if since is not None:
         validate_ref(since)
     patches = project.patches(upstream)
@@ -140,11 +151,12 @@ def build_matrix(
     resolver = TagResolver(sources, upstream, repo)
     notes: list[str] = []
 
-    columns = [Column(ColumnKind.PIN, pin_name(refs, upstream), upstream.commit)]
-    columns += [
-        Column(ColumnKind.TAG, name, commit)
-        for name, commit in release_tags(refs, upstream, resolver, pattern, since, notes)
-    ]
+    tags = release_tags(refs, upstream, resolver, pattern, since, notes, include_older)
+    columns = [Column(ColumnKind.TAG, name, commit) for name, commit in tags]
+    # in time order: the pin before the tags committed after it (all of them, unless older ones were asked for)
+    times = resolver.repo.commit_times([upstream.commit, *(c for _n, c in tags)]) if tags else {}
+    at = next((i for i, (_n, c) in enumerate(tags) if times[c] >= times[upstream.commit]), len(tags)) if tags else 0
+    columns.insert(at, Column(ColumnKind.PIN, pin_name(refs, upstream), upstream.commit))
     if refs.head is not None:
         branch = refs.head_branch or "HEAD"
         tip = resolver.commit_of(f"refs/heads/{branch}" if refs.head_branch else "HEAD", refs.head)
@@ -255,10 +267,11 @@ def _first_change(
 ) -> Change | None:
     """Where the patch changed: toward the first column where it stops applying (or a guard breaks), else toward
     the first column whose state differs from the pin's."""
-    cells, later = row.cells, range(1, len(columns))
+    pin = next((i for i, c in enumerate(columns) if c.kind is ColumnKind.PIN), 0)
+    cells, later = row.cells, range(pin + 1, len(columns))
     toward = next((j for j in later if not cells[j].ok), None)
     if toward is None:
-        toward = next((j for j in later if cells[j].state is not cells[0].state), None)
+        toward = next((j for j in later if cells[j].state is not cells[pin].state), None)
     if toward is None:
         return None
     column, cell = columns[toward], cells[toward]

@@ -108,17 +108,18 @@ def _sort_key(name: str) -> tuple[int, Version, str]:
     return (0, version, name) if version is not None else (1, Version("0"), name)
 
 
-def choose_tags(refs: RemoteRefs, pattern: str | None, since_version: Version | None) -> list[str]:
-    """Tag names for the columns, oldest version first: those matching ``pattern``, or else the release tags
-    newer than ``since_version`` (every release tag when None: the caller filters by ancestry)."""
+def choose_tags(
+    refs: RemoteRefs, pattern: str | None, since_version: Version | None, include_older: bool = False
+) -> list[str]:
+    """Tag names for the columns, oldest version first: those matching ``pattern`` (any tag), or else the release
+    tags; newer than ``since_version`` unless ``include_older`` (a tag that names no version, and every tag when
+    ``since_version`` is None, is left to the caller, which compares by history)."""
     if pattern is not None:
         names = [n for n in refs.tags if fnmatch.fnmatchcase(n, pattern)]
     else:
-        names = [
-            n
-            for n in refs.tags
-            if (version := final_version(n)) is not None and (since_version is None or version > since_version)
-        ]
+        names = [n for n in refs.tags if final_version(n) is not None]
+    if since_version is not None and not include_older:
+        names = [n for n in names if (version := tag_version(n)) is None or version > since_version]
     return sorted(names, key=_sort_key)
 
 
@@ -157,10 +158,10 @@ def _since(
     return None, resolver.commit_of(since, None)  # a branch or commit: unknown is UnknownRef, exit 2
 
 
-def _later(repo: GitRepo, commit: str, start: str, start_time: int) -> bool:
+def _later(repo: GitRepo, commit: str, start: str, start_time: int, commit_time: int) -> bool:
     """With no version to compare, a tag is "since" the starting point when the start does not contain it and it
     was not committed before it: a tag of an older release branch is neither, though the start does not contain it."""
-    return repo.commit_time(commit) >= start_time and not repo.run_ok("merge-base", "--is-ancestor", commit, start)
+    return commit_time >= start_time and not repo.run_ok("merge-base", "--is-ancestor", commit, start)
 
 
 def pin_name(refs: RemoteRefs, upstream: Upstream) -> str:
@@ -175,14 +176,15 @@ def release_tags(
     pattern: str | None = None,
     since: str | None = None,
     notes: list[str] | None = None,
+    include_older: bool = False,
 ) -> list[tuple[str, str]]:
-    """(tag, commit) of the tags matching ``pattern``, or else of the release tags newer than ``since`` (default:
-    the pin), oldest version first; the pin's own tag is left out. ``notes`` gets what was left out and why."""
+    """(tag, commit) of the tags matching ``pattern`` (every release tag without one), newer than ``since``
+    (default: the pin) unless ``include_older``, in time order (commit date, then version); the pin's own tag
+    is left out. ``notes`` gets what was left out and why."""
     notes = notes if notes is not None else []
     since_version, since_commit = _since(refs, upstream, since, resolver)
-    names = choose_tags(refs, pattern, since_version)
-    by_history = pattern is None and since_version is None
-    start_time = resolver.repo.commit_time(since_commit) if by_history and names else 0  # once, not per tag
+    names = choose_tags(refs, pattern, since_version, include_older)
+    start_time = 0
     found = []
     for name in names:
         if not refs.tags[name].strip("0"):
@@ -201,17 +203,26 @@ def release_tags(
         except UsageError as exc:  # every source was reached, and none serves it (a name git lists, not fetches)
             notes.append(f"tag {name!r} left out: {exc.message}")
             continue
-        if by_history and not _later(resolver.repo, commit, since_commit, start_time):
-            continue
         if commit == upstream.commit:
             continue  # the pin's own tag
         found.append((name, commit))
+    times = resolver.repo.commit_times([since_commit, *(commit for _name, commit in found)]) if found else {}
+    if not include_older:  # a tag with no version to compare (or any, when the start has none): by history
+        start_time = times.get(since_commit, 0)
+        found = [
+            (name, commit)
+            for name, commit in found
+            if (since_version is not None and tag_version(name) is not None)
+            or _later(resolver.repo, commit, since_commit, start_time, times[commit])
+        ]
+    found.sort(key=lambda item: (times[item[1]], _sort_key(item[0])))
     if pattern is not None and not names:
         notes.append(f"no tag of {upstream.name} matches {pattern!r}")
-    elif pattern is None and not found:
+    elif not found:
+        start = since or ("the pin (" + str(upstream.version or upstream.commit[:12]) + ")")
+        matching = f" matching {pattern!r}" if pattern is not None else ""
         notes.append(
-            f"no release tag of {upstream.name} is newer than "
-            f"{since or ('the pin (' + str(upstream.version or upstream.commit[:12]) + ')')}"
+            f"no {'release ' if pattern is None else ''}tag of {upstream.name}{matching} is newer than {start}"
         )
     return found
 
@@ -227,4 +238,4 @@ def newest_release(
     tags = release_tags(refs, upstream, TagResolver(sources, upstream, repo), notes=found)
     if notes is not None:
         notes += [note for note in found if note.startswith("tag ")]
-    return tags[-1] if tags else None
+    return max(tags, key=lambda item: _sort_key(item[0])) if tags else None  # the newest version, not the latest date
