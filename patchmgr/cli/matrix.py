@@ -65,10 +65,12 @@ def command(
         matrices = build_matrices(session.project, selected, sources, only, refs, since, include_older)
     written = None
     if html is not None:
+        from patchmgr.history.provenance import provenance
         from patchmgr.io.files import write_output
         from patchmgr.render.matrix_html import render_matrix_html
 
-        write_output(html, render_matrix_html(matrices, selected.name).encode(), "--html")
+        page = render_matrix_html(matrices, selected.name, provenance(selected.path))
+        write_output(html, page.encode(), "--html")
         written = str(html)
     code = 0 if all(m.ok for m in matrices) else 1
     return session.emit(code, matrix_json, render_matrix, matrices, selected.name, written)
