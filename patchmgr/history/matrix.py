@@ -14,16 +14,19 @@ the carrying commit when one has the patch's patch-id, else the commit that
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import cast
 
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.evidence import explain_upstream
-from patchmgr.history.releases import TagResolver, is_release, pin_name, release_tags, remote_refs
+from patchmgr.history.matrix_cache import CellCache
+from patchmgr.history.releases import RemoteRefs, TagResolver, is_release, pin_name, release_tags, remote_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
 from patchmgr.io.git import GitRepo
-from patchmgr.model.errors import GitError, SourceError, StateError
+from patchmgr.model.errors import GitError, PatchmgrError, SourceError, StateError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
@@ -120,16 +123,40 @@ def build_matrices(
     matrix with its ``error``, as in status; bad input (a ``--since`` ref no source has, a malformed patch)
     stops the run."""
     matrices = []
-    for upstream in target.upstreams:
-        if only and upstream.name not in only:
-            continue
+    upstreams = [u for u in target.upstreams if not only or u.name in only]
+    listings = _list_ahead(sources, upstreams)
+    for upstream in upstreams:
         try:
-            matrices.append(build_matrix(project, upstream, sources, pattern, since, include_older))
+            listed = listings.get(upstream.name)
+            matrices.append(build_matrix(project, upstream, sources, pattern, since, include_older, listed))
         except CacheError:
             raise  # a cache this machine cannot use: one error, as in status
         except (SourceError, GitError, StateError) as exc:
             matrices.append(Matrix(upstream, "", [], error=exc.message, hint=exc.hint))
     return matrices
+
+
+def _list_ahead(sources: Sources, upstreams: Sequence[Upstream]) -> dict[str, Future[RemoteRefs]]:
+    """Each upstream's ``git ls-remote``, all at once in threads (each is a process that mostly waits), after the
+    cached clones open together (``Store.open_ahead``). A clone that cannot be opened is left out here: its
+    matrix meets the problem itself, in order, with its own message."""
+    if len(upstreams) < 2:
+        return {}
+    sources.store.open_ahead({u.name: u.commit for u in upstreams if sources.urls(u)})()
+    ready = []
+    for upstream in upstreams:
+        try:
+            if sources.urls(upstream):
+                sources.store.repo(upstream.name)  # opened here, in this thread: the threads only run git
+                ready.append(upstream)
+        except PatchmgrError:
+            continue
+    if not ready:
+        return {}
+    pool = ThreadPoolExecutor(max_workers=len(ready), thread_name_prefix="ls-remote")
+    listings = {u.name: pool.submit(remote_refs, sources, u) for u in ready}
+    pool.shutdown(wait=False)
+    return listings
 
 
 def build_matrix(
@@ -139,14 +166,16 @@ def build_matrix(
     pattern: str | None = None,
     since: str | None = None,
     include_older: bool = False,
+    listed: Future[RemoteRefs] | None = None,
 ) -> Matrix:
     """The matrix of ``upstream``'s patches: pin and tags (those matching ``pattern``, else the release tags; newer
-    than ``since``, default the pin, unless ``include_older``) in time order, then the tip."""
+    than ``since``, default the pin, unless ``include_older``) in time order, then the tip. ``listed``: its
+    source's refs, being listed already (``_list_ahead``)."""
     if since is not None:
         validate_ref(since)
     patches = project.patches(upstream)
     pin_source = sources.open_git(upstream, None)
-    refs = remote_refs(sources, upstream)
+    refs = listed.result() if listed is not None else remote_refs(sources, upstream)
     repo, location = pin_source.repo, pin_source.location
     resolver = TagResolver(sources, upstream, repo)
     notes: list[str] = []
@@ -155,7 +184,8 @@ def build_matrix(
     columns = [Column(ColumnKind.TAG, name, commit) for name, commit in tags]
     # in time order: the pin before the tags committed after it (all of them, unless older ones were asked for)
     times = resolver.repo.commit_times([upstream.commit, *(c for _n, c in tags)]) if tags else {}
-    at = next((i for i, (_n, c) in enumerate(tags) if times[c] >= times[upstream.commit]), len(tags)) if tags else 0
+    pin_time = times.get(upstream.commit, 0)
+    at = next((i for i, (_n, c) in enumerate(tags) if times.get(c, 0) >= pin_time), len(tags))
     columns.insert(at, Column(ColumnKind.PIN, pin_name(refs, upstream), upstream.commit))
     if refs.head is not None:
         branch = refs.head_branch or "HEAD"
@@ -165,13 +195,21 @@ def build_matrix(
         notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
     repo = resolver.repo
 
-    results = _check_columns(sources, upstream, repo, location, patches, list(dict.fromkeys(c.commit for c in columns)))
+    cache = CellCache(sources.store.cache_dir, upstream, patches)
+    commits = list(dict.fromkeys(c.commit for c in columns))
+    results = {c: cells for c in commits if (cells := cache.entry(c).cells) is not None}
+    unchecked = [c for c in commits if c not in results]
+    if unchecked:
+        for commit, cells in _check_columns(sources, upstream, repo, location, patches, unchecked).items():
+            results[commit] = cells
+            cache.entry(commit).cells, cache.entry(commit).dirty = cells, True
     matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes)
     walks: dict[str, Walk | None] = {}
     for index, patch in enumerate(patches):
         row = Row(patch, [results[c.commit][index] for c in columns])
-        row.change = _first_change(repo, location, upstream, patches, index, row, columns, walks)
+        row.change = _cached_change(cache, repo, location, upstream, patches, index, row, columns, walks)
         matrix.rows.append(row)
+    cache.save()
     return matrix
 
 
@@ -255,6 +293,41 @@ def _carrier_candidates(
     return found
 
 
+def _cached_change(
+    cache: CellCache,
+    repo: GitRepo,
+    location: str,
+    upstream: Upstream,
+    patches: list[PatchFile],
+    index: int,
+    row: Row,
+    columns: list[Column],
+    walks: dict[str, Walk | None],
+) -> Change | None:
+    """``_first_change``, kept in the entry of the column it looks toward (the walk is most of a warm run)."""
+    toward = _toward(row, columns)
+    if toward is None:
+        return None
+    column, cell = columns[toward], row.cells[toward]
+    key = (index, column.name, column.commit, cell.state.value, tuple(broken_guards(cell)), cell.carrier or "")
+    entry = cache.entry(column.commit)
+    if key not in entry.changes:
+        entry.changes[key] = _first_change(repo, location, upstream, patches, index, row, columns, walks)
+        entry.dirty = True
+    return cast(Change | None, entry.changes[key])
+
+
+def _toward(row: Row, columns: list[Column]) -> int | None:
+    """The column a row's first change leads to: the first after the pin where the patch stops applying (or a
+    guard breaks), else the first whose state differs from the pin's; None when it never changes."""
+    pin = next((i for i, c in enumerate(columns) if c.kind is ColumnKind.PIN), 0)
+    cells, later = row.cells, range(pin + 1, len(columns))
+    toward = next((j for j in later if not cells[j].ok), None)
+    if toward is None:
+        toward = next((j for j in later if cells[j].state is not cells[pin].state), None)
+    return toward
+
+
 def _first_change(
     repo: GitRepo,
     location: str,
@@ -267,14 +340,10 @@ def _first_change(
 ) -> Change | None:
     """Where the patch changed: toward the first column where it stops applying (or a guard breaks), else toward
     the first column whose state differs from the pin's."""
-    pin = next((i for i, c in enumerate(columns) if c.kind is ColumnKind.PIN), 0)
-    cells, later = row.cells, range(pin + 1, len(columns))
-    toward = next((j for j in later if not cells[j].ok), None)
-    if toward is None:
-        toward = next((j for j in later if cells[j].state is not cells[pin].state), None)
+    toward = _toward(row, columns)
     if toward is None:
         return None
-    column, cell = columns[toward], cells[toward]
+    column, cell = columns[toward], row.cells[toward]
     if cell.carrier:
         info = repo.commit_info(cell.carrier)
         return Change(column.name, State.UPSTREAM, info.sha, info.subject, carrier=True)

@@ -213,9 +213,9 @@ def release_tags(
             (name, commit)
             for name, commit in found
             if (since_version is not None and tag_version(name) is not None)
-            or _later(resolver.repo, commit, since_commit, start_time, times[commit])
+            or _later(resolver.repo, commit, since_commit, start_time, times.get(commit, 0))
         ]
-    found.sort(key=lambda item: (times[item[1]], _sort_key(item[0])))
+    found.sort(key=lambda item: (times.get(item[1], 0), _sort_key(item[0])))
     if pattern is not None and not names:
         notes.append(f"no tag of {upstream.name} matches {pattern!r}")
     elif not found:

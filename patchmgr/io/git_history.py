@@ -22,14 +22,6 @@ class HistoryQueries(GitCommands):
         """The committer time of ``sha``, in seconds since the epoch."""
         return int(self.run("show", "-s", "--format=%ct", sha))
 
-    def commit_times(self, shas: Sequence[str]) -> dict[str, int]:
-        """The committer time of each commit of ``shas``, in one ``git log --no-walk``."""
-        wanted = list(dict.fromkeys(shas))
-        if not wanted:
-            return {}
-        out = self.run("log", "--no-walk=unsorted", "--format=%H %ct", *wanted, "--")
-        return {sha: int(time) for sha, time in (line.split() for line in out.splitlines() if line)}
-
     def first_parent_path(self, base: str, tip: str) -> list[str]:
         """Commits from just after ``base`` up to ``tip`` along first parents, oldest first."""
         out = self.run("rev-list", "--first-parent", "--reverse", f"{base}..{tip}")
