@@ -204,10 +204,10 @@ def build_matrix(
             results[commit] = cells
             cache.entry(commit).cells, cache.entry(commit).dirty = cells, True
     matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes)
-    walks: dict[str, Walk | None] = {}
+    histories = _Histories(repo, location, upstream, patches)
     for index, patch in enumerate(patches):
         row = Row(patch, [results[c.commit][index] for c in columns])
-        row.change = _cached_change(cache, repo, location, upstream, patches, index, row, columns, walks)
+        row.change = _cached_change(cache, histories, index, row, columns)
         matrix.rows.append(row)
     cache.save()
     return matrix
@@ -293,16 +293,19 @@ def _carrier_candidates(
     return found
 
 
+@dataclass
+class _Histories:
+    """What the first-change walks of one upstream share: its repository, series and walks by column."""
+
+    repo: GitRepo
+    location: str
+    upstream: Upstream
+    patches: list[PatchFile]
+    walks: dict[str, Walk | None] = field(default_factory=dict)
+
+
 def _cached_change(
-    cache: CellCache,
-    repo: GitRepo,
-    location: str,
-    upstream: Upstream,
-    patches: list[PatchFile],
-    index: int,
-    row: Row,
-    columns: list[Column],
-    walks: dict[str, Walk | None],
+    cache: CellCache, histories: _Histories, index: int, row: Row, columns: list[Column]
 ) -> Change | None:
     """``_first_change``, kept in the entry of the column it looks toward (the walk is most of a warm run)."""
     toward = _toward(row, columns)
@@ -312,7 +315,7 @@ def _cached_change(
     key = (index, column.name, column.commit, cell.state.value, tuple(broken_guards(cell)), cell.carrier or "")
     entry = cache.entry(column.commit)
     if key not in entry.changes:
-        entry.changes[key] = _first_change(repo, location, upstream, patches, index, row, columns, walks)
+        entry.changes[key] = _first_change(histories, index, column, cell)
         entry.dirty = True
     return cast(Change | None, entry.changes[key])
 
@@ -328,22 +331,15 @@ def _toward(row: Row, columns: list[Column]) -> int | None:
     return toward
 
 
-def _first_change(
-    repo: GitRepo,
-    location: str,
-    upstream: Upstream,
-    patches: list[PatchFile],
-    index: int,
-    row: Row,
-    columns: list[Column],
-    walks: dict[str, Walk | None],
-) -> Change | None:
-    """Where the patch changed: toward the first column where it stops applying (or a guard breaks), else toward
-    the first column whose state differs from the pin's."""
-    toward = _toward(row, columns)
-    if toward is None:
-        return None
-    column, cell = columns[toward], row.cells[toward]
+def _first_change(histories: _Histories, index: int, column: Column, cell: CheckResult) -> Change:
+    """Where the patch changed toward ``column`` (``_toward``'s), whose result is ``cell``."""
+    repo, location, upstream, patches, walks = (
+        histories.repo,
+        histories.location,
+        histories.upstream,
+        histories.patches,
+        histories.walks,
+    )
     if cell.carrier:
         info = repo.commit_info(cell.carrier)
         return Change(column.name, State.UPSTREAM, info.sha, info.subject, carrier=True)
