@@ -1,14 +1,18 @@
 """matrix: every patch of an upstream at its pin, at each of its release tags and at its branch tip.
 
 The columns come from one ``git ls-remote`` of the upstream's source (tags, and the
-branch its HEAD names); a tag commit the cache already holds is not fetched again.
+branch its HEAD names; the upstreams' listings run together); a tag commit the cache
+already holds is not fetched again. They are in time order (commit date), the tip last,
+the pin among the tags where its date puts it (only older tags asked for come before it).
 Each column's commit is checked as ``status --against`` checks it (the engine, then
 the patch-id evidence for a patch that stopped applying), once per distinct commit.
 Each row then names the first commit where the patch changed: for the first column
 where it stops applying (else the first where its state differs from the pin's),
 the carrying commit when one has the patch's patch-id, else the commit that
 ``history.Walk`` finds between the merge base and that column, the walk that
-``bisect`` uses: only commits touching the patch's files are classified.
+``bisect`` uses: only commits touching the patch's files are classified. A column's
+cells and the first changes toward it are kept in the cache (``matrix_cache``): a warm
+matrix checks nothing again.
 """
 
 from __future__ import annotations
