@@ -176,3 +176,74 @@ def measure_matrix(bench: Bench, mirrors: Path, ups: dict[str, Upstream] | None 
             wall < MATRIX_GOAL,
         )
     )
+    measure_matrix_ascend(bench, mirrors)
+
+
+# -- 6b: the whole ascend target's matrix, today's code beside the working tree -------------
+MATRIX_ASCEND_GOAL = 1.0  # seconds, warm: every upstream of the ascend target, the default columns
+MATRIX_BASELINE = "main"  # the code the working tree is measured beside, in the same run
+
+
+def measure_matrix_ascend(bench: Bench, mirrors: Path, ref: str = MATRIX_BASELINE) -> None:
+    """``matrix --target ascend`` warm (all five upstreams, real mirrors), the baseline commit's code (``git archive``)
+    and the working tree's, interleaved in one run, each with a cache of its own warmed by one run first."""
+    from cases_startup import PAIRS, baseline_tree, code_env, compile_tree, interleaved, timed
+
+    repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
+    absent = [str(path) for path in repos.values() if not path.is_dir()]
+    old = None if absent else baseline_tree(bench, ref)
+    if old is None:
+        why = f"no local mirror {absent[0]}" if absent else f"this clone lacks commit {ref}"
+        bench.add(Row("matrix", "ascend target, all upstreams", None, note=f"skipped: {why}"))
+        return
+    neutral = bench.cache / "neutral"  # python -m puts the current folder first on sys.path: not the repository
+    neutral.mkdir(exist_ok=True)
+    for tree in (ROOT, old):
+        compile_tree(tree)
+    args = [sys.executable, "-m", "patchmgr", "matrix", "--target", "ascend", "--root", str(ROOT)]
+    args += [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
+    envs = {}
+    for label, tree in (("new", ROOT), ("old", old)):
+        env = code_env(bench, tree, {"PATCHMGR_CACHE": str(bench.cache / f"patchmgr-cache-ascend-matrix-{label}")})
+        timed(args, env, neutral)  # warms the cache: the pins and tags fetched from the mirrors, the cells kept
+        envs[label] = (args, env)
+    cpu: dict[str, list[float]] = {}
+    walls = interleaved(envs, neutral, PAIRS[bench.size], cpu)
+    new, baseline = statistics.median(walls["new"]), statistics.median(walls["old"])
+    cpu_new, cpu_old = statistics.median(cpu["new"]), statistics.median(cpu["old"])
+    cells = 0
+    code, out, _wall, _rss = spawn([*args, "--json"], env=envs["new"][1], cwd=neutral)
+    try:
+        doc = json.loads(out[out.index("{") :])
+        cells = sum(len(u["columns"]) * len(u["patches"]) for u in doc["upstreams"])
+        columns = "; ".join(f"{u['name']} {len(u['columns'])}" for u in doc["upstreams"])
+    except (ValueError, KeyError):
+        columns = f"(no JSON: exit {code})"
+    for label, variant in (
+        ("old", f"ascend target, all upstreams, baseline {ref}"),
+        ("new", "ascend target, all upstreams"),
+    ):
+        times = walls[label]
+        bench.add(
+            Row(
+                "matrix",
+                variant,
+                statistics.median(times),
+                cells or None,
+                note=f"median of {len(times)} warm runs, interleaved (min {min(times):.3f} s); CPU "
+                f"{statistics.median(cpu[label]):.3f} s (median; the process and its git processes); columns {columns}",
+            )
+        )
+    print(f"  matrix --target ascend: {new:.3f} s warm vs {baseline:.3f} s for {ref}", flush=True)
+    bench.notes.append(
+        f"matrix --target ascend warm in CPU seconds (user and system, with its git processes; the load of a crowded "
+        f"machine stretches wall time, not this): {cpu_new:.3f} s vs {cpu_old:.3f} s for {ref}, "
+        f"{cpu_new / cpu_old:.2f}x; wall {new / baseline:.2f}x"
+    )
+    bench.goals.append(
+        (
+            f"matrix --target ascend (all upstreams) < {MATRIX_ASCEND_GOAL:g} s (warm)",
+            f"{new:.3f} s (baseline {ref}: {baseline:.3f} s, same run, interleaved)",
+            new < MATRIX_ASCEND_GOAL,
+        )
+    )

@@ -25,7 +25,9 @@ and a patch project for them, then measures, side by side:
 
 6. ``patchmgr matrix`` (warm): every release tag since the pin x the Megatron-Bridge patches
    from the local mirror (``--mirrors``), or, without it, the generated upstream with five
-   tags; the goal is 2 s. Alone: ``python benchmarks/run.py --only matrix``.
+   tags; the goal is 2 s. Then the whole ascend target's matrix (all five upstreams) warm, the baseline
+   commit's code (``main``) beside the working tree's, interleaved in one run; the goal is 1 s. Alone:
+   ``python benchmarks/run.py --only matrix``.
 
 7. start-up: ``patchmgr --help`` against a bare ``python -c pass`` (interleaved pairs), and
    ``status --target ascend`` warm for the baseline commit (``--baseline``, built from git) beside

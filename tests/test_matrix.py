@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from support.commands import matrix
-from support.gitrepos import git
+from support.gitrepos import git, plain_git
 from support.scenes import guarded_fix, lines_with, setup, tagged_upstream
 
 
@@ -107,6 +107,52 @@ def test_refs_pattern_and_since(cli, project, upstream):
     assert none["notes"] == ["no tag of lib matches 'release-*'"]
 
 
+def dated_commit(upstream, day: int, message: str, tag: str, branch_from: str | None = None) -> str:
+    """A commit on ``main`` (or on a side branch from ``branch_from``) committed on day ``day`` of 2026, tagged."""
+    date = {
+        "GIT_AUTHOR_DATE": f"2026-02-{day:02d}T00:00:00+00:00",
+        "GIT_COMMITTER_DATE": f"2026-02-{day:02d}T00:00:00+00:00",
+    }
+    tree = git(upstream.path, "rev-parse", "HEAD^{tree}")
+    parent = branch_from or upstream.head()
+    made = plain_git(upstream.path, "commit-tree", tree, "-p", parent, "-m", message, env=date).stdout.decode().strip()
+    if branch_from is None:
+        git(upstream.path, "update-ref", "refs/heads/main", made)
+    git(upstream.path, "tag", tag, made)
+    return made
+
+
+def released_around_the_pin(project, upstream) -> str:
+    """v0.8.0 (day 1) and v0.9.0rc1 (day 2) before the pin v0.9.0 (day 3); v0.8.1 on a side branch of v0.8.0 but
+    released after the pin (day 5); v1.0.0rc1 (day 4), v1.0.0 (day 6), v0.9.1 (day 7) after it. Returns the pin."""
+    old = dated_commit(upstream, 1, "release 0.8.0", "v0.8.0")
+    dated_commit(upstream, 2, "0.9.0 candidate", "v0.9.0rc1")
+    pin = dated_commit(upstream, 3, "release 0.9.0", "v0.9.0")
+    setup(project, upstream, {"other": upstream.make_patch(pin, {"README": "upstream, patched\n"}, "Readme")})
+    dated_commit(upstream, 4, "1.0.0 candidate", "v1.0.0rc1")
+    dated_commit(upstream, 5, "0.8 maintenance (#5)", "v0.8.1", branch_from=old)
+    dated_commit(upstream, 6, "release 1.0.0", "v1.0.0")
+    dated_commit(upstream, 7, "0.9 fix after 1.0", "v0.9.1")
+    return pin
+
+
+def test_refs_leaves_out_tags_older_than_the_pin_unless_asked(cli, project, upstream):
+    released_around_the_pin(project, upstream)
+    names = lambda *args: [c["name"] for c in matrix(cli, upstream, *args, "--json").json["upstreams"][0]["columns"]]  # noqa: E731
+    # newer than the pin by version, in time order (commit date): v0.9.1 after v1.0.0, as it was made
+    assert names("--refs", "v*") == ["v0.9.0", "v1.0.0rc1", "v1.0.0", "v0.9.1", "main"]
+    assert names("--refs", "v0.*") == ["v0.9.0", "v0.9.1", "main"]
+    older = names("--refs", "v0.*", "--include-older")  # every match, the pin in its place in time
+    assert older == ["v0.8.0", "v0.9.0rc1", "v0.9.0", "v0.8.1", "v0.9.1", "main"]
+    # --refs and --since together: the matching tags newer than the --since tag
+    assert names("--refs", "v1*", "--since", "v1.0.0rc1") == ["v0.9.0", "v1.0.0", "main"]
+    # --since an older tag: the tags since it, the older ones before the pin column, never after it
+    assert names("--since", "v0.8.0") == ["v0.9.0", "v0.8.1", "v1.0.0", "v0.9.1", "main"]
+    assert names("--since", "v0.8.0", "--refs", "v0.*") == ["v0.9.0rc1", "v0.9.0", "v0.8.1", "v0.9.1", "main"]
+    doc = matrix(cli, upstream, "--since", "v0.8.0", "--refs", "v0.*", "--json").json["upstreams"][0]
+    assert doc["verdict_column"] == "v0.9.1"  # decided after the pin, never by an older tag
+
+
 def test_since_a_commit_without_versions_compares_by_ancestry(cli, project, upstream):
     _pin, (moved, _broke, _absorbed) = tagged_upstream(project, upstream)
     doc = matrix(cli, upstream, "--since", moved, "--json").json["upstreams"][0]
@@ -173,7 +219,6 @@ def test_bad_input_is_exit_2_and_writes_nothing(cli, project, upstream, tmp_path
         (["--upstream", "nope"], "no upstream 'nope'"),
         (["--since", "v9.9.9"], "has no ref 'v9.9.9'"),
         (["--since", "bad..ref"], "is not a valid git ref"),
-        (["--refs", "v1*", "--since", "v1.0.0"], "--refs PATTERN or --since REF, not both"),
     ]
     for args, message in cases:
         result = matrix(cli, upstream, *args, "--html", str(page))

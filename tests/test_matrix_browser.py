@@ -121,3 +121,89 @@ def test_page_loads_in_chromium_with_every_row_column_and_detail(cli, project, u
     # a drawn page, not a blank one: a blank 1400x600 PNG compresses to a few kilobytes
     assert len(data) > 20_000, len(data)
     assert re.search(rb"IDAT", data)
+
+
+class Page(HTMLParser):
+    """The links of the page, the text of the elements with an id, and the attributes of those elements."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.text: dict[str, str] = {}
+        self.attrs: dict[str, dict[str, str]] = {}
+        self._open: list[str | None] = []
+
+    def handle_starttag(self, tag, attrs):
+        found = {k: v or "" for k, v in attrs}
+        if tag == "a":
+            self.hrefs.append(found.get("href", ""))
+        if "id" in found:
+            self.attrs[found["id"]] = found
+            self.text.setdefault(found["id"], "")
+        self._open.append(found.get("id"))
+
+    def handle_endtag(self, tag):
+        if self._open:
+            self._open.pop()
+
+    def handle_data(self, data):
+        for name in self._open:
+            if name is not None:
+                self.text[name] += data
+
+
+LAYOUT = """<script>
+document.getElementById('c-0-0-4').dispatchEvent(new MouseEvent('click', {bubbles: true}));
+var box = function (e) { var b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+document.body.setAttribute('data-layout', JSON.stringify({panel: box(document.getElementById('panel')),
+  grid: box(document.querySelector('table.matrix')), height: window.innerHeight}));
+</script></body>"""
+
+
+def test_page_links_commits_and_pull_requests_says_when_and_keeps_the_detail_beside_the_grid(
+    cli, project, upstream, tmp_path
+):
+    import json
+
+    from support.gitrepos import git
+
+    require(CHROMIUM is not None, "chromium is not installed (apt-get install chromium)")
+    pin, (_moved, broke, absorbed) = tagged_upstream(project, upstream, "https://github.com/acme/lib.git")
+    git(project.root, "init", "-q")
+    git(project.root, "add", "-A")
+    git(project.root, "commit", "-q", "-m", "the manifest")
+    made = git(project.root, "log", "-1", "--format=%H", "--", "manifests/t.toml")
+    page = tmp_path / "matrix.html"
+    result = cli("matrix", "--target", "t", "--source", f"lib={upstream.path}", "--html", str(page))
+    assert result.code == 1 and page.is_file(), result.err
+    text = page.read_text()
+    for fetches in ("<link", "src=", "@import", "url("):  # links to click, nothing fetched
+        assert fetches not in text, fetches
+    shown = tmp_path / "shown.html"
+    shown.write_text(text.replace("</body>", LAYOUT))
+    done = chromium(tmp_path, "--dump-dom", "--window-size=1400,900", f"file://{shown}")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    dom = Page()
+    dom.feed(done.stdout.decode())
+    web = "https://github.com/acme/lib"
+    # each column's commit, the first change's commit and its pull request (the subject's "#1234")
+    for commit in (pin, broke, upstream.head()):
+        assert f"{web}/commit/{commit}" in dom.hrefs, commit
+    assert f"{web}/pull/1234" in dom.hrefs
+    assert re.search(r"\(<a class=\"pr\" href=\"https://github.com/acme/lib/pull/1234\">#1234</a>\)", text)
+    # the clicked cell (fix at v2.0.0, upstream: its reverse applies, no commit has its patch-id): the panel
+    # links the column's commit, and no carrier
+    assert dom.text["detail"].startswith("fix at v2.0.0: upstream\n"), dom.text["detail"]
+    assert dom.text["links"] == "commit v2.0.0" and dom.hrefs[-1] == f"{web}/commit/{absorbed}"
+    # when, from which manifest commit, and the verdict at the top
+    assert re.fullmatch(
+        rf"Made \d{{4}}-\d\d-\d\d \d\d:\d\d UTC from manifests/t.toml at commit {made[:12]}\.", dom.text["made"]
+    ), dom.text["made"]
+    assert dom.attrs["verdict"]["data-ok"] == "false"
+    assert dom.text["verdict"].startswith("1 of 1 upstreams need attention at their newest release:")
+    assert "lib at v2.0.0: 1 of 2 patches: fix (upstream)" in dom.text["verdict"]
+    # the panel is beside the grid (to its right) and in the first screen, not below a long page
+    body = re.search(r'<body data-layout="([^"]*)"', done.stdout.decode())
+    assert body, "the layout script did not run"
+    boxes = json.loads(body.group(1).replace("&quot;", '"'))
+    assert boxes["panel"][0] >= boxes["grid"][2] and boxes["panel"][1] < boxes["height"], boxes

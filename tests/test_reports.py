@@ -2,16 +2,19 @@
 
 One real upstream git repository and one real patch series: at ``main`` one patch is clean, one
 moved (offset), one conflicts (upstream rewrote its lines, into text full of ``|``, ``%``, ``<&>``),
-one applies but breaks its ``Guard:``; a second upstream cannot be fetched at all. JUnit XML is
-validated against a JUnit schema (xmlschema) and read with ElementTree; the Markdown with
-markdown-it (rich's own Markdown parser) as GitHub-flavoured tables; the workflow commands with the
-GitHub runner's own rules for unescaping.
+one applies but breaks its ``Guard:`` (a regex with backslashes, which every format must show once, as
+written); a second upstream cannot be fetched at all. JUnit XML is validated against the published
+JUnit schema that Jenkins' xUnit plugin reads reports with (support/junit-10.xsd, MIT, its source in
+support/junit-10.xsd.SOURCE) by xmlschema, and read with ElementTree; the Markdown rendered to HTML by
+markdown-it-py (GitHub-flavoured tables) and read back as a browser shows it; the workflow commands with
+the Actions runner's own unescaping (ActionCommand.cs: its data and property mappings, in its order).
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -27,11 +30,11 @@ from patchmgr.render.reports.markdown import md_escape
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NASTY = "a | b %0A 100% <&> *x* _y_ `z` [l](u) $m$ ~s~ \\ \\| :: x,y:z"
 GUARDED = "guarded 8 | <&> 100%"
+GUARD = r"absent /guarded\s8 \| <&>/ in src/mod.py"  # as written in the patch: one backslash each
+GUARD_SAID = f"guard '{GUARD}'"
 
-# A JUnit schema as CI report readers take it (the Jenkins / Ant form): testsuites of testsuites of
-# testcases, each test case at most one skipped, errors and failures with message and type, output
-# (support/junit.xsd).
-JUNIT_XSD = (Path(__file__).parent / "support" / "junit.xsd").read_text()
+# The published JUnit schema (Jenkins xUnit plugin's junit-10.xsd), never one written here.
+JUNIT_XSD = xmlschema.XMLSchema(Path(__file__).parent / "support" / "junit-10.xsd")
 
 
 def lines_with(changes: dict[int, str], insert_after: int = 0, inserted: int = 0) -> str:
@@ -56,7 +59,7 @@ def scene(tmp_path, project, upstream):
             pin,
             {"src/mod.py": lines_with({8: GUARDED})},
             "Guarded",
-            fields="Origin: vendor\nUpstream-Status: Pending\nGuard: absent /guarded/ in src/mod.py",
+            fields=f"Origin: vendor\nUpstream-Status: Pending\nGuard: {GUARD}",
         ),
     }
     for patch_id, data in patches.items():
@@ -87,7 +90,7 @@ def run(cli, scene, *args: str):
 def test_junit_is_valid_and_carries_each_patch(cli, scene):
     result = run(cli, scene, "--format", "junit")
     assert result.code == 1, result.err
-    xmlschema.XMLSchema(JUNIT_XSD).validate(result.out)  # raises on any departure from the schema
+    JUNIT_XSD.validate(result.out)  # raises on any departure from the schema
     root = ET.fromstring(result.out.encode())
     assert root.tag == "testsuites" and (root.get("tests"), root.get("failures"), root.get("errors")) == ("5", "2", "1")
     suites = {s.get("name"): s for s in root.iter("testsuite")}
@@ -106,7 +109,8 @@ def test_junit_is_valid_and_carries_each_patch(cli, scene):
     assert f"  {NASTY}\n  <&> second | line" in failure.text  # the upstream's lines, exactly, after the parser
     (guard,) = list(cases["guarded"])
     assert guard.tag == "failure" and guard.get("type") == "guard"
-    assert "guard 'absent /guarded/ in src/mod.py' does not hold" in guard.get("message")
+    assert f"{GUARD_SAID} does not hold" in guard.get("message")  # backslashes once, as written
+    assert f"{GUARD_SAID} breaks at:" in guard.text and GUARD.replace("\\", "\\\\") not in guard.text
     assert f"src/mod.py:8: {GUARDED}" in guard.text
     gone = suites["t.gone"]
     assert (gone.get("tests"), gone.get("failures"), gone.get("errors")) == ("1", "0", "1")
@@ -128,7 +132,7 @@ def test_junit_at_the_pin_fails_only_the_broken_guard(cli, scene, upstream):
         "status", "--target", "t", "--source", f"lib={upstream.path}", "--upstream", "lib", "--format", "junit"
     )  # at the pin, without the unreachable upstream: the guard still breaks
     root = ET.fromstring(result.out.encode())
-    xmlschema.XMLSchema(JUNIT_XSD).validate(result.out)
+    JUNIT_XSD.validate(result.out)
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "0")
     assert result.code == 1  # the broken guard is trouble, as in text and --json
     failing = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
@@ -144,10 +148,12 @@ def test_junit_upstream_carried_patch_is_a_failure_with_the_evidence(cli, projec
         "status", "--target", "t", "--source", f"lib={upstream.path}", "--against", "lib=main", "--format", "junit"
     )
     assert result.code == 1
-    xmlschema.XMLSchema(JUNIT_XSD).validate(result.out)
+    JUNIT_XSD.validate(result.out)
     (failure,) = ET.fromstring(result.out.encode()).iter("failure")
     assert failure.get("type") == "upstream" and failure.get("message").startswith("upstream: ")
-    assert f"carried by upstream commit {carrier}" in failure.text
+    # one carrier detail: the evidence names the commit (and its subject), no second line repeats it
+    assert failure.text.count(carrier) == 1 and f"upstream commit {carrier} carries this change" in failure.text
+    assert "upstream takes the fix" in failure.text
 
 
 @pytest.mark.fast
@@ -158,9 +164,14 @@ def test_xml_text_drops_what_xml_cannot_carry():
 
 
 # -- Markdown -----------------------------------------------------------------------
+def markdown_it() -> MarkdownIt:
+    """GitHub-flavoured Markdown as markdown-it-py reads it: CommonMark with tables and strikethrough."""
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
 def table_rows(markdown: str) -> list[list[str]]:
     """Every row of every table as its cells' text, the way GitHub's Markdown reads it (a <br> is a new line)."""
-    tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(markdown)
+    tokens = markdown_it().parse(markdown)
     found, current = [], None
     for token in tokens:
         if token.type == "tr_open":
@@ -199,6 +210,10 @@ def test_markdown_table_reads_back_exactly(cli, scene):
     assert re.search(f"\nupstream at line \\d+:\n(  line .*\n)*  {re.escape(NASTY)}\n  <&> second \\| line\n", detail)
     assert by_patch["guarded"][2:4] == ["clean", "fail"]
     assert f"src/mod.py:8: {GUARDED}" in by_patch["guarded"][4]
+    assert f"{GUARD_SAID} breaks at:" in by_patch["guarded"][4]  # one backslash each, as written
+    html = markdown_it().render(result.out)  # what the reader sees: the backslashes once, no markup
+    assert html_escape(f"{GUARD_SAID} does not hold", quote=False) in html
+    assert "\\\\" not in html
     assert by_patch["far"][:4] == ["gone", "far", "unavailable", "error"]
     assert "- gone: could not be checked at " in result.out
 
@@ -211,12 +226,24 @@ def test_md_escape_round_trips_through_a_table():
 
 
 # -- GitHub workflow commands --------------------------------------------------------
+# The Actions runner's unescaping (actions/runner, src/Runner.Common/ActionCommand.cs, UnescapeData and
+# UnescapeProperty): each mapping's replacement back to its token, in the order the runner lists them.
+DATA_MAPPINGS = (("\r", "%0D"), ("\n", "%0A"), ("%", "%25"))
+PROPERTY_MAPPINGS = (("\r", "%0D"), ("\n", "%0A"), (":", "%3A"), (",", "%2C"), ("%", "%25"))
+
+
+def unescape(text: str, mappings: tuple[tuple[str, str], ...]) -> str:
+    for token, replacement in mappings:
+        text = text.replace(replacement, token)
+    return text
+
+
 def unescape_data(text: str) -> str:
-    return text.replace("%0D", "\r").replace("%0A", "\n").replace("%25", "%")
+    return unescape(text, DATA_MAPPINGS)
 
 
 def unescape_property(text: str) -> str:
-    return unescape_data(text.replace("%3A", ":").replace("%2C", ","))
+    return unescape(text, PROPERTY_MAPPINGS)
 
 
 COMMAND = re.compile(r"^::(?P<name>[a-z-]+)(?: (?P<props>[^:]*))?::(?P<message>.*)$")
@@ -262,6 +289,8 @@ def test_github_annotations_point_at_the_failing_hunk(cli, scene, monkeypatch):
     assert message == "offset: src/mod.py: hunk #1 +3 lines"
     name, props, message = next(v for t, v in by_title.items() if t.startswith("patchmgr: lib/guarded guard"))
     assert name == "error" and props["line"] == "1" and f"src/mod.py:8: {GUARDED}" in message
+    assert message.startswith(f"clean: {GUARD_SAID} does not hold\n{GUARD_SAID} breaks at:")  # backslashes once
+    assert GUARD.replace("\\", "\\\\") not in result.out
     name, props, message = by_title["patchmgr: t.gone could not be checked"]
     assert name == "error" and props["file"] == "manifests/t.toml"
     assert not any(t and "lib/clean" in t for t in by_title)  # a clean patch is no annotation
@@ -276,6 +305,10 @@ def test_github_escaping_follows_the_runner():
     assert escape_data(nasty) == "50%25 a:b, c%0D%0Anext %250A"
     assert escape_property(nasty) == "50%25 a%3Ab%2C c%0D%0Anext %250A"
     assert unescape_property(escape_property(nasty)) == nasty and unescape_data(escape_data(nasty)) == nasty
+    # nothing more: what the runner does not unescape is passed as it is (a backslash stays one backslash)
+    plain = r"torch\.cuda\.nvtx; a]b [c] = d | e\\f 'g' \"h\" ::"
+    assert escape_data(plain) == plain and unescape_data(escape_data(plain)) == plain
+    assert escape_property(plain) == plain.replace(":", "%3A")
 
 
 # -- the options ----------------------------------------------------------------------

@@ -41,7 +41,9 @@ def test_vllm_ascend_follows_its_release_candidates(cli, project):
     args = ascend(project, "vllm-ascend")
     lib = cli("matrix", *args, "--json").json["upstreams"][0]
     names = [c["name"] for c in lib["columns"]]
-    assert {"v0.24.0rc1", "v0.25.1rc1"} <= set(names) and names[0] == "v0.23.0", names
+    assert {"v0.24.0rc1", "v0.25.1rc1"} <= set(names) and "v0.23.0" in names, names
+    # in time order: v0.24.0rc1 (release branch, 2026-08-04) was tagged before the pin's v0.23.0 (2026-08-17)
+    assert names.index("v0.24.0rc1") < names.index("v0.23.0") < names.index("v0.25.1rc1"), names
     assert lib["verdict_column"] == "v0.25.1rc1"
     said = "newest release candidate (track = prereleases)"
     assert next(c for c in lib["columns"] if c["name"] == "v0.25.1rc1")["chosen_by"] == said

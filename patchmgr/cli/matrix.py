@@ -17,14 +17,22 @@ MatrixUpstreamOpt = Annotated[
 ]
 RefsOpt = Annotated[
     Optional[str],
-    typer.Option("--refs", help="Columns: the tags matching this glob (e.g. 'v0.5.*'), pre-releases included."),
+    typer.Option(
+        "--refs",
+        help="Columns: the tags matching this glob (e.g. 'v0.5.*'), pre-releases included; newer than the pin "
+        "(or --since) unless --include-older.",
+    ),
+]
+IncludeOlderOpt = Annotated[
+    bool,
+    typer.Option("--include-older", help="Also the tags older than the pin (or --since): columns stay in time order."),
 ]
 SinceOpt = Annotated[
     Optional[str],
     typer.Option(
         "--since",
-        help="Columns: the release tags newer than this tag (or not contained in this branch or commit); "
-        "default: since the pin.",
+        help="Columns: the release tags (or --refs tags) newer than this tag (or not contained in this branch or "
+        "commit); default: since the pin.",
     ),
 ]
 # a str, not a Path: a Path drops the trailing "/" that says the name is a folder's
@@ -36,6 +44,7 @@ def command(
     upstream: MatrixUpstreamOpt = None,
     refs: RefsOpt = None,
     since: SinceOpt = None,
+    include_older: IncludeOlderOpt = False,
     html: HtmlOpt = None,
     source: options.SourceOpt = None,
     json_output: options.JsonOpt = False,
@@ -43,8 +52,6 @@ def command(
 ) -> int:
     session = Session("matrix", root, json_output)
     selected, overrides, only = session.sourced_target(target, source, upstream)
-    if refs is not None and since is not None:
-        raise UsageError("matrix takes --refs PATTERN or --since REF, not both", "pick one")
     if refs is not None and not refs.strip():
         raise UsageError("--refs needs a pattern", "for example --refs 'v0.*'")
     if html is not None:
@@ -55,13 +62,15 @@ def command(
     from patchmgr.render.matrix import matrix_json, render_matrix
 
     with session.sources(overrides) as sources:
-        matrices = build_matrices(session.project, selected, sources, only, refs, since)
+        matrices = build_matrices(session.project, selected, sources, only, refs, since, include_older)
     written = None
     if html is not None:
+        from patchmgr.history.provenance import provenance
         from patchmgr.io.files import write_output
         from patchmgr.render.matrix_html import render_matrix_html
 
-        write_output(html, render_matrix_html(matrices, selected.name).encode(), "--html")
+        page = render_matrix_html(matrices, selected.name, provenance(selected.path))
+        write_output(html, page.encode(), "--html")
         written = str(html)
     code = 0 if all(m.ok for m in matrices) else 1
     return session.emit(code, matrix_json, render_matrix, matrices, selected.name, written)

@@ -1,31 +1,38 @@
 """matrix: every patch of an upstream at its pin, at each of its release tags and at its branch tip.
 
 The columns come from one ``git ls-remote`` of the upstream's source (tags, and the
-branch its HEAD names); a tag commit the cache already holds is not fetched again.
+branch its HEAD names; the upstreams' listings run together); a tag commit the cache
+already holds is not fetched again. They are in time order (commit date), the tip last,
+the pin among the tags where its date puts it (only older tags asked for come before it).
 Each column's commit is checked as ``status --against`` checks it (the engine, then
 the patch-id evidence for a patch that stopped applying), once per distinct commit.
 Each row then names the first commit where the patch changed: for the first column
 where it stops applying (else the first where its state differs from the pin's),
 the carrying commit when one has the patch's patch-id, else the commit that
 ``history.Walk`` finds between the merge base and that column, the walk that
-``bisect`` uses: only commits touching the patch's files are classified.
+``bisect`` uses: only commits touching the patch's files are classified. A column's
+cells and the first changes toward it are kept in the cache (``matrix_cache``): a warm
+matrix checks nothing again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import cast
 
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
 from patchmgr.history.evidence import explain_upstream
-from patchmgr.history.releases import TagResolver, remote_refs
+from patchmgr.history.matrix_cache import CellCache
+from patchmgr.history.releases import RemoteRefs, TagResolver, remote_refs
 from patchmgr.history.tracking import deciding, tracked_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
 from patchmgr.io.git import GitRepo
-from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
+from patchmgr.model.errors import GitError, PatchmgrError, SourceError, StateError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
@@ -89,13 +96,23 @@ class Matrix:
     hint: str | None = None
 
     @property
+    def pin_column(self) -> int:
+        """The pin's column: the first, unless older tags were asked for (columns are in time order)."""
+        return next((i for i, c in enumerate(self.columns) if c.kind is ColumnKind.PIN), 0)
+
+    @property
     def verdict_column(self) -> int:
-        """The column that decides ``ok``, by the upstream's ``track`` (``tracking.deciding``): the branch tip, or
-        the newest release tag (release candidates too when it follows them; with ``--refs``, a pre-release or a
-        tag that is no version decides only when no tag is a release), else the tip, else the pin."""
-        tags = [c.name for c in self.columns if c.kind is ColumnKind.TAG]
-        has_tip = any(c.kind is ColumnKind.TIP for c in self.columns)
-        return deciding(tags, has_tip, self.upstream.track)
+        """The column that decides ``ok``, by the upstream's ``track`` (``tracking.deciding``), among the columns
+        after the pin: the branch tip, or the newest release tag (release candidates too when it follows them;
+        with ``--refs``, a pre-release or a tag that is no version decides only when no tag is a release), else
+        the tip, else the pin."""
+        pin = self.pin_column
+        later = [i for i, c in enumerate(self.columns) if c.kind is ColumnKind.TAG and i > pin]
+        has_tip = self.columns[-1].kind is ColumnKind.TIP
+        position = deciding([self.columns[i].name for i in later], has_tip, self.upstream.track)
+        if position == 0:
+            return pin
+        return later[position - 1] if position <= len(later) else len(self.columns) - 1
 
     @property
     def ok(self) -> bool:
@@ -113,16 +130,18 @@ def build_matrices(
     only: Sequence[str] = (),
     pattern: str | None = None,
     since: str | None = None,
+    include_older: bool = False,
 ) -> list[Matrix]:
     """A matrix per upstream of ``target`` (or of those in ``only``). An upstream that no source provides is a
     matrix with its ``error``, as in status; bad input (a ``--since`` ref no source has, a malformed patch)
     stops the run."""
     matrices = []
-    for upstream in target.upstreams:
-        if only and upstream.name not in only:
-            continue
+    upstreams = [u for u in target.upstreams if not only or u.name in only]
+    listings = _list_ahead(sources, upstreams)
+    for upstream in upstreams:
         try:
-            matrices.append(build_matrix(project, upstream, sources, pattern, since))
+            listed = listings.get(upstream.name)
+            matrices.append(build_matrix(project, upstream, sources, pattern, since, include_older, listed))
         except CacheError:
             raise  # a cache this machine cannot use: one error, as in status
         except (SourceError, GitError, StateError) as exc:
@@ -130,41 +149,83 @@ def build_matrices(
     return matrices
 
 
+def _list_ahead(sources: Sources, upstreams: Sequence[Upstream]) -> dict[str, Future[RemoteRefs]]:
+    """Each upstream's ``git ls-remote``, all at once in threads (each is a process that mostly waits), after the
+    cached clones open together (``Store.open_ahead``). A clone that cannot be opened is left out here: its
+    matrix meets the problem itself, in order, with its own message."""
+    if len(upstreams) < 2:
+        return {}
+    sources.store.open_ahead({u.name: u.commit for u in upstreams if sources.urls(u)})()
+    ready = []
+    for upstream in upstreams:
+        try:
+            if sources.urls(upstream):
+                sources.store.repo(upstream.name)  # opened here, in this thread: the threads only run git
+                ready.append(upstream)
+        except PatchmgrError:
+            continue
+    if not ready:
+        return {}
+    pool = ThreadPoolExecutor(max_workers=len(ready), thread_name_prefix="ls-remote")
+    listings = {u.name: pool.submit(remote_refs, sources, u) for u in ready}
+    pool.shutdown(wait=False)
+    return listings
+
+
 def build_matrix(
-    project: Project, upstream: Upstream, sources: Sources, pattern: str | None = None, since: str | None = None
+    project: Project,
+    upstream: Upstream,
+    sources: Sources,
+    pattern: str | None = None,
+    since: str | None = None,
+    include_older: bool = False,
+    listed: Future[RemoteRefs] | None = None,
 ) -> Matrix:
-    """The matrix of ``upstream``'s patches: pin, release tags (``pattern``, or those since ``since``), tip."""
-    if pattern is not None and since is not None:
-        raise UsageError("matrix takes --refs PATTERN or --since REF, not both", "pick one")
+    """The matrix of ``upstream``'s patches: pin and tags (those matching ``pattern``, else the release tags; newer
+    than ``since``, default the pin, unless ``include_older``) in time order, then the tip. ``listed``: its
+    source's refs, being listed already (``_list_ahead``)."""
     if since is not None:
         validate_ref(since)
     patches = project.patches(upstream)
     pin_source = sources.open_git(upstream, None)
-    refs = remote_refs(sources, upstream)
+    refs = listed.result() if listed is not None else remote_refs(sources, upstream)
     repo, location = pin_source.repo, pin_source.location
     resolver = TagResolver(sources, upstream, repo)
     notes: list[str] = []
 
-    tracked = tracked_refs(refs, upstream, resolver, pattern, since, notes)
-    columns = [Column(ColumnKind.PIN, tracked.pin, upstream.commit, "the pin")]
-    columns += [Column(ColumnKind.TAG, tag.name, tag.commit, tag.rule) for tag in tracked.tags]
+    tracked = tracked_refs(refs, upstream, resolver, pattern, since, notes, include_older)
+    columns = [Column(ColumnKind.TAG, tag.name, tag.commit, tag.rule) for tag in tracked.tags]
+    # in time order: the pin among the tags where its commit date puts it (a release branch's tag of a newer
+    # version may be committed before the pin); older versions only when asked for (include_older)
+    times = resolver.repo.commit_times([upstream.commit, *(c.commit for c in columns)]) if columns else {}
+    pin_time = times.get(upstream.commit, 0)
+    at = next((i for i, c in enumerate(columns) if times.get(c.commit, 0) >= pin_time), len(columns))
+    columns.insert(at, Column(ColumnKind.PIN, tracked.pin, upstream.commit, "the pin"))
     if tracked.tip is not None:
         columns.append(Column(ColumnKind.TIP, tracked.tip.name, tracked.tip.commit, tracked.tip.rule))
     repo = resolver.repo
 
-    results = _check_columns(sources, upstream, repo, location, patches, list(dict.fromkeys(c.commit for c in columns)))
+    cache = CellCache(sources.store.cache_dir, upstream, patches)
+    commits = list(dict.fromkeys(c.commit for c in columns))
+    results = {c: cells for c in commits if (cells := cache.entry(c).cells) is not None}
+    unchecked = [c for c in commits if c not in results]
+    if unchecked:
+        for commit, cells in _check_columns(sources, upstream, repo, location, patches, unchecked).items():
+            results[commit] = cells
+            cache.entry(commit).cells, cache.entry(commit).dirty = cells, True
     matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes)
-    walks: dict[str, Walk | None] = {}
+    histories = _Histories(repo, location, upstream, patches)
     named = BackportCheck(repo, upstream, patches)
     for index, patch in enumerate(patches):
         row = Row(patch, [results[c.commit][index] for c in columns])
-        change = _first_change(repo, location, upstream, patches, index, row, columns, walks)
+        change = _cached_change(cache, histories, index, row, columns)
         references = [r for r in named.references.get(patch.id, ()) if same_repository(r, upstream)]
         reference = named_by(references, change.commit, change.subject) if change and change.commit else None
         row.change = replace(change, named=named_text(reference)) if change and reference else change
         if patch.id in named.references:
             row.backports = [named.at(c.commit)[patch.id] for c in columns]
         matrix.rows.append(row)
+    cache.save()
     return matrix
 
 
@@ -248,25 +309,53 @@ def _carrier_candidates(
     return found
 
 
-def _first_change(
-    repo: GitRepo,
-    location: str,
-    upstream: Upstream,
-    patches: list[PatchFile],
-    index: int,
-    row: Row,
-    columns: list[Column],
-    walks: dict[str, Walk | None],
+@dataclass
+class _Histories:
+    """What the first-change walks of one upstream share: its repository, series and walks by column."""
+
+    repo: GitRepo
+    location: str
+    upstream: Upstream
+    patches: list[PatchFile]
+    walks: dict[str, Walk | None] = field(default_factory=dict)
+
+
+def _cached_change(
+    cache: CellCache, histories: _Histories, index: int, row: Row, columns: list[Column]
 ) -> Change | None:
-    """Where the patch changed: toward the first column where it stops applying (or a guard breaks), else toward
-    the first column whose state differs from the pin's."""
-    cells, later = row.cells, range(1, len(columns))
-    toward = next((j for j in later if not cells[j].ok), None)
-    if toward is None:
-        toward = next((j for j in later if cells[j].state is not cells[0].state), None)
+    """``_first_change``, kept in the entry of the column it looks toward (the walk is most of a warm run)."""
+    toward = _toward(row, columns)
     if toward is None:
         return None
-    column, cell = columns[toward], cells[toward]
+    column, cell = columns[toward], row.cells[toward]
+    key = (index, column.name, column.commit, cell.state.value, tuple(broken_guards(cell)), cell.carrier or "")
+    entry = cache.entry(column.commit)
+    if key not in entry.changes:
+        entry.changes[key] = _first_change(histories, index, column, cell)
+        entry.dirty = True
+    return cast(Change | None, entry.changes[key])
+
+
+def _toward(row: Row, columns: list[Column]) -> int | None:
+    """The column a row's first change leads to: the first after the pin where the patch stops applying (or a
+    guard breaks), else the first whose state differs from the pin's; None when it never changes."""
+    pin = next((i for i, c in enumerate(columns) if c.kind is ColumnKind.PIN), 0)
+    cells, later = row.cells, range(pin + 1, len(columns))
+    toward = next((j for j in later if not cells[j].ok), None)
+    if toward is None:
+        toward = next((j for j in later if cells[j].state is not cells[pin].state), None)
+    return toward
+
+
+def _first_change(histories: _Histories, index: int, column: Column, cell: CheckResult) -> Change:
+    """Where the patch changed toward ``column`` (``_toward``'s), whose result is ``cell``."""
+    repo, location, upstream, patches, walks = (
+        histories.repo,
+        histories.location,
+        histories.upstream,
+        histories.patches,
+        histories.walks,
+    )
     if cell.carrier:
         info = repo.commit_info(cell.carrier)
         return Change(column.name, State.UPSTREAM, info.sha, info.subject, carrier=True)

@@ -109,7 +109,8 @@ def _parse_ls_remote(out: str) -> RemoteRefs:
     return RemoteRefs({name: peeled.get(name, sha) for name, sha in tags.items()}, head_branch, head, branches)
 
 
-def _sort_key(name: str) -> tuple[int, Version, str]:
+def version_order(name: str) -> tuple[int, Version, str]:
+    """A tag's place among tags by version: versions in their order, then names that are no version."""
     version = tag_version(name)
     return (0, version, name) if version is not None else (1, Version("0"), name)
 
@@ -120,10 +121,12 @@ def choose_tags(
     since_version: Version | None,
     prereleases: bool = False,
     tag_pattern: str | None = None,
+    include_older: bool = False,
 ) -> list[str]:
-    """Tag names for the columns, oldest version first: those matching ``pattern``, or else the release tags
-    (with ``prereleases``, release candidates too) that match ``tag_pattern`` and are newer than
-    ``since_version`` (every one when None: the caller filters by ancestry)."""
+    """Tag names for the columns, oldest version first: those matching ``pattern`` (any tag), or else the release
+    tags (with ``prereleases``, release candidates too) that match ``tag_pattern``; newer than ``since_version``
+    unless ``include_older`` (a tag that names no version, and every tag when ``since_version`` is None, is left
+    to the caller, which compares by history)."""
     if pattern is not None:
         names = [n for n in refs.tags if fnmatch.fnmatchcase(n, pattern)]
     else:
@@ -131,11 +134,11 @@ def choose_tags(
         names = [
             n
             for n in refs.tags
-            if (version := version_of(n)) is not None
-            and (since_version is None or version > since_version)
-            and (tag_pattern is None or fnmatch.fnmatchcase(n, tag_pattern))
+            if version_of(n) is not None and (tag_pattern is None or fnmatch.fnmatchcase(n, tag_pattern))
         ]
-    return sorted(names, key=_sort_key)
+    if since_version is not None and not include_older:
+        names = [n for n in names if (version := tag_version(n)) is None or version > since_version]
+    return sorted(names, key=version_order)
 
 
 class TagResolver:
@@ -173,15 +176,17 @@ def _since(
     return None, resolver.commit_of(since, None)  # a branch or commit: unknown is UnknownRef, exit 2
 
 
-def _later(repo: GitRepo, commit: str, start: str, start_time: int) -> bool:
+def _later(repo: GitRepo, commit: str, start: str, start_time: int, commit_time: int) -> bool:
     """With no version to compare, a tag is "since" the starting point when the start does not contain it and it
     was not committed before it: a tag of an older release branch is neither, though the start does not contain it."""
-    return repo.commit_time(commit) >= start_time and not repo.run_ok("merge-base", "--is-ancestor", commit, start)
+    return commit_time >= start_time and not repo.run_ok("merge-base", "--is-ancestor", commit, start)
 
 
 def pin_name(refs: RemoteRefs, upstream: Upstream) -> str:
     """The pin's tag (the lowest version naming its commit), else its short commit id."""
-    return next((n for n in sorted(refs.tags, key=_sort_key) if refs.tags[n] == upstream.commit), upstream.commit[:12])
+    return next(
+        (n for n in sorted(refs.tags, key=version_order) if refs.tags[n] == upstream.commit), upstream.commit[:12]
+    )
 
 
 def release_tags(
@@ -191,15 +196,15 @@ def release_tags(
     pattern: str | None = None,
     since: str | None = None,
     notes: list[str] | None = None,
+    include_older: bool = False,
 ) -> list[tuple[str, str]]:
-    """(tag, commit) of the tags matching ``pattern``, or else of the release tags newer than ``since`` (default:
-    the pin), oldest version first; the pin's own tag is left out. ``notes`` gets what was left out and why."""
+    """(tag, commit) of the tags matching ``pattern`` (else the release tags its ``track`` follows), newer than
+    ``since`` (default: the pin) unless ``include_older``, in time order (commit date, then version); the pin's
+    own tag is left out. ``notes`` gets what was left out and why."""
     notes = notes if notes is not None else []
     since_version, since_commit = _since(refs, upstream, since, resolver)
     prereleases = upstream.track is Track.PRERELEASES
-    names = choose_tags(refs, pattern, since_version, prereleases, upstream.tag_pattern)
-    by_history = pattern is None and since_version is None
-    start_time = resolver.repo.commit_time(since_commit) if by_history and names else 0  # once, not per tag
+    names = choose_tags(refs, pattern, since_version, prereleases, upstream.tag_pattern, include_older)
     found = []
     for name in names:
         if not refs.tags[name].strip("0"):
@@ -218,13 +223,24 @@ def release_tags(
         except UsageError as exc:  # every source was reached, and none serves it (a name git lists, not fetches)
             notes.append(f"tag {name!r} left out: {exc.message}")
             continue
-        if by_history and not _later(resolver.repo, commit, since_commit, start_time):
-            continue
         if commit == upstream.commit:
             continue  # the pin's own tag
         found.append((name, commit))
+    times = resolver.repo.commit_times([since_commit, *(commit for _name, commit in found)]) if found else {}
+    if not include_older:  # a tag with no version to compare (or any, when the start has none): by history
+        start_time = times.get(since_commit, 0)
+        found = [
+            (name, commit)
+            for name, commit in found
+            if (since_version is not None and tag_version(name) is not None)
+            or _later(resolver.repo, commit, since_commit, start_time, times.get(commit, 0))
+        ]
+    found.sort(key=lambda item: (times.get(item[1], 0), version_order(item[0])))
     if pattern is not None and not names:
         notes.append(f"no tag of {upstream.name} matches {pattern!r}")
+    elif pattern is not None and not found:
+        start = since or ("the pin (" + str(upstream.version or upstream.commit[:12]) + ")")
+        notes.append(f"no tag of {upstream.name} matching {pattern!r} is newer than {start}")
     elif pattern is None and not found and upstream.track is not Track.BRANCH:  # a branch follower awaits none
         what = "release tag or release candidate" if prereleases else "release tag"
         matching = f" matching {upstream.tag_pattern!r}" if upstream.tag_pattern else ""

@@ -20,6 +20,7 @@ from patchmgr.history.releases import (
     release_tags,
     remote_refs,
     tag_version,
+    version_order,
 )
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import SourceError
@@ -60,16 +61,16 @@ def tag_rule(upstream: Upstream, name: str, newest: bool) -> str:
 
 
 def deciding(tags: Sequence[str], has_tip: bool, track: Track) -> int:
-    """The position, among the pin, ``tags`` (oldest first) and the tip, of the ref that decides: the tip for
-    ``branch``; else the newest tag (for ``releases`` the newest final release, any tag when none is one); else
-    the tip, else the pin."""
+    """The position, among the pin, ``tags`` (in time order) and the tip, of the ref that decides: the tip for
+    ``branch``; else the newest tag by version (for ``releases`` the newest final release, any tag when none is
+    one), as ``status --newest-release`` checks; else the tip, else the pin."""
     tip = len(tags) + 1 if has_tip else 0
     if track is Track.BRANCH and has_tip:
         return tip
     candidates = list(range(len(tags)))
     if track is Track.RELEASES:
         candidates = [i for i in candidates if is_release(tags[i])] or candidates
-    return candidates[-1] + 1 if candidates else tip
+    return max(candidates, key=lambda i: version_order(tags[i])) + 1 if candidates else tip
 
 
 def branch_tip(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver) -> ChosenRef | None:
@@ -100,11 +101,12 @@ def tracked_refs(
     pattern: str | None = None,
     since: str | None = None,
     notes: list[str] | None = None,
+    include_older: bool = False,
 ) -> TrackedRefs:
     """The pin's name, the tags after it (``--refs`` ``pattern``, those since ``since``, or those its ``track``
     follows) and the branch tip, each with the rule that chose it; ``next`` is the one that decides."""
     notes = notes if notes is not None else []
-    found = release_tags(refs, upstream, resolver, pattern, since, notes)
+    found = release_tags(refs, upstream, resolver, pattern, since, notes, include_older)
     tip = branch_tip(refs, upstream, resolver)
     if tip is None:
         notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
@@ -142,5 +144,5 @@ def next_ref(sources: Sources, upstream: Upstream, repo: GitRepo, notes: list[st
         notes += [note for note in found if note.startswith("tag ")]
     if not tags:
         return None
-    name, commit = tags[-1]  # oldest version first; only releases (or, followed, release candidates)
+    name, commit = max(tags, key=lambda tag: version_order(tag[0]))  # the newest version, not the latest date
     return ChosenRef(name, commit, tag_rule(upstream, name, newest=True))

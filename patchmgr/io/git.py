@@ -269,6 +269,17 @@ class GitRepo(HistoryQueries, PatchOperations):
             return None
         return self._objects_reader().blob(sha)
 
+    def commit_times(self, shas: Sequence[str]) -> dict[str, int]:
+        """The committer time of each commit of ``shas`` (seconds since the epoch), read through the object reader
+        the run already has open: no process per commit. A name that is no commit is left out."""
+        reader = self._objects_reader()
+        times = {}
+        for sha in dict.fromkeys(shas):
+            when = None if _LINE_BREAK.search(sha) else reader.commit_time(sha)
+            if when is not None:
+                times[sha] = when
+        return times
+
     def _objects_reader(self) -> ObjectReader:
         if self._objects is None:
             self._objects = ObjectReader(self.path, self._env, self.untrusted)

@@ -148,6 +148,19 @@ class ObjectReader:
         kind, data = self._object(sha)
         return data if kind == "blob" and isinstance(data, bytes) else None  # a blob is its bytes, never parsed
 
+    def commit_time(self, sha: str) -> int | None:
+        """The committer time of commit ``sha``, from its ``committer`` header; None when it is no commit."""
+        kind, data = self._read(sha)
+        if kind != "commit":
+            return None
+        for line in data.split(b"\n"):
+            if not line:
+                break  # the headers end at the first empty line
+            if line.startswith(b"committer "):
+                fields = line.rsplit(b" ", 2)
+                return int(fields[1]) if len(fields) == 3 and fields[1].isdigit() else None
+        return None
+
     def kind(self, name: str) -> str | None:
         """The type of the object ``name`` names (``<commit>^{commit}``), or None when there is none."""
         kind, _data = self._read(name)

@@ -95,14 +95,15 @@ def two_upstreams(tmp_path, project, second_conflicts=False):
     return lib, tool, sources
 
 
-def tagged_upstream(project, upstream):
+def tagged_upstream(project, upstream, git_url: str | None = None):
     """fix: clean at v1.0.0, offset at v1.1.0, conflict at v1.2.0, upstream at v2.0.0; other: clean throughout.
+    ``git_url``: the manifest's ``git`` (its web pages name the links of ``matrix --html``).
 
     Returns the pin and the commits that changed ``fix``: (offset, conflict, upstream)."""
     pin = upstream.head()
     fix = upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix line 20")
     other = upstream.make_patch(pin, {"README": "upstream, patched\n"}, "Patch the readme")
-    setup(project, upstream, {"fix": fix, "other": other})
+    setup(project, upstream, {"fix": fix, "other": other}, {"git": git_url} if git_url else None)
     git(upstream.path, "tag", "v0.9.0")  # the pin's own release
     upstream.commit({"docs.txt": "one\n"}, "docs: unrelated")
     git(upstream.path, "tag", "v1.0.0")

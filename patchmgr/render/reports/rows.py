@@ -61,7 +61,7 @@ class Row:
         """One line: the state and what is wrong (the upstream's reason when it could not be checked)."""
         if self.result is None:
             return unavailable_summary(self.status)
-        parts = [self.result.detail] + [f"guard {g.guard!r} does not hold" for g in broken_guards(self.result)]
+        parts = [self.result.detail] + [f"{named(g.guard)} does not hold" for g in broken_guards(self.result)]
         said = "; ".join(part for part in parts if part)
         return f"{self.state}: {said}" if said else self.state
 
@@ -82,15 +82,21 @@ class Row:
         if conflict and conflict.upstream_lines and result.state is State.CONFLICT:
             lines.append(f"upstream at line {conflict.expected_line}:")
             lines += [f"  {line}" for line in conflict.upstream_lines]
-        if result.state is State.UPSTREAM and result.carrier:
-            lines.append(f"carried by upstream commit {result.carrier}")
+        if result.state is State.UPSTREAM and result.carrier and result.carrier not in lines[0]:
+            lines.append(f"carried by upstream commit {result.carrier}")  # said once: the evidence names it
         for guard in broken_guards(result):
             if guard.error:
-                lines.append(f"guard {guard.guard!r} could not be evaluated: {guard.error}")
+                lines.append(f"{named(guard.guard)} could not be evaluated: {guard.error}")
             elif guard.offenses:
-                lines.append(f"guard {guard.guard!r} breaks at:")
+                lines.append(f"{named(guard.guard)} breaks at:")
             lines += [f"  {offense}" for offense in guard.offense_lines]
         return lines + self.backports
+
+
+def named(guard: str) -> str:
+    """A ``Guard:`` header as written, quoted once: its regex's backslashes stay single (``repr`` doubled them,
+    and each format then escapes the text for its own reader)."""
+    return f"guard '{guard}'"
 
 
 def broken_guards(result: CheckResult) -> list:
