@@ -102,6 +102,15 @@ SmokeTimeoutOpt = Annotated[
         "tree is ended.",
     ),
 ]
+SmokeAtRefOpt = Annotated[
+    bool,
+    typer.Option(
+        "--smoke",
+        help="Also run each patch's smoke tests at the ref, in a scratch checkout, with and without the patch: "
+        "proven, upstream (by smoke: every test passes without it), partly upstream (some do), failed, or not "
+        "proven, per patch.",
+    ),
+]
 
 
 def missing(command: str, usage: str, hint: str) -> UsageError:

@@ -40,6 +40,7 @@ def command(
     upstream: options.UpstreamsOpt = None,
     python: options.PythonOpt = None,
     source: options.SourceOpt = None,
+    smoke: options.SmokeAtRefOpt = False,
     json_output: options.JsonOpt = False,
     output_format: FormatOpt = None,
     root: options.RootOpt = Path("."),
@@ -55,6 +56,12 @@ def command(
             f"{'--against' if refs else '--newest-release'}",
             "drop one of the two",
         )
+    if smoke and not (refs or newest_release):
+        raise UsageError(
+            "--smoke runs the smoke tests at the --against or --newest-release refs",
+            "name a ref (--against NAME=REF or --newest-release); at the pins, run `patchmgr smoke`",
+        )
+    ref_smoke = None
     with session.sources(overrides) as sources:
         if python:
             from patchmgr.targets.installed import check_environment
@@ -66,15 +73,25 @@ def command(
             statuses = [
                 check_target(session.project, t, sources, refs, only, newest_release, load_output) for t in targets
             ]
+            if smoke:
+                from patchmgr.cli.smoke import smoke_progress
+                from patchmgr.smoke.at_ref import SmokeOptions, smoke_at_refs
+
+                at_ref = SmokeOptions(progress=smoke_progress(session, fmt != "text"))
+                ref_smoke = smoke_at_refs(session.project, targets[0], statuses[0].upstreams, sources, at_ref)
     from patchmgr.check.status import with_project_warnings
 
     statuses = with_project_warnings(session.project, statuses, targets, target)
-    code = 0 if all(s.ok for s in statuses) else 1
+    code = 0 if all(s.ok for s in statuses) and (ref_smoke is None or ref_smoke.ok) else 1
     if fmt not in ("text", "json"):
         from patchmgr.render.reports import render_report
 
-        sys.stdout.write(render_report(fmt, statuses, report_base(session.project.root)))
+        sys.stdout.write(render_report(fmt, statuses, report_base(session.project.root), ref_smoke))
         return code
+    if ref_smoke is not None:
+        from patchmgr.render.smoke_ref import render_status_smoke, status_smoke_json
+
+        return session.emit(code, status_smoke_json, render_status_smoke, statuses, ref_smoke)
     from patchmgr.render.status import render_status, status_json
 
     return session.emit(code, partial(status_json, single=True), render_status, statuses)

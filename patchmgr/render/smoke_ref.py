@@ -1,0 +1,101 @@
+"""``--smoke`` of status, bump, export and matrix: each patch's smoke verdict at the ref checked, as a table (a line
+per patch in a log) and as JSON (``smoke`` in each command's document)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from patchmgr.render.console import notes, row, say
+from patchmgr.render.outside import one_line
+from patchmgr.render.reports.rows import short_ref
+from patchmgr.render.smoke import smoke_json
+from patchmgr.smoke.absorption import Absorption
+
+if TYPE_CHECKING:
+    from patchmgr.check.status import TargetStatus
+    from patchmgr.smoke.absorption import RefVerdict
+    from patchmgr.smoke.at_ref import RefSmoke
+
+STYLES = {
+    Absorption.PROVEN: "green",
+    Absorption.UPSTREAM: "cyan",
+    Absorption.PARTLY_UPSTREAM: "yellow",
+    Absorption.FAILED: "red",
+    Absorption.NOT_PROVEN: "magenta",
+}
+
+
+def verdict_json(verdict: RefVerdict) -> dict:
+    return {
+        "patch": verdict.patch,
+        "upstream": verdict.upstream,
+        "ref": verdict.ref,
+        "verdict": verdict.verdict.value,
+        "label": verdict.verdict.label,
+        "reason": verdict.reason,
+        "passing_unpatched": list(verdict.passing_unpatched),
+        "tests": list(verdict.tests),
+    }
+
+
+def ref_smoke_json(smoke: RefSmoke) -> dict:
+    """The verdicts, their counts, the notes, and the two runs behind them (``smoke --json``'s documents)."""
+    return {
+        "ok": smoke.ok,
+        "notes": smoke.notes,
+        "summary": {v.value: len(smoke.with_verdict(v)) for v in Absorption},
+        "patches": [verdict_json(v) for v in smoke.verdicts],
+        "patched": smoke_json(smoke.patched) if smoke.patched else None,
+        "unpatched": smoke_json(smoke.unpatched) if smoke.unpatched else None,
+    }
+
+
+def with_smoke(doc: dict, smoke: RefSmoke | None) -> dict:
+    """A command's JSON document with ``smoke`` added (null when ``--smoke`` was not given)."""
+    return {**doc, "smoke": ref_smoke_json(smoke) if smoke is not None else None}
+
+
+def summary_line(smoke: RefSmoke) -> str:
+    return ", ".join(f"{len(smoke.with_verdict(v))} {v.label}" for v in Absorption)
+
+
+def render_ref_smoke(console: Console, smoke: RefSmoke) -> None:
+    """The table (or, in a log, a line per patch), then a line per patch that needs a person, then the counts."""
+    notes(console, smoke.notes)
+    title = "smoke at the ref checked: each patch's tests with and without it"
+    if console.is_terminal:
+        table = Table(title=title, title_justify="left")
+        for column in ("upstream", "patch", "ref", "smoke", "reason"):
+            table.add_column(column, overflow="fold")
+        for v in smoke.verdicts:
+            label = Text(v.verdict.label, style=STYLES[v.verdict])
+            row(table, v.upstream, v.patch, short_ref(v.ref), label, v.reason)
+        console.print(table)
+    else:  # a log: one line per patch, never cut nor padded
+        say(console, f"{title}:")
+        for v in smoke.verdicts:
+            where = f"  {v.upstream}/{v.patch} at {short_ref(v.ref)}: "
+            line = Text.assemble(where, (v.verdict.label, STYLES[v.verdict]))
+            line.append(f" - {one_line(v.reason)}")
+            console.print(line, highlight=False, markup=False, crop=False, overflow="ignore")
+    for v in smoke.verdicts:
+        if v.verdict in (Absorption.UPSTREAM, Absorption.PARTLY_UPSTREAM, Absorption.FAILED):
+            say(console, f"{v.verdict.label}: {v.upstream}/{v.patch}: {v.reason}", STYLES[v.verdict])
+    say(console, f"smoke: {summary_line(smoke)}", "red" if not smoke.ok else "green")
+
+
+def status_smoke_json(statuses: list[TargetStatus], smoke: RefSmoke) -> dict:
+    from patchmgr.render.status import status_json
+
+    return with_smoke(status_json(statuses, single=True), smoke)
+
+
+def render_status_smoke(console: Console, statuses: list[TargetStatus], smoke: RefSmoke) -> None:
+    from patchmgr.render.status import render_status
+
+    render_status(console, statuses)
+    render_ref_smoke(console, smoke)

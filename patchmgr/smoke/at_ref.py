@@ -1,0 +1,128 @@
+"""Smoke at a ref: each patch's tests run with and without it at the ref a command checked (``status --against``
+or ``--newest-release``, ``bump``, ``export``, ``matrix``, each with ``--smoke``), and one verdict per patch
+(``smoke.absorption``): proven, upstream (by smoke), partly upstream, failed, or not proven with its reason.
+
+Each upstream is checked out at the ref in a scratch folder the way ``apply --into`` builds a checkout
+(``targets.build``: the commit through the cache, or the release that stood in for it, then one commit per patch
+with the bytes the check computed, so a patch that applies only with fuzz or a 3-way merge is in as the check
+placed it, and one that does not apply at the ref is not in). The tests then run twice through
+``smoke.runner.run_smoke`` (each upstream on its own Python and smoke environment): on that checkout, and on its
+unpatched view, the ref itself. The scratch folder is removed afterwards; nothing of the project changes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchmgr.check.status import UpstreamStatus
+from patchmgr.engine.results import CheckResult, State
+from patchmgr.model.manifest import Target
+from patchmgr.model.project import Project
+from patchmgr.smoke.absorption import Absorption, RefVerdict, ref_verdict
+from patchmgr.smoke.envs import Progress
+from patchmgr.smoke.runner import run_smoke
+from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult
+from patchmgr.sources.upstream import Sources
+from patchmgr.targets.build import build_checkout
+from patchmgr.targets.trees import SmokeTree, checkout_tree
+
+_PLACED = (State.CLEAN, State.OFFSET, State.FUZZ, State.THREE_WAY)  # in the scratch checkout as the check placed it
+
+
+@dataclass
+class RefSmoke:
+    """Every selected patch's smoke verdict at the ref its upstream was checked at, and the two runs behind them."""
+
+    target: str
+    verdicts: list[RefVerdict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    patched: SmokeReport | None = None
+    unpatched: SmokeReport | None = None
+
+    def with_verdict(self, verdict: Absorption) -> list[RefVerdict]:
+        return [v for v in self.verdicts if v.verdict is verdict]
+
+    def of(self, upstream: str, patch: str) -> RefVerdict | None:
+        return next((v for v in self.verdicts if v.upstream == upstream and v.patch == patch), None)
+
+    @property
+    def ok(self) -> bool:
+        """No patch fails its tests at the ref (a patch that is not proven, or upstream, is no failure)."""
+        return not self.with_verdict(Absorption.FAILED)
+
+
+@dataclass(frozen=True)
+class SmokeOptions:
+    """How the tests run (``smoke``'s own options): the device lanes, each test's time limit, progress."""
+
+    device: str = "auto"
+    timeout: float | None = None
+    progress: Progress | None = None
+
+
+def smoke_at_refs(
+    project: Project,
+    target: Target,
+    statuses: Sequence[UpstreamStatus],
+    sources: Sources,
+    options: SmokeOptions | None = None,
+) -> RefSmoke:
+    """Each patch of ``statuses`` (each upstream checked at a ref) smoke-tested there, with and without it."""
+    options = options or SmokeOptions()
+    smoke = RefSmoke(target.name)
+    with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-at-ref-") as scratch:
+        trees = [_scratch_tree(status, sources, Path(scratch), target.name, smoke.notes) for status in statuses]
+        runs = [
+            run_smoke(project, target, trees, options.device, unpatched, None, options.progress, options.timeout)
+            for unpatched in (False, True)
+        ]
+    smoke.patched, smoke.unpatched = runs
+    smoke.notes += list(dict.fromkeys(note for run in runs for note in run.notes))
+    for status in statuses:
+        results = {r.patch.id: r for r in status.results}
+        for patch in project.patches(status.upstream):
+            verdicts = [_verdict_of(run, status.upstream.name, patch.id) for run in runs]
+            tests = [_results_of(run, status.upstream.name, patch.id) for run in runs]
+            smoke.verdicts.append(
+                ref_verdict(
+                    status.ref,
+                    verdicts[0],
+                    verdicts[1],
+                    tests[0],
+                    tests[1],
+                    _not_applied(results.get(patch.id), status.ref),
+                )
+            )
+    return smoke
+
+
+def _scratch_tree(status: UpstreamStatus, sources: Sources, scratch: Path, target: str, notes: list[str]) -> SmokeTree:
+    upstream = status.upstream
+    if not status.available:
+        return SmokeTree(upstream, None, f"{upstream.name} could not be read at {status.ref}: {status.error}")
+    built = build_checkout(status, sources, scratch, target)
+    placed = [f"{r.patch.id} ({r.state.value})" for r in status.results if r.state in (State.FUZZ, State.THREE_WAY)]
+    left = [f"{r.patch.id} ({r.state.value})" for r in status.results if r.state not in _PLACED]
+    said = f"{upstream.name}: smoke at {status.ref} ({(status.commit or built.checkout_part().base_commit)[:12]})"
+    said += f" in a scratch checkout, {len(status.results) - len(left)} of {len(status.results)} patches applied"
+    said += f"; as the check placed them: {', '.join(placed)}" if placed else ""
+    said += f"; not applied there: {', '.join(left)}" if left else ""
+    notes.append(said)
+    return checkout_tree(upstream, scratch / upstream.name, built.checkout_part().base_commit)
+
+
+def _verdict_of(run: SmokeReport, upstream: str, patch: str) -> PatchVerdict:
+    return next(v for v in run.verdicts if v.upstream == upstream and v.patch == patch)
+
+
+def _results_of(run: SmokeReport, upstream: str, patch: str) -> list[SmokeResult]:
+    return [r for r in run.results if r.upstream == upstream and r.patch == patch]
+
+
+def _not_applied(result: CheckResult | None, ref: str) -> str:
+    if result is None or result.state in _PLACED:
+        return ""
+    return f"it does not apply at {ref} ({result.state.value}), so the scratch checkout does not hold it"
