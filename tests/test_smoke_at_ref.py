@@ -93,16 +93,16 @@ def test_bump_smoke_says_so_before_the_pin_moves_and_drops_only_when_asked(scene
     said = scene.bump("--smoke")
     assert said.code == 1, said.out + said.err  # the patch conflicts at v2: the bump refuses, as without --smoke
     assert "upstream (by smoke): lib/fix-calc: every test passes at v2 without the patch" in said.out
-    assert "--drop-upstream-by-smoke" in said.out
+    assert "--drop-upstream-by-smoke" in said.out and "refused: lib stays at" in said.out
     assert snapshot(scene.project.root) == before
 
     dropped = scene.bump("--smoke", "--drop-upstream-by-smoke", "--json")
     assert dropped.code == 0, dropped.out + dropped.err
     assert dropped.json["action"] == "bumped"
-    assert [d["id"] for d in dropped.json["dropped"]] == ["fix-calc"]
+    assert dropped.json["dropped"] == ["fix-calc"] and list(dropped.json["dropped_by_smoke"]) == ["fix-calc"]
     manifest = (scene.project.root / "manifests/t.toml").read_text()
     assert f'commit = "{scene.v2}"' in manifest and '"fix-calc"' not in manifest
-    assert "upstream by smoke at v2" in manifest  # the evidence, named where the series changed
+    assert "# dropped fix-calc at v2: upstream by smoke" in manifest  # the evidence, named where the series changed
     assert not (scene.project.root / "patches/lib/fix-calc.patch").exists()
 
 

@@ -17,6 +17,7 @@ from patchmgr.smoke.absorption import Absorption
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus
+    from patchmgr.maintain.bump import BumpOutcome
     from patchmgr.smoke.absorption import RefVerdict
     from patchmgr.smoke.at_ref import RefSmoke
 
@@ -99,3 +100,28 @@ def render_status_smoke(console: Console, statuses: list[TargetStatus], smoke: R
 
     render_status(console, statuses)
     render_ref_smoke(console, smoke)
+
+
+def bump_smoke_json(outcome: BumpOutcome, smoke: RefSmoke) -> dict:
+    from patchmgr.render.maintain import bump_json
+
+    doc = bump_json(outcome)
+    return with_smoke({**doc, "dropped_by_smoke": outcome.by_smoke, "smoke_failed": outcome.smoke_failed}, smoke)
+
+
+def render_bump_smoke(console: Console, outcome: BumpOutcome, smoke: RefSmoke) -> None:
+    """The smoke verdicts first (what the tests say at the ref, before the pin moves), then the bump."""
+    from patchmgr.render.maintain import render_bump
+
+    render_ref_smoke(console, smoke)
+    for patch, reason in outcome.smoke_failed.items():
+        say(console, f"blocks the bump: {patch} fails its smoke tests at {outcome.plan.ref}: {reason}", "red")
+    render_bump(console, outcome)
+    upstream = [v.patch for v in smoke.with_verdict(Absorption.UPSTREAM) if v.patch not in outcome.by_smoke]
+    if upstream:
+        say(
+            console,
+            f"upstream by smoke at {outcome.plan.ref}: {', '.join(upstream)} (every smoke test passes there without "
+            "it); to drop it on that evidence, run the same bump with --smoke --drop-upstream-by-smoke",
+            "cyan",
+        )

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchmgr.check.status import UpstreamStatus
+from patchmgr.check.status import UpstreamStatus, check_upstream
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.model.manifest import Target
+from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.smoke.absorption import Absorption, RefVerdict, ref_verdict
 from patchmgr.smoke.envs import Progress
@@ -47,6 +47,12 @@ class RefSmoke:
 
     def of(self, upstream: str, patch: str) -> RefVerdict | None:
         return next((v for v in self.verdicts if v.upstream == upstream and v.patch == patch), None)
+
+    def evidence(self, drop: bool) -> tuple[dict[str, str], dict[str, str]]:
+        """For ``bump``: the patches to drop as upstream by smoke (when ``drop``), and those whose tests fail with
+        them; each patch id with its reason."""
+        upstream = {v.patch: v.reason for v in self.with_verdict(Absorption.UPSTREAM)} if drop else {}
+        return upstream, {v.patch: v.reason for v in self.with_verdict(Absorption.FAILED)}
 
     @property
     def ok(self) -> bool:
@@ -97,6 +103,19 @@ def smoke_at_refs(
                 )
             )
     return smoke
+
+
+def smoke_at_ref(
+    project: Project,
+    target: Target,
+    upstream: Upstream,
+    sources: Sources,
+    ref: str,
+    options: SmokeOptions | None = None,
+) -> RefSmoke:
+    """``upstream``'s patches smoke-tested at ``ref`` (``bump --smoke``), checked there as ``status --against``
+    checks them."""
+    return smoke_at_refs(project, target, [check_upstream(project, upstream, sources, ref)], sources, options)
 
 
 def _scratch_tree(status: UpstreamStatus, sources: Sources, scratch: Path, target: str, notes: list[str]) -> SmokeTree:
