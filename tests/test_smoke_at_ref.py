@@ -5,6 +5,7 @@ failed, and not proven for a patch that names no Smoke-Test."""
 from __future__ import annotations
 
 import pytest
+from support.commands import edit_onto, export
 from support.smoke_ref_scene import RefScene, smoke_verdicts
 from support.snapshot import snapshot
 
@@ -110,3 +111,27 @@ def test_bump_smoke_says_so_before_the_pin_moves_and_drops_only_when_asked(scene
 def test_drop_upstream_by_smoke_needs_smoke(scene):
     refused = scene.bump("--drop-upstream-by-smoke")
     assert refused.code == 2 and "--drop-upstream-by-smoke goes with --smoke" in refused.err
+
+
+@pytest.mark.parametrize("scene", ["partly"], indirect=True)
+def test_export_smoke_reports_the_edit_checkout_before_it_writes(scene, tmp_path):
+    into = tmp_path / "work"
+    moved = edit_onto(scene.cli, scene.upstream, into, "v2")
+    assert moved.code == 0, moved.out + moved.err
+    exported = export(scene.cli, into, "--smoke", "--json")
+    assert exported.code == 0, exported.out + exported.err
+    verdict, reason = smoke_verdicts(exported.json)["fix-calc"]
+    assert verdict == "partly-upstream" and "(test_add)" in reason
+    assert f'commit = "{scene.v2}"' in (scene.project.root / "manifests/t.toml").read_text()
+
+
+@pytest.mark.parametrize("scene", ["failed"], indirect=True)
+def test_export_smoke_refuses_a_series_failing_its_tests_and_writes_nothing(scene, tmp_path):
+    into = tmp_path / "work"
+    assert edit_onto(scene.cli, scene.upstream, into, "v2").code == 0
+    before = snapshot(scene.project.root)
+    refused = export(scene.cli, into, "--smoke")
+    assert refused.code == 1, refused.out + refused.err
+    assert "failed: lib/fix-calc: test_mul fails with the patch at v2" in refused.out
+    assert "refused: fix-calc fails its smoke tests in the edit checkout; nothing was written" in refused.out
+    assert snapshot(scene.project.root) == before

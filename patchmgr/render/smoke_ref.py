@@ -18,6 +18,7 @@ from patchmgr.smoke.absorption import Absorption
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus
     from patchmgr.maintain.bump import BumpOutcome
+    from patchmgr.maintain.roundtrip import ExportOutcome
     from patchmgr.smoke.absorption import RefVerdict
     from patchmgr.smoke.at_ref import RefSmoke
 
@@ -125,3 +126,24 @@ def render_bump_smoke(console: Console, outcome: BumpOutcome, smoke: RefSmoke) -
             "it); to drop it on that evidence, run the same bump with --smoke --drop-upstream-by-smoke",
             "cyan",
         )
+
+
+def export_smoke_json(outcome: ExportOutcome, smoke: RefSmoke) -> dict:
+    from patchmgr.render.maintain import export_json
+
+    return with_smoke(export_json(outcome), smoke)
+
+
+def render_export_smoke(console: Console, outcome: ExportOutcome, smoke: RefSmoke) -> None:
+    """The smoke verdicts (run before anything was written), then what export wrote."""
+    from patchmgr.render.maintain import render_export
+
+    render_ref_smoke(console, smoke)
+    render_export(console, outcome)
+
+
+def render_refused_export(console: Console, smoke: RefSmoke) -> None:
+    render_ref_smoke(console, smoke)
+    failed = ", ".join(v.patch for v in smoke.with_verdict(Absorption.FAILED))
+    say(console, f"refused: {failed} fails its smoke tests in the edit checkout; nothing was written", "red")
+    say(console, "fix the patch's commit there (git commit --amend, or git rebase -i), then export again", "dim")

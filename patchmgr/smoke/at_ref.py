@@ -13,7 +13,7 @@ unpatched view, the ref itself. The scratch folder is removed afterwards; nothin
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,32 +77,61 @@ def smoke_at_refs(
     options: SmokeOptions | None = None,
 ) -> RefSmoke:
     """Each patch of ``statuses`` (each upstream checked at a ref) smoke-tested there, with and without it."""
-    options = options or SmokeOptions()
     smoke = RefSmoke(target.name)
     with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-at-ref-") as scratch:
         trees = [_scratch_tree(status, sources, Path(scratch), target.name, smoke.notes) for status in statuses]
-        runs = [
-            run_smoke(project, target, trees, options.device, unpatched, None, options.progress, options.timeout)
-            for unpatched in (False, True)
-        ]
+        _run_both(project, target, trees, options or SmokeOptions(), smoke)
+    for status in statuses:
+        left_out = {r.patch.id: _not_applied(r, status.ref) for r in status.results}
+        _judge(smoke, project, status.upstream, status.ref, left_out)
+    return smoke
+
+
+def smoke_checkout(
+    project: Project,
+    target: Target,
+    upstream: Upstream,
+    checkout: Path,
+    at: tuple[str, str],
+    left_out: Mapping[str, str],
+    options: SmokeOptions | None = None,
+) -> RefSmoke:
+    """The patches of an edit checkout (``export --smoke``: one commit per patch on the commit of ``at``, a (ref,
+    commit) pair) smoke-tested there, with and without them; ``left_out``: the patches not in it, with why."""
+    ref, base = at
+    smoke = RefSmoke(
+        target.name, notes=[f"{upstream.name}: smoke at {ref} ({base[:12]}) in the edit checkout {checkout}"]
+    )
+    _run_both(project, target, [checkout_tree(upstream, checkout, base)], options or SmokeOptions(), smoke)
+    _judge(smoke, project, upstream, ref, left_out)
+    return smoke
+
+
+def _run_both(project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions, smoke: RefSmoke) -> None:
+    runs = [
+        run_smoke(project, target, trees, options.device, unpatched, None, options.progress, options.timeout)
+        for unpatched in (False, True)
+    ]
     smoke.patched, smoke.unpatched = runs
     smoke.notes += list(dict.fromkeys(note for run in runs for note in run.notes))
-    for status in statuses:
-        results = {r.patch.id: r for r in status.results}
-        for patch in project.patches(status.upstream):
-            verdicts = [_verdict_of(run, status.upstream.name, patch.id) for run in runs]
-            tests = [_results_of(run, status.upstream.name, patch.id) for run in runs]
-            smoke.verdicts.append(
-                ref_verdict(
-                    status.ref,
-                    verdicts[0],
-                    verdicts[1],
-                    tests[0],
-                    tests[1],
-                    _not_applied(results.get(patch.id), status.ref),
-                )
+
+
+def _judge(smoke: RefSmoke, project: Project, upstream: Upstream, ref: str, left_out: Mapping[str, str]) -> None:
+    """Each patch's verdict from the two runs; ``left_out``: why a patch is not in the patched tree ("" or absent:
+    it is)."""
+    assert smoke.patched is not None and smoke.unpatched is not None
+    patched, unpatched = smoke.patched, smoke.unpatched
+    for patch in project.patches(upstream):
+        smoke.verdicts.append(
+            ref_verdict(
+                ref,
+                _verdict_of(patched, upstream.name, patch.id),
+                _verdict_of(unpatched, upstream.name, patch.id),
+                _results_of(patched, upstream.name, patch.id),
+                _results_of(unpatched, upstream.name, patch.id),
+                left_out.get(patch.id, ""),
             )
-    return smoke
+        )
 
 
 def smoke_at_ref(
@@ -141,7 +170,7 @@ def _results_of(run: SmokeReport, upstream: str, patch: str) -> list[SmokeResult
     return [r for r in run.results if r.upstream == upstream and r.patch == patch]
 
 
-def _not_applied(result: CheckResult | None, ref: str) -> str:
-    if result is None or result.state in _PLACED:
+def _not_applied(result: CheckResult, ref: str) -> str:
+    if result.state in _PLACED:
         return ""
     return f"it does not apply at {ref} ({result.state.value}), so the scratch checkout does not hold it"
