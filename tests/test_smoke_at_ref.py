@@ -135,3 +135,15 @@ def test_export_smoke_refuses_a_series_failing_its_tests_and_writes_nothing(scen
     assert "failed: lib/fix-calc: test_mul fails with the patch at v2" in refused.out
     assert "refused: fix-calc fails its smoke tests in the edit checkout; nothing was written" in refused.out
     assert snapshot(scene.project.root) == before
+
+
+@pytest.mark.parametrize("scene", ["upstream"], indirect=True)
+def test_matrix_smoke_runs_at_the_newest_release_in_json_text_and_html(scene, tmp_path):
+    page = tmp_path / "matrix.html"
+    result = scene.cli(
+        "matrix", "--target", "t", "--source", f"lib={scene.upstream.path}", "--smoke", "--html", str(page), "--json"
+    )
+    verdict, reason = smoke_verdicts(result.json)["fix-calc"]
+    assert verdict == "upstream-by-smoke" and reason.startswith("every test passes at v2 without the patch")
+    html = page.read_text()
+    assert '<section class="smoke">' in html and "upstream (by smoke)" in html

@@ -17,6 +17,7 @@ from patchmgr.smoke.absorption import Absorption
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus
+    from patchmgr.history.matrix import Matrix
     from patchmgr.maintain.bump import BumpOutcome
     from patchmgr.maintain.roundtrip import ExportOutcome
     from patchmgr.smoke.absorption import RefVerdict
@@ -147,3 +148,38 @@ def render_refused_export(console: Console, smoke: RefSmoke) -> None:
     failed = ", ".join(v.patch for v in smoke.with_verdict(Absorption.FAILED))
     say(console, f"refused: {failed} fails its smoke tests in the edit checkout; nothing was written", "red")
     say(console, "fix the patch's commit there (git commit --amend, or git rebase -i), then export again", "dim")
+
+
+def matrix_smoke_json(matrices: list[Matrix], target: str, html: str | None, smoke: RefSmoke) -> dict:
+    from patchmgr.render.matrix import matrix_json
+
+    return with_smoke(matrix_json(matrices, target, html), smoke)
+
+
+def render_matrix_smoke(
+    console: Console, matrices: list[Matrix], target: str, html: str | None, smoke: RefSmoke
+) -> None:
+    from patchmgr.render.matrix import render_matrix
+
+    render_matrix(console, matrices, target, html)
+    render_ref_smoke(console, smoke)
+
+
+def with_smoke_html(page: str, smoke: RefSmoke) -> str:
+    """The matrix page with a section of the smoke verdicts before its end (every text escaped)."""
+    from patchmgr.render.outside import for_html as escape
+
+    rows = "".join(
+        f'<tr data-patch="{escape(v.patch)}"><td>{escape(v.upstream)}</td><th scope="row">{escape(v.patch)}</th>'
+        f'<td>{escape(short_ref(v.ref))}</td><td class="smoke-{escape(v.verdict.value)}">{escape(v.verdict.label)}</td>'
+        f"<td>{escape(v.reason)}</td></tr>"
+        for v in smoke.verdicts
+    )
+    notes = "".join(f"<li>{escape(note)}</li>" for note in smoke.notes)
+    section = (
+        '<section class="smoke"><h2>smoke at the newest release: each patch\'s tests with and without it</h2>'
+        '<table class="matrix"><thead><tr><th>upstream</th><th>patch</th><th>ref</th><th>smoke</th><th>reason</th>'
+        f'</tr></thead><tbody>{rows}</tbody></table><ul class="notes">{notes}</ul></section>\n'
+    )
+    end = page.rfind("</body>")
+    return page[:end] + section + page[end:] if end >= 0 else page + section

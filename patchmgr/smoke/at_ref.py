@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from patchmgr.check.status import UpstreamStatus, check_upstream
 from patchmgr.engine.results import CheckResult, State
+from patchmgr.history.matrix import Matrix
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.smoke.absorption import Absorption, RefVerdict, ref_verdict
@@ -145,6 +146,21 @@ def smoke_at_ref(
     """``upstream``'s patches smoke-tested at ``ref`` (``bump --smoke``), checked there as ``status --against``
     checks them."""
     return smoke_at_refs(project, target, [check_upstream(project, upstream, sources, ref)], sources, options)
+
+
+def smoke_matrices(
+    project: Project, target: Target, matrices: Sequence[Matrix], sources: Sources, options: SmokeOptions | None = None
+) -> RefSmoke:
+    """``matrix --smoke``: each upstream's patches smoke-tested at the column that decides the matrix's verdict (the
+    newest release tag, else the tip), checked there as ``status --against`` checks it."""
+    statuses = []
+    for matrix in matrices:
+        if matrix.error is not None or not matrix.columns:
+            continue
+        column = matrix.columns[matrix.verdict_column]
+        status = check_upstream(project, matrix.upstream, sources, column.commit)
+        statuses.append(replace(status, ref=column.name))
+    return smoke_at_refs(project, target, statuses, sources, options)
 
 
 def _scratch_tree(status: UpstreamStatus, sources: Sources, scratch: Path, target: str, notes: list[str]) -> SmokeTree:
