@@ -53,7 +53,7 @@ def test_a_fix_upstream_in_part_is_partly_upstream_naming_the_tests_that_pass(sc
     assert result.code == 0, result.out + result.err  # the patch applies clean there; partly upstream is no failure
     verdict, reason = smoke_verdicts(result.json)["fix-calc"]
     assert verdict == "partly-upstream"
-    assert reason.startswith("1 tests pass at v2 without the patch (test_add); 1 still need it")
+    assert reason.startswith("1 tests pass at v2 without the patch (test_add); 1 fail without it: that part")
     assert "review the patch" in reason
 
 

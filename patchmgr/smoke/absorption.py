@@ -91,10 +91,11 @@ def ref_verdict(
         )
     if passes:
         shown = ", ".join(_names(passes))
-        rest = len(_names(fails + undecided))
+        rest = f"{len(_names(fails))} fail without it" if fails else ""
+        rest += (", " if rest else "") + f"{len(_names(undecided))} ran to no outcome" if undecided else ""
         return judged(
             Absorption.PARTLY_UPSTREAM,
-            f"{len(_names(passes))} tests pass at {ref} without the patch ({shown}); {rest} still need it: "
+            f"{len(_names(passes))} tests pass at {ref} without the patch ({shown}); {rest}: "
             "that part of the fix is there, review the patch",
             passes,
         )
