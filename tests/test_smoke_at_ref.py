@@ -4,7 +4,10 @@ failed, and not proven for a patch that names no Smoke-Test."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import xmlschema
 from support.commands import edit_onto, export
 from support.smoke_ref_scene import RefScene, smoke_verdicts
 from support.snapshot import snapshot
@@ -29,6 +32,9 @@ def test_the_bug_still_there_at_the_ref_proves_the_patch(scene):
         "failed": 0,
         "not-proven": 1,
     }
+    # off a terminal (a log), each run's progress on stderr, saying which run it is
+    assert "smoke: with the patches: lib/fix-calc cpu: started" in result.err
+    assert "smoke: without the patches: lib/fix-calc cpu: failed in" in result.err
     notes = result.json["smoke"]["notes"]
     assert any("lib: smoke at v2" in note and "2 of 2 patches applied" in note for note in notes)
 
@@ -69,6 +75,7 @@ def test_a_test_failing_with_the_patch_at_the_ref_is_failed_and_exits_1(scene):
 @pytest.mark.parametrize("scene", ["partly"], indirect=True)
 def test_every_report_format_carries_the_smoke_verdicts(scene):
     junit = scene.status("--format", "junit")
+    xmlschema.XMLSchema((Path(__file__).parent / "support" / "junit.xsd").read_text()).validate(junit.out)
     assert 'name="t.lib.smoke"' in junit.out and "partly upstream: 1 tests pass at v2 without the patch" in junit.out
     assert '<skipped message="not proven: the patch names no Smoke-Test"' in junit.out
     markdown = scene.status("--format", "markdown")

@@ -110,11 +110,20 @@ def smoke_checkout(
 
 def _run_both(project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions, smoke: RefSmoke) -> None:
     runs = [
-        run_smoke(project, target, trees, options.device, unpatched, None, options.progress, options.timeout)
+        run_smoke(project, target, trees, options.device, unpatched, None, _told(options, unpatched), options.timeout)
         for unpatched in (False, True)
     ]
     smoke.patched, smoke.unpatched = runs
     smoke.notes += list(dict.fromkeys(note for run in runs for note in run.notes))
+
+
+def _told(options: SmokeOptions, unpatched: bool) -> Progress | None:
+    """The progress of one of the two runs, each line saying which."""
+    progress = options.progress
+    if progress is None:
+        return None
+    run = "without the patches" if unpatched else "with the patches"
+    return lambda message: progress(f"{run}: {message}")
 
 
 def _judge(smoke: RefSmoke, project: Project, upstream: Upstream, ref: str, left_out: Mapping[str, str]) -> None:
