@@ -116,17 +116,15 @@ def _smoke_checkout(
     """The smoke verdicts of the edit checkout's patches at its ref, before anything is written (None while its move
     is unfinished: export refuses that and says why)."""
     from patchmgr.cli.smoke import smoke_progress
-    from patchmgr.maintain.edit_record import read_record
+    from patchmgr.maintain.edit_record import checkout_base
     from patchmgr.smoke.at_ref import SmokeOptions, smoke_checkout
 
-    record = read_record(folder.resolve())
-    onto = record.onto
-    if onto is not None and (onto.queue or onto.current):
+    base = checkout_base(folder.resolve())
+    if base is None:
         return None
-    at = (onto.ref, onto.commit) if onto else (record.pin[:12], record.pin)
-    left_out = {c.id: f"left out of the edit checkout: {c.describe()}" for c in onto.carried} if onto else {}
-    left_out |= {p: "left out of the edit checkout (edit --skip)" for p in (onto.skipped if onto else [])}
+    ref, commit, left_out = base
     options_ = SmokeOptions(progress=smoke_progress(session, json_output))
+    at = (ref, commit)
     upstream_ = target.upstream(upstream)
     return smoke_checkout(session.project, target, upstream_, folder.resolve(), at, left_out, options_)
 
