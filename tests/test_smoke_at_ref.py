@@ -154,3 +154,13 @@ def test_matrix_smoke_runs_at_the_newest_release_in_json_text_and_html(scene, tm
     assert verdict == "upstream-by-smoke" and reason.startswith("every test passes at v2 without the patch")
     html = page.read_text()
     assert '<section class="smoke">' in html and "upstream (by smoke)" in html
+
+
+@pytest.mark.parametrize("scene", ["proven"], indirect=True)
+def test_status_newest_release_smoke_runs_at_that_release(scene):
+    result = scene.cli(
+        "status", "--target", "t", "--newest-release", "--smoke", "--source", f"lib={scene.upstream.path}", "--json"
+    )
+    assert result.code == 0, result.out + result.err
+    patch = next(p for p in result.json["smoke"]["patches"] if p["patch"] == "fix-calc")
+    assert (patch["ref"], patch["verdict"]) == ("v2", "proven")
