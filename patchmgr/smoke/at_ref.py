@@ -25,7 +25,7 @@ from patchmgr.model.project import Project
 from patchmgr.smoke.absorption import Absorption, RefVerdict, ref_verdict
 from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.runner import run_smoke
-from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult
+from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, Verdict
 from patchmgr.sources.upstream import Sources
 from patchmgr.targets.build import build_checkout
 from patchmgr.targets.trees import SmokeTree, checkout_tree
@@ -188,7 +188,8 @@ def _scratch_tree(status: UpstreamStatus, sources: Sources, scratch: Path, targe
 
 
 def _verdict_of(run: SmokeReport, upstream: str, patch: str) -> PatchVerdict:
-    return next(v for v in run.verdicts if v.upstream == upstream and v.patch == patch)
+    found = (v for v in run.verdicts if v.upstream == upstream and v.patch == patch)
+    return next(found, PatchVerdict(patch, upstream, Verdict.NOT_PROVEN, "the smoke run gave it no verdict"))
 
 
 def _results_of(run: SmokeReport, upstream: str, patch: str) -> list[SmokeResult]:
