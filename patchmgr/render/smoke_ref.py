@@ -119,7 +119,13 @@ def render_bump_smoke(console: Console, outcome: BumpOutcome, smoke: RefSmoke) -
     for patch, reason in outcome.smoke_failed.items():
         say(console, f"blocks the bump: {patch} fails its smoke tests at {outcome.plan.ref}: {reason}", "red")
     render_bump(console, outcome)
-    upstream = [v.patch for v in smoke.with_verdict(Absorption.UPSTREAM) if v.patch not in outcome.by_smoke]
+    # a patch the bump drops on patch-id evidence anyway needs no other
+    carried = {p.patch.id for p in outcome.plan.patches if p.action == "upstream" and p.carrier}
+    upstream = [
+        v.patch
+        for v in smoke.with_verdict(Absorption.UPSTREAM)
+        if v.patch not in outcome.by_smoke and v.patch not in carried
+    ]
     if upstream:
         say(
             console,
