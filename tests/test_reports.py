@@ -18,9 +18,9 @@ from html import escape as html_escape
 from pathlib import Path
 
 import pytest
-import xmlschema
 from markdown_it import MarkdownIt
 from support.gitrepos import BASE_TEXT
+from support.junit_schema import JUNIT_XSD
 from support.needs import require
 
 from patchmgr.render.reports.github import escape_data, escape_property
@@ -32,9 +32,6 @@ NASTY = "a | b %0A 100% <&> *x* _y_ `z` [l](u) $m$ ~s~ \\ \\| :: x,y:z"
 GUARDED = "guarded 8 | <&> 100%"
 GUARD = r"absent /guarded\s8 \| <&>/ in src/mod.py"  # as written in the patch: one backslash each
 GUARD_SAID = f"guard '{GUARD}'"
-
-# The published JUnit schema (Jenkins xUnit plugin's junit-10.xsd), never one written here.
-JUNIT_XSD = xmlschema.XMLSchema(Path(__file__).parent / "support" / "junit-10.xsd")
 
 
 def lines_with(changes: dict[int, str], insert_after: int = 0, inserted: int = 0) -> str:

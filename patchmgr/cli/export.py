@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from patchmgr.cli import options
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
+
+if TYPE_CHECKING:
+    from patchmgr.model.manifest import Target
+    from patchmgr.smoke.at_ref import RefSmoke
 
 FORMATS = ("patches", "series")
 FormatOpt = Annotated[
@@ -64,9 +68,15 @@ def command(
     into: IntoOpt = None,
     force: ReplaceOpt = False,
     source: options.SourceOpt = None,
+    smoke: options.SmokeAtRefOpt = False,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:
+    if smoke and form != "patches":
+        raise UsageError(
+            "--smoke goes with an export of an edit checkout (--from DIR); nothing was written",
+            "run patchmgr status --against or --newest-release with --smoke for a target's refs",
+        )
     if form not in FORMATS:
         raise UsageError(
             f"--format {form!r} is not one of: {', '.join(FORMATS)}", "use --format series or leave it out"
@@ -85,8 +95,38 @@ def command(
     session = Session("export", root, json_output)
     selected, upstream = session.upstream_target(target, upstream)
     from_dir = options.required_folder("export", "--from", from_dir, "give the folder that `patchmgr edit --into` made")
+    ref_smoke = _smoke_checkout(session, selected, upstream, from_dir, json_output) if smoke else None
+    if ref_smoke is not None and not ref_smoke.ok:  # a patch fails its tests in the checkout: the pin stays
+        from patchmgr.render.smoke_ref import ref_smoke_json, render_refused_export
+
+        return session.emit(
+            1, lambda s: {"action": "refused", "smoke": ref_smoke_json(s)}, render_refused_export, ref_smoke
+        )
     outcome = export_checkout(session.project, selected, upstream, from_dir, version)
+    if ref_smoke is not None:
+        from patchmgr.render.smoke_ref import export_smoke_json, render_export_smoke
+
+        return session.emit(0 if outcome.guards_hold else 1, export_smoke_json, render_export_smoke, outcome, ref_smoke)
     return session.emit(0 if outcome.guards_hold else 1, export_json, render_export, outcome)
+
+
+def _smoke_checkout(
+    session: Session, target: Target, upstream: str, folder: Path, json_output: bool
+) -> RefSmoke | None:
+    """The smoke verdicts of the edit checkout's patches at its ref, before anything is written (None while its move
+    is unfinished: export refuses that and says why)."""
+    from patchmgr.cli.smoke import smoke_progress
+    from patchmgr.maintain.edit_record import checkout_base
+    from patchmgr.smoke.at_ref import SmokeOptions, smoke_checkout
+
+    base = checkout_base(folder.resolve())
+    if base is None:
+        return None
+    ref, commit, left_out = base
+    options_ = SmokeOptions(progress=smoke_progress(session, json_output))
+    at = (ref, commit)
+    upstream_ = target.upstream(upstream)
+    return smoke_checkout(session.project, target, upstream_, folder.resolve(), at, left_out, options_)
 
 
 def _series(

@@ -47,6 +47,7 @@ def command(
     include_older: IncludeOlderOpt = False,
     html: HtmlOpt = None,
     source: options.SourceOpt = None,
+    smoke: options.SmokeAtRefOpt = False,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:
@@ -61,8 +62,15 @@ def command(
     from patchmgr.history.matrix import build_matrices
     from patchmgr.render.matrix import matrix_json, render_matrix
 
+    ref_smoke = None
     with session.sources(overrides) as sources:
         matrices = build_matrices(session.project, selected, sources, only, refs, since, include_older)
+        if smoke:  # at each upstream's verdict column (its newest release tag, else the tip)
+            from patchmgr.cli.smoke import smoke_progress
+            from patchmgr.smoke.at_ref import SmokeOptions, smoke_matrices
+
+            at_ref = SmokeOptions(progress=smoke_progress(session, json_output))
+            ref_smoke = smoke_matrices(session.project, selected, matrices, sources, at_ref)
     written = None
     if html is not None:
         from patchmgr.history.provenance import provenance
@@ -70,7 +78,15 @@ def command(
         from patchmgr.render.matrix_html import render_matrix_html
 
         page = render_matrix_html(matrices, selected.name, provenance(selected.path))
+        if ref_smoke is not None:
+            from patchmgr.render.smoke_ref import with_smoke_html
+
+            page = with_smoke_html(page, ref_smoke)
         write_output(html, page.encode(), "--html")
         written = str(html)
-    code = 0 if all(m.ok for m in matrices) else 1
+    code = 0 if all(m.ok for m in matrices) and (ref_smoke is None or ref_smoke.ok) else 1
+    if ref_smoke is not None:
+        from patchmgr.render.smoke_ref import matrix_smoke_json, render_matrix_smoke
+
+        return session.emit(code, matrix_smoke_json, render_matrix_smoke, matrices, selected.name, written, ref_smoke)
     return session.emit(code, matrix_json, render_matrix, matrices, selected.name, written)

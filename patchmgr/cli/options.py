@@ -117,6 +117,7 @@ SmokeTimeoutOpt = Annotated[
         "tree is ended.",
     ),
 ]
+SmokeAtRefOpt = Annotated[bool, typer_option(optspec.SMOKE_AT_REF)]
 
 
 __all__ = [

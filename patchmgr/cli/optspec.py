@@ -67,6 +67,15 @@ PYTHON = Option(
     "python", ("--python",), Kind.VALUE, "Interpreter of an installed environment to work on (instead of --into DIR)."
 )
 UPSTREAMS = Option("upstream", ("--upstream", "-u"), Kind.MANY, "Restrict the run to this upstream (repeatable).")
+SMOKE_AT_REF = Option(
+    "smoke",
+    ("--smoke",),
+    Kind.FLAG,
+    "Also run each patch's smoke tests at the ref, in a scratch checkout, with and without the patch: "
+    "proven, upstream (by smoke: every test passes without it), partly upstream (some do), failed, or not "
+    "proven, per patch.",
+    default=False,
+)
 
 
 def parse(options: tuple[Option, ...], argv: list[str]) -> dict[str, object] | None:

@@ -37,7 +37,6 @@ def command(
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:
-    from patchmgr.render.console import say
     from patchmgr.render.smoke import render_smoke, smoke_json
     from patchmgr.smoke.runner import run_smoke
 
@@ -53,11 +52,19 @@ def command(
         from patchmgr.targets.trees import checkout_trees
 
         trees = checkout_trees(selected, place, only)
-    err = session.console(stderr=True)
-    progress: Callable[[str], None] | None = None
-    if not session.console(stderr=False).is_terminal:  # a log (CI, docker build): a line as each run starts and ends
-        progress = lambda message: say(err, f"smoke: {message}")  # noqa: E731
-    elif err.is_terminal and not json_output:
-        progress = lambda message: say(err, f"… {message}", "dim")  # noqa: E731
+    progress = smoke_progress(session, json_output)
     result = run_smoke(session.project, selected, trees, device, unpatched, python, progress, timeout)
     return session.emit(0 if result.ok else 1, smoke_json, render_smoke, result)
+
+
+def smoke_progress(session: Session, quiet: bool) -> Callable[[str], None] | None:
+    """Where smoke's progress goes: a line on stderr as each run starts and ends when stdout is a log (CI, docker
+    build); dim lines on a terminal unless the output is data (``quiet``: JSON or a report); else nowhere."""
+    from patchmgr.render.console import say
+
+    err = session.console(stderr=True)
+    if not session.console(stderr=False).is_terminal:
+        return lambda message: say(err, f"smoke: {message}")
+    if err.is_terminal and not quiet:
+        return lambda message: say(err, f"… {message}", "dim")
+    return None

@@ -44,6 +44,7 @@ OPTIONS = (
     optspec.UPSTREAMS,
     optspec.PYTHON,
     optspec.SOURCE,
+    optspec.SMOKE_AT_REF,
     optspec.JSON,
     FORMAT,
     optspec.ROOT,
@@ -59,6 +60,7 @@ def command(
     upstream: list[str] | None,
     python: str | None,
     source: list[str] | None,
+    smoke: bool,
     json_output: bool,
     output_format: str | None,
     root: Path,
@@ -78,6 +80,12 @@ def command(
             f"{'--against' if refs else '--newest-release'}",
             "drop one of the two",
         )
+    if smoke and not (refs or newest_release):
+        raise UsageError(
+            "--smoke runs the smoke tests at the --against or --newest-release refs",
+            "name a ref (--against NAME=REF or --newest-release); at the pins, run `patchmgr smoke`",
+        )
+    ref_smoke = None
     with session.sources(overrides) as sources:
         if python:
             from patchmgr.targets.installed import check_environment
@@ -92,20 +100,30 @@ def command(
                 )
                 for t in targets
             ]
+            if smoke:
+                from patchmgr.cli.smoke import smoke_progress
+                from patchmgr.smoke.at_ref import SmokeOptions, smoke_at_refs
+
+                at_ref = SmokeOptions(progress=smoke_progress(session, fmt != "text"))
+                ref_smoke = smoke_at_refs(session.project, targets[0], statuses[0].upstreams, sources, at_ref)
     from patchmgr.check.status import with_project_warnings
 
     statuses = with_project_warnings(session.project, statuses, targets, target)
-    code = 0 if all(s.ok for s in statuses) else 1
-    if fmt == "log":
+    code = 0 if all(s.ok for s in statuses) and (ref_smoke is None or ref_smoke.ok) else 1
+    if fmt == "log" and ref_smoke is None:
         from patchmgr.render.status_plain import write_status
 
         write_status(sys.stdout, statuses)
         return code
-    if fmt not in ("text", "json"):
+    if fmt not in ("text", "log", "json"):
         from patchmgr.render.reports import render_report
 
-        sys.stdout.write(render_report(fmt, statuses, report_base(session.project.root)))
+        sys.stdout.write(render_report(fmt, statuses, report_base(session.project.root), ref_smoke))
         return code
+    if ref_smoke is not None:
+        from patchmgr.render.smoke_ref import render_status_smoke, status_smoke_json
+
+        return session.emit(code, status_smoke_json, render_status_smoke, statuses, ref_smoke)
     from patchmgr.render.status_json import status_json
 
     return session.emit(code, partial(status_json, single=True), load_output(fmt), statuses)

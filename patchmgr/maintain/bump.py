@@ -11,8 +11,12 @@ evidence: an upstream commit whose change has the patch's own patch-id, named.
 A patch that reads ``upstream`` only because its reverse applies (upstream
 wrote the change its own way, or wrote something that merely looks like it)
 is not dropped on that guess: the bump refuses and asks for a review, unless
-``--keep`` keeps such patches. Only the ``commit`` and ``version`` lines (and
-``patches`` when one is dropped) of the manifest change.
+``--keep`` keeps such patches. A patch whose own smoke tests all pass at the
+ref without it (``--smoke``, ``smoke.absorption``: upstream by smoke) is dropped
+only when the command line passes that evidence (``--drop-upstream-by-smoke``),
+even where it conflicts at the ref; the manifest's ``patches`` line then names it
+in a comment. Only the ``commit`` and ``version`` lines (and ``patches`` when one
+is dropped) of the manifest change.
 
 Everything is computed and validated first (the version, the refreshed
 patches, the new manifest text); then the patch files, the removals and the
@@ -21,6 +25,7 @@ manifest are written in one journaled transaction: all of them, or none.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
@@ -54,12 +59,20 @@ class BumpOutcome:
     shared: dict[str, list[str]] = field(default_factory=dict)  # dropped patch id -> other targets listing it
     # upstream by their reverse only (no commit has their patch-id): the bump refuses until they are reviewed
     review: tuple[RefreshedPatch, ...] = ()
+    by_smoke: Mapping[str, str] = field(default_factory=dict)  # patch id -> its smoke evidence, dropped on it
+    smoke_failed: Mapping[str, str] = field(
+        default_factory=dict
+    )  # patch id -> the smoke test failing with it at the ref
     writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)  # the whole change, computed
     expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)  # what those files held
 
     @property
     def blockers(self) -> list[RefreshedPatch]:
-        return [p for p in self.plan.patches if p.state in (State.CONFLICT, State.MISSING)]
+        return [
+            p
+            for p in self.plan.patches
+            if p.state in (State.CONFLICT, State.MISSING) and p.patch.id not in self.by_smoke
+        ]
 
     @property
     def guard_blockers(self) -> list[RefreshedPatch]:
@@ -81,10 +94,15 @@ def plan_bump(
     allow_three_way: bool = False,
     version: str | None = None,
     allow_fuzz: bool = False,
+    by_smoke: Mapping[str, str] | None = None,
+    smoke_failed: Mapping[str, str] | None = None,
 ) -> BumpOutcome:
     """What bumping ``name`` to ``ref`` would do, every byte of it computed and checked; writes nothing.
 
-    (The command line has already rolled back an interrupted refresh, bump or export.)
+    ``by_smoke``: the patches to drop because their smoke tests all pass at ``ref`` without them (patch id -> that
+    evidence, in words); ``smoke_failed``: the patches whose smoke tests fail with them at ``ref`` (patch id -> why),
+    which refuse the bump as a broken guard does. (The command line has already rolled back an interrupted refresh,
+    bump or export.)
     """
     manifest_edit.check_version(version, "that ref")
     upstream = target.upstream(name)
@@ -95,17 +113,36 @@ def plan_bump(
             "pass --version X.Y.Z (the upstream's version at that ref)",
         )
     plan = plan_refresh(project, upstream, sources, ref, allow_three_way, target.name, allow_fuzz)
+    by_smoke = dict(by_smoke or {})
+    plan.patches = [
+        replace(p, action=RefreshAction.UPSTREAM, reason=f"upstream by smoke at {ref}: {by_smoke[p.patch.id]}")
+        if p.patch.id in by_smoke
+        else p
+        for p in plan.patches
+    ]
+    plan.patches = [
+        replace(p, shared_with=manifest_edit.listed_elsewhere(project, target.name, upstream.name, p.patch.id))
+        if p.patch.id in by_smoke and not p.shared_with
+        else p
+        for p in plan.patches
+    ]
     outcome = BumpOutcome(
-        target, plan, BumpAction.REFUSED, upstream.version, new_version if upstream.version or version else None
+        target,
+        plan,
+        BumpAction.REFUSED,
+        upstream.version,
+        new_version if upstream.version or version else None,
+        by_smoke=by_smoke,
+        smoke_failed=dict(smoke_failed or {}),
     )
-    if outcome.blockers or not plan.ok or outcome.guard_blockers:
+    if outcome.blockers or not plan.ok or outcome.guard_blockers or outcome.smoke_failed:
         return outcome
     if plan.commit == upstream.commit:
         return replace(outcome, action=BumpAction.UP_TO_DATE)
     landed = tuple(p for p in plan.patches if p.action is RefreshAction.UPSTREAM)
     if keep:
         outcome = replace(outcome, kept=landed)
-    elif review := tuple(p for p in landed if p.carrier is None):
+    elif review := tuple(p for p in landed if p.carrier is None and p.patch.id not in by_smoke):
         return replace(outcome, review=review)
     else:
         shared = {p.patch.id: p.shared_with for p in landed if p.shared_with}
@@ -131,8 +168,10 @@ def _changes(project: Project, outcome: BumpOutcome) -> tuple[dict[Path, bytes |
     new_text = text
     if outcome.dropped:
         gone = {p.patch.id for p in outcome.dropped}
+        smoked = [p.patch.id for p in outcome.dropped if p.patch.id in outcome.by_smoke]
+        comment = f"dropped {', '.join(smoked)} at {plan.ref}: upstream by smoke" if smoked else None
         new_text = manifest_edit.series_text(
-            new_text, target.path, upstream.name, [pid for pid in upstream.patch_ids if pid not in gone]
+            new_text, target.path, upstream.name, [pid for pid in upstream.patch_ids if pid not in gone], comment
         )
     new_text = manifest_edit.pin_text(new_text, target.path, upstream.name, plan.commit, plan.ref, outcome.new_version)
     manifest_edit.check_manifest(target.path, new_text, project.patches_dir)

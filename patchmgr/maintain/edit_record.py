@@ -264,3 +264,18 @@ def note_of(repo: GitRepo, commit: str) -> str | None:
         if line.startswith(NOTE_PREFIX):
             return line[len(NOTE_PREFIX) :].strip()
     return None
+
+
+def checkout_base(folder: Path) -> tuple[str, str, dict[str, str]] | None:
+    """What an edit checkout's patches sit on, for ``export --smoke``: the ref and commit (the one ``edit --onto``
+    moved to, else the pin), and the patches the move left out (carried upstream, or skipped) with why; None while
+    the move is unfinished (export refuses that and says why)."""
+    record = read_record(folder)
+    onto = record.onto
+    if onto is None:
+        return record.pin[:12], record.pin, {}
+    if onto.queue or onto.current:
+        return None
+    left_out = {c.id: f"left out of the edit checkout: {c.describe()}" for c in onto.carried}
+    left_out |= {patch: "left out of the edit checkout (edit --skip)" for patch in onto.skipped}
+    return onto.ref, onto.commit, left_out

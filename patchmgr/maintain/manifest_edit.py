@@ -61,10 +61,16 @@ def set_comment(item: Item, text: str | None) -> None:
     item.trivia.comment_ws, item.trivia.comment = ("  ", f"# {shown(text)}") if text else ("", "")
 
 
-def series_text(text: str, path: Path, upstream: str, patch_ids: Sequence[str]) -> str:
-    """``text`` with ``patches`` of ``upstream`` exactly ``patch_ids``, touching only what differs."""
+def series_text(text: str, path: Path, upstream: str, patch_ids: Sequence[str], comment: str | None = None) -> str:
+    """``text`` with ``patches`` of ``upstream`` exactly ``patch_ids``, touching only what differs; ``comment``:
+    the line's end-of-line comment, saying why the series changed (kept as it is when None)."""
 
     def change(table: Table) -> None:
+        change_series(table)
+        if comment is not None:
+            set_comment(table["patches"], comment)
+
+    def change_series(table: Table) -> None:
         series = table.get("patches")
         if not isinstance(series, Array):
             table["patches"] = list(patch_ids)

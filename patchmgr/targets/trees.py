@@ -52,17 +52,19 @@ def checkout_trees(target: Target, into: Path, only: Sequence[str] = ()) -> list
                 )
             )
             continue
-        checkout = into / upstream.name
-        root = checkout / upstream.package_root if upstream.package_root else checkout
-        base_commit = entry.checkout_part().base_commit
-        trees.append(
-            SmokeTree(
-                upstream, root, unpatched=partial(_unpatched_checkout, checkout, base_commit, upstream.package_root)
-            )
-        )
+        trees.append(checkout_tree(upstream, into / upstream.name, entry.checkout_part().base_commit))
     if trees:
         trees[0].notes += notes
     return trees
+
+
+def checkout_tree(upstream: Upstream, checkout: Path, base_commit: str) -> SmokeTree:
+    """The smoke tree of one checkout that patchmgr built (one commit per patch on ``base_commit``): its import
+    root, and its unpatched view (a copy with every patched file put back to ``base_commit``)."""
+    root = checkout / upstream.package_root if upstream.package_root else checkout
+    return SmokeTree(
+        upstream, root, unpatched=partial(_unpatched_checkout, checkout, base_commit, upstream.package_root)
+    )
 
 
 @contextmanager

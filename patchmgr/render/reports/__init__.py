@@ -13,20 +13,32 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus
+    from patchmgr.smoke.at_ref import RefSmoke
 
 FORMATS = ("junit", "markdown", "github")
 
 
-def render_report(fmt: str, statuses: list[TargetStatus], base: Path) -> str:
-    """The report in ``fmt`` (one of ``FORMATS``) as text to print; paths are shown relative to ``base``."""
+def render_report(fmt: str, statuses: list[TargetStatus], base: Path, smoke: RefSmoke | None = None) -> str:
+    """The report in ``fmt`` (one of ``FORMATS``) as text to print; paths are shown relative to ``base``; with
+    ``smoke`` (``status --smoke``), each patch's smoke verdict too."""
     if fmt == "junit":
         from patchmgr.render.reports.junit import render_junit
 
-        return render_junit(statuses)
+        return render_junit(statuses, smoke)
     if fmt == "markdown":
         from patchmgr.render.reports.markdown import render_markdown
 
-        return render_markdown(statuses)
+        text = render_markdown(statuses)
+        if smoke is None:
+            return text
+        from patchmgr.render.reports.smoke import markdown_lines
+
+        return text + "\n".join(markdown_lines(smoke)) + "\n"
     from patchmgr.render.reports.github import render_github
 
-    return render_github(statuses, base)
+    text = render_github(statuses, base)
+    if smoke is None:
+        return text
+    from patchmgr.render.reports.smoke import github_lines
+
+    return text + "\n".join(github_lines(statuses, smoke, base)) + "\n"

@@ -18,9 +18,10 @@ from patchmgr.render.reports.rows import ERROR, FAIL, WARN, Row, counts, upstrea
 
 if TYPE_CHECKING:
     from patchmgr.check.status import TargetStatus, UpstreamStatus
+    from patchmgr.smoke.at_ref import RefSmoke
 
 
-def render_junit(statuses: list[TargetStatus]) -> str:
+def render_junit(statuses: list[TargetStatus], smoke: RefSmoke | None = None) -> str:
     root = ET.Element("testsuites", {"name": "patchmgr status"})
     total = {"tests": 0, "failures": 0, "errors": 0}
     for target_status in statuses:
@@ -29,6 +30,11 @@ def render_junit(statuses: list[TargetStatus]) -> str:
             suite = _suite(root, target_status.target.name, status, warnings)
             for key in total:
                 total[key] += int(suite.get(key, "0"))
+    if smoke is not None and statuses:  # status --smoke: a suite per upstream of the smoke verdicts at the ref
+        from patchmgr.render.reports.smoke import junit_suites
+
+        for key, value in junit_suites(root, statuses[0].target.name, smoke).items():
+            total[key] += value
     for key, value in total.items():
         root.set(key, str(value))
     ET.indent(root)

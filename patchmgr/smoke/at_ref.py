@@ -1,0 +1,202 @@
+"""Smoke at a ref: each patch's tests run with and without it at the ref a command checked (``status --against``
+or ``--newest-release``, ``bump``, ``export``, ``matrix``, each with ``--smoke``), and one verdict per patch
+(``smoke.absorption``): proven, upstream (by smoke), partly upstream, failed, or not proven with its reason.
+
+Each upstream is checked out at the ref in a scratch folder the way ``apply --into`` builds a checkout
+(``targets.build``: the commit through the cache, or the release that stood in for it, then one commit per patch
+with the bytes the check computed, so a patch that applies only with fuzz or a 3-way merge is in as the check
+placed it, and one that does not apply at the ref is not in). The tests then run twice through
+``smoke.runner.run_smoke`` (each upstream on its own Python and smoke environment): on that checkout, and on its
+unpatched view, the ref itself. The scratch folder is removed afterwards; nothing of the project changes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from patchmgr.check.status import UpstreamStatus, check_upstream
+from patchmgr.engine.results import CheckResult, State
+from patchmgr.history.matrix import Matrix
+from patchmgr.model.manifest import Target, Upstream
+from patchmgr.model.project import Project
+from patchmgr.smoke.absorption import Absorption, RefVerdict, ref_verdict
+from patchmgr.smoke.envs import Progress
+from patchmgr.smoke.runner import run_smoke
+from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, Verdict
+from patchmgr.sources.upstream import Sources
+from patchmgr.targets.build import build_checkout
+from patchmgr.targets.trees import SmokeTree, checkout_tree
+
+_PLACED = (State.CLEAN, State.OFFSET, State.FUZZ, State.THREE_WAY)  # in the scratch checkout as the check placed it
+
+
+@dataclass
+class RefSmoke:
+    """Every selected patch's smoke verdict at the ref its upstream was checked at, and the two runs behind them."""
+
+    target: str
+    verdicts: list[RefVerdict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    patched: SmokeReport | None = None
+    unpatched: SmokeReport | None = None
+
+    def with_verdict(self, verdict: Absorption) -> list[RefVerdict]:
+        return [v for v in self.verdicts if v.verdict is verdict]
+
+    def of(self, upstream: str, patch: str) -> RefVerdict | None:
+        return next((v for v in self.verdicts if v.upstream == upstream and v.patch == patch), None)
+
+    def evidence(self, drop: bool) -> tuple[dict[str, str], dict[str, str]]:
+        """For ``bump``: the patches to drop as upstream by smoke (when ``drop``), and those whose tests fail with
+        them; each patch id with its reason."""
+        upstream = {v.patch: v.reason for v in self.with_verdict(Absorption.UPSTREAM)} if drop else {}
+        return upstream, {v.patch: v.reason for v in self.with_verdict(Absorption.FAILED)}
+
+    @property
+    def ok(self) -> bool:
+        """No patch fails its tests at the ref (a patch that is not proven, or upstream, is no failure)."""
+        return not self.with_verdict(Absorption.FAILED)
+
+
+@dataclass(frozen=True)
+class SmokeOptions:
+    """How the tests run (``smoke``'s own options): the device lanes, each test's time limit, progress."""
+
+    device: str = "auto"
+    timeout: float | None = None
+    progress: Progress | None = None
+
+
+def smoke_at_refs(
+    project: Project,
+    target: Target,
+    statuses: Sequence[UpstreamStatus],
+    sources: Sources,
+    options: SmokeOptions | None = None,
+) -> RefSmoke:
+    """Each patch of ``statuses`` (each upstream checked at a ref) smoke-tested there, with and without it."""
+    smoke = RefSmoke(target.name)
+    with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-at-ref-") as scratch:
+        trees = [_scratch_tree(status, sources, Path(scratch), target.name, smoke.notes) for status in statuses]
+        _run_both(project, target, trees, options or SmokeOptions(), smoke)
+    for status in statuses:
+        left_out = {r.patch.id: _not_applied(r, status.ref) for r in status.results}
+        _judge(smoke, project, status.upstream, status.ref, left_out)
+    return smoke
+
+
+def smoke_checkout(
+    project: Project,
+    target: Target,
+    upstream: Upstream,
+    checkout: Path,
+    at: tuple[str, str],
+    left_out: Mapping[str, str],
+    options: SmokeOptions | None = None,
+) -> RefSmoke:
+    """The patches of an edit checkout (``export --smoke``: one commit per patch on the commit of ``at``, a (ref,
+    commit) pair) smoke-tested there, with and without them; ``left_out``: the patches not in it, with why."""
+    ref, base = at
+    smoke = RefSmoke(
+        target.name, notes=[f"{upstream.name}: smoke at {ref} ({base[:12]}) in the edit checkout {checkout}"]
+    )
+    _run_both(project, target, [checkout_tree(upstream, checkout, base)], options or SmokeOptions(), smoke)
+    _judge(smoke, project, upstream, ref, left_out)
+    return smoke
+
+
+def _run_both(project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions, smoke: RefSmoke) -> None:
+    runs = [
+        run_smoke(project, target, trees, options.device, unpatched, None, _told(options, unpatched), options.timeout)
+        for unpatched in (False, True)
+    ]
+    smoke.patched, smoke.unpatched = runs
+    smoke.notes += list(dict.fromkeys(note for run in runs for note in run.notes))
+
+
+def _told(options: SmokeOptions, unpatched: bool) -> Progress | None:
+    """The progress of one of the two runs, each line saying which."""
+    progress = options.progress
+    if progress is None:
+        return None
+    run = "without the patches" if unpatched else "with the patches"
+    return lambda message: progress(f"{run}: {message}")
+
+
+def _judge(smoke: RefSmoke, project: Project, upstream: Upstream, ref: str, left_out: Mapping[str, str]) -> None:
+    """Each patch's verdict from the two runs; ``left_out``: why a patch is not in the patched tree ("" or absent:
+    it is)."""
+    assert smoke.patched is not None and smoke.unpatched is not None
+    patched, unpatched = smoke.patched, smoke.unpatched
+    for patch in project.patches(upstream):
+        smoke.verdicts.append(
+            ref_verdict(
+                ref,
+                _verdict_of(patched, upstream.name, patch.id),
+                _verdict_of(unpatched, upstream.name, patch.id),
+                _results_of(patched, upstream.name, patch.id),
+                _results_of(unpatched, upstream.name, patch.id),
+                left_out.get(patch.id, ""),
+            )
+        )
+
+
+def smoke_at_ref(
+    project: Project,
+    target: Target,
+    upstream: Upstream,
+    sources: Sources,
+    ref: str,
+    options: SmokeOptions | None = None,
+) -> RefSmoke:
+    """``upstream``'s patches smoke-tested at ``ref`` (``bump --smoke``), checked there as ``status --against``
+    checks them."""
+    return smoke_at_refs(project, target, [check_upstream(project, upstream, sources, ref)], sources, options)
+
+
+def smoke_matrices(
+    project: Project, target: Target, matrices: Sequence[Matrix], sources: Sources, options: SmokeOptions | None = None
+) -> RefSmoke:
+    """``matrix --smoke``: each upstream's patches smoke-tested at the column that decides the matrix's verdict (the
+    newest release tag, else the tip), checked there as ``status --against`` checks it."""
+    statuses = []
+    for matrix in matrices:
+        if matrix.error is not None or not matrix.columns:
+            continue
+        column = matrix.columns[matrix.verdict_column]
+        status = check_upstream(project, matrix.upstream, sources, column.commit)
+        statuses.append(replace(status, ref=column.name))
+    return smoke_at_refs(project, target, statuses, sources, options)
+
+
+def _scratch_tree(status: UpstreamStatus, sources: Sources, scratch: Path, target: str, notes: list[str]) -> SmokeTree:
+    upstream = status.upstream
+    if not status.available:
+        return SmokeTree(upstream, None, f"{upstream.name} could not be read at {status.ref}: {status.error}")
+    built = build_checkout(status, sources, scratch, target)
+    placed = [f"{r.patch.id} ({r.state.value})" for r in status.results if r.state in (State.FUZZ, State.THREE_WAY)]
+    left = [f"{r.patch.id} ({r.state.value})" for r in status.results if r.state not in _PLACED]
+    said = f"{upstream.name}: smoke at {status.ref} ({(status.commit or built.checkout_part().base_commit)[:12]})"
+    said += f" in a scratch checkout, {len(status.results) - len(left)} of {len(status.results)} patches applied"
+    said += f"; as the check placed them: {', '.join(placed)}" if placed else ""
+    said += f"; not applied there: {', '.join(left)}" if left else ""
+    notes.append(said)
+    return checkout_tree(upstream, scratch / upstream.name, built.checkout_part().base_commit)
+
+
+def _verdict_of(run: SmokeReport, upstream: str, patch: str) -> PatchVerdict:
+    found = (v for v in run.verdicts if v.upstream == upstream and v.patch == patch)
+    return next(found, PatchVerdict(patch, upstream, Verdict.NOT_PROVEN, "the smoke run gave it no verdict"))
+
+
+def _results_of(run: SmokeReport, upstream: str, patch: str) -> list[SmokeResult]:
+    return [r for r in run.results if r.upstream == upstream and r.patch == patch]
+
+
+def _not_applied(result: CheckResult, ref: str) -> str:
+    if result.state in _PLACED:
+        return ""
+    return f"it does not apply at {ref} ({result.state.value}), so the scratch checkout does not hold it"

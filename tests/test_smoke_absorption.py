@@ -1,0 +1,90 @@
+"""smoke.absorption on values: each patch's verdict at a ref from its results with and without it."""
+
+from __future__ import annotations
+
+import pytest
+
+from patchmgr.smoke.absorption import Absorption, ref_verdict
+from patchmgr.smoke.verdicts import NO_SMOKE_TEST, SmokeResult, TestOutcome, patch_verdict
+
+P, F, E, T = TestOutcome.PASSED, TestOutcome.FAILED, TestOutcome.ERROR, TestOutcome.TIMED_OUT
+
+
+def _results(*outcomes: TestOutcome) -> list[SmokeResult]:
+    return [
+        SmokeResult("fix", "lib", f"tests.smoke.lib.test_fix::test_{n}", "cpu", o, reason="why" if o is not P else "")
+        for n, o in enumerate(outcomes)
+    ]
+
+
+def _judge(patched: list[SmokeResult], unpatched: list[SmokeResult], not_applied: str = ""):
+    return ref_verdict(
+        "v2",
+        patch_verdict("fix", "lib", patched, False),
+        patch_verdict("fix", "lib", unpatched, True),
+        patched,
+        unpatched,
+        not_applied,
+    )
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("patched", "unpatched", "verdict"),
+    [
+        ((P, P), (F, F), Absorption.PROVEN),
+        ((P, P), (P, P), Absorption.UPSTREAM),
+        ((P, P), (P, F), Absorption.PARTLY_UPSTREAM),
+        ((P, P), (P, E), Absorption.PARTLY_UPSTREAM),  # an error is no failure, but the passing test still counts
+        ((P, F), (F, F), Absorption.FAILED),
+        ((P, F), (P, P), Absorption.FAILED),  # a test failing with the patch wins over the fix being there
+        ((P, E), (F, F), Absorption.NOT_PROVEN),
+        ((P, P), (F, T), Absorption.NOT_PROVEN),
+        ((P, P), (P, T), Absorption.PARTLY_UPSTREAM),  # a time-out never makes the fix wholly upstream
+    ],
+)
+def test_each_verdict_from_the_two_runs(patched, unpatched, verdict):
+    assert _judge(_results(*patched), _results(*unpatched)).verdict is verdict
+
+
+@pytest.mark.fast
+def test_partly_upstream_names_the_tests_that_pass_and_says_what_the_others_did():
+    found = _judge(_results(P, P, P), _results(P, F, E))
+    assert found.passing_unpatched == ("test_0",)
+    assert found.reason == (
+        "1 tests pass at v2 without the patch (test_0); 1 fail without it, 1 ran to no outcome: "
+        "that part of the fix is there, review the patch"
+    )
+
+
+@pytest.mark.fast
+def test_a_patch_that_does_not_apply_is_judged_by_its_tests_without_it_only():
+    said = "it does not apply at v2 (conflict), so the scratch checkout does not hold it"
+    # its run "with the patch" is a run without it: its failures are not the patch's
+    assert _judge(_results(F, F), _results(P, P), said).verdict is Absorption.UPSTREAM
+    still = _judge(_results(F, F), _results(F, F), said)
+    assert still.verdict is Absorption.NOT_PROVEN
+    assert still.reason == f"{said}; its tests fail without it there: the bug is still there"
+
+
+@pytest.mark.fast
+def test_no_smoke_test_is_its_own_reason():
+    none = [SmokeResult("fix", "lib", "-", "-", TestOutcome.SKIPPED, reason=NO_SMOKE_TEST)]
+    found = ref_verdict(
+        "v2",
+        patch_verdict("fix", "lib", none, False, not_run=NO_SMOKE_TEST),
+        patch_verdict("fix", "lib", none, True, not_run=NO_SMOKE_TEST),
+        none,
+        none,
+    )
+    assert (found.verdict, found.reason) == (Absorption.NOT_PROVEN, NO_SMOKE_TEST)
+
+
+@pytest.mark.fast
+def test_a_test_on_another_device_is_named_with_it():
+    on_cuda = [SmokeResult("fix", "lib", "m::test_x", "cuda", P)]
+    failing = [SmokeResult("fix", "lib", "m::test_y", "cpu", F, reason="no")]
+    found = _judge(on_cuda + failing, on_cuda + failing)
+    assert found.verdict is Absorption.FAILED and found.reason.startswith("test_y fails with the patch at v2: no")
+    partly = _judge(_results(P), on_cuda + failing)
+    assert partly.passing_unpatched == ("test_x on cuda",)

@@ -1,0 +1,164 @@
+"""``--smoke`` at a ref (status --against, bump): each patch's smoke tests run in a scratch checkout at the ref, with
+and without it, on real git repositories through the real CLI: proven, upstream (by smoke), partly upstream,
+failed, and not proven for a patch that names no Smoke-Test."""
+
+from __future__ import annotations
+
+import pytest
+from support.commands import edit_onto, export
+from support.junit_schema import JUNIT_XSD
+from support.smoke_ref_scene import RefScene, smoke_verdicts
+from support.snapshot import snapshot
+
+
+@pytest.fixture
+def scene(tmp_path, project, cli, request):
+    return RefScene(tmp_path, project, cli, request.param)
+
+
+@pytest.mark.parametrize("scene", ["proven"], indirect=True)
+def test_the_bug_still_there_at_the_ref_proves_the_patch(scene):
+    result = scene.status("--json")
+    assert result.code == 0, result.out + result.err
+    found = smoke_verdicts(result.json)
+    assert found["fix-calc"] == ("proven", "2 tests fail at v2 without the patch and pass with it")
+    assert found["no-test"] == ("not-proven", "the patch names no Smoke-Test")
+    assert result.json["smoke"]["summary"] == {
+        "proven": 1,
+        "upstream-by-smoke": 0,
+        "partly-upstream": 0,
+        "failed": 0,
+        "not-proven": 1,
+    }
+    # off a terminal (a log), each run's progress on stderr, saying which run it is
+    assert "smoke: with the patches: lib/fix-calc cpu: started" in result.err
+    assert "smoke: without the patches: lib/fix-calc cpu: failed in" in result.err
+    notes = result.json["smoke"]["notes"]
+    assert any("lib: smoke at v2" in note and "2 of 2 patches applied" in note for note in notes)
+
+
+@pytest.mark.parametrize("scene", ["upstream"], indirect=True)
+def test_a_fix_upstream_in_other_words_is_upstream_by_smoke_naming_its_tests(scene):
+    result = scene.status("--json")
+    # the patch conflicts at v2 (status exits 1 for that), but its tests say the fix is there
+    assert result.code == 1, result.out + result.err
+    verdict, reason = smoke_verdicts(result.json)["fix-calc"]
+    assert verdict == "upstream-by-smoke"
+    assert reason == "every test passes at v2 without the patch, so the fix is there: test_add, test_mul"
+    patch = next(p for p in result.json["smoke"]["patches"] if p["patch"] == "fix-calc")
+    assert patch["passing_unpatched"] == ["test_add", "test_mul"] and patch["label"] == "upstream (by smoke)"
+    text = scene.status()
+    assert "upstream (by smoke): lib/fix-calc: every test passes at v2 without the patch" in text.out
+
+
+@pytest.mark.parametrize("scene", ["partly"], indirect=True)
+def test_a_fix_upstream_in_part_is_partly_upstream_naming_the_tests_that_pass(scene):
+    result = scene.status("--json")
+    assert result.code == 0, result.out + result.err  # the patch applies clean there; partly upstream is no failure
+    verdict, reason = smoke_verdicts(result.json)["fix-calc"]
+    assert verdict == "partly-upstream"
+    assert reason.startswith("1 tests pass at v2 without the patch (test_add); 1 fail without it: that part")
+    assert "review the patch" in reason
+
+
+@pytest.mark.parametrize("scene", ["failed"], indirect=True)
+def test_a_test_failing_with_the_patch_at_the_ref_is_failed_and_exits_1(scene):
+    result = scene.status("--json")
+    assert result.code == 1, result.out + result.err
+    verdict, reason = smoke_verdicts(result.json)["fix-calc"]
+    assert verdict == "failed" and reason.startswith("test_mul fails with the patch at v2:")
+    assert result.json["upstreams"][0]["patches"][0]["state"] == "clean"  # status alone calls it clean
+
+
+@pytest.mark.parametrize("scene", ["partly"], indirect=True)
+def test_every_report_format_carries_the_smoke_verdicts(scene):
+    junit = scene.status("--format", "junit")
+    JUNIT_XSD.validate(junit.out)
+    assert 'name="t.lib.smoke"' in junit.out and "partly upstream: 1 tests pass at v2 without the patch" in junit.out
+    assert '<skipped message="not proven: the patch names no Smoke-Test"' in junit.out
+    markdown = scene.status("--format", "markdown")
+    assert "| lib | fix-calc | v2 | partly upstream | 1 tests pass at v2 without the patch (test\\_add)" in markdown.out
+    github = scene.status("--format", "github")
+    assert "::warning file=patches/lib/fix-calc.patch,line=1,title=patchmgr%3A lib/fix-calc partly upstream" in (
+        github.out
+    )
+
+
+@pytest.mark.parametrize("scene", ["proven"], indirect=True)
+def test_smoke_needs_a_ref_and_changes_nothing(scene):
+    before = snapshot(scene.project.root)
+    refused = scene.cli("status", "--target", "t", "--smoke", "--source", f"lib={scene.upstream.path}")
+    assert refused.code == 2 and "--smoke runs the smoke tests at the --against or --newest-release refs" in refused.err
+    assert scene.status().code == 0
+    assert snapshot(scene.project.root) == before
+
+
+@pytest.mark.parametrize("scene", ["upstream"], indirect=True)
+def test_bump_smoke_says_so_before_the_pin_moves_and_drops_only_when_asked(scene):
+    before = snapshot(scene.project.root)
+    said = scene.bump("--smoke")
+    assert said.code == 1, said.out + said.err  # the patch conflicts at v2: the bump refuses, as without --smoke
+    assert "upstream (by smoke): lib/fix-calc: every test passes at v2 without the patch" in said.out
+    assert "--drop-upstream-by-smoke" in said.out and "refused: lib stays at" in said.out
+    assert snapshot(scene.project.root) == before
+
+    dropped = scene.bump("--smoke", "--drop-upstream-by-smoke", "--json")
+    assert dropped.code == 0, dropped.out + dropped.err
+    assert dropped.json["action"] == "bumped"
+    assert dropped.json["dropped"] == ["fix-calc"] and list(dropped.json["dropped_by_smoke"]) == ["fix-calc"]
+    manifest = (scene.project.root / "manifests/t.toml").read_text()
+    assert f'commit = "{scene.v2}"' in manifest and '"fix-calc"' not in manifest
+    assert "# dropped fix-calc at v2: upstream by smoke" in manifest  # the evidence, named where the series changed
+    assert not (scene.project.root / "patches/lib/fix-calc.patch").exists()
+
+
+@pytest.mark.parametrize("scene", ["upstream"], indirect=True)
+def test_drop_upstream_by_smoke_needs_smoke(scene):
+    refused = scene.bump("--drop-upstream-by-smoke")
+    assert refused.code == 2 and "--drop-upstream-by-smoke goes with --smoke" in refused.err
+
+
+@pytest.mark.parametrize("scene", ["partly"], indirect=True)
+def test_export_smoke_reports_the_edit_checkout_before_it_writes(scene, tmp_path):
+    into = tmp_path / "work"
+    moved = edit_onto(scene.cli, scene.upstream, into, "v2")
+    assert moved.code == 0, moved.out + moved.err
+    exported = export(scene.cli, into, "--smoke", "--json")
+    assert exported.code == 0, exported.out + exported.err
+    verdict, reason = smoke_verdicts(exported.json)["fix-calc"]
+    assert verdict == "partly-upstream" and "(test_add)" in reason
+    assert f'commit = "{scene.v2}"' in (scene.project.root / "manifests/t.toml").read_text()
+
+
+@pytest.mark.parametrize("scene", ["failed"], indirect=True)
+def test_export_smoke_refuses_a_series_failing_its_tests_and_writes_nothing(scene, tmp_path):
+    into = tmp_path / "work"
+    assert edit_onto(scene.cli, scene.upstream, into, "v2").code == 0
+    before = snapshot(scene.project.root)
+    refused = export(scene.cli, into, "--smoke")
+    assert refused.code == 1, refused.out + refused.err
+    assert "failed: lib/fix-calc: test_mul fails with the patch at v2" in refused.out
+    assert "refused: fix-calc fails its smoke tests in the edit checkout; nothing was written" in refused.out
+    assert snapshot(scene.project.root) == before
+
+
+@pytest.mark.parametrize("scene", ["upstream"], indirect=True)
+def test_matrix_smoke_runs_at_the_newest_release_in_json_text_and_html(scene, tmp_path):
+    page = tmp_path / "matrix.html"
+    result = scene.cli(
+        "matrix", "--target", "t", "--source", f"lib={scene.upstream.path}", "--smoke", "--html", str(page), "--json"
+    )
+    verdict, reason = smoke_verdicts(result.json)["fix-calc"]
+    assert verdict == "upstream-by-smoke" and reason.startswith("every test passes at v2 without the patch")
+    html = page.read_text()
+    assert '<section class="smoke">' in html and "upstream (by smoke)" in html
+
+
+@pytest.mark.parametrize("scene", ["proven"], indirect=True)
+def test_status_newest_release_smoke_runs_at_that_release(scene):
+    result = scene.cli(
+        "status", "--target", "t", "--newest-release", "--smoke", "--source", f"lib={scene.upstream.path}", "--json"
+    )
+    assert result.code == 0, result.out + result.err
+    patch = next(p for p in result.json["smoke"]["patches"] if p["patch"] == "fix-calc")
+    assert (patch["ref"], patch["verdict"]) == ("v2", "proven")
