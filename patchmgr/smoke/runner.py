@@ -217,7 +217,10 @@ def run_smoke(
 def _cores() -> int:
     """The cores this process may use: how many upstreams run side by side."""
     counted = getattr(os, "process_cpu_count", None)  # Python 3.13
-    return (counted() if counted is not None else None) or len(os.sched_getaffinity(0)) or os.cpu_count() or 1
+    if counted is not None:
+        return int(counted() or 1)
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere every core counts
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _smoke_upstream(project: Project, tree: SmokeTree, run: SmokeRun) -> tuple[list[SmokeResult], list[PatchVerdict]]:
