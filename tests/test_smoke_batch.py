@@ -5,12 +5,14 @@ patches' results from that process stay. Real git repositories, the real CLI."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
 
 import pytest
-from support.smoke_scene import CPU_ONLY, LOAD, Scene, verdicts
+from support.gitrepos import UpstreamRepo
+from support.smoke_scene import CPU_ONLY, FIELDS, LOAD, Scene, verdicts
 
 
 @pytest.fixture
@@ -146,6 +148,7 @@ def test_a_collection_error_is_only_its_own_patchs(scene, tmp_path):
     assert "ModuleNotFoundError: No module named 'module_that_does_not_exist'" in reason, reason
     ran = pids_of(pids)
     assert ran["test_add"] == ran["test_other"]  # the good patches ran in that one process
+    assert "smoke: lib/broken cpu: started" in result.err  # the broken one alone, where the error is its own
 
 
 def test_a_hanging_test_in_a_batch_times_out_and_the_others_keep_their_results(scene, tmp_path):
@@ -198,3 +201,81 @@ def test_a_test_that_failed_before_the_kill_stays_a_failure(scene):
     ]
     verdict, reason = verdicts(doc)["fix-add"]
     assert verdict == "failed" and reason == "test_add on cpu failed: AssertionError: assert -1 == 6", reason
+
+
+def interval_test(stamps: Path, name: str) -> str:
+    """A smoke test that writes when it starts and ends, sleeping 3 s between."""
+    return f"""import time
+
+
+def test_{name}():
+    with open({str(stamps)!r}, "a") as out:
+        out.write(f"{name} start {{time.time()}}\\n")
+    time.sleep(3)
+    with open({str(stamps)!r}, "a") as out:
+        out.write(f"{name} end {{time.time()}}\\n")
+"""
+
+
+def two_upstreams(scene: Scene, stamps: Path) -> None:
+    """Upstreams ``lib`` and ``other``, one patch each, whose tests each take 3 s."""
+    other = UpstreamRepo(scene.tmp_path / "other-upstream")
+    other_pin = other.commit({"README": "other\n"}, "initial")
+    scene.patch(smoke_tests=["tests/smoke/lib/test_lib.py"])
+    scene.smoke_test(interval_test(stamps, "lib"), "tests/smoke/lib/test_lib.py")
+    fields = FIELDS + "\nSmoke-Test: tests/smoke/other/test_other.py"
+    why = "Why: the readme said too little for our runs."
+    scene.project.add_patch("other", "fix-readme", other.make_patch(other_pin, {"README": "x\n"}, "Fix", why, fields))
+    scene.smoke_test(interval_test(stamps, "other"), "tests/smoke/other/test_other.py")
+    scene.project.manifest(
+        "t",
+        {
+            "lib": {"git": "https://example.invalid/lib.git", "commit": scene.pin, "patches": ["fix-add"]},
+            "other": {"git": "https://example.invalid/other.git", "commit": other_pin, "patches": ["fix-readme"]},
+        },
+    )
+    sources = ["--source", f"lib={scene.upstream.path}", "--source", f"other={other.path}"]
+    result = scene.cli("apply", "--target", "t", "--into", str(scene.into), *sources)
+    assert result.code == 0, result.out + result.err
+
+
+def intervals(stamps: Path) -> dict[str, tuple[float, float]]:
+    marks = {(name, what): float(at) for name, what, at in (line.split() for line in stamps.read_text().splitlines())}
+    return {name: (marks[(name, "start")], marks[(name, "end")]) for name in ("lib", "other")}
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: upstreams run one after another")
+def test_upstreams_run_side_by_side(scene, tmp_path, monkeypatch):
+    stamps = tmp_path / "stamps"
+    two_upstreams(scene, stamps)
+    code, doc = scene.smoke_json()
+    assert code == 0, doc
+    (lib_start, lib_end), (other_start, other_end) = intervals(stamps).values()
+    assert lib_start < other_end and other_start < lib_end, "the upstreams ran one after another"
+
+    stamps.unlink()
+    monkeypatch.setenv("PATCHMGR_SMOKE_PER_PATCH", "1")  # the way before: one after another
+    code_alone, alone = scene.smoke_json()
+    assert (code_alone, verdicts(alone)) == (code, verdicts(doc))
+    (lib_start, lib_end), (other_start, other_end) = intervals(stamps).values()
+    assert lib_end <= other_start or other_end <= lib_start
+
+
+def test_a_collection_error_the_batch_made_is_nobodys(scene):
+    """Two test files of one basename in two folders clash in one pytest process (``import file mismatch``):
+    their patches run alone, where each is proven as it always was."""
+    same = LOAD + "\n\ndef test_add():\n    assert load_calc().add(2, 3) == -1\n"
+    for patch_id in ("one", "two"):
+        test_file = f"tests/smoke/lib/{patch_id}/test_same.py"
+        scene.patch(smoke_tests=[test_file], patch_id=patch_id, files={f"{patch_id}.txt": "x\n"})
+        scene.smoke_test(same, test_file)
+    scene.manifest(("one", "two"))
+    scene.apply()
+    result = scene.smoke()
+    assert result.code == 0, result.out + result.err
+    assert "smoke: lib cpu: one pytest process for one, two" in result.err
+    code, doc = scene.smoke_json()
+    assert code == 0 and verdicts(doc) == {
+        "one": ("proven", "1 tests passed on cpu"),
+        "two": ("proven", "1 tests passed on cpu"),
+    }

@@ -4,8 +4,9 @@ One process per upstream, device and side (patched or unpatched) starts the inte
 once instead of once per patch. The watch plugin lists the node ids pytest collected and the ones that failed to
 collect; each junit case is matched to its node id (junit's ``classname::name`` is made from it) and given to
 every patch one of whose ``Smoke-Test`` values names it (the file, a class or a test in it, a parameter of it).
-The batch runs with ``--continue-on-collection-errors``, so a file that fails to collect is an error of the
-patches whose tests are in it alone: they get that error and nothing else, as their own process would have given.
+The batch runs with ``--continue-on-collection-errors``, so a file that fails to collect keeps none but the
+patches whose tests are in it from their outcomes: those run alone, where the error is theirs (or, when the batch
+caused it, as two test files of one basename in two folders would, gone).
 
 Where the batch cannot say what a patch's own process would have, that patch runs alone, as before: pytest ended
 other than by passing or failing tests, a junit case that matches no node id, no test of the patch collected, a
@@ -158,9 +159,10 @@ def _batch(lane: Lane, pending: list[Planned], run: SmokeRun) -> Outcome:
     settled: dict[str, list[SmokeResult]] = {}
     alone: list[Planned] = []
     for planned in pending:
-        mine = [r for r in results if nodeids[r.test] in errors and _hit(planned, nodeids[r.test])]
-        mine = mine or [r for r in results if nodeids[r.test] not in errors and _owns(planned, nodeids[r.test])]
-        if mine:
+        # a collection error may be the batch's own doing (two test files of one basename in two folders clash
+        # in one process): its patches run alone, where it is theirs or gone
+        mine = [r for r in results if nodeids[r.test] not in errors and _owns(planned, nodeids[r.test])]
+        if mine and not any(_hit(planned, e) for e in errors):
             settled[planned.patch.id] = _in_order(planned, mine, nodeids)
         else:
             alone.append(planned)
