@@ -64,6 +64,11 @@ ALONE = {
     # the cases that run alone (--only NAME), each with its own section of the results: title, and what to know
     "big-patch": ("Hunk placement at scale (run alone)", "Both rows come from this one run."),
     "matrix": ("Compatibility matrix (run alone)", "Checks: cells (columns x patches)."),
+    "smoke": (
+        "Smoke, batched beside one process per patch (run alone)",
+        "Both ways are measured in this one run, interleaved in rounds; rows: the median round's patched plus "
+        "unpatched wall time of each way.",
+    ),
     "startup": (
         "Start-up (run alone)",
         "Today's code (the baseline commit, from git) and the working tree are measured in this one run, "

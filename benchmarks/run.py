@@ -33,6 +33,11 @@ and a patch project for them, then measures, side by side:
    ``status --target ascend`` warm for the baseline commit (``--baseline``, built from git) beside
    the working tree, in one run. Alone: ``python benchmarks/run.py --only startup``.
 
+8. smoke: the ascend target's CPU smoke, patched and unpatched, warm, from the local mirrors, batched (one
+   pytest process per upstream, upstreams side by side) beside one process per patch
+   (``PATCHMGR_SMOKE_PER_PATCH=1``), interleaved in one run; minutes, so only alone:
+   ``python benchmarks/run.py --only smoke --mirrors /work/.mirror``.
+
 The harness is split by what each part does: ``fixtures.py`` (sizes, the run's rows, processes,
 the generated histories and project), one ``cases_*.py`` per measured thing, and ``report.py``
 (the table and the one writer of the results file).
@@ -55,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cases_apply import measure_apply  # noqa: E402
 from cases_big_patch import inner_big_patch, measure_big_patch  # noqa: E402
+from cases_smoke import measure_smoke  # noqa: E402
 from cases_startup import BASELINE, measure_startup  # noqa: E402
 from cases_status import ascend_status, measure_bisect, measure_matrix, measure_status  # noqa: E402
 from cases_sweep import inner_sweep, measure_sweep  # noqa: E402
@@ -82,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         choices=sorted(ALONE),
-        help="run one case alone (big-patch and startup need no generated history); its section of "
+        help="run one case alone (big-patch, smoke and startup need no generated history); its section of "
         "--results is updated, the rest of the file is kept",
     )
     parser.add_argument(
@@ -105,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             measure_big_patch(bench)
         elif args.only == "matrix":
             measure_matrix(bench, args.mirrors)
+        elif args.only == "smoke":
+            measure_smoke(bench, args.mirrors)
         else:
             measure_startup(bench, args.mirrors, args.baseline)
         return report(bench, args.results, args.only)

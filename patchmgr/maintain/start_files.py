@@ -26,7 +26,8 @@ _CONFTEST = '''\
 """Fixtures of the smoke tests of {upstream}.
 
 `patchmgr smoke --target TARGET --into DIR` (after `patchmgr apply --target TARGET --into DIR`) runs the tests
-that each patch names in its `Smoke-Test:` header, one pytest process per patch, with:
+that each patch names in its `Smoke-Test:` header (one pytest process for all of {upstream}'s patches, each
+result given to the patch that names its test), with:
 
 - PATCHMGR_SMOKE_ROOT: the folder to import {upstream} from (its checkout, joined with the manifest's
   `package-root`), patched; with `--unpatched`, the pinned upstream without the patches, where each test must fail;

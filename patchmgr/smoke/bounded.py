@@ -18,7 +18,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +39,8 @@ class Finished:
     running: str = ""  # the node id of the test past the limit; empty when it was killed between tests
     tests_ran: bool = False  # a test had started before the limit passed (else: collecting, importing)
     ended: tuple[Ended, ...] = ()  # when killed: the tests that had ended before, each with its outcome
+    collected: tuple[str, ...] | None = None  # the node ids of the tests collected; None if collection never ended
+    collect_errors: tuple[str, ...] = ()  # the node ids of what failed to collect (files, folders, classes)
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,25 @@ class Ended:
     message: str
 
 
-def run_bounded(command: list[str], cwd: Path, env: dict[str, str], scratch: Path, limit: float) -> Finished:
+Heard = Callable[[list[list[str]]], None]
+
+
+class Stopped(Exception):
+    """The run was told to stop (``stop`` set: the smoke call was interrupted while upstreams ran side by side)."""
+
+
+def run_bounded(
+    command: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    scratch: Path,
+    limit: float,
+    heard: Heard | None = None,
+    stop: threading.Event | None = None,
+) -> Finished:
     """Run ``command`` (a pytest call) with ``-p smoke.watch`` loaded by the caller, at most ``limit`` seconds
-    without a test starting or ending."""
+    without a test starting or ending. ``heard`` is given the plugin's lines (each split in fields) whenever
+    they grow, while pytest runs; once ``stop`` is set the process group is killed and Stopped raised."""
     events = scratch / "events"
     log = scratch / "output"
     started = time.monotonic()
@@ -66,16 +86,22 @@ def run_bounded(command: list[str], cwd: Path, env: dict[str, str], scratch: Pat
             start_new_session=True,
         )
         try:
-            timed_out, running, tests_ran = _watch(process, events, limit)
+            timed_out, running, tests_ran = _watch(process, events, limit, heard, stop)
         finally:
             _end_group(process)
     output = log.read_text("utf-8", "replace")
     seconds = round(time.monotonic() - started, 2)
-    ended = _ended(events) if timed_out else ()
-    return Finished(process.returncode, output, seconds, timed_out, running, tests_ran, ended)
+    lines = _lines(events)
+    ended = ended_tests(lines) if timed_out else ()
+    collected = tuple(f[1] for f in lines if f[0] == "item" and len(f) > 1)
+    errors = tuple(f[1] if len(f) > 1 else "" for f in lines if f[0] == "collecterror")
+    known = collected if any(f[0] == "collected" for f in lines) else None
+    return Finished(process.returncode, output, seconds, timed_out, running, tests_ran, ended, known, errors)
 
 
-def _watch(process: subprocess.Popen[bytes], events: Path, limit: float) -> tuple[bool, str, bool]:
+def _watch(
+    process: subprocess.Popen[bytes], events: Path, limit: float, heard: Heard | None, stop: threading.Event | None
+) -> tuple[bool, str, bool]:
     """Whether the limit passed, the test then running, and whether any test had started."""
     tick = min(0.1, limit / 4)
     last, seen, running = time.monotonic(), 0, ""
@@ -84,35 +110,42 @@ def _watch(process: subprocess.Popen[bytes], events: Path, limit: float) -> tupl
         if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
             return False, "", seen > 0
         time.sleep(tick)
+        if stop is not None and stop.is_set():
+            raise Stopped()
         size = events.stat().st_size if events.exists() else 0
         now = time.monotonic()
         if size != seen:
             seen, last = size, now
-            running = _running(events)
+            lines = _lines(events)
+            running = _running(lines)
+            if heard is not None:
+                heard(lines)
         elif now - last > limit:
             return True, running, seen > 0
 
 
 def _lines(events: Path) -> list[list[str]]:
-    """The plugin's lines, split in fields; none before its first (a run killed while collecting)."""
+    """The plugin's whole lines, split in fields (one it is still writing is left for the next look); none before
+    its first (a run killed while collecting)."""
     if not events.is_file():
         return []
-    return [line.split("\t") for line in events.read_text("utf-8", "replace").splitlines()]
+    text = events.read_text("utf-8", "replace")
+    return [line.split("\t") for line in text[: text.rfind("\n") + 1].splitlines()]
 
 
-def _running(events: Path) -> str:
+def _running(lines: list[list[str]]) -> str:
     """The test that started last and has not ended, from the plugin's lines."""
-    marks = [fields for fields in _lines(events) if fields[0] in ("start", "end") and len(fields) > 1]
+    marks = [fields for fields in lines if fields[0] in ("start", "end") and len(fields) > 1]
     return marks[-1][1] if marks and marks[-1][0] == "start" else ""
 
 
-def _ended(events: Path) -> tuple[Ended, ...]:
-    """Every test whose end the plugin wrote, with the outcome of its phases: a failed call is a failure, a
-    failed setup or teardown an error, a skip a skip."""
+def ended_tests(lines: list[list[str]]) -> tuple[Ended, ...]:
+    """Every test whose end the plugin wrote (``lines``: its lines split in fields), with the outcome of its
+    phases: a failed call is a failure, a failed setup or teardown an error, a skip a skip."""
     phases: dict[str, list[list[str]]] = {}
     done: list[str] = []
-    for fields in _lines(events):
-        if fields[0] == "report" and len(fields) == 7:
+    for fields in lines:
+        if fields[0] == "report" and len(fields) == 6:
             phases.setdefault(fields[1], []).append(fields[2:])
         elif fields[0] == "end" and len(fields) > 1:
             done.append(fields[1])

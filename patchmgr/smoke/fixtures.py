@@ -2,10 +2,11 @@
 conftest.py`` to import (``patchmgr init`` writes one that does): kept here, so that a project gets their fixes
 with the tool instead of a copy frozen on the day it started.
 
-``patchmgr smoke`` runs each patch's tests in a fresh pytest process with PATCHMGR_SMOKE_ROOT set to the
-upstream's import root (a checkout joined with its ``package-root``, or an installed environment's site-packages
-folder; with ``--unpatched`` the pinned upstream without the patches) and PATCHMGR_SMOKE_DEVICE set to ``cpu``,
-``cuda`` or ``npu``. Only a pytest process imports this module: it is a plugin, not part of the tool's commands.
+``patchmgr smoke`` runs the patches' tests in a pytest process per upstream and device with PATCHMGR_SMOKE_ROOT
+set to the upstream's import root (a checkout joined with its ``package-root``, or an installed environment's
+site-packages folder; with ``--unpatched`` the pinned upstream without the patches) and PATCHMGR_SMOKE_DEVICE set
+to ``cpu``, ``cuda`` or ``npu``. Only a pytest process imports this module: it is a plugin, not part of the
+tool's commands.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Smoke tests: prove that each patch fixes its bug, against the upstream's real code.
 
-Each patch names its tests (``Smoke-Test:`` fields). They run in a fresh pytest
-process per patch and device, pointed at the upstream's import root through
-PATCHMGR_SMOKE_ROOT, so the function a patch changes is imported from the tree
-under test. ``unpatched`` runs the same tests against the pinned upstream
+Each patch names its tests (``Smoke-Test:`` fields). They run in one pytest
+process per upstream and device for all its patches (``smoke.batch``: each result
+given to the patches whose tests it is; a patch runs alone where the batch cannot
+say), pointed at the upstream's import root through PATCHMGR_SMOKE_ROOT, so the
+function a patch changes is imported from the tree under test. Upstreams run side
+by side, as many at once as this process may use cores. ``unpatched`` runs the same tests against the pinned upstream
 without the patches: the red check that proves each test detects its bug.
 
 Each patch gets one verdict. Patched, it is *proven* when at least one of its
@@ -22,27 +24,26 @@ proven* ("timed out after N s") and the pytest process's whole tree is ended.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-import tempfile
+import threading
 import time
-import xml.etree.ElementTree as ElementTree
-from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import Target
-from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import text_or_none, typed
-from patchmgr.smoke.bounded import DEFAULT_TIMEOUT, WATCH_PLUGIN, run_bounded, timed_out_reason
+from patchmgr.smoke.batch import Lane, Planned, per_patch, run_patches
+from patchmgr.smoke.bounded import DEFAULT_TIMEOUT
 from patchmgr.smoke.choice import UpstreamPython, choose_python
 from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.interpreter import interpreter_version, python_need
-from patchmgr.smoke.needs import check_smoke_needs, check_smoke_tests, package_parent, smoke_tests
+from patchmgr.smoke.needs import check_smoke_needs, check_smoke_tests, smoke_tests
+from patchmgr.smoke.pytest_run import SmokeRun
 from patchmgr.smoke.verdicts import (
     NO_SMOKE_TEST,
     PatchVerdict,
@@ -155,19 +156,45 @@ def run_smoke(
             f"--python {checked_python}: every upstream's smoke tests ran in it; the smoke "
             f"requirements of {', '.join(u.name for u in own)} were not installed"
         )
+    lock = threading.Lock()
+
+    def say(message: str) -> None:  # one line at a time: upstreams run side by side
+        if progress is not None:
+            with lock:
+                progress(message)
+
+    stop = threading.Event()
+    runs: list[SmokeRun] = []
     for tree in trees:
         upstream_python, probed = python, python
         if (choice := chosen.get(tree.upstream.name)) is not None:
             upstream_python, probed = choice.python, choice.devices_python
-            report.notes += [choice.note] if choice.note else []
         probe = probes[probed]
         devices = [d for d in DEVICES if probe[d] is None] if device == "auto" else [device]
-        say = progress or (lambda message: None)
+        runs.append(SmokeRun(devices, probe, device == "auto", unpatched, upstream_python, timeout, say, stop))
+
+    def upstream_run(tree: SmokeTree, run: SmokeRun) -> tuple[list[SmokeResult], list[PatchVerdict]]:
         say(f"{tree.upstream.name}: started")
         started = time.monotonic()
-        run = _Run(devices, probe, device == "auto", unpatched, upstream_python, timeout, say)
-        results, verdicts = _smoke_upstream(project, tree, run)
+        done = _smoke_upstream(project, tree, run)
         say(f"{tree.upstream.name}: done in {time.monotonic() - started:.1f}s")
+        return done
+
+    workers = 1 if per_patch() else min(len(trees), _cores())
+    if workers <= 1:
+        outcomes = [upstream_run(tree, run) for tree, run in zip(trees, runs, strict=True)]
+    else:  # side by side; interrupted, every pytest process still running is ended before this returns
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            outcomes = list(pool.map(upstream_run, trees, runs))
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True)
+    for tree, (results, verdicts) in zip(trees, outcomes, strict=True):
+        if (choice := chosen.get(tree.upstream.name)) is not None and choice.note:
+            report.notes.append(choice.note)
         need = outside.get(tree.upstream.name)
         if need is not None:  # on an interpreter the upstream does not declare: only a proof counts
             # a patch none of whose tests ran (it names no Smoke-Test, its tree is not applied, no device) keeps
@@ -187,20 +214,16 @@ def run_smoke(
     return report
 
 
-@dataclass(frozen=True)
-class _Run:
-    """How one smoke call runs each upstream's tests."""
-
-    devices: list[str]
-    probe: dict[str, str | None]
-    auto: bool
-    unpatched: bool
-    python: str
-    timeout: float
-    say: Progress
+def _cores() -> int:
+    """The cores this process may use: how many upstreams run side by side."""
+    counted = getattr(os, "process_cpu_count", None)  # Python 3.13
+    if counted is not None:
+        return int(counted() or 1)
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere every core counts
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
-def _smoke_upstream(project: Project, tree: SmokeTree, run: _Run) -> tuple[list[SmokeResult], list[PatchVerdict]]:
+def _smoke_upstream(project: Project, tree: SmokeTree, run: SmokeRun) -> tuple[list[SmokeResult], list[PatchVerdict]]:
     devices, probe, auto, unpatched = run.devices, run.probe, run.auto, run.unpatched
     upstream = tree.upstream
     patches = project.patches(upstream)
@@ -225,156 +248,34 @@ def _smoke_upstream(project: Project, tree: SmokeTree, run: _Run) -> tuple[list[
         # build them together); a tree without one cannot answer --unpatched
         raise ValueError(f"{upstream.name}: the tree at {tree.patched_root} has no unpatched view")
     with view as root:
-        for patch in patches:
-            tests = smoke_tests(patch)
-            if not tests:
-                reason = NO_SMOKE_TEST
-                results.append(SmokeResult(patch.id, upstream.name, "-", "-", TestOutcome.SKIPPED, reason=reason))
-                verdicts.append(patch_verdict(patch.id, upstream.name, [], unpatched, not_run=reason))
-                continue
-            mine: list[SmokeResult] = []
-            for dev in devices:
-                if probe.get(dev) is not None and not auto:
-                    mine += [
-                        SmokeResult(patch.id, upstream.name, t, dev, TestOutcome.SKIPPED, reason=f"{dev}: {probe[dev]}")
-                        for t in tests
+        lane = Lane(project, upstream.name, root, "")
+        planned = [Planned(p, tests) for p in patches if (tests := smoke_tests(p))]
+        ran: dict[str, list[SmokeResult]] = {p.patch.id: [] for p in planned}
+        for dev in devices:
+            if probe.get(dev) is not None and not auto:
+                for p in planned:
+                    ran[p.patch.id] += [
+                        SmokeResult(
+                            p.patch.id, upstream.name, t, dev, TestOutcome.SKIPPED, reason=f"{dev}: {probe[dev]}"
+                        )
+                        for t in p.tests
                     ]
-                    continue
-                run.say(f"{upstream.name}/{patch.id} {dev}: started")
-                started = time.monotonic()
-                ran = _run_pytest(project, patch, upstream.name, tests, root, dev, run)
-                run.say(f"{upstream.name}/{patch.id} {dev}: {_outcomes(ran, time.monotonic() - started)}")
-                mine += ran
-            if auto:
-                mine += [
-                    SmokeResult(patch.id, upstream.name, "-", d, TestOutcome.SKIPPED, reason=f"{d}: {probe[d]}")
-                    for d in DEVICES
-                    if probe[d] is not None
-                ]
-            results += mine
-            verdicts.append(patch_verdict(patch.id, upstream.name, mine, unpatched))
-    return results, verdicts
-
-
-_PYTEST_EXITS = {
-    2: "interrupted, e.g. by a collection error",
-    3: "internal error",
-    4: "usage error",
-    5: "no tests were collected",
-}
-
-
-def _outcomes(results: list[SmokeResult], seconds: float) -> str:
-    """What one pytest run came to, for a progress line: ``passed in 3.2s``, ``1 passed, 1 failed in 4.0s``
-    (the run's wall time: the interpreter's start and imports too)."""
-    late = [r for r in results if r.result is TestOutcome.TIMED_OUT]
-    if late:
-        return f"{late[0].test}: {late[0].reason}"
-    counts = Counter(r.result.value for r in results)
-    said = next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {what}" for what, n in counts.items())
-    return f"{said} in {seconds:.1f}s"
-
-
-def _run_pytest(
-    project: Project, patch: PatchFile, upstream: str, tests: list[str], root: Path, device: str, run: _Run
-) -> list[SmokeResult]:
-    with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-") as tmp:
-        junit = Path(tmp) / "junit.xml"
-        env = {
-            **os.environ,
-            "PATCHMGR_SMOKE_ROOT": str(root),
-            "PATCHMGR_SMOKE_DEVICE": device,
-            "PYTHONPATH": os.pathsep.join(filter(None, [package_parent(), os.environ.get("PYTHONPATH")])),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-        # the ids were checked by check_smoke_tests; after "--" pytest takes them as paths, never options
-        command = [
-            run.python,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            WATCH_PLUGIN,
-            f"--junitxml={junit}",
-            "--rootdir",
-            str(project.root),
-            "--",
-            *tests,
-        ]
-        done = run_bounded(command, project.root, env, Path(tmp), run.timeout)
-        elapsed = done.seconds
-        if done.timed_out:  # pytest was killed: its junit never written, the test past the limit is the outcome
-            reason = timed_out_reason(run.timeout, done)
-            test = done.running or " ".join(tests)
-            before = [
-                SmokeResult(patch.id, upstream, e.nodeid, device, _outcome(e.outcome, e.message), e.seconds, e.message)
-                for e in done.ended
+                continue
+            for pid, got in run_patches(replace(lane, device=dev), planned, run).items():
+                ran[pid] += got
+    for patch in patches:
+        if patch.id not in ran:
+            reason = NO_SMOKE_TEST
+            results.append(SmokeResult(patch.id, upstream.name, "-", "-", TestOutcome.SKIPPED, reason=reason))
+            verdicts.append(patch_verdict(patch.id, upstream.name, [], unpatched, not_run=reason))
+            continue
+        mine = ran[patch.id]
+        if auto:
+            mine += [
+                SmokeResult(patch.id, upstream.name, "-", d, TestOutcome.SKIPPED, reason=f"{d}: {probe[d]}")
+                for d in DEVICES
+                if probe[d] is not None
             ]
-            return [*before, SmokeResult(patch.id, upstream, test, device, TestOutcome.TIMED_OUT, elapsed, reason)]
-        results = _parse_junit(junit, patch.id, upstream, device) if junit.is_file() else []
-        code = done.code
-        # pytest's exit status must agree with what the report says: anything but 0 (all passed) or 1
-        # (tests failed) without a reported error, or 1 with nothing failing, is an error of its own
-        failing = any(r.result in (TestOutcome.FAILED, TestOutcome.ERROR) for r in results)
-        erring = any(r.result is TestOutcome.ERROR for r in results)
-        if (code not in (0, 1) and not erring) or not results or (code == 1 and not failing):
-            meaning = _PYTEST_EXITS.get(code, "tests failed" if code == 1 else "")
-            what = "pytest did not run" if not junit.is_file() else "pytest"
-            reason = f"{what} (exit {code}{': ' + meaning if meaning else ''}): {_tail(done.output)}"
-            if not results and code in (0, 1):
-                reason = f"no test was collected: {_tail(done.output)}"
-            results.append(SmokeResult(patch.id, upstream, " ".join(tests), device, TestOutcome.ERROR, elapsed, reason))
-        return results
-
-
-def _outcome(said: str, message: str) -> TestOutcome:
-    """A test's outcome from pytest's word for it; an import failing is not the bug's own reason."""
-    outcome = TestOutcome(said)
-    return TestOutcome.ERROR if outcome is TestOutcome.FAILED and _IMPORT_FAILURE.match(message) else outcome
-
-
-def _tail(output: str, lines: int = 3) -> str:
-    """The last lines pytest printed, on one line: what a reason can quote when pytest itself went wrong."""
-    kept = [line.strip() for line in output.strip().splitlines() if line.strip()][-lines:]
-    return (" | ".join(kept) or "no output")[-400:]
-
-
-_IMPORT_FAILURE = re.compile(r"^(?:E\s+)?(?:\w+\.)*(?:ModuleNotFoundError|ImportError)\b")
-
-
-def _parse_junit(junit: Path, patch_id: str, upstream: str, device: str) -> list[SmokeResult]:
-    results = []
-    try:
-        cases = list(ElementTree.parse(junit).getroot().iter("testcase"))
-    except ElementTree.ParseError:
-        return []
-    for case in cases:
-        name = f"{case.get('classname', '')}::{case.get('name')}"
-        seconds = float(case.get("time") or 0)
-        outcome, reason = TestOutcome.PASSED, ""
-        for child in case:
-            if child.tag == "failure":
-                reason = _message(child)
-                outcome = _outcome(TestOutcome.FAILED, reason)
-            elif child.tag == "error":
-                outcome, reason = TestOutcome.ERROR, _message(child)
-            elif child.tag == "skipped" and outcome is TestOutcome.PASSED:
-                outcome, reason = TestOutcome.SKIPPED, (child.get("message") or "").strip()
-        results.append(SmokeResult(patch_id, upstream, name, device, outcome, round(seconds, 2), reason))
-    return results
-
-
-def _message(element: ElementTree.Element) -> str:
-    """One line saying why a test failed or errored: pytest's message, or the error line of its traceback."""
-    message = (element.get("message") or "").strip()
-    text = element.text or ""
-    error_lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()]
-    if error_lines and (not message or message == "collection failure" or "\n" in message):
-        # the first line alone says too little: pytest's own error line (an exception, a missing fixture) does
-        head = message.split(" with ", 1)[0] if message.startswith("failed on ") else message
-        message = f"{head}: {error_lines[-1]}" if head else error_lines[-1]
-    elif not message:
-        message = next((line.strip() for line in text.splitlines() if line.strip()), element.tag)
-    return message.splitlines()[0][:300] if message else element.tag
+        results += mine
+        verdicts.append(patch_verdict(patch.id, upstream.name, mine, unpatched))
+    return results, verdicts

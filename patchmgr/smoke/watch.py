@@ -1,6 +1,7 @@
 """The pytest plugin patchmgr loads into every smoke process (``-p patchmgr.smoke.watch``): it writes a line
-when each test starts and ends to the file named by PATCHMGR_SMOKE_EVENTS, so that the watchdog in
-``smoke.bounded`` knows which test is running and for how long. It imports nothing but the standard
+for each test collected, each collection error, and when each test starts and ends to the file named by
+PATCHMGR_SMOKE_EVENTS, so that the watchdog in ``smoke.bounded`` knows which test is running and for how long,
+and a run of many patches' tests can tell each patch its own. It imports nothing but the standard
 library (it runs in the smoke environment, on the upstream's interpreter) and never changes an outcome."""
 
 from __future__ import annotations
@@ -13,7 +14,21 @@ def _event(kind: str, nodeid: str, *more: str) -> None:
     path = os.environ.get("PATCHMGR_SMOKE_EVENTS")
     if path:
         with open(path, "a", encoding="utf-8") as events:
-            events.write("\t".join(" ".join(field.split()) for field in (kind, nodeid, *more)) + "\n")
+            # one line, fields split by tabs: no field holds a line break or a tab
+            events.write("\t".join(" ".join(f.splitlines()).replace("\t", " ") for f in (kind, nodeid, *more)) + "\n")
+
+
+def pytest_collection_finish(session: Any) -> None:
+    """Every test collected (after deselection), so that a run of many patches' tests can tell each its own."""
+    for item in session.items:
+        _event("item", item.nodeid)
+    _event("collected", str(len(session.items)))
+
+
+def pytest_collectreport(report: Any) -> None:
+    """A file (or folder, or class) that failed to collect: only the patches whose tests are in it get it."""
+    if report.failed:
+        _event("collecterror", report.nodeid)
 
 
 def pytest_runtest_logstart(nodeid: str, location: object) -> None:
@@ -25,12 +40,30 @@ def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
 
 
 def pytest_runtest_logreport(report: Any) -> None:
-    """Each phase's outcome (setup, call, teardown), so that the tests that ended before a kill keep theirs."""
+    """Each phase's outcome (setup, call, teardown), so that the tests that ended before a kill keep theirs, with
+    the reason pytest's junit file would have given (``one_line`` of its message and text)."""
     message = ""
     if report.failed:
-        text = str(report.longreprtext)
-        errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()]
-        message = errors[-1] if errors else (text.strip().splitlines() or [""])[-1]
+        crash = getattr(report.longrepr, "reprcrash", None)
+        said = crash.message if crash is not None else str(report.longrepr)
+        if report.when != "call":
+            said = f'failed on {report.when} with "{said}"'
+        message = one_line(said, str(report.longrepr), "failure" if report.when == "call" else "error")
     elif report.skipped and isinstance(report.longrepr, tuple):
-        message = str(report.longrepr[-1])
-    _event("report", report.nodeid, report.when, report.outcome, f"{report.duration:.2f}", message[:300])
+        message = str(report.longrepr[-1]).strip()
+        message = message[len("Skipped: ") :] if message.startswith("Skipped: ") else message
+    _event("report", report.nodeid, report.when, report.outcome, f"{report.duration:.2f}", message)
+
+
+def one_line(message: str, text: str, tag: str) -> str:
+    """One line saying why a test failed or errored, from pytest's message and its report's text (as in its junit
+    file): the message, or the error line of its traceback where the message says too little."""
+    message = message.strip()
+    error_lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()]
+    if error_lines and (not message or message == "collection failure" or "\n" in message):
+        # the first line alone says too little: pytest's own error line (an exception, a missing fixture) does
+        head = message.split(" with ", 1)[0] if message.startswith("failed on ") else message
+        message = f"{head}: {error_lines[-1]}" if head else error_lines[-1]
+    elif not message:
+        message = next((line.strip() for line in text.splitlines() if line.strip()), tag)
+    return message.splitlines()[0][:300] if message else tag

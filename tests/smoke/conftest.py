@@ -1,6 +1,6 @@
 """Fixtures shared by the smoke tests.
 
-``patchmgr smoke`` runs each patch's tests in a fresh pytest process with
+``patchmgr smoke`` runs the patches' tests in one pytest process per upstream and device with
 PATCHMGR_SMOKE_ROOT set to the upstream's import root (a checkout joined with
 its ``package-root``, or an installed environment's site-packages folder) and
 PATCHMGR_SMOKE_DEVICE set to ``cpu``, ``cuda`` or ``npu``.
