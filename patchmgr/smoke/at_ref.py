@@ -26,7 +26,7 @@ from patchmgr.smoke.absorption import Absorption, RefVerdict, ref_verdict
 from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.runner import run_smoke
 from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, Verdict
-from patchmgr.sources.upstream import Sources
+from patchmgr.sources.upstream import Sources, release_version
 from patchmgr.targets.build import build_checkout
 from patchmgr.targets.trees import SmokeTree, checkout_tree
 
@@ -184,7 +184,9 @@ def _scratch_tree(status: UpstreamStatus, sources: Sources, scratch: Path, targe
     said += f"; as the check placed them: {', '.join(placed)}" if placed else ""
     said += f"; not applied there: {', '.join(left)}" if left else ""
     notes.append(said)
-    return checkout_tree(upstream, scratch / upstream.name, built.checkout_part().base_commit)
+    # the version of the code under test (not the pin's) chooses the smoke environment (smoke-env per versions)
+    tested = replace(upstream, version=release_version(upstream, status.ref))
+    return checkout_tree(tested, scratch / upstream.name, built.checkout_part().base_commit)
 
 
 def _verdict_of(run: SmokeReport, upstream: str, patch: str) -> PatchVerdict:
