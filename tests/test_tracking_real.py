@@ -47,6 +47,9 @@ def test_vllm_ascend_follows_its_release_candidates(cli, project):
     assert lib["verdict_column"] == "v0.25.1rc1"
     said = "newest release candidate (track = prereleases)"
     assert next(c for c in lib["columns"] if c["name"] == "v0.25.1rc1")["chosen_by"] == said
+    text = cli("matrix", *args).out  # every column but the pin says why it is there, wherever the pin stands
+    assert "v0.24.0rc1: release candidate newer than the pin (track = prereleases)" in text, text
+    assert "pin v0.23.0: the pin" not in text and "PR #12713: in no column" in text, text
     (up,) = cli("status", *args, "--newest-release", "--json").json["upstreams"]
     assert (up["ref"], up["commit"], up["chosen_by"]) == ("v0.25.1rc1", rev("vllm-ascend", "v0.25.1rc1"), said)
     # its patch names its own submitted pull request, not merged anywhere yet

@@ -77,7 +77,7 @@ def change_text(change: Change | None) -> str:
 
 def backports_text(matrix: Matrix, row: Row) -> str:
     """Per pull request or commit the patch names, the columns that have it: ``PR #37 (commit 74093e34cea4): in
-    main``, ``PR #6131: in none``; ``unknown`` with the reason where no column can say."""
+    main``, ``PR #6131: in no column``; ``unknown`` with the reason where no column can say."""
     lines = []
     for index, first in enumerate(row.backports[0] if row.backports else ()):
         marks = [cell[index] for cell in row.backports]
@@ -85,17 +85,17 @@ def backports_text(matrix: Matrix, row: Row) -> str:
         if all(m.presence == "unknown" for m in marks):
             lines.append(f"{first.reference.title}: unknown ({first.reason})")
         else:
-            lines.append(f"{first.reference.title}: in {', '.join(there) or 'none'}")
+            lines.append(f"{first.reference.title}: in {', '.join(there) or 'no column'}")
     return "\n".join(lines)
 
 
 def chosen_lines(matrix: Matrix) -> list[str]:
-    """Each column after the pin with the rule that chose it; the deciding one says so."""
+    """Each column but the pin with the rule that chose it; the deciding one says so."""
     verdict = matrix.verdict_column
     return [
         f"{column_title(c)}: {c.rule}" + (", decides the verdict" if i == verdict else "")
         for i, c in enumerate(matrix.columns)
-        if i
+        if c.kind != "pin"  # a StrEnum: its value, without importing the history code here
     ] or ["only the pin"]
 
 
