@@ -49,6 +49,8 @@ def test_a_fix_upstream_in_other_words_is_upstream_by_smoke_naming_its_tests(sce
     assert patch["passing_unpatched"] == ["test_add", "test_mul"] and patch["label"] == "upstream (by smoke)"
     text = scene.status()
     assert "upstream (by smoke): lib/fix-calc: every test passes at v2 without the patch" in text.out
+    # off a terminal (a log) the status table is laid out for it, as status without --smoke writes it
+    assert text.out.startswith("target t\nupstream  patch     state     detail\n") and "┃" not in text.out
 
 
 @pytest.mark.parametrize("scene", ["partly"], indirect=True)
