@@ -34,6 +34,15 @@ def command(
         ),
     ] = None,
     timeout: options.SmokeTimeoutOpt = None,
+    both: Annotated[
+        bool,
+        typer.Option(
+            "--both",
+            help="Run each patch's tests with and without it, in one call: proven (fails without, passes with), "
+            "upstream (by smoke: every test passes without it), partly upstream (some do: names them), failed, "
+            "or not proven; exit 0 only when every patch is proven.",
+        ),
+    ] = False,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:
@@ -41,6 +50,10 @@ def command(
     from patchmgr.smoke.runner import run_smoke
 
     session = Session("smoke", root, json_output)
+    if both and unpatched:
+        from patchmgr.model.errors import UsageError
+
+        raise UsageError("--both runs the tests with and without the patches; --unpatched only without", "pick one")
     only = upstream or []
     # --into with --python: the checkout's code on another interpreter (an upstream that needs a newer Python)
     selected, place = session.placed_target(target, into, None if into is not None else python, only)
@@ -53,6 +66,12 @@ def command(
 
         trees = checkout_trees(selected, place, only)
     progress = smoke_progress(session, json_output)
+    if both:
+        from patchmgr.render.smoke_ref import both_json, render_ref_smoke
+        from patchmgr.smoke.at_ref import SmokeOptions, smoke_both
+
+        ran = smoke_both(session.project, selected, trees, SmokeOptions(device, timeout, progress, python))
+        return session.emit(0 if ran.all_proven else 1, both_json, render_ref_smoke, ran)
     result = run_smoke(session.project, selected, trees, device, unpatched, python, progress, timeout)
     return session.emit(0 if result.ok else 1, smoke_json, render_smoke, result)
 

@@ -57,6 +57,11 @@ def ref_smoke_json(smoke: RefSmoke) -> dict:
     }
 
 
+def both_json(smoke: RefSmoke) -> dict:
+    """``smoke --both --json``: ``ok`` only when every patch is proven (its exit code)."""
+    return {**ref_smoke_json(smoke), "ok": smoke.all_proven}
+
+
 def with_smoke(doc: dict, smoke: RefSmoke | None) -> dict:
     """A command's JSON document with ``smoke`` added (null when ``--smoke`` was not given)."""
     return {**doc, "smoke": ref_smoke_json(smoke) if smoke is not None else None}

@@ -43,6 +43,11 @@ class RefSmoke:
     patched: SmokeReport | None = None
     unpatched: SmokeReport | None = None
 
+    @property
+    def all_proven(self) -> bool:
+        """Every patch proven (``smoke --both`` exits 0 on this alone, as ``smoke`` does)."""
+        return bool(self.verdicts) and all(v.verdict is Absorption.PROVEN for v in self.verdicts)
+
     def with_verdict(self, verdict: Absorption) -> list[RefVerdict]:
         return [v for v in self.verdicts if v.verdict is verdict]
 
@@ -68,6 +73,7 @@ class SmokeOptions:
     device: str = "auto"
     timeout: float | None = None
     progress: Progress | None = None
+    python: str | None = None  # the interpreter that runs the tests (``smoke --python``); None: each upstream's own
 
 
 def smoke_at_refs(
@@ -108,9 +114,30 @@ def smoke_checkout(
     return smoke
 
 
+def smoke_both(project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions) -> RefSmoke:
+    """``smoke --both``: the patches in ``trees`` (a checkout ``apply --into`` made, or an installed environment)
+    tested with and without them at their pins, each with its verdict as at a ref: proven, upstream (by smoke),
+    partly upstream, failed, or not proven."""
+    smoke = RefSmoke(target.name)
+    _run_both(project, target, trees, options, smoke)
+    for tree in trees:
+        pinned = tree.upstream.version or tree.upstream.commit[:12]
+        _judge(smoke, project, tree.upstream, pinned, {})
+    return smoke
+
+
 def _run_both(project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions, smoke: RefSmoke) -> None:
     runs = [
-        run_smoke(project, target, trees, options.device, unpatched, None, _told(options, unpatched), options.timeout)
+        run_smoke(
+            project,
+            target,
+            trees,
+            options.device,
+            unpatched,
+            options.python,
+            _told(options, unpatched),
+            options.timeout,
+        )
         for unpatched in (False, True)
     ]
     smoke.patched, smoke.unpatched = runs
