@@ -29,7 +29,7 @@ from patchmgr.history.backports import BackportCheck, Landed, named_by, named_te
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.matrix_cache import CellCache
 from patchmgr.history.releases import RELEASES_SINCE_PIN, RemoteRefs, TagChoice, TagResolver, remote_refs
-from patchmgr.history.tracking import deciding, tracked_refs
+from patchmgr.history.tracking import ChosenRef, deciding, tracked_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, PatchmgrError, SourceError, StateError
@@ -49,11 +49,11 @@ class ColumnKind(StrEnum):
 
 
 @dataclass(frozen=True)
-class Column:
+class Column(ChosenRef):
+    """A ref the matrix checks, and as what: the pin (``name`` its tag, else its short commit id), a tag after it
+    or the branch tip; ``rule`` says why it is a column ("newest release candidate (track = prereleases)")."""
+
     kind: ColumnKind
-    name: str  # the tag, the branch, or for the pin its tag (else its short commit id)
-    commit: str
-    rule: str = ""  # why it is a column: "newest release candidate (track = prereleases)"
 
 
 @dataclass(frozen=True)
@@ -185,15 +185,15 @@ def build_matrix(
     notes: list[str] = []
 
     tracked = tracked_refs(refs, upstream, resolver, choice, notes)
-    columns = [Column(ColumnKind.TAG, tag.name, tag.commit, tag.rule) for tag in tracked.tags]
+    columns = [Column(tag.name, tag.commit, tag.rule, ColumnKind.TAG) for tag in tracked.tags]
     # in time order: the pin among the tags where its commit date puts it (a release branch's tag of a newer
     # version may be committed before the pin); older versions only when asked for (choice.include_older)
     times = resolver.repo.commit_times([upstream.commit, *(c.commit for c in columns)]) if columns else {}
     pin_time = times.get(upstream.commit, 0)
     at = next((i for i, c in enumerate(columns) if times.get(c.commit, 0) >= pin_time), len(columns))
-    columns.insert(at, Column(ColumnKind.PIN, tracked.pin, upstream.commit, "the pin"))
+    columns.insert(at, Column(tracked.pin, upstream.commit, "the pin", ColumnKind.PIN))
     if tracked.tip is not None:
-        columns.append(Column(ColumnKind.TIP, tracked.tip.name, tracked.tip.commit, tracked.tip.rule))
+        columns.append(Column(tracked.tip.name, tracked.tip.commit, tracked.tip.rule, ColumnKind.TIP))
     repo = resolver.repo
 
     cache = CellCache(sources.store.cache_dir, upstream, patches)
