@@ -97,6 +97,33 @@ def interleaved(
     return walls
 
 
+def add_old_new(
+    bench: Bench,
+    case: str,
+    variants: dict[str, str],
+    count: int | None,
+    walls: dict[str, list[float]],
+    cpu: dict[str, list[float]],
+    runs: str = "",
+    tail: str = "",
+) -> None:
+    """The rows of an ``interleaved`` measure of the baseline and the working tree, in the order of ``variants``
+    (label: the row's variant): each the median wall time, its note the count, the minimum and the median CPU
+    seconds (``runs`` after the count says what was run, ``tail`` ends the note)."""
+    for label, variant in variants.items():
+        times = walls[label]
+        bench.add(
+            Row(
+                case,
+                variant,
+                statistics.median(times),
+                count,
+                note=f"median of {len(times)}{runs} (min {min(times):.3f} s); CPU "
+                f"{statistics.median(cpu[label]):.3f} s (median; the process and its git processes){tail}",
+            )
+        )
+
+
 def measure_startup(bench: Bench, mirrors: Path, ref: str = BASELINE) -> None:
     old = baseline_tree(bench, ref)
     if old is None:
@@ -230,21 +257,8 @@ def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) 
         refuse(bench, goal, f"a timed run failed: {failed}")
         return
     new, old_wall = statistics.median(walls["new"]), statistics.median(walls["old"])
-    for label, variant in (
-        ("old", f"status --target ascend warm, baseline {ref}"),
-        ("new", "status --target ascend warm"),
-    ):
-        times = walls[label]
-        bench.add(
-            Row(
-                "start-up",
-                variant,
-                statistics.median(times),
-                patches,
-                note=f"median of {len(times)} (min {min(times):.3f} s); "
-                f"CPU {statistics.median(cpu[label]):.3f} s (median; the process and its git processes)",
-            )
-        )
+    variants = {"old": f"status --target ascend warm, baseline {ref}", "new": "status --target ascend warm"}
+    add_old_new(bench, "start-up", variants, patches, walls, cpu)
     cpu_new, cpu_old = statistics.median(cpu["new"]), statistics.median(cpu["old"])
     bench.notes.append(
         f"status --target ascend warm in CPU seconds (user and system, with its git processes; the load of a "

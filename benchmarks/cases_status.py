@@ -187,7 +187,7 @@ MATRIX_BASELINE = "main"  # the code the working tree is measured beside, in the
 def measure_matrix_ascend(bench: Bench, mirrors: Path, ref: str = MATRIX_BASELINE) -> None:
     """``matrix --target ascend`` warm (all five upstreams, real mirrors), the baseline commit's code (``git archive``)
     and the working tree's, interleaved in one run, each with a cache of its own warmed by one run first."""
-    from cases_startup import PAIRS, baseline_tree, code_env, compile_tree, interleaved, timed
+    from cases_startup import PAIRS, add_old_new, baseline_tree, code_env, compile_tree, interleaved, timed
 
     repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
     absent = [str(path) for path in repos.values() if not path.is_dir()]
@@ -219,21 +219,8 @@ def measure_matrix_ascend(bench: Bench, mirrors: Path, ref: str = MATRIX_BASELIN
         columns = "; ".join(f"{u['name']} {len(u['columns'])}" for u in doc["upstreams"])
     except (ValueError, KeyError):
         columns = f"(no JSON: exit {code})"
-    for label, variant in (
-        ("old", f"ascend target, all upstreams, baseline {ref}"),
-        ("new", "ascend target, all upstreams"),
-    ):
-        times = walls[label]
-        bench.add(
-            Row(
-                "matrix",
-                variant,
-                statistics.median(times),
-                cells or None,
-                note=f"median of {len(times)} warm runs, interleaved (min {min(times):.3f} s); CPU "
-                f"{statistics.median(cpu[label]):.3f} s (median; the process and its git processes); columns {columns}",
-            )
-        )
+    variants = {"old": f"ascend target, all upstreams, baseline {ref}", "new": "ascend target, all upstreams"}
+    add_old_new(bench, "matrix", variants, cells or None, walls, cpu, " warm runs, interleaved", f"; columns {columns}")
     print(f"  matrix --target ascend: {new:.3f} s warm vs {baseline:.3f} s for {ref}", flush=True)
     bench.notes.append(
         f"matrix --target ascend warm in CPU seconds (user and system, with its git processes; the load of a crowded "

@@ -35,7 +35,7 @@ Subject: [PATCH] Fix
 def page(git: str, tip_state: State, subject: str) -> str:
     upstream = Upstream("mindspeed", git, (), PIN, None, None, "", ("fix",))
     patch = parse_patch(PATCH, Path("patches/mindspeed/fix.patch"), "mindspeed", "fix")
-    columns = [Column(ColumnKind.PIN, PIN[:12], PIN), Column(ColumnKind.TIP, "master", TIP)]
+    columns = [Column(PIN[:12], PIN, "", ColumnKind.PIN), Column("master", TIP, "", ColumnKind.TIP)]
     cells = [CheckResult(patch, State.CLEAN), CheckResult(patch, tip_state)]
     change = None if tip_state is State.CLEAN else Change("master", tip_state, FIX, subject)
     matrix = Matrix(upstream, "git ~/src/MindSpeed", columns, [Row(patch, cells, change)])

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING
 
-import typer
-
-from patchmgr.cli import options
+from patchmgr.cli import options, optspec
+from patchmgr.cli.optspec import Kind, Option
 from patchmgr.cli.session import Session
 from patchmgr.model.errors import UsageError
 
@@ -17,60 +16,67 @@ if TYPE_CHECKING:
     from patchmgr.smoke.at_ref import RefSmoke
 
 FORMATS = ("patches", "series")
-FormatOpt = Annotated[
-    str,
-    typer.Option(
-        "--format",
-        help="patches: the commits of an edit checkout (--from) back as the project's patch files; series: the "
-        "target as an image repository keeps it, in --into DIR: one monolithic patch per upstream (git diff of "
-        "its series at the pin), series.conf, the pins as Dockerfile ARG lines, and what import needs to give "
-        "the patches back.",
+FORMAT = Option(
+    "form",
+    ("--format",),
+    Kind.VALUE,
+    "patches: the commits of an edit checkout (--from) back as the project's patch files; series: the target as an "
+    "image repository keeps it, in --into DIR: one monolithic patch per upstream (git diff of its series at the "
+    "pin), series.conf, the pins as Dockerfile ARG lines, and what import needs to give the patches back.",
+    default="patches",
+)
+OPTIONS = (
+    optspec.NEEDED_TARGET,
+    Option(
+        "upstream",
+        ("--upstream", "-u"),
+        Kind.VALUE,
+        "The upstream, by its name in the manifest (required with --from; with --format series: only this "
+        "upstream, default all).",
     ),
-]
-IntoOpt = Annotated[
-    Optional[Path], typer.Option("--into", help="With --format series: the folder to write (new or empty).")
-]
-ReplaceOpt = Annotated[
-    bool,
-    typer.Option(
-        "--force", help="With --format series: write into a folder that is not empty, replacing only export's files."
+    Option(
+        "from_dir",
+        ("--from",),
+        Kind.VALUE,
+        "The folder that patchmgr edit made (required, but with --format series).",
+        Path,
     ),
-]
-ExportUpstreamOpt = Annotated[
-    Optional[str],
-    typer.Option(
-        "--upstream",
-        "-u",
-        help="The upstream, by its name in the manifest (required with --from; with --format "
-        "series: only this upstream, default all).",
+    Option(
+        "version",
+        ("--version",),
+        Kind.VALUE,
+        "From an edit --onto checkout: the upstream's version at the new ref (default: from a tag such as v0.5.0).",
     ),
-]
-EditCheckoutOpt = Annotated[
-    Optional[Path],
-    typer.Option("--from", help="The folder that patchmgr edit made (required, but with --format series)."),
-]
-VersionOpt = Annotated[
-    Optional[str],
-    typer.Option(
-        "--version",
-        help="From an edit --onto checkout: the upstream's version at the new ref (default: from a "
-        "tag such as v0.5.0).",
+    FORMAT,
+    Option("into", ("--into",), Kind.VALUE, "With --format series: the folder to write (new or empty).", Path),
+    Option(
+        "force",
+        ("--force",),
+        Kind.FLAG,
+        "With --format series: write into a folder that is not empty, replacing only export's files.",
+        default=False,
     ),
-]
+    optspec.SOURCE,
+    optspec.SMOKE_AT_REF,
+    optspec.JSON,
+    optspec.ROOT,
+)
+"""The options of ``patchmgr export``, in the order its help lists them; ``command`` takes them by ``param``."""
 
 
 def command(
-    target: options.NeededTargetOpt = None,
-    upstream: ExportUpstreamOpt = None,
-    from_dir: EditCheckoutOpt = None,
-    version: VersionOpt = None,
-    form: FormatOpt = "patches",
-    into: IntoOpt = None,
-    force: ReplaceOpt = False,
-    source: options.SourceOpt = None,
-    smoke: options.SmokeAtRefOpt = False,
-    json_output: options.JsonOpt = False,
-    root: options.RootOpt = Path("."),
+    *,
+    target: str | None,
+    upstream: str | None,
+    from_dir: Path | None,
+    version: str | None,
+    form: str,
+    into: Path | None,
+    force: bool,
+    source: list[str] | None,
+    smoke: bool,
+    json_output: bool,
+    root: Path,
 ) -> int:
     if smoke and form != "patches":
         raise UsageError(

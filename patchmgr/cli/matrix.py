@@ -60,11 +60,12 @@ def command(
 
         check_output_file(html, "--html")
     from patchmgr.history.matrix import build_matrices
+    from patchmgr.history.releases import TagChoice
     from patchmgr.render.matrix import matrix_json, render_matrix
 
     ref_smoke = None
     with session.sources(overrides) as sources:
-        matrices = build_matrices(session.project, selected, sources, only, refs, since, include_older)
+        matrices = build_matrices(session.project, selected, sources, only, TagChoice(refs, since, include_older))
         if smoke:  # at each upstream's verdict column (its newest release tag, else the tip)
             from patchmgr.cli.smoke import smoke_progress
             from patchmgr.smoke.at_ref import SmokeOptions, smoke_matrices

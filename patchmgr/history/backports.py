@@ -24,9 +24,9 @@ NO_HISTORY = "a release without git history cannot say"
 
 
 class Presence(StrEnum):
-    PRESENT = "present"
-    ABSENT = "absent"
-    UNKNOWN = "unknown"
+    PRESENT = "present"  # the ref's history has it: the commit named, or one whose subject names the pull request
+    ABSENT = "absent"  # that history was read and has neither
+    UNKNOWN = "unknown"  # not looked up (another repository's, a release without history): ``reason`` says why
 
 
 @dataclass(frozen=True)

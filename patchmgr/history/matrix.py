@@ -28,8 +28,8 @@ from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.matrix_cache import CellCache
-from patchmgr.history.releases import RemoteRefs, TagResolver, remote_refs
-from patchmgr.history.tracking import deciding, tracked_refs
+from patchmgr.history.releases import RELEASES_SINCE_PIN, RemoteRefs, TagChoice, TagResolver, remote_refs
+from patchmgr.history.tracking import ChosenRef, deciding, tracked_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, PatchmgrError, SourceError, StateError
@@ -49,11 +49,11 @@ class ColumnKind(StrEnum):
 
 
 @dataclass(frozen=True)
-class Column:
+class Column(ChosenRef):
+    """A ref the matrix checks, and as what: the pin (``name`` its tag, else its short commit id), a tag after it
+    or the branch tip; ``rule`` says why it is a column ("newest release candidate (track = prereleases)")."""
+
     kind: ColumnKind
-    name: str  # the tag, the branch, or for the pin its tag (else its short commit id)
-    commit: str
-    rule: str = ""  # why it is a column: "newest release candidate (track = prereleases)"
 
 
 @dataclass(frozen=True)
@@ -124,13 +124,7 @@ class Matrix:
 
 
 def build_matrices(
-    project: Project,
-    target: Target,
-    sources: Sources,
-    only: Sequence[str] = (),
-    pattern: str | None = None,
-    since: str | None = None,
-    include_older: bool = False,
+    project: Project, target: Target, sources: Sources, only: Sequence[str] = (), choice: TagChoice = RELEASES_SINCE_PIN
 ) -> list[Matrix]:
     """A matrix per upstream of ``target`` (or of those in ``only``). An upstream that no source provides is a
     matrix with its ``error``, as in status; bad input (a ``--since`` ref no source has, a malformed patch)
@@ -141,7 +135,7 @@ def build_matrices(
     for upstream in upstreams:
         try:
             listed = listings.get(upstream.name)
-            matrices.append(build_matrix(project, upstream, sources, pattern, since, include_older, listed))
+            matrices.append(build_matrix(project, upstream, sources, choice, listed))
         except CacheError:
             raise  # a cache this machine cannot use: one error, as in status
         except (SourceError, GitError, StateError) as exc:
@@ -176,16 +170,13 @@ def build_matrix(
     project: Project,
     upstream: Upstream,
     sources: Sources,
-    pattern: str | None = None,
-    since: str | None = None,
-    include_older: bool = False,
+    choice: TagChoice = RELEASES_SINCE_PIN,
     listed: Future[RemoteRefs] | None = None,
 ) -> Matrix:
-    """The matrix of ``upstream``'s patches: pin and tags (those matching ``pattern``, else the release tags; newer
-    than ``since``, default the pin, unless ``include_older``) in time order, then the tip. ``listed``: its
-    source's refs, being listed already (``_list_ahead``)."""
-    if since is not None:
-        validate_ref(since)
+    """The matrix of ``upstream``'s patches: pin and the tags ``choice`` chooses in time order, then the tip.
+    ``listed``: its source's refs, being listed already (``_list_ahead``)."""
+    if choice.since is not None:
+        validate_ref(choice.since)
     patches = project.patches(upstream)
     pin_source = sources.open_git(upstream, None)
     refs = listed.result() if listed is not None else remote_refs(sources, upstream)
@@ -193,16 +184,16 @@ def build_matrix(
     resolver = TagResolver(sources, upstream, repo)
     notes: list[str] = []
 
-    tracked = tracked_refs(refs, upstream, resolver, pattern, since, notes, include_older)
-    columns = [Column(ColumnKind.TAG, tag.name, tag.commit, tag.rule) for tag in tracked.tags]
+    tracked = tracked_refs(refs, upstream, resolver, choice, notes)
+    columns = [Column(tag.name, tag.commit, tag.rule, ColumnKind.TAG) for tag in tracked.tags]
     # in time order: the pin among the tags where its commit date puts it (a release branch's tag of a newer
-    # version may be committed before the pin); older versions only when asked for (include_older)
+    # version may be committed before the pin); older versions only when asked for (choice.include_older)
     times = resolver.repo.commit_times([upstream.commit, *(c.commit for c in columns)]) if columns else {}
     pin_time = times.get(upstream.commit, 0)
     at = next((i for i, c in enumerate(columns) if times.get(c.commit, 0) >= pin_time), len(columns))
-    columns.insert(at, Column(ColumnKind.PIN, tracked.pin, upstream.commit, "the pin"))
+    columns.insert(at, Column(tracked.pin, upstream.commit, "the pin", ColumnKind.PIN))
     if tracked.tip is not None:
-        columns.append(Column(ColumnKind.TIP, tracked.tip.name, tracked.tip.commit, tracked.tip.rule))
+        columns.append(Column(tracked.tip.name, tracked.tip.commit, tracked.tip.rule, ColumnKind.TIP))
     repo = resolver.repo
 
     cache = CellCache(sources.store.cache_dir, upstream, patches)

@@ -189,22 +189,29 @@ def pin_name(refs: RemoteRefs, upstream: Upstream) -> str:
     )
 
 
+@dataclass(frozen=True)
+class TagChoice:
+    """Which tags follow the pin (``matrix --refs/--since/--include-older``): those matching ``pattern`` (else the
+    release tags the upstream's ``track`` follows), newer than ``since`` (a tag, branch or commit; default: the
+    pin) unless ``include_older``."""
+
+    pattern: str | None = None
+    since: str | None = None
+    include_older: bool = False
+
+
+RELEASES_SINCE_PIN = TagChoice()  # the release tags its track follows, since the pin
+
+
 def release_tags(
-    refs: RemoteRefs,
-    upstream: Upstream,
-    resolver: TagResolver,
-    pattern: str | None = None,
-    since: str | None = None,
-    notes: list[str] | None = None,
-    include_older: bool = False,
+    refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, choice: TagChoice, notes: list[str] | None = None
 ) -> list[tuple[str, str]]:
-    """(tag, commit) of the tags matching ``pattern`` (else the release tags its ``track`` follows), newer than
-    ``since`` (default: the pin) unless ``include_older``, in time order (commit date, then version); the pin's
-    own tag is left out. ``notes`` gets what was left out and why."""
+    """(tag, commit) of the tags ``choice`` chooses, in time order (commit date, then version); the pin's own tag
+    is left out. ``notes`` gets what was left out and why."""
     notes = notes if notes is not None else []
-    since_version, since_commit = _since(refs, upstream, since, resolver)
+    since_version, since_commit = _since(refs, upstream, choice.since, resolver)
     prereleases = upstream.track is Track.PRERELEASES
-    names = choose_tags(refs, pattern, since_version, prereleases, upstream.tag_pattern, include_older)
+    names = choose_tags(refs, choice.pattern, since_version, prereleases, upstream.tag_pattern, choice.include_older)
     found = []
     for name in names:
         if not refs.tags[name].strip("0"):
@@ -227,7 +234,7 @@ def release_tags(
             continue  # the pin's own tag
         found.append((name, commit))
     times = resolver.repo.commit_times([since_commit, *(commit for _name, commit in found)]) if found else {}
-    if not include_older:  # a tag with no version to compare (or any, when the start has none): by history
+    if not choice.include_older:  # a tag with no version to compare (or any, when the start has none): by history
         start_time = times.get(since_commit, 0)
         found = [
             (name, commit)
@@ -236,16 +243,17 @@ def release_tags(
             or _later(resolver.repo, commit, since_commit, start_time, times.get(commit, 0))
         ]
     found.sort(key=lambda item: (times.get(item[1], 0), version_order(item[0])))
+    pattern = choice.pattern
     if pattern is not None and not names:
         notes.append(f"no tag of {upstream.name} matches {pattern!r}")
     elif pattern is not None and not found:
-        start = since or ("the pin (" + str(upstream.version or upstream.commit[:12]) + ")")
+        start = choice.since or ("the pin (" + str(upstream.version or upstream.commit[:12]) + ")")
         notes.append(f"no tag of {upstream.name} matching {pattern!r} is newer than {start}")
     elif pattern is None and not found and upstream.track is not Track.BRANCH:  # a branch follower awaits none
         what = "release tag or release candidate" if prereleases else "release tag"
         matching = f" matching {upstream.tag_pattern!r}" if upstream.tag_pattern else ""
         notes.append(
             f"no {what}{matching} of {upstream.name} is newer than "
-            f"{since or ('the pin (' + str(upstream.version or upstream.commit[:12]) + ')')}"
+            f"{choice.since or ('the pin (' + str(upstream.version or upstream.commit[:12]) + ')')}"
         )
     return found

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from patchmgr.history.releases import (
+    RELEASES_SINCE_PIN,
     RemoteRefs,
+    TagChoice,
     TagResolver,
     is_release,
     pin_name,
@@ -95,18 +97,13 @@ def branch_tip(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver) -> C
 
 
 def tracked_refs(
-    refs: RemoteRefs,
-    upstream: Upstream,
-    resolver: TagResolver,
-    pattern: str | None = None,
-    since: str | None = None,
-    notes: list[str] | None = None,
-    include_older: bool = False,
+    refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, choice: TagChoice, notes: list[str] | None = None
 ) -> TrackedRefs:
-    """The pin's name, the tags after it (``--refs`` ``pattern``, those since ``since``, or those its ``track``
-    follows) and the branch tip, each with the rule that chose it; ``next`` is the one that decides."""
+    """The pin's name, the tags after it (those ``choice`` chooses: ``--refs``, ``--since``, or those its
+    ``track`` follows) and the branch tip, each with the rule that chose it; ``next`` is the one that decides."""
     notes = notes if notes is not None else []
-    found = release_tags(refs, upstream, resolver, pattern, since, notes, include_older)
+    found = release_tags(refs, upstream, resolver, choice, notes)
+    pattern, since = choice.pattern, choice.since
     tip = branch_tip(refs, upstream, resolver)
     if tip is None:
         notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
@@ -139,7 +136,7 @@ def next_ref(sources: Sources, upstream: Upstream, repo: GitRepo, notes: list[st
             )
         return tip
     found: list[str] = []
-    tags = release_tags(refs, upstream, resolver, notes=found)
+    tags = release_tags(refs, upstream, resolver, RELEASES_SINCE_PIN, found)
     if notes is not None:
         notes += [note for note in found if note.startswith("tag ")]
     if not tags:

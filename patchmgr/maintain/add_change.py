@@ -23,10 +23,10 @@ from patchmgr.model.text import bare_lines, split_lines
 
 
 class ChangeKind(StrEnum):
-    COMMIT = "commit"
-    RANGE = "range"
-    DIFF = "diff"
-    EDIT = "edit"
+    COMMIT = "commit"  # --commit SHA: one commit's change against its parent
+    RANGE = "range"  # --commit A..B: the commits of the range, as one change
+    DIFF = "diff"  # --diff FILE: a diff file or patch mail
+    EDIT = "edit"  # --from-edit DIR: the commits on top of the series an edit checkout holds
 
 
 @dataclass(frozen=True)

@@ -56,12 +56,12 @@ __all__ = ["NOTES_REF", "RECORD", "EditOutcome", "EditRequest", "edit_checkout",
 class ExportAction(StrEnum):
     """What export does to one patch file."""
 
-    UNCHANGED = "unchanged"
-    UPDATED = "updated"
-    ADDED = "added"
+    UNCHANGED = "unchanged"  # the file already holds the commit's patch: left byte for byte
+    UPDATED = "updated"  # the file is rewritten from the commit (its Last-Update set)
+    ADDED = "added"  # a patch file that was not there: written new
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExportedPatch:
     id: str
     commit: str
@@ -72,9 +72,9 @@ class ExportedPatch:
 @dataclass(frozen=True)
 class ExportOutcome:
     upstream: Upstream
-    source: Path
+    source: Path  # the edit checkout
     patches: tuple[ExportedPatch, ...]
-    removed: tuple[str, ...]
+    removed: tuple[str, ...]  # the series' patch ids that no commit of the checkout exports (dropped: why)
     series_changed: bool
     moved: tuple[str, str, str] | None  # (old pin, new base, ref): from an edit --onto checkout
     old_version: str | None

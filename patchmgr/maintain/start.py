@@ -33,11 +33,13 @@ KEEP_FILE = ".gitkeep"  # git keeps no empty folder: patches/<upstream>/ holds t
 
 @dataclass(frozen=True)
 class StartRequest:
+    """What ``patchmgr init`` is asked to start: a target, its one upstream and the manifest's fields for it."""
+
     target: str
-    git: str
-    pin: str
-    upstream: str | None = None
-    version: str | None = None
+    git: str  # the upstream's URL (a local clone is a --source, not the manifest's git)
+    pin: str  # a tag, branch or commit: resolved to the full commit
+    upstream: str | None = None  # None: the URL's last part (upstream_name)
+    version: str | None = None  # None: the pin's release tag, if it names one
     pypi: str | None = None
     package_root: str | None = None
     description: str | None = None

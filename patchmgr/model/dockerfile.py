@@ -33,9 +33,9 @@ OPERATORS = ("&&", "||", ">>", ";", "|", "&", "<", ">", "(", ")")
 class Instruction:
     """One logical line: its first physical line's number, the keyword (upper case) and the rest."""
 
-    line: int
+    line: int  # counted from 1
     keyword: str
-    rest: str
+    rest: str  # continued lines joined without their escape characters; a RUN heredoc: its body
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,8 @@ def file_version(filename: str) -> Version | None:
 
 
 class FileKind(StrEnum):
-    WHEEL = "wheel"
-    SDIST = "sdist"
+    WHEEL = "wheel"  # the installable files: what git holds under the upstream's package-root
+    SDIST = "sdist"  # the source archive: its top folder laid out as the upstream's git tree
 
 
 @dataclass(frozen=True)

@@ -38,11 +38,11 @@ _TOML_LINE = re.compile(r"\(at line (?P<line>\d+), column \d+\)$")
 
 @dataclass(frozen=True)
 class SourceSetting:
-    """Upstream ``name``'s location and where it was given: ``--source``, ``PATCHMGR_SOURCES`` or a file's path."""
+    """Upstream ``name``'s location and where it was given."""
 
     name: str
-    location: str
-    given_by: str
+    location: str  # a URL or a local path (a settings file's relative path made absolute from the file's folder)
+    given_by: str  # FLAG (--source), ENVIRONMENT (PATCHMGR_SOURCES), a settings file's path, or MANIFEST (its url)
 
 
 @dataclass(frozen=True)

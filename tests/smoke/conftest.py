@@ -28,22 +28,18 @@ def _load_stand_in(path: Path):
     return module
 
 
-@pytest.fixture(scope="session")
-def npu_or_stand_in(smoke_device):
-    """``with npu_or_stand_in(stand_in, npu=(dtype, tolerance), cpu=(dtype, tolerance)) as (device, dtype,
-    tolerance)``: on an NPU the real torch_npu (skipping where it is not installed), elsewhere the stand-in
-    module ``stand_in`` (a path) installed as torch_npu while the block runs, on the CPU."""
-
-    @contextlib.contextmanager
-    def chosen(stand_in: Path, *, npu: tuple, cpu: tuple):
-        if smoke_device == "npu":
-            pytest.importorskip("torch_npu", reason="no torch_npu for the NPU run")
-            yield ("npu", *npu)
-            return
-        with _load_stand_in(stand_in).installed():
-            yield ("cpu", *cpu)
-
-    return chosen
+@pytest.fixture(scope="module")
+def target(request, smoke_device):
+    """(device, dtype, tolerance) for a test module that names its ``TARGETS = {"npu": (dtype, tolerance), "cpu":
+    (dtype, tolerance)}``: on an NPU the real torch_npu (skipping where it is not installed), elsewhere the CPU,
+    with the module's neighbour ``npu_stand_in.py`` installed as torch_npu while the module's tests run."""
+    targets = request.module.TARGETS
+    if smoke_device == "npu":
+        pytest.importorskip("torch_npu", reason="no torch_npu for the NPU run")
+        yield ("npu", *targets["npu"])
+        return
+    with _load_stand_in(Path(request.module.__file__).with_name("npu_stand_in.py")).installed():
+        yield ("cpu", *targets["cpu"])
 
 
 @pytest.fixture(scope="session")

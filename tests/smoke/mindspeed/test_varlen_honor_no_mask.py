@@ -19,7 +19,6 @@ attention within each sequence.
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 import pytest
 import torch
@@ -51,16 +50,10 @@ HALF_FIX_REASONS = {
 
 DPA_MODULE = "mindspeed.te.pytorch.attention.dot_product_attention.dot_product_attention"
 MASK_MODULE = "mindspeed.core.transformer.flash_attention.generate_mask.generate_mask"
+# (dtype, tolerance) of the conftest's ``target``: the real kernel on an NPU, npu_stand_in.py on the CPU elsewhere
+TARGETS = {"npu": (torch.float16, 2e-3), "cpu": (torch.float32, 1e-5)}
 SEQ_LENS = (3, 5, 4)
 HEADS, GROUPS, HEAD_DIM = 4, 2, 8
-
-
-@pytest.fixture(scope="module")
-def target(npu_or_stand_in):
-    """(device, dtype, tolerance): the real kernel on an NPU, the stand-in elsewhere."""
-    stand_in = Path(__file__).with_name("npu_stand_in.py")
-    with npu_or_stand_in(stand_in, npu=(torch.float16, 2e-3), cpu=(torch.float32, 1e-5)) as chosen:
-        yield chosen
 
 
 @pytest.fixture(scope="module")

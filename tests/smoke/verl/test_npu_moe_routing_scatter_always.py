@@ -32,8 +32,6 @@ installs is checked where verl installs it (transformers <= 4.57.3, at both rele
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -81,6 +79,8 @@ TRANSFORMERS_MODULES = (
 # verl applies its step 1.5 forward (patch_qwen3_vl_moe_sparse_moe_block_forward) on transformers up to this one
 MONKEY_PATCHED_UP_TO = "4.57.3"
 BATCH, SEQ, HIDDEN, EXPERTS, TOP_K, INTERMEDIATE = 2, 5, 16, 8, 2, 12
+# (dtype, tolerance) of the conftest's ``target``: the real torch_npu on an NPU, npu_stand_in.py on the CPU elsewhere
+TARGETS = {"npu": (torch.float32, 1e-4), "cpu": (torch.float32, 1e-5)}
 FORWARDS = ("npu_patch's own forward", "the forward apply_monkey_patch installs (transformers <= 4.57.3)")
 
 
@@ -106,14 +106,6 @@ def _snapshot_transformers():
                     setattr(owner, key, value)
 
     return restore
-
-
-@pytest.fixture(scope="module")
-def target(npu_or_stand_in):
-    """(device, dtype, tolerance): the real torch_npu on an NPU, the stand-in on the CPU elsewhere."""
-    stand_in = Path(__file__).with_name("npu_stand_in.py")
-    with npu_or_stand_in(stand_in, npu=(torch.float32, 1e-4), cpu=(torch.float32, 1e-5)) as chosen:
-        yield chosen
 
 
 @pytest.fixture(scope="module")
