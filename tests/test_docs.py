@@ -136,3 +136,18 @@ def test_ci_runs_the_readmes_set_up_and_test_commands():
     for step in ci:
         if "pip install" in step and "--upgrade pip" not in step:
             assert step.replace(" --quiet", "") in setup, f".ci/run's {step!r} is not in the README's set-up"
+
+
+@pytest.mark.fast
+def test_transcripts_are_read_as_a_shell_reads_them():
+    from tests.support.doc_console import matches, steps
+
+    block = steps("$ cat > f <<'EOF'\n$ not a command\nEOF\n$ false \\\n  --flag   # exit 1\nout\n")
+    assert [(step.command, step.expected, step.code) for step in block] == [
+        ("cat > f <<'EOF'\n$ not a command\nEOF", [], 0),
+        ("false \\\n  --flag   # exit 1", ["out"], 1),
+    ]
+    assert matches(["a", "...", "d …"], ["a", "b", "c", "d e f"])
+    assert matches(["a", "...", "b"], ["a", "b"])
+    assert not matches(["a", "b"], ["a", "b", "c"])
+    assert not matches(["a …"], ["b c"])

@@ -225,4 +225,9 @@ def run_document(path: Path, tmp: Path) -> Outcome:
 
 
 def doc_files(root: Path) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return [
+        root / "README.md",
+        root / "RELIABILITY.md",
+        root / "examples/README.md",
+        *sorted((root / "docs").glob("*.md")),
+    ]
