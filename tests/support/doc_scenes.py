@@ -55,14 +55,14 @@ def make_mylib(home: Path) -> Path:
     repo = home / "src/mylib"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
-    pyproject = '[project]\nname = "mylib"\nversion = "1.4.0"\n'
-    commit(repo, {"pyproject.toml": pyproject, "mylib/__init__.py": "", "mylib/core.py": CORE_140}, "mylib 1.4.0")
+    # no packaging metadata: import would look the release up on PyPI, and the examples stay off the network
+    commit(repo, {"mylib/__init__.py": "", "mylib/core.py": CORE_140}, "mylib 1.4.0")
     git(repo, "tag", "v1.4.0")
     git(repo, "checkout", "-q", "-b", "my-fix")
     commit(repo, {"mylib/core.py": CORE_FIXED}, "Fix the rounding of totals\n\ntotal() rounded to whole units.")
     git(repo, "checkout", "-q", "main")
     commit(repo, {"README.md": "mylib: sums prices\n"}, "docs: a README")
-    commit(repo, {"mylib/core.py": CORE_150, "pyproject.toml": pyproject.replace("1.4.0", "1.5.0")}, "Discounts")
+    commit(repo, {"mylib/core.py": CORE_150}, "Discounts")
     git(repo, "tag", "v1.5.0")
     return repo
 
