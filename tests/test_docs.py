@@ -14,8 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from tests.support.doc_console import doc_files, run_document
+from support.doc_console import doc_files, run_document
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = doc_files(ROOT)
@@ -140,7 +139,7 @@ def test_ci_runs_the_readmes_set_up_and_test_commands():
 
 @pytest.mark.fast
 def test_transcripts_are_read_as_a_shell_reads_them():
-    from tests.support.doc_console import matches, steps
+    from support.doc_console import matches, steps
 
     block = steps("$ cat > f <<'EOF'\n$ not a command\nEOF\n$ false \\\n  --flag   # exit 1\nout\n")
     assert [(step.command, step.expected, step.code) for step in block] == [

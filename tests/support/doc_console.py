@@ -25,7 +25,7 @@ from sybil import Document, Example, Region
 from sybil.parsers.markdown import CodeBlockParser
 from sybil.parsers.markdown.lexers import DirectiveInHTMLCommentLexer
 
-from tests.support.doc_scenes import build_scene
+from support.doc_scenes import build_scene
 
 NOT_RUN = re.compile(r"<!-- not-run: (?P<reason>[^\n]+?) -->\s*$")
 EXIT = re.compile(r"#\s*exit (?P<code>\d+)\s*$")

@@ -8,7 +8,7 @@ here, with the history the examples need:
 - ``mylib``: ``~/src/mylib``, a small pure-Python upstream: release ``v1.4.0`` whose ``total()`` rounds away
   the cents, a branch ``my-fix`` with the fix on it, then ``v1.5.0`` which rewrote the line the fix changes.
 - ``mylib-project``: ``mylib``, and ``~/my-patches``, the project the quick start makes (target ``main``, the
-  patch ``fix-rounding`` with its smoke test), where the examples start.
+  patch ``fix-rounding`` with its smoke test), where the examples start; ``~/wheels`` holds mylib 1.4.0's wheel.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.gitrepos import git
+from support.gitrepos import git
+from support.reliability import make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 IDENTITY = {
@@ -116,6 +117,8 @@ def build_scene(name: str, root: Path) -> dict[str, Any]:
             git(cwd, "add", "-A")
             subprocess.run(["git", "commit", "-q", "-m", "patches"], cwd=cwd, env=env, check=True)
             (state / "env").write_text("export PATCHMGR_SOURCES='mylib=~/src/mylib'\n")
+            (home / "wheels").mkdir()  # mylib 1.4.0 as pip installs it (installed.md)
+            make_wheel(home / "wheels", "mylib", "1.4.0", {"mylib/__init__.py": "", "mylib/core.py": CORE_140}, "")
     else:
         raise ValueError(f"no scene {name!r} (tests/support/doc_scenes.py)")
     (state / "cwd").write_text(str(cwd))
