@@ -5,6 +5,7 @@ setting of this machine, ``patchmgr`` on PATH, and the upstreams the examples us
 here, with the history the examples need:
 
 - ``repo``: this repository's own project (``manifests/``, ``patches/``), read only; the commands run at its root.
+  Its examples expect GitHub out of reach, as on CI and the development machines: the PyPI releases stand in.
 - ``mylib``: ``~/src/mylib``, a small pure-Python upstream: release ``v1.4.0`` whose ``total()`` rounds away
   the cents, a branch ``my-fix`` with the fix on it, then ``v1.5.0`` which rewrote the line the fix changes.
 - ``mylib-project``: ``mylib``, and ``~/my-patches``, the project the quick start makes (target ``main``, the
