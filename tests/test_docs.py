@@ -150,3 +150,10 @@ def test_transcripts_are_read_as_a_shell_reads_them():
     assert matches(["a", "...", "b"], ["a", "b"])
     assert not matches(["a", "b"], ["a", "b", "c"])
     assert not matches(["a …"], ["b c"])
+
+
+@pytest.mark.fast
+def test_readme_stays_short():
+    """The README is read in five minutes; the rest goes into a guide under docs/ (issue 30)."""
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines <= 260, f"README.md has {lines} lines: move the detail into a guide under docs/"
