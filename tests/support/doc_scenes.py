@@ -78,7 +78,9 @@ def clean_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("PATCHMGR_", "XDG_", "GIT_", "PYTEST_", "COV_")) and key not in ("COLUMNS", "LINES")
+        if not key.startswith(("PATCHMGR_", "XDG_", "GIT_", "PYTEST_", "COV_"))
+        and key not in ("COLUMNS", "LINES")
+        or key == "PATCHMGR_INDEX_URL"  # this machine's way to PyPI, as pip.conf is
     }
     env.update(
         HOME=str(home),
