@@ -7,7 +7,8 @@ here, with the history the examples need:
 - ``repo``: this repository's own project (``manifests/``, ``patches/``), read only; the commands run at its root.
   Its examples expect GitHub out of reach, as on CI and the development machines: the PyPI releases stand in.
 - ``mylib``: ``~/src/mylib``, a small pure-Python upstream: release ``v1.4.0`` whose ``total()`` rounds away
-  the cents, a branch ``my-fix`` with the fix on it, then ``v1.5.0`` which rewrote the line the fix changes.
+  the cents, a branch ``my-fix`` with the fix on it, ``v1.4.1`` (two lines added above the fix's: it applies
+  with an offset), then ``v1.5.0`` which rewrote the line the fix changes.
 - ``mylib-project``: ``mylib``, and ``~/my-patches``, the project the quick start makes (target ``main``, the
   patch ``fix-rounding`` with its smoke test), where the examples start; ``~/wheels`` holds mylib 1.4.0's wheel.
 """
@@ -30,15 +31,26 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "Ada Lovelace",
     "GIT_COMMITTER_EMAIL": "ada@example.com",
 }
-CORE_140 = '''def total(prices):
+CORE_140 = '''"""Sums of prices."""
+
+
+def total(prices):
     """The sum of the prices, to the cent."""
     return round(sum(prices))
 '''
 CORE_FIXED = CORE_140.replace("round(sum(prices))", "round(sum(prices), 2)")
-CORE_150 = '''def total(prices, discount=0.0):
+LICENSE = "# Copyright the mylib authors\n# SPDX-License-Identifier: MIT\n"
+CORE_141 = LICENSE + CORE_140
+CORE_150 = (
+    LICENSE
+    + '''"""Sums of prices."""
+
+
+def total(prices, discount=0.0):
     """The sum of the prices, to the cent, less a discount (0.1 is 10%)."""
     return round(sum(prices) * (1 - discount))
 '''
+)
 SMOKE_TEST = """def test_total_keeps_cents(load_upstream):
     core = load_upstream("mylib", "mylib.core")
     assert core.total([0.25, 0.5]) == 0.75
@@ -64,6 +76,8 @@ def make_mylib(home: Path) -> Path:
     commit(repo, {"mylib/core.py": CORE_FIXED}, "Fix the rounding of totals\n\ntotal() rounded to whole units.")
     git(repo, "checkout", "-q", "main")
     commit(repo, {"README.md": "mylib: sums prices\n"}, "docs: a README")
+    commit(repo, {"mylib/core.py": CORE_141}, "A licence header")
+    git(repo, "tag", "v1.4.1")
     commit(repo, {"mylib/core.py": CORE_150}, "Discounts")
     git(repo, "tag", "v1.5.0")
     return repo
