@@ -93,6 +93,12 @@ def test_every_command_is_in_a_console_block(document):
     problems += [f"{document.name}: an indented command, not in a console block: {row.strip()}" for row in indented]
     stray = [m for m in re.finditer(r"<!-- not-run:[^\n]*-->\n(?!```console\n)", text)]
     problems += [f"{document.name}: a not-run marker that is not directly above a console block" for _ in stray]
+    reasons = re.findall(r"<!-- not-run:(.*?)-->", text)
+    problems += [
+        f"{document.name}: a not-run marker without a plain reason: {r!r}"
+        for r in reasons
+        if not r.strip() or "<!--" in r
+    ]
     assert not problems, "\n".join(problems)
 
 
