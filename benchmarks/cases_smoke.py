@@ -4,9 +4,10 @@ The ascend target is applied from the local mirrors into a build folder under th
 --target ascend --device cpu`` runs patched and ``--unpatched`` in two ways, interleaved in rounds (the order
 swapped each round, so that neither way always runs on a warmer or quieter machine):
 
-- batched (today's code): one pytest process per upstream, device and side, upstreams side by side;
+- batched (today's code): one pytest process per upstream, device and side, upstreams side by side, each process
+  ended once its junit file is written, the cpu lane probed without importing torch;
 - per patch (the way before): ``PATCHMGR_SMOKE_PER_PATCH=1``, one pytest process per patch and device, the
-  upstreams one after another.
+  upstreams one after another, the devices probed with torch imported, each process left to its own end.
 
 A warm-up run of each side builds the smoke environments (verl's) and fills the file cache first; it is not
 counted. A way's figure is the median over rounds of its patched plus unpatched wall time; its CPU time (user

@@ -91,9 +91,8 @@ def scene_env(tmp_path, monkeypatch, shared_cache) -> list[str]:
     import patchmgr.smoke.runner
 
     probed: list[str] = []
-    monkeypatch.setattr(
-        patchmgr.smoke.runner, "available_devices", lambda python: (probed.append(python), dict(CPU_ONLY))[1]
-    )
+    for probe in ("available_devices", "cpu_devices"):  # --device cpu asks the cpu lane alone
+        monkeypatch.setattr(patchmgr.smoke.runner, probe, lambda python: (probed.append(python), dict(CPU_ONLY))[1])
     monkeypatch.setenv("PATCHMGR_CACHE", str(shared_cache))
     monkeypatch.setenv("SMOKE_PYTHON_LOG", str(tmp_path / "pythons.log"))
     return probed

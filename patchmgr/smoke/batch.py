@@ -14,12 +14,11 @@ collection error no patch owns. When the time limit ends the process, the patche
 outcomes, the patch of the test that hung is timed out (with the outcomes of its tests that ended before), and
 the rest run again in a new batch; a process killed while collecting or between tests sends each patch to a
 process of its own. ``PATCHMGR_SMOKE_PER_PATCH=1`` runs every patch alone and the upstreams one after another
-(the way before batches, kept for the benchmark that measures both).
+(the way before batches, with its fixed costs, kept for the benchmark that measures both).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 import threading
@@ -36,18 +35,12 @@ from patchmgr.smoke.pytest_run import (
     outcome_of,
     outcomes,
     parse_junit,
+    per_patch,
     pytest_command,
     run_pytest,
     smoke_environ,
 )
 from patchmgr.smoke.verdicts import SmokeResult, TestOutcome
-
-PER_PATCH_ENV = "PATCHMGR_SMOKE_PER_PATCH"
-
-
-def per_patch() -> bool:
-    """Whether each patch runs in a process of its own (``PATCHMGR_SMOKE_PER_PATCH=1``, for the benchmark)."""
-    return os.environ.get(PER_PATCH_ENV, "") == "1"
 
 
 @dataclass(frozen=True)

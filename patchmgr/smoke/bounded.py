@@ -26,6 +26,7 @@ from pathlib import Path
 
 DEFAULT_TIMEOUT = 300.0  # seconds per test: the default of `smoke --timeout`
 WATCH_PLUGIN = "patchmgr.smoke.watch"
+EXIT_PLUGIN = "patchmgr.smoke.exit"
 
 
 @dataclass(frozen=True)

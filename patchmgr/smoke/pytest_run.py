@@ -15,11 +15,20 @@ from pathlib import Path
 
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
-from patchmgr.smoke.bounded import WATCH_PLUGIN, Ended, run_bounded, timed_out_reason
+from patchmgr.smoke.bounded import EXIT_PLUGIN, WATCH_PLUGIN, Ended, run_bounded, timed_out_reason
 from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.needs import package_parent
 from patchmgr.smoke.verdicts import SmokeResult, TestOutcome
 from patchmgr.smoke.watch import one_line
+
+PER_PATCH_ENV = "PATCHMGR_SMOKE_PER_PATCH"
+
+
+def per_patch() -> bool:
+    """Whether smoke runs the way before batches (``PATCHMGR_SMOKE_PER_PATCH=1``, for the benchmark that measures
+    both): each patch in a process of its own, the upstreams one after another, the devices probed with torch
+    imported whatever the lane, and each pytest process left to its own end (summary, interpreter teardown)."""
+    return os.environ.get(PER_PATCH_ENV, "") == "1"
 
 
 @dataclass(frozen=True)
@@ -68,7 +77,9 @@ def smoke_environ(root: Path, device: str) -> dict[str, str]:
 
 def pytest_command(project: Project, python: str, junit: Path, tests: list[str], *more: str) -> list[str]:
     """The pytest call for ``tests`` (ids checked by check_smoke_tests: after "--" pytest takes them as paths,
-    never options)."""
+    never options). It ends as soon as its junit file is written when the tests passed or failed (``smoke.exit``),
+    but for the way before batches."""
+    early = [] if per_patch() else ["-p", EXIT_PLUGIN]
     return [
         python,
         "-m",
@@ -78,6 +89,7 @@ def pytest_command(project: Project, python: str, junit: Path, tests: list[str],
         "no:cacheprovider",
         "-p",
         WATCH_PLUGIN,
+        *early,
         f"--junitxml={junit}",
         *more,
         "--rootdir",

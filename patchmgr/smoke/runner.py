@@ -37,13 +37,13 @@ from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
 from patchmgr.model.records import text_or_none, typed
-from patchmgr.smoke.batch import Lane, Planned, per_patch, run_patches
+from patchmgr.smoke.batch import Lane, Planned, run_patches
 from patchmgr.smoke.bounded import DEFAULT_TIMEOUT
 from patchmgr.smoke.choice import UpstreamPython, choose_python
 from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.interpreter import interpreter_version, python_need
 from patchmgr.smoke.needs import check_smoke_needs, check_smoke_tests, smoke_tests
-from patchmgr.smoke.pytest_run import SmokeRun
+from patchmgr.smoke.pytest_run import SmokeRun, per_patch
 from patchmgr.smoke.verdicts import (
     NO_SMOKE_TEST,
     PatchVerdict,
@@ -60,11 +60,16 @@ DEVICES = ("cpu", "cuda", "npu")
 # The cpu lane needs pytest alone (a pure-Python upstream is proven without torch); the device lanes need torch
 # (cuda) or torch_npu (npu) and say so when they are absent. A smoke test that imports torch where it is missing
 # fails by its own ImportError, which is never a proof.
+# ``cpu`` as its argument: the cpu lane alone, in a few milliseconds (importing torch takes seconds).
 _PROBE = """
-import importlib.util, json
+import importlib.util, json, sys
 found = {"cpu": None, "cuda": "no CUDA device", "npu": "no NPU (torch_npu is not installed)"}
 if importlib.util.find_spec("pytest") is None:
     found["cpu"] = "pytest is not installed in this environment"
+if sys.argv[1:] == ["cpu"]:
+    found["cuda"] = found["npu"] = "not probed (--device cpu)"
+    print(json.dumps(found))
+    raise SystemExit(0)
 try:
     import torch
 except ImportError:
@@ -93,8 +98,17 @@ def available_devices(python: str) -> dict[str, str | None]:
     Its answer is read as strictly as the environment probe's (``--python`` that
     prints something else is bad input, exit 2, never a traceback).
     """
+    return _probe(python)
+
+
+def cpu_devices(python: str) -> dict[str, str | None]:
+    """The cpu lane's answer alone (``--device cpu``: no other lane runs, so torch is not imported to ask)."""
+    return _probe(python, "cpu")
+
+
+def _probe(python: str, *lanes: str) -> dict[str, str | None]:
     try:
-        done = subprocess.run([python, "-c", _PROBE], capture_output=True, timeout=300)
+        done = subprocess.run([python, "-c", _PROBE, *lanes], capture_output=True, timeout=300)
     except subprocess.TimeoutExpired:
         # only the device lanes import torch: the cpu lane needs pytest alone
         return {"cpu": None, **{d: "cannot probe devices: importing torch took more than 300s" for d in DEVICES[1:]}}
@@ -144,7 +158,8 @@ def run_smoke(
         needs = [need for tree in trees if (need := python_need(tree, python, version)) is not None]
         check_smoke_needs(project, trees, checked_python)  # --python: the user's environment, checked first
     # each interpreter's devices, asked once: another Python's environment may lack torch
-    probes = {p: available_devices(p) for p in dict.fromkeys([c.devices_python for c in chosen.values()] or [python])}
+    asked = cpu_devices if device == "cpu" and not per_patch() else available_devices
+    probes = {p: asked(p) for p in dict.fromkeys([c.devices_python for c in chosen.values()] or [python])}
     report = SmokeReport(
         target.name, unpatched, notes=[note for tree in trees for note in tree.notes], python_needs=needs
     )
