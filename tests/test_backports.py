@@ -57,6 +57,10 @@ def test_every_form_a_patch_names_a_change_in():
     ]
     assert named("Fix", "Origin: upstream, commit 1234567abc") == [("backport", None, "1234567abc", None)]
     assert named("Fix", "Origin: vendor\nUpstream-Status: Pending") == []
+    # the commit of the author's clone (add) and the base a patch was made on (import) are no upstream change
+    assert named("Fix", "Origin: commit 1234567abc\nUpstream-Status: Pending") == []
+    assert named("Fix", "Origin: vendor, imported from lib.patch (sha256 ab), made against commit 1234567abc") == []
+    assert named("Fix", "Upstream-Status: Accepted, commit 1234567abc") == [("backport", None, "1234567abc", None)]
     assert Role.PREREQUISITE.value == "prerequisite"
 
 

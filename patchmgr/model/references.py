@@ -1,7 +1,8 @@
 """The pull requests and commits a patch names: what it backports, and what that needs first.
 
 Read from its DEP-3 fields (``Origin``, ``Bug``, ``Upstream-Status``, ``Applied-Upstream``: pull-request and
-merge-request URLs of GitHub, GitCode and GitLab, commit URLs, and ``commit <id>`` after one of them) and from
+merge-request URLs of GitHub, GitCode and GitLab, commit URLs, and ``commit <id>`` after one of them or where the
+field says the commit is upstream's) and from
 ``(#NNNN)`` in its subject. A reference that the text before it calls a prerequisite (``with its prerequisite
 <url>``) is one; a ``commit <id>`` right after a pull request is that pull request's commit; a patch that names
 one pull request and one commit in the same role names one change. ``history.backports`` says whether each is
@@ -84,12 +85,23 @@ def _in_text(value: str, field: str) -> list[Reference]:
             # "…/pull/4888, commit 7af85da…": the pull request's own commit
             found[-1] = replace(found[-1], commit=text.lower())
             continue
+        elif not _upstream_commit(value, field):
+            continue  # "Origin: commit <id>" of a local clone (add), "made against <id>" (import): no upstream change
         else:
             role = Role.PREREQUISITE if _PREREQUISITE.search(before) else Role.BACKPORT
             reference = Reference(role, commit=text.lower(), named_in=field)
         if reference is not None:
             found.append(reference)
     return found
+
+
+def _upstream_commit(value: str, field: str) -> bool:
+    """Whether a bare ``commit <id>`` in ``field`` names an upstream change: in Upstream-Status (Backport,
+    Accepted) or Applied-Upstream, or in an Origin that says it is upstream's (``upstream, commit …``, ``backport,
+    commit …``); elsewhere the id is a commit of the author's own clone or the base a patch was made on."""
+    return field in ("Upstream-Status", "Applied-Upstream") or value.lstrip().lower().startswith(
+        ("upstream", "backport")
+    )
 
 
 def _from_url(url: str, field: str) -> Reference | None:

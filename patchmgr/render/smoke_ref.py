@@ -3,7 +3,7 @@ per patch in a log) and as JSON (``smoke`` in each command's document)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -103,15 +103,9 @@ def status_smoke_json(statuses: list[TargetStatus], smoke: RefSmoke) -> dict:
 
 
 def render_status_smoke(console: Console, statuses: list[TargetStatus], smoke: RefSmoke) -> None:
-    if console.is_terminal:
-        from patchmgr.render.status import render_status
+    from patchmgr.render.status import render_status
 
-        render_status(console, statuses)
-    else:  # a log: the status table laid out for it, as status without --smoke writes it
-        from patchmgr.render.status_plain import write_status
-
-        console.file.flush()
-        write_status(cast(TextIO, console.file), statuses)
+    render_status(console, statuses)
     render_ref_smoke(console, smoke)
 
 

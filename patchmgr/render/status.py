@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO, cast
 
 from rich.console import Console
 from rich.table import Table
@@ -39,7 +39,14 @@ def state_text(result: CheckResult) -> Text:
 
 
 def render_status(console: Console, statuses: Iterable[TargetStatus]) -> None:
-    """The status table and the lines under it, for a terminal (``status_plain`` writes them for a log)."""
+    """The status table and the lines under it: for a terminal, or laid out for a log (``status_plain``) when the
+    console is not one, as ``apply``, ``verify`` and ``fetch`` show it too."""
+    if not console.is_terminal:
+        from patchmgr.render.status_plain import write_status
+
+        console.file.flush()
+        write_status(cast(TextIO, console.file), statuses)
+        return
     for status in statuses:
         table = Table(title=f"target {status.target.name}", title_justify="left", expand=False)
         table.add_column("upstream")
