@@ -181,7 +181,9 @@ def measure_matrix(bench: Bench, mirrors: Path, ups: dict[str, Upstream] | None 
 
 # -- 6b: the whole ascend target's matrix, today's code beside the working tree -------------
 MATRIX_ASCEND_GOAL = 1.0  # seconds, warm: every upstream of the ascend target, the default columns
-MATRIX_BASELINE = "main"  # the code the working tree is measured beside, in the same run
+MATRIX_BASELINE = (
+    "d12606a"  # main before issue 29 (release tracking, the matrix cache): the working tree is measured beside it
+)
 
 
 def measure_matrix_ascend(bench: Bench, mirrors: Path, ref: str = MATRIX_BASELINE) -> None:
@@ -200,10 +202,11 @@ def measure_matrix_ascend(bench: Bench, mirrors: Path, ref: str = MATRIX_BASELIN
     neutral.mkdir(exist_ok=True)
     for tree in (ROOT, old):
         compile_tree(tree)
-    args = [sys.executable, "-m", "patchmgr", "matrix", "--target", "ascend", "--root", str(ROOT)]
-    args += [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
+    sources = [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
     envs = {}
     for label, tree in (("new", ROOT), ("old", old)):
+        # each tree reads its own commit's manifests (an older one rejects keys added since, like track)
+        args = [sys.executable, "-m", "patchmgr", "matrix", "--target", "ascend", "--root", str(tree), *sources]
         env = code_env(bench, tree, {"PATCHMGR_CACHE": str(bench.cache / f"patchmgr-cache-ascend-matrix-{label}")})
         timed(args, env, neutral)  # warms the cache: the pins and tags fetched from the mirrors, the cells kept
         envs[label] = (args, env)
@@ -212,7 +215,7 @@ def measure_matrix_ascend(bench: Bench, mirrors: Path, ref: str = MATRIX_BASELIN
     new, baseline = statistics.median(walls["new"]), statistics.median(walls["old"])
     cpu_new, cpu_old = statistics.median(cpu["new"]), statistics.median(cpu["old"])
     cells = 0
-    code, out, _wall, _rss = spawn([*args, "--json"], env=envs["new"][1], cwd=neutral)
+    code, out, _wall, _rss = spawn([*envs["new"][0], "--json"], env=envs["new"][1], cwd=neutral)
     try:
         doc = json.loads(out[out.index("{") :])
         cells = sum(len(u["columns"]) * len(u["patches"]) for u in doc["upstreams"])
