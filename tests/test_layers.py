@@ -75,3 +75,20 @@ def test_every_module_is_at_most_400_lines():
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LINES
     }
     assert long == {}, f"split these modules by concept (at most {MODULE_LINES} lines each): {long}"
+
+
+@pytest.mark.fast
+def test_no_test_module_imports_another():
+    """Shared test code lives in tests/support/; a test module imported by another runs its tests' setup twice
+    and ties files named by behaviour to each other."""
+    import ast
+
+    names = {path.stem for path in (ROOT / "tests").rglob("test_*.py")}
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            imported = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported = [node.module]
+            found += [f"{path.relative_to(ROOT)}: {name}" for name in imported if name.split(".")[-1] in names]
+    assert found == [], found
