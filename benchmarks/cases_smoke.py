@@ -128,5 +128,6 @@ def measure_smoke(bench: Bench, mirrors: Path) -> None:
     proven = {side: sum(v == "proven" for v, _ in said[("batched", side)].values()) for side in SIDES}
     bench.notes.append(
         f"proven by the batched way: {proven['patched']} patched, {proven['unpatched']} unpatched (each detects its "
-        f"bug), of {ascend_patches()}; the build is the ascend target applied from the local mirrors into {build}"
+        f"bug), of {ascend_patches()}; the build is the ascend target applied from the local mirrors into the "
+        f"benchmark's cache ({build.name})"
     )

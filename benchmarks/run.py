@@ -36,7 +36,7 @@ and a patch project for them, then measures, side by side:
 8. smoke: the ascend target's CPU smoke, patched and unpatched, warm, from the local mirrors, batched (one
    pytest process per upstream, upstreams side by side) beside one process per patch
    (``PATCHMGR_SMOKE_PER_PATCH=1``), interleaved in one run; minutes, so only alone:
-   ``python benchmarks/run.py --only smoke --mirrors /work/.mirror``.
+   ``python benchmarks/run.py --only smoke --mirrors ~/mirrors``.
 
 The harness is split by what each part does: ``fixtures.py`` (sizes, the run's rows, processes,
 the generated histories and project), one ``cases_*.py`` per measured thing, and ``report.py``
