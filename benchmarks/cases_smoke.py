@@ -5,9 +5,11 @@ The ascend target is applied from the local mirrors into a build folder under th
 swapped each round, so that neither way always runs on a warmer or quieter machine):
 
 - batched (today's code): one pytest process per upstream, device and side, upstreams side by side, each process
-  ended once its junit file is written, the cpu lane probed without importing torch;
+  ended once its junit file is written, the cpu lane probed without importing torch, no installed pytest plugin
+  loaded by its entry point;
 - per patch (the way before): ``PATCHMGR_SMOKE_PER_PATCH=1``, one pytest process per patch and device, the
-  upstreams one after another, the devices probed with torch imported, each process left to its own end.
+  upstreams one after another, the devices probed with torch imported, every installed pytest plugin loaded, each
+  process left to its own end.
 
 A warm-up run of each side builds the smoke environments (verl's) and fills the file cache first; it is not
 counted. A way's figure is the median over rounds of its patched plus unpatched wall time; its CPU time (user

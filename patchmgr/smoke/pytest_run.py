@@ -27,7 +27,8 @@ PER_PATCH_ENV = "PATCHMGR_SMOKE_PER_PATCH"
 def per_patch() -> bool:
     """Whether smoke runs the way before batches (``PATCHMGR_SMOKE_PER_PATCH=1``, for the benchmark that measures
     both): each patch in a process of its own, the upstreams one after another, the devices probed with torch
-    imported whatever the lane, and each pytest process left to its own end (summary, interpreter teardown)."""
+    imported whatever the lane, every installed pytest plugin loaded, and each pytest process left to its own end
+    (summary, interpreter teardown)."""
     return os.environ.get(PER_PATCH_ENV, "") == "1"
 
 
@@ -65,14 +66,25 @@ def outcomes(results: list[SmokeResult], seconds: float) -> str:
 
 
 def smoke_environ(root: Path, device: str) -> dict[str, str]:
-    """The environment of a smoke process: the tree under test, the lane, patchmgr's fixtures importable."""
+    """The environment of a smoke process: the tree under test, the lane, patchmgr's fixtures importable, and no
+    pytest plugin loaded because it happens to be installed (``PLUGINS_OFF``)."""
     return {
         **os.environ,
         "PATCHMGR_SMOKE_ROOT": str(root),
         "PATCHMGR_SMOKE_DEVICE": device,
         "PYTHONPATH": os.pathsep.join(filter(None, [package_parent(), os.environ.get("PYTHONPATH")])),
         "PYTHONDONTWRITEBYTECODE": "1",
+        **({} if per_patch() else PLUGINS_OFF),
     }
+
+
+# pytest loads every plugin installed in the environment (its ``pytest11`` entry points) unless told not to. A smoke
+# verdict must not depend on what else is installed where it runs: pytest-randomly reseeds and reorders, an xdist
+# option in the project's addopts splits the batch over workers, hypothesis alone costs a second of imports in
+# every process. Smoke tests that need a plugin name it, as pytest documents: ``-p MODULE`` in the project's pytest
+# configuration (addopts) or in PYTEST_ADDOPTS, or PYTEST_PLUGINS=MODULE,... (docs/smoke.md). The way before
+# batches (PATCHMGR_SMOKE_PER_PATCH=1) loads them all, as it did.
+PLUGINS_OFF = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def pytest_command(project: Project, python: str, junit: Path, tests: list[str], *more: str) -> list[str]:
