@@ -15,7 +15,6 @@ transaction, under ``<state>/<target>/saved/<UTC time>/``.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -46,7 +45,7 @@ from patchmgr.targets.env_state import (
 from patchmgr.targets.env_verify import recovered_notes, verify_opened
 from patchmgr.targets.ledger import AppliedPatch, InstalledPart, Ledger, UpstreamLedger, same_plan
 from patchmgr.targets.record import bytecode_of, update_record
-from patchmgr.targets.trees import SmokeTree, put_back
+from patchmgr.targets.trees import SmokeTree, linked_copy, put_back
 
 
 def check_environment(
@@ -280,7 +279,7 @@ def _unpatched_install(dist: InstalledDist, originals: dict[str, bytes | None]) 
             if (installed := dist.installed_path(path)) is not None
         }
         for top in sorted(tops):
-            shutil.copytree(root / top, copy / top, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+            linked_copy(root / top, copy / top, "__pycache__")
         for path, data in originals.items():
             installed = dist.installed_path(path)
             if installed is not None:
