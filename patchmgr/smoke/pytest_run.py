@@ -79,11 +79,11 @@ def smoke_environ(root: Path, device: str) -> dict[str, str]:
 
 
 # pytest loads every plugin installed in the environment (its ``pytest11`` entry points) unless told not to. A smoke
-# verdict must not depend on what else is installed where it runs: pytest-randomly reseeds and reorders, an xdist
-# option in the project's addopts splits the batch over workers, hypothesis alone costs a second of imports in
-# every process. Smoke tests that need a plugin name it, as pytest documents: ``-p MODULE`` in the project's pytest
-# configuration (addopts) or in PYTEST_ADDOPTS, or PYTEST_PLUGINS=MODULE,... (docs/smoke.md). The way before
-# batches (PATCHMGR_SMOKE_PER_PATCH=1) loads them all, as it did.
+# verdict must not depend on what else is installed where it runs: pytest-randomly would reseed and reorder the
+# tests of a batch, pytest-xdist would take an ``-n`` in PYTEST_ADDOPTS and split the batch over workers whose
+# tests the watch plugin never sees. Smoke tests that need a plugin name it, as pytest documents: ``-p MODULE`` in
+# the project's pytest configuration (addopts) or in PYTEST_ADDOPTS, or PYTEST_PLUGINS=MODULE,... (docs/smoke.md).
+# The way before batches (PATCHMGR_SMOKE_PER_PATCH=1) loads them all, as it did.
 PLUGINS_OFF = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
