@@ -12,6 +12,7 @@ unpatched view, the ref itself. The scratch folder is removed afterwards; nothin
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -141,7 +142,17 @@ def _run_both(project: Project, target: Target, trees: list[SmokeTree], options:
         for unpatched in (False, True)
     ]
     smoke.patched, smoke.unpatched = runs
-    smoke.notes += list(dict.fromkeys(note for run in runs for note in run.notes))
+    said = {_same_environment(note) for note in smoke.notes}
+    for note in (note for run in runs for note in run.notes):
+        if _same_environment(note) not in said:
+            said.add(_same_environment(note))
+            smoke.notes.append(note)
+
+
+def _same_environment(note: str) -> str:
+    """A note as it names an upstream's interpreter and environment, whether this run built it or the other run
+    reused it: the unpatched run reuses what the patched run built, which is one environment, said once."""
+    return re.sub(r"; (?:built in [0-9.]+s|reused)\)$", ")", note)
 
 
 def _told(options: SmokeOptions, unpatched: bool) -> Progress | None:
