@@ -34,12 +34,7 @@ def scene(tmp_path, project, cli, monkeypatch) -> Scene:
     monkeypatch.delenv("PYTEST_PLUGINS", raising=False)
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
-    scene = Scene(tmp_path, project, cli)
-    scene.patch()
-    scene.smoke_test(NEEDS_PLUGIN)
-    scene.manifest()
-    scene.apply()
-    return scene
+    return Scene(tmp_path, project, cli).one_patch_applied(NEEDS_PLUGIN)
 
 
 def test_an_installed_plugin_is_not_loaded_so_a_test_that_needs_it_is_not_proven(scene):

@@ -73,12 +73,7 @@ def scene(tmp_path, project, cli, monkeypatch) -> Scene:
     import patchmgr.smoke.runner
 
     monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
-    scene = Scene(tmp_path, project, cli)
-    scene.patch()
-    scene.smoke_test(DETECTS)
-    scene.manifest()
-    scene.apply()
-    return scene
+    return Scene(tmp_path, project, cli).one_patch_applied(DETECTS)
 
 
 def test_smoke_unpatched_leaves_the_build_patched(scene):

@@ -91,6 +91,14 @@ class Scene:
         path.write_text(text)
         return path
 
+    def one_patch_applied(self, smoke_test: str) -> Scene:
+        """The patch that fixes add, with ``smoke_test`` as its test, in target ``t``, applied into the build."""
+        self.patch()
+        self.smoke_test(smoke_test)
+        self.manifest()
+        self.apply()
+        return self
+
     def apply(self) -> None:
         result = self.cli("apply", "--target", "t", "--into", str(self.into), "--source", f"lib={self.upstream.path}")
         assert result.code == 0, result.out + result.err
