@@ -1,6 +1,7 @@
-"""The unpatched view smoke --unpatched tests (``targets.trees.linked_copy`` + ``put_back``): a copy made of hard
-links where the file system allows, whose patched files are replaced with the pin's bytes, so that the tree it was
-made from (the user's build) never changes; copies where links cannot be made. Real files, the real CLI."""
+"""The unpatched view smoke --unpatched tests (``io.files.linked_tree`` + ``targets.trees.put_back``): a copy
+made of hard links where the file system allows, whose patched files are replaced with the pin's bytes, so that
+the tree it was made from (the user's build) never changes; copies where links cannot be made. Real files, the
+real CLI."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 from support.smoke_scene import CPU_ONLY, DETECTS, FIXED, Scene, verdicts
 
-from patchmgr.targets import trees
-from patchmgr.targets.trees import linked_copy, put_back
+from patchmgr.io import files
+from patchmgr.io.files import linked_tree
+from patchmgr.targets.trees import put_back
 
 
 def make_tree(root: Path) -> Path:
@@ -28,7 +30,7 @@ def make_tree(root: Path) -> Path:
 def test_a_linked_copy_shares_the_files_and_put_back_changes_the_copy_alone(tmp_path):
     source = make_tree(tmp_path / "checkout")
     copy = tmp_path / "view"
-    linked_copy(source, copy, "__pycache__")
+    linked_tree(source, copy, "__pycache__")
     assert (copy / "pkg" / "mod.py").stat().st_ino == (source / "pkg" / "mod.py").stat().st_ino  # a link, no copy
     assert not (copy / "pkg" / "__pycache__").exists()
     assert (copy / "pkg" / "alias.py").is_symlink() and os.readlink(copy / "pkg" / "alias.py") == "mod.py"
@@ -46,7 +48,7 @@ def test_a_linked_copy_shares_the_files_and_put_back_changes_the_copy_alone(tmp_
 def test_put_back_on_a_link_in_the_view_replaces_the_link_not_what_it_points_to(tmp_path):
     source = make_tree(tmp_path / "checkout")
     copy = tmp_path / "view"
-    linked_copy(source, copy)
+    linked_tree(source, copy)
     put_back(copy / "pkg" / "alias.py", b"pinned alias\n")
     assert not (copy / "pkg" / "alias.py").is_symlink()
     assert (copy / "pkg" / "mod.py").read_text() == (source / "pkg" / "mod.py").read_text() == "patched\n"
@@ -60,9 +62,9 @@ def test_where_links_cannot_be_made_the_files_are_copied_and_links_tried_once(tm
         tries.append(args)
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
-    monkeypatch.setattr(trees.os, "link", cross_device)
+    monkeypatch.setattr(files.os, "link", cross_device)
     copy = tmp_path / "view"
-    linked_copy(source, copy, "__pycache__")
+    linked_tree(source, copy, "__pycache__")
     assert len(tries) == 1
     assert (copy / "pkg" / "mod.py").stat().st_ino != (source / "pkg" / "mod.py").stat().st_ino
     assert (copy / "pkg" / "sub" / "other.py").read_text() == "other\n"

@@ -44,6 +44,27 @@ def write_atomic(path: Path, data: bytes, written: Callable[[], None] | None = N
 _PSEUDO_FOLDERS = ("/proc", "/sys", "/dev")
 
 
+def linked_tree(source: Path, copy: Path, *left_out: str, linkable: Callable[[str], bool] | None = None) -> None:
+    """``source`` copied to ``copy`` (folders and symbolic links made anew, names matching ``left_out`` left
+    out), each file that is ``linkable`` (every file without it) a hard link to its original where the file
+    system allows one, every other file copied with its times and modes. After one refusal (another device,
+    EPERM, EMLINK) the rest is copied without trying each file. A linked file shares its bytes with the
+    original: change it only by replacing it (``write_atomic``), never by writing into it."""
+    linking = True
+
+    def link_or_copy(src: str, dst: str) -> str:
+        nonlocal linking
+        if linking and (linkable is None or linkable(src)):
+            try:
+                os.link(src, dst, follow_symlinks=False)
+                return dst
+            except OSError:
+                linking = False
+        return shutil.copy2(src, dst)
+
+    shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns(*left_out), copy_function=link_or_copy)
+
+
 def _kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISDIR, "a folder"),

@@ -25,6 +25,7 @@ from patchmgr.check.status import TargetStatus, UpstreamStatus, drift, every_tou
 from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, Conflict, State
 from patchmgr.history.backports import unknown_backports
+from patchmgr.io.files import linked_tree
 from patchmgr.io.journal import apply_transaction
 from patchmgr.model.errors import PatchmgrError, StateError
 from patchmgr.model.manifest import Target, Upstream
@@ -45,7 +46,7 @@ from patchmgr.targets.env_state import (
 from patchmgr.targets.env_verify import recovered_notes, verify_opened
 from patchmgr.targets.ledger import AppliedPatch, InstalledPart, Ledger, UpstreamLedger, same_plan
 from patchmgr.targets.record import bytecode_of, update_record
-from patchmgr.targets.trees import SmokeTree, linked_copy, put_back
+from patchmgr.targets.trees import SmokeTree, put_back
 
 
 def check_environment(
@@ -279,7 +280,7 @@ def _unpatched_install(dist: InstalledDist, originals: dict[str, bytes | None]) 
             if (installed := dist.installed_path(path)) is not None
         }
         for top in sorted(tops):
-            linked_copy(root / top, copy / top, "__pycache__")
+            linked_tree(root / top, copy / top, "__pycache__")
         for path, data in originals.items():
             installed = dist.installed_path(path)
             if installed is not None:

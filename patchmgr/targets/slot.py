@@ -30,7 +30,7 @@ from pathlib import Path
 from patchmgr.io.confine import leaves
 from patchmgr.io.disk import FREE_SPACE, disk_full, failure_text, missing_folders
 from patchmgr.io.faults import step
-from patchmgr.io.files import remove_tree
+from patchmgr.io.files import linked_tree, remove_tree
 from patchmgr.io.journal import apply_transaction, locked_recovery
 from patchmgr.model.errors import GitError, PatchmgrError, StateError
 from patchmgr.targets.localwork import SAVED_PREFIX, LocalWork, find_local_work, save_local_work, utc_stamp
@@ -174,18 +174,8 @@ def stage_copy(slot: Slot, folder: Path, name: str) -> Path:
     allows); every other file is copied with its times and modes.
     """
     staged = slot.staged(name)
-
-    def link_or_copy(source: str, destination: str) -> str:
-        if f"{os.sep}.git{os.sep}objects{os.sep}" in source:
-            try:
-                os.link(source, destination)
-                return destination
-            except OSError:
-                pass
-        return shutil.copy2(source, destination)
-
     try:
-        shutil.copytree(folder, staged, symlinks=True, copy_function=link_or_copy)
+        linked_tree(folder, staged, linkable=lambda path: f"{os.sep}.git{os.sep}objects{os.sep}" in path)
     except (OSError, shutil.Error) as exc:
         discard(slot)
         raise StateError(

@@ -5,8 +5,6 @@ An installed environment's trees come from ``targets.installed``.
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -14,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from patchmgr.io.files import linked_tree, write_atomic
 from patchmgr.io.git import GitRepo
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.targets.into_lock import STATE, locked_into
@@ -73,7 +72,7 @@ def _unpatched_checkout(checkout: Path, base_commit: str, package_root: str) -> 
     """A throw-away copy of the checkout with every patched file put back to the base commit."""
     with tempfile.TemporaryDirectory(prefix="patchmgr-unpatched-") as tmp:
         copy = Path(tmp) / checkout.name
-        linked_copy(checkout, copy, ".git", "__pycache__")
+        linked_tree(checkout, copy, ".git", "__pycache__")
         with GitRepo(checkout) as repo:
             changed = repo.run("diff", "-z", "--name-only", "--no-renames", base_commit, "HEAD", strip=False)
             for path in filter(None, changed.split("\0")):  # as they are: never quoted, never split on a CR
@@ -81,31 +80,10 @@ def _unpatched_checkout(checkout: Path, base_commit: str, package_root: str) -> 
         yield copy / package_root if package_root else copy
 
 
-def linked_copy(source: Path, copy: Path, *left_out: str) -> None:
-    """``source`` copied to ``copy`` (folders and links made anew, names matching ``left_out`` left out), each file a
-    hard link to its original where the file system allows one: thousands of files in a fraction of the time and
-    no room. Every change the view gets goes through ``put_back``, which replaces a file rather than writing into
-    it, so the original never changes; a file system without hard links (another device, one that refuses them)
-    gets copies."""
-    linking = True
-
-    def link_or_copy(src: str, dst: str) -> str:
-        nonlocal linking
-        if linking:
-            try:
-                os.link(src, dst, follow_symlinks=False)
-                return dst
-            except OSError:
-                linking = False  # EXDEV, EPERM, EMLINK: the rest is copied, without trying each file
-        return shutil.copy2(src, dst)
-
-    shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns(*left_out), copy_function=link_or_copy)
-
-
 def put_back(target: Path, original: bytes | None) -> None:
-    """``target`` (in a ``linked_copy``) given its ``original`` bytes, or removed when it had none: a new file, never
-    a write into the one there, which may be a hard link to the tree the copy was made from."""
-    target.unlink(missing_ok=True)
-    if original is not None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(original)
+    """``target`` (in a view ``linked_tree`` made) given its ``original`` bytes by replacing it, or removed when it had
+    none: never a write into the file there, a hard link to the tree the view was made from."""
+    if original is None:
+        target.unlink(missing_ok=True)
+    else:
+        write_atomic(target, original)
