@@ -12,7 +12,6 @@ unpatched view, the ref itself. The scratch folder is removed afterwards; nothin
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from patchmgr.history.matrix import Matrix
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.smoke.absorption import Absorption, RefVerdict, ref_verdict
+from patchmgr.smoke.choice import UpstreamPython
 from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.runner import run_smoke
 from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, Verdict
@@ -128,6 +128,7 @@ def smoke_both(project: Project, target: Target, trees: list[SmokeTree], options
 
 
 def _run_both(project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions, smoke: RefSmoke) -> None:
+    pythons: dict[str, UpstreamPython] = {}  # chosen by the patched run, taken as they are by the unpatched one
     runs = [
         run_smoke(
             project,
@@ -138,21 +139,12 @@ def _run_both(project: Project, target: Target, trees: list[SmokeTree], options:
             options.python,
             _told(options, unpatched),
             options.timeout,
+            pythons,
         )
         for unpatched in (False, True)
     ]
     smoke.patched, smoke.unpatched = runs
-    said = {_same_environment(note) for note in smoke.notes}
-    for note in (note for run in runs for note in run.notes):
-        if _same_environment(note) not in said:
-            said.add(_same_environment(note))
-            smoke.notes.append(note)
-
-
-def _same_environment(note: str) -> str:
-    """A note as it names an upstream's interpreter and environment, whether this run built it or the other run
-    reused it: the unpatched run reuses what the patched run built, which is one environment, said once."""
-    return re.sub(r"; (?:built in [0-9.]+s|reused)\)$", ")", note)
+    smoke.notes += list(dict.fromkeys(note for run in runs for note in run.notes))
 
 
 def _told(options: SmokeOptions, unpatched: bool) -> Progress | None:

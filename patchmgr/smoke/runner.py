@@ -138,9 +138,12 @@ def run_smoke(
     python: str | None = None,
     progress: Progress | None = None,
     timeout: float | None = None,
+    pythons: dict[str, UpstreamPython] | None = None,
 ) -> SmokeReport:
     """``timeout``: seconds each test may run (``smoke.bounded``; None: DEFAULT_TIMEOUT); ``progress`` hears each
-    upstream and each patch's pytest run start and end."""
+    upstream and each patch's pytest run start and end. ``pythons``, when given, keeps each upstream's interpreter
+    and environment as the first run of a call chose them, for the next run to take as they are (the patched and
+    unpatched runs of ``smoke --both``: one environment, built once and said once)."""
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     checked_python = python
     python = python or sys.executable
@@ -151,7 +154,11 @@ def run_smoke(
         raise UsageError(f"--timeout {timeout:g}: a time limit must be more than 0 seconds", "use --timeout 300")
     check_smoke_tests(project, trees)
     if checked_python is None:  # each upstream on its own Python (smoke.choice), environments made before any test
-        chosen = {tree.upstream.name: choose_python(tree, progress) for tree in trees}
+        pythons = {} if pythons is None else pythons
+        for tree in trees:
+            if tree.upstream.name not in pythons:
+                pythons[tree.upstream.name] = choose_python(tree, progress)
+        chosen = {tree.upstream.name: pythons[tree.upstream.name] for tree in trees}
         needs = [c.need for c in chosen.values() if c.need is not None]
     else:
         version = interpreter_version(checked_python)[1]
