@@ -5,39 +5,31 @@ call that says which part of a fix upstream now carries."""
 from __future__ import annotations
 
 import pytest
-from support.smoke_scene import CPU_ONLY, DETECTS, LOAD, Scene
+from support.smoke_scene import DETECTS, LOAD, Scene, verdicts
 
 # a test that passes whatever add does with zero: it cannot tell the bug from the fix
 PASSES_WITHOUT = "\n\ndef test_zero():\n    assert load_calc().add(0, 0) == 0\n"
 
 
 @pytest.fixture
-def scene(tmp_path, project, cli, monkeypatch) -> Scene:
-    import patchmgr.smoke.runner
-
-    monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
-    built = Scene(tmp_path, project, cli)
-    built.patch()
-    built.manifest()
-    return built
+def scene(tmp_path, project, cli) -> Scene:
+    return Scene(tmp_path, project, cli)  # smoke runs with --device cpu: no device probe imports torch
 
 
 def verdict(result) -> tuple[str, str]:
-    (only,) = result.json["patches"]
-    return only["verdict"], only["reason"]
+    ((said, reason),) = verdicts(result.json).values()
+    return said, reason
 
 
 def test_a_patch_whose_tests_fail_without_it_and_pass_with_it_is_proven(scene):
-    scene.smoke_test(DETECTS)
-    scene.apply()
+    scene.one_patch_applied(DETECTS)
     result = scene.smoke("--both", "--json")
     assert result.code == 0, result.out + result.err
     assert verdict(result)[0] == "proven" and result.json["ok"]
 
 
 def test_a_test_passing_without_the_patch_names_the_part_upstream_carries(scene):
-    scene.smoke_test(DETECTS + PASSES_WITHOUT)
-    scene.apply()
+    scene.one_patch_applied(DETECTS + PASSES_WITHOUT)
     result = scene.smoke("--both", "--json")
     assert result.code == 1 and not result.json["ok"], result.out + result.err  # proven is what exits 0
     said, reason = verdict(result)
@@ -47,14 +39,11 @@ def test_a_test_passing_without_the_patch_names_the_part_upstream_carries(scene)
 
 
 def test_every_test_passing_without_the_patch_is_upstream_by_smoke(scene):
-    scene.smoke_test(LOAD + PASSES_WITHOUT)
-    scene.apply()
+    scene.one_patch_applied(LOAD + PASSES_WITHOUT)
     said, reason = verdict(scene.smoke("--both", "--json"))
     assert said == "upstream-by-smoke" and reason.endswith("so the fix is there: test_zero"), reason
 
 
 def test_both_and_unpatched_together_are_refused(scene):
-    scene.smoke_test(DETECTS)
-    scene.apply()
     result = scene.smoke("--both", "--unpatched")
     assert result.code == 2 and "error: --both runs the tests with and without" in result.err, result.err

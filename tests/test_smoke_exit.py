@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from patchmgr.smoke.bounded import EXIT_PLUGIN
 from patchmgr.smoke.exit import ends_clean, junit_whole
 
 CONFTEST = """
@@ -36,7 +37,7 @@ def run_pytest(tmp_path: Path, tests: dict[str, str], *more: str, early: bool = 
     for name, text in tests.items():
         (folder / name).write_text(text)
     junit, mark = tmp_path / "junit.xml", tmp_path / "mark"
-    plugin = ["-p", "patchmgr.smoke.exit"] if early else []
+    plugin = ["-p", EXIT_PLUGIN] if early else []
     root = str(Path(__file__).resolve().parents[1])
     env = {
         **os.environ,
@@ -119,7 +120,6 @@ def test_only_a_clean_end_with_a_whole_file_ends_early(tmp_path):
 
 @pytest.mark.fast
 def test_the_way_before_batches_keeps_pytests_own_end_and_the_torch_probe(monkeypatch, tmp_path):
-    from patchmgr.smoke.bounded import EXIT_PLUGIN
     from patchmgr.smoke.pytest_run import PER_PATCH_ENV, pytest_command
 
     class Project:

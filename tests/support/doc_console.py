@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -197,16 +197,15 @@ def parse(path: Path) -> Document:
 @dataclass
 class Outcome:
     ran: int = 0
-    not_run: list[str] | None = None
-    failures: list[str] | None = None
+    not_run: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
 
 
 def run_document(path: Path, tmp: Path) -> Outcome:
     """Every example of the document in order: scenes built, console blocks run or (marked) left out."""
     document = parse(path)
     document.namespace["tmp"] = tmp
-    outcome = Outcome(not_run=[], failures=[])
-    assert outcome.not_run is not None and outcome.failures is not None
+    outcome = Outcome()
     for example in document.examples():
         where = f"{path.name}:{example.line}"
         if example.region.evaluator is run_block:

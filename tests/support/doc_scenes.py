@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from support.gitrepos import git
+from support.gitrepos import UpstreamRepo, git
 from support.reliability import make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,30 +57,20 @@ SMOKE_TEST = """def test_total_keeps_cents(load_upstream):
 """
 
 
-def commit(repo: Path, files: dict[str, str], message: str) -> None:
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-
-
 def make_mylib(home: Path) -> Path:
-    repo = home / "src/mylib"
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
+    lib = UpstreamRepo(home / "src/mylib")
     # no packaging metadata: import would look the release up on PyPI, and the examples stay off the network
-    commit(repo, {"mylib/__init__.py": "", "mylib/core.py": CORE_140}, "mylib 1.4.0")
-    git(repo, "tag", "v1.4.0")
-    git(repo, "checkout", "-q", "-b", "my-fix")
-    commit(repo, {"mylib/core.py": CORE_FIXED}, "Fix the rounding of totals\n\ntotal() rounded to whole units.")
-    git(repo, "checkout", "-q", "main")
-    commit(repo, {"README.md": "mylib: sums prices\n"}, "docs: a README")
-    commit(repo, {"mylib/core.py": CORE_141}, "A licence header")
-    git(repo, "tag", "v1.4.1")
-    commit(repo, {"mylib/core.py": CORE_150}, "Discounts")
-    git(repo, "tag", "v1.5.0")
-    return repo
+    lib.commit({"mylib/__init__.py": "", "mylib/core.py": CORE_140}, "mylib 1.4.0")
+    git(lib.path, "tag", "v1.4.0")
+    git(lib.path, "checkout", "-q", "-b", "my-fix")
+    lib.commit({"mylib/core.py": CORE_FIXED}, "Fix the rounding of totals\n\ntotal() rounded to whole units.")
+    git(lib.path, "checkout", "-q", "main")
+    lib.commit({"README.md": "mylib: sums prices\n"}, "docs: a README")
+    lib.commit({"mylib/core.py": CORE_141}, "A licence header")
+    git(lib.path, "tag", "v1.4.1")
+    lib.commit({"mylib/core.py": CORE_150}, "Discounts")
+    git(lib.path, "tag", "v1.5.0")
+    return lib.path
 
 
 def patchmgr(cwd: Path, env: dict[str, str], *args: str) -> None:
