@@ -166,6 +166,17 @@ def test_transcripts_are_read_as_a_shell_reads_them():
 
 
 @pytest.mark.fast
+def test_commit_ids_made_at_run_time_are_ids_whatever_their_digits():
+    """A commit made while the example runs has a new id each run; an all-digit one is still an id."""
+    from support.doc_console import normalise
+
+    shown = normalise("updated fix (79ec290b3ada)\n  -:  ------- > 1:  79ec290 Fix", {})
+    for long, short in (("46950068d807", "4695006"), ("abcdefabcdef", "abcdefa")):
+        assert normalise(f"updated fix ({long})\n  -:  ------- > 1:  {short} Fix", {}) == shown
+    assert normalise("took 12 s, 3 files", {}) == ["took 12 s, 3 files"]
+
+
+@pytest.mark.fast
 def test_readme_stays_short():
     """The README is read in five minutes; the rest goes into a guide under docs/ (issue 30)."""
     lines = (ROOT / "README.md").read_text().count("\n")
