@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
-from support.smoke_scene import CPU_ONLY, DETECTS, Scene, verdicts
+from support.smoke_scene import CPU_ONLY, DETECTS, Scene, ended, hangs, verdicts
 
 PYPROJECT = '[project]\nname = "lib"\nversion = "1.0"\nrequires-python = ">=3.99"\n'
 
@@ -20,30 +19,6 @@ def scene(tmp_path, project, cli, monkeypatch) -> Scene:
 
     monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
     return Scene(tmp_path, project, cli)
-
-
-def hangs(pids: Path) -> str:
-    """A smoke test that starts a child (``sleep 1000``), writes its own pid and the child's, then hangs."""
-    return f"""import os
-import subprocess
-import time
-
-
-def test_add():
-    child = subprocess.Popen(["sleep", "1000"])
-    with open({str(pids)!r}, "w") as out:
-        out.write(f"{{os.getpid()}} {{child.pid}}")
-    time.sleep(1000)
-"""
-
-
-def gone(pid: int) -> bool:
-    """No such process, or a zombie nobody has reaped yet (it runs nothing)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state in ("Z", "X")
 
 
 def ready(scene: Scene, test: str, **patch) -> None:
@@ -68,10 +43,7 @@ def test_a_test_past_the_time_limit_is_not_proven_and_its_process_tree_is_ended(
     (result,) = doc["results"]
     assert result["result"] == "timed-out" and result["test"].endswith("test_add.py::test_add")
     pytest_pid, child = (int(pid) for pid in pids.read_text().split())
-    deadline = time.monotonic() + 5  # killed, then reaped by whoever adopted it
-    while not (gone(pytest_pid) and gone(child)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert gone(pytest_pid) and gone(child), "a process of the timed-out test outlived the run"
+    assert ended(pytest_pid, child), "a process of the timed-out test outlived the run"
 
     unpatched = scene.smoke("--timeout", "2", "--unpatched")  # without the patch it is never a proof either
     assert unpatched.code == 1
@@ -159,8 +131,4 @@ def test_add():
 """
     ready(scene, test)
     assert scene.smoke().code == 0
-    child = int(pids.read_text())
-    deadline = time.monotonic() + 5
-    while not gone(child) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert gone(child), "a child the test left running outlived the run"
+    assert ended(int(pids.read_text())), "a child the test left running outlived the run"

@@ -63,4 +63,18 @@ def run_fast(name: str, args: list[str]) -> int | None:
 
 
 def run() -> None:
-    sys.exit(main())
+    sys.exit(main_ending_on_signals())
+
+
+def main_ending_on_signals(argv: list[str] | None = None) -> int:
+    """``main`` as the console script runs it: SIGTERM and SIGHUP end it as Ctrl-C does, cleanup first, and it
+    returns what a shell reports for a command ended by that signal (``cli/termination``)."""
+    from patchmgr.cli.termination import EndingAsInterrupts, Terminated
+
+    code = 130
+    try:
+        with EndingAsInterrupts() as received:
+            code = main(argv)
+    except Terminated:  # past every handler of KeyboardInterrupt: cleanup has run
+        pass
+    return received.exit_code or code

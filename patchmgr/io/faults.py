@@ -1,6 +1,7 @@
 """Fault injection for the reliability tests: a run counts its durable steps and can be killed or paused at one.
 
-``PATCHMGR_FAULT_KILL_AT=N`` sends SIGKILL at step N; ``PATCHMGR_FAULT_PAUSE_AT=N:SECONDS`` waits
+``PATCHMGR_FAULT_KILL_AT=N`` sends SIGKILL at step N, ``PATCHMGR_FAULT_TERM_AT=N`` SIGTERM (which the command
+line turns into an interruption: cli/termination); ``PATCHMGR_FAULT_PAUSE_AT=N:SECONDS`` waits
 there (while the file ``PATCHMGR_FAULT_PAUSED`` names exists, if it names one). Unset, ``step()``
 only counts.
 """
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 _KILL_AT = "PATCHMGR_FAULT_KILL_AT"  # fault injection for the kill tests: SIGKILL at step N
+_TERM_AT = "PATCHMGR_FAULT_TERM_AT"  # for the termination tests: SIGTERM at step N
 _PAUSE_AT = "PATCHMGR_FAULT_PAUSE_AT"  # for the race and full-disk tests: "N:SECONDS" waits at step N ...
 _PAUSED = "PATCHMGR_FAULT_PAUSED"  # ... and, if this names a file, creates it and waits only while it exists
 
@@ -24,6 +26,7 @@ class _Steps:
         self.count = 0
         self.pid = os.getpid()
         self.kill_at = int(os.environ.get(_KILL_AT, "0") or 0)
+        self.term_at = int(os.environ.get(_TERM_AT, "0") or 0)
         pause = os.environ.get(_PAUSE_AT, "")
         self.pause_at, _, seconds = pause.partition(":")
         self.pause_for = float(seconds or 0)
@@ -32,6 +35,8 @@ class _Steps:
         self.count += 1
         if self.kill_at and self.count == self.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.term_at and self.count == self.term_at:
+            os.kill(os.getpid(), signal.SIGTERM)  # the main thread's handler raises (here, in it)
         if self.pause_at == str(self.count):
             self._pause()
 

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import traceback
 import zipfile
@@ -65,8 +66,9 @@ class Child:
 
 
 def start(args: list[str], env: dict[str, str] | None = None, fsize: int | None = None) -> Child:
-    """``patchmgr ARGS`` in a forked child; ``fsize`` caps the bytes any file it writes may hold."""
-    from patchmgr.cli import main
+    """``patchmgr ARGS`` in a forked child, as the console script runs it (SIGTERM ends it as Ctrl-C does);
+    ``fsize`` caps the bytes any file it writes may hold."""
+    from patchmgr.cli.entry import main_ending_on_signals
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -81,9 +83,10 @@ def start(args: list[str], env: dict[str, str] | None = None, fsize: int | None 
             stream = os.fdopen(write, "w", buffering=1)
             sys.stdout = sys.stderr = stream
             os.environ.update(env or {})
+            tempfile.tempdir = None  # read TMPDIR again: env may name another
             if fsize is not None:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-            code = main(args)
+            code = main_ending_on_signals(args)
         except BaseException:
             traceback.print_exc()
         finally:
@@ -128,33 +131,48 @@ def said(notes: list[str]) -> str:
 UNTOUCHED = {"rolled-back", "not-started"}  # what a run after a kill may say when the state is the one before
 
 
+@dataclass(frozen=True)
+class Fault:
+    """How a run is stopped at a step: the fault variable and the exit code (negative: the signal) it ends with."""
+
+    variable: str
+    code: int
+
+
+KILL = Fault("PATCHMGR_FAULT_KILL_AT", -9)  # nothing of the run's own cleanup runs: the next run recovers
+TERM = Fault("PATCHMGR_FAULT_TERM_AT", 143)  # the run cleans up as after Ctrl-C, then exits 128 + 15
+
+
 def kill_every_step(
-    name, args, restore, before, after, observe, next_apply=None, every=1, stride=1, minimum=10, exit_code=0
+    name, args, restore, before, after, observe, next_apply=None, every=1, stride=1, minimum=10, exit_code=0, fault=KILL
 ) -> dict:
     """Kill ``args`` at each ``stride``-th step in turn (and the last); after each, ``observe()`` (the next
     run) gives (state, notes), and the state must be ``before`` or ``after`` as the notes say. After every
     ``every``-th kill, ``next_apply()`` then runs the command again (it must complete). The run that gets
     through exits ``exit_code``. At least ``minimum`` kill points, with both outcomes among them; the figures
-    are recorded and returned."""
-    counts = {"kill_points": 0, "rolled-back": 0, "not-started": 0, "finished": 0, "then_applied": 0}
+    are recorded and returned. With ``fault=TERM`` the run is sent SIGTERM instead: it must say so and end
+    without a traceback, and may have undone its work itself (the next run then has nothing to say)."""
+    counts = {"kill_points": 0, "rolled-back": 0, "not-started": 0, "finished": 0, "nothing": 0, "then_applied": 0}
     step, last = 1, None
     while True:
         restore()
-        code, output = run(args, {"PATCHMGR_FAULT_KILL_AT": str(step)})
-        if code != -9:
+        code, output = run(args, {fault.variable: str(step)})
+        if code != fault.code:
             assert code == exit_code, output
             assert observe()[0] == after
             if last is None and stride > 1:
                 step, last = step - 1, step  # also the last step, which a stride can jump over
                 continue
             break
+        if fault is TERM:
+            assert "patchmgr: stopped by SIGTERM" in output and "Traceback" not in output, (name, step, output)
         counts["kill_points"] += 1
         state, notes = observe()
         outcome = said(notes)
-        assert outcome in ("rolled-back", "not-started", "finished"), (name, step, notes)
-        expected = before if outcome in UNTOUCHED else after
+        assert outcome in ("rolled-back", "not-started", "finished") or fault is TERM, (name, step, notes)
+        expected = before if outcome in UNTOUCHED or (outcome == "nothing" and state == before) else after
         assert state == expected, (
-            f"{name}: after a kill at step {step} the next run said {notes}, "
+            f"{name}: after a {fault.variable} at step {step} the next run said {notes}, "
             f"but the state is not that: {differences(state, expected)}"
         )
         counts[outcome] += 1
@@ -165,11 +183,8 @@ def kill_every_step(
             break
         step += stride
     record(name, **counts)
-    assert counts["kill_points"] >= minimum and counts["finished"] and counts["rolled-back"] + counts["not-started"], (
-        name,
-        counts,
-        minimum,
-    )
+    both = counts["finished"] and counts["rolled-back"] + counts["not-started"] or fault is TERM
+    assert counts["kill_points"] >= minimum and both, (name, counts, minimum)
     return counts
 
 

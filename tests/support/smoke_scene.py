@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from support.gitrepos import UpstreamRepo
@@ -116,3 +117,35 @@ CPU_ONLY = {"cpu": None, "cuda": "no CUDA device", "npu": "no NPU (torch_npu is 
 
 def verdicts(doc: dict) -> dict[str, tuple[str, str]]:
     return {p["patch"]: (p["verdict"], p["reason"]) for p in doc["patches"]}
+
+
+def hangs(pids: Path) -> str:
+    """A smoke test that starts a child (``sleep 1000``), writes its own pid and the child's, then hangs."""
+    return f"""import os
+import subprocess
+import time
+
+
+def test_add():
+    child = subprocess.Popen(["sleep", "1000"])
+    with open({str(pids)!r}, "w") as out:
+        out.write(f"{{os.getpid()}} {{child.pid}}")
+    time.sleep(1000)
+"""
+
+
+def gone(pid: int) -> bool:
+    """No such process, or a zombie nobody has reaped yet (it runs nothing)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+def ended(*pids: int, seconds: float = 5.0) -> bool:
+    """Whether every one of ``pids`` is gone within ``seconds`` (killed, then reaped by whoever adopted it)."""
+    deadline = time.monotonic() + seconds
+    while not all(gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return all(gone(pid) for pid in pids)
