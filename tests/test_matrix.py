@@ -329,6 +329,35 @@ def test_status_at_the_newest_release_checks_what_the_matrix_decides_on(cli, pro
     assert pinned.code == 0 and pinned.json["upstreams"][0]["ref"] == "v1.0.0"
 
 
+def test_with_no_release_newer_than_the_pin_the_pin_decides_and_the_tip_is_only_shown(cli, project, upstream):
+    """Followed by its releases (track = releases, the default), an upstream that has released nothing since the
+    pin is judged at the pin, in matrix as in status --newest-release; its branch's unreleased work is shown."""
+    fix = upstream.make_patch(upstream.head(), {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix line 20")
+    pin = setup(project, upstream, {"fix": fix})
+    git(upstream.path, "tag", "v1.0.0")
+    upstream.commit({"src/mod.py": lines_with({20: "rewritten 20"})}, "refactor: rewrite line 20")
+    result = matrix(cli, upstream, "--json")
+    (lib,) = result.json["upstreams"]
+    assert [c["state"] for c in lib["patches"][0]["cells"]] == ["clean", "conflict"]
+    assert result.code == 0 and lib["verdict_column"] == "v1.0.0" and lib["ok"] is True, result.out
+    text = matrix(cli, upstream).out
+    assert (
+        "refs: main (tip): tip of main, the branch its source's HEAD names; "
+        "pin v1.0.0 decides the verdict: no release is newer than the pin (track = releases)\n"
+    ) in text
+    status = cli("status", "--target", "t", "--newest-release", "--source", f"lib={upstream.path}", "--json")
+    (up,) = status.json["upstreams"]
+    assert status.code == 0 and up["commit"] == pin and up["patches"][0]["state"] == "clean", status.out
+    # followed by its branch, the same upstream is judged at the tip, by both
+    project.manifest(
+        "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"], "track": "branch"}}
+    )
+    branch = matrix(cli, upstream, "--json")
+    assert branch.code == 1 and branch.json["upstreams"][0]["verdict_column"] == "main"
+    status = cli("status", "--target", "t", "--newest-release", "--source", f"lib={upstream.path}", "--json")
+    assert status.code == 1 and status.json["upstreams"][0]["patches"][0]["state"] == "conflict", status.out
+
+
 def test_status_at_the_newest_release_is_unavailable_when_tags_cannot_be_listed(cli, project, upstream, tmp_path):
     tagged_upstream(project, upstream)
     assert cli("status", "--target", "t", "--source", f"lib={upstream.path}").code == 0  # the pin is cached now

@@ -12,7 +12,7 @@ import pytest
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.matrix import Change, Column, ColumnKind, Matrix, Row
 from patchmgr.history.provenance import Provenance
-from patchmgr.model.manifest import Upstream
+from patchmgr.model.manifest import Track, Upstream
 from patchmgr.model.patchfile import parse_patch
 from patchmgr.render.matrix_html import render_matrix_html
 
@@ -33,7 +33,7 @@ Subject: [PATCH] Fix
 
 
 def page(git: str, tip_state: State, subject: str) -> str:
-    upstream = Upstream("mindspeed", git, (), PIN, None, None, "", ("fix",))
+    upstream = Upstream("mindspeed", git, (), PIN, None, None, "", ("fix",), track=Track.BRANCH, branch="master")
     patch = parse_patch(PATCH, Path("patches/mindspeed/fix.patch"), "mindspeed", "fix")
     columns = [Column(PIN[:12], PIN, "", ColumnKind.PIN), Column("master", TIP, "", ColumnKind.TIP)]
     cells = [CheckResult(patch, State.CLEAN), CheckResult(patch, tip_state)]

@@ -97,8 +97,8 @@ COMMANDS: dict[str, Command] = {
         "matrix",
         "Show every patch (rows) at the pin, each release tag since it and the branch tip (columns), with the first "
         "upstream commit where each changed; --html FILE writes one self-contained page. Exit 1 when a patch does "
-        "not apply (or a guard breaks) at the newest release tag shown (the branch tip when none is newer than the "
-        "pin).",
+        "not apply (or a guard breaks) at the column its track decides by: the newest release tag shown (the pin "
+        "when none is newer), or the branch tip with track = branch.",
     ),
     "import": Command(
         "import_",

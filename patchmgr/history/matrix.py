@@ -105,7 +105,7 @@ class Matrix:
         """The column that decides ``ok``, by the upstream's ``track`` (``tracking.deciding``), among the columns
         after the pin: the branch tip, or the newest release tag (release candidates too when it follows them;
         with ``--refs``, a pre-release or a tag that is no version decides only when no tag is a release), else
-        the tip, else the pin."""
+        the pin."""
         pin = self.pin_column
         later = [i for i, c in enumerate(self.columns) if c.kind is ColumnKind.TAG and i > pin]
         has_tip = self.columns[-1].kind is ColumnKind.TIP

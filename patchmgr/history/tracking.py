@@ -63,16 +63,17 @@ def tag_rule(upstream: Upstream, name: str, newest: bool) -> str:
 
 
 def deciding(tags: Sequence[str], has_tip: bool, track: Track) -> int:
-    """The position, among the pin, ``tags`` (in time order) and the tip, of the ref that decides: the tip for
+    """The position, among the pin (0), ``tags`` (in time order) and the tip, of the ref that decides: the tip for
     ``branch``; else the newest tag by version (for ``releases`` the newest final release, any tag when none is
-    one), as ``status --newest-release`` checks; else the tip, else the pin."""
-    tip = len(tags) + 1 if has_tip else 0
+    one); else the pin: an upstream that is followed by its releases and has none newer is judged where it
+    stands, not by unreleased work on its branch (shown, but deciding nothing). ``status --newest-release``
+    checks the same ref."""
     if track is Track.BRANCH and has_tip:
-        return tip
+        return len(tags) + 1
     candidates = list(range(len(tags)))
     if track is Track.RELEASES:
         candidates = [i for i in candidates if is_release(tags[i])] or candidates
-    return max(candidates, key=lambda i: version_order(tags[i])) + 1 if candidates else tip
+    return max(candidates, key=lambda i: version_order(tags[i])) + 1 if candidates else 0
 
 
 def branch_tip(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver) -> ChosenRef | None:

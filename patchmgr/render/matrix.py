@@ -90,13 +90,20 @@ def backports_text(matrix: Matrix, row: Row) -> str:
 
 
 def chosen_lines(matrix: Matrix) -> list[str]:
-    """Each column but the pin with the rule that chose it; the deciding one says so."""
+    """Each column but the pin with the rule that chose it; the deciding one says so, the pin too when it decides
+    (followed by releases, none newer)."""
     verdict = matrix.verdict_column
-    return [
+    lines = [
         f"{column_title(c)}: {c.rule}" + (", decides the verdict" if i == verdict else "")
         for i, c in enumerate(matrix.columns)
         if c.kind != "pin"  # a StrEnum: its value, without importing the history code here
-    ] or ["only the pin"]
+    ]
+    if matrix.columns and matrix.columns[verdict].kind == "pin":
+        track = matrix.upstream.track.value
+        what = "release or release candidate" if track == "prereleases" else "release"
+        pin = column_title(matrix.columns[verdict])
+        lines.append(f"{pin} decides the verdict: no {what} is newer than the pin (track = {track})")
+    return lines or ["only the pin"]
 
 
 def matrix_json(matrices: list[Matrix], target: str, html: str | None) -> dict:
