@@ -58,6 +58,22 @@ class Track(StrEnum):
     BRANCH = "branch"  # no tags to wait for: the tip of its branch
 
 
+_NEVER_IN_A_TAG = {"^": "^", "\\": "a backslash", "~": "~", ":": ":", " ": "a space"}  # git check-ref-format
+
+
+def tag_pattern_problem(pattern: str) -> str | None:
+    """Why the glob ``pattern`` can match no tag name (one git would take), or None: a regular expression written
+    where a glob goes (``^v\\d+$``) holds characters no tag holds."""
+    for char, name in _NEVER_IN_A_TAG.items():
+        if char in pattern:
+            return f"it holds {name}, which no tag name holds (git check-ref-format)"
+    if any(ord(char) < 32 or ord(char) == 127 for char in pattern):
+        return "it holds a control character, which no tag name holds (git check-ref-format)"
+    if pattern.endswith("$"):
+        return "it ends in $, which ends a regular expression, not a tag name"
+    return None
+
+
 @dataclass(frozen=True)
 class Upstream:
     name: str
@@ -267,6 +283,14 @@ class _Validator:
         if problem:
             raise self.fail(f"{key}.branch", f"{branch!r} is not a branch name: {problem}", 'write branch = "main"')
         pattern = self._string(raw, "tag-pattern", f"{key}.tag-pattern")
+        problem = tag_pattern_problem(pattern) if pattern is not None else None
+        if problem:
+            raise self.fail(
+                f"{key}.tag-pattern",
+                f"'{pattern}' can match no tag: {problem}",  # as a TOML literal string: a backslash shown once
+                'tag-pattern is a glob (* any text, ? one character, [...] one of), not a regular expression: "v*", '
+                '"v2.*", "release-*"',
+            )
         return Track(value), branch, pattern
 
     def _pep440(

@@ -191,7 +191,7 @@ def smoke_matrices(
     project: Project, target: Target, matrices: Sequence[Matrix], sources: Sources, options: SmokeOptions | None = None
 ) -> RefSmoke:
     """``matrix --smoke``: each upstream's patches smoke-tested at the column that decides the matrix's verdict (the
-    newest release tag, or the tip with track = branch, else the pin), checked there as ``status --against`` checks it."""
+    newest release tag, or the tip with track = branch, else the pin), checked there as ``status --against`` does."""
     statuses = []
     for matrix in matrices:
         if matrix.error is not None or not matrix.columns:
