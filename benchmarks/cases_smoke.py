@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from fixtures import ASCEND_MIRRORS, NO_NETWORK, ROOT, Bench, Row, ascend_patches
+from fixtures import ROOT, Bench, Row, ascend_mirrors, ascend_patches
 
 ROUNDS = {"full": 3, "tiny": 1}
 GOAL = 1 / 3  # batched at most this share of the wall time of one process per patch
@@ -61,18 +61,15 @@ def _said(out: str) -> dict[str, tuple[str, str]]:
 
 
 def measure_smoke(bench: Bench, mirrors: Path) -> None:
-    repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
-    absent = [str(path) for path in repos.values() if not path.is_dir()]
+    sources, absent = ascend_mirrors(mirrors)
     label = f"ascend target, cpu, patched + unpatched ({ascend_patches()} patches)"
     if absent:
         bench.add(Row("smoke", label, None, note=f"skipped: no local mirror {', '.join(absent)}"))
         return
     cache = bench.cache / "patchmgr-cache-ascend"
     build = bench.cache / "smoke-build-ascend"
-    online = {**bench.env({"PATCHMGR_CACHE": str(cache)})}
-    for key in NO_NETWORK:  # the first run may fetch the pins and build verl's smoke environment with pip
-        online.pop(key)
-    sources = [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
+    # the first run may fetch the pins and build verl's smoke environment with pip
+    online = bench.env({"PATCHMGR_CACHE": str(cache)}, online=True)
     code, out, _, _ = _run(["apply", "--target", "ascend", "--into", str(build), *sources], online)
     if code != 0:
         bench.add(Row("smoke", label, None, note=f"skipped: apply failed (exit {code}): {out[-300:]}"))

@@ -16,9 +16,10 @@ import subprocess
 import sys
 import tarfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from fixtures import ASCEND_MIRRORS, NO_NETWORK, ROOT, Bench, Row, ascend_patches, git, spawn
+from fixtures import ROOT, Bench, Row, ascend_mirrors, ascend_patches, git, spawn
 
 BASELINE = "a9648a8"  # main before the lazy command table (issue 25, item 4)
 HELP_GOAL = 4.0  # patchmgr --help at most this many times a bare interpreter start
@@ -54,8 +55,18 @@ def compile_tree(tree: Path) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "patchmgr")], check=True)
 
 
-def code_env(bench: Bench, tree: Path, extra: dict | None = None) -> dict[str, str]:
-    return {**bench.env(extra), "PYTHONPATH": str(tree)}
+def trees_ready(bench: Bench, old: Path) -> Path:
+    """Both trees compiled (``compile_tree``), and the neutral folder every timed process starts in: ``python -m``
+    puts the current folder first on ``sys.path``, and the repository's would load its ``patchmgr`` for both."""
+    neutral = bench.cache / "neutral"
+    neutral.mkdir(exist_ok=True)
+    for tree in (ROOT, old):
+        compile_tree(tree)
+    return neutral
+
+
+def code_env(bench: Bench, tree: Path, extra: dict | None = None, online: bool = False) -> dict[str, str]:
+    return {**bench.env(extra, online), "PYTHONPATH": str(tree)}
 
 
 def timed(args: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -97,31 +108,67 @@ def interleaved(
     return walls
 
 
-def add_old_new(
-    bench: Bench,
-    case: str,
-    variants: dict[str, str],
-    count: int | None,
-    walls: dict[str, list[float]],
-    cpu: dict[str, list[float]],
-    runs: str = "",
-    tail: str = "",
-) -> None:
-    """The rows of an ``interleaved`` measure of the baseline and the working tree, in the order of ``variants``
-    (label: the row's variant): each the median wall time, its note the count, the minimum and the median CPU
-    seconds (``runs`` after the count says what was run, ``tail`` ends the note)."""
-    for label, variant in variants.items():
-        times = walls[label]
-        bench.add(
-            Row(
-                case,
-                variant,
-                statistics.median(times),
-                count,
-                note=f"median of {len(times)}{runs} (min {min(times):.3f} s); CPU "
-                f"{statistics.median(cpu[label]):.3f} s (median; the process and its git processes){tail}",
+@dataclass(frozen=True)
+class Beside:
+    """One patchmgr command timed for the working tree (``new``) and the baseline (``old``), interleaved: each
+    side's command line and environment, and its wall and CPU seconds per round."""
+
+    commands: dict[str, tuple[list[str], dict[str, str]]]
+    walls: dict[str, list[float]]
+    cpu: dict[str, list[float]]
+
+    def median(self, label: str) -> float:
+        return statistics.median(self.walls[label])
+
+    def add_rows(
+        self, bench: Bench, case: str, variants: dict[str, str], count: int | None, runs: str = "", tail: str = ""
+    ) -> None:
+        """The rows, in the order of ``variants`` (label: the row's variant): each the median wall time, its note
+        the count, the minimum and the median CPU seconds (``runs`` after the count says what was run, ``tail``
+        ends the note)."""
+        for label, variant in variants.items():
+            times = self.walls[label]
+            bench.add(
+                Row(
+                    case,
+                    variant,
+                    statistics.median(times),
+                    count,
+                    note=f"median of {len(times)}{runs} (min {min(times):.3f} s); CPU "
+                    f"{statistics.median(self.cpu[label]):.3f} s (median; the process and its git processes){tail}",
+                )
             )
+
+    def cpu_note(self, what: str, ref: str) -> str:
+        new, old = statistics.median(self.cpu["new"]), statistics.median(self.cpu["old"])
+        return (
+            f"{what} warm in CPU seconds (user and system, with its git processes; the load of a crowded machine "
+            f"stretches wall time, not this): {new:.3f} s vs {old:.3f} s for {ref}, {new / old:.2f}x"
         )
+
+
+def old_beside_new(
+    bench: Bench, old: Path, command: list[str], sources: list[str], cache: str, cwd: Path, online: bool = False
+) -> Beside:
+    """``patchmgr COMMAND --root TREE SOURCES`` for the working tree and the baseline tree ``old``, each tree
+    reading its own commit's manifests (an older one refuses keys added since) with a cache of its own
+    (``CACHE-new``, ``CACHE-old``), warmed by one run first (``online``: that run may ask PyPI for the releases),
+    then timed in ``PAIRS`` interleaved rounds. A RuntimeError that says which run exited 2 or more."""
+    commands = {}
+    for label, tree in (("new", ROOT), ("old", old)):
+        args = [sys.executable, "-m", "patchmgr", *command, "--root", str(tree), *sources]
+        extra = {"PATCHMGR_CACHE": str(bench.cache / f"{cache}-{label}")}
+        try:
+            timed(args, code_env(bench, tree, extra, online), cwd)
+        except RuntimeError as failed:  # exit 2 and up: an error, not a measure
+            raise RuntimeError(f"the {'baseline' if label == 'old' else 'working tree'} failed: {failed}") from None
+        commands[label] = (args, code_env(bench, tree, extra))
+    cpu: dict[str, list[float]] = {}
+    try:
+        walls = interleaved(commands, cwd, PAIRS[bench.size], cpu)
+    except RuntimeError as failed:
+        raise RuntimeError(f"a timed run failed: {failed}") from None
+    return Beside(commands, walls, cpu)
 
 
 def measure_startup(bench: Bench, mirrors: Path, ref: str = BASELINE) -> None:
@@ -129,10 +176,7 @@ def measure_startup(bench: Bench, mirrors: Path, ref: str = BASELINE) -> None:
     if old is None:
         bench.add(Row("start-up", f"baseline {ref}", None, note=f"skipped: this clone lacks commit {ref}"))
         return
-    neutral = bench.cache / "neutral"
-    neutral.mkdir(exist_ok=True)
-    for tree in (ROOT, old):
-        compile_tree(tree)
+    neutral = trees_ready(bench, old)
     bench.notes.append(
         "both trees are compiled first (python -m compileall, as pip does when it installs the wheel), so that no "
         "timed run compiles: a tree without .pyc compiles every module it imports (0.4 to 0.6 s) in its first run, "
@@ -227,47 +271,27 @@ def phases(bench: Bench, args: list[str], env: dict[str, str], cwd: Path) -> str
 
 
 def measure_ascend(bench: Bench, old: Path, ref: str, mirrors: Path, cwd: Path) -> None:
-    repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
-    absent = [str(path) for path in repos.values() if not path.is_dir()]
+    sources, absent = ascend_mirrors(mirrors)
     if absent:
         bench.add(Row("start-up", "status --target ascend, warm", None, note=f"skipped: no local mirror {absent[0]}"))
         bench.notes.append("status --target ascend was not measured: its mirrors are not on this machine")
         return
-    patches = ascend_patches()
-    sources = [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
     goal = f"status --target ascend warm <= {STATUS_GOAL:g}x the baseline's ({ref}, same run, interleaved)"
-    envs = {}
-    for label, tree in (("new", ROOT), ("old", old)):
-        # each tree checks its own project: the working tree's manifests may carry keys the baseline refuses
-        args = [sys.executable, "-m", "patchmgr", "status", "--target", "ascend", "--root", str(tree), *sources]
-        cache = {"PATCHMGR_CACHE": str(bench.cache / f"patchmgr-cache-ascend-startup-{label}")}
-        warm_up = code_env(bench, tree, cache)
-        for key in NO_NETWORK:  # the first run may ask PyPI for the releases; the measured ones are offline
-            warm_up.pop(key)
-        try:
-            timed(args, warm_up, cwd)
-        except RuntimeError as failed:  # exit 2 and up: an error, not a status; its time is no measure
-            refuse(bench, goal, f"the {'baseline' if label == 'old' else 'working tree'} failed: {failed}")
-            return
-        envs[label] = (args, code_env(bench, tree, cache))
-    cpu: dict[str, list[float]] = {}
-    try:
-        walls = interleaved(envs, cwd, PAIRS[bench.size], cpu)
+    try:  # the first run may ask PyPI for the releases; the measured ones are offline
+        runs = old_beside_new(
+            bench, old, ["status", "--target", "ascend"], sources, "patchmgr-cache-ascend-startup", cwd, online=True
+        )
     except RuntimeError as failed:
-        refuse(bench, goal, f"a timed run failed: {failed}")
+        refuse(bench, goal, str(failed))
         return
-    new, old_wall = statistics.median(walls["new"]), statistics.median(walls["old"])
+    new, old_wall = runs.median("new"), runs.median("old")
     variants = {"old": f"status --target ascend warm, baseline {ref}", "new": "status --target ascend warm"}
-    add_old_new(bench, "start-up", variants, patches, walls, cpu)
-    cpu_new, cpu_old = statistics.median(cpu["new"]), statistics.median(cpu["old"])
-    bench.notes.append(
-        f"status --target ascend warm in CPU seconds (user and system, with its git processes; the load of a "
-        f"crowded machine stretches wall time, not this): {cpu_new:.3f} s vs {cpu_old:.3f} s for {ref}, "
-        f"{cpu_new / cpu_old:.2f}x"
-    )
+    runs.add_rows(bench, "start-up", variants, ascend_patches())
+    bench.notes.append(runs.cpu_note("status --target ascend", ref))
+    args, env = runs.commands["new"]
     bench.notes.append(
         "status --target ascend warm, where the time goes in the working tree (median of each phase, in process, "
-        f"after the interpreter's own start): {phases(bench, envs['new'][0][3:], envs['new'][1], cwd)}"
+        f"after the interpreter's own start): {phases(bench, args[3:], env, cwd)}"
     )
     bench.goals.append((goal, f"{new:.3f} s vs {old_wall:.3f} s: {new / old_wall:.2f}x", new / old_wall <= STATUS_GOAL))
 

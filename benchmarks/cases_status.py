@@ -9,11 +9,11 @@ from pathlib import Path
 
 from fixtures import (
     ASCEND_MIRRORS,
-    NO_NETWORK,
     ROOT,
     Bench,
     Row,
     Upstream,
+    ascend_mirrors,
     ascend_patches,
     git,
     patchmgr,
@@ -49,19 +49,16 @@ def measure_status(
 
 
 def ascend_status(bench: Bench, mirrors: Path) -> Row | None:
-    repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
-    absent = [str(path) for path in repos.values() if not path.is_dir()]
+    mirror_sources, absent = ascend_mirrors(mirrors)
     if absent:
         bench.add(
             Row("status", "ascend target (real upstreams)", None, note=f"skipped: no local mirror {', '.join(absent)}")
         )
         return None
-    args = ["--target", "ascend"] + [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
+    args = ["--target", "ascend", *mirror_sources]
     cache = bench.cache / "patchmgr-cache-ascend"
     # the first run may fetch the pins from the mirrors and the releases from PyPI; later runs are offline
-    warm = bench.env({"PATCHMGR_CACHE": str(cache)})
-    for key in NO_NETWORK:
-        warm.pop(key)
+    warm = bench.env({"PATCHMGR_CACHE": str(cache)}, online=True)
     spawn([sys.executable, "-m", "patchmgr", "status", *args, "--root", str(ROOT)], env=warm)
     return measure_status(
         bench,
@@ -189,33 +186,23 @@ MATRIX_BASELINE = (
 def measure_matrix_ascend(bench: Bench, mirrors: Path, ref: str = MATRIX_BASELINE) -> None:
     """``matrix --target ascend`` warm (all five upstreams, real mirrors), the baseline commit's code (``git archive``)
     and the working tree's, interleaved in one run, each with a cache of its own warmed by one run first."""
-    from cases_startup import PAIRS, add_old_new, baseline_tree, code_env, compile_tree, interleaved, timed
+    from cases_startup import baseline_tree, old_beside_new, trees_ready
 
-    repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
-    absent = [str(path) for path in repos.values() if not path.is_dir()]
+    mirror_sources, absent = ascend_mirrors(mirrors)
     old = None if absent else baseline_tree(bench, ref)
     if old is None:
         why = f"no local mirror {absent[0]}" if absent else f"this clone lacks commit {ref}"
         bench.add(Row("matrix", "ascend target, all upstreams", None, note=f"skipped: {why}"))
         return
-    neutral = bench.cache / "neutral"  # python -m puts the current folder first on sys.path: not the repository
-    neutral.mkdir(exist_ok=True)
-    for tree in (ROOT, old):
-        compile_tree(tree)
-    sources = [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
-    envs = {}
-    for label, tree in (("new", ROOT), ("old", old)):
-        # each tree reads its own commit's manifests (an older one rejects keys added since, like track)
-        args = [sys.executable, "-m", "patchmgr", "matrix", "--target", "ascend", "--root", str(tree), *sources]
-        env = code_env(bench, tree, {"PATCHMGR_CACHE": str(bench.cache / f"patchmgr-cache-ascend-matrix-{label}")})
-        timed(args, env, neutral)  # warms the cache: the pins and tags fetched from the mirrors, the cells kept
-        envs[label] = (args, env)
-    cpu: dict[str, list[float]] = {}
-    walls = interleaved(envs, neutral, PAIRS[bench.size], cpu)
-    new, baseline = statistics.median(walls["new"]), statistics.median(walls["old"])
-    cpu_new, cpu_old = statistics.median(cpu["new"]), statistics.median(cpu["old"])
+    neutral = trees_ready(bench, old)
+    # the first run warms each cache: the pins and tags fetched from the mirrors, the cells kept
+    runs = old_beside_new(
+        bench, old, ["matrix", "--target", "ascend"], mirror_sources, "patchmgr-cache-ascend-matrix", neutral
+    )
+    new, baseline = runs.median("new"), runs.median("old")
     cells = 0
-    code, out, _wall, _rss = spawn([*envs["new"][0], "--json"], env=envs["new"][1], cwd=neutral)
+    args, env = runs.commands["new"]
+    code, out, _wall, _rss = spawn([*args, "--json"], env=env, cwd=neutral)
     try:
         doc = json.loads(out[out.index("{") :])
         cells = sum(len(u["columns"]) * len(u["patches"]) for u in doc["upstreams"])
@@ -223,13 +210,9 @@ def measure_matrix_ascend(bench: Bench, mirrors: Path, ref: str = MATRIX_BASELIN
     except (ValueError, KeyError):
         columns = f"(no JSON: exit {code})"
     variants = {"old": f"ascend target, all upstreams, baseline {ref}", "new": "ascend target, all upstreams"}
-    add_old_new(bench, "matrix", variants, cells or None, walls, cpu, " warm runs, interleaved", f"; columns {columns}")
+    runs.add_rows(bench, "matrix", variants, cells or None, " warm runs, interleaved", f"; columns {columns}")
     print(f"  matrix --target ascend: {new:.3f} s warm vs {baseline:.3f} s for {ref}", flush=True)
-    bench.notes.append(
-        f"matrix --target ascend warm in CPU seconds (user and system, with its git processes; the load of a crowded "
-        f"machine stretches wall time, not this): {cpu_new:.3f} s vs {cpu_old:.3f} s for {ref}, "
-        f"{cpu_new / cpu_old:.2f}x; wall {new / baseline:.2f}x"
-    )
+    bench.notes.append(f"{runs.cpu_note('matrix --target ascend', ref)}; wall {new / baseline:.2f}x")
     bench.goals.append(
         (
             f"matrix --target ascend (all upstreams) < {MATRIX_ASCEND_GOAL:g} s (warm)",

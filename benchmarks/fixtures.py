@@ -51,6 +51,14 @@ ASCEND_MIRRORS = {
 }
 
 
+def ascend_mirrors(mirrors: Path) -> tuple[list[str], list[str]]:
+    """The ``--source NAME=PATH`` arguments of the ascend upstreams' local mirrors under ``mirrors``, and the
+    mirrors that are not there."""
+    repos = {name: mirrors / folder / "repo" for name, folder in ASCEND_MIRRORS.items()}
+    sources = [arg for name, path in repos.items() for arg in ("--source", f"{name}={path}")]
+    return sources, [str(path) for path in repos.values() if not path.is_dir()]
+
+
 def ascend_patches() -> int:
     """How many patches the real ascend target has (manifests/ascend.toml)."""
     manifest = tomllib.loads((ROOT / "manifests" / "ascend.toml").read_text())
@@ -90,10 +98,14 @@ class Bench:
     def pm_cache(self) -> Path:
         return self.cache / f"patchmgr-cache-{self.size}"
 
-    def env(self, extra: dict | None = None) -> dict[str, str]:
+    def env(self, extra: dict | None = None, online: bool = False) -> dict[str, str]:
+        """The environment of a measured process: offline (a release lookup fails at once) unless ``online``, for
+        a first run that may fetch pins from the mirrors, ask PyPI for releases or build an environment."""
         env = {**os.environ, **synth.GIT_ENV, "PATCHMGR_CACHE": str(self.pm_cache), **NO_NETWORK, **(extra or {})}
         # as installed for a user: Python keeps compiled modules (a session may have turned that off)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+        for key in NO_NETWORK if online else ():
+            env.pop(key)
         return env
 
     def add(self, row: Row) -> Row:

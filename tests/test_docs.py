@@ -24,37 +24,31 @@ KNOWN_LANGUAGES = {"console", "toml", "dockerfile", "text", "yaml", "python", "d
 LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\((?P<target>[^)\s]+)\)|!\[[^\]\n]*\]\((?P<image>[^)\s]+)\)")
 
 
-def fenced_blocks(text: str) -> list[tuple[int, str, list[str]]]:
-    """(line, language, lines) of each fenced block."""
-    blocks = []
-    lines = text.split("\n")
-    index = 0
-    while index < len(lines):
-        opening = FENCE.match(lines[index])
-        if opening is None:
-            index += 1
-            continue
-        start, body = index + 1, []
-        index += 1
-        while index < len(lines) and not lines[index].strip().startswith(opening.group("fence")):
-            body.append(lines[index])
-            index += 1
-        blocks.append((start, opening.group("info").strip(), body))
-        index += 1
-    return blocks
+def split_fences(text: str) -> tuple[list[str], list[tuple[int, str, list[str]]]]:
+    """The lines outside fenced blocks, and (line, language, lines) of each fenced block; the one reader of fences.
+
+    A block closes at a fence line that starts with its opening fence, or runs to the end of the text.
+    """
+    kept: list[str] = []
+    blocks: list[tuple[int, str, list[str]]] = []
+    inside: str | None = None  # the opening fence of the block being read
+    for number, line in enumerate(text.split("\n"), 1):
+        fence = FENCE.match(line)
+        if inside is None and fence is not None:
+            inside = fence.group("fence")
+            blocks.append((number, fence.group("info").strip(), []))
+        elif inside is None:
+            kept.append(line)
+        elif fence is not None and line.strip().startswith(inside):
+            inside = None
+        else:
+            blocks[-1][2].append(line)
+    return kept, blocks
 
 
 def prose(text: str) -> str:
     """The text without its fenced blocks (links and anchors are read from this)."""
-    kept, inside = [], None
-    for line in text.split("\n"):
-        fence = FENCE.match(line)
-        if fence and (inside is None or line.strip().startswith(inside)):
-            inside = None if inside else fence.group("fence")
-            continue
-        if inside is None:
-            kept.append(line)
-    return "\n".join(kept)
+    return "\n".join(split_fences(text)[0])
 
 
 @functools.cache
@@ -90,13 +84,14 @@ def test_every_command_is_in_a_console_block(document):
     """A shell command outside a ```console block would escape the run above: every one is in one."""
     problems = []
     text = document.read_text()
-    for line, language, body in fenced_blocks(text):
+    outside, blocks = split_fences(text)
+    for line, language, body in blocks:
         where = f"{document.name}:{line}"
         if language not in KNOWN_LANGUAGES:
             problems.append(f"{where}: fence language {language!r}: use console (run or marked not-run) or text")
         elif language != "console" and any(row.startswith("$ ") for row in body):
             problems.append(f"{where}: a `$ ` command in a {language} block: make it a console block")
-    indented = re.findall(r"^(?: {4}|\t)\$? ?patchmgr .*$", prose(text), re.M)
+    indented = re.findall(r"^(?: {4}|\t)\$? ?patchmgr .*$", "\n".join(outside), re.M)
     problems += [f"{document.name}: an indented command, not in a console block: {row.strip()}" for row in indented]
     stray = [m for m in re.finditer(r"<!-- not-run:[^\n]*-->\n(?!```console\n)", text)]
     problems += [f"{document.name}: a not-run marker that is not directly above a console block" for _ in stray]

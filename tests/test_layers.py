@@ -1,5 +1,7 @@
 """The package's layers import only downward: the import-linter contracts in pyproject.toml hold."""
 
+import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -77,18 +79,44 @@ def test_every_module_is_at_most_400_lines():
     assert long == {}, f"split these modules by concept (at most {MODULE_LINES} lines each): {long}"
 
 
+# calls that import a module or run a file named by a string: importlib.import_module, __import__,
+# pytest.importorskip, runpy.run_module and run_path, importlib.util.spec_from_file_location, SourceFileLoader,
+# imp.load_source
+IMPORTING_CALLS = {"import_module", "__import__", "importorskip", "run_module", "run_path"}
+IMPORTING_CALLS |= {"spec_from_file_location", "SourceFileLoader", "load_source"}
+
+
+def imports_named(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, name) of every module a file imports, by any form: ``import a.b``, ``from a import b`` (``b`` may
+    be a module: ``from tests import test_x``, ``from . import test_x``), a string given to an importing call
+    (a dotted name or a file's path), and a ``pytest_plugins`` entry (pytest imports each)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (f"{node.module}." if node.module else "")
+            found += [(node.lineno, module + alias.name) for alias in node.names]
+        elif isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in IMPORTING_CALLS:
+                arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
+                found += [(node.lineno, arg.value) for arg in arguments if isinstance(arg, ast.Constant)]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(getattr(target, "id", "") == "pytest_plugins" for target in targets):
+                found += [(node.lineno, c.value) for c in ast.walk(node.value) if isinstance(c, ast.Constant)]
+    return sorted((line, name) for line, name in found if isinstance(name, str))
+
+
 @pytest.mark.fast
 def test_no_test_module_imports_another():
     """Shared test code lives in tests/support/; a test module imported by another runs its tests' setup twice
     and ties files named by behaviour to each other."""
-    import ast
-
     names = {path.stem for path in (ROOT / "tests").rglob("test_*.py")}
     found = []
     for path in sorted((ROOT / "tests").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            imported = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom) and node.module:
-                imported = [node.module]
-            found += [f"{path.relative_to(ROOT)}: {name}" for name in imported if name.split(".")[-1] in names]
+        for line, name in imports_named(ast.parse(path.read_text(encoding="utf-8"))):
+            if names & set(re.split(r"[./\\]", name)):  # a dotted name, or a path, with a test module in it
+                found.append(f"{path.relative_to(ROOT)}:{line}: {name}")
     assert found == [], found

@@ -11,6 +11,7 @@ from typing import Any
 
 from patchmgr.cli.app import build_command
 from patchmgr.cli.commands import APP_HELP, COMMANDS, VERSION_HELP
+from patchmgr.cli.optspec import REQUIRED
 
 HEADER = """# Command reference
 
@@ -45,7 +46,7 @@ def option_row(param: Any) -> str:
     shown = param.default
     if not is_flag and not param.required and shown not in (None, (), [], False):
         facts.append(f"default `{shown}`")
-    if facts and "[required]" not in help_text:
+    if facts and REQUIRED not in help_text:  # the help already says it is required
         help_text = f"{help_text} ({', '.join(facts)})" if help_text else ", ".join(facts)
     return f"| {names} | {value} | {cell(help_text)} |"
 

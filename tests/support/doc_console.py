@@ -87,9 +87,15 @@ def not_run_reason(example: Example) -> str | None:
     return marked.group("reason") if marked else None
 
 
-def normalise(text: str, scene: dict[str, Any]) -> list[str]:
+def shown(text: str, scene: dict[str, Any]) -> str:
+    """Text as a reader's screen would show it: the scene's folders as ``~``, lines stripped."""
     for folder, name in scene.get("folders", {}).items():
         text = text.replace(folder, name)
+    return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n"))
+
+
+def masked(text: str) -> list[str]:
+    """The lines of ``shown`` text as they are compared: commit ids, durations, dates and Python versions masked."""
     text = HASH.sub("<hash>", text)
     text = TIME.sub("<time>", text)
     text = DATE.sub("<date>", text)
@@ -100,11 +106,9 @@ def normalise(text: str, scene: dict[str, Any]) -> list[str]:
     return lines
 
 
-def shown(text: str, scene: dict[str, Any]) -> str:
-    """Text as a reader's screen would show it: the scene's folders as ``~``, lines stripped."""
-    for folder, name in scene.get("folders", {}).items():
-        text = text.replace(folder, name)
-    return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n"))
+def normalise(text: str, scene: dict[str, Any]) -> list[str]:
+    """Text as it is compared: ``shown``, then ``masked``."""
+    return masked(shown(text, scene))
 
 
 def matches(expected: list[str], actual: list[str]) -> bool:
@@ -148,25 +152,20 @@ def run_block(example: Example) -> str | None:
         if number:
             printed = printed.partition("\n")[2]
         code = int(outputs[number + 1].partition("\n")[0])
-        actual = normalise(printed, scene)
-        expected = normalise("\n".join(step.expected), scene)
+        printed_shows = shown(printed, scene)
+        document_shows = shown("\n".join(step.expected), scene)
         if code != step.code:
             problems.append(f"`{step.command}` exited {code}, the document says {step.code}")
         rewritten += ["$ " + step.command, *step.expected]
         stale = (  # DOC_CONSOLE_UPDATE=all: also the outputs that differ only in ids, times and dates
             os.environ.get("DOC_CONSOLE_UPDATE") == "all"
             and not any("…" in line or line.strip() == "..." for line in step.expected)
-            and shown(printed, scene) != shown("\n".join(step.expected), scene)
+            and printed_shows != document_shows
         )
-        if stale or not matches(expected, actual):
+        if stale or not matches(masked(document_shows), masked(printed_shows)):
             if step.expected or printed.strip():
-                rewritten[len(rewritten) - len(step.expected) :] = (
-                    shown(printed, scene).split("\n") if printed.strip() else []
-                )
-            document_shows = shown("\n".join(step.expected), scene)
-            problems.append(
-                f"`{step.command}` printed:\n{shown(printed, scene)}\n--- the document shows:\n{document_shows}"
-            )
+                rewritten[len(rewritten) - len(step.expected) :] = printed_shows.split("\n") if printed.strip() else []
+            problems.append(f"`{step.command}` printed:\n{printed_shows}\n--- the document shows:\n{document_shows}")
     if problems and os.environ.get("DOC_CONSOLE_UPDATE"):
         example.namespace.setdefault("updates", []).append((example.region.lexemes["source"], "\n".join(rewritten)))
     return "\n\n".join(problems) or None
