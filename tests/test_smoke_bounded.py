@@ -8,7 +8,8 @@ import json
 import time
 
 import pytest
-from support.smoke_scene import CPU_ONLY, DETECTS, Scene, ended, hangs, verdicts
+from support.processes import ended
+from support.smoke_scene import CPU_ONLY, DETECTS, Scene, hangs, verdicts
 
 PYPROJECT = '[project]\nname = "lib"\nversion = "1.0"\nrequires-python = ">=3.99"\n'
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 from support.kill_points import venv_args
+from support.processes import ended, gone, processes_naming, silent_server
 from support.reliability import TERM, kill_every_step, replace_tree
-from support.smoke_scene import CPU_ONLY, Scene, ended, gone, hangs
+from support.smoke_scene import CPU_ONLY, Scene, hangs
 from support.snapshot import snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,3 +104,48 @@ def test_apply_python_terminated_at_every_third_step(cli, project, upstreams, ve
     restore = lambda: replace_tree(pristine_venv, venv)  # noqa: E731
     kill_every_step("apply --python, SIGTERM", args, restore, before, after, observe, stride=3, minimum=15, fault=TERM)
     assert list(private_tmp.iterdir()) == [], "a terminated apply left a temporary folder"
+
+
+def test_smoke_told_to_end_while_pip_builds_its_environment_leaves_no_pip_and_no_files(
+    tmp_path, project, cli, monkeypatch, private_tmp
+):
+    """pip starts itself again under the new environment's interpreter; that second pip ended too, and its
+    temporary files (kept inside the environment being built) went with the half-built environment."""
+    import patchmgr.smoke.runner
+
+    monkeypatch.setattr(patchmgr.smoke.runner, "available_devices", lambda python: dict(CPU_ONLY))
+    scene = Scene(tmp_path, project, cli)
+    scene.patch()
+    scene.smoke_test("def test_add():\n    pass\n")
+    scene.manifest(smoke_requirements=["slowpkg"])
+    scene.apply()
+    cache = Path(os.environ["PATCHMGR_CACHE"])
+    with silent_server() as index:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "PIP_CONFIG_FILE": os.devnull,
+            "PIP_INDEX_URL": f"{index}/simple/",
+        }
+        command = [sys.executable, "-m", "patchmgr", "smoke", "--target", "t", "--into", str(scene.into), "--device"]
+        smoke = subprocess.Popen(
+            [*command, "cpu", "--root", str(project.root)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while len(processes_naming(str(cache))) < 2 and time.monotonic() < deadline:  # both pips name the folder
+            time.sleep(0.1)
+        assert processes_naming(str(cache)), "pip never started"
+        time.sleep(1)
+        smoke.send_signal(signal.SIGTERM)
+        out, err = smoke.communicate(timeout=30)
+        left = processes_naming(str(cache))
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    assert smoke.returncode == 143 and err.splitlines()[-1] == "patchmgr: stopped by SIGTERM", (out, err)
+    assert left == [], "a pip outlived smoke"
+    assert list(private_tmp.iterdir()) == [], "pip's temporary files were left behind"
+    assert not list(cache.rglob("*.building-*")), "the half-built environment was left"

@@ -156,7 +156,8 @@ def test_many_offenses_are_capped_in_every_format_with_the_total(cli, flooded, f
 
 def test_bisect_and_matrix_state_the_total_too(cli, project, upstream, tmp_path):
     pin = upstream.head()
-    setup(project, upstream, {"fix": guarded_patch(upstream, pin, "Guard: absent /y{100}/ in *")})
+    guarded = {"fix": guarded_patch(upstream, pin, "Guard: absent /y{100}/ in *")}
+    setup(project, upstream, guarded, {"track": "branch"})  # the tip, where the guard breaks, decides the matrix
     upstream.commit({"data/many.txt": ("y" * 120 + "\n") * MANY}, "much data")
     bisect = cli("bisect", "--target", "t", "--upstream", "lib", "--to", "HEAD", "--source", f"lib={upstream.path}")
     assert bisect.code == 1 and len(bisect.out) < 20_000
@@ -192,7 +193,8 @@ def test_an_expression_too_costly_for_its_text_stops_at_the_time_bound_and_says_
 
 def test_bump_and_refresh_state_the_total_too(cli, project, upstream):
     pin = upstream.head()
-    setup(project, upstream, {"fix": guarded_patch(upstream, pin, "Guard: absent /y{100}/ in *")})
+    guarded = {"fix": guarded_patch(upstream, pin, "Guard: absent /y{100}/ in *")}
+    setup(project, upstream, guarded, {"track": "branch"})  # the tip, where the guard breaks, decides the matrix
     upstream.commit({"data/many.txt": ("y" * 120 + "\n") * MANY}, "much data")
     args = ("--target", "t", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}")
     bumped = cli("bump", *args)

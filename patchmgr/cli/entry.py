@@ -71,9 +71,9 @@ def main_ending_on_signals(argv: list[str] | None = None) -> int:
     returns what a shell reports for a command ended by that signal (``cli/termination``)."""
     from patchmgr.cli.termination import EndingAsInterrupts, Terminated
 
-    code = 130
+    code, received = 130, EndingAsInterrupts()
     try:
-        with EndingAsInterrupts() as received:
+        with received:
             code = main(argv)
     except Terminated:  # past every handler of KeyboardInterrupt: cleanup has run
         pass

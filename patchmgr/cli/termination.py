@@ -30,9 +30,11 @@ class Terminated(KeyboardInterrupt):
 
 class EndingAsInterrupts:
     """While inside, the first SIGTERM or SIGHUP raises Terminated in the main thread; later ones are let pass
-    (a handler that does nothing, not SIG_IGN, which the processes cleanup starts would inherit). After it,
-    ``signum`` is the signal that came, if one did. (A class, not contextlib: the start-up of ``patchmgr
-    status`` pays for every import.)"""
+    while cleanup runs (this handler does nothing then: SIG_IGN would be inherited by the processes cleanup
+    starts), and are ignored once it has left. Leaving ends every child process still running
+    (``io/children``). After it, ``signum`` is the signal that came, if one did. Make it before ``with``: a
+    signal can come while it is entered. (A class, not contextlib: the start-up of ``patchmgr status`` pays for
+    every import.)"""
 
     def __init__(self) -> None:
         self.signum: int | None = None
@@ -53,11 +55,15 @@ class EndingAsInterrupts:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        # the command is over (done, failed or stopped, its KeyboardInterrupt perhaps caught and made an exit
+        # code): a child still running is one a worker thread waits on, which nobody will read. Ended, with
+        # what it started, so that the thread ends and the process can exit (never loaded: no child was started)
+        started = sys.modules.get("patchmgr.io.children")
+        if started is not None:
+            started.end_all()
         for number, handler in self._before.items():
-            signal.signal(number, _passed if self.signum is not None else handler)  # type: ignore[arg-type]
+            # after a signal, the rest is exiting: ignored (Python's own handler would be reset to the default
+            # while the interpreter shuts down, and a second signal would then kill it mid-way)
+            signal.signal(number, signal.SIG_IGN if self.signum is not None else handler)  # type: ignore[arg-type]
         if self.signum is not None:
             print(f"patchmgr: stopped by {signal.Signals(self.signum).name}", file=sys.stderr)
-
-
-def _passed(signum: int, frame: FrameType | None) -> None:
-    """A second signal while the first one's cleanup runs: let it pass (SIGKILL still ends everything)."""

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from patchmgr.io import children
 from patchmgr.io.git_history import HistoryQueries
 from patchmgr.io.git_objects import (
     SUBMODULE_MODE,
@@ -350,7 +351,7 @@ def merge_texts(base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
         name = os.path.join(tmp, f"{label}-{threading.get_ident()}")
         Path(name).write_bytes(data)
         names.append(name)
-    done = subprocess.run(
+    done = children.run(
         ["git", "merge-file", "-p", *names], cwd=tmp, env=plain_env(), stdin=subprocess.DEVNULL, capture_output=True
     )
     merged = done.stdout if done.returncode == 0 else None

@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from patchmgr.io import children
 from patchmgr.model.errors import GitError
 from patchmgr.model.urls import mask_url
 
@@ -107,7 +108,7 @@ def trusted_config() -> list[tuple[str, str]]:
 def _read_trusted() -> list[tuple[str, str]]:
     pairs = []
     try:
-        done = subprocess.run(
+        done = children.run(
             ["git", "config", "-z", "--show-scope", "--includes", "--get-regexp", _PROGRAM_KEYS.pattern],
             env=plain_env(),
             capture_output=True,
@@ -171,7 +172,7 @@ def execute(
 ) -> str:
     """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError."""
     try:
-        done = subprocess.run(
+        done = children.run(
             ["git", *args],
             cwd=cwd,
             env=env,
@@ -183,7 +184,7 @@ def execute(
         raise GitError(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
     if done.returncode != 0:
         raise _as_git_error(["git", *args], done.returncode, done.stderr, repository, done.stdout)
-    out = done.stdout.decode("utf-8", "surrogateescape")
+    out: str = done.stdout.decode("utf-8", "surrogateescape")
     return out[:-1] if strip and out.endswith("\n") else out
 
 

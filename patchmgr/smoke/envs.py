@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import site
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -35,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchmgr.io import children
 from patchmgr.io.files import remove_tree
 from patchmgr.io.locks import lock_timeout
 from patchmgr.model.errors import StateError
@@ -169,6 +169,9 @@ def _pth_text(host: list[str]) -> str:
     return "".join(f"import site; site.addsitedir({p!r})\n" for p in host)
 
 
+_PIP_TMP = ".pip-tmp"  # pip's temporary files, inside the environment being built
+
+
 def _build(building: Path, requirements: tuple[str, ...], say: Progress, base: Interpreter, host: list[str]) -> None:
     # the venv is made in place and renamed: its scripts name the folder, but `python` and the .pth need no path
     say(f"creating the virtual environment (Python {base.version})")
@@ -191,8 +194,10 @@ def _build(building: Path, requirements: tuple[str, ...], say: Progress, base: I
         ],
         "pip install",
         cwd=building,
+        tmp=building / _PIP_TMP,
     )
-    purelib = subprocess.run(
+    remove_tree(building / _PIP_TMP)
+    purelib = children.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
         text=True,
@@ -214,9 +219,14 @@ def _build(building: Path, requirements: tuple[str, ...], say: Progress, base: I
     )
 
 
-def _run(command: list[str], what: str, cwd: Path | None = None) -> None:
-    # pip runs in the new environment's folder: a bare name (`x.tar.gz`) never meets a file of the caller's folder
-    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
+def _run(command: list[str], what: str, cwd: Path | None = None, tmp: Path | None = None) -> None:
+    # pip runs in the new environment's folder: a bare name (`x.tar.gz`) never meets a file of the caller's folder;
+    # its temporary files go in ``tmp`` there, so that they go with the folder when a killed build is removed
+    env = None
+    if tmp is not None:
+        tmp.mkdir(exist_ok=True)
+        env = {**os.environ, "TMPDIR": str(tmp)}
+    done = children.run(command, capture_output=True, text=True, cwd=cwd, env=env)
     if done.returncode != 0:
         tail = " | ".join(line.strip() for line in (done.stdout + done.stderr).strip().splitlines()[-4:])
         raise StateError(

@@ -22,6 +22,8 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from patchmgr.io import children
+
 _ASK = (
     "import json, sys; print(json.dumps([list(sys.version_info[:3]), sys.executable, "
     "getattr(sys, '_base_executable', None) or sys.executable]))"
@@ -68,7 +70,7 @@ def _candidates(spec: SpecifierSet) -> Iterator[str]:
 
 def _output(command: list[str]) -> str:
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        done = children.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout.strip() if done.returncode == 0 else ""

@@ -33,6 +33,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
+from patchmgr.io import children
 from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
@@ -108,7 +109,7 @@ def cpu_devices(python: str) -> dict[str, str | None]:
 
 def _probe(python: str, *lanes: str) -> dict[str, str | None]:
     try:
-        done = subprocess.run([python, "-c", _PROBE, *lanes], capture_output=True, timeout=300)
+        done = children.run([python, "-c", _PROBE, *lanes], capture_output=True, timeout=300)
     except subprocess.TimeoutExpired:
         # only the device lanes import torch: the cpu lane needs pytest alone
         return {"cpu": None, **{d: "cannot probe devices: importing torch took more than 300s" for d in DEVICES[1:]}}

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
+from patchmgr.io import children
 from patchmgr.model.errors import UsageError
 
 T = TypeVar("T")
@@ -58,7 +59,7 @@ def run_probe(
     """Run ``script`` in ``python`` (in ``cwd``, with ``env``: None, this process's) and return its standard output;
     bad input (exit 2) when it cannot run."""
     try:
-        done = subprocess.run([python, "-c", script, *args], capture_output=True, timeout=timeout, env=env, cwd=cwd)
+        done = children.run([python, "-c", script, *args], capture_output=True, timeout=timeout, env=env, cwd=cwd)
     except subprocess.TimeoutExpired:
         raise UsageError(f"--python {python}: it did not answer within {timeout:g}s", _NOT_PYTHON_HINT) from None
     except (OSError, ValueError) as exc:
@@ -70,7 +71,8 @@ def run_probe(
             f"--python {python}: the interpreter failed ({last[:300]})",
             "give a working Python 3 interpreter (3.8 or later)",
         )
-    return done.stdout
+    said: bytes = done.stdout
+    return said
 
 
 def cannot_run(python: str, exc: OSError | ValueError) -> str:

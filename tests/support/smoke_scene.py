@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from support.gitrepos import UpstreamRepo
@@ -132,20 +131,3 @@ def test_add():
         out.write(f"{{os.getpid()}} {{child.pid}}")
     time.sleep(1000)
 """
-
-
-def gone(pid: int) -> bool:
-    """No such process, or a zombie nobody has reaped yet (it runs nothing)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state in ("Z", "X")
-
-
-def ended(*pids: int, seconds: float = 5.0) -> bool:
-    """Whether every one of ``pids`` is gone within ``seconds`` (killed, then reaped by whoever adopted it)."""
-    deadline = time.monotonic() + seconds
-    while not all(gone(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return all(gone(pid) for pid in pids)

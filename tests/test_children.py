@@ -1,0 +1,108 @@
+"""Every process patchmgr starts ends with the call that started it, with everything it started in turn
+(``patchmgr/io/children.py``): on a time-out, on an interruption, and when patchmgr is told to stop while worker
+threads wait on children (``matrix`` lists two upstreams' remotes side by side). Real processes: a shell that
+starts a ``sleep`` of its own, and ``git ls-remote`` against a server that accepts and never answers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support.gitrepos import UpstreamRepo
+from support.processes import ended, gone, processes_naming, silent_server
+
+from patchmgr.io import children
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def grandchild_script(pids: Path) -> list[str]:
+    """A shell that starts ``sleep 1000`` in the background, writes the sleep's pid, and waits for it."""
+    return ["sh", "-c", f'sleep 1000 & echo $! > "{pids}"; wait']
+
+
+def written_pid(path: Path) -> int:
+    deadline = time.monotonic() + 30
+    while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return int(path.read_text())
+
+
+def test_a_child_past_its_timeout_is_ended_with_what_it_started(tmp_path):
+    pids = tmp_path / "pid"
+    with pytest.raises(subprocess.TimeoutExpired):
+        children.run(grandchild_script(pids), timeout=1)
+    sleep = written_pid(pids)
+    try:
+        assert ended(sleep), "the child's own child outlived the time-out"
+    finally:
+        if not gone(sleep):
+            os.kill(sleep, signal.SIGKILL)
+
+
+def test_end_all_ends_the_children_other_threads_wait_on(tmp_path):
+    pids = tmp_path / "pid"
+    finished: list[int] = []
+    waiting = threading.Thread(target=lambda: finished.append(children.run(grandchild_script(pids)).returncode))
+    waiting.start()
+    sleep = written_pid(pids)
+    try:
+        children.end_all()
+        waiting.join(10)
+        assert not waiting.is_alive() and finished == [-signal.SIGKILL]
+        assert ended(sleep), "the child's own child outlived end_all"
+    finally:
+        if not gone(sleep):
+            os.kill(sleep, signal.SIGKILL)
+
+
+def test_a_completed_child_is_as_subprocess_run_gives_it():
+    done = children.run(["sh", "-c", "cat; echo err >&2; exit 3"], input=b"in", capture_output=True)
+    assert (done.returncode, done.stdout, done.stderr) == (3, b"in", b"err\n")
+    with pytest.raises(subprocess.CalledProcessError):
+        children.run(["false"], check=True)
+    assert children._LIVE == {}
+
+
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_matrix_told_to_stop_while_two_remotes_stall_ends_at_once(ending, tmp_path, project):
+    """Before, matrix said it stopped and then waited for ever: its worker threads waited on git ls-remote."""
+    upstream = UpstreamRepo(tmp_path / "lib")
+    pin = upstream.commit({"lib/calc.py": "x = 1\n"}, "initial")
+    patch = upstream.make_patch(pin, {"lib/calc.py": "x = 2\n"}, "Fix x")
+    with silent_server() as address:
+        spec = {name: {"git": f"{address}/{name}.git", "commit": pin, "patches": ["fix"]} for name in ("lib", "lib2")}
+        for name in spec:
+            project.add_patch(name, "fix", patch)
+        project.manifest("t", spec)
+        matrix = subprocess.Popen(
+            [sys.executable, "-m", "patchmgr", "matrix", "--target", "t", "--root", str(project.root)],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while len(processes_naming(address)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert processes_naming(address), "git never reached the server"
+        time.sleep(0.5)
+        matrix.send_signal(ending)
+        try:
+            out, err = matrix.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            matrix.kill()
+            out, err = matrix.communicate()
+            pytest.fail(f"matrix still ran 15 s after {ending.name}: {err[-2000:]}")
+        left = processes_naming(address)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    assert matrix.returncode == 128 + ending, (matrix.returncode, out, err)
+    assert err.splitlines()[-1] == f"patchmgr: stopped by {ending.name}" and "Traceback" not in err, err
+    assert left == [], "a git process outlived matrix"
