@@ -48,3 +48,28 @@ def test_a_malformed_patch_is_refused_with_the_reason(mutate, expected):
         parse_patch(mutate(GOOD), Path("patches/lib/bad.patch"), "lib", "bad")
     assert expected in str(refused.value)
     assert "patches/lib/bad.patch" in str(refused.value)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    "date, gits_form",
+    [
+        ("Thu, 1 Jan 2026 00:00:00 +0000", True),
+        ("1 Jan 2026 23:59:59 -0730", True),
+        ("Mon, 29 Feb 2027 00:00:00 +0000", True),  # no such day: no date, as the mail parser says
+        ("Wed, 27 Jan 2102 00:21:15 -0000", True),
+        ("Thu, 01 Jan 2026 00:00 +0000", False),  # not git's form: left to the mail parser
+    ],
+)
+def test_git_dates_read_without_the_mail_parser_as_it_reads_them(date, gits_form):
+    import email.utils
+    from datetime import UTC
+
+    from patchmgr.model.patchfile import _git_date
+
+    try:
+        expected = email.utils.parsedate_to_datetime(date)
+        expected = expected.replace(tzinfo=UTC) if expected.tzinfo is None else expected
+    except ValueError:
+        expected = None
+    assert _git_date(date) == (expected if gits_form else None)
