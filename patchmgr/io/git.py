@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from patchmgr.io import children
+from patchmgr.io import children, scratch
 from patchmgr.io.git_history import HistoryQueries
 from patchmgr.io.git_objects import (
     SUBMODULE_MODE,
@@ -369,5 +369,5 @@ def _merge_folder() -> str:
     merge cost about as much as the merge); removed when the process ends."""
     pid = os.getpid()
     if pid not in _MERGE_FOLDER:
-        _MERGE_FOLDER[pid] = tempfile.TemporaryDirectory(prefix="patchmgr-merge-")
+        _MERGE_FOLDER[pid] = scratch.folder("merge")
     return _MERGE_FOLDER[pid].name

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from patchmgr.io import scratch
 from patchmgr.io.git_run import LITERAL_PATHS, GitCommands
 from patchmgr.model.errors import GitError
 
@@ -33,7 +33,7 @@ class PatchOperations(GitCommands):
     def diffstat(self, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None]) -> str:
         """The diffstat lines that ``git format-patch`` writes for a change from ``before`` to ``after``."""
         trees = []
-        with tempfile.TemporaryDirectory(prefix="patchmgr-stat-") as tmp:
+        with scratch.folder("stat") as tmp:
             env = {**LITERAL_PATHS, "GIT_INDEX_FILE": os.path.join(tmp, "index")}
             for files in (before, after):
                 self.run("read-tree", "--empty", env=env)

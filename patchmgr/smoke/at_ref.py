@@ -12,7 +12,6 @@ unpatched view, the ref itself. The scratch folder is removed afterwards; nothin
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from patchmgr.check.status import UpstreamStatus, check_upstream
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.matrix import Matrix
+from patchmgr.io import scratch
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.smoke.absorption import Absorption, RefVerdict, ref_verdict
@@ -86,8 +86,8 @@ def smoke_at_refs(
 ) -> RefSmoke:
     """Each patch of ``statuses`` (each upstream checked at a ref) smoke-tested there, with and without it."""
     smoke = RefSmoke(target.name)
-    with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-at-ref-") as scratch:
-        trees = [_scratch_tree(status, sources, Path(scratch), target.name, smoke.notes) for status in statuses]
+    with scratch.folder("smoke-at-ref") as where:
+        trees = [_scratch_tree(status, sources, Path(where), target.name, smoke.notes) for status in statuses]
         _run_both(project, target, trees, options or SmokeOptions(), smoke)
     for status in statuses:
         left_out = {r.patch.id: _not_applied(r, status.ref) for r in status.results}

@@ -20,12 +20,12 @@ process of its own. ``PATCHMGR_SMOKE_PER_PATCH=1`` runs every patch alone and th
 from __future__ import annotations
 
 import re
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from patchmgr.io import scratch
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.smoke.bounded import Finished, ended_tests, run_bounded, timed_out_reason
@@ -129,7 +129,7 @@ Outcome = tuple[dict[str, list[SmokeResult]], list[Planned], list[Planned]]  # s
 def _batch(lane: Lane, pending: list[Planned], run: SmokeRun) -> Outcome:
     tests = list(dict.fromkeys(t for p in pending for t in p.tests))
     run.say(f"{lane.upstream} {lane.device}: one pytest process for {', '.join(p.patch.id for p in pending)}")
-    with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-") as tmp:
+    with scratch.folder("smoke") as tmp:
         junit = Path(tmp) / "junit.xml"
         command = pytest_command(lane.project, run.python, junit, tests, "--continue-on-collection-errors")
         heard = _Announcer(lane, pending, run)

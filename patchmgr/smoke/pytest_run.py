@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import threading
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchmgr.io import scratch
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.smoke.bounded import EXIT_PLUGIN, WATCH_PLUGIN, Ended, run_bounded, timed_out_reason
@@ -115,7 +115,7 @@ def run_pytest(
     project: Project, patch: PatchFile, upstream: str, tests: list[str], root: Path, device: str, run: SmokeRun
 ) -> list[SmokeResult]:
     """One patch's tests in a pytest process of their own."""
-    with tempfile.TemporaryDirectory(prefix="patchmgr-smoke-") as tmp:
+    with scratch.folder("smoke") as tmp:
         junit = Path(tmp) / "junit.xml"
         command = pytest_command(project, run.python, junit, tests)
         done = run_bounded(command, project.root, smoke_environ(root, device), Path(tmp), run.timeout, stop=run.stop)

@@ -15,7 +15,6 @@ transaction, under ``<state>/<target>/saved/<UTC time>/``.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -25,6 +24,7 @@ from patchmgr.check.status import TargetStatus, UpstreamStatus, drift, every_tou
 from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, Conflict, State
 from patchmgr.history.backports import unknown_backports
+from patchmgr.io import scratch
 from patchmgr.io.files import linked_tree
 from patchmgr.io.journal import apply_transaction
 from patchmgr.model.errors import PatchmgrError, StateError
@@ -272,7 +272,7 @@ def _unpatched_install(dist: InstalledDist, originals: dict[str, bytes | None]) 
     if not originals:  # patchmgr never patched it: the installed code is the unpatched code
         yield root
         return
-    with tempfile.TemporaryDirectory(prefix="patchmgr-unpatched-") as tmp:
+    with scratch.folder("unpatched") as tmp:
         copy = Path(tmp)
         tops = {
             Path(installed).relative_to(root).parts[0]

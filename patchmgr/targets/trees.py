@@ -5,13 +5,13 @@ An installed environment's trees come from ``targets.installed``.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from patchmgr.io import scratch
 from patchmgr.io.files import linked_tree, write_atomic
 from patchmgr.io.git import GitRepo
 from patchmgr.model.manifest import Target, Upstream
@@ -70,7 +70,7 @@ def checkout_tree(upstream: Upstream, checkout: Path, base_commit: str) -> Smoke
 @contextmanager
 def _unpatched_checkout(checkout: Path, base_commit: str, package_root: str) -> Iterator[Path]:
     """A throw-away copy of the checkout with every patched file put back to the base commit."""
-    with tempfile.TemporaryDirectory(prefix="patchmgr-unpatched-") as tmp:
+    with scratch.folder("unpatched") as tmp:
         copy = Path(tmp) / checkout.name
         linked_tree(checkout, copy, ".git", "__pycache__")
         with GitRepo(checkout) as repo:

@@ -7,16 +7,16 @@ that is removed when the import is done.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from patchmgr.io import scratch
 from patchmgr.io.git import LITERAL_PATHS, GitRepo
 
 
 class Scratch:
     def __init__(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="patchmgr-import-")
+        self._tmp = scratch.folder("import")
         self.root = Path(self._tmp.name)
         self.repo = GitRepo.init(self.root / "objects.git", bare=True)
         self._count = 0
