@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 from support.gitrepos import git
-from support.kill_points import MINIMUM
+from support.kill_points import MINIMUM, into_a_new_folder
 from support.reliability import UNTOUCHED, kill_every_step, replace_tree, said
 from support.snapshot import snapshot
 
@@ -48,16 +48,7 @@ def kill_apply_into(request, tmp_path, project, upstreams):
 
 
 def test_kill_apply_into_a_new_folder(tmp_path, cli, project, upstreams, kill_apply_into):
-    into, reference = tmp_path / "build", tmp_path / "reference"
-    assert cli("apply", "--target", "t", "--into", str(reference), *upstreams.sources).code == 0
-    after = snapshot(reference, git_internals=False)
-
-    def observe():
-        result = cli("verify", "--target", "t", "--into", str(into), "--json")
-        state = snapshot(into, git_internals=False)
-        assert result.code == (0 if state == after else 1), result.out
-        return state, result.json["notes"]
-
+    _into, after, observe = into_a_new_folder(tmp_path, cli, upstreams)
     kill_apply_into("apply --into, new folder", None, {}, after, observe)
 
 

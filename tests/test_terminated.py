@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.kill_points import venv_args
+from support.kill_points import into_a_new_folder, venv_args
 from support.processes import ended, gone, processes_naming, silent_server
 from support.reliability import TERM, kill_every_step, replace_tree
 from support.smoke_scene import CPU_ONLY, Scene, hangs
@@ -71,15 +71,7 @@ def test_a_smoke_run_told_to_end_ends_its_tests_and_cleans_up(ending, tmp_path, 
 
 
 def test_apply_into_a_new_folder_terminated_at_every_step(tmp_path, cli, project, upstreams, private_tmp):
-    into, reference = tmp_path / "build", tmp_path / "reference"
-    assert cli("apply", "--target", "t", "--into", str(reference), *upstreams.sources).code == 0
-    after = snapshot(reference, git_internals=False)
-
-    def observe():
-        result = cli("verify", "--target", "t", "--into", str(into), "--json")
-        state = snapshot(into, git_internals=False)
-        assert result.code == (0 if state == after else 1), result.out
-        return state, result.json["notes"]
+    into, after, observe = into_a_new_folder(tmp_path, cli, upstreams)
 
     def restore():
         shutil.rmtree(into, ignore_errors=True)

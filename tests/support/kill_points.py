@@ -100,3 +100,19 @@ def kill_project_command(name, test, cli, project, args, observer, extra_state=N
         assert state() == after
 
     return kill_every_step(name, [*args], restore, before, after, observe, next_run, every=every, minimum=MINIMUM[test])
+
+
+def into_a_new_folder(tmp_path, cli, upstreams):
+    """The folder ``apply --into`` makes (``tmp_path/build``), the tree one uninterrupted apply leaves there, and
+    ``observe``: verify, the next command, and the folder's state with what verify said."""
+    into, reference = tmp_path / "build", tmp_path / "reference"
+    assert cli("apply", "--target", "t", "--into", str(reference), *upstreams.sources).code == 0
+    after = snapshot(reference, git_internals=False)
+
+    def observe():
+        result = cli("verify", "--target", "t", "--into", str(into), "--json")
+        state = snapshot(into, git_internals=False)
+        assert result.code == (0 if state == after else 1), result.out
+        return state, result.json["notes"]
+
+    return into, after, observe
