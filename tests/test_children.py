@@ -46,7 +46,13 @@ def test_a_child_past_its_timeout_is_ended_with_what_it_started(tmp_path):
             os.kill(sleep, signal.SIGKILL)
 
 
-def test_end_all_ends_the_children_other_threads_wait_on(tmp_path):
+@pytest.fixture
+def reopened(monkeypatch):
+    """end_all closes the module to new children for the rest of the process: opened again after the test."""
+    monkeypatch.setattr(children, "_closed", False)
+
+
+def test_end_all_ends_the_children_other_threads_wait_on(tmp_path, reopened):
     pids = tmp_path / "pid"
     finished: list[int] = []
     waiting = threading.Thread(target=lambda: finished.append(children.run(grandchild_script(pids)).returncode))
@@ -60,6 +66,34 @@ def test_end_all_ends_the_children_other_threads_wait_on(tmp_path):
     finally:
         if not gone(sleep):
             os.kill(sleep, signal.SIGKILL)
+
+
+def test_after_end_all_no_child_starts(reopened):
+    children.end_all()
+    with pytest.raises(children.Closed, match="patchmgr is stopping"):
+        children.run(["true"])
+    assert children._LIVE == {}
+
+
+def test_an_interruption_while_the_tree_is_found_leaves_no_process_stopped(tmp_path, monkeypatch):
+    """The tree is stopped from the top down as it is found; interrupted then, what was stopped is killed."""
+    pids = tmp_path / "pid"
+    process = children.popen(grandchild_script(pids))
+    sleep = written_pid(pids)
+
+    def interrupted() -> dict[int, int]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(children, "_parents", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            children.end_tree(process)
+        assert process.returncode == -signal.SIGKILL  # the shell: stopped first, then killed, not left stopped
+    finally:
+        children.forget(process)
+        process.kill()
+        process.wait()
+        os.kill(sleep, signal.SIGKILL)
 
 
 def test_a_completed_child_is_as_subprocess_run_gives_it():
@@ -77,7 +111,12 @@ def test_matrix_told_to_stop_while_two_remotes_stall_ends_at_once(ending, tmp_pa
     pin = upstream.commit({"lib/calc.py": "x = 1\n"}, "initial")
     patch = upstream.make_patch(pin, {"lib/calc.py": "x = 2\n"}, "Fix x")
     with silent_server() as address:
-        spec = {name: {"git": f"{address}/{name}.git", "commit": pin, "patches": ["fix"]} for name in ("lib", "lib2")}
+        spec = {  # a mirror too: the next URL is tried when the first one's git is killed, and must not start
+            name: {"git": f"{address}/{name}.git", "mirrors": [f"{address}/{name}-mirror.git"], "commit": pin}
+            for name in ("lib", "lib2")
+        }
+        for entry in spec.values():
+            entry["patches"] = ["fix"]
         for name in spec:
             project.add_patch(name, "fix", patch)
         project.manifest("t", spec)

@@ -141,3 +141,23 @@ def test_smoke_told_to_end_while_pip_builds_its_environment_leaves_no_pip_and_no
     assert left == [], "a pip outlived smoke"
     assert list(private_tmp.iterdir()) == [], "pip's temporary files were left behind"
     assert not list(cache.rglob("*.building-*")), "the half-built environment was left"
+
+
+def test_a_stop_said_to_a_closed_stderr_still_ends_with_the_signals_status(monkeypatch):
+    """SIGHUP comes when the terminal is gone: saying so cannot fail the exit status (was 1, OSError)."""
+    from patchmgr.cli import termination
+    from patchmgr.io import children
+
+    monkeypatch.setattr(children, "_closed", False)  # leaving ends (and closes) children for this process
+    closed = open(os.devnull, "w")  # noqa: SIM115
+    closed.close()
+    monkeypatch.setattr(sys, "stderr", closed)
+    handlers = {number: signal.getsignal(number) for number in termination.ENDING}
+    ending = termination.EndingAsInterrupts()
+    try:
+        with pytest.raises(termination.Terminated), ending:
+            ending._interrupt(signal.SIGHUP, None)
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    assert ending.exit_code == 129

@@ -55,6 +55,8 @@ class EndingAsInterrupts:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        for number in self._before:  # from here on a signal interrupts nothing: what follows must run through
+            signal.signal(number, _let_pass)
         # the command is over (done, failed or stopped, its KeyboardInterrupt perhaps caught and made an exit
         # code): a child still running is one a worker thread waits on, which nobody will read. Ended, with
         # what it started, so that the thread ends and the process can exit (never loaded: no child was started)
@@ -66,4 +68,11 @@ class EndingAsInterrupts:
             # while the interpreter shuts down, and a second signal would then kill it mid-way)
             signal.signal(number, signal.SIG_IGN if self.signum is not None else handler)  # type: ignore[arg-type]
         if self.signum is not None:
-            print(f"patchmgr: stopped by {signal.Signals(self.signum).name}", file=sys.stderr)
+            try:
+                print(f"patchmgr: stopped by {signal.Signals(self.signum).name}", file=sys.stderr)
+            except (OSError, ValueError):
+                pass  # stderr is gone with the terminal that sent SIGHUP, or closed: the exit status says it
+
+
+def _let_pass(signum: int, frame: FrameType | None) -> None:
+    """A signal while the command ends: its end runs through (SIGKILL still ends everything)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from patchmgr.io import children
 from patchmgr.io.git_run import RepositoryDamaged, damage_in
 from patchmgr.model.errors import GitError
 from patchmgr.model.urls import mask_url
@@ -267,7 +268,7 @@ class ObjectReader:
         if self._process is None or self._process.poll() is not None:
             if self._stderr is None:
                 self._stderr = tempfile.TemporaryFile()
-            self._process = subprocess.Popen(
+            self._process = children.popen(
                 ["git", "cat-file", "--batch"],
                 cwd=self._path,
                 env=self._env,
@@ -284,8 +285,9 @@ class ObjectReader:
                 stdin.close()
                 self._process.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
-                self._process.kill()
-                self._process.wait()
+                children.end_tree(self._process)  # with the fetch of a missing blob it may have started
+            finally:
+                children.forget(self._process)
             stdout.close()
             self._process = None
         if self._stderr is not None:
