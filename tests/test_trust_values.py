@@ -368,7 +368,7 @@ def _patchmgr_env(folder: Path) -> Path:
 
     real_run = envs._run
     folder.parent.mkdir(parents=True, exist_ok=True)
-    envs._run = lambda command, what, cwd=None: None if what == "pip install" else real_run(command, what)
+    envs._run = lambda command, what, **where: None if what == "pip install" else real_run(command, what)
     try:
         envs._build(folder, (REQUIREMENT,), lambda message: None, envs._running(), envs.host_site_packages())
     finally:
