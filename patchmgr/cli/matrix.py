@@ -66,9 +66,9 @@ def command(
     ref_smoke = None
     with session.sources(overrides) as sources:
         matrices = build_matrices(session.project, selected, sources, only, TagChoice(refs, since, include_older))
-        if (
-            smoke
-        ):  # at each upstream's verdict column (its newest release tag, or the tip with track = branch, else the pin)
+        # with --smoke, at each upstream's verdict column (its newest release tag, or the tip with track = branch,
+        # else the pin)
+        if smoke:
             from patchmgr.cli.smoke import smoke_progress
             from patchmgr.smoke.at_ref import SmokeOptions, smoke_matrices
 

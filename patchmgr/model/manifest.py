@@ -18,7 +18,15 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.model.errors import ManifestError
-from patchmgr.model.urls import FULL_SHA, control_character, mask_url, ref_problem, requirement_problem, url_problem
+from patchmgr.model.urls import (
+    FULL_SHA,
+    NEVER_IN_A_REF,
+    control_character,
+    mask_url,
+    ref_problem,
+    requirement_problem,
+    url_problem,
+)
 
 # \Z, not $: `$` also matches before a final newline, and every caller uses .match
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")
@@ -58,15 +66,15 @@ class Track(StrEnum):
     BRANCH = "branch"  # no tags to wait for: the tip of its branch
 
 
-_NEVER_IN_A_TAG = {"^": "^", "\\": "a backslash", "~": "~", ":": ":", " ": "a space"}  # git check-ref-format
+_SHOWN = {"\\": "a backslash", " ": "a space"}
 
 
 def tag_pattern_problem(pattern: str) -> str | None:
     """Why the glob ``pattern`` can match no tag name (one git would take), or None: a regular expression written
-    where a glob goes (``^v\\d+$``) holds characters no tag holds."""
-    for char, name in _NEVER_IN_A_TAG.items():
-        if char in pattern:
-            return f"it holds {name}, which no tag name holds (git check-ref-format)"
+    where a glob goes (``^v\\d+$``) holds characters no tag holds (git's, less the glob's own ``*?[``)."""
+    for char in NEVER_IN_A_REF:
+        if char in pattern and char not in "*?[":
+            return f"it holds {_SHOWN.get(char, char)}, which no tag name holds (git check-ref-format)"
     if any(ord(char) < 32 or ord(char) == 127 for char in pattern):
         return "it holds a control character, which no tag name holds (git check-ref-format)"
     if pattern.endswith("$"):

@@ -251,11 +251,11 @@ def _check_guards(fields: list[tuple[str, str]], message: str, path: Path) -> No
 
 # the date git format-patch writes ("Thu, 1 Jan 2026 00:00:00 +0000"), read without the mail date parser:
 # email.utils costs `status` about 40 ms of imports, and every shipped patch has a Date header
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _GIT_DATE = re.compile(
-    r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), )?(\d{1,2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (\d{4}) "
+    rf"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), )?(\d{{1,2}}) ({'|'.join(_MONTHS)}) (\d{{4}}) "
     r"(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})"
 )
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def _git_date(date: str) -> datetime | None:

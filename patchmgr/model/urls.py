@@ -20,6 +20,9 @@ def control_character(value: str) -> str | None:
     return f"contains a control character (U+{ord(found.group()):04X})" if found else None
 
 
+NEVER_IN_A_REF = " ~^:?*[\\"  # the characters git check-ref-format refuses in a ref name, besides control ones
+
+
 def ref_problem(ref: str) -> str | None:
     """Why ``ref`` is no name git takes as a branch or tag on the command line (``git check-ref-format``'s rules,
     one level allowed), or None."""
@@ -34,7 +37,7 @@ def ref_problem(ref: str) -> str | None:
     control = next((c for c in ref if ord(c) < 0x20 or c == "\x7f"), None)
     if control:
         return f"it contains a control character (U+{ord(control):04X}), which no ref name may hold"
-    bad = [c for c in ref if c in " ~^:?*[\\"]
+    bad = [c for c in ref if c in NEVER_IN_A_REF]
     if bad:
         return f"it holds {bad[0]!r}, which no ref name may hold"
     if ".." in ref or "//" in ref or ref.startswith("/") or ref.endswith(("/", ".")):
