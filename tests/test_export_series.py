@@ -299,3 +299,67 @@ def test_a_series_that_does_not_apply_exactly_is_refused_and_no_folder_is_made(t
     result = cli("export", "--target", "t", "--format", "series", "--into", str(into), *sources(lib, other))
     assert result.code == 1 and "does not apply exactly at its pin (fix-b is conflict)" in result.err, result.err
     assert "hint:" in result.err and not (tmp_path / "image").exists()
+
+
+def test_one_upstream_forced_over_a_whole_target_export_keeps_the_other_upstreams(tmp_path, cli, project, capsys):
+    """``--upstream lib --force`` into the folder of a whole-target export writes lib anew and keeps other's
+    series.conf line, its ARG lines, its monolith and its recorded patches: import still gives both back."""
+    lib, other = two_upstreams(tmp_path, project)
+    into = tmp_path / "npu_patch"
+    words = ["export", "--target", "t", "--format", "series", "--into", str(into), *sources(lib, other)]
+    assert cli(*words).code == 0
+    first = snapshot(into)
+    record = tomllib.loads((into / "patchmgr-series/export.toml").read_text())
+    manifest = project.root / "manifests/t.toml"  # lib's last patch leaves its series: only lib is exported again
+    manifest.write_text(manifest.read_text().replace('"fix-a-again", "fix-b"]', '"fix-a-again"]'))
+
+    result = cli(*words, "--upstream", "lib", "--force", "--json")
+    assert result.code == 0, result.out + result.err
+    after = snapshot(into)
+    for kept in ("other.patch", "patchmgr-series/other/fix-b.patch"):
+        assert after.get(kept) == first[kept], kept
+    assert "patchmgr-series/lib/fix-b.patch" not in after and after["lib.patch"] != first["lib.patch"]
+    conf = [line for line in after["series.conf"].decode().splitlines() if not line.startswith("#")]
+    assert conf == ["<workspace>/lib|lib.patch|lib.patch", "<workspace>/other|other.patch|other.patch"]
+    pins = after["pins.dockerfile"].decode()
+    assert f"ARG OTHER_COMMIT={record['upstreams']['other']['commit']}\n" in pins and "ARG LIB_COMMIT=" in pins
+    now = tomllib.loads(after["patchmgr-series/export.toml"].decode())
+    assert now["upstreams"]["other"] == record["upstreams"]["other"]
+    assert now["upstreams"]["lib"]["patches"] == ["drop-c", "fix-a-again"]
+    assert [u["name"] for u in result.json["upstreams"]] == ["lib"] and result.json["kept"] == ["other"]
+    text = cli(*words, "--upstream", "lib", "--force")
+    assert text.code == 0 and "kept other from the earlier export" in text.out, text.out + text.err
+    assert snapshot(into) == after
+
+    again = Project(tmp_path / "again")
+    args = ["import", str(into / "series.conf"), "--target", "t", "--dockerfile", str(into / "pins.dockerfile")]
+    capsys.readouterr()
+    code = main([*args, *sources(lib, other), "--root", str(again.root), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["ok"], doc
+    assert snapshot(again.root / "patches") == {
+        p: data for p, data in snapshot(project.root / "patches").items() if p != "lib/fix-b.patch"
+    }
+
+
+def test_one_upstream_over_a_folder_it_cannot_merge_with_is_refused(tmp_path, cli, project):
+    """Over another target's export, or a series.conf that no export wrote, ``--upstream`` would drop lines it
+    cannot keep: refused, nothing changed."""
+    lib, other = two_upstreams(tmp_path, project)
+    into = tmp_path / "npu_patch"
+    words = ["export", "--format", "series", "--into", str(into), *sources(lib, other)]
+    assert cli(*words, "--target", "t").code == 0
+    manifest = project.root / "manifests/t.toml"
+    (project.root / "manifests/u.toml").write_text(manifest.read_text().replace('name = "t"', 'name = "u"'))
+    before = snapshot(into)
+    result = cli(*words, "--target", "u", "--upstream", "lib", "--force")
+    assert result.code == 1 and "holds the export of target t" in result.err, result.err
+    assert "hint:" in result.err and "Traceback" not in result.err and snapshot(into) == before
+
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "series.conf").write_text("<workspace>/vllm|vllm.patch|vllm.patch\n")
+    mine = snapshot(team)
+    result = cli(*[w if w != str(into) else str(team) for w in words], "--target", "t", "-u", "lib", "--force")
+    assert result.code == 1 and "was not written by patchmgr export" in result.err, result.err
+    assert "hint:" in result.err and snapshot(team) == mine

@@ -4,11 +4,13 @@ be byte for byte the one before the run or exactly the one an uninterrupted run 
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from support.commands import edit, move_args
 from support.gitrepos import git
 from support.kill_points import MINIMUM, kill_project_command
-from support.reliability import kill_every_step, replace_tree, run
+from support.reliability import KILL, kill_every_step, replace_tree, run
 from support.scenes import series_project
 from support.series_layout import sources, two_upstreams
 from support.snapshot import snapshot
@@ -101,3 +103,24 @@ def test_kill_export_series_over_an_earlier_one(tmp_path, cli, project):
     assert (
         counts["kill_points"] == 9 + 1 + 8 * 2 + 1 + 1
     )  # 9 saved, prepared, 8 written (temp, rename), 1 removed, committed
+
+
+def test_a_recovered_export_series_leaves_the_folder_as_a_clean_export_does(tmp_path, cli, project):
+    """An export into a new folder killed at a step of its write, then the next export there: it recovers the
+    folder, writes it, and leaves exactly what an uninterrupted export writes: no .patchmgr-state, no lock."""
+    lib, other = two_upstreams(tmp_path, project)
+    clean = tmp_path / "clean"
+    words = ["export", "--target", "t", "--format", "series", *sources(lib, other), "--root", str(project.root)]
+    code, output = run([*words, "--into", str(clean)])
+    assert code == 0, output
+    expected = snapshot(clean, exact=True)
+    assert expected and not any(".patchmgr-state" in path for path in expected)
+    into = tmp_path / "npu_patch"
+    for kill_at in (2, 10, 19, 29):  # 9 files: saving one, prepared, writing one (temp, rename), committed
+        shutil.rmtree(into, ignore_errors=True)
+        code, output = run([*words, "--into", str(into)], {KILL.variable: str(kill_at)})
+        assert code == KILL.code, (kill_at, output)
+        assert (into / ".patchmgr-state").is_dir(), kill_at
+        code, output = run([*words, "--into", str(into), "--force"])
+        assert code == 0 and "recovered" in output and "Traceback" not in output, (kill_at, output)
+        assert snapshot(into, exact=True) == expected, (kill_at, sorted(snapshot(into, exact=True)))

@@ -358,6 +358,27 @@ def locked_recovery(
             return
 
 
+def remove_idle_state(state_dir: Path) -> bool:
+    """Remove ``state_dir`` when it holds its lock file alone and no other run holds that lock: for a folder where
+    patchmgr keeps no state between runs (the folder ``export --format series`` writes). Whether it went.
+
+    The lock file is unlinked while this run holds it, so a run that waited on it locks the new one
+    (``locked_recovery`` checks that the file it locked is still the one at the path); a run holding it now,
+    or a folder that cannot be changed, leaves it as it is: it does no harm, and the next run removes it.
+    """
+    if not state_dir.is_dir() or state_dir.is_symlink():
+        return False
+    try:
+        with StateLock(state_dir, timeout=0) as lock:
+            if not _lock_file_current(lock) or {e.name for e in state_dir.iterdir()} != {lock.path.name}:
+                return False
+            lock.path.unlink()
+            state_dir.rmdir()
+            return True
+    except (StateError, OSError):
+        return False
+
+
 def _lock_file_current(lock: StateLock) -> bool:
     """Whether the file this process locked is still the one at the lock's path."""
     handle = getattr(lock, "_handle", None)

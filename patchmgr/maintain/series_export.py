@@ -13,13 +13,14 @@ one journaled transaction (``targets.project_files.write_files``, DIR as its roo
 
 from __future__ import annotations
 
-import shutil
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchmgr.check.status import TargetStatus, UpstreamStatus, check_target
 from patchmgr.engine.classify import Overlay
+from patchmgr.io.journal import remove_idle_state
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.sources import SERIES_CONF
 from patchmgr.maintain.series_layout import (
@@ -59,6 +60,7 @@ class SeriesExport:
     written: tuple[Path, ...]  # every file written, in DIR
     replaced: tuple[Path, ...]  # those of them that were there before (--force)
     notes: tuple[str, ...]
+    kept: tuple[str, ...] = ()  # upstreams an earlier export of the target wrote in DIR, kept as it wrote them
 
 
 def export_series(
@@ -67,21 +69,25 @@ def export_series(
     into = into.resolve()
     _refuse_project_folder(project, into)
     notes: list[str] = []
-    if into.is_dir():
-        recovered = recover_project(into)  # a killed export into DIR: undone before DIR is judged
-        if recovered:
-            notes.append(f"recovered {into}: {recovered}")
+    made_into = not os.path.lexists(into)
     try:
+        if into.is_dir():
+            recovered = recover_project(into)  # a killed export into DIR: undone before DIR is judged
+            if recovered:
+                notes.append(f"recovered {into}: {recovered}")
         return _export(project, target, sources, into, only, force, notes)
     except PatchmgrError as error:
         error.notes[:0] = notes  # a run that recovered DIR, then refused, still says what it recovered
         raise
+    finally:  # DIR holds the layout alone: the lock the recovery or the write took goes (a journal left stays)
+        _remove_state(into, made_into)
 
 
 def _export(
     project: Project, target: Target, sources: Sources, into: Path, only: Sequence[str], force: bool, notes: list[str]
 ) -> SeriesExport:
     _refuse_nonempty(into, force)
+    kept = _kept_upstreams(into, target, only)
     status = check_target(project, target, sources, {}, only)
     _refuse_not_applying(status)
     upstreams: list[ExportedUpstream] = []
@@ -99,24 +105,26 @@ def _export(
             "written",
             "add patches to the series first",
         )
-    layouts = [u.layout for u in upstreams]
+    layouts = _in_order(target, [u.layout for u in upstreams], kept)
     prefix = _prefix(into)
     writes[into / SERIES_CONF] = series_conf_text(target.name, layouts, prefix).encode("utf-8")
     writes[into / PINS] = pins_text(target.name, layouts).encode("utf-8")
     writes[into / RECORD_DIR / RECORD] = record_text(SeriesRecord(target.name, tuple(layouts))).encode("utf-8")
-    _stale_pieces(into, writes)
+    _stale_pieces(into, writes, {u.name for u in kept})
     expected = {path: _current(path) for path in writes}
     replaced = tuple(path for path, data in expected.items() if data is not None)
-    made_into, made_state = not into.exists(), not (into / STATE).exists()
-    try:
-        write_files(into, writes, expected)
-    finally:  # what the lock made goes again (a journal a failure left stays, for the next run to put back)
-        if made_state:
-            _remove_state(into, made_into)
+    write_files(into, writes, expected)
     if force and replaced:  # said once the files are written: a refused write replaced nothing
         notes.append(f"--force: replaced {len(replaced)} file(s) an earlier export (or someone) wrote in {into}")
+    if kept:
+        notes.append(
+            f"kept {', '.join(u.name for u in kept)} from the earlier export in {into}: "
+            f"{'its' if len(kept) == 1 else 'their'} {SERIES_CONF} lines, pins and patches, as it wrote them"
+        )
     written = tuple(path for path, data in writes.items() if data is not None)
-    return SeriesExport(target.name, into, tuple(upstreams), written, replaced, tuple(notes))
+    return SeriesExport(
+        target.name, into, tuple(upstreams), written, replaced, tuple(notes), tuple(u.name for u in kept)
+    )
 
 
 def _refuse_project_folder(project: Project, into: Path) -> None:
@@ -141,6 +149,42 @@ def _refuse_nonempty(into: Path, force: bool) -> None:
             f"give a new or empty folder, or pass --force to replace the files export writes there ({SERIES_CONF}, "
             f"{PINS}, <upstream>.patch, {RECORD_DIR}/); nothing else in it is touched",
         )
+
+
+def _kept_upstreams(into: Path, target: Target, only: Sequence[str]) -> tuple[SeriesUpstream, ...]:
+    """The upstreams an earlier export of this target wrote in DIR that an export of ``only`` keeps: its
+    series.conf lines, pins and patches are DIR's as much as the new ones. Refused where they cannot be known
+    (a damaged record, a series.conf no export wrote, another target's export): the new files would drop them."""
+    if not only or not into.is_dir():
+        return ()
+    whole = "export the whole target (without --upstream) with --force: it writes every line anew"
+    try:
+        record = read_record(into)
+    except PatchmgrError as exc:
+        raise StateError(f"{exc.message}; --upstream would drop the other upstreams it records", whole) from None
+    if record is None:
+        if any((into / name).exists() for name in (SERIES_CONF, PINS)):
+            raise StateError(
+                f"{into / SERIES_CONF} was not written by patchmgr export (no {RECORD_DIR}/{RECORD}): an export of "
+                f"{', '.join(only)} alone there would drop its other lines; nothing was written",
+                f"give a new or empty folder, or {whole}",
+            )
+        return ()
+    if record.target != target.name:
+        raise StateError(
+            f"{into} holds the export of target {record.target}: an export of target {target.name}'s "
+            f"{', '.join(only)} there would mix two targets in one series.conf; nothing was written",
+            f"give a new or empty folder, or {whole}",
+        )
+    return tuple(u for u in record.upstreams if u.name not in only)
+
+
+def _in_order(target: Target, exported: list[SeriesUpstream], kept: Sequence[SeriesUpstream]) -> list[SeriesUpstream]:
+    """The exported and the kept upstreams in the target's order (series.conf is applied top to bottom); a kept
+    one the target no longer has goes last, in the order the earlier export wrote them."""
+    by_name = {u.name: u for u in (*kept, *exported)}
+    order = [u.name for u in target.upstreams if u.name in by_name]
+    return [by_name[name] for name in order] + [u for u in kept if u.name not in order]
 
 
 def _refuse_not_applying(status: TargetStatus) -> None:
@@ -231,14 +275,17 @@ def _prefix(into: Path) -> str:
     return "" if relative == "." else relative + "/"
 
 
-def _stale_pieces(into: Path, writes: dict[Path, bytes | None]) -> None:
+def _stale_pieces(into: Path, writes: dict[Path, bytes | None], kept: set[str]) -> None:
     """The patch files an earlier export recorded in DIR that this one does not write again: removed with it
-    (an unreadable record leaves them; nothing else in DIR is ever removed)."""
+    (those of the ``kept`` upstreams stay, and an unreadable record leaves them; nothing else in DIR is ever
+    removed)."""
     try:
         old = read_record(into)
     except PatchmgrError:
         return
     for upstream in old.upstreams if old else ():
+        if upstream.name in kept:
+            continue
         for patch_id in upstream.patch_ids:
             path = piece_path(into, upstream.name, patch_id)
             if path not in writes and path.is_file() and not path.is_symlink():
@@ -253,10 +300,9 @@ def _current(path: Path) -> bytes | None:
 
 
 def _remove_state(into: Path, made_into: bool) -> None:
-    """The state folder this export made in DIR (its lock, the journal gone): removed, so DIR holds the layout
-    alone; DIR too when this export made it and it is empty (a write that failed)."""
-    state = into / STATE
-    if state.is_dir() and not state.is_symlink() and all(e.name == "lock" for e in state.iterdir()):
-        shutil.rmtree(state, ignore_errors=True)
-    if made_into and into.is_dir() and not any(into.iterdir()):
+    """The state folder in DIR, when it holds its lock alone (this export's, or one a recovered export left):
+    removed, so DIR holds the layout alone; DIR too when this export made it and it is empty (a write that
+    failed). A journal a failure left stays, for the next export there to put back."""
+    remove_idle_state(into / STATE)
+    if made_into and into.is_dir() and not into.is_symlink() and not any(into.iterdir()):
         into.rmdir()

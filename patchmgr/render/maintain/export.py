@@ -154,5 +154,6 @@ def series_export_json(outcome: SeriesExport) -> dict:
         ],
         "written": [str(p) for p in outcome.written],
         "replaced": [str(p) for p in outcome.replaced],
+        "kept": list(outcome.kept),
         "notes": list(outcome.notes),
     }
