@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from support.commands import move_args
 from support.scenes import lines_with
+from support.snapshot import snapshot
 
 
 # -- --source/--against for an upstream the chosen target does not have ------------------------
@@ -81,10 +82,157 @@ def test_a_broken_other_manifest_does_not_fail_status_of_this_target(cli, projec
     assert lint.code == 1 and "b.toml" in lint.out
 
 
-def test_bump_notes_a_broken_other_manifest_without_failing(cli, project, upstream):
+def test_bump_names_a_broken_other_manifest_that_may_list_a_rewritten_file(cli, project, upstream):
+    """A manifest that does not load may list the patch bump rewrites: bump refuses naming it (nothing written), and
+    writes this target's own copy with --own-copy."""
     two_targets(project, upstream, BROKEN)
     upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
-    result = cli("bump", "--target", "a", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}")
-    assert result.code == 0, result.out + result.err
-    assert "b (its manifest does not load)" in result.out
+    words = ["bump", "--target", "a", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}"]
+    before = snapshot(project.root)
+    result = cli(*words)
+    assert (
+        result.code == 1
+        and "patches/lib/fix.patch, which target b (its manifest does not load) lists too: made for" in result.err
+    )
+    assert "; or fix the manifest of b (patchmgr lint says what is wrong)" in result.err, result.err
+    assert snapshot(project.root) == before
+    own = cli(*words, "--own-copy")
+    assert own.code == 0, own.out + own.err
     assert upstream.head() in (project.root / "manifests/a.toml").read_text()
+    assert snapshot(project.root)["patches/lib/fix.patch"] == before["patches/lib/fix.patch"]  # b's file stays
+
+
+# -- a patch file another target lists is not rewritten for one target unasked ----------------
+def shared_fix(project, upstream, b_patches=("fix",)) -> str:
+    """Targets a and b list lib's ``fix`` (line 20) at the same pin (b may list more); returns the pin."""
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"))
+    if "more" in b_patches:
+        project.add_patch("lib", "more", upstream.make_patch(pin, {"src/mod.py": lines_with({5: "more"})}, "More"))
+    for name, patches in (("a", ["fix"]), ("b", list(b_patches))):
+        project.manifest(name, {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": patches}})
+    return pin
+
+
+def states(cli, upstream, target):
+    result = cli("status", "--target", target, "--json", "--source", f"lib={upstream.path}")
+    return [(p["id"], p["state"]) for u in result.json["upstreams"] for p in u["patches"]]
+
+
+def edited_onto(tmp_path, cli, project, upstream):
+    """A's edit checkout moved onto ``main``, where upstream rewrote line 18 (the context of fix's hunk): the
+    moved fix is clean there and fuzz at the old pin. Returns the export's words and the checkout."""
+    upstream.commit({"src/mod.py": lines_with({18: "upstream 18"})}, "upstream rewrites line 18")
+    into = tmp_path / "edit"
+    edit = cli(
+        "edit", "--target", "a", "-u", "lib", "--into", str(into), "--onto", "main", "--source", f"lib={upstream.path}"
+    )
+    assert edit.code == 0, edit.out + edit.err
+    return ["export", "--target", "a", "--upstream", "lib", "--from", str(into)], into
+
+
+def refused_and_nothing_changed(cli, project, upstream, words, command, *watched):
+    before, statuses = snapshot(project.root, *watched), states(cli, upstream, "b")
+    result = cli(*words)
+    assert result.code == 1, result.out + result.err
+    assert (
+        f"error: {command} would rewrite patches/lib/fix.patch, which target b lists too (lib at b's pin" in result.err
+    )
+    assert "hint: give target a its own copy with --own-copy (patches/lib/fix-a.patch" in result.err
+    assert "Traceback" not in result.err
+    assert snapshot(project.root, *watched) == before and states(cli, upstream, "b") == statuses
+    return result
+
+
+def test_export_onto_a_new_ref_refuses_to_rewrite_a_file_another_target_lists(tmp_path, cli, project, upstream):
+    shared_fix(project, upstream)
+    words, into = edited_onto(tmp_path, cli, project, upstream)
+    assert states(cli, upstream, "b") == [("fix", "clean")]
+    result = refused_and_nothing_changed(cli, project, upstream, words, "export", into / ".git/patchmgr-edit.json")
+    assert ", or move b with it: the same command with --also-target b (same lib pin and series)" in result.err
+    old = (project.root / "patches/lib/fix.patch").read_bytes()
+
+    own = cli(*words, "--own-copy", "--json")
+    assert own.code == 0, own.out + own.err
+    assert own.json["copies"] == {"fix": "fix-a"} and own.json["removed"] == []
+    assert (project.root / "patches/lib/fix.patch").read_bytes() == old  # b's file, byte for byte
+    assert 'patches = ["fix-a"]' in (project.root / "manifests/a.toml").read_text()
+    assert states(cli, upstream, "a") == [("fix-a", "clean")] and states(cli, upstream, "b") == [("fix", "clean")]
+    lint = cli("lint")
+    assert lint.code == 0, lint.out + lint.err
+    again = cli(*words)  # the checkout's record names the copy now: nothing to say, nothing to refuse
+    assert again.code == 0 and "unchanged fix-a" in again.out, again.out + again.err
+
+
+def test_export_onto_a_new_ref_moves_a_target_of_the_same_series_along(tmp_path, cli, project, upstream):
+    pin = shared_fix(project, upstream)
+    words, _into = edited_onto(tmp_path, cli, project, upstream)
+    result = cli(*words, "--also-target", "b")
+    assert result.code == 0, result.out + result.err
+    assert "target b moves with a: the same lib files and manifest change" in result.out + result.err
+    for name in ("a", "b"):
+        manifest = (project.root / f"manifests/{name}.toml").read_text()
+        assert upstream.head() in manifest and pin not in manifest, name
+        assert states(cli, upstream, name) == [("fix", "clean")], name
+
+
+def test_also_target_takes_only_a_target_of_the_same_pin_and_series(tmp_path, cli, project, upstream):
+    shared_fix(project, upstream, b_patches=("more", "fix"))
+    words, into = edited_onto(tmp_path, cli, project, upstream)
+    before = snapshot(project.root, into / ".git/patchmgr-edit.json")
+    refused = cli(*words)
+    assert refused.code == 1 and "b can move on its own afterwards" in refused.err, refused.err
+    assert "--also-target" not in refused.err  # b lists another series: only its own copy is a way
+    for other in ("b", "a", "nosuch"):
+        wrong = cli(*words, "--also-target", other)
+        assert wrong.code == 2 and "error:" in wrong.err and "hint:" in wrong.err, (other, wrong.err)
+        assert "Traceback" not in wrong.err, wrong.err
+    assert "target b lists lib at" in cli(*words, "--also-target", "b").err
+    assert snapshot(project.root, into / ".git/patchmgr-edit.json") == before
+    assert states(cli, upstream, "b") == [("more", "clean"), ("fix", "clean")]
+
+
+def test_bump_refuses_to_rewrite_a_file_another_target_lists(cli, project, upstream):
+    pin = shared_fix(project, upstream)
+    upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
+    words = ["bump", "--target", "a", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}"]
+    for dry in ((), ("--dry-run",)):
+        refused_and_nothing_changed(cli, project, upstream, [*words, *dry], "bump")
+    old = (project.root / "patches/lib/fix.patch").read_bytes()
+
+    own = cli(*words, "--own-copy")
+    assert own.code == 0, own.out + own.err
+    assert "fix-a: target a's own copy of fix (patches/lib/fix-a.patch)" in own.out + own.err
+    assert (project.root / "patches/lib/fix.patch").read_bytes() == old
+    assert states(cli, upstream, "a") == [("fix-a", "clean")] and states(cli, upstream, "b") == [("fix", "clean")]
+    assert pin in (project.root / "manifests/b.toml").read_text()
+
+
+def test_bump_moves_a_target_of_the_same_series_along(cli, project, upstream):
+    pin = shared_fix(project, upstream)
+    upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
+    words = ["bump", "--target", "a", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}"]
+    result = cli(*words, "--also-target", "b", "--json")
+    assert result.code == 0, result.out + result.err
+    assert result.json["also"] == ["b"] and result.json["copies"] == {}
+    for name in ("a", "b"):
+        manifest = (project.root / f"manifests/{name}.toml").read_text()
+        assert upstream.head() in manifest and pin not in manifest, name
+        assert states(cli, upstream, name) == [("fix", "clean")], name
+
+
+def test_refresh_refuses_to_rewrite_a_file_another_target_lists(cli, project, upstream):
+    shared_fix(project, upstream)
+    upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
+    words = ["refresh", "--target", "a", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}"]
+    for dry in ((), ("--dry-run",)):
+        refused_and_nothing_changed(cli, project, upstream, [*words, *dry], "refresh")
+    old = (project.root / "patches/lib/fix.patch").read_bytes()
+    own = cli(*words, "--own-copy", "--json")
+    assert own.code == 0, own.out + own.err
+    assert own.json["copies"] == {"fix": "fix-a"} and own.json["written"] == [
+        str(project.root / "patches/lib/fix-a.patch")
+    ]
+    assert (project.root / "patches/lib/fix.patch").read_bytes() == old
+    assert 'patches = ["fix-a"]' in (project.root / "manifests/a.toml").read_text()
+    assert states(cli, upstream, "b") == [("fix", "clean")]

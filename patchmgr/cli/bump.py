@@ -37,11 +37,14 @@ def command(
     dry_run: options.DryRunOpt = False,
     smoke: options.SmokeAtRefOpt = False,
     drop_upstream_by_smoke: DropBySmokeOpt = False,
+    own_copy: options.OwnCopyOpt = False,
+    also_target: options.AlsoTargetOpt = None,
     source: options.SourceOpt = None,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.maintain.bump import BumpAction, plan_bump, write_bump
+    from patchmgr.maintain.shared_files import Sharing
     from patchmgr.render.maintain import bump_json, render_bump, render_interdiffs
 
     session = Session("bump", root, json_output)
@@ -75,6 +78,7 @@ def command(
             allow_fuzz,
             by_smoke,
             failed,
+            Sharing(own_copy, tuple(also_target or ())),
         )
     if not session.json:
         render_interdiffs(session.out, outcome.plan)

@@ -56,6 +56,8 @@ OPTIONS = (
         "With --format series: write into a folder that is not empty, replacing only export's files.",
         default=False,
     ),
+    optspec.OWN_COPY,
+    optspec.ALSO_TARGET,
     optspec.SOURCE,
     optspec.SMOKE_AT_REF,
     optspec.JSON,
@@ -73,6 +75,8 @@ def command(
     form: str,
     into: Path | None,
     force: bool,
+    own_copy: bool,
+    also_target: list[str] | None,
     source: list[str] | None,
     smoke: bool,
     json_output: bool,
@@ -87,6 +91,12 @@ def command(
         raise UsageError(
             f"--format {form!r} is not one of: {', '.join(FORMATS)}", "use --format series or leave it out"
         )
+    if form == "series" and (own_copy or also_target):
+        raise UsageError(
+            f"{'--own-copy' if own_copy else '--also-target'} goes with an export of an edit checkout (--from DIR); "
+            "--format series writes no patch file of the project; nothing was written",
+            "leave it out",
+        )
     if form == "series":
         return _series(target, upstream, from_dir, version, into, force, source, json_output, root)
     if into is not None or force or source:
@@ -96,6 +106,7 @@ def command(
             "export an edit checkout with --from DIR, or write the series layout with --format series --into DIR",
         )
     from patchmgr.maintain.roundtrip import export_checkout
+    from patchmgr.maintain.shared_files import Sharing
     from patchmgr.render.maintain import export_json, render_export
 
     session = Session("export", root, json_output)
@@ -108,7 +119,8 @@ def command(
         return session.emit(
             1, lambda s: {"action": "refused", "smoke": ref_smoke_json(s)}, render_refused_export, ref_smoke
         )
-    outcome = export_checkout(session.project, selected, upstream, from_dir, version)
+    sharing = Sharing(own_copy, tuple(also_target or ()))
+    outcome = export_checkout(session.project, selected, upstream, from_dir, version, sharing)
     if ref_smoke is not None:
         from patchmgr.render.smoke_ref import export_smoke_json, render_export_smoke
 

@@ -77,6 +77,24 @@ SMOKE_AT_REF = Option(
     default=False,
 )
 
+OWN_COPY = Option(
+    "own_copy",
+    ("--own-copy",),
+    Kind.FLAG,
+    "Where another target lists a patch file this rewrites: write this target's own copy instead, "
+    "patches/<upstream>/<id>-<target>.patch, listed in its series in the file's place; the other target keeps the "
+    "file as it is (without this, or --also-target, such a rewrite is refused).",
+    default=False,
+)
+ALSO_TARGET = Option(
+    "also_target",
+    ("--also-target",),
+    Kind.MANY,
+    "Target NAME, which lists the same series of the upstream at the same pin, takes the same change: the patch "
+    "files both list are rewritten for both, and its manifest changes as this one's does.",
+    metavar="NAME",
+)
+
 
 def parse(options: tuple[Option, ...], argv: list[str]) -> dict[str, object] | None:
     """``argv`` (what follows the command's name) as the command function's keyword arguments, every option's

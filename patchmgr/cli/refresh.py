@@ -15,11 +15,14 @@ def command(
     allow_fuzz: options.AllowFuzzOpt = False,
     allow_three_way: options.AllowThreeWayOpt = False,
     dry_run: options.DryRunOpt = False,
+    own_copy: options.OwnCopyOpt = False,
+    also_target: options.AlsoTargetOpt = None,
     source: options.SourceOpt = None,
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.maintain.refresh import plan_refresh, write_refresh
+    from patchmgr.maintain.shared_files import Sharing
     from patchmgr.render.maintain import refresh_json, render_interdiffs, render_refresh
 
     session = Session("refresh", root, json_output)
@@ -33,6 +36,7 @@ def command(
             allow_three_way,
             at.target.name,
             allow_fuzz,
+            Sharing(own_copy, tuple(also_target or ())),
         )
     if not session.json:
         render_interdiffs(session.out, plan)

@@ -18,6 +18,11 @@ even where it conflicts at the ref; the manifest's ``patches`` line then names i
 in a comment. Only the ``commit`` and ``version`` lines (and ``patches`` when one
 is dropped) of the manifest change.
 
+A refreshed patch whose file another target lists is not rewritten unasked
+(``shared_files``): the bump refuses, or with ``--own-copy`` writes this target's
+own copy and lists it in the series, or with ``--also-target NAME`` moves NAME
+(the same pin and series) in the same transaction.
+
 Everything is computed and validated first (the version, the refreshed
 patches, the new manifest text); then the patch files, the removals and the
 manifest are written in one journaled transaction: all of them, or none.
@@ -32,7 +37,8 @@ from pathlib import Path
 
 from patchmgr.engine.results import State
 from patchmgr.maintain import manifest_edit
-from patchmgr.maintain.refresh import RefreshAction, RefreshedPatch, RefreshPlan, plan_refresh
+from patchmgr.maintain.refresh import RefreshAction, RefreshedPatch, RefreshPlan, plan_refresh, share_rewrites
+from patchmgr.maintain.shared_files import Sharing, manifest_changes, others, renamed
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Target
 from patchmgr.model.project import Project
@@ -96,13 +102,15 @@ def plan_bump(
     allow_fuzz: bool = False,
     by_smoke: Mapping[str, str] | None = None,
     smoke_failed: Mapping[str, str] | None = None,
+    sharing: Sharing | None = None,
 ) -> BumpOutcome:
     """What bumping ``name`` to ``ref`` would do, every byte of it computed and checked; writes nothing.
 
     ``by_smoke``: the patches to drop because their smoke tests all pass at ``ref`` without them (patch id -> that
     evidence, in words); ``smoke_failed``: the patches whose smoke tests fail with them at ``ref`` (patch id -> why),
-    which refuse the bump as a broken guard does. (The command line has already rolled back an interrupted refresh,
-    bump or export.)
+    which refuse the bump as a broken guard does; ``sharing``: what to do with a refreshed patch whose file another
+    target lists (``shared_files``: by default the bump refuses). (The command line has already rolled back an
+    interrupted refresh, bump or export.)
     """
     manifest_edit.check_version(version, "that ref")
     upstream = target.upstream(name)
@@ -112,7 +120,9 @@ def plan_bump(
             f"{ref!r} names no release version, and {upstream.name} pins version {upstream.version}",
             "pass --version X.Y.Z (the upstream's version at that ref)",
         )
-    plan = plan_refresh(project, upstream, sources, ref, allow_three_way, target.name, allow_fuzz)
+    plan = plan_refresh(
+        project, upstream, sources, ref, allow_three_way, target.name, allow_fuzz, sharing, decide_shared=False
+    )
     by_smoke = dict(by_smoke or {})
     plan.patches = [
         replace(p, action=RefreshAction.UPSTREAM, reason=f"upstream by smoke at {ref}: {by_smoke[p.patch.id]}")
@@ -145,39 +155,40 @@ def plan_bump(
     elif review := tuple(p for p in landed if p.carrier is None and p.patch.id not in by_smoke):
         return replace(outcome, review=review)
     else:
-        shared = {p.patch.id: p.shared_with for p in landed if p.shared_with}
-        outcome = replace(outcome, dropped=landed, shared=shared)
+        moving = plan.movers
+        shared = {p.patch.id: others(project, moving, upstream.name, p.patch.id) for p in landed} if moving else {}
+        outcome = replace(outcome, dropped=landed, shared={pid: users for pid, users in shared.items() if users})
+    share_rewrites(project, plan, "bump")  # a refreshed file another target lists: refused, or an own copy
     writes, expected = _changes(project, outcome)
     return replace(outcome, writes=writes, expected=expected, action=BumpAction.PLANNED)
 
 
 def _changes(project: Project, outcome: BumpOutcome) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
     """Every file the bump writes (None: removes), and what each held when read; checks the new manifest."""
-    plan, target = outcome.plan, outcome.target
+    plan = outcome.plan
     upstream = plan.upstream
     writes, expected = plan.writes(), plan.expected()
     for dropped in outcome.dropped:
         if dropped.patch.id not in outcome.shared:  # another target still lists the file
             writes[dropped.patch.path] = None
             expected[dropped.patch.path] = dropped.patch.data
-    try:
-        data = target.path.read_bytes()
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StateError(f"cannot read {target.path}: {exc}", "fix the file, then run again") from None
-    new_text = text
-    if outcome.dropped:
-        gone = {p.patch.id for p in outcome.dropped}
-        smoked = [p.patch.id for p in outcome.dropped if p.patch.id in outcome.by_smoke]
-        comment = f"dropped {', '.join(smoked)} at {plan.ref}: upstream by smoke" if smoked else None
-        new_text = manifest_edit.series_text(
-            new_text, target.path, upstream.name, [pid for pid in upstream.patch_ids if pid not in gone], comment
-        )
-    new_text = manifest_edit.pin_text(new_text, target.path, upstream.name, plan.commit, plan.ref, outcome.new_version)
-    manifest_edit.check_manifest(target.path, new_text, project.patches_dir)
-    if new_text != text:
-        writes[target.path] = new_text.encode("utf-8")
-        expected[target.path] = data
+    gone = {p.patch.id for p in outcome.dropped}
+    smoked = [p.patch.id for p in outcome.dropped if p.patch.id in outcome.by_smoke]
+    comment = f"dropped {', '.join(smoked)} at {plan.ref}: upstream by smoke" if smoked else None
+    series = renamed([pid for pid in upstream.patch_ids if pid not in gone], plan.copies)
+
+    def edit(text: str, path: Path) -> str:
+        if outcome.dropped or plan.copies:
+            text = manifest_edit.series_text(text, path, upstream.name, series, comment if outcome.dropped else None)
+        return manifest_edit.pin_text(text, path, upstream.name, plan.commit, plan.ref, outcome.new_version)
+
+    moving = plan.movers
+    if moving is None:  # plan_refresh was given the target: this is a bug
+        raise StateError("the bump plan names no target", "this is a bug in patchmgr; please report it")
+    planned = {plan.path_of(p) for p in plan.changed if p.patch.id in plan.copies}
+    manifests, held = manifest_changes(project, moving, edit, planned)
+    writes.update(manifests)
+    expected.update(held)
     return writes, expected
 
 
@@ -189,5 +200,5 @@ def write_bump(outcome: BumpOutcome) -> BumpOutcome:
     if plan.root is None:
         raise StateError("the bump plan names no project root", "this is a bug in patchmgr; please report it")
     write_files(plan.root, outcome.writes, outcome.expected)
-    plan.written = [p.patch.path for p in plan.changed]
+    plan.written = [plan.path_of(p) for p in plan.changed]
     return replace(outcome, action=BumpAction.BUMPED)

@@ -112,11 +112,13 @@ def check_manifest(path: Path, text: str, patches_dir: Path, planned: Collection
     validate_target(raw, path, patches_dir)
 
 
-def listed_elsewhere(project: Project, target: str, upstream: str, patch_id: str) -> list[str]:
-    """The other targets whose series for ``upstream`` list ``patch_id``: they share its file."""
+def listed_elsewhere(
+    project: Project, target: str, upstream: str, patch_id: str, besides: Collection[str] = ()
+) -> list[str]:
+    """The other targets (but ``besides``) whose series for ``upstream`` list ``patch_id``: they share its file."""
     users = []
     for name in project.target_names():
-        if name == target:
+        if name == target or name in besides:
             continue
         try:
             other = project.target(name)

@@ -13,6 +13,9 @@ fuzzy placement in silently). A rewritten patch's DEP-3 ``Last-Update`` is set
 to today (added when it has none).
 Nothing is written unless every patch of the upstream can be refreshed, and
 then every rewritten file in one journaled transaction (``project_files.write_files``).
+A patch file another target lists is not rewritten unasked (``shared_files``): the refresh refuses, or
+with ``--own-copy`` writes this target's own copy and lists it in the series, or with ``--also-target``
+rewrites it for the targets that move with this one.
 """
 
 from __future__ import annotations
@@ -29,7 +32,17 @@ from patchmgr.engine.results import CheckResult, GuardResult, State
 from patchmgr.history.at_ref import check_at_ref, preimages
 from patchmgr.history.walk import context_size
 from patchmgr.io.git import GitRepo
-from patchmgr.maintain.manifest_edit import listed_elsewhere
+from patchmgr.maintain import manifest_edit
+from patchmgr.maintain.shared_files import (
+    Movers,
+    Sharing,
+    copies_said,
+    manifest_changes,
+    movers,
+    others,
+    own_copies,
+    renamed,
+)
 from patchmgr.model.dep3_edit import set_last_update
 from patchmgr.model.diff import INDEX_LINE, FileDiff, hunk_end
 from patchmgr.model.errors import StateError
@@ -59,7 +72,7 @@ class RefreshedPatch:
     reason: str = ""
     new_data: bytes | None = field(default=None, repr=False)
     interdiff: list[str] = field(default_factory=list)  # old diff vs new diff, for fuzz and 3-way
-    shared_with: list[str] = field(default_factory=list)  # other targets whose series list this file
+    shared_with: list[str] = field(default_factory=list)  # targets that list this file and do not move with it
     carrier: str | None = None  # for "upstream": the upstream commit with the patch's patch-id, if one has it
     guards: list[GuardResult] = field(default_factory=list)  # its Guard: headers on the series' tree at the ref
 
@@ -75,6 +88,10 @@ class RefreshPlan:
     root: Path | None = None  # the project's root: where the transaction's journal lives
     notes: list[str] = field(default_factory=list)
     allow_fuzz: bool = False
+    movers: Movers | None = None  # the target the plan is for, and those that move with it (--also-target)
+    copies: dict[str, str] = field(default_factory=dict)  # patch id -> the id of its own copy (--own-copy)
+    # the movers' manifests, their series naming the own copies: path -> (bytes now, new bytes)
+    manifests: dict[Path, tuple[bytes | None, bytes | None]] = field(default_factory=dict, repr=False)
 
     @property
     def refused(self) -> list[RefreshedPatch]:
@@ -95,13 +112,23 @@ class RefreshPlan:
             p for p in self.patches if p.action is not RefreshAction.UPSTREAM and not all(g.holds for g in p.guards)
         ]
 
+    def path_of(self, refreshed: RefreshedPatch) -> Path:
+        """Where a rewritten patch is written: its file, or its own copy beside it."""
+        copy = self.copies.get(refreshed.patch.id)
+        return refreshed.patch.path.with_name(f"{copy}.patch") if copy else refreshed.patch.path
+
     def writes(self) -> dict[Path, bytes | None]:
-        """The patch files the refresh rewrites, with their new bytes."""
-        return {p.patch.path: p.new_data for p in self.changed}
+        """The files the refresh writes, with their new bytes: the rewritten patches (and manifests)."""
+        writes = {self.path_of(p): p.new_data for p in self.changed}
+        writes.update({path: new for path, (_, new) in self.manifests.items()})
+        return writes
 
     def expected(self) -> dict[Path, bytes | None]:
-        """What those files held when they were read: a file changed since is not overwritten."""
-        return {p.patch.path: p.patch.data for p in self.changed}
+        """What those files held when they were read (an own copy: absent): a file changed since is not
+        overwritten."""
+        expected = {self.path_of(p): None if p.patch.id in self.copies else p.patch.data for p in self.changed}
+        expected.update({path: old for path, (old, _) in self.manifests.items()})
+        return expected
 
 
 def plan_refresh(
@@ -112,14 +139,23 @@ def plan_refresh(
     allow_three_way: bool = False,
     target: str | None = None,
     allow_fuzz: bool = False,
+    sharing: Sharing | None = None,
+    decide_shared: bool = True,
 ) -> RefreshPlan:
     """What refreshing the upstream's series at ``ref`` would write; writes nothing.
 
     Patch files are shared by the targets that list them: the plan names, for
-    each patch it would rewrite or that is upstream, the other targets listing it.
+    each patch it would rewrite or that is upstream, the other targets listing it
+    (but those that move with ``target``: ``sharing.also``). With ``decide_shared``,
+    a plan that refuses nothing then refuses a rewrite of such a file (``StateError``),
+    or with ``sharing.own_copy`` writes an own copy in its place (``share_rewrites``);
+    bump decides that itself, once it knows what it drops.
     """
+    moving = movers(project, project.target(target), upstream.name, sharing or Sharing()) if target else None
     source = sources.open_git(upstream, ref)
-    plan = RefreshPlan(upstream, ref, source.commit, allow_three_way, root=project.root, allow_fuzz=allow_fuzz)
+    plan = RefreshPlan(
+        upstream, ref, source.commit, allow_three_way, root=project.root, allow_fuzz=allow_fuzz, movers=moving
+    )
     results = check_at_ref(sources, upstream, source, project.patches(upstream))
     plan.patches = [
         _plan_one(r.patch, r, before, source, allow_three_way, allow_fuzz)
@@ -128,9 +164,35 @@ def plan_refresh(
     for refreshed, result in zip(plan.patches, results, strict=True):
         refreshed.guards = result.guards
     for refreshed in plan.patches:
-        if target is not None and refreshed.action in (RefreshAction.REFRESHED, RefreshAction.UPSTREAM):
-            refreshed.shared_with = listed_elsewhere(project, target, upstream.name, refreshed.patch.id)
+        if moving is not None and refreshed.action in (RefreshAction.REFRESHED, RefreshAction.UPSTREAM):
+            refreshed.shared_with = others(project, moving, upstream.name, refreshed.patch.id)
+    if decide_shared and plan.ok:
+        share_rewrites(project, plan, "refresh")
+        plan.manifests = _series_of_copies(project, plan)
     return plan
+
+
+def share_rewrites(project: Project, plan: RefreshPlan, command: str) -> None:
+    """The plan's rewrites of files a target outside its movers lists: refused (``StateError``, nothing
+    written), or (``--own-copy``) each written as an own copy (``plan.copies``)."""
+    if plan.movers is not None:
+        changed = [p.patch.id for p in plan.changed]
+        plan.copies = own_copies(project, plan.movers, plan.upstream, changed, command)
+        plan.notes.extend(copies_said(project, plan.movers, plan.upstream.name, plan.copies))
+
+
+def _series_of_copies(project: Project, plan: RefreshPlan) -> dict[Path, tuple[bytes | None, bytes | None]]:
+    """The movers' manifests with the own copies in their series (none without copies): path -> (now, new)."""
+    if plan.movers is None or not plan.copies:
+        return {}
+    name, series = plan.upstream.name, renamed(plan.upstream.patch_ids, plan.copies)
+    writes, expected = manifest_changes(
+        project,
+        plan.movers,
+        lambda text, path: manifest_edit.series_text(text, path, name, series),
+        {plan.path_of(p) for p in plan.changed},
+    )
+    return {path: (expected[path], data) for path, data in writes.items()}
 
 
 def _plan_one(
@@ -180,9 +242,8 @@ def write_refresh(plan: RefreshPlan) -> list[Path]:
     """Write the refreshed patches of a plan that refuses nothing: all of them, or (on a failure) none."""
     if not plan.ok:
         raise StateError("refusing to write a refresh that refuses patches", "fix the refused patches first")
-    writes = plan.writes()
-    write_files(_root(plan), writes, plan.expected())
-    plan.written = list(writes)
+    write_files(_root(plan), plan.writes(), plan.expected())
+    plan.written = [plan.path_of(p) for p in plan.changed]
     return plan.written
 
 

@@ -11,6 +11,10 @@ Export is stable: a commit that is still the one ``edit`` made leaves its
 patch file untouched, and a regenerated patch equal to the file is not
 rewritten. Which patch a commit is follows it through amends and rebases in
 a git note (``refs/notes/patchmgr``), so the commit message stays the patch's.
+
+A patch file another target lists is not rewritten unasked (``shared_files``):
+export refuses, or writes this target's own copy (``--own-copy``), or moves the
+targets named by ``--also-target`` along.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from patchmgr.maintain.export_form import file_form
 from patchmgr.maintain.export_guards import guards_at_head
 from patchmgr.maintain.onto import MAILS
 from patchmgr.maintain.rangediff import RangeDiff, range_diff
+from patchmgr.maintain.shared_files import Movers, Sharing, copies_said, manifest_changes, movers, others, own_copies
 from patchmgr.model.dep3_edit import set_last_update
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import PATCH_ID, Target, Upstream
@@ -86,6 +91,8 @@ class ExportOutcome:
     range_diff: RangeDiff | None = None  # the old series against the new one
     # patch id -> its GuardResults on the checkout's HEAD, after writing (maintain/export_guards.py)
     guards: dict[str, list[GuardResult]] = field(default_factory=dict)
+    copies: dict[str, str] = field(default_factory=dict)  # patch id -> the id of this target's own copy (--own-copy)
+    also: tuple[str, ...] = ()  # the targets that moved with this one (--also-target)
 
     @property
     def guards_hold(self) -> bool:
@@ -99,7 +106,12 @@ class ExportOutcome:
 
 
 def export_checkout(
-    project: Project, target: Target, name: str, source: Path, version: str | None = None
+    project: Project,
+    target: Target,
+    name: str,
+    source: Path,
+    version: str | None = None,
+    sharing: Sharing | None = None,
 ) -> ExportOutcome:
     """Write the commits of an ``edit`` checkout back as the upstream's patch files and series.
 
@@ -110,17 +122,20 @@ def export_checkout(
     before anything is written; then the patch files, the removals, the
     manifest and the checkout's record are written in one journaled
     transaction (``project_files.write_files``): all of them, or none. The outcome carries the exported
-    patches' guards on the checkout's HEAD, evaluated after writing.
+    patches' guards on the checkout's HEAD, evaluated after writing. ``sharing``: what to do with a patch file
+    another target lists (``shared_files``: by default export refuses to rewrite it).
     """
     source = source.resolve()
+    moving = movers(project, target, name, sharing or Sharing())
     notes: list[str] = []
     with locked_edit(source, notes):  # a run killed while it swapped the checkout is undone first
-        outcome = _export_locked(project, target, name, source, version)
+        outcome = _export_locked(project, moving, name, source, version)
     guards = guards_at_head(project, target.name, name, source)
     return replace(outcome, notes=(*notes, *outcome.notes), guards=guards)
 
 
-def _export_locked(project: Project, target: Target, name: str, source: Path, version: str | None) -> ExportOutcome:
+def _export_locked(project: Project, moving: Movers, name: str, source: Path, version: str | None) -> ExportOutcome:
+    target = moving.target
     upstream = target.upstream(name)
     record = read_record(source)
     if (record.target, record.upstream) != (target.name, upstream.name):
@@ -181,8 +196,9 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
                     data,
                 )
             )
+        exported, copies = _own_copies(project, moving, upstream, exported)
         series = [p.id for p, _ in exported]
-        removed = tuple(pid for pid in upstream.patch_ids if pid not in series)
+        removed = tuple(pid for pid in upstream.patch_ids if pid not in series and pid not in copies)
         moved = (pin, base, onto.ref) if onto else None
         carried = {c.id: c for c in onto.carried} if onto else {}
         dropped: dict[str, str] = {}
@@ -197,12 +213,14 @@ def _export_locked(project: Project, target: Target, name: str, source: Path, ve
             upstream, source, tuple(p for p, _ in exported), removed, series != list(upstream.patch_ids), moved,
             old_version, new_version, tuple(notes), dropped=dropped,
             carriers={patch_id: carried[patch_id].commit for patch_id in removed if patch_id in carried},
+            copies=copies, also=moving.also,
         )  # fmt: skip
         old_tip = onto.old_tip if onto else (record.patches[-1].commit if record.patches else None)
         if outcome.changed and old_tip and old_tip != pin:
             outcome = replace(outcome, range_diff=range_diff(repo, f"{pin}..{old_tip}", f"{base}..HEAD"))
-    outcome = replace(outcome, shared=_shared(project, target, outcome))
-    writes, expected = _export_changes(project, target, outcome, exported, series)
+    said = copies_said(project, moving, upstream.name, outcome.copies)
+    outcome = replace(outcome, shared=_shared(project, moving, outcome), notes=(*outcome.notes, *said))
+    writes, expected = _export_changes(project, moving, outcome, exported, series)
     sums = [(p.id, p.commit, sha256_bytes(data if data is not None else _read(p.path))) for p, data in exported]
     if not writes:  # no project file changes: only the checkout's record, which is not the project's
         try:
@@ -269,16 +287,34 @@ def _file_makes(repo: GitRepo, commit: str, path: Path, entry: PatchCommit, upst
     return check_patch(patch, GitSource(repo, parents[0], str(repo.path))).state is State.CLEAN
 
 
-def _shared(project: Project, target: Target, outcome: ExportOutcome) -> dict[str, list[str]]:
-    """The patches leaving the series whose files stay: removed id -> the other targets that list it."""
+def _own_copies(
+    project: Project, moving: Movers, upstream: Upstream, exported: list[tuple[ExportedPatch, bytes | None]]
+) -> tuple[list[tuple[ExportedPatch, bytes | None]], dict[str, str]]:
+    """The exported patches with each rewrite of a file another target lists made this target's own copy
+    (``--own-copy``; without it, the refusal): the patches as they are written, and patch id -> copy id."""
+    rewritten = [p.id for p, data in exported if data is not None and p.action is ExportAction.UPDATED]
+    copies = own_copies(project, moving, upstream, rewritten, "export", taken=[p.id for p, _ in exported])
+    out = []
+    for patch, data in exported:
+        copy = copies.get(patch.id)
+        if copy is not None and data is not None:
+            path = project.patch_path(upstream.name, copy)
+            parse_patch(data, path, upstream.name, copy)
+            patch = ExportedPatch(copy, patch.commit, ExportAction.ADDED, path)
+        out.append((patch, data))
+    return out, copies
+
+
+def _shared(project: Project, moving: Movers, outcome: ExportOutcome) -> dict[str, list[str]]:
+    """The patches leaving the series whose files stay: removed id -> the targets that list it and do not move."""
     name = outcome.upstream.name
-    users = {pid: manifest_edit.listed_elsewhere(project, target.name, name, pid) for pid in outcome.removed}
+    users = {pid: others(project, moving, name, pid) for pid in outcome.removed}
     return {pid: targets for pid, targets in users.items() if targets}
 
 
 def _export_changes(
     project: Project,
-    target: Target,
+    moving: Movers,
     outcome: ExportOutcome,
     exported: list[tuple[ExportedPatch, bytes | None]],
     series: list[str],
@@ -297,21 +333,17 @@ def _export_changes(
             writes[path] = None
             expected[path] = _read(path)
     if outcome.series_changed or outcome.moved:
-        data = _read(target.path)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise StateError(f"{target.path}: not UTF-8 text", "save the manifest as UTF-8") from exc
-        new_text = manifest_edit.series_text(text, target.path, upstream.name, series)
-        if outcome.moved:
-            _old, base, ref = outcome.moved
-            new_text = manifest_edit.pin_text(new_text, target.path, upstream.name, base, ref, outcome.new_version)
-        manifest_edit.check_manifest(
-            target.path, new_text, project.patches_dir, {p for p, d in writes.items() if d is not None}
-        )
-        if new_text != text:
-            writes[target.path] = new_text.encode("utf-8")
-            expected[target.path] = data
+
+        def edit(text: str, path: Path) -> str:
+            new_text = manifest_edit.series_text(text, path, upstream.name, series)
+            if outcome.moved:
+                _old, base, ref = outcome.moved
+                new_text = manifest_edit.pin_text(new_text, path, upstream.name, base, ref, outcome.new_version)
+            return new_text
+
+        manifests, held = manifest_changes(project, moving, edit, {p for p, d in writes.items() if d is not None})
+        writes.update(manifests)
+        expected.update(held)
     return writes, expected
 
 

@@ -79,6 +79,8 @@ def export_json(outcome: ExportOutcome) -> dict:
         "patches": [{"id": p.id, "commit": p.commit, "action": p.action, "path": str(p.path)} for p in outcome.patches],
         "removed": outcome.removed,
         "shared": outcome.shared,
+        "copies": outcome.copies,
+        "also": list(outcome.also),
         "dropped": [
             {"id": pid, "reason": why, "carrier": outcome.carriers.get(pid)} for pid, why in outcome.dropped.items()
         ],

@@ -46,14 +46,6 @@ def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, s
     console.print(table)
     for refreshed in plan.patches:
         print_broken_guards(console, refreshed.patch.id, refreshed.guards, plan.ref)
-    for refreshed in plan.changed:
-        if refreshed.shared_with:
-            say(
-                console,
-                f"note: {refreshed.patch.id} is also listed by target {', '.join(refreshed.shared_with)}: "
-                "check it there with patchmgr status",
-                "yellow",
-            )
     if not summary:
         return
     if not plan.ok:
@@ -112,14 +104,9 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
         return
     planned = outcome.action == "planned"
     for refreshed in plan.changed:
-        say(console, f"{'would refresh' if planned else 'refreshed'} {refreshed.patch.id} ({refreshed.state.value})")
-        if refreshed.shared_with:
-            say(
-                console,
-                f"  note: {refreshed.patch.id} is also listed by target {', '.join(refreshed.shared_with)}"
-                ": check it there with patchmgr status",
-                "yellow",
-            )
+        copy = plan.copies.get(refreshed.patch.id)
+        said = f"{'would refresh' if planned else 'refreshed'} {refreshed.patch.id} ({refreshed.state.value})"
+        say(console, said + (f" as its own copy {copy}" if copy else ""))
     for dropped in outcome.dropped:
         say(console, f"{'would drop' if planned else 'dropped'} {dropped.patch.id}: {dropped.reason}", "cyan")
         if dropped.patch.id in outcome.shared:
@@ -142,10 +129,11 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
             f"{version}; nothing was written",
         )
         return
+    also = plan.movers.targets[1:] if plan.movers else ()
     say(
         console,
         f"bumped {name}: {plan.upstream.commit[:12]} -> {plan.commit[:12]} ({plan.ref}){version} "
-        f"in {outcome.target.path}",
+        f"in {', '.join(str(t.path) for t in (outcome.target, *also))}",
         "green",
     )
 
@@ -174,6 +162,8 @@ def refresh_json(plan: RefreshPlan, dry_run: bool = False) -> dict:
         "guards_broken": [p.patch.id for p in plan.guards_broken],
         "patches": [refreshed_json(p) for p in plan.patches],
         "written": [str(p) for p in plan.written],
+        "copies": plan.copies,
+        "also": list(plan.movers.also) if plan.movers else [],
         "notes": plan.notes,
     }
 
@@ -198,5 +188,7 @@ def bump_json(outcome: BumpOutcome) -> dict:
         "guards_broken": [p.patch.id for p in outcome.guard_blockers],
         "shared": outcome.shared,
         "written": [str(p) for p in outcome.writes] if outcome.action == "bumped" else [],
+        "copies": plan.copies,
+        "also": list(plan.movers.also) if plan.movers else [],
         "notes": plan.notes,
     }
