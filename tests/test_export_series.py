@@ -125,6 +125,8 @@ def test_options_of_the_two_forms_are_not_mixed(tmp_path, cli, project):
         ("--into", str(into), "--upstream", "lib"),
         ("--force", "--upstream", "lib", "--from", str(tmp_path)),
         ("--upstream", "lib", "--from", str(tmp_path), *sources(lib)),
+        ("--format", "series", "--into", str(into), "--own-copy"),
+        ("--format", "series", "--into", str(into), "--also-target", "t"),
     ]
     for words in wrong:
         result = cli("export", "--target", "t", *words)

@@ -169,7 +169,7 @@ def test_export_onto_a_new_ref_moves_a_target_of_the_same_series_along(tmp_path,
     words, _into = edited_onto(tmp_path, cli, project, upstream)
     result = cli(*words, "--also-target", "b")
     assert result.code == 0, result.out + result.err
-    assert "target b moves with a: the same lib files and manifest change" in result.out + result.err
+    assert "target b takes the same change as a (the same lib pin and series)" in result.out + result.err
     for name in ("a", "b"):
         manifest = (project.root / f"manifests/{name}.toml").read_text()
         assert upstream.head() in manifest and pin not in manifest, name
@@ -227,6 +227,8 @@ def test_refresh_refuses_to_rewrite_a_file_another_target_lists(cli, project, up
     words = ["refresh", "--target", "a", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}"]
     for dry in ((), ("--dry-run",)):
         refused_and_nothing_changed(cli, project, upstream, [*words, *dry], "refresh")
+    along = cli(*words, "--also-target", "b", "--dry-run", "--json")  # b takes the same change: not refused
+    assert along.code == 0 and along.json["also"] == ["b"] and along.json["action"] == "dry-run", along.out
     old = (project.root / "patches/lib/fix.patch").read_bytes()
     own = cli(*words, "--own-copy", "--json")
     assert own.code == 0, own.out + own.err

@@ -126,7 +126,9 @@ def copies_said(project: Project, moving: Movers, upstream: str, copies: dict[st
             f"{_targets(users)} keep{'s' if len(users) == 1 else ''} {patch_id} as it is"
         )
     for name in moving.also:
-        lines.append(f"target {name} moves with {moving.target.name}: the same {upstream} files and manifest change")
+        lines.append(
+            f"target {name} takes the same change as {moving.target.name} (the same {upstream} pin and series)"
+        )
     return lines
 
 
