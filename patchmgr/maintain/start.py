@@ -19,7 +19,8 @@ import tomlkit
 
 from patchmgr.maintain import manifest_edit
 from patchmgr.maintain.start_files import PRE_COMMIT, conftest_text
-from patchmgr.model.errors import StateError, UsageError
+from patchmgr.model.errors import UsageError
+from patchmgr.model.input_files import read_input
 from patchmgr.model.manifest import NAME, Upstream
 from patchmgr.model.urls import as_local_path, mask_url, url_problem, without_credentials
 from patchmgr.sources.refs import validate_ref
@@ -180,7 +181,4 @@ def manifest_text(request: StartRequest, name: str, git: str, commit: str, versi
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror or exc}", "fix its permissions, then run again") from None
+    return read_input(path, str(path), "make it a regular file (or move it away), then run again")

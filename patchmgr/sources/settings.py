@@ -18,13 +18,14 @@ the project's manifests lack is ignored there. A value that is wrong is one erro
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchmgr.model.errors import UsageError
+from patchmgr.model.errors import PatchmgrError, UsageError
+from patchmgr.model.input_files import read_input, read_toml
 from patchmgr.model.manifest import NAME
 from patchmgr.model.urls import as_local_path, mask_url, url_problem
 
@@ -33,7 +34,6 @@ ENVIRONMENT = "PATCHMGR_SOURCES"
 PROJECT_FILE = ".patchmgr.local.toml"
 MANIFEST = "manifest"
 EXAMPLE = 'megatron-bridge = "~/src/Megatron-Bridge"'
-_TOML_LINE = re.compile(r"\(at line (?P<line>\d+), column \d+\)$")
 
 
 @dataclass(frozen=True)
@@ -88,19 +88,10 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, SourceSetting]:
 
 def read_file(path: Path) -> dict[str, SourceSetting]:
     """The ``[sources]`` of the TOML file ``path`` (none when there is no such file)."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}
     hint = f'the file holds one [sources] table of NAME = "LOCATION" lines, e.g. {EXAMPLE}'
-    try:
-        text = path.read_bytes().decode("utf-8-sig")  # a byte-order mark is not TOML
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot be read: {getattr(exc, 'strerror', None) or exc}", hint) from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        found = _TOML_LINE.search(str(exc))
-        where = f"{path}:{found['line']}" if found else str(path)
-        raise UsageError(f"{where}: not valid TOML: {_TOML_LINE.sub('', str(exc)).strip()}", hint) from None
+    text, raw = read_toml(path, str(path), hint, encoding="utf-8-sig")  # a byte-order mark is not TOML
     for key in raw:
         if key != "sources":
             raise UsageError(f"{path}:{line_of(text, key)}: unknown key {key!r}: only [sources] is read", hint)
@@ -140,8 +131,8 @@ def untracked_note(project_root: Path) -> str | None:
     """A note when the project's ``.gitignore`` does not name the project file: this machine's paths would be
     committed with ``git add -A``."""
     try:
-        lines = (project_root / ".gitignore").read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = read_input(project_root / ".gitignore", ".gitignore", "").decode("utf-8").splitlines()
+    except (PatchmgrError, UnicodeDecodeError):
         lines = []
     patterns = [line.strip().lstrip("/") for line in lines if line.strip() and not line.startswith("#")]
     if any(fnmatch.fnmatchcase(PROJECT_FILE, pattern) for pattern in patterns):
