@@ -25,7 +25,7 @@ from patchmgr.model.errors import UsageError
 from patchmgr.model.input_files import TomlProblem, parse_toml, read_input
 from patchmgr.model.manifest import NAME, PATCH_ID, url_problem
 from patchmgr.model.records import SHA256
-from patchmgr.model.urls import FULL_SHA
+from patchmgr.model.urls import FULL_SHA, control_character
 
 PINS = "pins.dockerfile"
 RECORD_DIR = "patchmgr-series"
@@ -69,6 +69,20 @@ def clone_folder(name: str, git: str) -> str:
     upstream after it again, else the upstream's own name."""
     base = PurePosixPath(git.rstrip("/")).name.removesuffix(".git")
     return base if base and base.lower().replace("_", "-") == name and NAME.fullmatch(name) else name
+
+
+def prefix_problem(prefix: str) -> str | None:
+    """Why ``series.conf`` cannot name patches under ``prefix`` (the folder's path in its repository), or None:
+    its lines are ``|``-separated fields, ``#`` starts a comment, and each field is read stripped."""
+    control = control_character(prefix)
+    if control is not None:
+        return f"{control}, and series.conf holds one patch a line"
+    for char, role in (("|", "separates series.conf's fields"), ("#", "starts a comment in series.conf")):
+        if char in prefix:
+            return f"holds {char!r}, which {role}"
+    if prefix != prefix.lstrip():
+        return "starts with a space, which series.conf's reader strips"
+    return None
 
 
 def series_conf_text(target: str, upstreams: list[SeriesUpstream], prefix: str) -> str:
