@@ -174,4 +174,21 @@ def test_a_project_file_name_no_manifest_has_is_noted(cli, project, upstream):
     write(project.root / ".gitignore", ".patchmgr.local.toml\n")
     result = cli("status", "--target", "t", "--json")
     assert result.code == 0, result.out + result.err
-    assert f"{project.root / PROJECT_FILE}: no manifest names upstream 'lbi'; ignored" in result.json["notes"]
+    ignored = f"{project.root / PROJECT_FILE}: no manifest names upstream 'lbi'; ignored (the upstreams: lib)"
+    assert ignored in result.json["notes"]
+
+
+def test_an_environment_name_no_manifest_has_is_noted_and_one_another_target_has_is_not(
+    cli, project, upstream, monkeypatch
+):
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
+    project.manifest("other", {"tool": {"git": "https://example.invalid/tool.git", "commit": upstream.head()}})
+    monkeypatch.setenv(ENVIRONMENT, f"lib={upstream.path} tool=/srv/tool lbi=/srv/typo")
+    result = cli("status", "--target", "t")
+    assert result.code == 0, result.out + result.err
+    notes = [line for line in result.out.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        f"note: lib: source {upstream.path}, given by {ENVIRONMENT}",
+        f"note: {ENVIRONMENT}: no manifest names upstream 'lbi'; ignored (the upstreams: lib, tool)",
+    ]
+    assert cli("status", "--target", "t", "--json").json["notes"] == [n.removeprefix("note: ") for n in notes]

@@ -11,8 +11,9 @@ NAME wins:
 
 Both files hold one ``[sources]`` table: ``megatron-bridge = "~/src/Megatron-Bridge"``; a relative path in a
 file is read from the file's folder. The environment and the user's file serve every project, so a name that
-the project's manifests lack is ignored there. A value that is wrong is one error naming where it is written
-(the variable, or ``file:line``).
+the project's manifests lack is ignored there: silently in the user's file (it names the upstreams of all your
+projects), with a note where it is more likely a typo (``PATCHMGR_SOURCES``, the project's own file). A value
+that is wrong is one error naming where it is written (the variable, or ``file:line``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +71,19 @@ def configured(project_root: Path, environ: Mapping[str, str]) -> Configured:
         settings.update(layer)
     notes = (untracked_note(project_root),) if project_file.is_file() else ()
     return Configured(settings, project_file, tuple(note for note in notes if note))
+
+
+def unknown_names(config: Configured, selected: Collection[str], known: Callable[[], set[str]]) -> list[str]:
+    """A note for each upstream that ``PATCHMGR_SOURCES`` or the project's file names and no manifest of the
+    project has (``known``: every manifest's upstream names, asked only when a name is not among ``selected``)."""
+    noted = (ENVIRONMENT, str(config.project_file))
+    candidates = [s for s in config.settings.values() if s.given_by in noted and s.name not in selected]
+    names = known() if candidates else set()
+    return [
+        f"{s.given_by}: no manifest names upstream {s.name!r}; ignored (the upstreams: {', '.join(sorted(names))})"
+        for s in candidates
+        if s.name not in names
+    ]
 
 
 def from_environment(environ: Mapping[str, str]) -> dict[str, SourceSetting]:
