@@ -198,7 +198,8 @@ class Session:
             for name, s in report.items()
             if s.given_by not in (FLAG, MANIFEST)
         ]
-        notes += unknown_names(config, upstreams, self.project.upstream_names)
+        if self.selected:  # init and import name upstreams no manifest has yet: theirs is no typo
+            notes += unknown_names(config, upstreams, self.project.upstream_names)
         self._note(notes + list(config.notes))
         return settings
 
