@@ -242,7 +242,7 @@ def test_bad_manifest(scene, text, expected):
 
 def test_manifest_that_is_not_utf8(scene):
     (scene.project.root / "manifests/t.toml").write_bytes(manifest().encode().replace(b"t", b"\xff", 1))
-    assert_one_error(scene.status(), 2, "manifests/t.toml: not UTF-8")
+    assert_one_error(scene.status(), 2, "manifests/t.toml:1: not UTF-8 text (byte 0xff)")
 
 
 # -- command-line options: exit 2 and one error naming the option ---------------

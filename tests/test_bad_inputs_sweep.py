@@ -11,11 +11,25 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.bad_inputs import Scene, assert_one_error, good_patch, manifest
+from support.bad_inputs import (
+    BAD_FILE_KINDS,
+    URL,
+    Scene,
+    assert_one_error,
+    fifo_unblocked,
+    good_patch,
+    manifest,
+    put_bad_file,
+)
 from support.commands import edit_args
+
+from patchmgr.model.input_files import MAX_PATCH_BYTES, MAX_TEXT_BYTES
+from patchmgr.sources.settings import PROJECT_FILE
 
 PY_COMMANDS = ("status", "apply", "verify", "revert", "smoke")
 
@@ -326,3 +340,138 @@ def test_read_only_into(scene, read_only_into):
     assert_one_error(applied, 1, "Read-only file system")
     verified = scene.run("verify", "--target", "t", "--into", str(read_only_into))
     assert "Traceback" not in verified.err and "read-only" in verified.out + verified.err
+
+
+# -- every file a command reads: a regular file, bounded in size ------------------------------------------
+@dataclass(frozen=True)
+class FileInput:
+    """A file some command reads: where the test puts it, the command that reads it, its size bound, and the
+    kinds that are bad there (a folder is a good value of import's PATHS)."""
+
+    place: Callable[[Scene], Path]
+    args: Callable[[Scene, Path], list[str]]
+    limit: int = MAX_TEXT_BYTES
+    kinds: tuple[str, ...] = BAD_FILE_KINDS
+
+
+def _given_patch(scene: Scene) -> Path:
+    path = scene.outside / "lib.patch"
+    path.write_bytes(good_patch(scene))
+    return path
+
+
+def _import(scene: Scene, *args: str) -> list[str]:
+    return ["import", *args, "--target", "n", "--dry-run"]
+
+
+def _pinned(scene: Scene) -> list[str]:
+    return ["--git", f"lib={URL}", "--pin", f"lib={scene.pin}", "--source", f"lib={scene.upstream.path}"]
+
+
+def _exported(scene: Scene) -> Path:
+    """A folder as export --format series writes it: its record is the file under test."""
+    folder = scene.outside / "exported"
+    folder.mkdir(exist_ok=True)
+    (folder / "lib.patch").write_bytes(good_patch(scene))
+    return folder / "patchmgr-series" / "export.toml"
+
+
+def _status(scene: Scene, _: Path) -> list[str]:
+    return ["status", "--target", "t", "--source", f"lib={scene.upstream.path}"]
+
+
+FILE_INPUTS: dict[str, FileInput] = {
+    "add --diff": FileInput(
+        lambda s: s.outside / "fix.diff",
+        lambda s, p: ["add", "fix", "--target", "t", "--upstream", "lib", "--diff", str(p)],
+        MAX_PATCH_BYTES,
+    ),
+    "import PATHS": FileInput(
+        lambda s: s.outside / "lib.patch",
+        lambda s, p: _import(s, str(p), "--upstream", "lib", *_pinned(s)),
+        MAX_PATCH_BYTES,
+        tuple(k for k in BAD_FILE_KINDS if k != "folder"),
+    ),
+    "import --dockerfile": FileInput(
+        lambda s: s.outside / "Dockerfile", lambda s, p: _import(s, str(_given_patch(s)), "--dockerfile", str(p))
+    ),
+    "import --map": FileInput(
+        lambda s: s.outside / "map.toml",
+        lambda s, p: _import(s, str(_given_patch(s)), "--upstream", "lib", *_pinned(s), "--map", str(p)),
+    ),
+    "import's series.conf": FileInput(
+        lambda s: s.outside / "series.conf",
+        lambda s, p: _import(s, str(p), *_pinned(s)),
+        kinds=tuple(k for k in BAD_FILE_KINDS if k != "folder"),
+    ),
+    "import's export record": FileInput(
+        _exported,
+        lambda s, p: _import(s, str(p.parent.parent), *_pinned(s)),
+        kinds=tuple(k for k in BAD_FILE_KINDS if k != "device"),  # a link out of the folder: refused as such
+    ),
+    "the manifest": FileInput(lambda s: s.project.root / "manifests/t.toml", _status),
+    "a patch file": FileInput(lambda s: s.project.root / "patches/lib/bad.patch", _status, MAX_PATCH_BYTES),
+    "the project's settings": FileInput(lambda s: s.project.root / PROJECT_FILE, _status),
+    "the user's settings": FileInput(lambda s: s.tmp / "xdg-config/patchmgr/config.toml", _status),
+    "init's .gitignore": FileInput(
+        lambda s: s.project.root / ".gitignore",
+        lambda s, p: ["init", "--target", "n", "--git", URL, "--pin", s.pin, "--source", f"lib={s.upstream.path}"],
+    ),
+}
+FOLDER_OPTIONS = {"--root", "--into", "--from", "--from-edit", "--repo"}
+
+
+def test_every_path_a_command_takes_is_a_folder_or_a_file_input_swept_here():
+    """A new option naming a file fails here until FILE_INPUTS sweeps it."""
+    from patchmgr.cli.app import build_command
+    from patchmgr.cli.commands import COMMANDS
+
+    for name in COMMANDS:
+        for param in build_command(name).params:
+            if param.type.name != "path" or param.opts[0] in FOLDER_OPTIONS:
+                continue
+            shown = param.opts[0] if param.param_type_name == "option" else (param.name or "").upper()
+            assert f"{name} {shown}" in FILE_INPUTS, f"{name} {shown} names a file: add it to FILE_INPUTS"
+
+
+BAD_FILES = [(read, kind) for read, spec in FILE_INPUTS.items() for kind in spec.kinds]
+
+
+@pytest.mark.parametrize("read, kind", BAD_FILES, ids=[f"{read}: {kind}".replace(" ", "-") for read, kind in BAD_FILES])
+def test_a_file_that_is_no_regular_file_or_too_large_is_one_error_never_read(scene, read, kind):
+    spec = FILE_INPUTS[read]
+    scene.patch(good_patch(scene))
+    (scene.project.root / ".gitignore").write_text(".patchmgr-state/\n")
+    path = spec.place(scene)
+    put_bad_file(path, kind, spec.limit)
+    with fifo_unblocked(path) as rescued:
+        result = scene.run(*spec.args(scene, path))
+    assert not rescued, f"{read}: the run blocked on the FIFO until the test opened it"
+    assert_one_error(result, 2, str(path), "larger than" if kind == "too large" else "not a regular file")
+
+
+TOML_INPUTS = [
+    "import --map",
+    "import's export record",
+    "the manifest",
+    "the project's settings",
+    "the user's settings",
+]
+DEEP_TOML = {
+    "arrays": f"x = {_nested(5000)}\n",  # Python's parser recurses on these until it fails
+    "inline tables": "x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n",
+    "dotted keys": "[sources]\n" + ".".join(["a"] * 40) + ' = "x"\n',  # read without recursing, 40 deep
+}
+
+
+@pytest.mark.parametrize("nesting", DEEP_TOML)
+@pytest.mark.parametrize("read", TOML_INPUTS, ids=[name.replace(" ", "-") for name in TOML_INPUTS])
+def test_toml_nested_too_deeply_is_one_error_in_every_toml_file(scene, read, nesting):
+    spec = FILE_INPUTS[read]
+    scene.patch(good_patch(scene))
+    (scene.project.root / ".gitignore").write_text(".patchmgr-state/\n.patchmgr.local.toml\n")
+    path = spec.place(scene)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(DEEP_TOML[nesting])
+    result = scene.run(*spec.args(scene, path))
+    assert_one_error(result, 2, str(path), "nested more than 32 deep")

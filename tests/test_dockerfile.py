@@ -117,6 +117,24 @@ def test_patches_applied_in_order_in_their_checkouts_and_traced_to_the_context()
     assert context_candidates(chosen.copies, "/tmp/patch/megatron.patch") == ["patch/v0.5/megatron.patch"]
 
 
+def test_a_run_sees_the_copies_of_its_stage_before_it_and_of_the_stage_it_is_built_from():
+    text = (
+        "FROM alpine AS patches\nCOPY patch/ /p/\n"
+        "FROM ubuntu AS build\nRUN git clone https://h/lib.git /ws/lib\n"
+        "RUN cd /ws/lib && git apply /p/a.patch\n"  # line 5: its stage copies nothing before it
+        "COPY late.patch /q/late.patch\n"
+        "RUN cd /ws/lib && git apply /q/late.patch\n"
+        "FROM patches\nRUN cd /ws/lib && git apply /p/a.patch\n"  # line 9: built on the stage that has it
+        "FROM ubuntu\nCOPY --from=patches /p/ /from/\nRUN git -C /ws/lib apply /from/a.patch\n"
+    )
+    built = read_build(text, "Dockerfile", {})
+    seen = [(a.line, a.stage, [c.line for c in a.copies]) for a in built.applied]
+    assert seen == [(5, 1, []), (7, 1, [6]), (9, 2, [2]), (12, 3, [11])]
+    assert context_candidates(built.applied[0].copies, "/p/a.patch") == []
+    assert context_candidates(built.applied[2].copies, "/p/a.patch") == ["patch/a.patch"]
+    assert context_candidates(built.applied[3].copies, "/from/a.patch") == ["patch/a.patch"]  # through the stage
+
+
 def test_a_clone_url_whose_variable_has_no_value_is_refused_where_it_is_needed():
     built = read_build("FROM b\nARG REPO\nRUN git clone https://h/${REPO}.git /ws/lib\n", "Dockerfile", {})
     with pytest.raises(UsageError) as raised:

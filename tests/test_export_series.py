@@ -134,6 +134,24 @@ def test_options_of_the_two_forms_are_not_mixed(tmp_path, cli, project):
     assert not into.exists()
 
 
+def test_a_folder_whose_path_series_conf_cannot_hold_is_refused_before_anything(tmp_path, cli, project):
+    lib, other = two_upstreams(tmp_path, project)
+    image = tmp_path / "image"
+    git(_mkdir(image), "init", "-q")
+    for folder, said in (("a|b", "holds '|'"), ("a#b", "holds '#'"), ("a\nb", "(U+000A)"), (" a", "a space")):
+        into = image / folder / "npu_patch"
+        result = cli("export", "--target", "t", "--format", "series", "--into", str(into), *sources(lib, other))
+        lines = result.err.splitlines()
+        assert result.code == 2 and len(lines) == 2 and said in lines[0] and "nothing was written" in lines[0], lines
+        assert lines[1].startswith("hint: ") and sorted(p.name for p in image.iterdir()) == [".git"]
+    # outside git series.conf names the patches by their file names alone: a '|' above them is no matter
+    into = tmp_path / "x|y" / "npu_patch"
+    exported = cli("export", "--target", "t", "--format", "series", "--into", str(into), *sources(lib, other))
+    assert exported.code == 0, exported.out + exported.err
+    imported = cli("import", str(into / "series.conf"), "--target", "back", *sources(lib, other), "--json")
+    assert imported.code == 0 and [u["name"] for u in imported.json["upstreams"]] == ["lib", "other"], imported.err
+
+
 def _import(cli, conf: Path, repo: UpstreamRepo, *more: str):
     return cli("import", str(conf), "--target", "t", "--source", f"lib={repo.path}", "--json", *more)
 

@@ -163,6 +163,50 @@ def test_only_picks_upstreams_and_a_patch_file_is_named_by_its_clone_folder(tmp_
     assert wrong.code == 2 and "no patch here is for upstream 'megatron'" in wrong.err, wrong.err
 
 
+PATCH_STAGE = "FROM alpine:3 AS patches\nCOPY patch/latest/ /tmp/patch/\n"
+APPLIED = """\
+FROM ubuntu:22.04 AS build
+WORKDIR /ws
+RUN git clone https://example.invalid/example/Lib-Core.git && cd Lib-Core && git checkout {pin}
+{copy}RUN cd /ws/Lib-Core && git apply /tmp/patch/core.patch
+"""
+
+
+def test_a_patch_applied_before_its_copy_or_copied_in_another_stage_is_refused_as_docker_build_fails(
+    tmp_path, cli, project
+):
+    lib = three_file_upstream(tmp_path)
+    source = ["--source", f"lib-core={lib.path}"]
+    refused = {
+        "after it": APPLIED.replace("{copy}", "") + "COPY patch/latest/ /tmp/patch/\n",  # RUN at 4, COPY at 5
+        "in another build stage": PATCH_STAGE + APPLIED.replace("{copy}", ""),  # COPY at 2, RUN at 6
+    }
+    for when, text in refused.items():
+        docker = image_repository(tmp_path / when.replace(" ", "-"), lib, lib.head(), text)
+        result = cli("import", "--target", "t", "--dockerfile", str(docker / "Dockerfile"), *source)
+        lines = result.err.splitlines()
+        assert result.code == 2 and len(lines) == 2 and lines[1].startswith("hint: "), result.out + result.err
+        run, copy = (4, 5) if when == "after it" else (6, 2)
+        assert lines[0] == (
+            f"error: {docker / 'Dockerfile'}:{run}: applies /tmp/patch/core.patch, which only the COPY at line "
+            f"{copy} puts in the image, {when}{', not one this RUN is built on' if copy < run else ''}: docker "
+            "build fails there, the file is not there yet; nothing was written"
+        )
+        assert not list((project.root / "manifests").iterdir()) and not list((project.root / "patches").iterdir())
+    taken = {  # the stage the RUN is built FROM holds the file, or a COPY --from=<stage> brings it
+        "from": PATCH_STAGE + APPLIED.replace("FROM ubuntu:22.04 AS build", "FROM patches").replace("{copy}", ""),
+        "copy --from": PATCH_STAGE + APPLIED.replace("{copy}", "COPY --from=patches /tmp/patch/ /tmp/patch/\n"),
+        "copy --from=0": PATCH_STAGE + APPLIED.replace("{copy}", "COPY --from=0 /tmp/patch/core.patch /tmp/patch/\n"),
+    }
+    for how, text in taken.items():
+        docker = image_repository(tmp_path / how.replace(" ", "-"), lib, lib.head(), text)
+        result = cli(
+            "import", "--target", "t", "--dockerfile", str(docker / "Dockerfile"), *source, "--dry-run", "--json"
+        )
+        assert result.code == 0, (how, result.out + result.err)
+        assert [p["id"] for p in result.json["upstreams"][0]["pieces"]] == ["a", "b"], how  # core.patch alone
+
+
 def test_lint_refuses_a_manifest_url_with_an_unexpanded_variable(cli, project):
     project.manifest(
         "t", {"lib": {"git": "https://github.com/${MEGATRON_REPO}.git", "commit": "a" * 40, "patches": []}}

@@ -146,6 +146,28 @@ def test_init_refuses_a_local_path_as_the_manifests_url(tmp_path, capsys, lib):
     assert list(root.iterdir()) == []
 
 
+FORGED = "for CI\n  my-lib  pin 0123456789ab (9.9.9)  0 patches  https://example.com/forged.git"
+
+
+def test_a_description_is_one_line_init_refuses_a_line_break_and_targets_shows_one(started, lib):
+    root, pm = started
+    before = snapshot(root, exact=True)
+    code, out, err = pm("init", "--target", "other", "--git", URL, "--pin", "v1.2.0", "--description", FORGED)
+    assert code == 2 and out == "" and "--description" in err and "(U+000A); it is one line" in err, out + err
+    assert snapshot(root, exact=True) == before
+    # a manifest written by hand may hold any text there: `targets` still shows each target as its own lines
+    manifest = root / "manifests/main.toml"
+    manifest.write_text(
+        manifest.read_text().replace('name = "main"\n', f'name = "main"\ndescription = """{FORGED}"""\n')
+    )
+    code, out, err = pm("targets", source=False)
+    assert code == 0, out + err
+    assert out.splitlines() == [
+        "main  for CI\\x0a  my-lib  pin 0123456789ab (9.9.9)  0 patches  https://example.com/forged.git",
+        f"  my-lib  pin {git(lib.path, 'rev-parse', 'v1.2.0^{commit}')[:12]} (1.2.0)  0 patches  {URL}",
+    ]
+
+
 def test_add_from_a_commit_of_a_clone_documents_lists_and_stubs_it(tmp_path, started, lib):
     root, pm = started
     clone, (commit,) = clone_with(tmp_path, lib, (FIXED, "Fix line 10", WHY))

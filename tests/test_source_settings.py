@@ -78,7 +78,7 @@ BAD = [
     ("env empty location", {ENVIRONMENT: "lib="}, None, f"{ENVIRONMENT}: 'lib=' is not NAME=LOCATION"),
     ("env bad name", {ENVIRONMENT: "Lib/x=/x"}, None, f"{ENVIRONMENT}: 'Lib/x' cannot name an upstream"),
     ("env option-like", {ENVIRONMENT: "lib=--upload-pack=x"}, None, f"{ENVIRONMENT}: the source of lib:"),
-    ("bad TOML", {}, '[sources]\nlib = "/x"\nmb = ~/src\n', "{file}:3: not valid TOML"),
+    ("bad TOML", {}, '[sources]\nlib = "/x"\nmb = ~/src\n', "{file}:3: invalid TOML"),
     ("unknown table", {}, '[source]\nlib = "/x"\n', "{file}:1: unknown key 'source': only [sources] is read"),
     ("not a string", {}, "[sources]\nlib = 3\n", "{file}:2: the source of lib must be a non-empty string"),
     ("sources not a table", {}, 'sources = "x"\n', "{file}:1: sources must be a table"),
@@ -162,7 +162,7 @@ def test_a_wrong_value_stops_the_command_before_anything(cli, project, upstream,
     result = cli("status", "--target", "t")
     assert result.code == 2 and result.out == ""
     assert result.err.splitlines() == [
-        f"error: {project.root / PROJECT_FILE}:3: not valid TOML: Expected '=' after a key in a key/value pair",
+        f"error: {project.root / PROJECT_FILE}:3: invalid TOML: Expected '=' after a key in a key/value pair",
         'hint: the file holds one [sources] table of NAME = "LOCATION" lines, e.g. '
         'megatron-bridge = "~/src/Megatron-Bridge"',
     ]
@@ -174,4 +174,21 @@ def test_a_project_file_name_no_manifest_has_is_noted(cli, project, upstream):
     write(project.root / ".gitignore", ".patchmgr.local.toml\n")
     result = cli("status", "--target", "t", "--json")
     assert result.code == 0, result.out + result.err
-    assert f"{project.root / PROJECT_FILE}: no manifest names upstream 'lbi'; ignored" in result.json["notes"]
+    ignored = f"{project.root / PROJECT_FILE}: no manifest names upstream 'lbi'; ignored (the upstreams: lib)"
+    assert ignored in result.json["notes"]
+
+
+def test_an_environment_name_no_manifest_has_is_noted_and_one_another_target_has_is_not(
+    cli, project, upstream, monkeypatch
+):
+    pin_fixes(project, upstream, {"fix": {20: "fixed 20"}})
+    project.manifest("other", {"tool": {"git": "https://example.invalid/tool.git", "commit": upstream.head()}})
+    monkeypatch.setenv(ENVIRONMENT, f"lib={upstream.path} tool=/srv/tool lbi=/srv/typo")
+    result = cli("status", "--target", "t")
+    assert result.code == 0, result.out + result.err
+    notes = [line for line in result.out.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        f"note: lib: source {upstream.path}, given by {ENVIRONMENT}",
+        f"note: {ENVIRONMENT}: no manifest names upstream 'lbi'; ignored (the upstreams: lib, tool)",
+    ]
+    assert cli("status", "--target", "t", "--json").json["notes"] == [n.removeprefix("note: ") for n in notes]

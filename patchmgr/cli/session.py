@@ -186,7 +186,7 @@ class Session:
         import os
 
         from patchmgr.model.urls import mask_url
-        from patchmgr.sources.settings import FLAG, MANIFEST, SourceSetting, configured, for_report
+        from patchmgr.sources.settings import FLAG, MANIFEST, SourceSetting, configured, for_report, unknown_names
 
         config = configured(self.project.root, os.environ)
         settings = {**config.settings, **{name: SourceSetting(name, at, FLAG) for name, at in overrides.items()}}
@@ -198,12 +198,8 @@ class Session:
             for name, s in report.items()
             if s.given_by not in (FLAG, MANIFEST)
         ]
-        local = [name for name, s in config.settings.items() if s.given_by == str(config.project_file)]
-        if any(name not in upstreams for name in local):
-            known = self.project.upstream_names()
-            notes += [
-                f"{config.project_file}: no manifest names upstream {n!r}; ignored" for n in local if n not in known
-            ]
+        if self.selected:  # init and import name upstreams no manifest has yet: theirs is no typo
+            notes += unknown_names(config, upstreams, self.project.upstream_names)
         self._note(notes + list(config.notes))
         return settings
 

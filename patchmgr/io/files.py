@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchmgr.model.errors import StateError, UsageError
+from patchmgr.model.input_files import file_kind
 
 
 def temp_path(path: Path) -> Path:
@@ -65,20 +66,6 @@ def linked_tree(source: Path, copy: Path, *left_out: str, linkable: Callable[[st
     shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns(*left_out), copy_function=link_or_copy)
 
 
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISLNK, "a symbolic link"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def output_file_problem(given: str | Path) -> str | None:
     """Why patchmgr may not write a file the user named at ``given``, or None.
 
@@ -101,12 +88,12 @@ def output_file_problem(given: str | Path) -> str | None:
         return f"cannot be looked at ({exc.strerror or exc})"
     if mode is not None and stat.S_ISLNK(mode):
         try:
-            pointed = _kind(os.stat(path).st_mode) if os.path.exists(path) else "nothing"
+            pointed = file_kind(os.stat(path).st_mode) if os.path.exists(path) else "nothing"
         except OSError:
             pointed = "something that cannot be looked at"
         return f"is a symbolic link (to {pointed if pointed != 'not a regular file' else 'a regular file'})"
     if mode is not None and not stat.S_ISREG(mode):
-        return f"is {_kind(mode)}, not a regular file"
+        return f"is {file_kind(mode)}, not a regular file"
     parent = Path(os.path.realpath(Path(path).absolute().parent))
     for pseudo in _PSEUDO_FOLDERS:
         if any(Path(pseudo) in place.parents for place in (parent / path.name, lexical)):

@@ -16,6 +16,7 @@ from pathlib import Path
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain.edit_record import EditRecord, read_record
 from patchmgr.model.errors import PatchmgrError, StateError, UsageError
+from patchmgr.model.input_files import MAX_PATCH_BYTES, read_input
 from patchmgr.model.mail import message_part
 from patchmgr.model.manifest import Target
 from patchmgr.model.patchfile import DEP3_KEYS, diff_line_index, parse_patch
@@ -101,10 +102,7 @@ def from_edit(folder: Path, target: Target, upstream: str) -> Change:
 
 def from_diff(path: Path) -> Change:
     """The diff file at ``path`` (a git diff, ``diff -u`` output or a patch mail), with its message if it has one."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--diff {path}: cannot be read ({exc.strerror or exc})", "give a diff file") from None
+    data = read_input(path, f"--diff {path}", "give a diff file", limit=MAX_PATCH_BYTES)
     patch = parse_patch(data, path)  # refuses what git would refuse, naming the line
     lines = split_lines(patch.data.decode("utf-8").removeprefix("\ufeff"))
     at = diff_line_index(lines) or 0

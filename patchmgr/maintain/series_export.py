@@ -31,6 +31,7 @@ from patchmgr.maintain.series_layout import (
     SeriesUpstream,
     piece_path,
     pins_text,
+    prefix_problem,
     read_record,
     record_text,
     series_conf_text,
@@ -68,6 +69,12 @@ def export_series(
 ) -> SeriesExport:
     into = into.resolve()
     _refuse_project_folder(project, into)
+    problem = prefix_problem(_prefix(into))
+    if problem is not None:  # series.conf names the patches by this path: import could not read it back
+        raise UsageError(
+            f"--into {into}: its path in the repository {problem}; nothing was written",
+            "export into a folder whose path has no '|', '#' or line break",
+        )
     notes: list[str] = []
     made_into = not os.path.lexists(into)
     try:

@@ -14,17 +14,18 @@ proving with git that they make the monolith's files; otherwise the monolith is 
 
 from __future__ import annotations
 
+import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import tomlkit
 
 from patchmgr.model.errors import UsageError
+from patchmgr.model.input_files import TomlProblem, parse_toml, read_input
 from patchmgr.model.manifest import NAME, PATCH_ID, url_problem
 from patchmgr.model.records import SHA256
-from patchmgr.model.urls import FULL_SHA
+from patchmgr.model.urls import FULL_SHA, control_character
 
 PINS = "pins.dockerfile"
 RECORD_DIR = "patchmgr-series"
@@ -68,6 +69,20 @@ def clone_folder(name: str, git: str) -> str:
     upstream after it again, else the upstream's own name."""
     base = PurePosixPath(git.rstrip("/")).name.removesuffix(".git")
     return base if base and base.lower().replace("_", "-") == name and NAME.fullmatch(name) else name
+
+
+def prefix_problem(prefix: str) -> str | None:
+    """Why ``series.conf`` cannot name patches under ``prefix`` (the folder's path in its repository), or None:
+    its lines are ``|``-separated fields, ``#`` starts a comment, and each field is read stripped."""
+    control = control_character(prefix)
+    if control is not None:
+        return f"{control}, and series.conf holds one patch a line"
+    for char, role in (("|", "separates series.conf's fields"), ("#", "starts a comment in series.conf")):
+        if char in prefix:
+            return f"holds {char!r}, which {role}"
+    if prefix != prefix.lstrip():
+        return "starts with a space, which series.conf's reader strips"
+    return None
 
 
 def series_conf_text(target: str, upstreams: list[SeriesUpstream], prefix: str) -> str:
@@ -138,24 +153,17 @@ def piece_path(folder: Path, upstream: str, patch_id: str) -> Path:
 def read_record(folder: Path) -> SeriesRecord | None:
     """``folder``'s ``patchmgr-series/export.toml`` (None: there is none); one that is damaged is bad input."""
     path = folder / RECORD_DIR / RECORD
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     hint = f"restore {path} as export wrote it, or remove {RECORD_DIR}/ to import the monolithic patches as they are"
+    data = read_input(path, str(path), hint)  # a FIFO or a device there: said, never read
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = parse_toml(data.decode("utf-8"))
         target = raw["target"]
         upstreams = []
         for name, table in raw["upstreams"].items():
             upstreams.append(_upstream(name, table))
-    except (
-        OSError,
-        UnicodeDecodeError,
-        tomllib.TOMLDecodeError,
-        KeyError,
-        TypeError,
-        AttributeError,
-        ValueError,
-    ) as exc:
+    except (UnicodeDecodeError, TomlProblem, KeyError, TypeError, AttributeError, ValueError) as exc:
         why = f"no {exc}" if isinstance(exc, KeyError) else getattr(exc, "strerror", None) or str(exc)
         raise UsageError(f"{path} is damaged ({why}); nothing was written", hint) from None
     if not isinstance(target, str) or not NAME.fullmatch(target):

@@ -19,9 +19,10 @@ import tomlkit
 
 from patchmgr.maintain import manifest_edit
 from patchmgr.maintain.start_files import PRE_COMMIT, conftest_text
-from patchmgr.model.errors import StateError, UsageError
+from patchmgr.model.errors import UsageError
+from patchmgr.model.input_files import read_input
 from patchmgr.model.manifest import NAME, Upstream
-from patchmgr.model.urls import as_local_path, mask_url, url_problem, without_credentials
+from patchmgr.model.urls import as_local_path, control_character, mask_url, url_problem, without_credentials
 from patchmgr.sources.refs import validate_ref
 from patchmgr.sources.settings import PROJECT_FILE
 from patchmgr.sources.upstream import Sources, release_version
@@ -92,6 +93,11 @@ def check_request(root: Path, request: StartRequest) -> str:
             "clone with --source NAME=PATH",
         )
     validate_ref(request.pin)
+    control = control_character(request.description or "")
+    if control is not None:  # a line break would start a line of its own where `patchmgr targets` shows it
+        raise UsageError(
+            f"--description {request.description!r} {control}; it is one line", "write the description on one line"
+        )
     manifest_edit.check_version(request.version, request.pin)
     name = upstream_name(request.git, request.upstream)
     manifest = root / "manifests" / f"{request.target}.toml"
@@ -180,7 +186,4 @@ def manifest_text(request: StartRequest, name: str, git: str, commit: str, versi
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror or exc}", "fix its permissions, then run again") from None
+    return read_input(path, str(path), "make it a regular file (or move it away), then run again")

@@ -289,6 +289,9 @@ class Copied:
     sources: tuple[str, ...]
     dest: str
     line: int
+    stage: int = 0  # the build stage it is in: its FROM line's place among the FROM lines (0: the first)
+    # COPY --from=<stage>: the sources are paths in that stage's image, whose files came from these COPY lines
+    via: tuple[Copied, ...] | None = None
 
 
 def context_candidates(copies: tuple[Copied, ...], image_path: str) -> list[str]:
@@ -296,17 +299,25 @@ def context_candidates(copies: tuple[Copied, ...], image_path: str) -> list[str]
     caller keeps the first that exists: a folder copied in, a file or a glob's match copied into a folder)."""
     found: list[str] = []
     for copy in reversed(copies):
-        dest = copy.dest
-        if image_path == dest.rstrip("/"):
-            found += [posixpath.normpath(src) for src in copy.sources if not _GLOB.search(src)]
-            continue
-        prefix = dest.rstrip("/") + "/"
-        if not image_path.startswith(prefix):
-            continue
-        rest = image_path[len(prefix) :]
-        for src in copy.sources:
-            if not _GLOB.search(src):
-                found.append(posixpath.normpath(posixpath.join(src, rest)))
-            if "/" not in rest and fnmatch.fnmatchcase(rest, posixpath.basename(src)):
-                found.append(posixpath.normpath(posixpath.join(posixpath.dirname(src), rest)))
+        sourced = _sources(copy, image_path)
+        found += sourced if copy.via is None else [c for path in sourced for c in context_candidates(copy.via, path)]
     return list(dict.fromkeys(found))
+
+
+def _sources(copy: Copied, image_path: str) -> list[str]:
+    """Where ``copy`` may take a file at ``image_path`` from: paths in the build context (or, ``via``, in the
+    image of the stage it copies from)."""
+    dest = copy.dest
+    if image_path == dest.rstrip("/"):
+        return [posixpath.normpath(src) for src in copy.sources if not _GLOB.search(src)]
+    prefix = dest.rstrip("/") + "/"
+    if not image_path.startswith(prefix):
+        return []
+    rest = image_path[len(prefix) :]
+    found = []
+    for src in copy.sources:
+        if not _GLOB.search(src):
+            found.append(posixpath.normpath(posixpath.join(src, rest)))
+        if "/" not in rest and fnmatch.fnmatchcase(rest, posixpath.basename(src)):
+            found.append(posixpath.normpath(posixpath.join(posixpath.dirname(src), rest)))
+    return found

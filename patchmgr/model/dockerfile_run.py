@@ -41,6 +41,10 @@ class Applied:
     line: int
     word: Word = Word("")  # the path as written, substituted
     run_in: str = ""  # the folder it runs in
+    # the COPY lines whose files the image holds as the RUN runs: its stage's (and those of the stage it is
+    # built FROM) before its line; docker build applies only those, a later or another stage's is not there yet
+    copies: tuple[Copied, ...] = ()
+    stage: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class _Stage:
     values: dict[str, Word] = field(default_factory=dict)  # ARG and ENV values in scope
     env: dict[str, Word] = field(default_factory=dict)
     workdir: str = "/"
+    copies: tuple[Copied, ...] = ()  # what the stage's files hold so far (a stage FROM another: its too)
+    number: int = 0
 
 
 _PREFIXES = frozenset(("sudo", "exec", "command", "time", "do", "then", "else", "elif", "!", "{"))
@@ -89,6 +95,7 @@ class _State:
         self.applied: list[Applied] = []
         self.copies: list[Copied] = []
         self.unknown: list[Word] = []  # the folders of ``cd``s to a variable that has no value
+        self.froms = -1  # FROM lines so far, less one: the number of the stage being read
 
     def step(self, ins: Instruction) -> None:
         handler = getattr(self, f"do_{ins.keyword.lower()}", None)
@@ -107,8 +114,12 @@ class _State:
         found = [w.text for w in words(ins.rest, self.values(), ins.line, shell=False)]
         found = [w for w in found if not w.startswith("--")]
         parent = self.stages.get(found[0].lower()) if found else None
-        stage = _Stage(dict(parent.env), dict(parent.env), parent.workdir) if parent else _Stage()
+        self.froms += 1
+        stage = _Stage(number=self.froms)
+        if parent:
+            stage = _Stage(dict(parent.env), dict(parent.env), parent.workdir, parent.copies, self.froms)
         self.stage = stage
+        self.stages[str(self.froms)] = stage  # COPY --from=0 names a stage by its place
         if len(found) >= 3 and found[1].lower() == "as":
             self.stages[found[2].lower()] = stage
 
@@ -158,15 +169,22 @@ class _State:
     def do_copy(self, ins: Instruction) -> None:
         assert self.stage is not None
         found = _json_or_words(ins, self.stage.values, shell=False)
-        if any(w.text.startswith("--from") for w in found):
-            return  # from another stage or image, not from the build context
+        source: _Stage | None = None
+        for word in found:
+            if word.text.startswith("--from="):
+                source = self.stages.get(word.text.partition("=")[2].lower())
+                if source is None:
+                    return  # from an image, not from the build context
         paths = [w for w in found if not w.text.startswith("--")]
         if len(paths) < 2:
             return
         texts = [needed(w, self.where, f"in {ins.keyword}") for w in paths]
         dest = texts[-1]
         absolute = _join(self.stage.workdir, dest) + ("/" if dest.endswith("/") or len(texts) > 2 else "")
-        self.copies.append(Copied(tuple(texts[:-1]), absolute, ins.line))
+        sources = tuple(texts[:-1]) if source is None else tuple(_join("/", t) for t in texts[:-1])
+        copied = Copied(sources, absolute, ins.line, self.stage.number, source.copies if source else None)
+        self.copies.append(copied)
+        self.stage.copies += (copied,)
 
     do_add = do_copy
 
@@ -358,7 +376,8 @@ class _State:
         folder = self.owner(cwd, line)
         for word in files:  # a path with a variable without a value (a shell loop's): an error where it is needed
             patch = _join(cwd, word.text) if not word.missing else ""
-            self.applied.append(Applied(folder, patch, line, word, run_in))
+            stage = self.stage or _Stage()
+            self.applied.append(Applied(folder, patch, line, word, run_in, stage.copies, stage.number))
 
 
 def _json_or_words(ins: Instruction, values: Mapping[str, Word], shell: bool) -> list[Word]:

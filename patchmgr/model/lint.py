@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchmgr.model.errors import PatchmgrError
+from patchmgr.model.input_files import read_input
 from patchmgr.model.manifest import Target
 from patchmgr.model.patchfile import UPSTREAM_STATUSES, PatchFile, read_patch
 from patchmgr.model.project import Project
@@ -150,9 +151,9 @@ def smoke_test_problem(project: Project, upstream: str, value: str) -> str | Non
     if not file.is_file():
         return "does not exist"
     try:
-        stub = SMOKE_STUB in file.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
+        stub = SMOKE_STUB in read_input(file, str(file), "").decode("utf-8", errors="replace")
+    except PatchmgrError as exc:
+        return exc.message.removeprefix(f"{file}: ")
     if stub:
         return "is the stub patchmgr add wrote: write the test (the stub fails until then) and remove its marker line"
     return None

@@ -7,7 +7,6 @@ message naming the file, the key path and the expected form.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,6 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.model.errors import ManifestError
+from patchmgr.model.input_files import not_readable, read_toml
 from patchmgr.model.urls import (
     FULL_SHA,
     NEVER_IN_A_REF,
@@ -139,23 +139,12 @@ class Target:
 
 
 def load_target(path: Path, patches_dir: Path) -> Target:
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ManifestError(f"{path}: no such manifest", "list targets with `patchmgr lint`") from exc
-    except UnicodeDecodeError as exc:
-        raise ManifestError(f"{path}: not UTF-8 text", "save the manifest as UTF-8") from exc
-    except IsADirectoryError as exc:
-        raise ManifestError(f"{path}: a folder, not a manifest file", "remove it or rename it") from exc
-    except OSError as exc:
-        raise ManifestError(f"{path}: cannot be read ({exc.strerror or exc})", "check the file") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ManifestError(f"{path}: invalid TOML: {exc}", "fix the syntax at that line") from exc
-    except RecursionError:
-        raise ManifestError(
-            f"{path}: invalid TOML: arrays or tables nested too deeply to read",
-            "a manifest needs no nesting deeper than a list of patch names",
-        ) from None
+    _, raw = read_toml(
+        path,
+        str(path),
+        "fix or remove that manifest (a UTF-8 TOML file; README.md shows its form)",
+        error=ManifestError,
+    )
     return validate_target(raw, path, patches_dir)
 
 
@@ -341,9 +330,10 @@ class _Validator:
                 raise self.fail(where, f"duplicate patch id {patch_id!r}", "list each patch once")
             seen.add(patch_id)
             file = self.patches_dir / upstream / f"{patch_id}.patch"
-            if not file.is_file():
+            problem = not_readable(file)
+            if problem is not None:
                 raise self.fail(
-                    where, f"patch file {file} does not exist", f"create it, or remove {patch_id!r} from the list"
+                    where, f"patch file {file} {problem}", f"create it, or remove {patch_id!r} from the list"
                 )
         return tuple(ids)
 

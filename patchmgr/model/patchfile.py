@@ -23,6 +23,7 @@ from pathlib import Path
 from patchmgr.model.diff import FileDiff, check_hunks, parse_diff
 from patchmgr.model.errors import PatchFormatError
 from patchmgr.model.guards import SYNTAX, GuardSyntaxError, parse_guard
+from patchmgr.model.input_files import MAX_PATCH_BYTES, read_input
 from patchmgr.model.mailheader import am_subject, decoded, in_body_headers
 from patchmgr.model.text import bare_lines, split_lines
 
@@ -100,10 +101,13 @@ class PatchFile:
 
 
 def read_patch(path: Path, upstream: str, patch_id: str) -> PatchFile:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PatchFormatError(f"{path}: cannot be read ({exc.strerror})", "check the file") from exc
+    data = read_input(
+        path,
+        str(path),
+        "a patch file is a regular file of text: fix it or take it out of the series",
+        limit=MAX_PATCH_BYTES,
+        error=PatchFormatError,
+    )
     return parse_patch(data, path, upstream, patch_id)
 
 

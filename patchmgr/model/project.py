@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchmgr.model.errors import ManifestError, PatchmgrError, UsageError
+from patchmgr.model.input_files import read_input
 from patchmgr.model.manifest import Target, Upstream, load_target
 from patchmgr.model.patchfile import PatchFile, read_patch
 
@@ -14,9 +16,10 @@ _UPSTREAM_TABLE = re.compile(r"""^\s*\[\s*upstreams\s*\.\s*("[^"]+"|'[^']+'|[A-Z
 
 
 def _read(path: Path) -> bytes | None:
+    """A manifest's bytes, or None where ``read_input`` refuses it (the manifest's loader says why)."""
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_input(path, str(path), "")
+    except PatchmgrError:
         return None
 
 
@@ -49,7 +52,7 @@ class Project:
 
     def target(self, name: str) -> Target:
         path = self.manifests_dir / f"{name}.toml"
-        if not path.is_file():
+        if not os.path.lexists(path):  # anything else there is the loader's to name (a FIFO, a folder)
             known = ", ".join(self.target_names()) or "none"
             raise ManifestError(
                 f"no target {name!r}: {path} does not exist (targets: {known})",
@@ -97,10 +100,10 @@ class Project:
             try:
                 names.update(u.name for u in self.target(name).upstreams)
             except PatchmgrError:
-                try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                except OSError:
+                data = _read(path)
+                if data is None:
                     continue
+                text = data.decode("utf-8", errors="replace")
                 names.update(match.group(1).strip("\"'") for match in _UPSTREAM_TABLE.finditer(text))
         return names
 

@@ -8,6 +8,7 @@ from rich.console import Console
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.urls import mask_url
 from patchmgr.render.console import patches, say
+from patchmgr.render.outside import one_line
 from patchmgr.sources.settings import SourceSetting
 
 
@@ -42,7 +43,8 @@ def render_targets(
     console: Console, targets: list[Target], broken: list[str], settings: dict[str, SourceSetting]
 ) -> None:
     for target in targets:
-        say(console, target.name + (f"  {target.description}" if target.description else ""), "bold")
+        # one line, whatever the manifest's free text holds: a line break in it would read as an upstream's line
+        say(console, target.name + (f"  {one_line(target.description)}" if target.description else ""), "bold")
         for upstream in target.upstreams:
             version = f" ({upstream.version})" if upstream.version else ""
             where = f"  {mask_url(upstream.urls[0])}" if upstream.urls else f"  PyPI {upstream.pypi}"

@@ -11,20 +11,22 @@ NAME wins:
 
 Both files hold one ``[sources]`` table: ``megatron-bridge = "~/src/Megatron-Bridge"``; a relative path in a
 file is read from the file's folder. The environment and the user's file serve every project, so a name that
-the project's manifests lack is ignored there. A value that is wrong is one error naming where it is written
-(the variable, or ``file:line``).
+the project's manifests lack is ignored there: silently in the user's file (it names the upstreams of all your
+projects), with a note where it is more likely a typo (``PATCHMGR_SOURCES``, the project's own file). A value
+that is wrong is one error naming where it is written (the variable, or ``file:line``).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
-import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchmgr.model.errors import UsageError
+from patchmgr.model.errors import PatchmgrError, UsageError
+from patchmgr.model.input_files import read_input, read_toml
 from patchmgr.model.manifest import NAME
 from patchmgr.model.urls import as_local_path, mask_url, url_problem
 
@@ -33,7 +35,6 @@ ENVIRONMENT = "PATCHMGR_SOURCES"
 PROJECT_FILE = ".patchmgr.local.toml"
 MANIFEST = "manifest"
 EXAMPLE = 'megatron-bridge = "~/src/Megatron-Bridge"'
-_TOML_LINE = re.compile(r"\(at line (?P<line>\d+), column \d+\)$")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,19 @@ def configured(project_root: Path, environ: Mapping[str, str]) -> Configured:
     return Configured(settings, project_file, tuple(note for note in notes if note))
 
 
+def unknown_names(config: Configured, selected: Collection[str], known: Callable[[], set[str]]) -> list[str]:
+    """A note for each upstream that ``PATCHMGR_SOURCES`` or the project's file names and no manifest of the
+    project has (``known``: every manifest's upstream names, asked only when a name is not among ``selected``)."""
+    noted = (ENVIRONMENT, str(config.project_file))
+    candidates = [s for s in config.settings.values() if s.given_by in noted and s.name not in selected]
+    names = known() if candidates else set()
+    return [
+        f"{s.given_by}: no manifest names upstream {s.name!r}; ignored (the upstreams: {', '.join(sorted(names))})"
+        for s in candidates
+        if s.name not in names
+    ]
+
+
 def from_environment(environ: Mapping[str, str]) -> dict[str, SourceSetting]:
     settings: dict[str, SourceSetting] = {}
     for item in environ.get(ENVIRONMENT, "").split():
@@ -88,19 +102,10 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, SourceSetting]:
 
 def read_file(path: Path) -> dict[str, SourceSetting]:
     """The ``[sources]`` of the TOML file ``path`` (none when there is no such file)."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}
     hint = f'the file holds one [sources] table of NAME = "LOCATION" lines, e.g. {EXAMPLE}'
-    try:
-        text = path.read_bytes().decode("utf-8-sig")  # a byte-order mark is not TOML
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot be read: {getattr(exc, 'strerror', None) or exc}", hint) from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        found = _TOML_LINE.search(str(exc))
-        where = f"{path}:{found['line']}" if found else str(path)
-        raise UsageError(f"{where}: not valid TOML: {_TOML_LINE.sub('', str(exc)).strip()}", hint) from None
+    text, raw = read_toml(path, str(path), hint, encoding="utf-8-sig")  # a byte-order mark is not TOML
     for key in raw:
         if key != "sources":
             raise UsageError(f"{path}:{line_of(text, key)}: unknown key {key!r}: only [sources] is read", hint)
@@ -140,8 +145,8 @@ def untracked_note(project_root: Path) -> str | None:
     """A note when the project's ``.gitignore`` does not name the project file: this machine's paths would be
     committed with ``git add -A``."""
     try:
-        lines = (project_root / ".gitignore").read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = read_input(project_root / ".gitignore", ".gitignore", "").decode("utf-8").splitlines()
+    except (PatchmgrError, UnicodeDecodeError):
         lines = []
     patterns = [line.strip().lstrip("/") for line in lines if line.strip() and not line.startswith("#")]
     if any(fnmatch.fnmatchcase(PROJECT_FILE, pattern) for pattern in patterns):

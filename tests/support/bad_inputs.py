@@ -1,15 +1,21 @@
 """The corpus of malformed patches (``MALFORMED``), and the scene every bad input runs in
 (tests/test_bad_inputs*.py): a project, its upstream, a folder outside the tree and an `apply --into`
-folder that holds an earlier apply, hashed before and after each run.
+folder that holds an earlier apply, hashed before and after each run. Also the files that are no file
+to read (``BAD_FILE_KINDS``: a FIFO, a device, a folder, a socket, one past the size bound).
 
 A pytest plugin (tests/conftest.py registers it): the fixtures ``earlier_apply`` and ``scene``."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import shutil
-from collections.abc import Callable
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -286,3 +292,62 @@ MALFORMED: list[tuple[str, Callable[[bytes], bytes], str]] = [
         "holds a control character",
     ),
 ]
+
+
+# -- files no reader may read: not a regular file, or larger than the bound -----------------------------
+BAD_FILE_KINDS = ("fifo", "device", "folder", "socket", "too large")
+
+
+def put_bad_file(path: Path, kind: str, limit: int) -> None:
+    """Put at ``path`` (replacing what is there) a file of ``kind``; ``too large``: a regular file of ``limit``
+    plus one bytes (sparse: no disk is filled); ``device``: a link to /dev/zero, which a reader follows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "socket":
+        with contextlib.chdir(path.parent), socket.socket(socket.AF_UNIX) as bound:  # a short name to bind
+            bound.bind(path.name)
+    elif kind == "too large":
+        with open(path, "wb") as handle:
+            handle.truncate(limit + 1)
+    else:
+        raise AssertionError(kind)
+
+
+@contextlib.contextmanager
+def fifo_unblocked(path: Path, after: float = 10.0) -> Iterator[list[float]]:
+    """While the block runs, a FIFO at ``path`` that a reader still waits on after ``after`` seconds is opened
+    for writing and closed, so that a run blocked on it goes on (reading nothing) instead of hanging the
+    suite; the list it yields gets the time of each such rescue (a run that needed one failed already)."""
+    rescued: list[float] = []
+    done = threading.Event()
+    start = time.monotonic()
+
+    def watch() -> None:
+        while not done.wait(0.2):
+            if time.monotonic() - start < after or not path.exists() or not path.is_fifo():
+                continue
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO while no one opened it for reading
+            except OSError as exc:
+                if exc.errno != errno.ENXIO:
+                    return
+                continue
+            os.close(fd)
+            rescued.append(time.monotonic() - start)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield rescued
+    finally:
+        done.set()
+        watcher.join()

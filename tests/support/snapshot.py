@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 from support.gitrepos import git
@@ -50,6 +51,8 @@ def snapshot(*roots: Path, git_internals: bool = True, exact: bool = False) -> d
             if not exact and parts[-1] in STATE_FOLDERS and {p.name for p in path.iterdir()} <= LOCK_NAMES:
                 continue
             found[rel] = "dir"
+        elif not path.is_file():  # a FIFO or a socket a test put there: its kind (reading a FIFO would block)
+            found[rel] = f"kind:{stat.S_IFMT(path.lstat().st_mode):o}"
         else:
             found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
         if path.name == ".git" and path.is_dir():

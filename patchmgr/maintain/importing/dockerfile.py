@@ -176,22 +176,23 @@ def _applied_files(
             if strict and wanted:
                 needed(applied.word, where, "in the path of the applied patch")
             continue
-        file = _in_context(roots, repository, built, applied, where, strict and wanted)
+        file = _in_context(roots, repository, built, applied, where, strict and wanted, wanted)
         out.append(_Applied(name, file, applied.patch, applied.line))
     return out, notes
 
 
 def _in_context(
-    roots: list[Path], repository: Path, built: Built, applied: Applied, where: str, strict: bool
+    roots: list[Path], repository: Path, built: Built, applied: Applied, where: str, strict: bool, wanted: bool
 ) -> Path | None:
-    candidates = context_candidates(built.copies, applied.patch)
-    for root in roots:
-        for relative in candidates:
-            if relative.startswith("..") or posixpath.isabs(relative):
-                continue
-            path = root / relative
-            if path.is_file():
-                return checked(repository, path, f"{where}:{applied.line}", "the patch")
+    """The build context's file that the COPY lines before ``applied`` (in its stage) put where it is applied;
+    ``wanted``: one that only a later COPY (or another stage's) puts there is an error, ``strict``: any other
+    not found too."""
+    candidates = context_candidates(applied.copies, applied.patch)
+    path = _first_file(roots, candidates)
+    if path is not None:
+        return checked(repository, path, f"{where}:{applied.line}", "the patch")
+    if wanted:
+        _copied_too_late(roots, built, applied, where)
     if not strict:
         return None
     copied = f"copied from {', '.join(candidates)}" if candidates else "copied in by no COPY line"
@@ -200,6 +201,28 @@ def _in_context(
         f"{roots[0]} (or a folder above it in its repository)",
         "give the patch files (or their folder) too, or --build-arg for the ARG that picks them",
     )
+
+
+def _first_file(roots: list[Path], candidates: list[str]) -> Path | None:
+    for root in roots:
+        for relative in candidates:
+            if not relative.startswith("..") and not posixpath.isabs(relative) and (root / relative).is_file():
+                return root / relative
+    return None
+
+
+def _copied_too_late(roots: list[Path], built: Built, applied: Applied, where: str) -> None:
+    """Refuse a patch file that a COPY puts where it is applied only after the RUN line, or in another build stage
+    (one it is not built FROM): docker build fails there, the file is not in the image yet."""
+    for copy in built.copies:
+        if copy in applied.copies or _first_file(roots, context_candidates((copy,), applied.patch)) is None:
+            continue
+        when = "after it" if copy.stage == applied.stage else "in another build stage, not one this RUN is built on"
+        raise UsageError(
+            f"{where}:{applied.line}: applies {applied.patch}, which only the COPY at line {copy.line} puts in "
+            f"the image, {when}: docker build fails there, the file is not there yet; nothing was written",
+            "move the COPY line before the RUN line that applies the patch (in the same stage), then import again",
+        )
 
 
 def _declared(dockerfile: Path, built: Built, name: str) -> Declared | None:

@@ -22,6 +22,7 @@ from patchmgr.maintain.importing.sources import Declared, Monolith
 from patchmgr.maintain.importing.write import UpstreamEntry
 from patchmgr.maintain.series_layout import RECORD, RECORD_DIR, SeriesRecord, SeriesUpstream, piece_path, read_record
 from patchmgr.model.errors import PatchmgrError
+from patchmgr.model.input_files import MAX_PATCH_BYTES, read_input
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
@@ -141,6 +142,6 @@ def _patches(folder: Path, entry: SeriesUpstream) -> list[tuple[PatchFile, bytes
         path = checked(folder, piece_path(folder, entry.name, patch_id), f"{RECORD_DIR}/{RECORD}", "the patch")
         if not path.is_file():
             return f"{RECORD_DIR}/ lacks {entry.name}/{patch_id}.patch"
-        data = path.read_bytes()
+        data = read_input(path, str(path), f"restore {RECORD_DIR}/ as export wrote it", limit=MAX_PATCH_BYTES)
         out.append((parse_patch(data, Path(f"{patch_id}.patch"), entry.name, patch_id), data))
     return out

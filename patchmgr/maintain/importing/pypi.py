@@ -15,7 +15,6 @@ project or version it does not list, or files that differ is a note, and no vers
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
@@ -24,6 +23,7 @@ from patchmgr.history.releases import final_version
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain.importing.tags import Tags
 from patchmgr.model.errors import PatchmgrError
+from patchmgr.model.input_files import TomlProblem, parse_toml
 from patchmgr.sources.release import ReleaseCache
 
 _PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -119,8 +119,8 @@ def _declared(repo: GitRepo, commit: str, key: str) -> str | None:
 
 def _from_pyproject(data: bytes, key: str) -> str | None:
     try:
-        project = tomllib.loads(data.decode("utf-8")).get("project", {})
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        project = parse_toml(data.decode("utf-8")).get("project", {})
+    except (UnicodeDecodeError, TomlProblem):  # an upstream's file nested too deeply too
         return None
     value = project.get(key) if isinstance(project, dict) else None
     return value if isinstance(value, str) else None

@@ -25,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain.importing.places import checked, inside, outside_git, plain_path, repository_of
 from patchmgr.model.errors import GitError, UsageError
+from patchmgr.model.input_files import MAX_PATCH_BYTES, read_input
 from patchmgr.model.manifest import NAME
 from patchmgr.model.patchfile import PatchFile, parse_patch
 
@@ -172,10 +173,8 @@ def _in_repository(item: Monolith) -> Monolith:
 
 
 def read_monolith(path: Path, upstream: str) -> PatchFile:
-    try:
-        return parse_patch(path.read_bytes(), path, upstream, upstream)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot be read ({exc.strerror})", "check the file") from None
+    data = read_input(path, str(path), "give a patch file, its folder or its series.conf", limit=MAX_PATCH_BYTES)
+    return parse_patch(data, path, upstream, upstream)
 
 
 def read_series_conf(conf: Path) -> list[Monolith]:
@@ -274,12 +273,10 @@ def name_or_none(folder: str | None) -> str | None:
 
 def read_text(path: Path, what: str, hint: str) -> str:
     """A UTF-8 text file; a byte-order mark at its start is not text (editors on Windows write one)."""
-    if path.exists() and not path.is_file():  # a FIFO or a device would block the read, or never end
-        raise UsageError(f"{what}: not a regular file", hint)
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{what}: cannot be read ({getattr(exc, 'strerror', None) or exc})", hint) from None
+        return read_input(path, what, hint).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what}: cannot be read ({exc})", hint) from None
 
 
 def _lines(text: str) -> list[tuple[int, str]]:

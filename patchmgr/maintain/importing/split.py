@@ -22,7 +22,6 @@ made from the composed result of the diffs before it.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -42,6 +41,7 @@ from patchmgr.maintain.importing.repeated import (
     take,
 )
 from patchmgr.model.errors import UsageError
+from patchmgr.model.input_files import read_toml
 from patchmgr.model.manifest import PATCH_ID
 from patchmgr.model.patchfile import PatchFile
 
@@ -65,17 +65,8 @@ class PieceSpec:
 
 
 def read_mapping(path: Path) -> dict[str, list[str]]:
-    if path.exists() and not path.is_file():  # a FIFO or a device would block the read
-        raise UsageError(f"--map {path}: not a regular file", "give the TOML mapping file")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not TOML
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(
-            f"--map {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})",
-            'give the TOML mapping file: topic = ["path", "path#2"]',
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"--map {path}: invalid TOML: {exc}", "fix the syntax at that line") from None
+    hint = 'give the TOML mapping file: topic = ["path", "path#2"]'
+    _, raw = read_toml(path, f"--map {path}", hint, encoding="utf-8-sig")  # a byte-order mark is not TOML
     mapping: dict[str, list[str]] = {}
     for topic, entries in raw.items():
         if not PATCH_ID.fullmatch(topic):  # a trailing line break would name the file
