@@ -51,20 +51,33 @@ def ref_problem(ref: str) -> str | None:
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:'\"]*):([^/\s'\"]*)@")  # to the authority's last @
 # over http(s) a token is often given as the user alone (https://glpat-...@host, https://ghp_...@github.com)
 _WEB_USER = re.compile(r"(?i)\b(https?://)([^/@\s:'\"]+)@")
-
-
-# a token given in a URL's query string (https://host/lib.git?private_token=...)
-_SECRET_PARAMETER = re.compile(r"(?i)([?&](?:[a-z0-9_.-]*[_.-])?(?:token|key|password|secret)=)([^&#\s'\"]*)")
+# a query parameter named like a secret (https://host/lib.git?private_token=..., &api_key=..., X-Amz-Signature=...),
+# after ``?``, ``&`` or the ``&amp;`` that HTML and XML write for ``&``
+_SECRET_NAME = r"(?:[a-z0-9_.-]*[_.-])?(?:token|key|apikey|password|passwd|secret|signature|sig|credential|auth)"
+_SECRET_PARAMETER = re.compile(rf"(?i)((?:[?&]|&amp;){_SECRET_NAME}=)([^&#\s'\"]*)")
+# an HTTP header that carries credentials, as git's http.extraheader or curl's -H give it
+_AUTH_HEADER = re.compile(
+    r"(?i)\b((?:proxy-)?authorization:\s*(?:(?:basic|bearer|token|digest|negotiate)\s+)?|"
+    r"(?:private|job|deploy)-token:\s*|x-api-key:\s*)([^\s'\",;]+)"
+)
 
 
 def mask_url(text: str) -> str:
-    """``text`` with the password of every URL in it masked (https://user:***@host/x), over http(s) a user
-    given without a password too (https://***@host/x): that is where a token goes; and the value of every
-    query parameter named like a secret (``token``, ``private_token``, ``access_token``, ``key``, ``password``,
-    ``secret``...: https://host/x?private_token=***)."""
+    """``text`` with every credential in it masked as ``***``: the one finder of credentials that every output
+    and every written file goes through (``render/outside.py``, ``io/files.write_output``).
+
+    The password of every URL (https://user:***@host/x); over http(s) a user given without a password too
+    (https://***@host/x): that is where a token goes; the value of every query parameter named like a secret
+    (``token``, ``private_token``, ``access_token``, ``key``, ``api_key``, ``password``, ``secret``,
+    ``X-Amz-Signature``...: https://host/x?private_token=***); and the credentials of an ``Authorization:``
+    header (``Authorization: Bearer ***``) and of GitLab's ``PRIVATE-TOKEN:``. An ssh user (``ssh://git@host``,
+    ``git@host:org/r``) is a login, not a secret, and stays."""
     if not text:
         return text
-    text = _SECRET_PARAMETER.sub(r"\1***", text)
+    if "=" in text:
+        text = _SECRET_PARAMETER.sub(r"\1***", text)
+    if ":" in text:
+        text = _AUTH_HEADER.sub(r"\1***", text)
     if "@" not in text:
         return text
     return _WEB_USER.sub(r"\1***@", _CREDENTIALS.sub(r"\1:***@", text))
