@@ -3,10 +3,19 @@ no output format, no error and no file that patchmgr writes (issue 37, item 9)."
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import http.server
+import json
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from support.gitrepos import BASE_TEXT
+from support.reliability import make_wheel
 from support.scenes import lines_with
 
 TOKEN = "glpat-Sekr1tT0ken"
@@ -87,6 +96,92 @@ def test_no_status_format_shows_the_token_of_a_patch_header(cli, project, upstre
     if fmt == "json":
         patch = result.json["upstreams"][0]["patches"][0]
         assert patch["origin"] == "backport, https://x:***@issues.example.invalid/lib/issues/7", patch
+
+
+def test_a_malformed_index_url_is_one_error_line_without_its_password(cli, project, upstream, monkeypatch):
+    _token_project(project, upstream)
+    monkeypatch.setenv("PATCHMGR_INDEX_URL", f"https://user:{TOKEN}@[bad/simple")
+    result = cli("status", "--target", "t")
+    said = _secret_free(result)
+    assert result.code == 2, said
+    lines = result.err.splitlines()
+    assert [line.split(":")[0] for line in lines[-2:]] == ["error", "hint"], said
+    assert lines[-2].startswith("error: PATCHMGR_INDEX_URL 'https://user:***@[bad/simple'"), said
+    assert result.out == "", said
+
+
+@contextmanager
+def _index_asking_for_a_login(folder: Path, login: str) -> Iterator[tuple[str, list[tuple[str, bool]]]]:
+    """A package index on 127.0.0.1 (PEP 691 JSON) serving release 1.0 of ``lib`` (the upstream's files as a
+    wheel, linked relative to the project page) only to a request with ``login`` as its Basic credentials; its
+    address, and each request's path and whether it carried them."""
+    wheel = make_wheel(folder, "lib", "1.0", {"src/mod.py": BASE_TEXT, "README": "upstream\n"}, "")
+    page = {
+        "meta": {"api-version": "1.0"},
+        "name": "lib",
+        "files": [
+            {
+                "filename": wheel.name,
+                "url": f"../../files/{wheel.name}",
+                "hashes": {"sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()},
+            }
+        ],
+    }
+    bodies = {"/simple/lib/": json.dumps(page).encode(), f"/files/{wheel.name}": wheel.read_bytes()}
+    expected = "Basic " + base64.b64encode(login.encode()).decode()
+    asked: list[tuple[str, bool]] = []
+
+    class Index(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+            logged_in = self.headers.get("Authorization") == expected
+            asked.append((self.path, logged_in))
+            body = bodies.get(self.path) if logged_in else None
+            self.send_response(200 if body is not None else 401 if not logged_in else 404)
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_index_url_with_a_login_is_asked_with_it_and_shown_without_it(cli, project, upstream, tmp_path, monkeypatch):
+    _token_project(project, upstream)  # git out of reach: the release stands in
+    with _index_asking_for_a_login(tmp_path, f"mirror:{TOKEN}") as (host, asked):
+        monkeypatch.setenv("PATCHMGR_INDEX_URL", f"http://mirror:{TOKEN}@{host}/simple")
+        result = cli("status", "--target", "t", "--json")
+    said = _secret_free(result)
+    assert result.code == 0, said
+    source = result.json["upstreams"][0]["source"]
+    assert source.startswith("release lib 1.0 (PyPI lib-1.0-py3-none-any.whl)"), source
+    assert asked == [("/simple/lib/", True), ("/files/lib-1.0-py3-none-any.whl", True)], asked
+    assert _files_holding_the_token(tmp_path / "cache" / "releases") == []  # the release's record: no login
+
+
+def test_an_index_that_breaks_off_its_answer_is_a_source_error_not_a_traceback(cli, project, upstream, monkeypatch):
+    import socketserver
+
+    class BreaksOff(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.recv(65536)
+            self.request.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"files"')  # 8 of 100 bytes
+
+    _token_project(project, upstream)
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), BreaksOff) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        monkeypatch.setenv("PATCHMGR_INDEX_URL", f"http://127.0.0.1:{server.server_address[1]}/simple")
+        result = cli("status", "--target", "t")
+        server.shutdown()
+    said = _secret_free(result)
+    assert result.code == 1 and "IncompleteRead(8 bytes read, 92 more expected)" in said, said
 
 
 def test_the_html_page_of_matrix_holds_no_token(cli, project, upstream, tmp_path):
