@@ -18,6 +18,8 @@ from support.gitrepos import BASE_TEXT
 from support.reliability import make_wheel
 from support.scenes import lines_with
 
+from patchmgr.cli import main
+
 TOKEN = "glpat-Sekr1tT0ken"
 MANIFEST_URL = f"https://ci:{TOKEN}@127.0.0.1:9/lib.git"  # port 9: refused at once
 INDEX_URL = f"https://mirror:{TOKEN}@127.0.0.1:9/simple"
@@ -194,6 +196,38 @@ def test_the_html_page_of_matrix_holds_no_token(cli, project, upstream, tmp_path
     assert "rewrite line 20 (as https://x:***@issues.example.invalid" in page.read_text()
     # the cache keeps the upstream's history (and what matrix found in it) as the upstream has it: not an output
     assert _files_holding_the_token(tmp_path, "upstream", "project", "cache") == []
+
+
+def test_export_writes_the_pins_and_its_record_without_the_token(cli, project, upstream, tmp_path, monkeypatch, capsys):
+    pin = _token_project(project, upstream)
+    monkeypatch.setenv("PATCHMGR_INDEX_URL", INDEX_URL)
+    into = tmp_path / "image" / "npu_patch"
+    args = ["--target", "t", "--format", "series", "--into", str(into), "--source", f"lib={upstream.path}"]
+    result = cli("export", *args)
+    _secret_free(result)
+    assert result.code == 0, result.out + result.err
+    assert _files_holding_the_token(into) == []
+    pins = (into / "pins.dockerfile").read_text()
+    assert "ARG LIB_REPO=https://127.0.0.1:9/lib.git\n" in pins and f"ARG LIB_COMMIT={pin}\n" in pins, pins
+    assert 'git = "https://127.0.0.1:9/lib.git"' in (into / "patchmgr-series" / "export.toml").read_text()
+    # the exported patch keeps its fields, the credential in them masked
+    piece = (into / "patchmgr-series" / "lib" / "fix.patch").read_text()
+    assert "Origin: backport, https://x:***@issues.example.invalid/lib/issues/7\n" in piece, piece
+    # the export JSON document says nothing more
+    document = cli("export", *args, "--force", "--json")
+    _secret_free(document)
+    assert document.code == 0 and _files_holding_the_token(into) == []
+    # import of the folder takes the recorded patches back: the pins' URL is the record's
+    again = tmp_path / "again"
+    (again / "manifests").mkdir(parents=True)
+    back = ["import", str(into / "series.conf"), "--target", "t", "--dockerfile", str(into / "pins.dockerfile")]
+    imported = main([*back, "--source", f"lib={upstream.path}", "--root", str(again), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert imported == 0 and [p["id"] for p in doc["upstreams"][0]["pieces"]] == ["fix"], doc
+    (lib,) = doc["upstreams"]
+    assert lib["git"] == "https://127.0.0.1:9/lib.git" and lib["proven"] and not lib["notes"], lib
+    assert lib["base"]["detail"] == "the pin of lib that patchmgr export recorded in patchmgr-series/export.toml"
+    assert (again / "patches/lib/fix.patch").read_bytes() == (into / "patchmgr-series/lib/fix.patch").read_bytes()
 
 
 def test_every_line_written_to_stdout_or_stderr_is_masked(capsys):
