@@ -19,6 +19,8 @@ from support.reliability import make_wheel
 from support.scenes import lines_with
 
 from patchmgr.cli import main
+from patchmgr.model.patchfile import with_message_masked
+from patchmgr.model.urls import mask_url
 
 TOKEN = "glpat-Sekr1tT0ken"
 MANIFEST_URL = f"https://ci:{TOKEN}@127.0.0.1:9/lib.git"  # port 9: refused at once
@@ -241,3 +243,27 @@ def test_every_line_written_to_stdout_or_stderr_is_masked(capsys):
     captured = capsys.readouterr()
     assert captured.out == "cloning https://ci:***@127.0.0.1:9/lib.git\n"
     assert captured.err == "index https://mirror:***@127.0.0.1:9/simple and https://h/x?token=***\n"
+
+
+@pytest.mark.fast
+def test_mask_url_finds_every_kind_of_credential_in_any_text():
+    text = (
+        "git -c http.extraheader='Authorization: Bearer eyJhbGciOi.x' fetch; PRIVATE-TOKEN: glpat-abc, "
+        "https://s3.example/x.whl?X-Amz-Credential=AKIA1&X-Amz-Signature=9f8e&v=1 "
+        '<a href="https://h/x?a=1&amp;api_key=k3y">, https://h/sas?sv=2020&sig=abc%3D,x, (https://h/y?token=t0k), ssh://git@host/r'
+    )
+    assert mask_url(text) == (
+        "git -c http.extraheader='Authorization: Bearer ***' fetch; PRIVATE-TOKEN: ***, "
+        "https://s3.example/x.whl?X-Amz-Credential=***&X-Amz-Signature=***&v=1 "
+        '<a href="https://h/x?a=1&amp;api_key=***">, https://h/sas?sv=2020&sig=***, (https://h/y?token=***), ssh://git@host/r'
+    )
+    assert mask_url(mask_url(text)) == mask_url(text)  # masked text stays as it is
+
+
+@pytest.mark.fast
+def test_an_exported_patch_has_its_message_masked_and_its_diff_byte_for_byte():
+    message = f"Subject: [PATCH] Fix\n\nOrigin: {HEADER_URL}\n---\n"
+    diff = f"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old {MANIFEST_URL}\n+new {MANIFEST_URL}\n"
+    masked = with_message_masked((message + diff).encode())
+    assert masked == (message.replace(TOKEN, "***") + diff).encode()
+    assert with_message_masked(diff.encode()) == diff.encode()  # a plain diff has no message to mask

@@ -54,7 +54,8 @@ _WEB_USER = re.compile(r"(?i)\b(https?://)([^/@\s:'\"]+)@")
 # a query parameter named like a secret (https://host/lib.git?private_token=..., &api_key=..., X-Amz-Signature=...),
 # after ``?``, ``&`` or the ``&amp;`` that HTML and XML write for ``&``
 _SECRET_NAME = r"(?:[a-z0-9_.-]*[_.-])?(?:token|key|apikey|password|passwd|secret|signature|sig|credential|auth)"
-_SECRET_PARAMETER = re.compile(rf"(?i)((?:[?&]|&amp;){_SECRET_NAME}=)([^&#\s'\"]*)")
+# its value: to the next parameter, the URL's end, or a ``,``, ``;`` or ``)`` that ends the sentence around it
+_SECRET_PARAMETER = re.compile(rf"(?i)((?:[?&]|&amp;){_SECRET_NAME}=)((?:[^&#\s'\"<>,;)]|[,;)]++(?=[^&#\s'\"<>,;)]))*)")
 # an HTTP header that carries credentials, as git's http.extraheader or curl's -H give it
 _AUTH_HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization:\s*(?:(?:basic|bearer|token|digest|negotiate)\s+)?|"
