@@ -105,13 +105,7 @@ def test_no_status_format_shows_the_token_of_a_patch_header(cli, project, upstre
 def test_a_malformed_index_url_is_one_error_line_without_its_password(cli, project, upstream, monkeypatch):
     _token_project(project, upstream)
     monkeypatch.setenv("PATCHMGR_INDEX_URL", f"https://user:{TOKEN}@[bad/simple")
-    result = cli("status", "--target", "t")
-    said = _secret_free(result)
-    assert result.code == 2, said
-    lines = result.err.splitlines()
-    assert [line.split(":")[0] for line in lines[-2:]] == ["error", "hint"], said
-    assert lines[-2].startswith("error: PATCHMGR_INDEX_URL 'https://user:***@[bad/simple'"), said
-    assert result.out == "", said
+    _one_error(cli("status", "--target", "t"), "error: PATCHMGR_INDEX_URL 'https://user:***@[bad/simple' is not a URL")
 
 
 @contextmanager
@@ -155,6 +149,26 @@ def _index_asking_for_a_login(folder: Path, login: str) -> Iterator[tuple[str, l
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _one_error(result, starts: str) -> None:
+    said = _secret_free(result)
+    assert result.code == 2 and result.out == "", said
+    lines = result.err.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["error", "hint"], said
+    assert lines[0].startswith(starts), said
+
+
+def test_a_malformed_url_in_a_manifest_or_given_to_init_is_one_error_line_without_its_password(
+    cli, project, upstream, tmp_path
+):
+    bad = f"https://ci:{TOKEN}@[bad/lib.git"
+    project.manifest("t", {"lib": {"git": bad, "commit": upstream.head(), "patches": []}})
+    _one_error(cli("status", "--target", "t"), "error: ")
+    fresh = tmp_path / "fresh"
+    given = ["init", "--git", bad, "--target", "t", "--pin", upstream.head(), "--root", str(fresh)]
+    _one_error(cli(*given), "error: --git: 'https://ci:***@[bad/lib.git' is not a URL: its host has an unclosed '['")
+    assert not fresh.exists()
 
 
 def test_an_index_url_with_a_login_is_asked_with_it_and_shown_without_it(cli, project, upstream, tmp_path, monkeypatch):

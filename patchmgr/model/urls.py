@@ -135,6 +135,27 @@ def _host_looks_like_option(url: str) -> bool:
     return any(piece.lstrip().startswith("-") for piece in re.split(r"[@\[]", authority))
 
 
+_SCHEME_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://(?P<authority>[^/?#]*)")
+
+
+def authority_problem(url: str) -> str | None:
+    """Why the host and port of a ``scheme://`` URL cannot be read (as ``urllib.parse`` reads them, which raises
+    on an unclosed ``[``: ``https://user:token@[bad/x``), or None; any other location has none to read."""
+    found = _SCHEME_AUTHORITY.match(url)
+    if found is None:
+        return None
+    authority = found["authority"]
+    if ("[" in authority) != ("]" in authority):
+        return "is not a URL: its host has an unclosed '[' or ']'"
+    host = authority.rpartition("@")[2]
+    port = host.rpartition("]")[2] if host.startswith("[") else host
+    if ":" in port:
+        digits = port.rpartition(":")[2]
+        if digits and not (digits.isascii() and digits.isdigit() and int(digits) <= 65535):
+            return "is not a URL: its port is not a number from 0 to 65535"
+    return None
+
+
 def url_problem(url: str, from_command_line: bool = False) -> str | None:
     """Why ``url`` may not be given to git, or None.
 
@@ -153,6 +174,9 @@ def url_problem(url: str, from_command_line: bool = False) -> str | None:
     # ssh://-oProxyCommand=... (CVE-2017-1000117): a host that ssh would read as an option
     if _host_looks_like_option(url):
         return f"{shown!r} names a host that looks like a command-line option"
+    authority = authority_problem(url)
+    if authority:
+        return f"{shown!r} {authority}"
     if lowered.startswith("ext::"):
         return "the ext:: transport runs commands and is refused"
     if "::" in url.split("/")[0] and not from_command_line:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
@@ -22,7 +23,7 @@ from patchmgr.io.disk import os_problem
 from patchmgr.io.git_objects import LinkBlob
 from patchmgr.model.errors import SourceError, UsageError
 from patchmgr.model.source_identity import SourceIdentity, SourceKind
-from patchmgr.model.urls import control_character, mask_url
+from patchmgr.model.urls import authority_problem, control_character, mask_url
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TIMEOUT_S = 30
@@ -48,19 +49,14 @@ def index_url() -> str:
 
 def _index_problem(url: str) -> str | None:
     """Why ``url`` is no URL of a package index that urllib can ask (http, https, or file for a folder), or None."""
-    import urllib.parse  # as every network module: only a release look-up needs it
-
-    control = control_character(url)
-    if control:
-        return control
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - read for its check: a port that is no number raises
-    except ValueError:
-        return "is not a URL (its host or port cannot be read)"
-    if parts.scheme.lower() not in ("http", "https", "file"):
+    problem = control_character(url) or authority_problem(url)
+    if problem:
+        return problem
+    scheme, _, rest = url.partition("://")
+    if not rest or scheme.lower() not in ("http", "https", "file"):
         return "is not an http://, https:// or file:// URL"
-    if parts.scheme.lower() != "file" and not parts.hostname:
+    host = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    if scheme.lower() != "file" and (not host or host.startswith(":")):
         return "names no host"
     return None
 
@@ -244,6 +240,8 @@ class ReleaseCache:
         try:
             with _open(url, _SIMPLE_JSON) as response:
                 files = json.load(response)["files"]
+            # the index's links, made absolute (a link the index writes may be no URL urllib can read)
+            return [dict(f, url=_without_userinfo(urllib.parse.urljoin(url, f["url"]))) for f in files]
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 raise SourceError(
@@ -251,9 +249,8 @@ class ReleaseCache:
                 ) from exc
             hint = f"check the user and token in {ENVIRONMENT}" if exc.code in (401, 403) else "try again later"
             raise SourceError(f"the package index answered {exc.code} for {url}", hint) from exc
-        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError, KeyError) as exc:
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError, KeyError, TypeError) as exc:
             raise SourceError(f"cannot read {url}: {exc}", "check the network, or set PATCHMGR_INDEX_URL") from exc
-        return [dict(f, url=_without_userinfo(urllib.parse.urljoin(url, f["url"]))) for f in files]
 
     def _download_and_unpack(self, file: ReleaseFile, folder: Path, tree: Path) -> None:
         import hashlib
@@ -266,7 +263,7 @@ class ReleaseCache:
             digest = hashlib.sha256()
             try:
                 response = _open(file.url)
-            except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
                 raise SourceError(f"cannot download {file.url}: {exc}", "check the network") from exc
             with response, open(archive, "wb") as out:  # an error writing is the disk's, not the network's
                 while True:
