@@ -1,7 +1,8 @@
 """The entry point: ``patchmgr --help``, ``--version`` and a bare ``patchmgr`` are answered from the command table
 without typer, rich or any command module (``cli/toplevel.py``); a plain ``patchmgr status`` command line is
 parsed from the command's own option values (``cli/optspec``) and run without typer; everything else goes
-through the typer app."""
+through the typer app. Whatever a command writes to stdout and stderr has its credentials masked
+(``cli/streams``)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,16 @@ def main(argv: list[str] | None = None) -> int:
     code = answer(args)
     if code is not None:
         return code
-    if args and args[0] in FAST:
-        code = run_fast(args[0], args[1:])
-        if code is not None:
-            return code
-    from patchmgr.cli.app import run_parser
+    from patchmgr.cli.streams import masked_output
 
-    return run_parser(args)
+    with masked_output():
+        if args and args[0] in FAST:
+            code = run_fast(args[0], args[1:])
+            if code is not None:
+                return code
+        from patchmgr.cli.app import run_parser
+
+        return run_parser(args)
 
 
 def run_fast(name: str, args: list[str]) -> int | None:

@@ -185,7 +185,6 @@ class Session:
         upstreams' sources come from, and its notes."""
         import os
 
-        from patchmgr.model.urls import mask_url
         from patchmgr.sources.settings import FLAG, MANIFEST, SourceSetting, configured, for_report, unknown_names
 
         config = configured(self.project.root, os.environ)
@@ -194,7 +193,7 @@ class Session:
         report = {name: for_report(name, settings, u.urls) for name, u in upstreams.items()}
         self.source_report = report or {name: s for name, s in settings.items() if s.given_by == FLAG}
         notes = [
-            f"{name}: source {mask_url(s.location)}, given by {s.given_by}"
+            f"{name}: source {s.location}, given by {s.given_by}"
             for name, s in report.items()
             if s.given_by not in (FLAG, MANIFEST)
         ]
@@ -225,18 +224,17 @@ class Session:
 
         Every JSON document carries ``command``, ``ok`` and ``notes`` (the recovery note first)."""
         if self.json:
-            from patchmgr.model.urls import mask_url
             from patchmgr.render.outside import for_json
 
             doc = as_json(*values)
             doc = {"command": self.command, "ok": code == 0, **doc}
             if self.source_report is not None:
                 doc["sources"] = {
-                    name: {"location": mask_url(s.location) or None, "given_by": s.given_by}
+                    name: {"location": s.location or None, "given_by": s.given_by}
                     for name, s in self.source_report.items()
                 }
             doc["notes"] = self.notes + list(doc.get("notes") or [])
-            print(json.dumps(for_json(doc), indent=2))  # every string valid Unicode (a tag name that is not UTF-8)
+            print(json.dumps(for_json(doc), indent=2))  # every credential masked, every string valid Unicode
         else:
             render(self.out, *values)
         return code

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.input_files import file_kind
+from patchmgr.model.urls import mask_url
 
 
 def temp_path(path: Path) -> Path:
@@ -114,8 +115,10 @@ def check_output_file(path: str | Path, option: str) -> None:
 
 
 def write_output(path: str | Path, data: bytes, option: str) -> None:
-    """Write a file the user named (``--html PATH`` ...): checked again just before, then replaced atomically."""
+    """Write a file the user named (``--html PATH`` ...): checked again just before, then replaced atomically;
+    every credential in it masked (``urls.mask_url``), whatever rendering made it: a report is an output."""
     check_output_file(path, option)
+    data = mask_url(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
     try:
         write_atomic(Path(path), data)
     except OSError as exc:

@@ -38,8 +38,10 @@ from patchmgr.maintain.series_layout import (
 )
 from patchmgr.model.errors import PatchmgrError, StateError, UsageError
 from patchmgr.model.manifest import Target
+from patchmgr.model.patchfile import with_message_masked
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
+from patchmgr.model.urls import without_credentials
 from patchmgr.sources.upstream import Sources
 from patchmgr.targets.build import staged_mode
 from patchmgr.targets.project_files import STATE, recover_project, write_files
@@ -259,11 +261,12 @@ def _monolith(
     data = diff.encode("utf-8", "surrogateescape")  # git's bytes back as they were (a file that is not UTF-8)
     patch_name = f"{upstream.name}.patch"
     writes[into / patch_name] = data
-    for patch_id in upstream.patch_ids:
-        writes[piece_path(into, upstream.name, patch_id)] = project.patch_path(upstream.name, patch_id).read_bytes()
+    for patch_id in upstream.patch_ids:  # an image repository gets no credential: not in a patch's message either
+        piece = project.patch_path(upstream.name, patch_id).read_bytes()
+        writes[piece_path(into, upstream.name, patch_id)] = with_message_masked(piece)
     layout = SeriesUpstream(
         upstream.name,
-        upstream.git,
+        without_credentials(upstream.git),  # the build gets them from git (docs/images.md), never from these files
         upstream_status.commit or upstream.commit,
         upstream.version,
         upstream.pypi,

@@ -111,6 +111,8 @@ def pins_text(target: str, upstreams: list[SeriesUpstream]) -> str:
         "# (docker build --build-arg NAME_COMMIT=...) overrides a pin. The patches apply at these pins",
         "# only. To go back to patchmgr: patchmgr import <this folder>/series.conf --target NAME",
         f"# --dockerfile <this folder>/{PINS} gives back the target's patches ({RECORD_DIR}/ holds them).",
+        "# A URL is written without credentials: a private repository gets them from git at build time",
+        "# (a credential helper reading a build secret, see patchmgr's docs/images.md), never from here.",
     ]
     for upstream in upstreams:
         stem, folder = arg_prefix(upstream.name), f"{WORKSPACE}/{clone_folder(upstream.name, upstream.git)}"

@@ -26,6 +26,7 @@ from patchmgr.model.guards import SYNTAX, GuardSyntaxError, parse_guard
 from patchmgr.model.input_files import MAX_PATCH_BYTES, read_input
 from patchmgr.model.mailheader import am_subject, decoded, in_body_headers
 from patchmgr.model.text import bare_lines, split_lines
+from patchmgr.model.urls import mask_url
 
 DEP3_KEYS = (
     "Description",
@@ -169,6 +170,19 @@ def diff_line_index(lines: list[str]) -> int | None:
         ):
             return index
     return None
+
+
+def with_message_masked(data: bytes) -> bytes:
+    """A patch's bytes with every credential in its message (the mail, the DEP-3 fields: all before the diff)
+    masked (``urls.mask_url``), the diff byte for byte: a patch as patchmgr writes it outside the project."""
+    lines = split_lines(data.decode("utf-8", "surrogateescape"))
+    index = diff_line_index(lines)
+    cut = len(lines) if index is None else index
+    message = "".join(lines[:cut])
+    masked = mask_url(message)
+    if masked == message:
+        return data
+    return (masked + "".join(lines[cut:])).encode("utf-8", "surrogateescape")
 
 
 def is_mail(text: str) -> bool:

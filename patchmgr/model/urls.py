@@ -51,20 +51,34 @@ def ref_problem(ref: str) -> str | None:
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:'\"]*):([^/\s'\"]*)@")  # to the authority's last @
 # over http(s) a token is often given as the user alone (https://glpat-...@host, https://ghp_...@github.com)
 _WEB_USER = re.compile(r"(?i)\b(https?://)([^/@\s:'\"]+)@")
-
-
-# a token given in a URL's query string (https://host/lib.git?private_token=...)
-_SECRET_PARAMETER = re.compile(r"(?i)([?&](?:[a-z0-9_.-]*[_.-])?(?:token|key|password|secret)=)([^&#\s'\"]*)")
+# a query parameter named like a secret (https://host/lib.git?private_token=..., &api_key=..., X-Amz-Signature=...),
+# after ``?``, ``&`` or the ``&amp;`` that HTML and XML write for ``&``
+_SECRET_NAME = r"(?:[a-z0-9_.-]*[_.-])?(?:token|key|apikey|password|passwd|secret|signature|sig|credential|auth)"
+# its value: to the next parameter, the URL's end, or a ``,``, ``;`` or ``)`` that ends the sentence around it
+_SECRET_PARAMETER = re.compile(rf"(?i)((?:[?&]|&amp;){_SECRET_NAME}=)((?:[^&#\s'\"<>,;)]|[,;)]++(?=[^&#\s'\"<>,;)]))*)")
+# an HTTP header that carries credentials, as git's http.extraheader or curl's -H give it
+_AUTH_HEADER = re.compile(
+    r"(?i)\b((?:proxy-)?authorization:\s*(?:(?:basic|bearer|token|digest|negotiate)\s+)?|"
+    r"(?:private|job|deploy)-token:\s*|x-api-key:\s*)([^\s'\",;]+)"
+)
 
 
 def mask_url(text: str) -> str:
-    """``text`` with the password of every URL in it masked (https://user:***@host/x), over http(s) a user
-    given without a password too (https://***@host/x): that is where a token goes; and the value of every
-    query parameter named like a secret (``token``, ``private_token``, ``access_token``, ``key``, ``password``,
-    ``secret``...: https://host/x?private_token=***)."""
+    """``text`` with every credential in it masked as ``***``: the one finder of credentials that every output
+    and every written file goes through (``render/outside.py``, ``io/files.write_output``).
+
+    The password of every URL (https://user:***@host/x); over http(s) a user given without a password too
+    (https://***@host/x): that is where a token goes; the value of every query parameter named like a secret
+    (``token``, ``private_token``, ``access_token``, ``key``, ``api_key``, ``password``, ``secret``,
+    ``X-Amz-Signature``...: https://host/x?private_token=***); and the credentials of an ``Authorization:``
+    header (``Authorization: Bearer ***``) and of GitLab's ``PRIVATE-TOKEN:``. An ssh user (``ssh://git@host``,
+    ``git@host:org/r``) is a login, not a secret, and stays."""
     if not text:
         return text
-    text = _SECRET_PARAMETER.sub(r"\1***", text)
+    if "=" in text:
+        text = _SECRET_PARAMETER.sub(r"\1***", text)
+    if ":" in text:
+        text = _AUTH_HEADER.sub(r"\1***", text)
     if "@" not in text:
         return text
     return _WEB_USER.sub(r"\1***@", _CREDENTIALS.sub(r"\1:***@", text))
@@ -121,6 +135,27 @@ def _host_looks_like_option(url: str) -> bool:
     return any(piece.lstrip().startswith("-") for piece in re.split(r"[@\[]", authority))
 
 
+_SCHEME_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://(?P<authority>[^/?#]*)")
+
+
+def authority_problem(url: str) -> str | None:
+    """Why the host and port of a ``scheme://`` URL cannot be read (as ``urllib.parse`` reads them, which raises
+    on an unclosed ``[``: ``https://user:token@[bad/x``), or None; any other location has none to read."""
+    found = _SCHEME_AUTHORITY.match(url)
+    if found is None:
+        return None
+    authority = found["authority"]
+    if ("[" in authority) != ("]" in authority):
+        return "is not a URL: its host has an unclosed '[' or ']'"
+    host = authority.rpartition("@")[2]
+    port = host.rpartition("]")[2] if host.startswith("[") else host
+    if ":" in port:
+        digits = port.rpartition(":")[2]
+        if digits and not (digits.isascii() and digits.isdigit() and int(digits) <= 65535):
+            return "is not a URL: its port is not a number from 0 to 65535"
+    return None
+
+
 def url_problem(url: str, from_command_line: bool = False) -> str | None:
     """Why ``url`` may not be given to git, or None.
 
@@ -139,6 +174,9 @@ def url_problem(url: str, from_command_line: bool = False) -> str | None:
     # ssh://-oProxyCommand=... (CVE-2017-1000117): a host that ssh would read as an option
     if _host_looks_like_option(url):
         return f"{shown!r} names a host that looks like a command-line option"
+    authority = authority_problem(url)
+    if authority:
+        return f"{shown!r} {authority}"
     if lowered.startswith("ext::"):
         return "the ext:: transport runs commands and is refused"
     if "::" in url.split("/")[0] and not from_command_line:

@@ -12,7 +12,6 @@ from rich.table import Table
 from rich.text import Text
 
 from patchmgr.model.errors import PatchmgrError
-from patchmgr.model.urls import mask_url
 from patchmgr.render.outside import for_terminal, one_line
 from patchmgr.render.status_plain import STATE_STYLE
 
@@ -97,13 +96,13 @@ def report_error(error: PatchmgrError) -> int:
 
 def render_error(console: Console, error: PatchmgrError) -> None:
     """One ``error:`` line and one ``hint:`` line (a line break from outside, in a path or git's words, is shown,
-    so it cannot forge a line); a password in a URL is never printed. What the run did before it failed (a
-    killed run it recovered first) comes first, as ``note:`` lines."""
+    so it cannot forge a line); a credential is never printed (``one_line`` masks it). What the run did before it
+    failed (a killed run it recovered first) comes first, as ``note:`` lines."""
     for note in error.notes:
-        console.print(f"note: {one_line(mask_url(note))}", highlight=False, markup=False)
-    console.print(f"error: {one_line(mask_url(error.message))}", style="red", highlight=False, markup=False)
+        console.print(f"note: {one_line(note)}", highlight=False, markup=False)
+    console.print(f"error: {one_line(error.message)}", style="red", highlight=False, markup=False)
     if error.hint:
-        console.print(f"hint: {one_line(mask_url(error.hint))}", highlight=False, markup=False)
+        console.print(f"hint: {one_line(error.hint)}", highlight=False, markup=False)
 
 
 def patches(count: int) -> str:

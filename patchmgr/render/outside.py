@@ -9,15 +9,21 @@ what is shown, and the two non-characters XML forbids. Each becomes an escape th
 UTF-8 (git's output is decoded with ``surrogateescape``, so such a byte arrives as a lone surrogate, which
 no encoder writes). A tab stays; a line break (LF, or CR LF) stays where the text may span lines.
 
-The format functions below build on it, so no format can show a character another one escapes: the
-terminal (``for_terminal``; rich markup is never read, see ``console.make_console``), Markdown, GitHub
-workflow commands, XML (JUnit), HTML and JSON.
+It masks every credential first (``urls.mask_url``: a URL's password or token, a query parameter named like a
+secret, an ``Authorization:`` header's value), before any format's escapes change the text's shape and before
+rich wraps a table's cells: no format shows a credential, whatever part of a value holds it.
+
+The format functions below build on it, so no format can show a character another one escapes, nor a
+credential another one masks: the terminal (``for_terminal``; rich markup is never read, see
+``console.make_console``), Markdown, GitHub workflow commands, XML (JUnit), HTML and JSON.
 """
 
 from __future__ import annotations
 
 import re
 from html import escape
+
+from patchmgr.model.urls import mask_url
 
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff"
 _UNSAFE = re.compile(f"\r\n|[{_CONTROLS}]")  # CR LF is a line break as Windows writes it
@@ -36,9 +42,9 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def visible(text: str, lines: bool = True) -> str:
-    """``text`` with every character a terminal or a reader would act on written out as an escape; line feeds
-    (and CR LF) kept when ``lines``, else escaped too: one line stays one line."""
-    return (_UNSAFE if lines else _UNSAFE_IN_A_LINE).sub(_escape, text)
+    """``text`` with every credential masked and every character a terminal or a reader would act on written out
+    as an escape; line feeds (and CR LF) kept when ``lines``, else escaped too: one line stays one line."""
+    return (_UNSAFE if lines else _UNSAFE_IN_A_LINE).sub(_escape, mask_url(text))
 
 
 def one_line(text: str) -> str:
@@ -91,9 +97,11 @@ def for_html(text: str) -> str:
 
 
 def for_json(value: object) -> object:
-    """A JSON document's values with every string valid Unicode: a byte that was not UTF-8 (a lone surrogate,
-    which strict JSON readers refuse) as ``\\xff``; ``json.dumps`` escapes the control characters itself."""
+    """A JSON document's values with every credential masked and every string valid Unicode: a byte that was not
+    UTF-8 (a lone surrogate, which strict JSON readers refuse) as ``\\xff``; ``json.dumps`` escapes the control
+    characters itself."""
     if isinstance(value, str):
+        value = mask_url(value)
         return _SURROGATES.sub(_escape, value) if _SURROGATES.search(value) else value
     if isinstance(value, dict):
         return {for_json(key): for_json(item) for key, item in value.items()}

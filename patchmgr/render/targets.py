@@ -6,7 +6,6 @@ from __future__ import annotations
 from rich.console import Console
 
 from patchmgr.model.manifest import Target, Upstream
-from patchmgr.model.urls import mask_url
 from patchmgr.render.console import patches, say
 from patchmgr.render.outside import one_line
 from patchmgr.sources.settings import SourceSetting
@@ -18,9 +17,9 @@ def upstream_json(upstream: Upstream, setting: SourceSetting | None) -> dict:
         "commit": upstream.commit,
         "version": upstream.version,
         "pypi": upstream.pypi,
-        "git": [mask_url(url) for url in upstream.urls],
+        "git": list(upstream.urls),  # masked as every output is (render/outside)
         "patches": len(upstream.patch_ids),
-        "source": None if setting is None else {"location": mask_url(setting.location), "given_by": setting.given_by},
+        "source": None if setting is None else {"location": setting.location, "given_by": setting.given_by},
     }
 
 
@@ -47,12 +46,12 @@ def render_targets(
         say(console, target.name + (f"  {one_line(target.description)}" if target.description else ""), "bold")
         for upstream in target.upstreams:
             version = f" ({upstream.version})" if upstream.version else ""
-            where = f"  {mask_url(upstream.urls[0])}" if upstream.urls else f"  PyPI {upstream.pypi}"
+            where = f"  {upstream.urls[0]}" if upstream.urls else f"  PyPI {upstream.pypi}"
             count = patches(len(upstream.patch_ids))
             say(console, f"  {upstream.name}  pin {upstream.commit[:12]}{version}  {count}{where}")
             if upstream.name in settings:
                 setting = settings[upstream.name]
-                say(console, f"    source {mask_url(setting.location)}, given by {setting.given_by}")
+                say(console, f"    source {setting.location}, given by {setting.given_by}")
     for line in broken:
         say(console, f"warning: {line}", "yellow")
     if not targets and not broken:

@@ -10,26 +10,85 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from patchmgr.io.disk import os_problem
 from patchmgr.io.git_objects import LinkBlob
-from patchmgr.model.errors import SourceError
+from patchmgr.model.errors import SourceError, UsageError
 from patchmgr.model.source_identity import SourceIdentity, SourceKind
+from patchmgr.model.urls import authority_problem, control_character, mask_url
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 TIMEOUT_S = 30
 _SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 
 
+ENVIRONMENT = "PATCHMGR_INDEX_URL"
+
+
 def index_url() -> str:
-    """The package index (PEP 691 JSON simple API); PATCHMGR_INDEX_URL points at a mirror."""
-    return os.environ.get("PATCHMGR_INDEX_URL", DEFAULT_INDEX).rstrip("/")
+    """The package index (PEP 691 JSON simple API); PATCHMGR_INDEX_URL points at a mirror, perhaps with
+    credentials (``https://user:token@host/simple``: patchmgr sends them to that host only, and shows them
+    nowhere). One that is no URL of an index is bad input: one error, its password masked (exit 2)."""
+    given = os.environ.get(ENVIRONMENT, DEFAULT_INDEX)
+    problem = _index_problem(given)
+    if problem is not None:
+        raise UsageError(
+            f"{ENVIRONMENT} {mask_url(given)!r} {problem}",
+            f"set {ENVIRONMENT} to the simple API of a package index (https://host/simple), or unset it for PyPI",
+        )
+    return given.rstrip("/")
+
+
+def _index_problem(url: str) -> str | None:
+    """Why ``url`` is no URL of a package index that urllib can ask (http, https, or file for a folder), or None."""
+    problem = control_character(url) or authority_problem(url)
+    if problem:
+        return problem
+    scheme, _, rest = url.partition("://")
+    if not rest or scheme.lower() not in ("http", "https", "file"):
+        return "is not an http://, https:// or file:// URL"
+    host = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    if scheme.lower() != "file" and (not host or host.startswith(":")):
+        return "names no host"
+    return None
+
+
+def _open(url: str, accept: str | None = None) -> Any:  # urllib's response
+    """``url`` opened, without its user and password: those of the index URL are sent as an ``Authorization``
+    header, to the index's own host only (scheme, host and port), and never to a host it redirects to. urllib
+    reads no credentials in a URL, and one in the URL would be shown by every error that names it."""
+    import base64
+    import urllib.parse
+    import urllib.request
+
+    bare = _without_userinfo(url)
+    request = urllib.request.Request(bare, headers={"Accept": accept} if accept else {})
+    index = urllib.parse.urlsplit(index_url())
+    target = urllib.parse.urlsplit(bare)
+    same_host = (target.scheme, target.hostname, target.port) == (index.scheme, index.hostname, index.port)
+    if same_host and (index.username is not None or index.password is not None):
+        user, password = (urllib.parse.unquote(part or "") for part in (index.username, index.password))
+        token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        request.add_unredirected_header("Authorization", f"Basic {token}")
+    return urllib.request.urlopen(request, timeout=TIMEOUT_S)
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without the ``user:password@`` of its authority (everything else as it is: a signed query stays)."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def file_version(filename: str) -> Version | None:
@@ -171,45 +230,46 @@ class ReleaseCache:
         return ReleaseSource(project, version, file, _top(tree, file), package_root)
 
     def _files(self, project: str) -> list[dict]:
-        import urllib.error  # the network modules cost a noticeable share of a CLI start; only downloads need them
+        import http.client  # the network modules cost a noticeable share of a CLI start; only downloads need them
+        import urllib.error
         import urllib.parse
-        import urllib.request
 
         from packaging.utils import canonicalize_name
 
-        url = f"{index_url()}/{canonicalize_name(project)}/"
-        request = urllib.request.Request(url, headers={"Accept": _SIMPLE_JSON})
+        url = f"{_without_userinfo(index_url())}/{canonicalize_name(project)}/"  # the credentials go in _open
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            with _open(url, _SIMPLE_JSON) as response:
                 files = json.load(response)["files"]
+            # the index's links, made absolute (a link the index writes may be no URL urllib can read)
+            return [dict(f, url=_without_userinfo(urllib.parse.urljoin(url, f["url"]))) for f in files]
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 raise SourceError(
                     f"the package index has no project {project}", "check `pypi` in the manifest"
                 ) from exc
-            raise SourceError(f"the package index answered {exc.code} for {url}", "try again later") from exc
-        except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
+            hint = f"check the user and token in {ENVIRONMENT}" if exc.code in (401, 403) else "try again later"
+            raise SourceError(f"the package index answered {exc.code} for {url}", hint) from exc
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError, KeyError, TypeError) as exc:
             raise SourceError(f"cannot read {url}: {exc}", "check the network, or set PATCHMGR_INDEX_URL") from exc
-        return [dict(f, url=urllib.parse.urljoin(url, f["url"])) for f in files]
 
     def _download_and_unpack(self, file: ReleaseFile, folder: Path, tree: Path) -> None:
         import hashlib
+        import http.client
         import urllib.error
-        import urllib.request
 
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=folder, prefix=".unpack-") as tmp:
             archive = Path(tmp) / file.filename
             digest = hashlib.sha256()
             try:
-                response = urllib.request.urlopen(file.url, timeout=TIMEOUT_S)
-            except (urllib.error.URLError, OSError) as exc:
+                response = _open(file.url)
+            except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
                 raise SourceError(f"cannot download {file.url}: {exc}", "check the network") from exc
             with response, open(archive, "wb") as out:  # an error writing is the disk's, not the network's
                 while True:
                     try:
                         chunk = response.read(1 << 20)
-                    except (urllib.error.URLError, OSError) as exc:
+                    except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
                         raise SourceError(f"cannot download {file.url}: {exc}", "check the network") from exc
                     if not chunk:
                         break
