@@ -297,7 +297,7 @@ SMOKE_TEST = "tests/smoke/tinydist/test_core.py"
 
 
 def _smoke_project(tiny: Tiny, cli, test: str, conftest: str | None = None) -> None:
-    """Patch ``fix-1`` with its smoke test ``test``, applied into the environment (smoke tests only what apply wrote)."""
+    """Patch ``fix-1`` with its smoke test ``test``, applied into the environment (smoke tests what apply wrote)."""
     fields = f"Origin: vendor\nUpstream-Status: Pending\nSmoke-Test: {SMOKE_TEST}"
     mail = make_series(tiny.repo, tiny.pin, [({"tinydist/core.py": core_with(500)}, "Core five")], fields=fields)[0]
     tiny.project.add_patch("tinydist", "fix-1", mail)

@@ -64,22 +64,30 @@ def remove_a_patch(scene: Scene) -> str:
     return "lib: patch fix-add was removed from the series since apply"
 
 
+def reorder_the_series(scene: Scene) -> str:
+    scene.manifest(("readme", "fix-add"))
+    return "lib: the series was reordered since apply (now readme, fix-add)"
+
+
 CHANGES = {
     "patch-edited": edit_the_patch,
     "file-edited-by-hand": edit_the_build,
     "pin-moved": move_the_pin,
     "patch-added": add_a_patch,
     "patch-removed": remove_a_patch,
+    "series-reordered": reorder_the_series,
 }
 
 
 def applied(scene: Scene, change: str) -> Scene:
-    """``fix-add`` (and, to be removed, ``readme``) applied into the build, whose tests pass: a proven patch."""
+    """``fix-add`` (and, to be removed or moved, ``readme``) applied into the build, whose tests pass: a proven
+    patch."""
+    two = change in ("patch-removed", "series-reordered")
     scene.patch()
-    if change == "patch-removed":
+    if two:
         scene.patch(smoke_tests=None, patch_id="readme", files={"README": "lib, patched\n"})
     scene.smoke_test(DETECTS)
-    scene.manifest(("fix-add", "readme") if change == "patch-removed" else ("fix-add",))
+    scene.manifest(("fix-add", "readme") if two else ("fix-add",))
     scene.apply()
     return scene
 

@@ -41,7 +41,8 @@ class EnvOutcome:
     notes: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     # verify's findings: what the environment holds otherwise than its ledger records, the upstreams asked for
-    # that no apply patched there, whether it has a ledger of the target at all, and the --upstream names
+    # that no apply patched there, whether it has a ledger of the target at all, and the upstreams asked for
+    # when --upstream left some out (for the hint's apply)
     differences: list[str] = field(default_factory=list)
     unapplied: list[str] = field(default_factory=list)
     has_ledger: bool = True
