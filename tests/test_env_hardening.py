@@ -296,7 +296,8 @@ def test_missing_or_other_version_is_bad_input(tiny, cli, tmp_path):
 SMOKE_TEST = "tests/smoke/tinydist/test_core.py"
 
 
-def _smoke_project(tiny: Tiny, test: str, conftest: str | None = None) -> None:
+def _smoke_project(tiny: Tiny, cli, test: str, conftest: str | None = None) -> None:
+    """Patch ``fix-1`` with its smoke test ``test``, applied into the environment (smoke tests what apply wrote)."""
     fields = f"Origin: vendor\nUpstream-Status: Pending\nSmoke-Test: {SMOKE_TEST}"
     mail = make_series(tiny.repo, tiny.pin, [({"tinydist/core.py": core_with(500)}, "Core five")], fields=fields)[0]
     tiny.project.add_patch("tinydist", "fix-1", mail)
@@ -318,6 +319,8 @@ def _smoke_project(tiny: Tiny, test: str, conftest: str | None = None) -> None:
     (path.parent / "helper_here.py").write_text("VALUE = 1\n")
     if conftest is not None:
         (tiny.project.root / "tests" / "conftest.py").write_text(conftest)
+    applied = cli("apply", *tiny.src())
+    assert applied.code == 0, applied.out + applied.err
 
 
 TORCH_TEST = (
@@ -329,7 +332,7 @@ TORCH_TEST = (
 
 def test_smoke_names_what_the_environment_lacks(tiny, cli):
     """A --without-pip venv holds neither pytest nor torch: one error naming both and how to install them."""
-    _smoke_project(tiny, TORCH_TEST)
+    _smoke_project(tiny, cli, TORCH_TEST)
     # megatron.bridge is installed, megatron.core (another distribution in the same namespace) is not
     (site_packages(tiny.venv) / "megatron" / "bridge").mkdir(parents=True)
     (site_packages(tiny.venv) / "megatron" / "bridge" / "__init__.py").write_text("")
@@ -345,7 +348,7 @@ def test_smoke_names_what_the_environment_lacks(tiny, cli):
 
 def test_smoke_names_patchmgrs_own_dependencies_a_conftest_needs(tiny, cli):
     """A conftest that imports patchmgr's CLI needs typer, rich, ... in that environment: all named at once."""
-    _smoke_project(tiny, "def test_core():\n    assert True\n", conftest="from patchmgr.cli.app import app\n")
+    _smoke_project(tiny, cli, "def test_core():\n    assert True\n", conftest="from patchmgr.cli.app import app\n")
     site = site_packages(tiny.venv)
     (site / "pytest.py").write_text("")  # found by the check; the run never starts
     result = cli("smoke", *tiny.args("--device", "cpu"))
@@ -355,7 +358,7 @@ def test_smoke_names_patchmgrs_own_dependencies_a_conftest_needs(tiny, cli):
 
 def test_smoke_device_probe_that_is_not_json(tiny, cli, tmp_path):
     """An interpreter that answers the environment probe but prints garbage to the device probe: exit 2."""
-    _smoke_project(tiny, "def test_core():\n    assert True\n")
+    _smoke_project(tiny, cli, "def test_core():\n    assert True\n")
     (site_packages(tiny.venv) / "pytest.py").write_text("")
     wrapper = tmp_path / "wrapped-python"
     wrapper.write_text(

@@ -14,9 +14,10 @@ gets wrong and why the tests catch it, and the text smoke's failure reason must 
     }
 
 For each file, in a copy of the project (manifests, patches, smoke tests) whose real patch is replaced by the
-half-fix, the upstream's whole series is applied into a fresh folder, so the half-fix sits where the patch
-sits; then ``patchmgr smoke`` runs that patch's tests alone (the upstream's series in the copy is cut down to
-it: the other patches' tests say nothing about this one and cost a pytest process each). Required: exit 1,
+half-fix, the upstream's series up to that patch is applied into a fresh folder, so the half-fix sits where the
+patch sits (the patches after it say nothing about this one, and smoke tests only a build that holds exactly
+the manifest's series: the series is cut in the copy before apply, never after); then ``patchmgr smoke`` runs
+those patches' tests, and this patch's verdict is the one looked at. Required: exit 1,
 the verdict ``failed`` (an error is no catch: ``not-proven``), no test of the patch erring, and the failure
 reason containing the text given, so a stand-in's AttributeError or an unrelated exception cannot pass for a
 catch.
@@ -187,14 +188,17 @@ def project_copy(fix: HalfFix, where: Path) -> Path:
     return project
 
 
-def only_this_patch(project: Path, fix: HalfFix) -> None:
-    """Cut the upstream's series in the copy's manifest down to the patch, for smoke (apply has run)."""
+def series_up_to_this_patch(project: Path, fix: HalfFix) -> None:
+    """Cut the upstream's series in the copy's manifest after the patch, before apply (smoke refuses a build whose
+    series changed since apply)."""
     manifest = project / "manifests" / f"{TARGET}.toml"
     text = manifest.read_text()
+    ids = tomllib.loads(text)["upstreams"][fix.upstream]["patches"]
+    kept = ids[: ids.index(fix.patch) + 1]
     section = re.search(rf"^\[upstreams\.{re.escape(fix.upstream)}\]\s*$", text, re.MULTILINE)
     series = re.compile(r"^patches\s*=\s*\[[^\]]*\]", re.MULTILINE | re.DOTALL).search(text, section.end())
-    manifest.write_text(text[: series.start()] + f'patches = ["{fix.patch}"]' + text[series.end() :])
-    assert tomllib.loads(manifest.read_text())["upstreams"][fix.upstream]["patches"] == [fix.patch]
+    manifest.write_text(text[: series.start()] + f"patches = {json.dumps(kept)}" + text[series.end() :])
+    assert tomllib.loads(manifest.read_text())["upstreams"][fix.upstream]["patches"] == kept
 
 
 def patchmgr(project: Path, cache: Path, *args: str, environ: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -213,8 +217,9 @@ def patchmgr(project: Path, cache: Path, *args: str, environ: dict[str, str] | N
 
 
 def run_half_fix(fix: HalfFix, where: Path, cache: Path, environ: dict[str, str]) -> dict:
-    """Apply the series with the half-fix in place of the patch, then smoke the patch alone."""
+    """Apply the series up to the half-fix in place of the patch, then smoke it."""
     project = project_copy(fix, where)
+    series_up_to_this_patch(project, fix)
     into = where / "build"
     sources = [a for n, loc in git_sources().items() if n == fix.upstream for a in ("--source", f"{n}={loc}")]
     code, out, err = patchmgr(
@@ -222,7 +227,6 @@ def run_half_fix(fix: HalfFix, where: Path, cache: Path, environ: dict[str, str]
     )
     if code != 0:
         return {"stage": "apply", "code": code, "output": out + err}
-    only_this_patch(project, fix)
     code, out, err = patchmgr(
         project,
         cache,

@@ -47,7 +47,8 @@ def command(
     root: options.RootOpt = Path("."),
 ) -> int:
     from patchmgr.render.smoke import render_smoke, smoke_json
-    from patchmgr.smoke.runner import run_smoke
+    from patchmgr.smoke.runner import check_run_options, run_smoke
+    from patchmgr.targets.verified_trees import verified_trees
 
     session = Session("smoke", root, json_output)
     if both and unpatched:
@@ -57,14 +58,9 @@ def command(
     only = upstream or []
     # --into with --python: the checkout's code on another interpreter (an upstream that needs a newer Python)
     selected, place = session.placed_target(target, into, None if into is not None else python, only)
-    if isinstance(place, str):  # --python PATH alone: an installed environment
-        from patchmgr.targets.installed import environment_trees
-
-        trees = environment_trees(selected, place, only)
-    else:
-        from patchmgr.targets.trees import checkout_trees
-
-        trees = checkout_trees(selected, place, only)
+    check_run_options(device, timeout)  # bad input before the build is looked at
+    # --python PATH alone (place is a str): an installed environment; every mode tests only a build that verifies
+    trees = verified_trees(session.project, selected, place, only)
     progress = smoke_progress(session, json_output)
     if both:
         from patchmgr.render.smoke_ref import both_json, render_ref_smoke

@@ -124,6 +124,7 @@ def render_verify(console: Console, outcome: VerifyOutcome) -> None:
         return
     for problem in outcome.problems:
         say(console, f"differs: {problem}", "red")
+    say(console, f"hint: {outcome.hint}")
 
 
 def lint_json(problems: list[LintProblem], checked: int) -> dict:
@@ -204,6 +205,8 @@ def render_env(console: Console, outcome: EnvOutcome) -> None:
         "differs": "the environment differs from what apply wrote (see above)",
     }
     say(console, messages[outcome.action], "green" if outcome.ok else "red")
+    if outcome.action == "differs":
+        say(console, f"hint: {outcome.hint}")
 
 
 def roots_json(trees: list[SmokeTree]) -> dict:

@@ -130,6 +130,14 @@ def _devices_answer(raw: object) -> dict[str, str | None]:
     return {device: text_or_none(answer[device], device) for device in DEVICES}
 
 
+def check_run_options(device: str, timeout: float | None) -> None:
+    """``--device`` and ``--timeout`` (None: the default) are values a run can take, else bad input (exit 2)."""
+    if device not in ("auto", *DEVICES):
+        raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"--timeout {timeout:g}: a time limit must be more than 0 seconds", "use --timeout 300")
+
+
 def run_smoke(
     project: Project,
     target: Target,
@@ -149,10 +157,7 @@ def run_smoke(
     checked_python = python
     python = python or sys.executable
     chosen: dict[str, UpstreamPython] = {}
-    if device not in ("auto", *DEVICES):
-        raise UsageError(f"--device {device!r} is not one of auto, cpu, cuda, npu", "use --device auto")
-    if not timeout > 0:
-        raise UsageError(f"--timeout {timeout:g}: a time limit must be more than 0 seconds", "use --timeout 300")
+    check_run_options(device, timeout)
     check_smoke_tests(project, trees)
     if checked_python is None:  # each upstream on its own Python (smoke.choice), environments made before any test
         pythons = {} if pythons is None else pythons

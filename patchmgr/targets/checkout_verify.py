@@ -13,20 +13,35 @@ from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
 from patchmgr.targets.into_lock import STATE, locked_into
-from patchmgr.targets.ledger import UpstreamLedger, read_into_ledger, verify_recorded
+from patchmgr.targets.ledger import UpstreamLedger, read_into_ledger, reapply_hint, verify_recorded
 
 
 @dataclass(frozen=True)
 class VerifyOutcome:
     target: str
     into: Path
-    problems: tuple[str, ...]  # empty: DIR holds exactly what apply wrote
+    differences: tuple[str, ...]  # what DIR holds otherwise than its ledger records (or another target's ledger)
     checked: tuple[str, ...]  # the upstreams verified
     notes: tuple[str, ...]
+    unapplied: tuple[str, ...] = ()  # the upstreams asked for that no apply wrote into DIR (every one: no ledger)
+    has_ledger: bool = True
+    only: tuple[str, ...] = ()  # the upstreams --upstream named (none: all of them)
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """Everything verify reports (empty: DIR holds exactly what apply wrote): what DIR lacks, then what differs."""
+        if not self.has_ledger:
+            return (f"{self.into} has no ledger: it was not made by `patchmgr apply`",)
+        return tuple(f"{name}: not applied into {self.into}" for name in self.unapplied) + self.differences
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def hint(self) -> str:
+        """The next step when DIR differs: the apply that rebuilds it."""
+        return reapply_hint(self.target, self.into, self.only)
 
 
 def verify_into(project: Project, target: Target, into: Path, only: Sequence[str] = ()) -> VerifyOutcome:
@@ -56,24 +71,25 @@ def _read_only(folder: Path) -> bool:
 def _verify_ledger(
     project: Project, target: Target, into: Path, only: Sequence[str], notes: list[str]
 ) -> VerifyOutcome:
-    problems: list[str] = []
+    differences: list[str] = []
     checked: list[str] = []
+    unapplied: list[str] = []
+    asked = [upstream for upstream in target.upstreams if not only or upstream.name in only]
     ledger = read_into_ledger(into) if into.is_dir() else None
     if ledger is None:
-        problems.append(f"{into} has no ledger: it was not made by `patchmgr apply`")
+        unapplied = [upstream.name for upstream in asked]
     elif ledger.target != target.name:
-        problems.append(f"{into} holds target {ledger.target}, not {target.name}")
+        differences.append(f"{into} holds target {ledger.target}, not {target.name}")
     else:
-        for upstream in target.upstreams:
-            if only and upstream.name not in only:
-                continue
+        for upstream in asked:
             entry = ledger.upstream(upstream.name)
             if entry is None:
-                problems.append(f"{upstream.name}: not applied into {into}")
+                unapplied.append(upstream.name)
                 continue
-            problems += _verify_upstream(project, upstream, entry, into / upstream.name)
+            differences += _verify_upstream(project, upstream, entry, into / upstream.name)
             checked.append(upstream.name)
-    return VerifyOutcome(target.name, into, tuple(problems), tuple(checked), tuple(notes))
+    found = (tuple(differences), tuple(checked), tuple(notes), tuple(unapplied), ledger is not None, tuple(only))
+    return VerifyOutcome(target.name, into, *found)
 
 
 def _verify_upstream(project: Project, upstream: Upstream, entry: UpstreamLedger, folder: Path) -> list[str]:

@@ -20,7 +20,7 @@ from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.records import sha256_bytes
 from patchmgr.sources.environment import Environment, probe
 from patchmgr.targets.actions import ApplyAction
-from patchmgr.targets.ledger import Ledger, UpstreamLedger, read_ledger
+from patchmgr.targets.ledger import Ledger, UpstreamLedger, read_ledger, reapply_hint
 
 
 class EnvAction(StrEnum):
@@ -39,8 +39,26 @@ class EnvOutcome:
     action: ApplyAction | EnvAction
     status: TargetStatus | None = None
     notes: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
+    # verify's findings: what the environment holds otherwise than its ledger records, the upstreams asked for
+    # that no apply patched there, whether it has a ledger of the target at all, and the upstreams asked for
+    # when --upstream left some out (for the hint's apply)
+    differences: list[str] = field(default_factory=list)
+    unapplied: list[str] = field(default_factory=list)
+    has_ledger: bool = True
+    only: tuple[str, ...] = ()
+
+    @property
+    def problems(self) -> list[str]:
+        """Everything verify reports (empty: the environment holds exactly what apply wrote)."""
+        if not self.has_ledger:
+            return [f"no patchmgr ledger for target {self.target} in {self.python}'s environment"]
+        return [f"{name}: not applied in this environment" for name in self.unapplied] + self.differences
+
+    @property
+    def hint(self) -> str:
+        """The next step when the environment differs: the apply that patches it again."""
+        return reapply_hint(self.target, self.python, self.only)
 
     @property
     def ok(self) -> bool:

@@ -24,12 +24,16 @@ def verify_opened(project: Project, target: Target, environment: Environment, up
     """``verify_environment`` of an environment already probed (apply verifies before it re-applies)."""
     state = EnvState(environment, target.name)
     outcome = EnvOutcome(target.name, environment.python, EnvAction.VERIFIED, notes=recovered_notes(environment))
+    if len(upstreams) < len(target.upstreams):
+        outcome.only = tuple(upstream.name for upstream in upstreams)
     ledger = state.read_ledger()
-    if ledger is None:
-        outcome.problems.append(f"no patchmgr ledger for target {target.name} in {environment.prefix}")
-    else:
-        for upstream in upstreams:
-            outcome.problems += _verify_upstream(project, environment, upstream, ledger.upstream(upstream.name))
+    outcome.has_ledger = ledger is not None
+    for upstream in upstreams:
+        entry = None if ledger is None else ledger.upstream(upstream.name)
+        if entry is None:
+            outcome.unapplied.append(upstream.name)
+        else:
+            outcome.differences += _verify_upstream(project, environment, upstream, entry)
     if outcome.problems:
         outcome.action = EnvAction.DIFFERS
     return outcome
@@ -44,11 +48,9 @@ def recovered_notes(environment: Environment) -> list[str]:
 
 
 def _verify_upstream(
-    project: Project, environment: Environment, upstream: Upstream, entry: UpstreamLedger | None
+    project: Project, environment: Environment, upstream: Upstream, entry: UpstreamLedger
 ) -> list[str]:
     """The common checks (``verify_recorded``), then the distribution's version and its RECORD rows."""
-    if entry is None:
-        return [f"{upstream.name}: not applied in this environment"]
     env = entry.env_part()
     problems = []
     dist = environment.dists.get(upstream.name)

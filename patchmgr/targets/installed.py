@@ -245,9 +245,9 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus) -> tuple
     return writes, ledger
 
 
-def environment_trees(target: Target, python: str, only: Sequence[str] = ()) -> list[SmokeTree]:
-    """Each upstream's installed code for the smoke tests; unpatched means the saved originals put back."""
-    environment, upstreams = open_environment(python, target, only)
+def environment_trees(target: Target, environment: Environment, upstreams: list[Upstream]) -> list[SmokeTree]:
+    """Each upstream's installed code for the smoke tests (``verified_trees`` proves it is what apply wrote);
+    unpatched means the saved originals put back."""
     # like apply and status: a missing distribution, or another version than the pin, is bad input (exit 2),
     # never smoke tests run against code the manifest does not pin
     dists = require_dists(environment, upstreams)
@@ -257,6 +257,10 @@ def environment_trees(target: Target, python: str, only: Sequence[str] = ()) -> 
     trees = []
     for upstream, dist in zip(upstreams, dists, strict=False):
         entry = ledger.upstream(upstream.name) if ledger else None
+        if entry is None:  # its installed code is the upstream's own: smoke with the patches would test without
+            why = f"{upstream.name} is not applied in {environment.python}'s environment: run `patchmgr apply` for it"
+            trees.append(SmokeTree(upstream, None, why))
+            continue
         trees.append(
             SmokeTree(upstream, dist.import_root, unpatched=partial(_unpatched_install, dist, state.originals(entry)))
         )

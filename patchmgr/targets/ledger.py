@@ -13,7 +13,8 @@ unversioned one for ``--python``) are read too.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -168,14 +169,7 @@ def verify_recorded(
     problems = []
     if entry.pin != upstream.commit:
         problems.append(f"{name}: applied for pin {entry.pin[:12]}, but the pin is now {upstream.commit[:12]}")
-    current = [(p.id, p.sha256) for p in project.patches(upstream)]
-    recorded = entry.series()[1]
-    if current != recorded:
-        changed = sorted(
-            {pid for pid, _ in current} ^ {pid for pid, _ in recorded}
-            | {pid for pid, sha in current if (pid, sha) not in recorded}
-        )
-        problems.append(f"{name}: the patch series changed since apply ({', '.join(changed)})")
+    problems += series_changes(name, [(p.id, p.sha256) for p in project.patches(upstream)], entry.series()[1])
     differs = []
     for path, digest in entry.files.items():
         file = where(path)
@@ -183,6 +177,27 @@ def verify_recorded(
         if actual != digest:
             differs.append(path)
     return problems, differs
+
+
+def series_changes(name: str, current: list[tuple[str, str]], recorded: list[tuple[str, str]]) -> list[str]:
+    """How upstream ``name``'s series (patch id, sha256 in order) differs from the one apply recorded, each patch
+    named: its file changed, it joined or left the series, or the same patches are in another order."""
+    now, then = dict(current), dict(recorded)
+    changes = [f"{name}: patch {pid} changed since apply" for pid, sha in current if then.get(pid, sha) != sha]
+    changes += [f"{name}: patch {pid} was added to the series since apply" for pid, _ in current if pid not in then]
+    changes += [f"{name}: patch {pid} was removed from the series since apply" for pid, _ in recorded if pid not in now]
+    if not changes and current != recorded:
+        order = ", ".join(pid for pid, _ in current)
+        changes.append(f"{name}: the series was reordered since apply (now {order})")
+    return changes
+
+
+def reapply_hint(target: str, place: Path | str, only: Sequence[str] = ()) -> str:
+    """What to do when a build (``place``: DIR of ``apply --into``, or the interpreter of ``apply --python``) differs
+    from its ledger, or has none: apply the target there again (the upstreams ``only`` names, when given)."""
+    where = f"--into {shlex.quote(str(place))}" if isinstance(place, Path) else f"--python {shlex.quote(place)}"
+    upstreams = "".join(f" --upstream {shlex.quote(name)}" for name in only)
+    return f"apply it again: `patchmgr apply --target {target} {where}{upstreams}`"
 
 
 def _digest(value: object, what: str) -> str:

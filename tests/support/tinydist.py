@@ -74,8 +74,9 @@ class Tiny:
         """The git path of a file of the package (under package-root, when there is one)."""
         return f"{self.root}/{path}" if self.root else path
 
-    def series(self, *steps: tuple[dict[str, str | None], str]) -> None:
-        mails = make_series(self.repo, self.pin, list(steps))
+    def series(self, *steps: tuple[dict[str, str | None], str], fields: str | None = None) -> None:
+        """The patches ``fix-1``, ``fix-2``, ... of ``steps`` in target ``t`` (their DEP-3 ``fields`` when given)."""
+        mails = make_series(self.repo, self.pin, list(steps), *([fields] if fields is not None else []))
         ids = []
         for number, mail in enumerate(mails, 1):
             ids.append(f"fix-{number}")
