@@ -110,14 +110,34 @@ def test_bump_smoke_says_so_before_the_pin_moves_and_drops_only_when_asked(scene
     assert "--drop-upstream-by-smoke" in said.out and "refused: lib stays at" in said.out
     assert snapshot(scene.project.root) == before
 
+    planned = scene.bump("--smoke", "--drop-upstream-by-smoke", "--dry-run")
+    assert planned.code == 0, planned.out + planned.err
+    # the patch file and its smoke test leave together, both named
+    assert "  would remove patches/lib/fix-calc.patch and its smoke test tests/smoke/lib/test_calc.py\n" in planned.out
+    assert snapshot(scene.project.root) == before
+
     dropped = scene.bump("--smoke", "--drop-upstream-by-smoke", "--json")
     assert dropped.code == 0, dropped.out + dropped.err
     assert dropped.json["action"] == "bumped"
     assert dropped.json["dropped"] == ["fix-calc"] and list(dropped.json["dropped_by_smoke"]) == ["fix-calc"]
+    assert dropped.json["tests_removed"] == {"fix-calc": [TEST_FILE]}
     manifest = (scene.project.root / "manifests/t.toml").read_text()
     assert f'commit = "{scene.v2}"' in manifest and '"fix-calc"' not in manifest
     assert "# dropped fix-calc at v2: upstream by smoke" in manifest  # the evidence, named where the series changed
     assert not (scene.project.root / "patches/lib/fix-calc.patch").exists()
+    assert not (scene.project.root / TEST_FILE).exists()
+    assert (scene.project.root / "tests/smoke/lib").is_dir()  # the folder, and whatever else it holds, stay
+
+
+@pytest.mark.parametrize("scene", ["upstream"], indirect=True)
+def test_a_smoke_test_another_patch_names_stays_when_the_patch_is_dropped(scene):
+    # another patch file of lib (listed by no target here) names the same test file: it stays
+    patches = scene.project.root / "patches/lib"
+    (patches / "calc-too.patch").write_bytes((patches / "fix-calc.patch").read_bytes())
+    dropped = scene.bump("--smoke", "--drop-upstream-by-smoke")
+    assert dropped.code == 0, dropped.out + dropped.err
+    assert "  removed patches/lib/fix-calc.patch\n" in dropped.out, dropped.out
+    assert not (patches / "fix-calc.patch").exists() and (scene.project.root / TEST_FILE).is_file()
 
 
 @pytest.mark.parametrize("scene", ["upstream"], indirect=True)
