@@ -97,7 +97,7 @@ def smoke_at_refs(
     with scratch.folder("smoke-at-ref") as where:
         trees = [_scratch_tree(status, sources, Path(where), target.name, smoke.notes) for status in statuses]
         _run_both(project, target, trees, options, smoke)
-        at_pins = [s.upstream for s in statuses if not _at_the_pin(s) and _passes_without(smoke, s.upstream)]
+        at_pins = [_passing_without(smoke, s.upstream) for s in statuses if not _at_the_pin(s)]
         _run_at_pins(project, target, at_pins, sources, Path(where) / "pins", options, smoke)
     at_pin = smoke.at_pin or SmokeReport(target.name, unpatched=True)  # none ran at a pin: no test needed it
     for status in statuses:
@@ -126,10 +126,10 @@ def smoke_checkout(
         target.name, notes=[f"{upstream.name}: smoke at {ref} ({base[:12]}) in the edit checkout {checkout}"]
     )
     _run_both(project, target, [checkout_tree(upstream, checkout, base)], options, smoke)
-    pinned = base == upstream.commit
-    if not pinned and _passes_without(smoke, upstream):
+    pinned, needed = base == upstream.commit, _passing_without(smoke, upstream)
+    if not pinned and needed.patch_ids:
         with scratch.folder("smoke-at-pin") as where:
-            _run_at_pins(project, target, [upstream], sources, Path(where), options, smoke)
+            _run_at_pins(project, target, [needed], sources, Path(where), options, smoke)
     at_pin = smoke.at_pin or SmokeReport(target.name, unpatched=True)
     _judge(smoke, project, upstream, ref, left_out, None if pinned else at_pin)
     return smoke
@@ -182,10 +182,16 @@ def _at_the_pin(status: UpstreamStatus) -> bool:
     return status.commit is not None and status.commit == status.upstream.commit
 
 
-def _passes_without(smoke: RefSmoke, upstream: Upstream) -> bool:
-    """Whether a test of ``upstream`` passed without its patch: only then does its run at the pin matter."""
+def _passing_without(smoke: RefSmoke, upstream: Upstream) -> Upstream:
+    """``upstream`` with only its patches one of whose tests passed at the ref without them: only theirs need the
+    run at the pin (none: no run there)."""
     run = smoke.unpatched
-    return run is not None and any(r.upstream == upstream.name and r.result is TestOutcome.PASSED for r in run.results)
+    passing = (
+        {r.patch for r in run.results if r.upstream == upstream.name and r.result is TestOutcome.PASSED}
+        if run
+        else set()
+    )
+    return replace(upstream, patch_ids=tuple(p for p in upstream.patch_ids if p in passing))
 
 
 def _run_at_pins(
@@ -197,8 +203,10 @@ def _run_at_pins(
     options: SmokeOptions,
     smoke: RefSmoke,
 ) -> None:
-    """``upstreams``' tests run without the patches at their pins, each in a scratch checkout of the pin: where a
-    test passes without its patch at the ref, that run says whether it detects the bug at all."""
+    """The tests of ``upstreams``' patches (each narrowed to those a test of which passed at the ref without them)
+    run without the patches at their pins, each in a scratch checkout of the pin: that run says whether a test
+    that passes at the ref without its patch detects the bug at all."""
+    upstreams = [upstream for upstream in upstreams if upstream.patch_ids]
     if not upstreams:
         return
     trees = [_pin_tree(project, upstream, sources, where, target.name, smoke.notes) for upstream in upstreams]
