@@ -107,6 +107,10 @@ def test_bump_smoke_says_so_before_the_pin_moves_and_drops_only_when_asked(scene
     said = scene.bump("--smoke")
     assert said.code == 1, said.out + said.err  # the patch conflicts at v2: the bump refuses, as without --smoke
     assert "upstream (by smoke): lib/fix-calc: every test passes at v2 without the patch" in said.out
+    assert (
+        "upstream by smoke at v2: fix-calc (every smoke test passes there without it, and failed without it at "
+        in said.out
+    )
     assert "--drop-upstream-by-smoke" in said.out and "refused: lib stays at" in said.out
     assert snapshot(scene.project.root) == before
 

@@ -138,7 +138,8 @@ def render_bump_smoke(console: Console, outcome: BumpOutcome, smoke: RefSmoke) -
         say(
             console,
             f"upstream by smoke at {outcome.plan.ref}: {', '.join(upstream)} (every smoke test passes there without "
-            "it); to drop it on that evidence, run the same bump with --smoke --drop-upstream-by-smoke",
+            "it, and failed without it at the pin); to drop it on that evidence, run the same bump with --smoke "
+            "--drop-upstream-by-smoke",
             "cyan",
         )
 

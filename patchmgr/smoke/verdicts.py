@@ -113,10 +113,11 @@ def undetected_at_pin(at_pin: PatchRun, tests: Sequence[SmokeResult]) -> str:
     return f"{UNDETECTED}: {short_name(unseen[0])} did not run there" if unseen else ""
 
 
-def short_name(result: SmokeResult) -> str:
-    """A test as people read it: its pytest name, with its device when that is not ``cpu``."""
+def short_name(result: SmokeResult, cpu_named: bool = False) -> str:
+    """A test as people read it: its pytest name, with its device when that is not ``cpu`` (or ``cpu_named``)."""
     name = result.test.rsplit("::", 1)[-1] if "::" in result.test else result.test
-    return name + (f" on {result.device}" if result.device not in ("cpu", "-") else "")
+    unnamed = ("-",) if cpu_named else ("cpu", "-")
+    return name + (f" on {result.device}" if result.device not in unnamed else "")
 
 
 def on_another_python(
@@ -143,8 +144,7 @@ def patch_verdict(
     """The verdict on one patch from all its results (every test on every device)."""
 
     def where(r: SmokeResult) -> str:  # the device always: a plain smoke run's lines name it
-        name = r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test
-        return name + (f" on {r.device}" if r.device != "-" else "")
+        return short_name(r, cpu_named=True)
 
     def judged(verdict: Verdict, reason: str) -> PatchVerdict:
         return PatchVerdict(patch, upstream, verdict, reason)
