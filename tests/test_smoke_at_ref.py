@@ -252,3 +252,13 @@ def test_at_the_pin_itself_the_run_without_the_patches_is_the_pins(never_detects
     verdict, reason = smoke_verdicts(result.json)["fix-calc"]
     assert verdict == "not-proven" and reason.startswith("its tests do not detect the bug at the pin: test_add"), reason
     assert result.json["smoke"]["at_pin"] is None and "at the pin:" not in result.err  # no third run
+
+
+def test_matrix_smoke_takes_no_pass_of_a_test_that_never_detected_the_bug_as_evidence(never_detects):
+    scene = never_detects
+    result = scene.cli("matrix", "--target", "t", "--source", f"lib={scene.upstream.path}", "--smoke", "--json")
+    verdict, reason = smoke_verdicts(result.json)["fix-calc"]
+    assert (verdict, reason) == (
+        "not-proven",
+        "its tests do not detect the bug at the pin: test_add passes there without the patch",
+    )
