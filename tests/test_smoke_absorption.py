@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from patchmgr.smoke.absorption import Absorption, ref_verdict
-from patchmgr.smoke.verdicts import NO_SMOKE_TEST, SmokeResult, TestOutcome, patch_verdict
+from patchmgr.smoke.verdicts import NO_SMOKE_TEST, PatchRun, SmokeResult, TestOutcome, patch_verdict
 
 P, F, E, T = TestOutcome.PASSED, TestOutcome.FAILED, TestOutcome.ERROR, TestOutcome.TIMED_OUT
 
@@ -17,15 +17,22 @@ def _results(*outcomes: TestOutcome) -> list[SmokeResult]:
     ]
 
 
-def _judge(patched: list[SmokeResult], unpatched: list[SmokeResult], not_applied: str = ""):
-    return ref_verdict(
-        "v2",
-        patch_verdict("fix", "lib", patched, False),
-        patch_verdict("fix", "lib", unpatched, True),
-        patched,
-        unpatched,
-        not_applied,
-    )
+def _run(results: list[SmokeResult], unpatched: bool, not_run: str = "") -> PatchRun:
+    return PatchRun(patch_verdict("fix", "lib", results, unpatched, not_run), tuple(results))
+
+
+# without the patch at the pin, every test failed its assertion: each detects the bug
+AT_PIN_DETECTS = (F, F)
+
+
+def _judge(
+    patched: list[SmokeResult],
+    unpatched: list[SmokeResult],
+    not_applied: str = "",
+    at_pin: list[SmokeResult] | None = None,
+):
+    pin = _results(*AT_PIN_DETECTS) if at_pin is None else at_pin
+    return ref_verdict("v2", _run(patched, False), _run(unpatched, True), _run(pin, True), not_applied)
 
 
 @pytest.mark.fast
@@ -70,13 +77,8 @@ def test_a_patch_that_does_not_apply_is_judged_by_its_tests_without_it_only():
 @pytest.mark.fast
 def test_no_smoke_test_is_its_own_reason():
     none = [SmokeResult("fix", "lib", "-", "-", TestOutcome.SKIPPED, reason=NO_SMOKE_TEST)]
-    found = ref_verdict(
-        "v2",
-        patch_verdict("fix", "lib", none, False, not_run=NO_SMOKE_TEST),
-        patch_verdict("fix", "lib", none, True, not_run=NO_SMOKE_TEST),
-        none,
-        none,
-    )
+    untested = _run(none, True, NO_SMOKE_TEST)
+    found = ref_verdict("v2", _run(none, False, NO_SMOKE_TEST), untested, untested)
     assert (found.verdict, found.reason) == (Absorption.NOT_PROVEN, NO_SMOKE_TEST)
 
 
@@ -86,5 +88,49 @@ def test_a_test_on_another_device_is_named_with_it():
     failing = [SmokeResult("fix", "lib", "m::test_y", "cpu", F, reason="no")]
     found = _judge(on_cuda + failing, on_cuda + failing)
     assert found.verdict is Absorption.FAILED and found.reason.startswith("test_y fails with the patch at v2: no")
-    partly = _judge(_results(P), on_cuda + failing)
-    assert partly.passing_unpatched == ("test_x on cuda",)
+    detected = [
+        SmokeResult("fix", "lib", t, device, F, reason="no")
+        for t, device in (("m::test_x", "cuda"), ("m::test_y", "cpu"))
+    ]
+    partly = _judge(_results(P), on_cuda + failing, at_pin=detected)
+    assert partly.verdict is Absorption.PARTLY_UPSTREAM and partly.passing_unpatched == ("test_x on cuda",)
+    # a test that failed at the pin on the cpu alone says nothing of the cuda lane
+    unseen = _judge(_results(P), on_cuda + failing, at_pin=detected[1:])
+    assert (unseen.verdict, unseen.reason) == (
+        Absorption.NOT_PROVEN,
+        "its tests do not detect the bug at the pin: test_x on cuda did not run there",
+    )
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("at_pin", "reason"),
+    [
+        ((P, P), "its tests do not detect the bug at the pin: test_0, test_1 pass there without the patch"),
+        ((F, P), "its tests do not detect the bug at the pin: test_1 passes there without the patch"),
+        ((F, E), "its tests do not detect the bug at the pin: test_1 on cpu did not run to an outcome: why"),
+        ((F, T), "its tests do not detect the bug at the pin: test_1 on cpu why"),
+    ],
+)
+def test_a_pass_without_the_patch_is_evidence_only_from_a_test_that_failed_at_the_pin(at_pin, reason):
+    # every test passes at v2 without the patch, yet at the pin one of them passed too (or never ran to an outcome)
+    found = _judge(_results(P, P), _results(P, P), at_pin=_results(*at_pin))
+    assert (found.verdict, found.reason) == (Absorption.NOT_PROVEN, reason)
+    assert found.passing_unpatched == ()  # no evidence named as if it were
+    assert _judge(_results(P, P), _results(P, F), at_pin=_results(*at_pin)).verdict is Absorption.NOT_PROVEN
+
+
+@pytest.mark.fast
+def test_tests_that_did_not_run_at_the_pin_say_so():
+    not_there = [SmokeResult("fix", "lib", "-", "-", TestOutcome.SKIPPED, reason="lib could not be read at its pin")]
+    pin = _run(not_there, True, "lib could not be read at its pin")
+    found = ref_verdict("v2", _run(_results(P), False), _run(_results(P), True), pin)
+    assert (found.verdict, found.reason) == (
+        Absorption.NOT_PROVEN,
+        "its tests did not run at the pin: lib could not be read at its pin",
+    )
+
+
+@pytest.mark.fast
+def test_tests_failing_at_the_ref_without_the_patch_prove_it_by_that_run_whatever_the_pin_said():
+    assert _judge(_results(P, P), _results(F, F), at_pin=_results(P, P)).verdict is Absorption.PROVEN

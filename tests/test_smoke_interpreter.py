@@ -80,6 +80,35 @@ def test_tests_that_pass_on_an_undeclared_interpreter_prove_the_patch_with_a_not
     assert any("outside its declared Requires-Python >=3.99" in n and "they passed there" in n for n in doc["notes"])
 
 
+def test_tests_failing_without_the_patch_on_an_interpreter_no_range_holds_prove_nothing(scene):
+    # the manifest's smoke-python, which no interpreter here fits: failing there says nothing of the bug
+    scene.patch()
+    scene.smoke_test(DETECTS)
+    scene.project.manifest(
+        "t",
+        {
+            "lib": {
+                "git": "https://example.invalid/lib.git",
+                "commit": scene.pin,
+                "smoke-python": ">=3.99",
+                "patches": ["fix-add"],
+            }
+        },
+    )
+    scene.apply()
+    code, doc = scene.smoke_json("--unpatched")
+    assert code == 1 and doc["summary"] == {"proven": 0, "failed": 0, "not-proven": 1}, doc["patches"]
+    verdict, reason = verdicts(doc)["fix-add"]
+    assert verdict == "not-proven" and reason.startswith(f"needs Python >=3.99 (this is {THIS}) and no interpreter"), (
+        reason
+    )
+    assert [r["result"] for r in doc["results"]] == ["failed"]  # what happened there, as it happened
+    assert not any("they passed there" in note for note in doc["notes"])
+    both = scene.smoke("--both", "--json")
+    assert both.code == 1 and both.json["patches"][0]["verdict"] == "not-proven", both.json["patches"]
+    assert both.json["patches"][0]["reason"].startswith("without the patch: needs Python >=3.99"), both.json["patches"]
+
+
 def test_a_declared_python_that_fits_changes_nothing(scene):
     pinned_with_pyproject(scene, f">={THIS}", FAILS)
     code, doc = scene.smoke_json()

@@ -160,6 +160,76 @@ def test_a_test_that_cannot_run_proves_nothing_either_way(scene, kind):
         assert "exit 5" in reason and "no tests were collected" in reason, reason
 
 
+# -- only the test's own assertion detects a bug ------------------------------------
+# each ends in an exception before its assertion can say anything: a typo of the test's own, or the bug's symptom
+# (an exception) that the test does not assert; the text its reason shows
+CRASHES = {
+    "attribute-error": (
+        LOAD + "\n\ndef test_add():\n    assert load_calc().ad(2, 3) == 5\n",
+        "AttributeError: module 'calc_under_test' has no attribute 'ad'",
+    ),
+    "name-error": (
+        "def test_add():\n    assert lod_calc().add(2, 3) == 5\n",
+        "NameError: name 'lod_calc' is not defined",
+    ),
+    "type-error": (
+        LOAD + "\n\ndef test_add():\n    assert load_calc().add(2) == 5\n",
+        "TypeError: add() missing 1 required positional argument: 'b'",
+    ),
+    "syntax-error": (
+        LOAD + "\n\ndef test_add():\n    exec(compile('def add(a, b:\\n    pass\\n', 'calc_check.py', 'exec'))\n",
+        "SyntaxError: '(' was never closed (calc_check.py, line 1)",
+    ),
+    # with the fix the index is 0 and the test passes; without it the list is indexed at -6
+    "exception-not-asserted": (
+        LOAD + "\n\ndef test_add():\n    assert [5][load_calc().add(2, 3) - 5] == 5\n",
+        "IndexError: list index out of range",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CRASHES))
+def test_an_exception_other_than_a_failed_assertion_proves_nothing_without_the_patch(scene, kind):
+    test, said = CRASHES[kind]
+    scene.patch()
+    scene.manifest()
+    scene.smoke_test(test)
+    scene.apply()
+    code, doc = scene.smoke_json("--unpatched")
+    verdict, reason = verdicts(doc)["fix-add"]
+    assert (code, verdict) == (1, "not-proven"), (verdict, reason)
+    assert reason == f"test_add on cpu did not run to an outcome: {said} (an exception, not a failed assertion)"
+    assert [r["result"] for r in doc["results"]] == ["error"]
+    if kind != "exception-not-asserted":  # with the patch it crashes the same way: an error is no red result
+        code, doc = scene.smoke_json()
+        assert (code, verdicts(doc)["fix-add"][0]) == (1, "not-proven"), doc["patches"]
+
+
+def test_a_test_that_asserts_the_exception_its_bug_raises_detects_the_bug(scene):
+    scene.patch()
+    scene.manifest()
+    scene.smoke_test(
+        "import pytest\n\n" + LOAD + "\n\ndef test_add():\n    try:\n        [5][load_calc().add(2, 3) - 5]\n"
+        "    except IndexError as error:\n        pytest.fail(f'add(2, 3) is not 5: {error}')\n"
+    )
+    scene.apply()
+    unpatched = scene.smoke("--unpatched")
+    assert unpatched.code == 0, unpatched.out + unpatched.err
+    assert "fix-add test_add cpu: failed" in unpatched.out and "Failed: add(2, 3) is not 5: list index" in unpatched.out
+    assert scene.smoke().code == 0
+
+
+def test_a_test_file_that_does_not_parse_shows_the_syntax_error(scene):
+    scene.patch()
+    scene.manifest()
+    scene.smoke_test("def test_add(:\n    pass\n")
+    scene.apply()
+    code, doc = scene.smoke_json("--unpatched")
+    reason = verdicts(doc)["fix-add"][1]
+    assert code == 1 and "collection failure: SyntaxError: invalid syntax (" in reason, reason
+    assert f"{TEST_FILE.rsplit('/', 1)[-1]}, line 1)" in reason, reason
+
+
 def test_a_device_that_is_not_there_runs_nothing_and_proves_nothing(scene):
     scene.patch()
     scene.manifest()

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 from support.commands import bump, export, move_args, refresh, status_of
-from support.scenes import lines_with, pin_fixes, reworked_series, setup
+from support.scenes import FIELDS, lines_with, pin_fixes, reworked_series, setup
 
 from patchmgr.io import journal
 
@@ -79,6 +79,48 @@ def test_a_patch_taken_upstream_by_a_commit_names_it_and_bump_drops_it(cli, proj
     assert not (project.root / "patches/lib/fix.patch").exists()
     assert 'patches = ["ours"]' in (project.root / "manifests/t.toml").read_text()
     assert status_of(cli, upstream) == [("ours", "clean")]
+
+
+def test_a_patch_bump_drops_takes_its_own_smoke_test_with_it(cli, project, upstream):
+    pin = upstream.head()
+    tests = project.root / "tests/smoke/lib"
+    tests.mkdir(parents=True)
+    patches = {}
+    for patch_id, line, test in (("fix", 20, "test_fix.py"), ("ours", 5, "test_ours.py")):
+        (tests / test).write_text(f"def test_{patch_id}():\n    assert True\n")
+        fields = f"{FIELDS}\nSmoke-Test: tests/smoke/lib/{test}"
+        patches[patch_id] = upstream.make_patch(
+            pin, {"src/mod.py": lines_with({line: patch_id})}, patch_id, fields=fields
+        )
+    setup(project, upstream, patches)
+    upstream.commit({"src/mod.py": lines_with({20: "fix"})}, "take the vendor fix (#31)")
+    dropped = bump(cli, upstream)
+    assert dropped.code == 0, dropped.out + dropped.err
+    assert "  removed patches/lib/fix.patch and its smoke test tests/smoke/lib/test_fix.py\n" in dropped.out
+    assert not (project.root / "patches/lib/fix.patch").exists() and not (tests / "test_fix.py").exists()
+    assert (tests / "test_ours.py").is_file()  # the kept patch's test stays
+
+
+def test_a_smoke_test_stays_when_a_patch_file_that_may_name_it_cannot_be_read(cli, project, upstream):
+    from patchmgr.maintain.leaving_tests import leaving_tests
+    from patchmgr.model.patchfile import read_patch
+    from patchmgr.model.project import Project
+
+    pin = upstream.head()
+    test = project.root / "tests/smoke/lib/test_fix.py"
+    test.parent.mkdir(parents=True)
+    test.write_text("def test_fix():\n    assert True\n")
+    fields = f"{FIELDS}\nSmoke-Test: tests/smoke/lib/test_fix.py\nSmoke-Test: tests/smoke/lib/test_gone.py"
+    setup(
+        project,
+        upstream,
+        {"fix": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "x"})}, "Fix", fields=fields)},
+    )
+    fix = read_patch(project.root / "patches/lib/fix.patch", "lib", "fix")
+    opened = Project.at(project.root)
+    assert leaving_tests(opened, "lib", [fix]) == {"fix": {test: test.read_bytes()}}  # a missing file names nothing
+    (project.root / "patches/lib/unreadable.patch").mkdir()  # what it names cannot be known: keep every test
+    assert leaving_tests(opened, "lib", [fix]) == {"fix": {}}
 
 
 def test_reverse_applying_without_a_carrier_is_upstream_but_bump_asks_for_review(cli, project, upstream):

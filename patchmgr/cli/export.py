@@ -144,7 +144,8 @@ def _smoke_checkout(
     options_ = SmokeOptions(progress=smoke_progress(session, json_output))
     at = (ref, commit)
     upstream_ = target.upstream(upstream)
-    return smoke_checkout(session.project, target, upstream_, folder.resolve(), at, left_out, options_)
+    with session.sources({}) as sources:  # the pin, for a test that passes in the checkout without its patch
+        return smoke_checkout(session.project, target, upstream_, folder.resolve(), at, left_out, sources, options_)
 
 
 def _series(

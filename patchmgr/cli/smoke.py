@@ -38,9 +38,9 @@ def command(
         bool,
         typer.Option(
             "--both",
-            help="Run each patch's tests with and without it, in one call: proven (fails without, passes with), "
-            "upstream (by smoke: every test passes without it), partly upstream (some do: names them), failed, "
-            "or not proven; exit 0 only when every patch is proven.",
+            help="Run each patch's tests with and without it at the pin, in one call: proven (fails without, passes "
+            "with), failed, or not proven (a test that passes without it does not detect the bug); exit 0 only when "
+            "every patch is proven.",
         ),
     ] = False,
     json_output: options.JsonOpt = False,

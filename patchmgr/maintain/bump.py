@@ -15,8 +15,9 @@ is not dropped on that guess: the bump refuses and asks for a review, unless
 ref without it (``--smoke``, ``smoke.absorption``: upstream by smoke) is dropped
 only when the command line passes that evidence (``--drop-upstream-by-smoke``),
 even where it conflicts at the ref; the manifest's ``patches`` line then names it
-in a comment. Only the ``commit`` and ``version`` lines (and ``patches`` when one
-is dropped) of the manifest change.
+in a comment. A dropped patch's file and its smoke test leave together
+(``maintain.leaving_tests``: a test file no other patch names). Only the ``commit``
+and ``version`` lines (and ``patches`` when one is dropped) of the manifest change.
 
 A refreshed patch whose file another target lists is not rewritten unasked
 (``shared_files``): the bump refuses, or with ``--own-copy`` writes this target's
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from patchmgr.engine.results import State
 from patchmgr.maintain import manifest_edit
+from patchmgr.maintain.leaving_tests import leaving_tests
 from patchmgr.maintain.refresh import RefreshAction, RefreshedPatch, RefreshPlan, plan_refresh, share_rewrites
 from patchmgr.maintain.shared_files import Sharing, manifest_changes, others, renamed
 from patchmgr.model.errors import StateError, UsageError
@@ -63,6 +65,8 @@ class BumpOutcome:
     dropped: tuple[RefreshedPatch, ...] = ()
     kept: tuple[RefreshedPatch, ...] = ()  # upstream, but kept by --keep
     shared: dict[str, list[str]] = field(default_factory=dict)  # dropped patch id -> other targets listing it
+    # dropped patch id -> the smoke test files removed with its file (none while another target lists the patch)
+    tests_removed: Mapping[str, tuple[Path, ...]] = field(default_factory=dict)
     # upstream by their reverse only (no commit has their patch-id): the bump refuses until they are reviewed
     review: tuple[RefreshedPatch, ...] = ()
     by_smoke: Mapping[str, str] = field(default_factory=dict)  # patch id -> its smoke evidence, dropped on it
@@ -159,12 +163,20 @@ def plan_bump(
         shared = {p.patch.id: others(project, moving, upstream.name, p.patch.id) for p in landed} if moving else {}
         outcome = replace(outcome, dropped=landed, shared={pid: users for pid, users in shared.items() if users})
     share_rewrites(project, plan, "bump")  # a refreshed file another target lists: refused, or an own copy
-    writes, expected = _changes(project, outcome)
+    # a dropped patch's file and its smoke tests leave together (a shared one's file stays: another target lists it)
+    leaving = leaving_tests(
+        project, upstream.name, [p.patch for p in outcome.dropped if p.patch.id not in outcome.shared]
+    )
+    outcome = replace(outcome, tests_removed={pid: tuple(tests) for pid, tests in leaving.items()})
+    writes, expected = _changes(project, outcome, leaving)
     return replace(outcome, writes=writes, expected=expected, action=BumpAction.PLANNED)
 
 
-def _changes(project: Project, outcome: BumpOutcome) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
-    """Every file the bump writes (None: removes), and what each held when read; checks the new manifest."""
+def _changes(
+    project: Project, outcome: BumpOutcome, leaving: Mapping[str, Mapping[Path, bytes]]
+) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
+    """Every file the bump writes (None: removes), and what each held when read; checks the new manifest.
+    ``leaving``: each dropped patch's smoke test files, with what they hold, removed with it."""
     plan = outcome.plan
     upstream = plan.upstream
     writes, expected = plan.writes(), plan.expected()
@@ -172,6 +184,10 @@ def _changes(project: Project, outcome: BumpOutcome) -> tuple[dict[Path, bytes |
         if dropped.patch.id not in outcome.shared:  # another target still lists the file
             writes[dropped.patch.path] = None
             expected[dropped.patch.path] = dropped.patch.data
+    for tests in leaving.values():
+        for path, data in tests.items():
+            writes[path] = None
+            expected[path] = data
     gone = {p.patch.id for p in outcome.dropped}
     smoked = [p.patch.id for p in outcome.dropped if p.patch.id in outcome.by_smoke]
     comment = f"dropped {', '.join(smoked)} at {plan.ref}: upstream by smoke" if smoked else None

@@ -46,7 +46,9 @@ def verdict_json(verdict: RefVerdict) -> dict:
 
 
 def ref_smoke_json(smoke: RefSmoke) -> dict:
-    """The verdicts, their counts, the notes, and the two runs behind them (``smoke --json``'s documents)."""
+    """The verdicts, their counts, the notes, and the runs behind them (``smoke --json``'s documents): with and
+    without the patches at the ref, and without them at the pin (null where no test needed it, or the ref is the
+    pin)."""
     return {
         "ok": smoke.ok,
         "notes": smoke.notes,
@@ -54,6 +56,7 @@ def ref_smoke_json(smoke: RefSmoke) -> dict:
         "patches": [verdict_json(v) for v in smoke.verdicts],
         "patched": smoke_json(smoke.patched) if smoke.patched else None,
         "unpatched": smoke_json(smoke.unpatched) if smoke.unpatched else None,
+        "at_pin": smoke_json(smoke.at_pin) if smoke.at_pin else None,
     }
 
 
@@ -135,7 +138,8 @@ def render_bump_smoke(console: Console, outcome: BumpOutcome, smoke: RefSmoke) -
         say(
             console,
             f"upstream by smoke at {outcome.plan.ref}: {', '.join(upstream)} (every smoke test passes there without "
-            "it); to drop it on that evidence, run the same bump with --smoke --drop-upstream-by-smoke",
+            "it, and failed without it at the pin); to drop it on that evidence, run the same bump with --smoke "
+            "--drop-upstream-by-smoke",
             "cyan",
         )
 

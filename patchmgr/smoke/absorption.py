@@ -2,9 +2,10 @@
 is there by the tests' own word), partly upstream, failed, or not proven with its own reason.
 
 ``smoke.at_ref`` runs the tests (``smoke.runner.run_smoke``, patched and unpatched, in a scratch checkout at the
-ref); this module only reads the two sets of results. A test is named by its pytest name, with its device when
-that is not ``cpu``. Only a test's own assertion counts: an error, a time-out or a skip is never a pass nor a
-failure, in either run.
+ref, and without them at the pin); this module only reads those results. A test is named by its pytest name, with
+its device when that is not ``cpu``. Only a test's own assertion counts: an error, a time-out or a skip is never a
+pass nor a failure, in any run; and a test's pass without the patch at the ref is evidence only when it failed its
+assertion without the patch at the pin.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from patchmgr.smoke.verdicts import NO_SMOKE_TEST, PatchVerdict, SmokeResult, TestOutcome, Verdict
+from patchmgr.smoke.verdicts import (
+    NO_SMOKE_TEST,
+    PatchRun,
+    SmokeResult,
+    TestOutcome,
+    Verdict,
+    short_name,
+    undetected_at_pin,
+)
 
 
 class Absorption(StrEnum):
@@ -48,41 +57,40 @@ class RefVerdict:
     tests: tuple[str, ...] = ()  # every test that ran to an outcome without the patch
 
 
-def test_name(result: SmokeResult) -> str:
-    name = result.test.rsplit("::", 1)[-1] if "::" in result.test else result.test
-    return name + (f" on {result.device}" if result.device not in ("cpu", "-") else "")
-
-
 def _names(results: Sequence[SmokeResult]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(test_name(r) for r in results))
+    return tuple(dict.fromkeys(short_name(r) for r in results))
 
 
 def ref_verdict(
-    ref: str,
-    patched: PatchVerdict,
-    unpatched: PatchVerdict,
-    with_patch: Sequence[SmokeResult],
-    without_patch: Sequence[SmokeResult],
-    not_applied: str = "",
+    ref: str, with_patch: PatchRun, without_patch: PatchRun, at_pin: PatchRun, not_applied: str = ""
 ) -> RefVerdict:
-    """The verdict on one patch at ``ref`` from its results with the patch (``with_patch``, its run's verdict
-    ``patched``) and without it (``without_patch``, ``unpatched``); ``not_applied`` says why the scratch checkout
-    does not hold the patch (it does not apply at the ref), so that its run with the patch is no run of it."""
+    """The verdict on one patch at ``ref`` from its run there with the patch, its run there without it, and its run
+    without it at the pin (``at_pin``: the run without it when ``ref`` is the pin, as for ``smoke --both``);
+    ``not_applied`` says why the scratch checkout does not hold the patch (it does not apply at the ref), so that
+    its run with the patch is no run of it.
+
+    A test that passes at ``ref`` without the patch says the fix is there only when it detected the bug at the pin
+    (``smoke.verdicts.undetected_at_pin``): a test that passes without the patch at the pin as well never detected
+    it, and the patch is *not proven* (``its tests do not detect the bug at the pin``), never upstream by smoke. The
+    tests failing at ``ref`` without the patch and passing with it prove it there by that run alone."""
+    patched, unpatched = with_patch.verdict, without_patch.verdict
 
     def judged(verdict: Absorption, reason: str, passing: Sequence[SmokeResult] = ()) -> RefVerdict:
-        ran = [r for r in without_patch if r.result in (TestOutcome.PASSED, TestOutcome.FAILED)]
+        ran = [r for r in without_patch.results if r.result in (TestOutcome.PASSED, TestOutcome.FAILED)]
         return RefVerdict(patched.patch, patched.upstream, ref, verdict, reason, _names(passing), _names(ran))
 
     if unpatched.reason == NO_SMOKE_TEST or patched.reason == NO_SMOKE_TEST:
         return judged(Absorption.NOT_PROVEN, NO_SMOKE_TEST)
-    failing = [r for r in with_patch if r.result is TestOutcome.FAILED] if not not_applied else []
-    passes = [r for r in without_patch if r.result is TestOutcome.PASSED]
-    fails = [r for r in without_patch if r.result is TestOutcome.FAILED]
-    undecided = [r for r in without_patch if r.result in (TestOutcome.ERROR, TestOutcome.TIMED_OUT)]
+    failing = [r for r in with_patch.results if r.result is TestOutcome.FAILED] if not not_applied else []
+    passes = [r for r in without_patch.results if r.result is TestOutcome.PASSED]
+    fails = [r for r in without_patch.results if r.result is TestOutcome.FAILED]
+    undecided = [r for r in without_patch.results if r.result in (TestOutcome.ERROR, TestOutcome.TIMED_OUT)]
     if failing:
         first = failing[0]
         more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
-        return judged(Absorption.FAILED, f"{test_name(first)} fails with the patch at {ref}: {first.reason}{more}")
+        return judged(Absorption.FAILED, f"{short_name(first)} fails with the patch at {ref}: {first.reason}{more}")
+    if passes and (why := undetected_at_pin(at_pin, passes)):
+        return judged(Absorption.NOT_PROVEN, why)
     if passes and not fails and not undecided:
         return judged(
             Absorption.UPSTREAM,

@@ -7,7 +7,11 @@ Each upstream is checked out at the ref in a scratch folder the way ``apply --in
 with the bytes the check computed, so a patch that applies only with fuzz or a 3-way merge is in as the check
 placed it, and one that does not apply at the ref is not in). The tests then run twice through
 ``smoke.runner.run_smoke`` (each upstream on its own Python and smoke environment): on that checkout, and on its
-unpatched view, the ref itself. The scratch folder is removed afterwards; nothing of the project changes.
+unpatched view, the ref itself. A test that passes there without its patch says the fix is there only when it
+fails without the patch at the pin, so an upstream with such a test runs its tests a third time, without the
+patches in a scratch checkout of its pin (unless the ref is the pin: ``smoke --both``, or a matrix whose deciding
+column is the pin, take the run without the patches as that run). The scratch folder is removed afterwards;
+nothing of the project changes.
 """
 
 from __future__ import annotations
@@ -20,13 +24,15 @@ from patchmgr.check.status import UpstreamStatus, check_upstream
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.matrix import Matrix
 from patchmgr.io import scratch
+from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.project import Project
 from patchmgr.smoke.absorption import Absorption, RefVerdict, ref_verdict
 from patchmgr.smoke.choice import UpstreamPython
 from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.runner import run_smoke
-from patchmgr.smoke.verdicts import PatchVerdict, SmokeReport, SmokeResult, Verdict
+from patchmgr.smoke.verdicts import PatchRun, PatchVerdict, SmokeReport, TestOutcome, Verdict
+from patchmgr.sources.cache_errors import CacheError
 from patchmgr.sources.upstream import Sources, release_version
 from patchmgr.targets.build import build_checkout
 from patchmgr.targets.trees import SmokeTree, checkout_tree
@@ -43,6 +49,7 @@ class RefSmoke:
     notes: list[str] = field(default_factory=list)
     patched: SmokeReport | None = None
     unpatched: SmokeReport | None = None
+    at_pin: SmokeReport | None = None  # without the patches at the pins, where a test passed at the ref without one
 
     @property
     def all_proven(self) -> bool:
@@ -86,12 +93,16 @@ def smoke_at_refs(
 ) -> RefSmoke:
     """Each patch of ``statuses`` (each upstream checked at a ref) smoke-tested there, with and without it."""
     smoke = RefSmoke(target.name)
+    options = options or SmokeOptions()
     with scratch.folder("smoke-at-ref") as where:
         trees = [_scratch_tree(status, sources, Path(where), target.name, smoke.notes) for status in statuses]
-        _run_both(project, target, trees, options or SmokeOptions(), smoke)
+        _run_both(project, target, trees, options, smoke)
+        at_pins = [_passing_without(smoke, s.upstream) for s in statuses if not _at_the_pin(s)]
+        _run_at_pins(project, target, at_pins, sources, Path(where) / "pins", options, smoke)
+    at_pin = smoke.at_pin or SmokeReport(target.name, unpatched=True)  # none ran at a pin: no test needed it
     for status in statuses:
         left_out = {r.patch.id: _not_applied(r, status.ref) for r in status.results}
-        _judge(smoke, project, status.upstream, status.ref, left_out)
+        _judge(smoke, project, status.upstream, status.ref, left_out, None if _at_the_pin(status) else at_pin)
     return smoke
 
 
@@ -102,28 +113,38 @@ def smoke_checkout(
     checkout: Path,
     at: tuple[str, str],
     left_out: Mapping[str, str],
+    sources: Sources,
     options: SmokeOptions | None = None,
 ) -> RefSmoke:
     """The patches of an edit checkout (``export --smoke``: one commit per patch on the commit of ``at``, a (ref,
-    commit) pair) smoke-tested there, with and without them; ``left_out``: the patches not in it, with why."""
+    commit) pair) smoke-tested there, with and without them; ``left_out``: the patches not in it, with why.
+    ``sources``: where the pin is read, for the run without the patches there when a test passes without its
+    patch in the checkout."""
     ref, base = at
+    options = options or SmokeOptions()
     smoke = RefSmoke(
         target.name, notes=[f"{upstream.name}: smoke at {ref} ({base[:12]}) in the edit checkout {checkout}"]
     )
-    _run_both(project, target, [checkout_tree(upstream, checkout, base)], options or SmokeOptions(), smoke)
-    _judge(smoke, project, upstream, ref, left_out)
+    _run_both(project, target, [checkout_tree(upstream, checkout, base)], options, smoke)
+    pinned, needed = base == upstream.commit, _passing_without(smoke, upstream)
+    if not pinned and needed.patch_ids:
+        with scratch.folder("smoke-at-pin") as where:
+            _run_at_pins(project, target, [needed], sources, Path(where), options, smoke)
+    at_pin = smoke.at_pin or SmokeReport(target.name, unpatched=True)
+    _judge(smoke, project, upstream, ref, left_out, None if pinned else at_pin)
     return smoke
 
 
 def smoke_both(project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions) -> RefSmoke:
     """``smoke --both``: the patches in ``trees`` (a checkout ``apply --into`` made, or an installed environment)
-    tested with and without them at their pins, each with its verdict as at a ref: proven, upstream (by smoke),
-    partly upstream, failed, or not proven."""
+    tested with and without them at their pins, each with its verdict as at a ref: proven, failed, or not proven (a
+    test that passes without its patch at the pin does not detect the bug there, so no test can say that the fix is
+    upstream: ``its tests do not detect the bug at the pin``)."""
     smoke = RefSmoke(target.name)
     _run_both(project, target, trees, options, smoke)
     for tree in trees:
         pinned = tree.upstream.version or tree.upstream.commit[:12]
-        _judge(smoke, project, tree.upstream, pinned, {})
+        _judge(smoke, project, tree.upstream, pinned, {}, None)
     return smoke
 
 
@@ -147,30 +168,102 @@ def _run_both(project: Project, target: Target, trees: list[SmokeTree], options:
     smoke.notes += list(dict.fromkeys(note for run in runs for note in run.notes))
 
 
-def _told(options: SmokeOptions, unpatched: bool) -> Progress | None:
-    """The progress of one of the two runs, each line saying which."""
+def _told(options: SmokeOptions, unpatched: bool, where: str = "") -> Progress | None:
+    """The progress of one of the runs, each line saying which."""
     progress = options.progress
     if progress is None:
         return None
-    run = "without the patches" if unpatched else "with the patches"
+    run = ("without the patches" if unpatched else "with the patches") + where
     return lambda message: progress(f"{run}: {message}")
 
 
-def _judge(smoke: RefSmoke, project: Project, upstream: Upstream, ref: str, left_out: Mapping[str, str]) -> None:
-    """Each patch's verdict from the two runs; ``left_out``: why a patch is not in the patched tree ("" or absent:
-    it is)."""
+def _at_the_pin(status: UpstreamStatus) -> bool:
+    """Whether ``status`` was checked at its pin's own commit: its run without the patches is the pin's."""
+    return status.commit is not None and status.commit == status.upstream.commit
+
+
+def _passing_without(smoke: RefSmoke, upstream: Upstream) -> Upstream:
+    """``upstream`` with only its patches one of whose tests passed at the ref without them: only theirs need the
+    run at the pin (none: no run there)."""
+    run = smoke.unpatched
+    passing = (
+        {r.patch for r in run.results if r.upstream == upstream.name and r.result is TestOutcome.PASSED}
+        if run
+        else set()
+    )
+    return replace(upstream, patch_ids=tuple(p for p in upstream.patch_ids if p in passing))
+
+
+def _run_at_pins(
+    project: Project,
+    target: Target,
+    upstreams: Sequence[Upstream],
+    sources: Sources,
+    where: Path,
+    options: SmokeOptions,
+    smoke: RefSmoke,
+) -> None:
+    """The tests of ``upstreams``' patches (each narrowed to those a test of which passed at the ref without them)
+    run without the patches at their pins, each in a scratch checkout of the pin: that run says whether a test
+    that passes at the ref without its patch detects the bug at all."""
+    upstreams = [upstream for upstream in upstreams if upstream.patch_ids]
+    if not upstreams:
+        return
+    trees = [_pin_tree(project, upstream, sources, where, target.name, smoke.notes) for upstream in upstreams]
+    at_pin = run_smoke(
+        project,
+        target,
+        trees,
+        options.device,
+        True,
+        options.python,
+        _told(options, True, " at the pin"),
+        options.timeout,
+    )
+    smoke.at_pin = at_pin
+    smoke.notes += [note for note in dict.fromkeys(at_pin.notes) if note not in smoke.notes]
+
+
+def _pin_tree(
+    project: Project, upstream: Upstream, sources: Sources, where: Path, target: str, notes: list[str]
+) -> SmokeTree:
+    """A scratch checkout of ``upstream``'s pin alone, or why there is none (its tests then did not run there)."""
+    pin = upstream.commit[:12]
+    status = check_upstream(project, upstream, sources, None)
+    if not status.available:
+        return SmokeTree(upstream, None, f"{upstream.name} could not be read at its pin {pin}: {status.error}")
+    try:
+        built = build_checkout(replace(status, results=[]), sources, where, target)
+    except CacheError:
+        raise  # a cache that is not this user's stops every command
+    except PatchmgrError as exc:  # the pin cannot be had here: what its tests would say there is not known
+        return SmokeTree(upstream, None, f"{exc.message}; {exc.hint}" if exc.hint else exc.message)
+    notes.append(
+        f"{upstream.name}: its smoke tests ran without the patches at the pin ({pin}) too, in a scratch checkout: "
+        "a test that passes at the ref without its patch counts only if it fails there"
+    )
+    return checkout_tree(upstream, where / upstream.name, built.checkout_part().base_commit)
+
+
+def _judge(
+    smoke: RefSmoke,
+    project: Project,
+    upstream: Upstream,
+    ref: str,
+    left_out: Mapping[str, str],
+    at_pin: SmokeReport | None,
+) -> None:
+    """Each patch's verdict from the runs; ``left_out``: why a patch is not in the patched tree ("" or absent: it
+    is); ``at_pin``: the run without the patches at the pin (None: the run without them is the pin's)."""
     assert smoke.patched is not None and smoke.unpatched is not None
     patched, unpatched = smoke.patched, smoke.unpatched
     for patch in project.patches(upstream):
+        without = _run_of(unpatched, upstream.name, patch.id)
+        pin = (
+            without if at_pin is None else _run_of(at_pin, upstream.name, patch.id, "its tests did not run at the pin")
+        )
         smoke.verdicts.append(
-            ref_verdict(
-                ref,
-                _verdict_of(patched, upstream.name, patch.id),
-                _verdict_of(unpatched, upstream.name, patch.id),
-                _results_of(patched, upstream.name, patch.id),
-                _results_of(unpatched, upstream.name, patch.id),
-                left_out.get(patch.id, ""),
-            )
+            ref_verdict(ref, _run_of(patched, upstream.name, patch.id), without, pin, left_out.get(patch.id, ""))
         )
 
 
@@ -219,13 +312,11 @@ def _scratch_tree(status: UpstreamStatus, sources: Sources, scratch: Path, targe
     return checkout_tree(tested, scratch / upstream.name, built.checkout_part().base_commit)
 
 
-def _verdict_of(run: SmokeReport, upstream: str, patch: str) -> PatchVerdict:
+def _run_of(run: SmokeReport, upstream: str, patch: str, missing: str = "the smoke run gave it no verdict") -> PatchRun:
+    """One patch's verdict and results in ``run`` (``missing``: the reason when the run has none of it)."""
     found = (v for v in run.verdicts if v.upstream == upstream and v.patch == patch)
-    return next(found, PatchVerdict(patch, upstream, Verdict.NOT_PROVEN, "the smoke run gave it no verdict"))
-
-
-def _results_of(run: SmokeReport, upstream: str, patch: str) -> list[SmokeResult]:
-    return [r for r in run.results if r.upstream == upstream and r.patch == patch]
+    verdict = next(found, PatchVerdict(patch, upstream, Verdict.NOT_PROVEN, missing))
+    return PatchRun(verdict, tuple(r for r in run.results if r.upstream == upstream and r.patch == patch))
 
 
 def _not_applied(result: CheckResult, ref: str) -> str:

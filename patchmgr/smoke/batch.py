@@ -19,7 +19,6 @@ process of its own. ``PATCHMGR_SMOKE_PER_PATCH=1`` runs every patch alone and th
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -32,6 +31,7 @@ from patchmgr.smoke.bounded import Finished, ended_tests, run_bounded, timed_out
 from patchmgr.smoke.pytest_run import (
     SmokeRun,
     ended_result,
+    junit_name,
     outcome_of,
     outcomes,
     parse_junit,
@@ -90,15 +90,6 @@ def run_patches(lane: Lane, planned: list[Planned], run: SmokeRun) -> dict[str, 
     return {p.patch.id: settled[p.patch.id] for p in planned}
 
 
-def junit_name(nodeid: str) -> str:
-    """The ``classname::name`` pytest's junit file gives the test (or collector) ``nodeid``."""
-    path, bracket, params = nodeid.partition("[")
-    names = path.split("::")
-    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
-    names[-1] += bracket + params
-    return f"{'.'.join(names[:-1])}::{names[-1]}"
-
-
 def _within(inner: str, outer: str) -> bool:
     """Whether node id ``inner`` is ``outer`` or inside it (a test of a file, a class, a parameter of a test)."""
     return inner == outer or inner.startswith((outer + "::", outer + "/", outer + "["))
@@ -139,7 +130,7 @@ def _batch(lane: Lane, pending: list[Planned], run: SmokeRun) -> Outcome:
             return _killed(lane, pending, run, done)
         if done.code not in (0, 1) or done.collected is None or not junit.is_file():
             return {}, [], pending  # pytest itself went wrong: each patch's own process says how
-        results = parse_junit(junit, "", lane.upstream, lane.device)
+        results = parse_junit(junit, "", lane.upstream, lane.device, done.raised)
     nodeids = {junit_name(n): n for n in (*done.collected, *done.collect_errors)}
     failing = any(r.result in (TestOutcome.FAILED, TestOutcome.ERROR) for r in results)
     errors = set(done.collect_errors)
@@ -215,6 +206,6 @@ class _Announcer:
                 if pid in self.started and pid not in self.said_end and all(n in ended for n in mine):
                     self.said_end.add(pid)
                     results = [
-                        SmokeResult(pid, "", n, "", outcome_of(ended[n].outcome, ended[n].message)) for n in mine
+                        SmokeResult(pid, "", n, "", outcome_of(ended[n].outcome, ended[n].raised)[0]) for n in mine
                     ]
                     self.say(f"{where}: {outcomes(results, time.monotonic() - self.started[pid])}")

@@ -20,8 +20,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_TIMEOUT = 300.0  # seconds per test: the default of `smoke --timeout`
@@ -42,6 +42,8 @@ class Finished:
     ended: tuple[Ended, ...] = ()  # when killed: the tests that had ended before, each with its outcome
     collected: tuple[str, ...] | None = None  # the node ids of the tests collected; None if collection never ended
     collect_errors: tuple[str, ...] = ()  # the node ids of what failed to collect (files, folders, classes)
+    # each test whose call raised, with what (``smoke.watch.raised``: "assertion" for a failed assertion)
+    raised: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Ended:
     outcome: str  # passed, failed (in its call), error (failed in setup or teardown), skipped
     seconds: float
     message: str
+    raised: str = ""  # what its call raised when it failed ("assertion" for a failed assertion)
 
 
 Heard = Callable[[list[list[str]]], None]
@@ -97,7 +100,9 @@ def run_bounded(
     collected = tuple(f[1] for f in lines if f[0] == "item" and len(f) > 1)
     errors = tuple(f[1] if len(f) > 1 else "" for f in lines if f[0] == "collecterror")
     known = collected if any(f[0] == "collected" for f in lines) else None
-    return Finished(process.returncode, output, seconds, timed_out, running, tests_ran, ended, known, errors)
+    return Finished(
+        process.returncode, output, seconds, timed_out, running, tests_ran, ended, known, errors, raised_in(lines)
+    )
 
 
 def _watch(
@@ -140,9 +145,16 @@ def _running(lines: list[list[str]]) -> str:
     return marks[-1][1] if marks and marks[-1][0] == "start" else ""
 
 
+def raised_in(lines: list[list[str]]) -> dict[str, str]:
+    """Each test whose call raised, with what (the plugin's ``raised`` lines)."""
+    return {f[1]: f[3] for f in lines if f[0] == "raised" and len(f) == 4 and f[2] == "call"}
+
+
 def ended_tests(lines: list[list[str]]) -> tuple[Ended, ...]:
     """Every test whose end the plugin wrote (``lines``: its lines split in fields), with the outcome of its
-    phases: a failed call is a failure, a failed setup or teardown an error, a skip a skip."""
+    phases (a failed call is a failure, a failed setup or teardown an error, a skip a skip) and what its call
+    raised."""
+    raised = raised_in(lines)
     phases: dict[str, list[list[str]]] = {}
     done: list[str] = []
     for fields in lines:
@@ -161,7 +173,7 @@ def ended_tests(lines: list[list[str]]) -> tuple[Ended, ...]:
             if said == "skipped":
                 outcome, message = "skipped", text
         seconds = sum(float(r[2]) for r in reports if r[2].replace(".", "", 1).isdigit())
-        ended.append(Ended(nodeid, outcome, round(seconds, 2), message))
+        ended.append(Ended(nodeid, outcome, round(seconds, 2), message, raised.get(nodeid, "")))
     return tuple(ended)
 
 

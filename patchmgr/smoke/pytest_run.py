@@ -9,6 +9,7 @@ import re
 import threading
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from patchmgr.smoke.bounded import EXIT_PLUGIN, WATCH_PLUGIN, Ended, run_bounded
 from patchmgr.smoke.envs import Progress
 from patchmgr.smoke.needs import package_parent
 from patchmgr.smoke.verdicts import SmokeResult, TestOutcome
-from patchmgr.smoke.watch import one_line
+from patchmgr.smoke.watch import ASSERTION, one_line
 
 PER_PATCH_ENV = "PATCHMGR_SMOKE_PER_PATCH"
 
@@ -125,7 +126,7 @@ def run_pytest(
             test = done.running or " ".join(tests)
             before = [ended_result(patch.id, upstream, device, e, e.nodeid) for e in done.ended]
             return [*before, SmokeResult(patch.id, upstream, test, device, TestOutcome.TIMED_OUT, elapsed, reason)]
-        results = parse_junit(junit, patch.id, upstream, device) if junit.is_file() else []
+        results = parse_junit(junit, patch.id, upstream, device, done.raised) if junit.is_file() else []
         code = done.code
         # pytest's exit status must agree with what the report says: anything but 0 (all passed) or 1
         # (tests failed) without a reported error, or 1 with nothing failing, is an error of its own
@@ -143,14 +144,20 @@ def run_pytest(
 
 def ended_result(patch: str, upstream: str, device: str, ended: Ended, name: str) -> SmokeResult:
     """The result of a test that ended in a process the time limit killed, as the watch plugin saw it."""
-    outcome = outcome_of(ended.outcome, ended.message)
-    return SmokeResult(patch, upstream, name, device, outcome, ended.seconds, ended.message)
+    outcome, reason = outcome_of(ended.outcome, ended.raised, ended.message)
+    return SmokeResult(patch, upstream, name, device, outcome, ended.seconds, reason)
 
 
-def outcome_of(said: str, message: str) -> TestOutcome:
-    """A test's outcome from pytest's word for it; an import failing is not the bug's own reason."""
+def outcome_of(said: str, raised: str, message: str = "") -> tuple[TestOutcome, str]:
+    """A test's outcome from pytest's word for it and what its call raised (``smoke.watch.raised``), with its
+    reason: a test fails only by its own failed assertion (``assert``, ``pytest.fail``, ``pytest.raises``). Any
+    other exception (an ``AttributeError`` of a typo, an ``ImportError``, a ``SyntaxError``, an exception of the
+    code under test that the test does not assert) is an error, which proves nothing either way: a test whose bug
+    shows as an exception asserts it (``with pytest.raises(...)``)."""
     outcome = TestOutcome(said)
-    return TestOutcome.ERROR if outcome is TestOutcome.FAILED and _IMPORT_FAILURE.match(message) else outcome
+    if outcome is TestOutcome.FAILED and raised != ASSERTION:
+        return TestOutcome.ERROR, f"{message} (an exception, not a failed assertion)" if message else message
+    return outcome, message
 
 
 def _tail(output: str, lines: int = 3) -> str:
@@ -159,10 +166,19 @@ def _tail(output: str, lines: int = 3) -> str:
     return (" | ".join(kept) or "no output")[-400:]
 
 
-_IMPORT_FAILURE = re.compile(r"^(?:E\s+)?(?:\w+\.)*(?:ModuleNotFoundError|ImportError)\b")
+def junit_name(nodeid: str) -> str:
+    """The ``classname::name`` pytest's junit file gives the test (or collector) ``nodeid``."""
+    path, bracket, params = nodeid.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return f"{'.'.join(names[:-1])}::{names[-1]}"
 
 
-def parse_junit(junit: Path, patch_id: str, upstream: str, device: str) -> list[SmokeResult]:
+def parse_junit(junit: Path, patch_id: str, upstream: str, device: str, raised: Mapping[str, str]) -> list[SmokeResult]:
+    """The results of a junit file; ``raised``: what each failing test's call raised, by node id (the watch
+    plugin's word, ``Finished.raised``), which tells a failed assertion from an error."""
+    by_name = {junit_name(nodeid): kind for nodeid, kind in raised.items()}
     results = []
     try:
         cases = list(ElementTree.parse(junit).getroot().iter("testcase"))
@@ -174,8 +190,7 @@ def parse_junit(junit: Path, patch_id: str, upstream: str, device: str) -> list[
         outcome, reason = TestOutcome.PASSED, ""
         for child in case:
             if child.tag == "failure":
-                reason = _message(child)
-                outcome = outcome_of(TestOutcome.FAILED, reason)
+                outcome, reason = outcome_of(TestOutcome.FAILED, by_name.get(name, ""), _message(child))
             elif child.tag == "error":
                 outcome, reason = TestOutcome.ERROR, _message(child)
             elif child.tag == "skipped" and outcome is TestOutcome.PASSED:

@@ -52,6 +52,7 @@ from patchmgr.smoke.verdicts import (
     SmokeResult,
     TestOutcome,
     Verdict,
+    on_another_python,
     patch_verdict,
 )
 from patchmgr.sources.python_probe import cannot_run, interpreter_answer
@@ -224,16 +225,9 @@ def run_smoke(
         if (choice := chosen.get(tree.upstream.name)) is not None and choice.note:
             report.notes.append(choice.note)
         need = outside.get(tree.upstream.name)
-        if need is not None:  # on an interpreter the upstream does not declare: only a proof counts
-            # a patch none of whose tests ran (it names no Smoke-Test, its tree is not applied, no device) keeps
-            # that reason, its own: another Python would not help
+        if need is not None:  # on an interpreter the upstream does not declare: only a pass counts
+            verdicts = on_another_python(verdicts, results, unpatched, need.reason)
             ran = {r.patch for r in results if r.result is not TestOutcome.SKIPPED}
-            verdicts = [
-                v
-                if v.verdict is Verdict.PROVEN or v.patch not in ran
-                else replace(v, verdict=Verdict.NOT_PROVEN, reason=need.reason(v.reason))
-                for v in verdicts
-            ]
             report.notes.append(
                 need.note(bool(ran) and all(v.verdict is Verdict.PROVEN for v in verdicts if v.patch in ran))
             )

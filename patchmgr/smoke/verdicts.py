@@ -1,9 +1,15 @@
-"""Smoke results and the verdict per patch: proven only by its own tests that ran in this invocation."""
+"""Smoke results and the verdict per patch: proven only by its own tests that ran in this invocation.
+
+The one rule of what detects a bug lives here (``detects_bug``): a test detects its patch's bug only by failing its
+own assertion without the patch (``smoke.pytest_run.outcome_of`` makes any other exception an error). ``smoke
+--unpatched`` proves a patch by it; ``smoke --both`` and smoke at a ref (``smoke.absorption``) take a test's pass
+without the patch as evidence that the fix is there only when it detected the bug at the pin (``undetected_at_pin``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -73,14 +79,72 @@ class SmokeReport:
         return bool(self.verdicts) and all(v.verdict is Verdict.PROVEN for v in self.verdicts)
 
 
+@dataclass(frozen=True)
+class PatchRun:
+    """One patch in one smoke run: its verdict there and its results (every test on every device)."""
+
+    verdict: PatchVerdict
+    results: tuple[SmokeResult, ...] = ()
+
+
+def detects_bug(result: SmokeResult) -> bool:
+    """Whether a test's result without the patch shows that it detects the patch's bug: it failed its own assertion.
+    A pass, an error (any exception but a failed assertion), a skip or a time-out shows nothing of the kind."""
+    return result.result is TestOutcome.FAILED
+
+
+UNDETECTED = "its tests do not detect the bug at the pin"
+
+
+def undetected_at_pin(at_pin: PatchRun, tests: Sequence[SmokeResult]) -> str:
+    """Why ``tests`` (results of the patch's tests somewhere else) are no evidence about its bug: "" when the patch's
+    tests detect its bug at the pin (``at_pin``, its run without the patch there, proves the patch) and each of
+    ``tests`` is one of those that failed their assertions there, on its device; else the reason, in words."""
+    pin = at_pin.verdict
+    if pin.verdict is Verdict.FAILED:  # a test passes at the pin without the patch
+        passing = [r for r in at_pin.results if r.result is TestOutcome.PASSED]
+        names = ", ".join(dict.fromkeys(short_name(r) for r in passing))
+        return f"{UNDETECTED}: {names} {'pass' if len(passing) > 1 else 'passes'} there without the patch"
+    if pin.verdict is not Verdict.PROVEN:
+        ran = any(r.result is not TestOutcome.SKIPPED for r in at_pin.results)
+        return f"{UNDETECTED}: {pin.reason}" if ran else f"its tests did not run at the pin: {pin.reason}"
+    detecting = {(r.test, r.device) for r in at_pin.results if detects_bug(r)}
+    unseen = [r for r in tests if (r.test, r.device) not in detecting]
+    return f"{UNDETECTED}: {short_name(unseen[0])} did not run there" if unseen else ""
+
+
+def short_name(result: SmokeResult, cpu_named: bool = False) -> str:
+    """A test as people read it: its pytest name, with its device when that is not ``cpu`` (or ``cpu_named``)."""
+    name = result.test.rsplit("::", 1)[-1] if "::" in result.test else result.test
+    unnamed = ("-",) if cpu_named else ("cpu", "-")
+    return name + (f" on {result.device}" if result.device not in unnamed else "")
+
+
+def on_another_python(
+    verdicts: Sequence[PatchVerdict], results: Sequence[SmokeResult], unpatched: bool, why: Callable[[str], str]
+) -> list[PatchVerdict]:
+    """The verdicts of tests run on an interpreter outside the Python the upstream's tests need (``smoke-python`` or
+    its Requires-Python, when no interpreter on the machine fits): only a pass counts there, so only a patched run's
+    proof stands. A failure or an error there says nothing about the patch: the patched run's failure is not proven,
+    and so is the unpatched run's proof (its tests failing). ``why`` gives the reason from the verdict's own. A patch
+    none of whose tests ran (it names no Smoke-Test, its tree is not applied, no device) keeps its own reason:
+    another Python would not help."""
+    ran = {r.patch for r in results if r.result is not TestOutcome.SKIPPED}
+    return [
+        v
+        if (v.verdict is Verdict.PROVEN and not unpatched) or v.patch not in ran
+        else replace(v, verdict=Verdict.NOT_PROVEN, reason=why(v.reason))
+        for v in verdicts
+    ]
+
+
 def patch_verdict(
     patch: str, upstream: str, results: Sequence[SmokeResult], unpatched: bool, not_run: str = ""
 ) -> PatchVerdict:
     """The verdict on one patch from all its results (every test on every device)."""
 
-    def where(r: SmokeResult) -> str:
-        name = r.test.rsplit("::", 1)[-1] if "::" in r.test else r.test
-        return name + (f" on {r.device}" if r.device != "-" else "")
+    def where(r: SmokeResult) -> str:  # the device always: a plain smoke run's lines name it
+        return short_name(r, cpu_named=True)
 
     def judged(verdict: Verdict, reason: str) -> PatchVerdict:
         return PatchVerdict(patch, upstream, verdict, reason)
@@ -102,7 +166,7 @@ def patch_verdict(
     if errors:
         more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
         return judged(Verdict.NOT_PROVEN, f"{where(errors[0])} did not run to an outcome: {errors[0].reason}{more}")
-    proof = failed if unpatched else passed
+    proof = [r for r in results if detects_bug(r)] if unpatched else passed
     if not proof:
         skips = list(dict.fromkeys(r.reason or "skipped" for r in results if r.result is TestOutcome.SKIPPED))
         return judged(Verdict.NOT_PROVEN, "no test ran" + (f": {'; '.join(skips)}" if skips else ""))

@@ -1,6 +1,7 @@
 """A tiny project for ``--smoke`` at a ref: an upstream whose ``add`` subtracts and whose ``mul`` adds, a patch
 that fixes both (its smoke tests: one per function), a patch that names no Smoke-Test, and a tag ``v2`` whose
-code the scene chooses: the bug still there, fixed upstream in other words, fixed in part, or broken anew."""
+code the scene chooses: the bug still there, fixed upstream in other words, fixed in part, or broken anew; and the
+smoke tests, those that detect the bug unless the scene is given others."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ def test_mul():
 """
 )
 TEST_FILE = "tests/smoke/lib/test_calc.py"
+# a test that passes whether add subtracts or adds: it never detected the bug, at the pin or anywhere
+NEVER_DETECTS = LOAD + "\n\ndef test_add():\n    assert load_calc().add(2, 0) == 2\n"
 
 # what v2 holds in lib/calc.py, per verdict the fix-calc patch should get there
 AT_V2 = {
@@ -39,7 +42,7 @@ AT_V2 = {
 
 
 class RefScene:
-    def __init__(self, tmp_path: Path, project, cli, v2: str) -> None:
+    def __init__(self, tmp_path: Path, project, cli, v2: str, tests: str = TESTS) -> None:
         self.project, self.cli = project, cli
         self.upstream = UpstreamRepo(tmp_path / "lib-upstream")
         self.pin = self.upstream.commit({"lib/calc.py": BUGGY, "lib/other.py": "X = 1\n", "README": "lib\n"}, "v1")
@@ -61,7 +64,7 @@ class RefScene:
         )
         path = project.root / TEST_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(TESTS)
+        path.write_text(tests)
         self.v2 = self.upstream.commit({"lib/calc.py": AT_V2[v2], "README": "lib 2\n"}, "v2")
         git(self.upstream.path, "tag", "v2", self.v2)
 

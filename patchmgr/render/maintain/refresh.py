@@ -3,6 +3,7 @@ JSON documents for machines."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -11,6 +12,7 @@ from rich.text import Text
 
 from patchmgr.render.console import STATE_STYLE, notes, patches, row, say
 from patchmgr.render.maintain.guards import print_broken_guards
+from patchmgr.render.reports.rows import display_path
 from patchmgr.render.status import guard_json
 
 if TYPE_CHECKING:
@@ -115,6 +117,8 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
                 f"  its file stays: target {', '.join(outcome.shared[dropped.patch.id])} lists it too",
                 "yellow",
             )
+        else:  # the patch file and its smoke tests leave together, each named
+            say(console, f"  {'would remove' if planned else 'removed'} {_leaving(outcome, dropped.patch.id)}")
     for kept in outcome.kept:
         say(console, f"kept {kept.patch.id} (--keep), although {kept.reason}", "yellow")
     version = (
@@ -136,6 +140,21 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
         f"in {', '.join(str(t.path) for t in (outcome.target, *also))}",
         "green",
     )
+
+
+def _leaving(outcome: BumpOutcome, patch_id: str) -> str:
+    """A dropped patch's file and its smoke test files, as the project names them (from its root)."""
+    patch = next(p.patch for p in outcome.dropped if p.patch.id == patch_id)
+    tests = outcome.tests_removed.get(patch_id, ())
+    said = _shown(outcome, patch.path)
+    if tests:
+        said += f" and its smoke test{'s' if len(tests) > 1 else ''} {', '.join(_shown(outcome, t) for t in tests)}"
+    return said
+
+
+def _shown(outcome: BumpOutcome, path: Path) -> str:
+    root = outcome.plan.root
+    return display_path(path, root) if root is not None else path.as_posix()
 
 
 def refreshed_json(refreshed: RefreshedPatch) -> dict:
@@ -187,6 +206,8 @@ def bump_json(outcome: BumpOutcome) -> dict:
         "blockers": [p.patch.id for p in outcome.blockers],
         "guards_broken": [p.patch.id for p in outcome.guard_blockers],
         "shared": outcome.shared,
+        # each dropped patch whose file left, with its smoke test files that left with it
+        "tests_removed": {pid: [_shown(outcome, t) for t in tests] for pid, tests in outcome.tests_removed.items()},
         "written": [str(p) for p in outcome.writes] if outcome.action == "bumped" else [],
         "copies": plan.copies,
         "also": list(plan.movers.also) if plan.movers else [],
