@@ -58,6 +58,8 @@ def test_end_all_ends_the_children_other_threads_wait_on(tmp_path, reopened):
     waiting = threading.Thread(target=lambda: finished.append(children.run(grandchild_script(pids)).returncode))
     waiting.start()
     sleep = written_pid(pids)
+    while not children._LIVE:  # the shell can write before its thread has made it known (on a busy machine)
+        time.sleep(0.01)
     try:
         children.end_all()
         waiting.join(10)
@@ -81,10 +83,10 @@ def test_an_interruption_while_the_tree_is_found_leaves_no_process_stopped(tmp_p
     process = children.popen(grandchild_script(pids))
     sleep = written_pid(pids)
 
-    def interrupted() -> dict[int, int]:
+    def interrupted() -> dict[int, tuple[int, int]]:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(children, "_parents", interrupted)
+    monkeypatch.setattr(children, "_processes", interrupted)
     try:
         with pytest.raises(KeyboardInterrupt):
             children.end_tree(process)

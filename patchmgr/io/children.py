@@ -16,7 +16,14 @@ number can be given to another process at once), and its tree is looked for only
 can neither end nor be reaped meanwhile.
 
 Children stay in patchmgr's process group: Ctrl-C at a terminal reaches them as it always did, and ssh can still
-ask on the terminal for a passphrase or a host key.
+ask on the terminal for a passphrase or a host key. The one exception is a child started with
+``start_new_session=True`` (smoke's pytest): it leads a session of its own, and every process of that session is
+part of its tree, found by its session id as well as by parent. A test's child that made a process group of its
+own (``os.setpgid(0, 0)``) is found so, and so is one whose parent ended first and which was given to init: the
+kernel never gives the session's number to another process while any process of the session lives. (patchmgr is
+not made a subreaper, ``PR_SET_CHILD_SUBREAPER``, to keep such orphans: they would become patchmgr's own
+children, zombies until something reaped them, and a reaper that waits for any child takes the exit statuses that
+``subprocess`` waits for.)
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 _LIVE: dict[subprocess.Popen[Any], int | None] = {}  # each child, and a pidfd on it (None: the system has none)
+_SESSIONS: set[subprocess.Popen[Any]] = set()  # the children that lead a session of their own
 _LOCK = threading.Lock()
 STOP_WAIT = 2.0  # seconds a child has to stop before its tree is looked for (else it is killed alone)
 _closed = False  # end_all has run: the command is over, and no child starts any more
@@ -45,11 +53,14 @@ def popen(command: Sequence[str], **options: Any) -> subprocess.Popen[Any]:
     handle = _pidfd(process.pid)  # before anything can reap it: the handle is on this very process
     with _LOCK:
         closed = _closed
-        if not closed:
-            _LIVE[process] = handle
+        _LIVE[process] = handle  # known even when it came too late: its tree is ended through the handle
+        if options.get("start_new_session"):
+            _SESSIONS.add(process)
     if closed:
-        _close(handle)
-        end_tree(process)
+        try:
+            end_tree(process)
+        finally:
+            forget(process)
         raise Closed(f"not started, patchmgr is stopping: {command[0]}")
     return process
 
@@ -58,6 +69,7 @@ def forget(process: subprocess.Popen[Any]) -> None:
     """``process`` has been waited for: it is no longer this process's to end."""
     with _LOCK:
         handle = _LIVE.pop(process, None)
+        _SESSIONS.discard(process)
     _close(handle)
 
 
@@ -107,9 +119,12 @@ def end_tree(process: subprocess.Popen[Any]) -> None:
     """Kill ``process`` and every process it started, then reap it (also when this is interrupted)."""
     with _LOCK:
         handle = _LIVE.get(process)
+        session = process in _SESSIONS
     try:
-        if handle is not None and _stopped_and_unreaped(handle, process.pid):
-            _kill_tree(process.pid)
+        if handle is not None:
+            _end_unreaped(handle, process.pid, session)
+        elif session and process.returncode is None:  # no pidfd (before Linux 5.3), not reaped: its number is its own
+            _signal_group(process.pid, signal.SIGKILL)
     finally:
         if handle is not None:
             _send(handle, signal.SIGKILL)
@@ -118,28 +133,40 @@ def end_tree(process: subprocess.Popen[Any]) -> None:
         process.wait()
 
 
-def _stopped_and_unreaped(handle: int, pid: int) -> bool:
-    """Stop the child through its pidfd; whether it is now stopped and not reaped, so that ``pid`` stays its
-    number until it is killed (a stopped child cannot end, so nobody can reap it). False once it has ended, and
-    when it is not stopped within STOP_WAIT seconds (a process in uninterruptible sleep stops only after it)."""
+def _end_unreaped(handle: int, pid: int, session: bool) -> bool:
+    """Kill the tree of the child behind ``handle`` while its number is still its own; whether it was still running.
+
+    A child that leads a session and has ended, unreaped, still has one: the rest of its session is killed."""
+    state = _stop(handle)
+    if state == os.CLD_STOPPED or (session and state is not None):
+        _kill_tree(pid, session)
+    return state == os.CLD_STOPPED
+
+
+def _stop(handle: int) -> int | None:
+    """Stop the child through its pidfd; ``CLD_STOPPED`` once it is stopped and not reaped, so that its number
+    stays its own until it is killed (a stopped child cannot end, so nobody can reap it); the code of its end when
+    it has ended but is not reaped; None once it is reaped, and when it is not stopped within STOP_WAIT seconds (a
+    process in uninterruptible sleep stops only after it)."""
     if not _send(handle, signal.SIGSTOP):
-        return False  # reaped already
+        return None  # reaped already
     deadline = time.monotonic() + STOP_WAIT
     while True:
         try:  # WNOWAIT: looked at, not reaped; the stop is delivered when the child next runs
             seen = os.waitid(os.P_PIDFD, handle, os.WSTOPPED | os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except (ChildProcessError, AttributeError, OSError):
-            return False
+            return None
         if seen is not None:
-            return seen.si_code == os.CLD_STOPPED
+            return seen.si_code
         if time.monotonic() > deadline:
-            return False
+            return None
         time.sleep(0.001)
 
 
-def _kill_tree(root: int) -> None:
-    """SIGSTOP ``root`` and its descendants from the top down, so the tree holds still while it is found, then
-    SIGKILL all of them, also when this is interrupted half-way (a stopped process is never left)."""
+def _kill_tree(root: int, session: bool = False) -> None:
+    """SIGSTOP ``root`` and its descendants from the top down (with ``session``, every process of the session it
+    leads too), so the tree holds still while it is found, then SIGKILL all of them, also when this is interrupted
+    half-way (a stopped process is never left)."""
     found: set[int] = set()
     try:
         frontier = {root}
@@ -147,11 +174,28 @@ def _kill_tree(root: int) -> None:
             for pid in frontier:
                 _signal(pid, signal.SIGSTOP)
             found |= frontier
-            parents = _parents()
-            frontier = {pid for pid, parent in parents.items() if parent in found} - found
+            frontier = _tree(root, _processes(), session, found) - found
     finally:
         for pid in found:
             _signal(pid, signal.SIGKILL)
+
+
+def _tree(root: int, processes: dict[int, tuple[int, int]], session: bool, known: set[int] | None = None) -> set[int]:
+    """``root``, its descendants (by parent: a process that made a group of its own is one) and, with ``session``,
+    every process of the session it leads; ``known``: processes already found, whose children are looked for too."""
+    found = {root} | (known or set())
+    if session:
+        found |= {pid for pid, (_parent, sid) in processes.items() if sid == root}
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _sid) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    todo = list(found)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 def _pidfd(pid: int) -> int | None:
@@ -182,20 +226,27 @@ def _signal(pid: int, number: int) -> None:
         pass
 
 
-def _parents() -> dict[int, int]:
-    """Every process's parent, from /proc (empty where there is none)."""
-    parents: dict[int, int] = {}
+def _signal_group(pgid: int, number: int) -> None:
+    try:
+        os.killpg(pgid, number)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every process's parent and session, from /proc (empty where there is none)."""
+    processes: dict[int, tuple[int, int]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        return parents
+        return processes
     for name in names:
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as stat:
                 fields = stat.read().rsplit(b")", 1)[1].split()
-            parents[int(name)] = int(fields[1])
+            processes[int(name)] = (int(fields[1]), int(fields[3]))  # after the name: state, ppid, pgrp, session
         except (OSError, IndexError, ValueError):
             continue
-    return parents
+    return processes
