@@ -24,6 +24,12 @@ kernel never gives the session's number to another process while any process of 
 not made a subreaper, ``PR_SET_CHILD_SUBREAPER``, to keep such orphans: they would become patchmgr's own
 children, zombies until something reaped them, and a reaper that waits for any child takes the exit statuses that
 ``subprocess`` waits for.)
+
+A child's tree may hold at most ``TREE_LIMITS[program]`` processes at once (git: 12). A git lazy fetch from a
+source that cannot give what it asks for (a shallow clone) starts another fetch that starts another, some 300
+processes a second; one thread looks at every such child's tree every ``WATCH_TICK`` seconds (through /proc's lists
+of children: a few files per look) and ends one past its bound: the call raises ``Overgrown``. Worker threads that
+start children side by side are at most ``SIDE_BY_SIDE`` (``worker_pool``).
 """
 
 from __future__ import annotations
@@ -34,28 +40,57 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where a pool is made: a warm status starts no thread and pays for no import
+    from concurrent.futures import ThreadPoolExecutor
 
 _LIVE: dict[subprocess.Popen[Any], int | None] = {}  # each child, and a pidfd on it (None: the system has none)
 _SESSIONS: set[subprocess.Popen[Any]] = set()  # the children that lead a session of their own
+_WATCHED: dict[subprocess.Popen[Any], int] = {}  # a child whose tree is bounded, and its bound
+_OVERGROWN: dict[subprocess.Popen[Any], int] = {}  # a child ended for its tree's size, and the size it had then
 _LOCK = threading.Lock()
 STOP_WAIT = 2.0  # seconds a child has to stop before its tree is looked for (else it is killed alone)
 _closed = False  # end_all has run: the command is over, and no child starts any more
+
+# The most processes one child's tree may hold at once, by the program the child runs. A fetch over a local path
+# is fetch, sh, upload-pack, pack-objects, index-pack, rev-list and an auto maintenance; a lazy fetch under
+# cat-file or checkout about as many. A lazy fetch that starts another one without end passes it within a second.
+TREE_LIMITS = {"git": 12}
+# seconds between two looks at the bounded trees: such a loop of lazy fetches grows by some 300 processes a second
+WATCH_TICK = 0.005
+WATCH_TICK_SCANNING = 0.05  # where /proc lists no children, and each look reads every process's stat
+SIDE_BY_SIDE = 4  # the most worker threads one command starts children from at once (``worker_pool``)
+_watcher: list[int] = []  # the process whose watching thread runs (a forked child starts its own)
+_watching = threading.Event()  # set while a child is watched
 
 
 class Closed(OSError):
     """A child asked for after the command ended (a worker thread still at work): it is not started."""
 
 
+class Overgrown(Exception):
+    """A child's tree held more processes than its program's ``TREE_LIMITS``: it was ended with all of them."""
+
+    def __init__(self, command: Sequence[str], count: int, limit: int) -> None:
+        super().__init__(f"{PurePath(command[0]).name}: {count} processes at once, more than {limit}")
+        self.command, self.count, self.limit = list(command), count, limit
+
+
 def popen(command: Sequence[str], **options: Any) -> subprocess.Popen[Any]:
     """A started child, known until ``forget``: ``end_all`` ends its tree. Raises Closed after ``end_all``."""
     process = subprocess.Popen(command, **options)
     handle = _pidfd(process.pid)  # before anything can reap it: the handle is on this very process
+    limit = TREE_LIMITS.get(PurePath(command[0]).name)
     with _LOCK:
         closed = _closed
         _LIVE[process] = handle  # known even when it came too late: its tree is ended through the handle
         if options.get("start_new_session"):
             _SESSIONS.add(process)
+        if not closed and limit is not None and handle is not None:
+            _WATCHED[process] = limit
+            _start_watching()
     if closed:
         try:
             end_tree(process)
@@ -70,7 +105,21 @@ def forget(process: subprocess.Popen[Any]) -> None:
     with _LOCK:
         handle = _LIVE.pop(process, None)
         _SESSIONS.discard(process)
+        _WATCHED.pop(process, None)
+        _OVERGROWN.pop(process, None)
     _close(handle)
+
+
+def overgrown(process: subprocess.Popen[Any]) -> Overgrown | None:
+    """Why ``process`` was ended while it ran, if it was for its tree's size (asked before ``forget``)."""
+    with _LOCK:
+        count = _OVERGROWN.get(process)
+        limit = _WATCHED.get(process)
+    if count is None or limit is None:
+        return None
+    args = process.args
+    command = [str(args)] if isinstance(args, (str, bytes, os.PathLike)) else [str(arg) for arg in args]
+    return Overgrown(command, count, limit)
 
 
 def run(
@@ -83,7 +132,8 @@ def run(
     **options: Any,
 ) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run``: the same arguments and result; the child's whole tree is killed when the call ends
-    without the child having ended (an interruption, ``timeout``, the end of the command)."""
+    without the child having ended (an interruption, ``timeout``, the end of the command). Raises Overgrown when
+    its tree passed its bound (``TREE_LIMITS``) and was ended for it."""
     if input is not None:
         options["stdin"] = subprocess.PIPE
     if capture_output:
@@ -96,8 +146,11 @@ def run(
             except BaseException:
                 end_tree(process)
                 raise
+        grown = overgrown(process)
     finally:
         forget(process)
+    if grown is not None:
+        raise grown
     code = process.returncode if process.returncode is not None else -1
     if check and code:
         raise subprocess.CalledProcessError(code, process.args, out, err)
@@ -196,6 +249,94 @@ def _tree(root: int, processes: dict[int, tuple[int, int]], session: bool, known
                 found.add(child)
                 todo.append(child)
     return found
+
+
+def worker_pool(tasks: int, name: str) -> ThreadPoolExecutor:
+    """Threads for ``tasks`` that each start children (``git ls-remote``, a clone's object reader): at most
+    ``SIDE_BY_SIDE``, so that no command runs more than a handful of git processes at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=max(1, min(tasks, SIDE_BY_SIDE)), thread_name_prefix=name)
+
+
+def _start_watching() -> None:
+    """Wake the thread that bounds the watched trees, started once per process (called with _LOCK held)."""
+    _watching.set()
+    if os.getpid() in _watcher:
+        return
+    _watcher[:] = [os.getpid()]
+    threading.Thread(target=_watch, name="patchmgr-children", daemon=True).start()
+
+
+def _watch() -> None:
+    lists = _child_lists()
+    while True:
+        _watching.wait()  # nothing watched: asleep until a watched child starts
+        time.sleep(WATCH_TICK if lists else WATCH_TICK_SCANNING)
+        try:
+            _look_at_watched(lists)
+        except Exception:  # noqa: BLE001 (a look that failed is made again at the next tick; the thread stays)
+            continue
+
+
+def _look_at_watched(lists: bool) -> None:
+    """End every watched child whose tree holds more processes than its bound, and say it did (``_OVERGROWN``)."""
+    with _LOCK:
+        watched = []
+        for process, limit in _WATCHED.items():
+            handle = _LIVE.get(process)
+            if handle is not None and process not in _OVERGROWN:
+                try:  # a handle of its own: forget may close the child's meanwhile
+                    watched.append((process, limit, os.dup(handle), process in _SESSIONS))
+                except OSError:
+                    continue
+        if not _WATCHED:
+            _watching.clear()
+    try:
+        processes: dict[int, tuple[int, int]] | None = None
+        for process, limit, handle, session in watched:
+            count = _counted(process.pid, limit) if lists and not session else None
+            if count is None:  # no lists of children here (or a session): every process is looked at
+                processes = _processes() if processes is None else processes
+                count = len(_tree(process.pid, processes, session))
+            if count <= limit:
+                continue
+            running = _end_unreaped(handle, process.pid, session)
+            _send(handle, signal.SIGKILL)  # never left stopped; the call that waits for it reaps it
+            if running:  # not a child that ended on its own meanwhile: its call raises Overgrown
+                with _LOCK:
+                    _OVERGROWN[process] = count
+    finally:
+        for _process, _limit, handle, _session in watched:
+            os.close(handle)
+
+
+def _counted(root: int, limit: int) -> int:
+    """How many processes ``root``'s tree holds, from /proc's lists of each thread's children, counted no further
+    than one past ``limit`` (a few files read per look: a look every few milliseconds costs next to nothing)."""
+    found, todo = {root}, [root]
+    while todo and len(found) <= limit:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue  # it has ended meanwhile
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children", "rb") as listed:
+                    numbers = listed.read().split()
+            except OSError:
+                continue
+            for child in map(int, numbers):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+    return len(found)
+
+
+def _child_lists() -> bool:
+    """Whether /proc lists each thread's children (Linux built with CONFIG_PROC_CHILDREN, as distributions are)."""
+    return os.path.exists(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/children")
 
 
 def _pidfd(pid: int) -> int | None:
