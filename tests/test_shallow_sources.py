@@ -1,8 +1,9 @@
-"""A shallow clone as a source: no command runs more than a handful of git processes (``io/children.py``
-``TREE_LIMITS``). Before, patchmgr's partial cache fetched from it, and git's lookup of the shallow commit in the
-answer was a lazy fetch from the same source, which looked it up again: thousands of ``git fetch`` and
-``upload-pack`` within a minute, until the machine choked. Real repositories, a real ``git clone --depth 1``, the
-real CLI in a process of its own, watched and killed at once if its git processes pass a bound."""
+"""A shallow clone as a source: refused at once with one error and a hint, and no command runs more than a handful
+of git processes (``sources/origin.py`` ``require_whole_history``, ``io/children.py`` ``TREE_LIMITS``). Before,
+patchmgr's partial cache fetched from it, and git's lookup of the shallow commit in the answer was a lazy fetch from
+the same source, which looked it up again: thousands of ``git fetch`` and ``upload-pack`` within a minute, until the
+machine choked. Real repositories, a real ``git clone --depth 1``, the real CLI in a process of its own, watched
+and killed at once if its git processes pass a bound."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from support.processes import watched
 from patchmgr.io import children
 
 ROOT = Path(__file__).resolve().parent.parent
+HANDFUL = 4  # git processes at once: a fetch over a local path is fetch and upload-pack, then index-pack
 RUNAWAY = 40  # past this many at once the watch kills the command: it would go on without end
 
 
@@ -49,6 +51,21 @@ def patchmgr(project, *args: str, source: Path, most_git: int = RUNAWAY):
     command = [sys.executable, "-m", "patchmgr", *args, "--target", "t", "--root", str(project.root)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return watched([*command, "--source", f"lib={source}"], most_git=most_git, seconds=60, env=env)
+
+
+def test_a_shallow_clone_given_as_a_source_is_refused_at_once(history, tmp_path, project):
+    upstream, commits = history
+    shallow = shallow_clone(upstream.path, tmp_path / "shallow")
+    for args in (("status",), ("apply", "--into", str(tmp_path / "build"))):
+        done = patchmgr(project, *args, source=shallow)
+        assert done.stopped == "", f"{' '.join(args)} was stopped from outside: {done.stopped}"
+        assert done.code == 1, done.out + done.err
+        said = done.out + done.err
+        assert f"{shallow} is a shallow clone: its history is cut off" in said, said
+        assert f"hint: make it whole with `git -C {shallow} fetch --unshallow`, or give a full clone" in said, said
+        assert "Traceback" not in said
+        assert done.most_git <= HANDFUL, f"{' '.join(args)} ran {done.most_git} git processes at once"
+    assert not (tmp_path / "build").exists()
 
 
 def test_a_source_made_shallow_since_the_cache_was_filled_is_bounded(history, tmp_path, project):
