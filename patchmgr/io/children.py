@@ -39,7 +39,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,7 @@ _closed = False  # end_all has run: the command is over, and no child starts any
 TREE_LIMITS = {"git": 12}
 # seconds between two looks at the bounded trees: such a loop of lazy fetches grows by some 300 processes a second
 WATCH_TICK = 0.005
+WATCH_TICK_IDLE = 0.02  # while no watched child has a child of its own (cat-file waiting for the next request)
 WATCH_TICK_SCANNING = 0.05  # where /proc lists no children, and each look reads every process's stat
 SIDE_BY_SIDE = 4  # the most worker threads one command starts children from at once (``worker_pool``)
 _watcher: list[int] = []  # the process whose watching thread runs (a forked child starts its own)
@@ -186,14 +188,16 @@ def end_tree(process: subprocess.Popen[Any]) -> None:
         process.wait()
 
 
-def _end_unreaped(handle: int, pid: int, session: bool) -> bool:
-    """Kill the tree of the child behind ``handle`` while its number is still its own; whether it was still running.
+def _end_unreaped(handle: int, pid: int, session: bool, stopped: Callable[[], None] | None = None) -> None:
+    """Kill the tree of the child behind ``handle`` while its number is still its own; ``stopped`` is called once it
+    is stopped, still running, before anything is killed.
 
     A child that leads a session and has ended, unreaped, still has one: the rest of its session is killed."""
     state = _stop(handle)
+    if state == os.CLD_STOPPED and stopped is not None:
+        stopped()
     if state == os.CLD_STOPPED or (session and state is not None):
         _kill_tree(pid, session)
-    return state == os.CLD_STOPPED
 
 
 def _stop(handle: int) -> int | None:
@@ -270,17 +274,19 @@ def _start_watching() -> None:
 
 def _watch() -> None:
     lists = _child_lists()
+    busy = True
     while True:
         _watching.wait()  # nothing watched: asleep until a watched child starts
-        time.sleep(WATCH_TICK if lists else WATCH_TICK_SCANNING)
+        time.sleep(WATCH_TICK_SCANNING if not lists else WATCH_TICK if busy else WATCH_TICK_IDLE)
         try:
-            _look_at_watched(lists)
+            busy = _look_at_watched(lists)
         except Exception:  # noqa: BLE001 (a look that failed is made again at the next tick; the thread stays)
             continue
 
 
-def _look_at_watched(lists: bool) -> None:
-    """End every watched child whose tree holds more processes than its bound, and say it did (``_OVERGROWN``)."""
+def _look_at_watched(lists: bool) -> bool:
+    """End every watched child whose tree holds more processes than its bound, and say it did (``_OVERGROWN``);
+    whether any of them has a child (else the next look can wait longer)."""
     with _LOCK:
         watched = []
         for process, limit in _WATCHED.items():
@@ -292,6 +298,7 @@ def _look_at_watched(lists: bool) -> None:
                     continue
         if not _WATCHED:
             _watching.clear()
+    busy = False
     try:
         processes: dict[int, tuple[int, int]] | None = None
         for process, limit, handle, session in watched:
@@ -299,16 +306,20 @@ def _look_at_watched(lists: bool) -> None:
             if count is None:  # no lists of children here (or a session): every process is looked at
                 processes = _processes() if processes is None else processes
                 count = len(_tree(process.pid, processes, session))
-            if count <= limit:
-                continue
-            running = _end_unreaped(handle, process.pid, session)
-            _send(handle, signal.SIGKILL)  # never left stopped; the call that waits for it reaps it
-            if running:  # not a child that ended on its own meanwhile: its call raises Overgrown
-                with _LOCK:
-                    _OVERGROWN[process] = count
+            busy = busy or count > 1
+            if count > limit:
+                _end_unreaped(handle, process.pid, session, partial(_overgrown_by, process, count))
+                _send(handle, signal.SIGKILL)  # never left stopped; the call that waits for it reaps it
     finally:
         for _process, _limit, handle, _session in watched:
             os.close(handle)
+    return busy
+
+
+def _overgrown_by(process: subprocess.Popen[Any], count: int) -> None:
+    """Say that ``process`` is ended for its tree's size, before it is killed: its call looks as soon as it ends."""
+    with _LOCK:
+        _OVERGROWN[process] = count
 
 
 def _counted(root: int, limit: int) -> int:
