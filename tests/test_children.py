@@ -98,6 +98,25 @@ def test_an_interruption_while_the_tree_is_found_leaves_no_process_stopped(tmp_p
         os.kill(sleep, signal.SIGKILL)
 
 
+def test_a_tree_past_its_programs_bound_is_ended_and_its_call_says_so(tmp_path, monkeypatch):
+    """The bound git's trees get (a lazy fetch that starts fetch after fetch), here on a shell that starts ten."""
+    monkeypatch.setitem(children.TREE_LIMITS, "sh", 5)
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    with pytest.raises(children.Overgrown) as raised:
+        children.run(["sh", "-c", f'for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1000 & echo $! >> "{pids}"; done; wait'])
+    assert time.monotonic() - started < 10
+    assert raised.value.limit == 5 and raised.value.count > 5
+    sleeps = [int(pid) for pid in pids.read_text().split()]
+    try:
+        assert ended(*sleeps), "a process of the tree outlived its end"
+    finally:
+        for pid in sleeps:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert children._LIVE == {}
+
+
 def test_a_completed_child_is_as_subprocess_run_gives_it():
     done = children.run(["sh", "-c", "cat; echo err >&2; exit 3"], input=b"in", capture_output=True)
     assert (done.returncode, done.stdout, done.stderr) == (3, b"in", b"err\n")
