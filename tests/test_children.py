@@ -17,7 +17,7 @@ import pytest
 from support.gitrepos import UpstreamRepo
 from support.processes import ended, gone, processes_naming, silent_server
 
-from patchmgr.io import children
+from patchmgr.io import children, proc_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,7 +86,7 @@ def test_an_interruption_while_the_tree_is_found_leaves_no_process_stopped(tmp_p
     def interrupted() -> dict[int, tuple[int, int]]:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(children, "_processes", interrupted)
+    monkeypatch.setattr(proc_tree, "processes", interrupted)
     try:
         with pytest.raises(KeyboardInterrupt):
             children.end_tree(process)

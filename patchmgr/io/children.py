@@ -44,6 +44,8 @@ from functools import partial
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+from patchmgr.io import proc_tree
+
 if TYPE_CHECKING:  # imported where a pool is made: a warm status starts no thread and pays for no import
     from concurrent.futures import ThreadPoolExecutor
 
@@ -231,28 +233,10 @@ def _kill_tree(root: int, session: bool = False) -> None:
             for pid in frontier:
                 _signal(pid, signal.SIGSTOP)
             found |= frontier
-            frontier = _tree(root, _processes(), session, found) - found
+            frontier = proc_tree.tree(root, proc_tree.processes(), session, found) - found
     finally:
         for pid in found:
             _signal(pid, signal.SIGKILL)
-
-
-def _tree(root: int, processes: dict[int, tuple[int, int]], session: bool, known: set[int] | None = None) -> set[int]:
-    """``root``, its descendants (by parent: a process that made a group of its own is one) and, with ``session``,
-    every process of the session it leads; ``known``: processes already found, whose children are looked for too."""
-    found = {root} | (known or set())
-    if session:
-        found |= {pid for pid, (_parent, sid) in processes.items() if sid == root}
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _sid) in processes.items():
-        children.setdefault(parent, []).append(pid)
-    todo = list(found)
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
 
 
 def worker_pool(tasks: int, name: str) -> ThreadPoolExecutor:
@@ -273,7 +257,7 @@ def _start_watching() -> None:
 
 
 def _watch() -> None:
-    lists = _child_lists()
+    lists = proc_tree.child_lists()
     busy = True
     while True:
         _watching.wait()  # nothing watched: asleep until a watched child starts
@@ -300,12 +284,12 @@ def _look_at_watched(lists: bool) -> bool:
             _watching.clear()
     busy = False
     try:
-        processes: dict[int, tuple[int, int]] | None = None
+        processes: proc_tree.Table | None = None
         for process, limit, handle, session in watched:
-            count = _counted(process.pid, limit) if lists and not session else None
+            count = proc_tree.counted(process.pid, limit) if lists and not session else None
             if count is None:  # no lists of children here (or a session): every process is looked at
-                processes = _processes() if processes is None else processes
-                count = len(_tree(process.pid, processes, session))
+                processes = proc_tree.processes() if processes is None else processes
+                count = len(proc_tree.tree(process.pid, processes, session))
             busy = busy or count > 1
             if count > limit:
                 _end_unreaped(handle, process.pid, session, partial(_overgrown_by, process, count))
@@ -320,34 +304,6 @@ def _overgrown_by(process: subprocess.Popen[Any], count: int) -> None:
     """Say that ``process`` is ended for its tree's size, before it is killed: its call looks as soon as it ends."""
     with _LOCK:
         _OVERGROWN[process] = count
-
-
-def _counted(root: int, limit: int) -> int:
-    """How many processes ``root``'s tree holds, from /proc's lists of each thread's children, counted no further
-    than one past ``limit`` (a few files read per look: a look every few milliseconds costs next to nothing)."""
-    found, todo = {root}, [root]
-    while todo and len(found) <= limit:
-        pid = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue  # it has ended meanwhile
-        for task in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{task}/children", "rb") as listed:
-                    numbers = listed.read().split()
-            except OSError:
-                continue
-            for child in map(int, numbers):
-                if child not in found:
-                    found.add(child)
-                    todo.append(child)
-    return len(found)
-
-
-def _child_lists() -> bool:
-    """Whether /proc lists each thread's children (Linux built with CONFIG_PROC_CHILDREN, as distributions are)."""
-    return os.path.exists(f"/proc/{os.getpid()}/task/{threading.get_native_id()}/children")
 
 
 def _pidfd(pid: int) -> int | None:
@@ -383,22 +339,3 @@ def _signal_group(pgid: int, number: int) -> None:
         os.killpg(pgid, number)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def _processes() -> dict[int, tuple[int, int]]:
-    """Every process's parent and session, from /proc (empty where there is none)."""
-    processes: dict[int, tuple[int, int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return processes
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-            processes[int(name)] = (int(fields[1]), int(fields[3]))  # after the name: state, ppid, pgrp, session
-        except (OSError, IndexError, ValueError):
-            continue
-    return processes
