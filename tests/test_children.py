@@ -17,7 +17,7 @@ import pytest
 from support.gitrepos import UpstreamRepo
 from support.processes import ended, gone, processes_naming, silent_server
 
-from patchmgr.io import children
+from patchmgr.io import children, proc_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,6 +58,8 @@ def test_end_all_ends_the_children_other_threads_wait_on(tmp_path, reopened):
     waiting = threading.Thread(target=lambda: finished.append(children.run(grandchild_script(pids)).returncode))
     waiting.start()
     sleep = written_pid(pids)
+    while not children._LIVE:  # the shell can write before its thread has made it known (on a busy machine)
+        time.sleep(0.01)
     try:
         children.end_all()
         waiting.join(10)
@@ -81,10 +83,10 @@ def test_an_interruption_while_the_tree_is_found_leaves_no_process_stopped(tmp_p
     process = children.popen(grandchild_script(pids))
     sleep = written_pid(pids)
 
-    def interrupted() -> dict[int, int]:
+    def interrupted() -> dict[int, tuple[int, int]]:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(children, "_parents", interrupted)
+    monkeypatch.setattr(proc_tree, "processes", interrupted)
     try:
         with pytest.raises(KeyboardInterrupt):
             children.end_tree(process)
@@ -94,6 +96,25 @@ def test_an_interruption_while_the_tree_is_found_leaves_no_process_stopped(tmp_p
         process.kill()
         process.wait()
         os.kill(sleep, signal.SIGKILL)
+
+
+def test_a_tree_past_its_programs_bound_is_ended_and_its_call_says_so(tmp_path, monkeypatch):
+    """The bound git's trees get (a lazy fetch that starts fetch after fetch), here on a shell that starts ten."""
+    monkeypatch.setitem(children.TREE_LIMITS, "sh", 5)
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    with pytest.raises(children.Overgrown) as raised:
+        children.run(["sh", "-c", f'for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1000 & echo $! >> "{pids}"; done; wait'])
+    assert time.monotonic() - started < 10
+    assert raised.value.limit == 5 and raised.value.count > 5
+    sleeps = [int(pid) for pid in pids.read_text().split()]
+    try:
+        assert ended(*sleeps), "a process of the tree outlived its end"
+    finally:
+        for pid in sleeps:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert children._LIVE == {}
 
 
 def test_a_completed_child_is_as_subprocess_run_gives_it():

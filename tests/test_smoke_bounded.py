@@ -5,10 +5,13 @@ a patch's own reason (no Smoke-Test) is not hidden behind an interpreter's. Real
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
+from pathlib import Path
 
 import pytest
-from support.processes import ended
+from support.processes import ended, gone
 from support.smoke_scene import CPU_ONLY, DETECTS, Scene, hangs, verdicts
 
 PYPROJECT = '[project]\nname = "lib"\nversion = "1.0"\nrequires-python = ">=3.99"\n'
@@ -134,3 +137,47 @@ def test_add():
     ready(scene, test)
     assert scene.smoke().code == 0
     assert ended(int(pids.read_text())), "a child the test left running outlived the run"
+
+
+def own_group_children(pids: Path, hang: bool) -> str:
+    """A smoke test with two children that each make a process group of their own (``os.setpgid(0, 0)``, in the
+    session pytest leads): one its own, the other left by a process that ends at once, so that init adopts it. It
+    writes both pids once both groups are made, then hangs or passes."""
+    return f"""import os
+import subprocess
+import sys
+import time
+
+OWN_GROUP = "import os, time; os.setpgid(0, 0); time.sleep(1000)"
+LEAVES = (  # the orphan does not hold the pipes its pid is read from
+    "import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', OWN_GROUP], "
+    "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)"
+).replace("OWN_GROUP", repr(OWN_GROUP))
+
+
+def test_add():
+    child = subprocess.Popen([sys.executable, "-c", OWN_GROUP])
+    orphan = int(subprocess.run([sys.executable, "-c", LEAVES], capture_output=True, text=True, check=True).stdout)
+    while any(os.getpgid(pid) != pid for pid in (child.pid, orphan)):
+        time.sleep(0.01)
+    with open({str(pids)!r}, "w") as out:
+        out.write(f"{{child.pid}} {{orphan}}")
+    if {hang!r}:
+        time.sleep(1000)
+"""
+
+
+@pytest.mark.parametrize("hang", [False, True], ids=["normal-end", "timed-out"])
+def test_a_child_in_a_process_group_of_its_own_ends_with_the_run(scene, tmp_path, hang):
+    """Before, smoke killed pytest's process group: a test's child that made a group of its own lived on."""
+    pids = tmp_path / "pids"
+    ready(scene, own_group_children(pids, hang))
+    result = scene.smoke("--timeout", "5")
+    assert result.code == (1 if hang else 0), result.out + result.err
+    left = [int(pid) for pid in pids.read_text().split()]
+    try:
+        assert ended(*left), "a child in a process group of its own outlived the run"
+    finally:
+        for pid in left:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)

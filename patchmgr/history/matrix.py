@@ -18,7 +18,7 @@ matrix checks nothing again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import cast
@@ -31,6 +31,7 @@ from patchmgr.history.matrix_cache import CellCache
 from patchmgr.history.releases import RELEASES_SINCE_PIN, RemoteRefs, TagChoice, TagResolver, remote_refs
 from patchmgr.history.tracking import ChosenRef, deciding, tracked_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
+from patchmgr.io import children
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, PatchmgrError, SourceError, StateError
 from patchmgr.model.manifest import Target, Upstream
@@ -144,7 +145,8 @@ def build_matrices(
 
 
 def _list_ahead(sources: Sources, upstreams: Sequence[Upstream]) -> dict[str, Future[RemoteRefs]]:
-    """Each upstream's ``git ls-remote``, all at once in threads (each is a process that mostly waits), after the
+    """Each upstream's ``git ls-remote``, side by side in threads (``children.worker_pool``: each is a process that
+    mostly waits, and at most a handful run at once), after the
     cached clones open together (``Store.open_ahead``). A clone that cannot be opened is left out here: its
     matrix meets the problem itself, in order, with its own message."""
     if len(upstreams) < 2:
@@ -160,7 +162,7 @@ def _list_ahead(sources: Sources, upstreams: Sequence[Upstream]) -> dict[str, Fu
             continue
     if not ready:
         return {}
-    pool = ThreadPoolExecutor(max_workers=len(ready), thread_name_prefix="ls-remote")
+    pool = children.worker_pool(len(ready), "ls-remote")
     listings = {u.name: pool.submit(remote_refs, sources, u) for u in ready}
     pool.shutdown(wait=False)
     return listings

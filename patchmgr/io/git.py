@@ -291,6 +291,11 @@ class GitRepo(HistoryQueries, PatchOperations):
         out = self.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit, strip=False)
         return [name for name in out.split("\0") if name]
 
+    def is_shallow(self) -> bool:
+        """Whether the repository is a shallow clone (``--depth``): its history stops at commits whose parents it
+        lacks."""
+        return self.run("rev-parse", "--is-shallow-repository") == "true"
+
     def missing_blobs(self, commit: str) -> list[str]:
         """Paths at ``commit`` whose blobs this repository lacks (a mirror without its large files)."""
         blobs = [(sha, path) for kind, sha, path in self.tree_listing(commit) if kind == "blob"]

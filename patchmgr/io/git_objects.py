@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from patchmgr.io import children
-from patchmgr.io.git_run import RepositoryDamaged, damage_in
+from patchmgr.io.git_run import LazyFetchLoop, RepositoryDamaged, damage_in
 from patchmgr.model.errors import GitError
 from patchmgr.model.urls import mask_url
 
@@ -242,6 +242,10 @@ class ObjectReader:
                 self._process.wait(timeout=5)  # its last words reach the file before it exits
             except subprocess.TimeoutExpired:
                 pass
+            grown = children.overgrown(self._process)
+            if grown is not None:  # a lazy fetch of what it was asked for started fetch after fetch
+                self.close()
+                return LazyFetchLoop("cat-file", grown)
         said = self._new_stderr()
         self.close()
         unfetchable = _UNFETCHABLE.search(said)

@@ -2,6 +2,12 @@
 
 Applied to every git process through ``GIT_CONFIG_*`` variables, so a hostile repository's
 config or an inherited setting cannot run code on our behalf.
+
+A git process's tree is bounded (``io.children.TREE_LIMITS``): a lazy fetch from a source that lacks what it asks
+for starts another fetch, which starts another (git reads the shallow-info of a shallow source with a lookup that
+fetches), thousands within a minute; past the bound the tree is ended and the command fails with
+``LazyFetchLoop``. patchmgr's own fetches ask for no lazy fetch (``GIT_NO_LAZY_FETCH``, git 2.44 and later), so
+there such a source fails the fetch at once.
 """
 
 from __future__ import annotations
@@ -162,6 +168,11 @@ def plain_env() -> dict[str, str]:
     return {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **config_env()}
 
 
+# a fetch patchmgr asks for never needs an object it lacks from elsewhere: git 2.44 and later then fetch nothing
+# lazily, so a shallow source fails the fetch instead of starting fetch after fetch (older git ignores it)
+NO_LAZY_FETCH = {"GIT_NO_LAZY_FETCH": "1"}
+
+
 def execute(
     args: Sequence[str],
     cwd: Path | None,
@@ -171,6 +182,8 @@ def execute(
     repository: Path | None = None,
 ) -> str:
     """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError."""
+    if "fetch" in args[:3]:  # ``git [-c key=value] fetch``
+        env = {**env, **NO_LAZY_FETCH}
     try:
         done = children.run(
             ["git", *args],
@@ -180,6 +193,8 @@ def execute(
             input=stdin,
             stdin=subprocess.DEVNULL if stdin is None else None,
         )
+    except children.Overgrown as exc:
+        raise LazyFetchLoop(verb_of(args), exc) from None
     except OSError as exc:
         raise GitError(f"cannot run git: {exc.strerror}", "install git, or put it on PATH") from exc
     if done.returncode != 0:
@@ -241,6 +256,29 @@ class RepositoryDamaged(GitError):
         )
         self.path = Path(path)
         self.detail = mask_url(detail)
+
+
+def verb_of(args: Sequence[str]) -> str:
+    """The git command that ``args`` run (``fetch`` of ``-c key=value fetch ...``)."""
+    rest = list(args)
+    while len(rest) > 1 and rest[0] == "-c":
+        rest = rest[2:]
+    return str(rest[0]) if rest else ""
+
+
+class LazyFetchLoop(GitError):
+    """A git command's tree passed its bound (``io.children.Overgrown``) and was ended: git fetched a missing object
+    from a source that lacks it, again and again, the loop a shallow clone as a source starts."""
+
+    HINT = "give a source with its whole history (in a shallow clone: git fetch --unshallow)"
+
+    def __init__(self, verb: str, exc: children.Overgrown) -> None:
+        super().__init__(
+            f"git {verb} was stopped: it had started {exc.count} processes at once, more than the {exc.limit} "
+            "patchmgr allows (git fetching missing objects again and again from a source that lacks them: "
+            "a shallow clone)",
+            self.HINT,
+        )
 
 
 def as_text(value: bytes | str | None) -> str:

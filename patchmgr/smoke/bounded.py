@@ -1,28 +1,30 @@
 """A smoke process with a per-test time limit, whose whole process tree ends with it.
 
-The pytest process starts in its own session (so its own process group) and loads ``smoke.watch``, which
-writes a line as each test starts, ends each phase, and ends. A watchdog here polls that file: each line
-restarts the clock, so every test (with its setup and teardown; the first one with collection and imports
-too) gets the whole limit. Past it, the process group is killed (SIGKILL: a hung C call or a blocked read
-cannot ignore it) and the running test is named as the one that timed out; the tests that ended before it
-keep the outcomes the plugin wrote (pytest writes its junit file only at its end, so a killed run has
-none). The group is killed as well when pytest ends on its own or patchmgr is interrupted, so that no
-child a test started (a server, a ``sleep``) outlives the run. The limit is enforced from outside, so it
-holds for a test stuck in C code, where a signal or timer inside the interpreter would never fire. A child
-that makes a session of its own leaves the group; that is the one way out, and a smoke test has no reason
-to take it.
+The pytest process starts in its own session and loads ``smoke.watch``, which writes a line as each test
+starts, ends each phase, and ends. A watchdog here polls that file: each line restarts the clock, so every
+test (with its setup and teardown; the first one with collection and imports too) gets the whole limit. Past
+it, the process tree is killed (SIGKILL: a hung C call or a blocked read cannot ignore it) and the running test
+is named as the one that timed out; the tests that ended before it keep the outcomes the plugin wrote (pytest
+writes its junit file only at its end, so a killed run has none). The tree is killed as well when pytest ends
+on its own or patchmgr is interrupted, so that no child a test started (a server, a ``sleep``) outlives the
+run. The tree is ended the one way every child's is, ``io.children``: pytest's descendants and every process
+of its session, so a child that made a process group of its own, or whose parent ended first, ends too. The
+limit is enforced from outside, so it holds for a test stuck in C code, where a signal or timer inside the
+interpreter would never fire. A child that makes a session of its own leaves the tree; that is the one way
+out, and a smoke test has no reason to take it.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from patchmgr.io import children
 
 DEFAULT_TIMEOUT = 300.0  # seconds per test: the default of `smoke --timeout`
 WATCH_PLUGIN = "patchmgr.smoke.watch"
@@ -75,12 +77,12 @@ def run_bounded(
 ) -> Finished:
     """Run ``command`` (a pytest call) with ``-p smoke.watch`` loaded by the caller, at most ``limit`` seconds
     without a test starting or ending. ``heard`` is given the plugin's lines (each split in fields) whenever
-    they grow, while pytest runs; once ``stop`` is set the process group is killed and Stopped raised."""
+    they grow, while pytest runs; once ``stop`` is set the process tree is killed and Stopped raised."""
     events = scratch / "events"
     log = scratch / "output"
     started = time.monotonic()
     with log.open("wb") as out:
-        process = subprocess.Popen(
+        process = children.popen(
             command,
             cwd=cwd,
             env={**env, "PATCHMGR_SMOKE_EVENTS": str(events)},
@@ -92,7 +94,10 @@ def run_bounded(
         try:
             timed_out, running, tests_ran = _watch(process, events, limit, heard, stop)
         finally:
-            _end_group(process)
+            try:
+                children.end_tree(process)  # ended or not, what it left in its session ends with it
+            finally:
+                children.forget(process)
     output = log.read_text("utf-8", "replace")
     seconds = round(time.monotonic() - started, 2)
     lines = _lines(events)
@@ -112,8 +117,12 @@ def _watch(
     tick = min(0.1, limit / 4)
     last, seen, running = time.monotonic(), 0, ""
     while True:
-        # WNOWAIT: an ended pytest stays a zombie, unreaped, so its group id cannot be reused before _end_group
-        if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+        # WNOWAIT: an ended pytest stays a zombie, unreaped, so that its session is still known by its number when
+        # children.end_tree looks for what it left there (a patchmgr told to stop may have ended it: ECHILD)
+        try:
+            if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return False, "", seen > 0
+        except ChildProcessError:
             return False, "", seen > 0
         time.sleep(tick)
         if stop is not None and stop.is_set():
@@ -175,15 +184,6 @@ def ended_tests(lines: list[list[str]]) -> tuple[Ended, ...]:
         seconds = sum(float(r[2]) for r in reports if r[2].replace(".", "", 1).isdigit())
         ended.append(Ended(nodeid, outcome, round(seconds, 2), message, raised.get(nodeid, "")))
     return tuple(ended)
-
-
-def _end_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill every process of the smoke process's group (it leads it: its pid is the group's id), then reap it."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is gone already
-    process.wait()
 
 
 def timed_out_reason(limit: float, finished: Finished) -> str:

@@ -30,6 +30,17 @@ class NotARepository(GitError):
     """A local source that is not a git repository (or not there): no git command was run on it."""
 
 
+class ShallowSource(GitError):
+    """A local source that is a shallow clone (``git clone --depth``): its history is cut off, and a partial clone
+    fetching from it asks again and again for the commits it lacks (a lazy fetch inside each fetch)."""
+
+    def __init__(self, local: Path) -> None:
+        super().__init__(
+            f"{local} is a shallow clone: its history is cut off, and patchmgr needs a source with all of it",
+            f"make it whole with `git -C {local} fetch --unshallow`, or give a full clone",
+        )
+
+
 def require_repository(local: Path) -> None:
     """Refuse ``local`` (``NotARepository``) unless it is a git clone or a bare repository: checked before git runs."""
     if not ((local / ".git").exists() or ((local / "HEAD").is_file() and (local / "objects").is_dir())):

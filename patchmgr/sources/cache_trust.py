@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchmgr.io import children
 from patchmgr.io.disk import os_problem
 from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.io.locks import FileLock
@@ -182,13 +182,12 @@ class CacheHealth(ABC):
                 return
             opened[name] = repo
 
-        threads = [threading.Thread(target=open_one, args=(name,), daemon=True) for name in names]
-        for thread in threads:
-            thread.start()
+        pool = children.worker_pool(len(names), "open-clone")  # a handful at a time, however many upstreams
+        for name in names:
+            pool.submit(open_one, name)
 
         def settle() -> None:
-            for thread in threads:
-                thread.join()
+            pool.shutdown(wait=True)
             for name in names:  # in the run's order, from the caller's thread
                 if name in opened and name not in self._open:
                     self._open[name] = opened.pop(name)

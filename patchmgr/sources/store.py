@@ -38,11 +38,11 @@ from patchmgr.io.disk import git_problem, os_problem
 from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
-from patchmgr.model.manifest import url_problem
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
 from patchmgr.sources.cache_errors import CacheError, CacheLock, NotARepository, disk_hint, require_repository, said_at
 from patchmgr.sources.cache_refs import recalled, remember
-from patchmgr.sources.cache_trust import LOCAL_UPLOAD_PACK, CacheHealth
+from patchmgr.sources.cache_trust import CacheHealth
+from patchmgr.sources.origin import UNUSABLE, point_origin, source_hint
 from patchmgr.sources.refs import EVERY_REF, NO_SUCH_REF, RefNotFound, require_commit, unknown_ref, validate_ref
 from patchmgr.sources.release import ReleaseCache
 
@@ -186,6 +186,7 @@ class Store(CacheHealth):
         """Fetch ``commit`` from the first of ``urls`` that has it; return that URL."""
         errors = []
         lacking = []  # the URLs that answered, and do not have the commit
+        unusable: list[GitError] = []  # the URLs that cannot serve as a source at all (a shallow clone)
         for url in urls:
             self.progress(f"fetching {upstream} {commit[:12]} from {mask_url(url)}")
             try:
@@ -195,7 +196,9 @@ class Store(CacheHealth):
             except GitError as exc:
                 # servers that refuse a bare commit id still serve their branches and tags
                 errors.append(said_at(url, exc))
-                if isinstance(exc, NotARepository):
+                if isinstance(exc, UNUSABLE):
+                    unusable.append(exc)
+                if isinstance(exc, (NotARepository, *UNUSABLE)):
                     continue
             if repo.has_commit(commit):
                 return url
@@ -205,6 +208,8 @@ class Store(CacheHealth):
                 raise
             except GitError as exc:
                 errors.append(said_at(url, exc))
+                if isinstance(exc, UNUSABLE):
+                    unusable.append(exc)
                 continue
             if repo.has_commit(commit):
                 return url
@@ -213,7 +218,7 @@ class Store(CacheHealth):
         error = RefNotFound if urls and len(lacking) == len(urls) else SourceError
         raise error(
             f"cannot get {upstream} at {commit[:12]}: " + ("; ".join(dict.fromkeys(errors)) or "no source URL"),
-            f"pass a reachable clone with --source {upstream}=PATH_OR_URL",
+            source_hint(upstream, unusable),
         )
 
     def fetch_every_ref(self, upstream: str, urls: Sequence[str]) -> str:
@@ -305,6 +310,7 @@ class Store(CacheHealth):
     def _resolve_fetched(self, repo: GitRepo, upstream: str, ref: str, urls: Sequence[str]) -> Fetched:
         errors = []
         lacking = []  # the URLs that answered, and have no such ref
+        unusable: list[GitError] = []  # the URLs that cannot serve as a source at all (a shallow clone)
         for url in urls:
             self.progress(f"fetching {upstream} {ref} from {mask_url(url)}")
             try:
@@ -319,6 +325,8 @@ class Store(CacheHealth):
                 raise
             except GitError as exc:
                 errors.append(said_at(url, exc))
+                if isinstance(exc, UNUSABLE):
+                    unusable.append(exc)
                 if "invalid refspec" in exc.message:  # git cannot fetch it as given, from any source
                     raise UsageError(
                         f"{ref!r} is not a valid git ref, one the upstream's source can be asked for: "
@@ -337,7 +345,7 @@ class Store(CacheHealth):
         error = RefNotFound if urls and len(lacking) == len(urls) else SourceError
         raise error(
             f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(dict.fromkeys(errors)) or "no source"),
-            "check the ref name, or pass --source with a clone that has it",
+            unusable[-1].hint if unusable else "check the ref name, or pass --source with a clone that has it",
         )
 
     def _fetch(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
@@ -368,31 +376,8 @@ class Store(CacheHealth):
         repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", *refspecs)
 
     def configure_remote(self, repo: GitRepo, url: str) -> None:
-        """Point ``origin`` of a (partial) clone at ``url``: a URL or a local repository."""
-        problem = url_problem(url, from_command_line=True)
-        if problem:
-            raise SourceError(f"refusing source {mask_url(url)!r}: {mask_url(problem)}", "give a URL or a local path")
-        local = as_local_path(url)
-        if local is not None:
-            if not local.exists():
-                raise NotARepository(f"{local} does not exist", "give the folder of a git clone, or a URL")
-            require_repository(local)
-            url = str(local.resolve())
-        if repo.run_ok("remote", "get-url", "origin"):
-            repo.run("remote", "set-url", "origin", "--", url)
-        else:
-            repo.run("remote", "add", "origin", "--", url)
-            repo.run("config", "core.repositoryformatversion", "1")
-            repo.run("config", "extensions.partialClone", "origin")
-            repo.run("config", "remote.origin.promisor", "true")
-            repo.run("config", "remote.origin.partialclonefilter", "blob:none")
-        if local is not None:
-            # A local source serves through a local upload-pack, which reads the
-            # source's config, not ours: tell it to honour the blob filter, so
-            # that a source lacking some large blobs can still serve the commit.
-            repo.run("config", "remote.origin.uploadpack", LOCAL_UPLOAD_PACK)
-        else:
-            repo.run_ok("config", "--unset", "remote.origin.uploadpack")
+        """Point ``origin`` of a (partial) clone at ``url``: a URL or a local repository (``origin.point_origin``)."""
+        point_origin(repo, url)
 
     def close(self) -> None:
         for repo in self._open.values():
