@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from patchmgr.smoke.absorption import Absorption, ref_verdict
@@ -21,7 +23,7 @@ def _run(results: list[SmokeResult], unpatched: bool, not_run: str = "") -> Patc
     return PatchRun(patch_verdict("fix", "lib", results, unpatched, not_run), tuple(results))
 
 
-# without the patch at the pin, every test failed its assertion: each detects the bug
+# without the patch at the pin, every test failed its assertion (and passed with it): each detects the bug
 AT_PIN_DETECTS = (F, F)
 
 
@@ -32,7 +34,8 @@ def _judge(
     at_pin: list[SmokeResult] | None = None,
 ):
     pin = _results(*AT_PIN_DETECTS) if at_pin is None else at_pin
-    return ref_verdict("v2", _run(patched, False), _run(unpatched, True), _run(pin, True), not_applied)
+    fixed = _run([replace(r, result=P, reason="") for r in pin], False)  # each test at the pin passes with the patch
+    return ref_verdict("v2", _run(patched, False), _run(unpatched, True), _run(pin, True), not_applied, fixed)
 
 
 @pytest.mark.fast
@@ -118,6 +121,31 @@ def test_a_pass_without_the_patch_is_evidence_only_from_a_test_that_failed_at_th
     assert (found.verdict, found.reason) == (Absorption.NOT_PROVEN, reason)
     assert found.passing_unpatched == ()  # no evidence named as if it were
     assert _judge(_results(P, P), _results(P, F), at_pin=_results(*at_pin)).verdict is Absorption.NOT_PROVEN
+
+
+@pytest.mark.fast
+def test_a_test_failing_with_the_patch_at_the_pin_too_never_detected_its_bug():
+    # every test passes at v2 without the patch and failed without it at the pin, but test_1 failed with it there too
+    pin, pin_with = _run(_results(F, F), True), _run(_results(P, F), False)
+    found = ref_verdict("v2", _run(_results(P, P), False), _run(_results(P, P), True), pin, "", pin_with)
+    assert (found.verdict, found.reason) == (
+        Absorption.NOT_PROVEN,
+        "its tests do not detect the bug at the pin: test_1 fails with the patch there too: why",
+    )
+    # the ref is the pin (smoke --both): its run with the patch is the pin's, and one that lacks the patch is none
+    assert ref_verdict("v2", _run(_results(P, P), False), *[_run(_results(P, P), True)] * 2).verdict is (
+        Absorption.NOT_PROVEN
+    )
+    at_ref = ref_verdict("v2", _run(_results(P, P), False), _run(_results(P, P), True), pin, "it does not apply")
+    assert at_ref.verdict is Absorption.NOT_PROVEN
+    assert (
+        at_ref.reason
+        == "its tests do not detect the bug at the pin: test_0 did not run with the patch there: it does not apply"
+    )
+    held = ref_verdict(
+        "v2", _run(_results(P, P), False), _run(_results(P, P), True), pin, "", _run(_results(P, P), False)
+    )
+    assert held.verdict is Absorption.UPSTREAM
 
 
 @pytest.mark.fast

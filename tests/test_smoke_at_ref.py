@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from support.commands import edit_onto, export
 from support.junit_schema import JUNIT_XSD
-from support.smoke_ref_scene import NEVER_DETECTS, TEST_FILE, RefScene, smoke_verdicts
+from support.smoke_ref_scene import FAILS_WITH_THE_PATCH_TOO, NEVER_DETECTS, TEST_FILE, RefScene, smoke_verdicts
 from support.snapshot import snapshot
 
 
@@ -108,7 +108,7 @@ def test_bump_smoke_says_so_before_the_pin_moves_and_drops_only_when_asked(scene
     assert said.code == 1, said.out + said.err  # the patch conflicts at v2: the bump refuses, as without --smoke
     assert "upstream (by smoke): lib/fix-calc: every test passes at v2 without the patch" in said.out
     assert (
-        "upstream by smoke at v2: fix-calc (every smoke test passes there without it, and failed without it at "
+        "upstream by smoke at v2: fix-calc (every smoke test passes there without it, and failed without it and passed "
         in said.out
     )
     assert "--drop-upstream-by-smoke" in said.out and "refused: lib stays at" in said.out
@@ -224,7 +224,10 @@ def test_a_test_that_never_detected_the_bug_is_no_evidence_that_upstream_fixed_i
     # the pin's own run, as --unpatched gives it, of the patch that needed it alone (no-test has no test to run)
     assert [(p["patch"], p["verdict"]) for p in result.json["smoke"]["at_pin"]["patches"]] == [("fix-calc", "failed")]
     assert "smoke: without the patches at the pin: lib/fix-calc cpu: passed in" in result.err
-    assert any("its smoke tests ran without the patches at the pin" in note for note in result.json["smoke"]["notes"])
+    assert any(
+        "its smoke tests ran at the pin" in note and "with and without the patches" in note
+        for note in result.json["smoke"]["notes"]
+    )
 
 
 def test_bump_does_not_drop_a_patch_whose_test_never_detected_its_bug(never_detects):
@@ -262,3 +265,25 @@ def test_matrix_smoke_takes_no_pass_of_a_test_that_never_detected_the_bug_as_evi
         "not-proven",
         "its tests do not detect the bug at the pin: test_add passes there without the patch",
     )
+
+
+def test_a_test_that_fails_with_the_patch_at_the_pin_too_is_no_evidence_and_bump_keeps_the_patch(
+    tmp_path, project, cli
+):
+    # v2 still has the bug; the patch's test checks what only v2 has, so it fails at the pin with the patch as without
+    # it, and passes at v2 either way: it never showed that it detects the patch's bug, whose fix v2 does not have
+    scene = RefScene(tmp_path, project, cli, "proven", tests=FAILS_WITH_THE_PATCH_TOO)
+    result = scene.status("--json")
+    verdict, reason = smoke_verdicts(result.json)["fix-calc"]
+    assert (verdict, reason.split(" there too:")[0]) == (
+        "not-proven",
+        "its tests do not detect the bug at the pin: test_add fails with the patch",
+    ), reason
+    at_pin_patched = result.json["smoke"]["at_pin_patched"]
+    assert [(p["patch"], p["verdict"]) for p in at_pin_patched["patches"]] == [("fix-calc", "failed")]
+    assert "smoke: with the patches at the pin: lib/fix-calc cpu: failed in" in result.err
+
+    bumped = scene.bump("--smoke", "--drop-upstream-by-smoke", "--json")
+    assert bumped.code == 0, bumped.out + bumped.err  # the patch applies at v2: the pin moves, the patch stays
+    assert bumped.json["dropped"] == [] and bumped.json["dropped_by_smoke"] == {}
+    assert (scene.project.root / "patches/lib/fix-calc.patch").is_file() and (scene.project.root / TEST_FILE).is_file()

@@ -16,9 +16,9 @@ DropBySmokeOpt = Annotated[
     bool,
     typer.Option(
         "--drop-upstream-by-smoke",
-        help="With --smoke: drop each patch whose smoke tests all pass at --to without it and failed without it "
-        "at the pin (upstream by smoke), even where it conflicts there; its smoke test leaves with its file; the "
-        "output and the manifest's patches line name that evidence.",
+        help="With --smoke: drop each patch whose smoke tests all pass at --to without it and, at the pin, "
+        "failed without it and passed with it (upstream by smoke), even where it conflicts there; its smoke test "
+        "leaves with its file; the output and the manifest's patches line name that evidence.",
     ),
 ]
 VersionAtRefOpt = Annotated[

@@ -72,7 +72,8 @@ SMOKE_AT_REF = Option(
     ("--smoke",),
     Kind.FLAG,
     "Also run each patch's smoke tests at the ref, in a scratch checkout, with and without the patch: "
-    "proven, upstream (by smoke: every test passes without it there, and failed without it at the pin), "
+    "proven, upstream (by smoke: every test passes without it there, and failed without it and passed with it "
+    "at the pin), "
     "partly upstream (some do), failed, or not proven, per patch.",
     default=False,
 )

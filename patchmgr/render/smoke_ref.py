@@ -47,8 +47,8 @@ def verdict_json(verdict: RefVerdict) -> dict:
 
 def ref_smoke_json(smoke: RefSmoke) -> dict:
     """The verdicts, their counts, the notes, and the runs behind them (``smoke --json``'s documents): with and
-    without the patches at the ref, and without them at the pin (null where no test needed it, or the ref is the
-    pin)."""
+    without the patches at the ref, and without and with them at the pin (null where no test needed them, or the ref
+    is the pin)."""
     return {
         "ok": smoke.ok,
         "notes": smoke.notes,
@@ -57,6 +57,7 @@ def ref_smoke_json(smoke: RefSmoke) -> dict:
         "patched": smoke_json(smoke.patched) if smoke.patched else None,
         "unpatched": smoke_json(smoke.unpatched) if smoke.unpatched else None,
         "at_pin": smoke_json(smoke.at_pin) if smoke.at_pin else None,
+        "at_pin_patched": smoke_json(smoke.at_pin_patched) if smoke.at_pin_patched else None,
     }
 
 
@@ -138,8 +139,8 @@ def render_bump_smoke(console: Console, outcome: BumpOutcome, smoke: RefSmoke) -
         say(
             console,
             f"upstream by smoke at {outcome.plan.ref}: {', '.join(upstream)} (every smoke test passes there without "
-            "it, and failed without it at the pin); to drop it on that evidence, run the same bump with --smoke "
-            "--drop-upstream-by-smoke",
+            "it, and failed without it and passed with it at the pin); to drop it on that evidence, run the same "
+            "bump with --smoke --drop-upstream-by-smoke",
             "cyan",
         )
 

@@ -17,6 +17,7 @@ from enum import StrEnum
 from patchmgr.smoke.verdicts import (
     NO_SMOKE_TEST,
     PatchRun,
+    PatchVerdict,
     SmokeResult,
     TestOutcome,
     Verdict,
@@ -62,18 +63,29 @@ def _names(results: Sequence[SmokeResult]) -> tuple[str, ...]:
 
 
 def ref_verdict(
-    ref: str, with_patch: PatchRun, without_patch: PatchRun, at_pin: PatchRun, not_applied: str = ""
+    ref: str,
+    with_patch: PatchRun,
+    without_patch: PatchRun,
+    at_pin: PatchRun,
+    not_applied: str = "",
+    with_patch_at_pin: PatchRun | None = None,
 ) -> RefVerdict:
-    """The verdict on one patch at ``ref`` from its run there with the patch, its run there without it, and its run
-    without it at the pin (``at_pin``: the run without it when ``ref`` is the pin, as for ``smoke --both``);
+    """The verdict on one patch at ``ref`` from its run there with the patch, its run there without it, and its runs
+    without and with it at the pin (``at_pin``: the run without it when ``ref`` is the pin, as for ``smoke --both``;
+    ``with_patch_at_pin``: None when ``ref`` is the pin, whose run with the patch is ``with_patch``);
     ``not_applied`` says why the scratch checkout does not hold the patch (it does not apply at the ref), so that
     its run with the patch is no run of it.
 
     A test that passes at ``ref`` without the patch says the fix is there only when it detected the bug at the pin
-    (``smoke.verdicts.undetected_at_pin``): a test that passes without the patch at the pin as well never detected
-    it, and the patch is *not proven* (``its tests do not detect the bug at the pin``), never upstream by smoke. The
-    tests failing at ``ref`` without the patch and passing with it prove it there by that run alone."""
+    (``smoke.verdicts.undetected_at_pin``: it failed its assertion there without the patch and passed with it): a
+    test that passes without the patch at the pin as well never detected it, one that fails with the patch there
+    too tests something else, and the patch is *not proven* (``its tests do not detect the bug at the pin``), never
+    upstream by smoke. The tests failing at ``ref`` without the patch and passing with it prove it there by that
+    run alone."""
     patched, unpatched = with_patch.verdict, without_patch.verdict
+    if with_patch_at_pin is None:  # the ref is the pin: its run with the patch is the pin's, unless it lacks it
+        unheld = PatchRun(PatchVerdict(patched.patch, patched.upstream, Verdict.NOT_PROVEN, not_applied))
+        with_patch_at_pin = unheld if not_applied else with_patch
 
     def judged(verdict: Absorption, reason: str, passing: Sequence[SmokeResult] = ()) -> RefVerdict:
         ran = [r for r in without_patch.results if r.result in (TestOutcome.PASSED, TestOutcome.FAILED)]
@@ -89,7 +101,7 @@ def ref_verdict(
         first = failing[0]
         more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
         return judged(Absorption.FAILED, f"{short_name(first)} fails with the patch at {ref}: {first.reason}{more}")
-    if passes and (why := undetected_at_pin(at_pin, passes)):
+    if passes and (why := undetected_at_pin(at_pin, passes, with_patch_at_pin)):
         return judged(Absorption.NOT_PROVEN, why)
     if passes and not fails and not undecided:
         return judged(

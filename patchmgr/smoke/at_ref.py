@@ -8,9 +8,10 @@ with the bytes the check computed, so a patch that applies only with fuzz or a 3
 placed it, and one that does not apply at the ref is not in). The tests then run twice through
 ``smoke.runner.run_smoke`` (each upstream on its own Python and smoke environment): on that checkout, and on its
 unpatched view, the ref itself. A test that passes there without its patch says the fix is there only when it
-fails without the patch at the pin, so an upstream with such a test runs its tests a third time, without the
-patches in a scratch checkout of its pin (unless the ref is the pin: ``smoke --both``, or a matrix whose deciding
-column is the pin, take the run without the patches as that run). The scratch folder is removed afterwards;
+fails without the patch at the pin and passes with it there (else it does not detect the patch's bug), so an
+upstream with such a test runs those tests at its pin too, with and without the patches, in a scratch checkout of
+the pin with its whole series (unless the ref is the pin: ``smoke --both``, or a matrix whose deciding column is the
+pin, take the runs there as those runs). The scratch folder is removed afterwards;
 nothing of the project changes.
 """
 
@@ -50,6 +51,7 @@ class RefSmoke:
     patched: SmokeReport | None = None
     unpatched: SmokeReport | None = None
     at_pin: SmokeReport | None = None  # without the patches at the pins, where a test passed at the ref without one
+    at_pin_patched: SmokeReport | None = None  # with them there, for the same patches
 
     @property
     def all_proven(self) -> bool:
@@ -98,11 +100,10 @@ def smoke_at_refs(
         trees = [_scratch_tree(status, sources, Path(where), target.name, smoke.notes) for status in statuses]
         _run_both(project, target, trees, options, smoke)
         at_pins = [_passing_without(smoke, s.upstream) for s in statuses if not _at_the_pin(s)]
-        _run_at_pins(project, target, at_pins, sources, Path(where) / "pins", options, smoke)
-    at_pin = smoke.at_pin or SmokeReport(target.name, unpatched=True)  # none ran at a pin: no test needed it
+        pin_left_out = _run_at_pins(project, target, at_pins, sources, Path(where) / "pins", options, smoke)
     for status in statuses:
         left_out = {r.patch.id: _not_applied(r, status.ref) for r in status.results}
-        _judge(smoke, project, status.upstream, status.ref, left_out, None if _at_the_pin(status) else at_pin)
+        _judge(smoke, project, status.upstream, status.ref, left_out, None if _at_the_pin(status) else pin_left_out)
     return smoke
 
 
@@ -127,11 +128,11 @@ def smoke_checkout(
     )
     _run_both(project, target, [checkout_tree(upstream, checkout, base)], options, smoke)
     pinned, needed = base == upstream.commit, _passing_without(smoke, upstream)
+    pin_left_out: dict[str, str] = {}
     if not pinned and needed.patch_ids:
         with scratch.folder("smoke-at-pin") as where:
-            _run_at_pins(project, target, [needed], sources, Path(where), options, smoke)
-    at_pin = smoke.at_pin or SmokeReport(target.name, unpatched=True)
-    _judge(smoke, project, upstream, ref, left_out, None if pinned else at_pin)
+            pin_left_out = _run_at_pins(project, target, [needed], sources, Path(where), options, smoke)
+    _judge(smoke, project, upstream, ref, left_out, None if pinned else pin_left_out)
     return smoke
 
 
@@ -149,8 +150,15 @@ def smoke_both(project: Project, target: Target, trees: list[SmokeTree], options
 
 
 def _run_both(project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions, smoke: RefSmoke) -> None:
+    smoke.patched, smoke.unpatched = _both_runs(project, target, trees, options, smoke)
+
+
+def _both_runs(
+    project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions, smoke: RefSmoke, where: str = ""
+) -> tuple[SmokeReport, SmokeReport]:
+    """The tests of ``trees`` run with the patches, then without them on the same interpreters; their notes kept."""
     pythons: dict[str, UpstreamPython] = {}  # chosen by the patched run, taken as they are by the unpatched one
-    runs = [
+    patched, unpatched = [
         run_smoke(
             project,
             target,
@@ -158,14 +166,14 @@ def _run_both(project: Project, target: Target, trees: list[SmokeTree], options:
             options.device,
             unpatched,
             options.python,
-            _told(options, unpatched),
+            _told(options, unpatched, where),
             options.timeout,
             pythons,
         )
         for unpatched in (False, True)
     ]
-    smoke.patched, smoke.unpatched = runs
-    smoke.notes += list(dict.fromkeys(note for run in runs for note in run.notes))
+    smoke.notes += [note for note in dict.fromkeys(patched.notes + unpatched.notes) if note not in smoke.notes]
+    return patched, unpatched
 
 
 def _told(options: SmokeOptions, unpatched: bool, where: str = "") -> Progress | None:
@@ -202,45 +210,50 @@ def _run_at_pins(
     where: Path,
     options: SmokeOptions,
     smoke: RefSmoke,
-) -> None:
+) -> dict[str, str]:
     """The tests of ``upstreams``' patches (each narrowed to those a test of which passed at the ref without them)
-    run without the patches at their pins, each in a scratch checkout of the pin: that run says whether a test
-    that passes at the ref without its patch detects the bug at all."""
+    run with and without the patches at their pins, each in a scratch checkout of the pin with the upstream's whole
+    series: those runs say whether a test that passes at the ref without its patch detects the patch's bug at all.
+    Returns the patches (by upstream and id, ``upstream/id``) that the pin's checkout does not hold, with why."""
     upstreams = [upstream for upstream in upstreams if upstream.patch_ids]
+    left_out: dict[str, str] = {}
     if not upstreams:
-        return
-    trees = [_pin_tree(project, upstream, sources, where, target.name, smoke.notes) for upstream in upstreams]
-    at_pin = run_smoke(
-        project,
-        target,
-        trees,
-        options.device,
-        True,
-        options.python,
-        _told(options, True, " at the pin"),
-        options.timeout,
-    )
-    smoke.at_pin = at_pin
-    smoke.notes += [note for note in dict.fromkeys(at_pin.notes) if note not in smoke.notes]
+        return left_out
+    trees = [_pin_tree(project, target, upstream, sources, where, smoke.notes, left_out) for upstream in upstreams]
+    smoke.at_pin_patched, smoke.at_pin = _both_runs(project, target, trees, options, smoke, " at the pin")
+    return left_out
 
 
 def _pin_tree(
-    project: Project, upstream: Upstream, sources: Sources, where: Path, target: str, notes: list[str]
+    project: Project,
+    target: Target,
+    upstream: Upstream,
+    sources: Sources,
+    where: Path,
+    notes: list[str],
+    left_out: dict[str, str],
 ) -> SmokeTree:
-    """A scratch checkout of ``upstream``'s pin alone, or why there is none (its tests then did not run there)."""
+    """A scratch checkout of ``upstream``'s pin with its whole series (the target's, so that each patch sits on
+    those before it, as apply puts it), or why there is none (its tests then did not run there); only the tests of
+    ``upstream``'s (narrowed) patches run in it. ``left_out`` is given each patch that does not apply at the pin."""
     pin = upstream.commit[:12]
-    status = check_upstream(project, upstream, sources, None)
+    series = next((u for u in target.upstreams if u.name == upstream.name), upstream)
+    status = check_upstream(project, series, sources, None)
     if not status.available:
         return SmokeTree(upstream, None, f"{upstream.name} could not be read at its pin {pin}: {status.error}")
     try:
-        built = build_checkout(replace(status, results=[]), sources, where, target)
+        built = build_checkout(status, sources, where, target.name)
     except CacheError:
         raise  # a cache that is not this user's stops every command
     except PatchmgrError as exc:  # the pin cannot be had here: what its tests would say there is not known
         return SmokeTree(upstream, None, f"{exc.message}; {exc.hint}" if exc.hint else exc.message)
+    for result in status.results:
+        if why := _not_applied(result, f"the pin {pin}"):
+            left_out[f"{upstream.name}/{result.patch.id}"] = why
     notes.append(
-        f"{upstream.name}: its smoke tests ran without the patches at the pin ({pin}) too, in a scratch checkout: "
-        "a test that passes at the ref without its patch counts only if it fails there"
+        f"{upstream.name}: its smoke tests ran at the pin ({pin}) too, with and without the patches, in a scratch "
+        "checkout: a test that passes at the ref without its patch counts only if it fails there without it and "
+        "passes with it"
     )
     return checkout_tree(upstream, where / upstream.name, built.checkout_part().base_commit)
 
@@ -251,20 +264,25 @@ def _judge(
     upstream: Upstream,
     ref: str,
     left_out: Mapping[str, str],
-    at_pin: SmokeReport | None,
+    pin_left_out: Mapping[str, str] | None,
 ) -> None:
     """Each patch's verdict from the runs; ``left_out``: why a patch is not in the patched tree ("" or absent: it
-    is); ``at_pin``: the run without the patches at the pin (None: the run without them is the pin's)."""
+    is); ``pin_left_out``: None when the runs at the ref are the pin's, else why a patch (``upstream/id``) is not in
+    the pin's checkout (the runs at the pin, ``smoke.at_pin`` and ``smoke.at_pin_patched``, hold the rest)."""
     assert smoke.patched is not None and smoke.unpatched is not None
     patched, unpatched = smoke.patched, smoke.unpatched
+    no_run = SmokeReport(smoke.target, unpatched=True)  # none ran at a pin: no test needed it
     for patch in project.patches(upstream):
         without = _run_of(unpatched, upstream.name, patch.id)
-        pin = (
-            without if at_pin is None else _run_of(at_pin, upstream.name, patch.id, "its tests did not run at the pin")
-        )
-        smoke.verdicts.append(
-            ref_verdict(ref, _run_of(patched, upstream.name, patch.id), without, pin, left_out.get(patch.id, ""))
-        )
+        pin, pin_with = without, None
+        if pin_left_out is not None:
+            not_run = "its tests did not run at the pin"
+            pin = _run_of(smoke.at_pin or no_run, upstream.name, patch.id, not_run)
+            pin_with = _run_of(smoke.at_pin_patched or no_run, upstream.name, patch.id, not_run)
+            if why := pin_left_out.get(f"{upstream.name}/{patch.id}", ""):
+                pin_with = PatchRun(replace(pin_with.verdict, verdict=Verdict.NOT_PROVEN, reason=why))
+        with_patch = _run_of(patched, upstream.name, patch.id)
+        smoke.verdicts.append(ref_verdict(ref, with_patch, without, pin, left_out.get(patch.id, ""), pin_with))
 
 
 def smoke_at_ref(

@@ -3,7 +3,8 @@
 The one rule of what detects a bug lives here (``detects_bug``): a test detects its patch's bug only by failing its
 own assertion without the patch (``smoke.pytest_run.outcome_of`` makes any other exception an error). ``smoke
 --unpatched`` proves a patch by it; ``smoke --both`` and smoke at a ref (``smoke.absorption``) take a test's pass
-without the patch as evidence that the fix is there only when it detected the bug at the pin (``undetected_at_pin``).
+without the patch as evidence that the fix is there only when it detected the bug at the pin: failed its assertion
+there without the patch and passed with it (``undetected_at_pin``).
 """
 
 from __future__ import annotations
@@ -96,10 +97,13 @@ def detects_bug(result: SmokeResult) -> bool:
 UNDETECTED = "its tests do not detect the bug at the pin"
 
 
-def undetected_at_pin(at_pin: PatchRun, tests: Sequence[SmokeResult]) -> str:
+def undetected_at_pin(at_pin: PatchRun, tests: Sequence[SmokeResult], with_patch_at_pin: PatchRun) -> str:
     """Why ``tests`` (results of the patch's tests somewhere else) are no evidence about its bug: "" when the patch's
-    tests detect its bug at the pin (``at_pin``, its run without the patch there, proves the patch) and each of
-    ``tests`` is one of those that failed their assertions there, on its device; else the reason, in words."""
+    tests detect its bug at the pin, each of ``tests`` one of them on its device; else the reason, in words. A test
+    detects the bug there by failing its assertion without the patch (``at_pin``: its run without the patch there
+    proves the patch) and passing with it (``with_patch_at_pin``): one that fails with the patch too tests something
+    else than what the patch fixes (a feature only a later upstream has), so its pass elsewhere says nothing of the
+    patch's fix."""
     pin = at_pin.verdict
     if pin.verdict is Verdict.FAILED:  # a test passes at the pin without the patch
         passing = [r for r in at_pin.results if r.result is TestOutcome.PASSED]
@@ -108,9 +112,23 @@ def undetected_at_pin(at_pin: PatchRun, tests: Sequence[SmokeResult]) -> str:
     if pin.verdict is not Verdict.PROVEN:
         ran = any(r.result is not TestOutcome.SKIPPED for r in at_pin.results)
         return f"{UNDETECTED}: {pin.reason}" if ran else f"its tests did not run at the pin: {pin.reason}"
-    detecting = {(r.test, r.device) for r in at_pin.results if detects_bug(r)}
-    unseen = [r for r in tests if (r.test, r.device) not in detecting]
-    return f"{UNDETECTED}: {short_name(unseen[0])} did not run there" if unseen else ""
+    failing = {(r.test, r.device) for r in at_pin.results if detects_bug(r)}
+    passing_with = {(r.test, r.device) for r in with_patch_at_pin.results if r.result is TestOutcome.PASSED}
+    unseen = [r for r in tests if (r.test, r.device) not in failing]
+    if unseen:
+        return f"{UNDETECTED}: {short_name(unseen[0])} did not run there"
+    with_patch = {(r.test, r.device): r for r in with_patch_at_pin.results}
+    unfixed = next((r for r in tests if (r.test, r.device) not in passing_with), None)
+    if unfixed is None:
+        return ""
+    said = with_patch.get((unfixed.test, unfixed.device))
+    if said is None:
+        return (
+            f"{UNDETECTED}: {short_name(unfixed)} did not run with the patch there: {with_patch_at_pin.verdict.reason}"
+        )
+    how = {TestOutcome.FAILED: "fails", TestOutcome.SKIPPED: "was skipped"}.get(said.result, "ran to no outcome")
+    why = f": {said.reason}" if said.reason else ""
+    return f"{UNDETECTED}: {short_name(unfixed)} {how} with the patch there too{why}"
 
 
 def short_name(result: SmokeResult, cpu_named: bool = False) -> str:

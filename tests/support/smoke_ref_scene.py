@@ -28,6 +28,12 @@ def test_mul():
 TEST_FILE = "tests/smoke/lib/test_calc.py"
 # a test that passes whether add subtracts or adds: it never detected the bug, at the pin or anywhere
 NEVER_DETECTS = LOAD + "\n\ndef test_add():\n    assert load_calc().add(2, 0) == 2\n"
+# a test of something only v2 has (its README), not of the patch's fix: it fails at the pin with the patch as
+# without it, and passes at v2 either way, though v2 still has the bug
+FAILS_WITH_THE_PATCH_TOO = LOAD + (
+    '\n\ndef test_add():\n    readme = Path(os.environ["PATCHMGR_SMOKE_ROOT"]) / "README"\n'
+    '    assert readme.read_text() == "lib 2\\n"\n'
+)
 
 # what v2 holds in lib/calc.py, per verdict the fix-calc patch should get there
 AT_V2 = {
