@@ -46,6 +46,13 @@ def test_a_child_past_its_timeout_is_ended_with_what_it_started(tmp_path):
             os.kill(sleep, signal.SIGKILL)
 
 
+@pytest.fixture(autouse=True)
+def own_children(monkeypatch):
+    """Each test sees only the children it starts: another module's test in this worker may have left a reader
+    (a killed `git cat-file`) known to io/children, which end_all would end and these tests would count."""
+    monkeypatch.setattr(children, "_LIVE", {})
+
+
 @pytest.fixture
 def reopened(monkeypatch):
     """end_all closes the module to new children for the rest of the process: opened again after the test."""
