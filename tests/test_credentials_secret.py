@@ -306,3 +306,18 @@ def test_a_build_and_an_edit_checkout_keep_no_login_of_the_url_they_were_fetched
         assert moved.code == 0 and "from the patchmgr cache" not in said, said  # the upstream served, with the login
         assert git(work, "rev-parse", "HEAD~1") == newer
         assert _files_holding_the_token(work) == [] and git(work, "remote", "get-url", "origin") == f"http://{where}"
+
+
+@pytest.mark.fast
+def test_mask_url_masks_the_token_that_a_url_gives_as_its_user_beside_a_stand_in_password_and_in_its_fragment():
+    """GitHub's documented form puts the token in the user and ``x-oauth-basic`` (or nothing) in the password;
+    an OAuth implicit grant puts ``access_token=`` after ``#``."""
+    text = (
+        "https://ghp_T0ken:x-oauth-basic@github.com/o/r.git https://glpat-T0ken:@gitlab.example/r.git "
+        "https://app.example/cb#access_token=T0ken&state=1 https://ci:T0ken@h/r"
+    )
+    assert mask_url(text) == (
+        "https://***:***@github.com/o/r.git https://***:***@gitlab.example/r.git "
+        "https://app.example/cb#access_token=***&state=1 https://ci:***@h/r"
+    )
+    assert mask_url(mask_url(text)) == mask_url(text)
