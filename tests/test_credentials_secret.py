@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.gitrepos import BASE_TEXT
+from support.git_http import served_over_http
+from support.gitrepos import BASE_TEXT, git
 from support.reliability import make_wheel
 from support.scenes import lines_with
 
@@ -281,3 +282,42 @@ def test_an_exported_patch_has_its_message_masked_and_its_diff_byte_for_byte():
     masked = with_message_masked((message + diff).encode())
     assert masked == (message.replace(TOKEN, "***") + diff).encode()
     assert with_message_masked(diff.encode()) == diff.encode()  # a plain diff has no message to mask
+
+
+def test_a_build_and_an_edit_checkout_keep_no_login_of_the_url_they_were_fetched_from(cli, project, upstream, tmp_path):
+    """The build (``apply --into``) is what an image COPYs: its ``.git/config`` names the upstream's URL without
+    the login it was fetched with (from --source, PATCHMGR_SOURCES or .patchmgr.local.toml); ``edit --onto``
+    in an edit checkout still fetches with that login."""
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix 20"))
+    newer = upstream.commit({"README": "upstream, newer\n"}, "newer")
+    with served_over_http(upstream.path, "ci", TOKEN) as where:
+        project.manifest("t", {"lib": {"git": f"http://{where}", "commit": pin, "version": "1.0", "patches": ["fix"]}})
+        source = ["--source", f"lib=http://ci:{TOKEN}@{where}"]
+        build, work = tmp_path / "build", tmp_path / "work"
+        applied = cli("apply", "--target", "t", "--into", str(build), *source)
+        assert applied.code == 0, _secret_free(applied)
+        assert _files_holding_the_token(build) == []
+        assert git(build / "lib", "remote", "get-url", "origin") == f"http://{where}"
+        edited = cli("edit", "--target", "t", "-u", "lib", "--into", str(work), *source)
+        assert edited.code == 0 and _files_holding_the_token(work) == [], _secret_free(edited)
+        moved = cli("edit", "--target", "t", "-u", "lib", "--into", str(work), "--onto", newer, *source)
+        said = _secret_free(moved)
+        assert moved.code == 0 and "from the patchmgr cache" not in said, said  # the upstream served, with the login
+        assert git(work, "rev-parse", "HEAD~1") == newer
+        assert _files_holding_the_token(work) == [] and git(work, "remote", "get-url", "origin") == f"http://{where}"
+
+
+@pytest.mark.fast
+def test_mask_url_masks_the_token_that_a_url_gives_as_its_user_beside_a_stand_in_password_and_in_its_fragment():
+    """GitHub's documented form puts the token in the user and ``x-oauth-basic`` (or nothing) in the password;
+    an OAuth implicit grant puts ``access_token=`` after ``#``."""
+    text = (
+        "https://ghp_T0ken:x-oauth-basic@github.com/o/r.git https://glpat-T0ken:@gitlab.example/r.git "
+        "https://app.example/cb#access_token=T0ken&state=1 https://ci:T0ken@h/r"
+    )
+    assert mask_url(text) == (
+        "https://***:***@github.com/o/r.git https://***:***@gitlab.example/r.git "
+        "https://app.example/cb#access_token=***&state=1 https://ci:***@h/r"
+    )
+    assert mask_url(mask_url(text)) == mask_url(text)

@@ -238,3 +238,25 @@ def test_refresh_refuses_to_rewrite_a_file_another_target_lists(cli, project, up
     assert (project.root / "patches/lib/fix.patch").read_bytes() == old
     assert 'patches = ["fix-a"]' in (project.root / "manifests/a.toml").read_text()
     assert states(cli, upstream, "b") == [("fix", "clean")]
+
+
+def test_refresh_refuses_to_rewrite_a_file_another_target_lists_through_a_link(cli, project, upstream):
+    """Target b's upstream ``fork`` (the same code under another name) lists ``fix`` by a link to lib's file:
+    rewriting lib's file for a rewrites b's patch as much as if b named it."""
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix"))
+    (project.root / "patches/fork").mkdir()
+    (project.root / "patches/fork/fix.patch").symlink_to("../lib/fix.patch")
+    project.manifest("a", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
+    project.manifest("b", {"fork": {"git": "https://example.invalid/fork.git", "commit": pin, "patches": ["fix"]}})
+    upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "upstream adds 3 lines on top")
+    before = snapshot(project.root)
+    words = ["refresh", "--target", "a", "--upstream", "lib", "--to", "main", "--source", f"lib={upstream.path}"]
+    result = cli(*words)
+    assert result.code == 1, result.out + result.err
+    assert (
+        f"error: refresh would rewrite patches/lib/fix.patch, which target b lists too (lib at b's pin {pin[:12]})"
+        in result.err
+    )
+    assert "fix the manifest" not in result.err and "Traceback" not in result.err
+    assert snapshot(project.root) == before

@@ -77,6 +77,7 @@ BAD = [
     ("env without =", {ENVIRONMENT: "lib=/x mindspeed"}, None, f"{ENVIRONMENT}: 'mindspeed' is not NAME=LOCATION"),
     ("env empty location", {ENVIRONMENT: "lib="}, None, f"{ENVIRONMENT}: 'lib=' is not NAME=LOCATION"),
     ("env bad name", {ENVIRONMENT: "Lib/x=/x"}, None, f"{ENVIRONMENT}: 'Lib/x' cannot name an upstream"),
+    ("env a name twice", {ENVIRONMENT: "lib=/x mb=/z lib=/y"}, None, f"{ENVIRONMENT}: names lib twice ('/x', '/y')"),
     ("env option-like", {ENVIRONMENT: "lib=--upload-pack=x"}, None, f"{ENVIRONMENT}: the source of lib:"),
     ("bad TOML", {}, '[sources]\nlib = "/x"\nmb = ~/src\n', "{file}:3: invalid TOML"),
     ("unknown table", {}, '[source]\nlib = "/x"\n', "{file}:1: unknown key 'source': only [sources] is read"),

@@ -15,6 +15,7 @@ written as their escapes), never formatted into TOML text by hand.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
@@ -25,7 +26,7 @@ from tomlkit.items import Array, Item, Table
 
 from patchmgr.io.confine import shown
 from patchmgr.model.errors import ManifestError, PatchmgrError, UsageError
-from patchmgr.model.manifest import PATCH_ID, validate_target
+from patchmgr.model.manifest import PATCH_ID, Target, Upstream, validate_target
 from patchmgr.model.project import Project
 from patchmgr.model.urls import FULL_SHA
 
@@ -125,9 +126,31 @@ def listed_elsewhere(
         except PatchmgrError:
             users.append(f"{name} (its manifest does not load)")  # be safe: it may list the file
             continue
-        if any(u.name == upstream and patch_id in u.patch_ids for u in other.upstreams):
+        if listing(project, other, upstream, patch_id) is not None:
             users.append(name)
     return users
+
+
+def listing(project: Project, other: Target, upstream: str, patch_id: str) -> Upstream | None:
+    """The upstream of ``other`` whose series lists the file of ``upstream``'s ``patch_id``: by its name, or
+    another one's patch that is the same file (a link to it, a hard link), or None."""
+    mine = project.patch_path(upstream, patch_id)
+    for theirs in other.upstreams:
+        if theirs.name == upstream and patch_id in theirs.patch_ids:
+            return theirs
+    for theirs in other.upstreams:
+        if theirs.name != upstream and any(
+            _same_file(mine, project.patch_path(theirs.name, p)) for p in theirs.patch_ids
+        ):
+            return theirs
+    return None
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them is not there: no file to share
+        return False
 
 
 def _edit(text: str, path: Path, upstream: str, change: Callable[[Table], None]) -> str:

@@ -55,8 +55,7 @@ from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
-from patchmgr.model.urls import mask_url
-from patchmgr.sources.store import Store
+from patchmgr.model.urls import mask_url, without_credentials
 from patchmgr.sources.upstream import Sources
 from patchmgr.targets.absent import absent_note, leaving_out_absent
 from patchmgr.targets.cache_remote import fetch_from_cache
@@ -214,11 +213,11 @@ def start_onto(
         old_tip = head_commit(repo, folder, "to move onto another ref")
         repo.run("update-ref", OLD_SERIES, old_tip)
         try:
-            upstream_url = _fetch_onto(repo, sources.store, upstream.name, plan, record.target, into)
+            upstream_url = _fetch_onto(repo, sources, upstream, plan, record.target, into)
             with leaving_out_absent(repo, folder, plan.commit) as absent:  # the files the source lacks there
                 repo.run("checkout", "--quiet", "-B", "patchmgr", plan.commit)
             if upstream_url is not None:
-                repo.run("remote", "set-url", "origin", "--", upstream_url)  # as it was: the cache served once
+                repo.run("remote", "set-url", "origin", "--", upstream_url)  # as it was, without a login
         except GitError as exc:
             raise StateError(
                 f"cannot check {upstream.name} out at {plan.ref} ({plan.commit[:12]}): {exc.message}; "
@@ -235,17 +234,27 @@ def start_onto(
         return checked(project, run_queue(run, outcome), folder)
 
 
-def _fetch_onto(repo: GitRepo, store: Store, name: str, plan: OntoPlan, target: str, into: Path) -> str | None:
+def _fetch_onto(
+    repo: GitRepo, sources: Sources, upstream: Upstream, plan: OntoPlan, target: str, into: Path
+) -> str | None:
     """``commit`` into the checkout from its ``origin``; when that cannot be reached, from the cache (with a note),
     or one error naming what the cache lacks. The upstream's URL to point ``origin`` back at once the checkout
-    has read its files from the cache (None: the upstream served)."""
+    has read its files (None: it is as it was).
+
+    A checkout's ``origin`` is its URL without a login (``targets/build``); the source it was given with one
+    (--source, PATCHMGR_SOURCES) lends it for the fetch and for the blobs the checkout fetches after it."""
+    origin = repo.run("remote", "get-url", "origin")
+    login = next((url for url in sources.urls(upstream) if url != origin and without_credentials(url) == origin), None)
+    if login is not None:
+        sources.store.configure_remote(repo, login)
     try:
         repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", plan.commit)
-        return None
+        return origin if login is not None else None
     except GitError as exc:
-        reason, origin = exc.message, repo.run("remote", "get-url", "origin")
+        reason = exc.message
     try:
-        fetch_from_cache(repo, store, name, plan.commit, f"{mask_url(origin)}: {reason}", target, ref=plan.ref)
+        store = sources.store
+        fetch_from_cache(repo, store, upstream.name, plan.commit, f"{mask_url(origin)}: {reason}", target, ref=plan.ref)
     except StateError as failed:
         raise StateError(f"{failed.message}; nothing in {into} was changed", failed.hint) from None
     return origin

@@ -185,7 +185,7 @@ def _refusal(
     target, name = moving.target.name, upstream.name
     paths = {pid: project.patch_path(name, pid).relative_to(project.root) for pid in shared}
     listers = list(dict.fromkeys(user.split(" ", 1)[0] for users in shared.values() for user in users))
-    pins = {user: pin for user in listers if (pin := _pin_of(project, user, name)) is not None}
+    pins = {user: pin for user in listers if (pin := _pin_of(project, user, name, next(iter(shared)))) is not None}
     at = " (" + name + " at " + ", ".join(f"{user}'s pin {pin[:12]}" for user, pin in pins.items()) + ")"
     if len(shared) == 1:
         ((patch_id, users),) = shared.items()
@@ -216,12 +216,15 @@ def _refusal(
     )
 
 
-def _pin_of(project: Project, name: str, upstream: str) -> str | None:
+def _pin_of(project: Project, name: str, upstream: str, patch_id: str) -> str | None:
     try:
         other = project.target(name)
     except PatchmgrError:
         return None  # "b (its manifest does not load)": no pin to name
-    return next((u.commit for u in other.upstreams if u.name == upstream), None)
+    theirs = manifest_edit.listing(project, other, upstream, patch_id)  # another upstream may list it by a link
+    return (
+        theirs.commit if theirs is not None else next((u.commit for u in other.upstreams if u.name == upstream), None)
+    )
 
 
 def _moves_along(project: Project, name: str, upstream: Upstream) -> bool:

@@ -51,11 +51,16 @@ def ref_problem(ref: str) -> str | None:
 _CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/@\s:'\"]*):([^/\s'\"]*)@")  # to the authority's last @
 # over http(s) a token is often given as the user alone (https://glpat-...@host, https://ghp_...@github.com)
 _WEB_USER = re.compile(r"(?i)\b(https?://)([^/@\s:'\"]+)@")
+# or as the user beside a password that stands in for none: empty, or GitHub's documented x-oauth-basic
+_WEB_USER_BESIDE_NO_PASSWORD = re.compile(r"(?i)\b(https?://)[^/@\s:'\"]+:(?:x-oauth-basic)?@")
 # a query parameter named like a secret (https://host/lib.git?private_token=..., &api_key=..., X-Amz-Signature=...),
-# after ``?``, ``&`` or the ``&amp;`` that HTML and XML write for ``&``
+# after ``?``, ``&`` or the ``&amp;`` that HTML and XML write for ``&``, or ``#`` (OAuth's implicit grant gives
+# ``#access_token=...``)
 _SECRET_NAME = r"(?:[a-z0-9_.-]*[_.-])?(?:token|key|apikey|password|passwd|secret|signature|sig|credential|auth)"
 # its value: to the next parameter, the URL's end, or a ``,``, ``;`` or ``)`` that ends the sentence around it
-_SECRET_PARAMETER = re.compile(rf"(?i)((?:[?&]|&amp;){_SECRET_NAME}=)((?:[^&#\s'\"<>,;)]|[,;)]++(?=[^&#\s'\"<>,;)]))*)")
+_SECRET_PARAMETER = re.compile(
+    rf"(?i)((?:[?&#]|&amp;){_SECRET_NAME}=)((?:[^&#\s'\"<>,;)]|[,;)]++(?=[^&#\s'\"<>,;)]))*)"
+)
 # an HTTP header that carries credentials, as git's http.extraheader or curl's -H give it
 _AUTH_HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization:\s*(?:(?:basic|bearer|token|digest|negotiate)\s+)?|"
@@ -68,7 +73,8 @@ def mask_url(text: str) -> str:
     and every written file goes through (``render/outside.py``, ``io/files.write_output``).
 
     The password of every URL (https://user:***@host/x); over http(s) a user given without a password too
-    (https://***@host/x): that is where a token goes; the value of every query parameter named like a secret
+    (https://***@host/x): that is where a token goes, and so is a user beside an empty password or GitHub's
+    ``x-oauth-basic`` (https://***:***@host/x); the value of every query parameter named like a secret
     (``token``, ``private_token``, ``access_token``, ``key``, ``api_key``, ``password``, ``secret``,
     ``X-Amz-Signature``...: https://host/x?private_token=***); and the credentials of an ``Authorization:``
     header (``Authorization: Bearer ***``) and of GitLab's ``PRIVATE-TOKEN:``. An ssh user (``ssh://git@host``,
@@ -81,6 +87,7 @@ def mask_url(text: str) -> str:
         text = _AUTH_HEADER.sub(r"\1***", text)
     if "@" not in text:
         return text
+    text = _WEB_USER_BESIDE_NO_PASSWORD.sub(r"\1***:***@", text)
     return _WEB_USER.sub(r"\1***@", _CREDENTIALS.sub(r"\1:***@", text))
 
 

@@ -96,6 +96,11 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, SourceSetting]:
                 f"set {ENVIRONMENT} to space-separated NAME=LOCATION pairs, e.g. "
                 f"{ENVIRONMENT}='mindspeed=~/src/MindSpeed megatron-bridge=~/src/Megatron-Bridge'",
             )
+        if name in settings:  # the last would win without a word: which one was meant is for the user to say
+            raise UsageError(
+                f"{ENVIRONMENT}: names {name} twice ({mask_url(settings[name].location)!r}, {mask_url(location)!r})",
+                f"keep one {name}=LOCATION in {ENVIRONMENT}",
+            )
         settings[name] = checked(name, location, ENVIRONMENT, f"fix it in {ENVIRONMENT}")
     return settings
 

@@ -16,6 +16,7 @@ from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import sha256_bytes
+from patchmgr.model.urls import without_credentials
 from patchmgr.sources.release import FileKind, ReleaseSource
 from patchmgr.sources.upstream import Sources
 from patchmgr.targets.absent import leave_out_absent
@@ -186,8 +187,10 @@ def _checkout_pin(
         )
         raise StateError(f"cannot check out {upstream.name} at {commit}: {exc.message}", hint) from None
     real = [url for url in urls if url != str(store.repo_path(upstream.name))]
-    if real and repo.run("remote", "get-url", "origin") != real[0]:
-        store.configure_remote(repo, real[0])
+    # the URL without its login: a build is what an image COPYs, and its .git/config went with it (edit --onto
+    # fetches with the login again, maintain/onto.py)
+    if real and repo.run("remote", "get-url", "origin") != without_credentials(real[0]):
+        store.configure_remote(repo, without_credentials(real[0]))
     return repo, commit, absent
 
 
