@@ -98,7 +98,7 @@ def smoke_at_refs(
     options = options or SmokeOptions()
     with scratch.folder("smoke-at-ref") as where:
         trees = [_scratch_tree(status, sources, Path(where), target.name, smoke.notes) for status in statuses]
-        _run_both(project, target, trees, options, smoke)
+        smoke.patched, smoke.unpatched = _both_runs(project, target, trees, options, smoke)
         at_pins = [_passing_without(smoke, s.upstream) for s in statuses if not _at_the_pin(s)]
         pin_left_out = _run_at_pins(project, target, at_pins, sources, Path(where) / "pins", options, smoke)
     for status in statuses:
@@ -126,7 +126,9 @@ def smoke_checkout(
     smoke = RefSmoke(
         target.name, notes=[f"{upstream.name}: smoke at {ref} ({base[:12]}) in the edit checkout {checkout}"]
     )
-    _run_both(project, target, [checkout_tree(upstream, checkout, base)], options, smoke)
+    smoke.patched, smoke.unpatched = _both_runs(
+        project, target, [checkout_tree(upstream, checkout, base)], options, smoke
+    )
     pinned, needed = base == upstream.commit, _passing_without(smoke, upstream)
     pin_left_out: dict[str, str] = {}
     if not pinned and needed.patch_ids:
@@ -142,15 +144,11 @@ def smoke_both(project: Project, target: Target, trees: list[SmokeTree], options
     test that passes without its patch at the pin does not detect the bug there, so no test can say that the fix is
     upstream: ``its tests do not detect the bug at the pin``)."""
     smoke = RefSmoke(target.name)
-    _run_both(project, target, trees, options, smoke)
+    smoke.patched, smoke.unpatched = _both_runs(project, target, trees, options, smoke)
     for tree in trees:
         pinned = tree.upstream.version or tree.upstream.commit[:12]
         _judge(smoke, project, tree.upstream, pinned, {}, None)
     return smoke
-
-
-def _run_both(project: Project, target: Target, trees: list[SmokeTree], options: SmokeOptions, smoke: RefSmoke) -> None:
-    smoke.patched, smoke.unpatched = _both_runs(project, target, trees, options, smoke)
 
 
 def _both_runs(
