@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # io.git is imported where a clone is opened: a status read b
 # hint given is its own
 UNUSABLE = (ShallowSource, LazyFetchLoop)
 
+# local sources this run found whole: asked once, not on every fetch (a clone's history does not get cut while a
+# command runs, short of a fetch --depth in it meanwhile)
+_WHOLE: set[Path] = set()
+
 
 def point_origin(repo: GitRepo, url: str) -> None:
     """Point ``origin`` of a (partial) clone at ``url``: a URL or a local repository with its whole history."""
@@ -63,6 +67,8 @@ def require_whole_history(local: Path) -> None:
     again. A folder git cannot read is left to the fetch, which says why."""
     from patchmgr.io.git import GitRepo
 
+    if local.resolve() in _WHOLE:
+        return
     try:
         with GitRepo(local) as source:
             shallow = source.is_shallow()
@@ -70,6 +76,7 @@ def require_whole_history(local: Path) -> None:
         return
     if shallow:
         raise ShallowSource(local)
+    _WHOLE.add(local.resolve())
 
 
 def source_hint(upstream: str, unusable: Sequence[GitError]) -> str:
