@@ -79,7 +79,7 @@ def command(
             allow_fuzz,
             by_smoke,
             failed,
-            Sharing(own_copy, tuple(also_target or ())),
+            Sharing.given(own_copy, also_target),
         )
     if not session.json:
         render_interdiffs(session.out, outcome.plan)

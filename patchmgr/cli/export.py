@@ -119,7 +119,7 @@ def command(
         return session.emit(
             1, lambda s: {"action": "refused", "smoke": ref_smoke_json(s)}, render_refused_export, ref_smoke
         )
-    sharing = Sharing(own_copy, tuple(also_target or ()))
+    sharing = Sharing.given(own_copy, also_target)
     outcome = export_checkout(session.project, selected, upstream, from_dir, version, sharing)
     if ref_smoke is not None:
         from patchmgr.render.smoke_ref import export_smoke_json, render_export_smoke

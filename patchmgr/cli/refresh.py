@@ -36,7 +36,7 @@ def command(
             allow_three_way,
             at.target.name,
             allow_fuzz,
-            Sharing(own_copy, tuple(also_target or ())),
+            Sharing.given(own_copy, also_target),
         )
     if not session.json:
         render_interdiffs(session.out, plan)

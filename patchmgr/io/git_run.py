@@ -182,7 +182,7 @@ def execute(
     repository: Path | None = None,
 ) -> str:
     """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError."""
-    if "fetch" in args[:3]:  # ``git [-c key=value] fetch``
+    if verb_of(args) == "fetch":
         env = {**env, **NO_LAZY_FETCH}
     try:
         done = children.run(

@@ -36,6 +36,11 @@ class Sharing:
     own_copy: bool = False
     also: tuple[str, ...] = ()
 
+    @classmethod
+    def given(cls, own_copy: bool, also_target: Sequence[str] | None) -> Sharing:
+        """As the command line gives them (``--also-target`` absent: None)."""
+        return cls(own_copy, tuple(also_target or ()))
+
 
 @dataclass(frozen=True)
 class Movers:

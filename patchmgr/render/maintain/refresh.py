@@ -18,6 +18,7 @@ from patchmgr.render.status import guard_json
 if TYPE_CHECKING:
     from patchmgr.maintain.bump import BumpOutcome
     from patchmgr.maintain.refresh import RefreshedPatch, RefreshPlan
+    from patchmgr.model.patchfile import PatchFile
 
 
 def render_interdiffs(console: Console, plan: RefreshPlan) -> None:
@@ -118,7 +119,7 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
                 "yellow",
             )
         else:  # the patch file and its smoke tests leave together, each named
-            say(console, f"  {'would remove' if planned else 'removed'} {_leaving(outcome, dropped.patch.id)}")
+            say(console, f"  {'would remove' if planned else 'removed'} {_leaving(outcome, dropped.patch)}")
     for kept in outcome.kept:
         say(console, f"kept {kept.patch.id} (--keep), although {kept.reason}", "yellow")
     version = (
@@ -142,10 +143,9 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
     )
 
 
-def _leaving(outcome: BumpOutcome, patch_id: str) -> str:
+def _leaving(outcome: BumpOutcome, patch: PatchFile) -> str:
     """A dropped patch's file and its smoke test files, as the project names them (from its root)."""
-    patch = next(p.patch for p in outcome.dropped if p.patch.id == patch_id)
-    tests = outcome.tests_removed.get(patch_id, ())
+    tests = outcome.tests_removed.get(patch.id, ())
     said = _shown(outcome, patch.path)
     if tests:
         said += f" and its smoke test{'s' if len(tests) > 1 else ''} {', '.join(_shown(outcome, t) for t in tests)}"
