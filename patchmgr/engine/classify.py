@@ -12,7 +12,9 @@ are only ever reported, never applied without being asked for.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
+from patchmgr.engine.knock_on import knock_on
 from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, decode, encode
 from patchmgr.engine.results import CheckResult, Conflict, GuardResult, HunkPlacement, Merge3, State, TreeReader
 from patchmgr.model.diff import FileDiff, Hunk
@@ -293,11 +295,16 @@ def _nearest(image: list[str], block: tuple[str, ...], home: int, distance: int)
 
 
 def check_series(patches: Iterable[PatchFile], reader: TreeReader, merge3: Merge3 | None = None) -> list[CheckResult]:
-    """Check patches in series order, each on top of the ones before it that could apply."""
+    """Check patches in series order, each on top of the ones before it that could apply; one that fails only
+    for want of an earlier one that does not apply names it (``knock_on``: the blame is not upstream's)."""
     overlay = Overlay(reader)
-    results = []
+    results: list[CheckResult] = []
     for patch in patches:
         result = check_patch(patch, overlay, merge3)
+        needs = knock_on(result, results, overlay)
+        if needs:
+            # a file the earlier patch creates is not "gone from the upstream": it never was upstream's
+            result = replace(result, state=State.CONFLICT, needs=needs)
         overlay.update(result.files)
         results.append(result)
     check_guards(results, overlay)

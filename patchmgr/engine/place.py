@@ -194,21 +194,44 @@ def apply_hunks(
     current = _Image(image)
     placements = []
     for number, hunk in enumerate(hunks, 1):
-        placed = None
-        for fuzz in range(0, max_fuzz + 1):
-            pos = place_hunk(current, hunk, fuzz)
-            if pos is not None:
-                placed = (pos, fuzz)
-                break
+        placed = _place(current, hunk, max_fuzz)
         if placed is None:
             raise PlacementFailure(_conflict(path, number, hunk, current))
         pos, fuzz = placed
-        drop_lead, drop_trail = min(fuzz, hunk.leading), min(fuzz, hunk.trailing)
-        start = pos + drop_lead
-        stop = start + len(hunk.old_lines) - drop_lead - drop_trail
-        current.replace(start, stop, list(hunk.new_lines[drop_lead : len(hunk.new_lines) - drop_trail]))
+        _write(current, hunk, pos, fuzz)
         placements.append(HunkPlacement(path, number, pos - max(hunk.new_start - 1, 0), fuzz))
     return current.lines(), placements
+
+
+def apply_placeable(image: list[str], hunks: tuple[Hunk, ...], max_fuzz: int = 0) -> tuple[list[str], list[int]]:
+    """``image`` with each of ``hunks`` that places applied in order, those that do not skipped, and the numbers
+    (1-based) of the skipped ones: what a patch that conflicts still changes, hunk by hunk (``engine.knock_on``)."""
+    current = _Image(image)
+    skipped = []
+    for number, hunk in enumerate(hunks, 1):
+        placed = _place(current, hunk, max_fuzz)
+        if placed is None:
+            skipped.append(number)
+        else:
+            _write(current, hunk, *placed)
+    return current.lines(), skipped
+
+
+def _place(current: _Image, hunk: Hunk, max_fuzz: int) -> tuple[int, int] | None:
+    """Where ``hunk`` places with the least fuzz up to ``max_fuzz``, and that fuzz; None where it places nowhere."""
+    for fuzz in range(0, max_fuzz + 1):
+        pos = place_hunk(current, hunk, fuzz)
+        if pos is not None:
+            return pos, fuzz
+    return None
+
+
+def _write(current: _Image, hunk: Hunk, pos: int, fuzz: int) -> None:
+    """``hunk``'s new lines in place of its old ones at ``pos``, without the context lines ``fuzz`` dropped."""
+    drop_lead, drop_trail = min(fuzz, hunk.leading), min(fuzz, hunk.trailing)
+    start = pos + drop_lead
+    stop = start + len(hunk.old_lines) - drop_lead - drop_trail
+    current.replace(start, stop, list(hunk.new_lines[drop_lead : len(hunk.new_lines) - drop_trail]))
 
 
 def _conflict(path: str, number: int, hunk: Hunk, current: _Image) -> Conflict:

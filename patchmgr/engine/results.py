@@ -19,11 +19,21 @@ class State(str, Enum):
     CONFLICT = "conflict"
     UPSTREAM = "upstream"
     MISSING = "missing"
+    # A patch that only deletes lines, where those lines are not there and history does not show upstream
+    # removing them (``history.deletions``): its reverse applies, but that is no evidence of upstream's change.
+    NOTHING_TO_DELETE = "nothing-to-delete"
 
     @property
     def applies(self) -> bool:
         """Whether ``apply`` may apply a patch in this state without being told to."""
         return self in (State.CLEAN, State.OFFSET)
+
+    @property
+    def refused(self) -> bool:
+        """Whether ``refresh`` and ``bump`` refuse a patch in this state: it does not apply, not even with fuzz or a
+        3-way merge, and no evidence says upstream has it (``nothing-to-delete`` is no ``upstream``: see
+        ``history.deletions``)."""
+        return self in (State.CONFLICT, State.MISSING, State.NOTHING_TO_DELETE)
 
 
 class TreeReader(Protocol):
@@ -76,6 +86,22 @@ class GuardResult:
         return (*self.offenses, more) if more else self.offenses
 
 
+@dataclass(frozen=True)
+class Needed:
+    """An earlier patch of the series that a patch needs and that does not apply itself (``engine.knock_on``)."""
+
+    patch_id: str
+    state: State  # the earlier patch's own state: why it is not there for this one
+
+    @property
+    def text(self) -> str:
+        """``needs first, which conflicts``: the blame on the earlier patch, not on upstream."""
+        which = {State.CONFLICT: "conflicts", State.MISSING: "misses a file it patches"}.get(
+            self.state, f"is {self.state.value}"
+        )
+        return f"needs {self.patch_id}, which {which}"
+
+
 @dataclass
 class CheckResult:
     patch: PatchFile
@@ -84,12 +110,15 @@ class CheckResult:
     conflict: Conflict | None = None
     # path -> new bytes (None = deleted) when the patch can be applied in its state
     files: dict[str, bytes | None] = field(default_factory=dict)
-    evidence: str | None = None  # why it is ``upstream``, for people
+    evidence: str | None = None  # why it is ``upstream`` (or ``nothing-to-delete``), for people
     # the upstream commit with the patch's own patch-id (full sha), in a result that history.evidence returns:
     # the only evidence on which ``bump`` drops a patch
     carrier: str | None = None
     notes: list[str] = field(default_factory=list)  # e.g. the patched lines found away from the patch's place
     guards: list[GuardResult] = field(default_factory=list)  # the patch's Guard: headers on the patched content
+    # a knock-on failure: the earlier patches of the series whose change this one stands on and which do not
+    # apply themselves; it fails only for want of them (``engine.knock_on``), so the blame is theirs, not upstream's
+    needs: tuple[Needed, ...] = ()
 
     @property
     def guards_hold(self) -> bool:
@@ -98,7 +127,13 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         """What every command means by OK: the patch applies exactly and keeps its guards (a broken guard is not
-        OK even when ``clean``)."""
+        OK even when ``clean``).
+
+        ``nothing-to-delete`` is not OK, though the tree already lacks the lines the patch deletes: OK promises
+        that ``apply`` applies the series there, and neither ``apply`` nor ``git apply`` can apply a deletion of
+        lines that are not there; and since no history shows upstream removing them, it is not ``upstream``'s
+        either (which is not OK for the same reason, and which ``bump`` may drop). A knock-on failure (``needs``)
+        is not OK: it does not apply, whoever is to blame."""
         return self.state.applies and self.guards_hold
 
     @property
@@ -106,6 +141,8 @@ class CheckResult:
         return "; ".join(part for part in (self._state_detail(), *self.notes) if part)
 
     def _state_detail(self) -> str:
+        if self.needs:
+            return "; ".join(needed.text for needed in self.needs)
         if self.state is State.OFFSET:
             return _per_file([p for p in self.placements if p.offset], lambda p: f"{p.offset:+d} lines")
         if self.state is State.FUZZ:
@@ -116,6 +153,8 @@ class CheckResult:
             return f"{where}: {c.reason}"
         if self.state is State.UPSTREAM:
             return self.evidence or "the reverse of the patch applies: upstream already has the change"
+        if self.state is State.NOTHING_TO_DELETE:
+            return self.evidence or "the lines it deletes are not there: nothing to delete"
         return ""
 
 

@@ -1,10 +1,12 @@
 """The series checked at a ref: the one path every command takes to say what a patch's state is there.
 
 ``status`` (at the pin or ``--against``), ``refresh``, ``edit --onto``, ``import`` and ``matrix`` all ask the same
-question: each patch on top of the ones before it (the engine), its ``Guard:`` headers on the series applied as
-far as it applies, then, at a git ref other than the pin, the patches that do not apply there explained by the
-upstream commit that carries them (``evidence.explain_upstream``). The answer is one ``CheckResult`` per patch,
-whose ``ok`` says what every command means by OK: it applies exactly and keeps its guards.
+question: each patch on top of the ones before it (the engine, which names an earlier patch that a failing one
+needs: ``knock_on``), its ``Guard:`` headers on the series applied as far as it applies, a deletion-only patch's
+``upstream`` held to its history (``deletions``), then, at a git ref other than the pin, the patches that do not
+apply there explained by the upstream commit that carries them (``evidence.explain_upstream``). The answer is one
+``CheckResult`` per patch, whose ``ok`` says what every command means by OK: it applies exactly and keeps its
+guards.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Iterable
 
 from patchmgr.engine.classify import Overlay, check_series
 from patchmgr.engine.results import CheckResult, TreeReader
+from patchmgr.history.deletions import judge_deletions
 from patchmgr.io.git import merge_texts
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
@@ -25,7 +28,9 @@ def check_at_ref(
     """``patches`` checked at ``source``, guards included; with ``explain``, at a git commit other than
     ``upstream``'s pin, those that do not apply are named ``upstream`` where a commit carries them. ``explain``
     is off only for a caller that explains many refs at once (``matrix``) through the same evidence."""
-    results = check_series(patches, source, merge_texts)
+    # a deletion-only patch is ``upstream`` only where history shows its lines removed (``deletions``): every
+    # command, ``matrix``'s columns older than the pin too, reads it so
+    results = judge_deletions(sources, upstream, source, check_series(patches, source, merge_texts))
     if explain and isinstance(source, GitSource) and source.commit != upstream.commit:
         # the history walk, loaded only when it can be needed (``status`` at the pin never needs it)
         from patchmgr.history.evidence import explain_upstream

@@ -1,6 +1,6 @@
 """Move an upstream's pin to a new ref (``patchmgr bump``): refresh, drop what landed, rewrite the pin.
 
-A bump refuses while any patch is ``conflict`` or ``missing`` (naming each),
+A bump refuses while any patch is ``conflict``, ``missing`` or ``nothing-to-delete`` (naming each),
 while a guard of a patch it keeps is broken at the ref (model/guards.py),
 and while a patch needs fuzz or a 3-way merge unless that was allowed
 (``--allow-fuzz``, ``--allow-three-way``; a rewritten patch's ``Last-Update``
@@ -36,7 +36,6 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
-from patchmgr.engine.results import State
 from patchmgr.maintain import manifest_edit
 from patchmgr.maintain.leaving_tests import leaving_tests
 from patchmgr.maintain.refresh import RefreshAction, RefreshedPatch, RefreshPlan, plan_refresh, share_rewrites
@@ -78,11 +77,7 @@ class BumpOutcome:
 
     @property
     def blockers(self) -> list[RefreshedPatch]:
-        return [
-            p
-            for p in self.plan.patches
-            if p.state in (State.CONFLICT, State.MISSING) and p.patch.id not in self.by_smoke
-        ]
+        return [p for p in self.plan.patches if p.state.refused and p.patch.id not in self.by_smoke]
 
     @property
     def guard_blockers(self) -> list[RefreshedPatch]:

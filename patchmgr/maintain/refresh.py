@@ -28,7 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.engine.classify import check_patch
-from patchmgr.engine.results import CheckResult, GuardResult, State
+from patchmgr.engine.results import CheckResult, GuardResult, Needed, State
 from patchmgr.history.at_ref import check_at_ref, preimages
 from patchmgr.history.walk import context_size
 from patchmgr.io.git import GitRepo
@@ -75,6 +75,7 @@ class RefreshedPatch:
     shared_with: list[str] = field(default_factory=list)  # targets that list this file and do not move with it
     carrier: str | None = None  # for "upstream": the upstream commit with the patch's patch-id, if one has it
     guards: list[GuardResult] = field(default_factory=list)  # its Guard: headers on the series' tree at the ref
+    needs: tuple[Needed, ...] = ()  # a knock-on failure: the earlier patches it fails for want of (engine.knock_on)
 
 
 @dataclass
@@ -208,13 +209,14 @@ def _plan_one(
         return RefreshedPatch(patch, state, RefreshAction.UNCHANGED)
     if state is State.UPSTREAM:
         return RefreshedPatch(patch, state, RefreshAction.UPSTREAM, result.detail, carrier=result.carrier)
-    if state in (State.CONFLICT, State.MISSING):
+    if state.refused:
         return RefreshedPatch(
             patch,
             state,
             RefreshAction.REFUSED,
             f"{state.value}: {result.detail}; resolve it in a "
             "checkout at the new ref (patchmgr edit --onto REF, then export)",
+            needs=result.needs,
         )
     if (state is State.FUZZ and not allow_fuzz) or (state is State.THREE_WAY and not allow_three_way):
         option = "--allow-fuzz" if state is State.FUZZ else "--allow-three-way"

@@ -36,12 +36,18 @@ LEGEND = {
     State.CONFLICT: StateKey("does not apply", "#d9534f"),
     State.UPSTREAM: StateKey("upstream has it", "#2a9fd6"),
     State.MISSING: StateKey("a file it patches is gone", "#8b1a1a"),
+    State.NOTHING_TO_DELETE: StateKey("the lines it deletes are not there, and were never removed", "#8e44ad"),
 }
 GUARD_BROKEN = "guard broken"
 
 
 def cell_label(result: CheckResult) -> str:
-    return result.state.value + ("" if result.guards_hold else f", {GUARD_BROKEN}")
+    return result.state.value + needs_label(result) + ("" if result.guards_hold else f", {GUARD_BROKEN}")
+
+
+def needs_label(result: CheckResult) -> str:
+    """``, needs first`` in a knock-on failure's cell: the earlier patch it fails for want of is to blame."""
+    return "".join(f", needs {needed.patch_id}" for needed in result.needs)
 
 
 def cell_detail(result: CheckResult) -> str:
@@ -151,6 +157,7 @@ def _cell_json(column: Column, result: CheckResult, marks: Sequence[Landed]) -> 
         "column": column.name,
         "state": result.state.value,
         "detail": result.detail,
+        "needs": [needed.patch_id for needed in result.needs],
         "guards_hold": result.guards_hold,
         "guards": [guard_json(g) for g in result.guards],
     }
@@ -206,7 +213,7 @@ def render_matrix(console: Console, matrices: list[Matrix], target: str, html: s
 
 
 def _styled(result: CheckResult) -> Text:
-    text = Text(result.state.value, style=STATE_STYLE[result.state])
+    text = Text(result.state.value + needs_label(result), style=STATE_STYLE[result.state])
     if not result.guards_hold:
         text.append(f", {GUARD_BROKEN}", style="bold red")
     return text

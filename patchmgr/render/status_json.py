@@ -44,6 +44,8 @@ def patch_json(result: CheckResult) -> dict:
         doc["carrier"] = result.carrier  # the commit with the patch's patch-id; null: only its reverse applies
     if result.notes:
         doc["notes"] = list(result.notes)
+    # a knock-on failure: the earlier patches it fails for want of, which do not apply (engine.knock_on)
+    doc["needs"] = [needed.patch_id for needed in result.needs]
     doc["guards"] = [guard_json(g) for g in result.guards]
     doc["ok"] = result.ok
     return doc

@@ -28,6 +28,7 @@ STATE_STYLE = {
     State.CONFLICT: "red",
     State.UPSTREAM: "cyan",
     State.MISSING: "red",
+    State.NOTHING_TO_DELETE: "magenta",
 }
 """Each state's colour on a terminal (``render/console`` and every table use it; a log has no colour)."""
 

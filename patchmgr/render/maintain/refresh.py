@@ -74,7 +74,8 @@ def render_bump(console: Console, outcome: BumpOutcome) -> None:
     if outcome.action == "refused":
         render_refresh(console, plan, summary=False)
         for blocker in outcome.blockers:
-            say(console, f"blocks the bump: {blocker.patch.id} is {blocker.state.value} at {plan.ref}", "red")
+            needs = "".join(f", {needed.text}" for needed in blocker.needs)  # the blame where it is due
+            say(console, f"blocks the bump: {blocker.patch.id} is {blocker.state.value} at {plan.ref}{needs}", "red")
         for blocker in outcome.guard_blockers:
             say(
                 console,
@@ -164,6 +165,7 @@ def refreshed_json(refreshed: RefreshedPatch) -> dict:
         "action": refreshed.action,
         "reason": refreshed.reason,
         "carrier": refreshed.carrier,
+        "needs": [needed.patch_id for needed in refreshed.needs],
         "shared_with": refreshed.shared_with,
         "interdiff": refreshed.interdiff,
         "guards": [guard_json(g) for g in refreshed.guards],

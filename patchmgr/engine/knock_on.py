@@ -1,0 +1,125 @@
+"""Knock-on failures: a patch that fails at a tree only because an earlier patch of the series did not apply.
+
+``check_series`` lays each patch over the ones before it that applied. When an earlier patch conflicts, a later
+one that stands on its change (its hunks hold lines the earlier one adds, or it patches a file the earlier one
+creates) fails as well, and on its own its conflict blames upstream for lines that upstream never had. So a
+failure is laid at an earlier patch's door only when that patch's change, put over the same tree, accounts for
+all of it:
+
+1. the earlier patch is laid over the tree as far as it goes there: each of its hunks that places (with fuzz,
+   as a person refreshing it would place them) is applied, a file it creates is created;
+2. on that, each hunk of the later patch must place exactly, or, where it still does not, every line it needs
+   that is nowhere in the file must be a line the earlier patch adds to it (one its own failing hunks would
+   have written). A hunk that needs a line which neither upstream nor the earlier patch has (upstream changed
+   it) is upstream's conflict as well: the later patch then stays a plain conflict, blamed on upstream.
+
+The later patch still does not apply (it is not OK); what changes is who is blamed: ``CheckResult.needs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, apply_placeable, decode, encode
+from patchmgr.engine.results import CheckResult, Needed, State, TreeReader
+from patchmgr.model.diff import Hunk
+from patchmgr.model.patchfile import PatchFile
+from patchmgr.model.text import split_lines
+
+# the states of an earlier patch that leave its change out of the tree, and of a later one that a missing
+# change can explain (``upstream``'s change is in the tree; fuzz and 3-way results are laid over it)
+KNOCKED = (State.CONFLICT, State.MISSING)
+
+
+def knock_on(result: CheckResult, earlier: Sequence[CheckResult], reader: TreeReader) -> tuple[Needed, ...]:
+    """The earlier patches (results before ``result`` in the series, checked over ``reader``) whose want
+    explains why ``result``'s patch does not apply over ``reader``; empty when upstream is to blame.
+
+    The nearest earlier patch that alone explains it is named; else all of those that share its files, when
+    together they do."""
+    if not _may_be_knocked(result):
+        return ()
+    paths = set(result.patch.touched_paths)
+    candidates = [r for r in earlier if r.state in KNOCKED and paths.intersection(r.patch.touched_paths)]
+    for candidate in reversed(candidates):
+        if _explains(result.patch, [candidate.patch], reader):
+            return (Needed(candidate.patch.id, candidate.state),)
+    if len(candidates) > 1 and _explains(result.patch, [c.patch for c in candidates], reader):
+        return tuple(Needed(c.patch.id, c.state) for c in candidates)
+    return ()
+
+
+def _may_be_knocked(result: CheckResult) -> bool:
+    """A hunk that does not place, or a file that is not there: what an earlier patch's change can account for
+    (a refusal of the whole file, such as a link in the way, is not)."""
+    if result.state is State.MISSING:
+        return True
+    return result.state is State.CONFLICT and result.conflict is not None and result.conflict.hunk > 0
+
+
+class _Laid:
+    """The tree with patches laid over it as far as they go, and the lines each laid patch adds, by path."""
+
+    def __init__(self, reader: TreeReader) -> None:
+        self.reader = reader
+        self.files: dict[str, bytes | None] = {}
+        self.added: dict[str, set[str]] = {}
+
+    def read(self, path: str) -> bytes | None:
+        return self.files[path] if path in self.files else self.reader.read(path)
+
+    def lines(self, path: str) -> list[str] | None:
+        data = self.read(path)
+        return None if data is None else split_lines(decode(data))
+
+    def lay(self, patch: PatchFile) -> None:
+        """``patch`` over the tree, each hunk that places (with fuzz), each file it creates that is not there."""
+        for diff in patch.files:
+            if diff.new_path is not None:
+                self.added.setdefault(diff.new_path, set()).update(line for h in diff.hunks for line in _added(h))
+            if diff.old_path is None:
+                if self.read(diff.path) is None:
+                    try:
+                        self.files[diff.path] = encode("".join(apply_hunks(diff.path, [], diff.hunks)[0]))
+                    except PlacementFailure:
+                        pass
+                continue
+            old = self.lines(diff.old_path)
+            if old is None or diff.new_path is None:
+                continue  # nothing there to change; a deletion laid in part deletes nothing
+            lines, _ = apply_placeable(old, diff.hunks, MAX_FUZZ)
+            if diff.new_path != diff.old_path:
+                self.files[diff.old_path] = None
+            self.files[diff.new_path] = encode("".join(lines))
+
+
+def _added(hunk: Hunk) -> list[str]:
+    """The lines ``hunk`` writes that it did not find (its ``+`` lines, interior context left out)."""
+    old = set(hunk.old_lines)
+    return [line for line in hunk.new_lines[hunk.leading : len(hunk.new_lines) - hunk.trailing] if line not in old]
+
+
+def _explains(patch: PatchFile, helpers: list[PatchFile], reader: TreeReader) -> bool:
+    """Whether ``patch`` fails over ``reader`` only for want of ``helpers`` (see the module's rule)."""
+    laid = _Laid(reader)
+    for helper in helpers:
+        laid.lay(helper)
+    for diff in patch.files:
+        if diff.old_path is None:
+            if laid.read(diff.path) is not None:
+                return False  # it creates a file that is there: the helpers' change does not explain that
+            continue
+        old = laid.lines(diff.old_path)
+        if old is None:
+            return False
+        lines, skipped = apply_placeable(old, diff.hunks)
+        present = set(old)
+        for number in skipped:
+            wanted = [line for line in diff.hunks[number - 1].old_lines if line not in present]
+            added = laid.added.get(diff.old_path, set())
+            if not wanted or not all(line in added for line in wanted):
+                return False
+        laid.files[diff.old_path if diff.new_path is None else diff.new_path] = (
+            None if diff.new_path is None else encode("".join(lines))
+        )
+    return True
