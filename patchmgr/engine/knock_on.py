@@ -35,8 +35,8 @@ def knock_on(result: CheckResult, earlier: Sequence[CheckResult], reader: TreeRe
     """The earlier patches (results before ``result`` in the series, checked over ``reader``) whose want
     explains why ``result``'s patch does not apply over ``reader``; empty when upstream is to blame.
 
-    The nearest earlier patch that alone explains it is named; else all of those that share its files, when
-    together they do."""
+    The nearest earlier patch that alone explains it is named; else those of the earlier patches that share its
+    files which together explain it, each of them needed."""
     if not _may_be_knocked(result):
         return ()
     paths = set(result.patch.touched_paths)
@@ -44,9 +44,14 @@ def knock_on(result: CheckResult, earlier: Sequence[CheckResult], reader: TreeRe
     for candidate in reversed(candidates):
         if _explains(result.patch, [candidate.patch], reader):
             return (Needed(candidate.patch.id, candidate.state),)
-    if len(candidates) > 1 and _explains(result.patch, [c.patch for c in candidates], reader):
-        return tuple(Needed(c.patch.id, c.state) for c in candidates)
-    return ()
+    if len(candidates) < 2 or not _explains(result.patch, [c.patch for c in candidates], reader):
+        return ()
+    chosen = list(candidates)
+    for candidate in candidates:  # those it does without are not to blame
+        rest = [c for c in chosen if c is not candidate]
+        if _explains(result.patch, [c.patch for c in rest], reader):
+            chosen = rest
+    return tuple(Needed(c.patch.id, c.state) for c in chosen)
 
 
 def _may_be_knocked(result: CheckResult) -> bool:

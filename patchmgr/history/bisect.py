@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from patchmgr.engine.classify import check_series
+from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
 from patchmgr.history.walk import PatchHistory, Walk, broken_guards, find_carrier
-from patchmgr.io.git import merge_texts
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.project import Project
@@ -58,7 +57,8 @@ def bisect_upstream(
             f"{upstream.name}: the pin {upstream.commit[:12]} and {ref} share no history",
             "check that the ref belongs to the same upstream",
         )
-    at_to = check_series(patches, target, merge_texts)
+    # the states at the ref as every command reads them (check_at_ref); the carriers are bisect's own search below
+    at_to = check_at_ref(sources, upstream, target, patches, explain=False)
     fine = [r.ok for r in at_to]
     chosen = [i for i, r in enumerate(at_to) if (r.patch.id in patch_ids if patch_ids else not fine[i])]
     line = repo.first_parent_path(base, to)

@@ -68,6 +68,20 @@ def judge_deletions(
     ]
 
 
+def held_to_base(results: Sequence[CheckResult], at_base: Sequence[State] | None) -> list[State]:
+    """The states of ``results``, checked at a commit of a walk from a base (``history.walk``), held to the rule
+    above: a deletion-only patch that reads ``upstream`` is ``nothing-to-delete`` unless it applied at the base
+    (``at_base``, its states; None where the commit is the base itself)."""
+    return [
+        State.NOTHING_TO_DELETE
+        if r.state is State.UPSTREAM
+        and deletes_only(r.patch)
+        and (at_base is None or not (at_base[i].applies or at_base[i] is State.FUZZ))
+        else r.state
+        for i, r in enumerate(results)
+    ]
+
+
 def _in_history(
     sources: Sources, upstream: Upstream, source: GitSource, series: list[PatchFile], pending: list[int]
 ) -> dict[int, str]:

@@ -362,7 +362,8 @@ def _first_change(histories: _Histories, index: int, column: Column, cell: Check
     stops = not cell.ok
     step = history.first_commit if stops else None
     if step is None:
-        wanted = (lambda s: not s.applies) if stops else (lambda s: s.state is cell.state)
+        # a knock-on failure's commit broke the earlier patch (walk.PatchHistory.note says so), not this one
+        wanted = (lambda s: not s.applies and not s.needs) if stops else (lambda s: s.state is cell.state)
         step = next((s for s in history.transitions if wanted(s)), None)
     if step is None:
         return Change(

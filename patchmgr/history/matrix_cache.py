@@ -64,7 +64,7 @@ class Entry:
     dirty: bool = False
 
 
-_KEPT = ("state", "placements", "conflict", "evidence", "carrier", "notes", "guards")
+_KEPT = ("state", "placements", "conflict", "evidence", "carrier", "notes", "guards", "needs")
 
 
 def _frozen(result: CheckResult) -> dict[str, object]:

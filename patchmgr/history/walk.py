@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from patchmgr.engine.classify import check_series
-from patchmgr.engine.results import CheckResult, State
+from patchmgr.engine.results import CheckResult, Needed, State
+from patchmgr.history.deletions import held_to_base
 from patchmgr.io.git import CommitInfo, GitRepo, merge_texts
 from patchmgr.model.guards import parse_guard
 from patchmgr.model.patchfile import PatchFile
@@ -45,6 +46,8 @@ class Step:
     # the patch's broken guards at this commit, each "guard: offense" (model/guards.py): a commit where one
     # breaks counts as the patch breaking there, even when it still applies
     guards_broken: tuple[str, ...] = ()
+    # a knock-on failure here: the earlier patches it fails for want of (engine.knock_on); the commit broke them
+    needs: tuple[Needed, ...] = ()
 
     @property
     def pr(self) -> int | None:
@@ -84,7 +87,8 @@ class PatchHistory:
         """The commit where the patch stops applying; None when the history cannot name one."""
         if not self.monotonic:
             return None
-        return next((s for s in self.transitions if not s.applies), None)
+        first = next((s for s in self.transitions if not s.applies), None)
+        return None if first is not None and first.needs else first  # it broke an earlier patch, not this one
 
     @property
     def state(self) -> State:
@@ -101,6 +105,12 @@ class PatchHistory:
         if not self.monotonic:
             path = " -> ".join([self.at_base.label] + [f"{s.label} at {s.commit[:12]}" for s in self.transitions])
             return f"not monotonic ({path}): it stops applying more than once, so no single commit broke it"
+        knocked = next((s for s in self.transitions if not s.applies), None) if self.carrier is None else None
+        if knocked is not None and knocked.needs:
+            return (
+                "; ".join(needed.text for needed in knocked.needs) + f" from commit {knocked.commit[:12]} on: "
+                "that commit broke the earlier patch, not this one"
+            )
         if self.carrier is not None:
             return f"commit {self.carrier.commit[:12]} carries the change (same patch-id)"
         first = self.first_commit
@@ -197,6 +207,7 @@ class Walk:
             self._inputs[group] = (files + folders, len(files))
         self._states: dict[tuple, list[State]] = {}
         self._broken: dict[tuple, list[tuple[str, ...]]] = {}
+        self._needs: dict[tuple, list[tuple[Needed, ...]]] = {}
         self.checks = 0  # groups classified by the engine, for the benchmarks
 
     def prefetch(self, paths: Iterable[str]) -> None:
@@ -226,16 +237,24 @@ class Walk:
         group = self._group_of[index]
         return self._broken[self._key(group, commit)][group.index(index)]
 
+    def needs_at(self, index: int, commit: str) -> tuple[Needed, ...]:
+        """The earlier patches that patch ``index`` fails for want of at ``commit`` (``engine.knock_on``)."""
+        group = self._group_of[index]
+        return self._needs[self._key(group, commit)][group.index(index)]
+
     def _key(self, group: tuple[int, ...], commit: str) -> tuple:
         paths, files = self._inputs[group]
         entries = self.repo.path_entries(commit, paths)
         # files by content, folders above them by kind only (the engine checks that they are folders)
         key = (group, entries[:files], tuple(entry and entry[0] for entry in entries[files:]))
+        # a deletion-only patch is upstream at a commit only where its lines were there at the base (deletions)
+        at_base = None if key in self._states or commit == self.base else self._group_states(group, self.base)
         if key not in self._states:
             source = GitSource(self.repo, commit, self.location)
             results = check_series([self.series[i] for i in group], source, merge_texts)
-            self._states[key] = [r.state for r in results]
+            self._states[key] = held_to_base(results, at_base)
             self._broken[key] = [broken_guards(r) for r in results]
+            self._needs[key] = [r.needs for r in results]
             self.checks += len(group)
         return key
 
@@ -294,7 +313,9 @@ class Walk:
                 # the same lines make its reverse fail, but the change is upstream's.
                 state, broken = State.UPSTREAM, ()
             if (state, bool(broken)) != previous:
-                history.transitions.append(Step(commit.sha, commit.subject, state, broken))
+                history.transitions.append(
+                    Step(commit.sha, commit.subject, state, broken, self.needs_at(index, commit.sha))
+                )
                 previous = (state, bool(broken))
         if carrier is not None:
             history.carrier = Step(carrier.sha, carrier.subject, State.UPSTREAM)

@@ -84,7 +84,8 @@ def status_rows(status: UpstreamStatus) -> list[Row]:
         broken = guard_lines(result)
         if broken:
             rows.append(Row("", "", "", "\n".join(broken), detail_style="red"))
-        if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT:
+        # a knock-on failure's lines are the earlier patch's to show: upstream is not to blame
+        if result.conflict and result.conflict.upstream_lines and result.state is State.CONFLICT and not result.needs:
             lines = "\n".join(f"  {line}" for line in result.conflict.upstream_lines)
             context = f"upstream at line {result.conflict.expected_line}:\n{lines}"
             rows.append(Row("", "", "", context, detail_style="dim"))

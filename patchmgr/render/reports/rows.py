@@ -79,7 +79,7 @@ class Row:
         result = self.result
         lines = [self.summary]
         conflict = result.conflict
-        if conflict and conflict.upstream_lines and result.state is State.CONFLICT:
+        if conflict and conflict.upstream_lines and result.state is State.CONFLICT and not result.needs:
             lines.append(f"upstream at line {conflict.expected_line}:")
             lines += [f"  {line}" for line in conflict.upstream_lines]
         if result.state is State.UPSTREAM and result.carrier and result.carrier not in lines[0]:
