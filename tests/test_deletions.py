@@ -17,7 +17,6 @@ from support.memory_tree import Files
 from support.scenes import lines_with, setup
 
 from patchmgr.engine.classify import check_series
-from patchmgr.history.deletions import deletes_only, judge_deletions
 
 DEBUG = "".join(f"debug {i}\n" for i in range(1, 4))
 WITH_DEBUG = BASE_TEXT.replace("line 20\n", "line 20\n" + DEBUG)
@@ -91,28 +90,37 @@ def test_on_a_branch_that_parted_before_the_lines_came_there_is_nothing_to_delet
     assert "blocks the bump: nodebug is nothing-to-delete at other" in text
 
 
-def test_where_a_commit_on_the_way_removed_the_lines_it_stays_upstream(cli, project, upstream, tmp_path):
-    _, pin, patch = debug_upstream(project, upstream)
-    # upstream removes the lines its own way (and changes a line far off): no commit has the patch's patch-id
-    removed = upstream.commit({"src/mod.py": lines_with({2: "line two"})}, "remove debug output")
-    assert git_checks(upstream, pin, patch, tmp_path) == (True, False)  # the pin, the merge base, has the lines
-    assert git_checks(upstream, removed, patch, tmp_path) == (False, True)
-    entry = patch_of(cli, upstream, "main")
-    assert entry["state"] == "upstream", entry
-    assert entry["detail"].startswith(f"the reverse of the patch applies from upstream commit {removed} on")
+def test_upstream_only_where_a_commit_on_the_way_removed_the_lines(cli, project, upstream, tmp_path):
+    """The same patches at two refs: at main, where upstream removed the lines, ``upstream``; at the older ref,
+    where they never were, not. A patch that also adds a line is judged by that line, as before."""
+    other = "".join(f"other {i}\n" for i in range(1, 21))
+    old = upstream.commit({"src/other.py": other}, "add other")
+    git(upstream.path, "tag", "old")
+    other_debug = other.replace("other 10\n", "other 10\n" + DEBUG)
+    pin = upstream.commit({"src/mod.py": WITH_DEBUG, "src/other.py": other_debug}, "add debug output")
+    nodebug = upstream.make_patch(pin, {"src/mod.py": BASE_TEXT}, "Drop the debug output")
+    mixed_text = other.replace("other 18\n", "fixed 18\n")
+    mixed = upstream.make_patch(pin, {"src/other.py": mixed_text}, "Drop the other debug output, fix 18")
+    setup(project, upstream, {"nodebug": nodebug, "mixed": mixed})
+    # upstream removes the lines its own way (and changes lines far off): no commit has either patch-id
+    removed = upstream.commit(
+        {"src/mod.py": lines_with({2: "line two"}), "src/other.py": mixed_text.replace("other 2\n", "two\n")},
+        "remove debug output",
+    )
+    assert git_checks(upstream, pin, nodebug, tmp_path) == (True, False)  # the pin, the merge base, has them
+    assert git_checks(upstream, removed, nodebug, tmp_path) == (False, True)
+    assert git_checks(upstream, removed, mixed, tmp_path) == (False, True)
+    assert git_checks(upstream, old, nodebug, tmp_path) == (False, True)  # git alike at the older ref
+    assert git_checks(upstream, old, mixed, tmp_path) == (False, False)
+    # mixed: its reverse fails at the older ref (git alike), so it is no upstream there; its blob merges
+    assert status_of(cli, upstream, "old") == [("nodebug", "nothing-to-delete"), ("mixed", "three-way")]
+    at_main = cli("status", "--target", "t", "--json", "--source", f"lib={upstream.path}", "--against", "lib=main")
+    entries = {p["id"]: p for p in at_main.json["upstreams"][0]["patches"]}
+    assert (entries["nodebug"]["state"], entries["mixed"]["state"]) == ("upstream", "upstream")
+    assert entries["nodebug"]["detail"].startswith(f"the reverse of the patch applies from upstream commit {removed}")
+    from patchmgr.history.deletions import deletes_only  # here: the module is new, the other tests run without it
 
-
-def test_a_patch_that_also_adds_lines_is_judged_by_them(cli, project, upstream, tmp_path):
-    """The added line found at the patch's own place is the evidence; its deletion is a part of that change."""
-    upstream.commit({"src/mod.py": WITH_DEBUG}, "add debug output")
-    pin = upstream.head()
-    mixed = WITH_DEBUG.replace(DEBUG, "").replace("line 35\n", "fixed 35\n")
-    patch = upstream.make_patch(pin, {"src/mod.py": mixed}, "Drop the debug output, fix 35")
-    setup(project, upstream, {"mixed": patch})
-    landed = upstream.commit({"src/mod.py": mixed.replace("line 2\n", "line two\n")}, "take the fix")
-    assert git_checks(upstream, landed, patch, tmp_path) == (False, True)
-    assert deletes_only(project_patch(project, "mixed")) is False
-    assert status_of(cli, upstream) == [("mixed", "upstream")]
+    assert [deletes_only(project_patch(project, n)) for n in ("nodebug", "mixed")] == [True, False]
 
 
 def test_a_deleted_file_that_never_was_is_nothing_to_delete(cli, project, upstream, tmp_path):
@@ -163,6 +171,8 @@ def test_a_tree_without_history_cannot_call_it_upstream(upstream, project):
     tree = Files({"src/mod.py": BASE_TEXT.encode()})
     (engine,) = check_series([parsed], tree)
     assert engine.state.value == "upstream"  # the engine alone: its reverse applies
+    from patchmgr.history.deletions import judge_deletions
+
     (judged,) = judge_deletions(None, None, tree, [engine])  # type: ignore[arg-type]  # no history is asked
     assert judged.state.value == "nothing-to-delete" and not judged.ok
     assert judged.detail == (

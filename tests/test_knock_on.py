@@ -22,28 +22,31 @@ from patchmgr.model.patchfile import parse_patch
 from patchmgr.sources.upstream import GitSource
 
 
-def two_patch_series(project, upstream, first_files: dict, second_files: dict) -> tuple[str, list[bytes]]:
-    """``first`` then ``second``, format-patch mails made one on top of the other at the pin (upstream's head)."""
+def pinned_series(project, upstream, *steps: dict) -> list[bytes]:
+    """format-patch mails of ``steps`` (``first``, ``second``, ...) made one on top of the other at the pin
+    (upstream's head), pinned as target ``t``'s series."""
     pin = upstream.head()
-    mails = make_series(upstream, pin, [(first_files, "First fix"), (second_files, "Second fix")])
-    for patch_id, data in zip(("first", "second"), mails, strict=True):
+    names = NAMES[: len(steps)]
+    subjects = [f"{name.capitalize()} fix" for name in names]
+    mails = make_series(upstream, pin, list(zip(steps, subjects, strict=True)))
+    for patch_id, data in zip(names, mails, strict=True):
         project.add_patch("lib", patch_id, data)
-    project.manifest(
-        "t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["first", "second"]}}
-    )
-    return pin, mails
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": names}})
+    return mails
 
 
-def git_says_knock_on(upstream, tmp_path: Path, first: bytes, second: bytes) -> bool:
-    """At upstream's head: ``git am`` stops at ``first``; with ``first`` resolved its own way, does ``second``
-    apply (``git apply --check``)?"""
+NAMES = ["first", "second", "third"]
+
+
+def git_after_first(upstream, tmp_path: Path, mails: list[bytes]) -> list[bool]:
+    """git at upstream's head: ``git am`` stops at the first patch; with it resolved its own way, whether each
+    later patch applies (``git apply --check``), each on the ones before it that do."""
     work = tmp_path / f"oracle-{len(list(tmp_path.iterdir()))}"
     git(tmp_path, "clone", "-q", str(upstream.path), str(work))
-    am = plain_git(work, "am", "-q", input=first + second)
+    am = plain_git(work, "am", "-q", input=b"".join(mails))
     assert am.returncode != 0 and b"First fix" in am.stdout + am.stderr, am  # git am stops at the first patch
     plain_git(work, "am", "--abort")
-    assert plain_git(work, "apply", "--check", "-", input=second).returncode != 0  # as the series runs: fails
-    assert plain_git(work, "apply", "--3way", "-", input=first).returncode != 0  # a real conflict
+    assert plain_git(work, "apply", "--3way", "-", input=mails[0]).returncode != 0  # a real conflict
     conflicted = git(work, "diff", "--name-only", "--diff-filter=U").split()
     assert conflicted
     for path in conflicted:
@@ -55,7 +58,26 @@ def git_says_knock_on(upstream, tmp_path: Path, first: bytes, second: bytes) -> 
         (work / path).write_bytes(merged.stdout)
         for stage in stages.values():
             stage.unlink()
-    return plain_git(work, "apply", "--check", "-", input=second).returncode == 0
+    applies = []
+    for mail in mails[1:]:
+        applies.append(plain_git(work, "apply", "--check", "-", input=mail).returncode == 0)
+        if applies[-1]:
+            git(work, "apply", "-", input=mail)
+    return applies
+
+
+def git_says_knock_on(upstream, tmp_path: Path, first: bytes, second: bytes) -> bool:
+    """``second`` does not apply at upstream's head after ``first`` (git am), but does once ``first`` is resolved
+    its own way."""
+    work = tmp_path / f"plain-{len(list(tmp_path.iterdir()))}"
+    git(tmp_path, "clone", "-q", str(upstream.path), str(work))
+    assert plain_git(work, "apply", "--check", "-", input=second).returncode != 0  # as the series runs: fails
+    return git_after_first(upstream, tmp_path, [first, second]) == [True]
+
+
+def two_patch_series(project, upstream, first_files: dict, second_files: dict) -> tuple[str, list[bytes]]:
+    pin = upstream.head()
+    return pin, pinned_series(project, upstream, first_files, second_files)
 
 
 def status_json(cli, upstream):
@@ -74,11 +96,11 @@ def test_a_patch_standing_on_a_conflicting_one_names_it(cli, project, upstream, 
     assert git_says_knock_on(upstream, tmp_path, first, second)
     result, patches = status_json(cli, upstream)
     assert result.code == 1
-    assert patches["first"]["state"] == "conflict" and patches["first"]["needs"] == []
+    assert patches["first"]["state"] == "conflict"
     assert patches["second"]["state"] == "conflict" and patches["second"]["ok"] is False
     # before: "src/mod.py hunk #1 ...: the hunk's lines are not in the upstream file", blaming upstream
-    assert patches["second"]["needs"] == ["first"]
     assert patches["second"]["detail"] == "needs first, which conflicts"
+    assert patches["first"]["needs"] == [] and patches["second"]["needs"] == ["first"]
     plain = cli("status", "--target", "t", "--source", f"lib={upstream.path}", "--against", "lib=main").out
     assert "lib       second  conflict  needs first, which conflicts\n  lib: " in plain, plain  # no upstream lines
     refused = bump(cli, upstream)
@@ -108,19 +130,23 @@ def test_a_patch_standing_on_a_conflicting_one_names_it(cli, project, upstream, 
 
 
 def test_a_patch_that_upstream_breaks_as_well_stays_upstreams_conflict(cli, project, upstream, tmp_path):
-    _, (first, second) = two_patch_series(
+    """second stands on first alone; third stands on first too, but upstream also rewrote a line of its own
+    context: only second's blame moves to first."""
+    mails = pinned_series(
         project,
         upstream,
-        {"src/mod.py": lines_with({10: "first 10"})},
-        {"src/mod.py": lines_with({10: "first 10", 11: "second 11"})},
+        {"src/mod.py": lines_with({10: "first 10", 30: "first 30"})},
+        {"src/mod.py": lines_with({10: "first 10", 30: "first 30", 11: "second 11"})},
+        {"src/mod.py": lines_with({10: "first 10", 30: "first 30", 11: "second 11", 31: "third 31"})},
     )
-    # upstream also rewrites line 13, in second's own context and nowhere near first
-    upstream.commit({"src/mod.py": lines_with({10: "upstream 10", 13: "upstream 13"})}, "upstream rewrites 10, 13")
-    assert not git_says_knock_on(upstream, tmp_path, first, second)
+    # upstream rewrites first's lines, and line 33, in third's context and nowhere near first's lines
+    upstream.commit({"src/mod.py": lines_with({10: "up 10", 30: "up 30", 33: "up 33"})}, "upstream rewrites")
+    assert git_after_first(upstream, tmp_path, mails) == [True, False]
     _, patches = status_json(cli, upstream)
-    assert patches["second"]["state"] == "conflict"
-    assert patches["second"]["needs"] == []
-    assert "needs" not in patches["second"]["detail"]
+    assert [patches[n]["state"] for n in NAMES] == ["conflict"] * 3
+    assert patches["second"]["detail"] == "needs first, which conflicts"  # before: blamed on upstream
+    assert patches["third"]["detail"].startswith("src/mod.py hunk #1")  # upstream's conflict: as before
+    assert [patches[n]["needs"] for n in NAMES] == [[], ["first"], []]
 
 
 def test_a_file_the_earlier_patch_creates_is_not_gone_from_upstream(cli, project, upstream, tmp_path):
@@ -135,7 +161,8 @@ def test_a_file_the_earlier_patch_creates_is_not_gone_from_upstream(cli, project
     assert git_says_knock_on(upstream, tmp_path, first, second)
     _, patches = status_json(cli, upstream)
     # before: "missing", "src/helper.py: the file is gone from the upstream", a file upstream never had
-    assert (patches["second"]["state"], patches["second"]["needs"]) == ("conflict", ["first"])
+    assert (patches["second"]["state"], patches["second"]["detail"]) == ("conflict", "needs first, which conflicts")
+    assert patches["second"]["needs"] == ["first"]
 
 
 def test_engine_names_the_nearest_of_a_chain(upstream, project, tmp_path):
@@ -154,4 +181,9 @@ def test_engine_names_the_nearest_of_a_chain(upstream, project, tmp_path):
     source = GitSource(GitRepo(upstream.path), upstream.head(), str(upstream.path))
     results = check_series(patches, source)
     assert [r.state for r in results] == [State.CONFLICT] * 4
+    assert [r.detail for r in results[1:]] == [
+        "needs a, which conflicts",
+        "needs b, which conflicts",
+        "needs a, which conflicts; needs b, which conflicts",
+    ]
     assert [[n.patch_id for n in r.needs] for r in results] == [[], ["a"], ["b"], ["a", "b"]]
