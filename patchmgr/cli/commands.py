@@ -71,7 +71,7 @@ COMMANDS: dict[str, Command] = {
     "bump": Command(
         "bump",
         "Refresh the patches at --to, then move the pin (and version) there; drops patches that are upstream unless "
-        "--keep; refuses while a patch is conflict or missing.",
+        "--keep; refuses while a patch is conflict, missing or nothing-to-delete.",
     ),
     "edit": Command(
         "edit",
