@@ -20,6 +20,7 @@ SNAPSHOTS = {
     "vllm-ascend": "vllm-project+vllm-ascend",
     "mbridge": "ISEEKYAN+mbridge",
     "verl": "volcengine+verl",
+    "openssh-portable": "openssh+openssh-portable",
 }
 
 
