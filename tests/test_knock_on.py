@@ -187,3 +187,25 @@ def test_engine_names_the_nearest_of_a_chain(upstream, project, tmp_path):
         "needs a, which conflicts; needs b, which conflicts",
     ]
     assert [[n.patch_id for n in r.needs] for r in results] == [[], ["a"], ["b"], ["a", "b"]]
+
+
+def test_a_context_line_upstream_moved_away_keeps_the_blame_on_upstream(upstream, tmp_path):
+    """A control for the rule's order check: upstream moves a line of second's context to the file's end, so
+    the line is still in the file but not where second needs it. git: second fails with first resolved too;
+    patchmgr must not blame first for it (a membership test alone would)."""
+    pin = upstream.head()
+    mails = make_series(
+        upstream,
+        pin,
+        [
+            ({"src/mod.py": lines_with({10: "first 10"})}, "First fix"),
+            ({"src/mod.py": lines_with({10: "first 10", 11: "second 11"})}, "Second fix"),
+        ],
+    )
+    moved = lines_with({10: "upstream 10"}).replace("line 13\n", "") + "line 13\n"
+    upstream.commit({"src/mod.py": moved}, "upstream rewrites line 10, moves line 13 to the end")
+    assert git_after_first(upstream, tmp_path, mails) == [False]
+    patches = [parse_patch(m, tmp_path / f"{n}.patch", "lib", n) for m, n in zip(mails, ("a", "b"), strict=True)]
+    results = check_series(patches, GitSource(GitRepo(upstream.path), upstream.head(), str(upstream.path)))
+    assert [r.state for r in results] == [State.CONFLICT, State.CONFLICT]
+    assert results[1].needs == () and "needs" not in results[1].detail

@@ -10,8 +10,10 @@ all of it:
    as a person refreshing it would place them) is applied, a file it creates is created;
 2. on that, each hunk of the later patch must place exactly, or, where it still does not, every line it needs
    that is nowhere in the file must be a line the earlier patch adds to it (one its own failing hunks would
-   have written). A hunk that needs a line which neither upstream nor the earlier patch has (upstream changed
-   it) is upstream's conflict as well: the later patch then stays a plain conflict, blamed on upstream.
+   have written), and the lines it needs that are there must be there in its order, with room between them
+   only for the missing lines and what the earlier patch would have removed (``_stands_on``). A hunk that
+   needs a line which neither upstream nor the earlier patch has (upstream changed it) is upstream's conflict
+   as well: the later patch then stays a plain conflict, blamed on upstream.
 
 The later patch still does not apply (it is not OK); what changes is who is blamed: ``CheckResult.needs``.
 """
@@ -69,6 +71,7 @@ class _Laid:
         self.reader = reader
         self.files: dict[str, bytes | None] = {}
         self.added: dict[str, set[str]] = {}
+        self.removed: dict[str, int] = {}  # how many lines the laid patches' hunks remove, by path
 
     def read(self, path: str) -> bytes | None:
         return self.files[path] if path in self.files else self.reader.read(path)
@@ -82,6 +85,8 @@ class _Laid:
         for diff in patch.files:
             if diff.new_path is not None:
                 self.added.setdefault(diff.new_path, set()).update(line for h in diff.hunks for line in _added(h))
+                removed = sum(len(h.old_lines) - len(h.new_lines) + len(_added(h)) for h in diff.hunks)
+                self.removed[diff.new_path] = self.removed.get(diff.new_path, 0) + removed
             if diff.old_path is None:
                 if self.read(diff.path) is None:
                     try:
@@ -104,6 +109,49 @@ def _added(hunk: Hunk) -> list[str]:
     return [line for line in hunk.new_lines[hunk.leading : len(hunk.new_lines) - hunk.trailing] if line not in old]
 
 
+def _stands_on(wanted: tuple[str, ...], image: list[str], added: set[str], slack: int) -> bool:
+    """Whether a hunk that needs the lines ``wanted`` fails on ``image`` only for lines the earlier patches add.
+
+    The lines of ``wanted`` that are nowhere in ``image`` must all be ``added`` ones, and at least one; the rest
+    must be there as they are in the hunk: each run of them one block, in order, one block after the other with
+    no more lines between than the missing ones and ``slack`` (the lines the earlier patches remove, which a
+    conflicting hunk of theirs leaves in place, rewritten or not). A line of the hunk that upstream changed or
+    removed, wherever else it also reads the same, breaks that order: upstream's conflict, not a knock-on.
+    """
+    present = set(image)
+    missing = [line for line in wanted if line not in present]
+    if not missing or not all(line in added for line in missing):
+        return False
+    runs: list[tuple[int, list[str]]] = []  # (missing lines before it, a block of lines that are there)
+    gap, block = 0, []
+    for line in wanted:
+        if line in present:
+            block.append(line)
+            continue
+        if block:
+            runs.append((gap, block))
+            gap, block = 0, []
+        gap += 1
+    if block:
+        runs.append((gap, block))
+    if not runs:
+        return True
+    first = runs[0][1]
+    starts = [i for i in range(len(image) - len(first) + 1) if image[i : i + len(first)] == first]
+    return any(_follows(image, start + len(first), runs[1:], slack) for start in starts)
+
+
+def _follows(image: list[str], at: int, runs: list[tuple[int, list[str]]], slack: int) -> bool:
+    """Whether each of ``runs`` is in ``image`` after ``at``, each no further than its gap and ``slack`` away."""
+    if not runs:
+        return True
+    (gap, block), rest = runs[0], runs[1:]
+    for start in range(at, min(at + gap + slack, len(image) - len(block)) + 1):
+        if image[start : start + len(block)] == block and _follows(image, start + len(block), rest, slack):
+            return True
+    return False
+
+
 def _explains(patch: PatchFile, helpers: list[PatchFile], reader: TreeReader) -> bool:
     """Whether ``patch`` fails over ``reader`` only for want of ``helpers`` (see the module's rule)."""
     laid = _Laid(reader)
@@ -118,12 +166,9 @@ def _explains(patch: PatchFile, helpers: list[PatchFile], reader: TreeReader) ->
         if old is None:
             return False
         lines, skipped = apply_placeable(old, diff.hunks)
-        present = set(old)
-        for number in skipped:
-            wanted = [line for line in diff.hunks[number - 1].old_lines if line not in present]
-            added = laid.added.get(diff.old_path, set())
-            if not wanted or not all(line in added for line in wanted):
-                return False
+        added, slack = laid.added.get(diff.old_path, set()), laid.removed.get(diff.old_path, 0)
+        if not all(_stands_on(diff.hunks[number - 1].old_lines, old, added, slack) for number in skipped):
+            return False
         laid.files[diff.old_path if diff.new_path is None else diff.new_path] = (
             None if diff.new_path is None else encode("".join(lines))
         )
