@@ -18,7 +18,7 @@ A patch with any hunk that adds a line is left to the engine: those lines found 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from patchmgr.engine.classify import check_series
@@ -68,18 +68,20 @@ def judge_deletions(
     ]
 
 
-def held_to_base(results: Sequence[CheckResult], at_base: Sequence[State] | None) -> list[State]:
+def held_to_base(results: Sequence[CheckResult], at_base: Callable[[], Sequence[State]] | None) -> list[State]:
     """The states of ``results``, checked at a commit of a walk from a base (``history.walk``), held to the rule
     above: a deletion-only patch that reads ``upstream`` is ``nothing-to-delete`` unless it applied at the base
-    (``at_base``, its states; None where the commit is the base itself)."""
-    return [
-        State.NOTHING_TO_DELETE
-        if r.state is State.UPSTREAM
-        and deletes_only(r.patch)
-        and (at_base is None or not (at_base[i].applies or at_base[i] is State.FUZZ))
-        else r.state
-        for i, r in enumerate(results)
-    ]
+    (``at_base`` gives the states there, asked only for such a patch; None where the commit is the base)."""
+    states = [r.state for r in results]
+    base: Sequence[State] | None = None
+    for index, result in enumerate(results):
+        if result.state is not State.UPSTREAM or not deletes_only(result.patch):
+            continue
+        if at_base is not None and base is None:
+            base = at_base()
+        if base is None or not (base[index].applies or base[index] is State.FUZZ):
+            states[index] = State.NOTHING_TO_DELETE
+    return states
 
 
 def _in_history(

@@ -247,11 +247,11 @@ class Walk:
         entries = self.repo.path_entries(commit, paths)
         # files by content, folders above them by kind only (the engine checks that they are folders)
         key = (group, entries[:files], tuple(entry and entry[0] for entry in entries[files:]))
-        # a deletion-only patch is upstream at a commit only where its lines were there at the base (deletions)
-        at_base = None if key in self._states or commit == self.base else self._group_states(group, self.base)
         if key not in self._states:
             source = GitSource(self.repo, commit, self.location)
             results = check_series([self.series[i] for i in group], source, merge_texts)
+            # a deletion-only patch is upstream at a commit only where its lines were there at the base (deletions)
+            at_base = None if commit == self.base else lambda: self._group_states(group, self.base)
             self._states[key] = held_to_base(results, at_base)
             self._broken[key] = [broken_guards(r) for r in results]
             self._needs[key] = [r.needs for r in results]
