@@ -39,6 +39,7 @@ from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
+from patchmgr.sources.abbreviated import ambiguous, commits_named, is_abbreviated
 from patchmgr.sources.cache_errors import CacheError, CacheLock, NotARepository, disk_hint, require_repository, said_at
 from patchmgr.sources.cache_refs import recalled, remember
 from patchmgr.sources.cache_trust import CacheHealth
@@ -288,7 +289,8 @@ class Store(CacheHealth):
         return [path for path in record.read_text().split("\n") if path]  # LF only: a path may hold other breaks
 
     def resolve_ref(self, upstream: str, ref: str, urls: Sequence[str]) -> Fetched:
-        """The commit that ``ref`` (branch, tag or commit) names at the upstream's source.
+        """The commit that ``ref`` (branch, tag, commit id, or an abbreviated one: the commit of any branch or tag of
+        the source that begins with it, ``abbreviated``) names at the upstream's source.
 
         A ref that every source was reached for and none has is bad input (``UnknownRef``,
         exit 2); a source that could not be reached stays a ``SourceError`` (exit 1).
@@ -335,6 +337,10 @@ class Store(CacheHealth):
                     ) from None
                 if NO_SUCH_REF.search(exc.message):
                     lacking.append(url)
+        if lacking and is_abbreviated(ref):  # no source has a ref of that name: a commit of theirs may begin so
+            found = self._by_abbreviated_id(repo, upstream, ref, lacking, errors)
+            if found is not None:
+                return found
         local = repo.resolve(ref) if not urls else None
         if local:
             return Fetched(repo, local)
@@ -347,6 +353,36 @@ class Store(CacheHealth):
             f"cannot resolve {upstream} ref {ref!r}: " + ("; ".join(dict.fromkeys(errors)) or "no source"),
             unusable[-1].hint if unusable else "check the ref name, or pass --source with a clone that has it",
         )
+
+    def _by_abbreviated_id(
+        self, repo: GitRepo, upstream: str, prefix: str, lacking: list[str], errors: list[str]
+    ) -> Fetched | None:
+        """The commit that the abbreviated id ``prefix`` names on a branch or tag of the first of ``lacking`` (the
+        sources that answered without a ref of that name) that has one, whatever the cache held before: every ref
+        of the source is fetched, the names it no longer has pruned (``abbreviated``). An id that begins several
+        of its commits is an ``AmbiguousCommit``; a source that cannot be fetched from leaves ``lacking``."""
+        for url in list(lacking):
+            self.progress(f"fetching every branch and tag of {upstream} from {mask_url(url)} to find commit {prefix}")
+            try:
+                with self._writing(repo):
+                    self.configure_remote(repo, url)
+                    repo.run(
+                        "fetch", "--quiet", "--no-tags", "--prune", "--filter=blob:none", "origin", "--", *EVERY_REF
+                    )
+            except RepositoryDamaged:
+                raise
+            except GitError as exc:
+                errors.append(said_at(url, exc))
+                lacking.remove(url)
+                continue
+            commits = commits_named(repo, prefix)
+            if len(commits) > 1:
+                raise ambiguous(repo, upstream, prefix, url, commits)
+            if commits:
+                repo.index_history(commits[0])
+                return Fetched(repo, commits[0], url)
+            errors.append(f"{mask_url(url)}: no commit of its branches and tags begins with {prefix}")
+        return None
 
     def _fetch(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
         with self._writing(repo):
