@@ -3,8 +3,10 @@
 One ``git ls-remote`` of the upstream's source lists its tags and the branch its HEAD names. A tag is a release
 when its ``TagScheme`` (the manifest's ``tag-pattern``, or ``matrix --refs``; ``model.tag_scheme``) reads a version
 from it; versions are ordered as versions, never as text. A tag is newer than the pin (or a ``--since`` ref) when
-its commit descends from the pin's and, where both name one, its version is higher: a tag the pin already contains,
-or one on another release branch, is never newer, whatever its version. ``choose`` is that one rule: ``matrix``
+the pin does not contain it, it descends from where the pin's line leaves the main line (the pin itself when it
+is on the main line; a release branch's fork point), and, where both name one, its version is higher: a tag the
+pin already contains, or one of an older release line, is never newer, whatever its version. ``choose`` is that
+one rule: ``matrix``
 makes its columns of what it chooses, and ``status --newest-release`` checks each upstream at the newest of them
 (``tracking``).
 """
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from patchmgr.io.git import GitRepo
-from patchmgr.model.errors import GitError, SourceError, UsageError
+from patchmgr.model.errors import GitError, PatchmgrError, SourceError, UsageError
 from patchmgr.model.manifest import Track, Upstream, url_problem
 from patchmgr.model.tag_scheme import DEFAULT_SCHEME, TagScheme, parse_version, release_like
 from patchmgr.model.urls import as_local_path, mask_url
@@ -192,6 +194,25 @@ class Chosen:
     none_newer: str | None = None
 
 
+def _line_base(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, start: str) -> str:
+    """Where the line of ``start`` leaves the source's main line (the manifest's ``branch``, else the branch its
+    HEAD names): ``start`` itself when it is on the main line, its fork point when it is on a release branch.
+    Upstreams tag each release on a branch of its own (Megatron-LM's core_r0.13.0, openssh's V_10_0), so no later
+    release descends from an earlier release's tag: a newer one descends from that fork point (a release line
+    that left the main line later), while an older release line, and the history ``start`` has, do not."""
+    if upstream.branch and upstream.branch in refs.branches:
+        ref, advertised = f"refs/heads/{upstream.branch}", refs.branches[upstream.branch]
+    elif refs.head is not None:
+        ref, advertised = (f"refs/heads/{refs.head_branch}" if refs.head_branch else "HEAD"), refs.head
+    else:
+        return start
+    try:
+        main = resolver.commit_of(ref, advertised)
+    except PatchmgrError:  # the main line cannot be fetched: only the start's own descendants are newer
+        return start
+    return resolver.repo.merge_base(start, main) or start
+
+
 def _shown(names: Sequence[str], scheme: TagScheme, most: int = 3) -> str:
     """The highest versions of ``names`` first, at most ``most`` of them, then how many more."""
     ordered = sorted(names, key=scheme.order, reverse=True)
@@ -224,10 +245,10 @@ def choose(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, choice: 
     """The tags ``choice`` chooses, the one rule of ``matrix``'s columns and ``status --newest-release``: those
     its scheme (``--refs``, else the ``tag-pattern``) reads a release version from (release candidates too with
     ``track = "prereleases"``; any tag it matches with ``--refs``), and, unless ``include_older``, newer than the
-    pin (or ``--since``): its commit descends from the pin's, and when both name a version, its version is higher.
-    A tag that is no descendant is never newer, whatever its version: one the pin already contains (an older
-    commit) or one on another branch (a release line the pin is not on) is left out, with a note. The pin's own
-    tag is left out."""
+    pin (or ``--since``): the pin does not contain it, it descends from where the pin's line leaves the main line
+    (``_line_base``: the pin itself on the main line), and when both name a version, its version is higher. Any
+    other tag is never newer, whatever its version: one the pin already contains (an older commit) or one of a
+    release line older than the pin's is left out, with a note. The pin's own tag is left out."""
     scheme = TagScheme(choice.pattern if choice.pattern is not None else upstream.tag_pattern)
     notes: list[str] = []
     problem = _no_release_tag(refs, upstream, scheme) if choice.pattern is None else None
@@ -261,24 +282,23 @@ def choose(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, choice: 
         found.append((name, commit))
     repo = resolver.repo
     start = choice.since or "the pin"
-    if not choice.include_older:
-        descending = [(n, c) for n, c in found if c != since_commit and repo.reaches(c, since_commit)]
-        if since_version is not None:  # a higher version, yet no descendant: say where it is
-            off = [(n, c) for n, c in found if (n, c) not in descending and scheme.version(n) is not None]
-            contained = [n for n, c in off if repo.reaches(since_commit, c)]
-            elsewhere = [n for n, _c in off if n not in contained]
+    if not choice.include_older and found:
+        base = _line_base(refs, upstream, resolver, since_commit)
+        repo = resolver.repo
+        contained = {n for n, c in found if c == since_commit or repo.reaches(since_commit, c)}
+        elsewhere = {n for n, c in found if n not in contained and not repo.reaches(c, base)}
+        if since_version is not None:  # of a higher version, yet not newer: say why
             if contained:
                 notes.append(
-                    f"left out, though of a higher version than {start}: {_shown(contained, scheme)}, which "
-                    f"{start} already contains (older commits)"
+                    f"left out, though of a higher version than {start}: {_shown(sorted(contained), scheme)}, "
+                    f"which {start} already contains (older commits)"
                 )
             if elsewhere:
                 notes.append(
-                    f"left out, though of a higher version than {start}: {_shown(elsewhere, scheme)}, on another "
-                    f"branch (a release line that does not descend from {start}); pin a commit they descend from to "
-                    "follow them"
+                    f"left out, though of a higher version than {start}: {_shown(sorted(elsewhere), scheme)}, on a "
+                    f"release line that left the main line before {start}'s did"
                 )
-        found = descending
+        found = [(n, c) for n, c in found if n not in contained and n not in elsewhere]
     times = repo.commit_times([since_commit, *(commit for _name, commit in found)]) if found else {}
     found.sort(key=lambda item: (times.get(item[1], 0), scheme.order(item[0])))
     pattern = choice.pattern

@@ -122,11 +122,21 @@ def tracked_refs(
     return TrackedRefs(pin_name(refs, upstream, scheme), tags, tip, chosen_ref)
 
 
-def next_ref(sources: Sources, upstream: Upstream, repo: GitRepo, notes: list[str] | None = None) -> ChosenRef | None:
+@dataclass(frozen=True)
+class NextRef:
+    """What ``next_ref`` found: the ref that decides (None: the pin), the tags left out and why, and, when no
+    release is newer, the sentence that says so (naming the tag-pattern it followed)."""
+
+    ref: ChosenRef | None
+    notes: tuple[str, ...] = ()
+    none_newer: str | None = None
+
+
+def next_ref(sources: Sources, upstream: Upstream, repo: GitRepo) -> NextRef:
     """The ref its ``track`` says comes next after the pin, chosen as ``matrix`` chooses its deciding column (one
     ``choose``, one ``deciding``): the newest release (or release candidate) tag since the pin, or the branch tip;
-    None when no release is newer (the pin). A source whose refs cannot be listed, or whose tags the
-    ``tag-pattern`` finds no release among, is a SourceError. ``notes`` gets the tags left out and why."""
+    the pin when no release is newer. A source whose refs cannot be listed, or whose tags the ``tag-pattern``
+    finds no release among, is a SourceError."""
     refs = remote_refs(sources, upstream)
     resolver = TagResolver(sources, upstream, repo)
     if upstream.track is Track.BRANCH:
@@ -136,12 +146,10 @@ def next_ref(sources: Sources, upstream: Upstream, repo: GitRepo, notes: list[st
                 f"the source of {upstream.name} names no HEAD branch to follow ({track_label(upstream)})",
                 'name the branch in the manifest: branch = "main"',
             )
-        return tip
+        return NextRef(tip)
     chosen = choose(refs, upstream, resolver, RELEASES_SINCE_PIN)
-    if notes is not None:
-        notes += chosen.notes
     position = deciding([name for name, _ in chosen.tags], False, upstream.track, chosen.scheme)
     if not position:
-        return None
+        return NextRef(None, chosen.notes, chosen.none_newer)
     name, commit = chosen.tags[position - 1]
-    return ChosenRef(name, commit, tag_rule(upstream, name, True, chosen.scheme))
+    return NextRef(ChosenRef(name, commit, tag_rule(upstream, name, True, chosen.scheme)), chosen.notes)
