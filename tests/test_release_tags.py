@@ -8,13 +8,10 @@ sort (``--sort=version:refname`` with ``versionsort.suffix``)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from support.commands import matrix
 from support.gitrepos import UpstreamRepo, git
-
-FINAL = re.compile(r"^(core_v|v|V_)?\d+([._]\d+)+(_P\d+)?(_core_r\d+(\.\d+)+)?$")  # no rc, no alpha/beta
+from support.tag_oracle import git_newest
 
 
 def release_line(upstream: UpstreamRepo, fork: str, branch: str, *tags: str) -> dict[str, str]:
@@ -78,19 +75,6 @@ def mindspeed_shaped(upstream: UpstreamRepo) -> dict[str, str]:
     made["main-4"] = on_main(upstream, 4)
     made |= release_line(upstream, made["main-4"], "26.0.0_core_r0.12.1", "v26.0.0_core_r0.12.1")
     return made
-
-
-def git_newest(repo, pin: str, pattern: str, suffixes: tuple[str, ...] = ("rc",)) -> str | None:
-    """git's own answer: the final releases matching ``pattern`` that descend from where ``pin``'s line leaves main
-    and that ``pin`` does not contain, the last in git's version sort."""
-    base = git(repo, "merge-base", pin, "main")
-    later = set(git(repo, "tag", "--contains", base, "-l", pattern).split())
-    later -= set(git(repo, "tag", "--merged", pin, "-l", pattern).split())
-    finals = [t for t in later if FINAL.match(t)]
-    if not finals:
-        return None
-    config = [arg for suffix in suffixes for arg in ("-c", f"versionsort.suffix={suffix}")]
-    return git(repo, *config, "tag", "-l", "--sort=version:refname", *finals).split()[-1]
 
 
 def pinned(project, upstream: UpstreamRepo, pin: str, **spec) -> None:
