@@ -230,3 +230,14 @@ def test_tags_order_by_version_as_gits_version_sort_does(tmp_path, pattern, name
     scheme = TagScheme(pattern)
     assert sorted(names.split(), key=scheme.order) == gits
     assert all(scheme.version(name) is not None for name in gits)
+
+
+def test_bump_to_a_tag_writes_the_version_it_names_as_its_upstream_tags_it(cli, project, upstream):
+    made = megatron_shaped(upstream)
+    pinned(project, upstream, made["core_v0.12.0"], tag_pattern="core_v*", version="0.12.0")
+    result = cli(
+        "bump", "--target", "t", "--upstream", "lib", "--to", "core_v0.19.0", "--source", f"lib={upstream.path}"
+    )
+    assert result.code == 0, result.out + result.err
+    text = (project.root / "manifests" / "t.toml").read_text()
+    assert f'commit = "{made["core_v0.19.0"]}"' in text and 'version = "0.19.0"' in text
