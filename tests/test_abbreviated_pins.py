@@ -141,3 +141,22 @@ def test_bump_to_an_abbreviated_id_writes_the_full_one(cli, project, upstream):
     manifest = tomllib.loads((project.root / "manifests" / "t.toml").read_text())
     assert manifest["upstreams"]["lib"]["commit"] == dev
     assert json.loads(against(cli, upstream, dev).out)["upstreams"][0]["commit"] == dev
+
+
+def test_import_pins_the_full_id_of_an_abbreviated_pin_on_another_branch(tmp_path, cli, project):
+    from support.monolith import MONOLITH, dirty_diff, import_args, text_with, three_file_upstream
+
+    lib = three_file_upstream(tmp_path)
+    git(lib.path, "checkout", "-q", "-b", "dev")
+    dev = lib.commit({"src/a.py": text_with({30: "dev-only change"})}, "a: dev change")
+    git(lib.path, "checkout", "-q", "main")
+    lib.commit({"README": "main moves on\n"}, "main moves on")
+    wanted = {**MONOLITH, "src/a.py": text_with({5: "a fix", 30: "dev-only change"})}
+    (tmp_path / "lib.patch").write_bytes(dirty_diff(lib, dev, wanted))
+    result = cli(*import_args(lib, tmp_path / "lib.patch"), "--pin", f"lib={dev[:8]}", "--json")
+    assert result.code == 0, result.out + result.err
+    (up,) = result.json["upstreams"]
+    assert up["pin"] == dev
+    assert f"the abbreviated pin {dev[:8]} is {dev}" in up["notes"], up["notes"]
+    manifest = tomllib.loads((project.root / "manifests" / "t.toml").read_text())
+    assert manifest["upstreams"]["lib"]["commit"] == dev
