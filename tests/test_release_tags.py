@@ -218,18 +218,20 @@ def test_no_release_newer_than_the_pin_says_which_pattern_found_none(cli, projec
         ("V_*", "V_9_2_P1 V_9_3_P2 V_9_9_P1 V_9_9_P2 V_10_0_P1 V_10_0_P2 V_10_5_P1", ()),
     ],
 )
-def test_tags_order_by_version_as_gits_version_sort_does(tmp_path, pattern, names, suffixes):
-    from patchmgr.model.tag_scheme import TagScheme
-
-    repo = UpstreamRepo(tmp_path / "tags")
-    repo.commit({"a": "a\n"}, "tagged")
-    for name in names.split():
-        git(repo.path, "tag", name)
+def test_tags_order_by_version_as_gits_version_sort_does(cli, project, upstream, pattern, names, suffixes):
+    """matrix --refs PATTERN --include-older lists its columns in time order, then by version: every commit here
+    has the same date, so the columns are in version order, which must be git's version sort, never text order.
+    The tags are made newest first, so the history's order is no help."""
+    pin = upstream.head()
+    pinned(project, upstream, pin)
+    for step, name in enumerate(sorted(names.split(), reverse=True)):
+        on_main(upstream, step)
+        git(upstream.path, "tag", name)
     config = [arg for suffix in suffixes for arg in ("-c", f"versionsort.suffix={suffix}")]
-    gits = git(repo.path, *config, "tag", "-l", pattern, "--sort=version:refname").split()
-    scheme = TagScheme(pattern)
-    assert sorted(names.split(), key=scheme.order) == gits
-    assert all(scheme.version(name) is not None for name in gits)
+    gits = git(upstream.path, *config, "tag", "-l", pattern, "--sort=version:refname").split()
+    assert gits != sorted(gits)  # text order differs
+    grid = matrix(cli, upstream, "--refs", pattern, "--include-older", "--json").json["upstreams"][0]
+    assert [c["name"] for c in grid["columns"] if c["kind"] == "tag"] == gits
 
 
 def test_bump_to_a_tag_writes_the_version_it_names_as_its_upstream_tags_it(cli, project, upstream):

@@ -241,6 +241,37 @@ def _no_release_tag(refs: RemoteRefs, upstream: Upstream, scheme: TagScheme) -> 
     )
 
 
+def _newer(
+    refs: RemoteRefs,
+    upstream: Upstream,
+    resolver: TagResolver,
+    found: list[tuple[str, str]],
+    start_commit: str,
+    start_version: Version | None,
+    scheme: TagScheme,
+    since: str | None,
+    notes: list[str],
+) -> list[tuple[str, str]]:
+    """Of the (tag, commit) ``found``, those newer than the start (the pin, or ``since``): not in its history, and
+    descending from where its line leaves the main line (``_line_base``). ``notes`` says which tags of a higher
+    version were left out, and why, when the start names a version (``found`` then holds only higher ones)."""
+    base = _line_base(refs, upstream, resolver, start_commit)
+    repo, start = resolver.repo, since or "the pin"
+    contained = sorted(n for n, c in found if c == start_commit or repo.reaches(start_commit, c))
+    elsewhere = sorted(n for n, c in found if n not in contained and not repo.reaches(c, base))
+    if start_version is not None and contained:
+        notes.append(
+            f"left out, though of a higher version than {start}: {_shown(contained, scheme)}, which {start} "
+            "already contains (older commits)"
+        )
+    if start_version is not None and elsewhere:
+        notes.append(
+            f"left out, though of a higher version than {start}: {_shown(elsewhere, scheme)}, on a release line "
+            f"that leaves the main line before {start} (an older line)"
+        )
+    return [(n, c) for n, c in found if n not in contained and n not in elsewhere]
+
+
 def choose(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, choice: TagChoice) -> Chosen:
     """The tags ``choice`` chooses, the one rule of ``matrix``'s columns and ``status --newest-release``: those
     its scheme (``--refs``, else the ``tag-pattern``) reads a release version from (release candidates too with
@@ -280,25 +311,9 @@ def choose(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, choice: 
         if commit == upstream.commit:
             continue  # the pin's own tag
         found.append((name, commit))
-    repo = resolver.repo
-    start = choice.since or "the pin"
     if not choice.include_older and found:
-        base = _line_base(refs, upstream, resolver, since_commit)
-        repo = resolver.repo
-        contained = {n for n, c in found if c == since_commit or repo.reaches(since_commit, c)}
-        elsewhere = {n for n, c in found if n not in contained and not repo.reaches(c, base)}
-        if since_version is not None:  # of a higher version, yet not newer: say why
-            if contained:
-                notes.append(
-                    f"left out, though of a higher version than {start}: {_shown(sorted(contained), scheme)}, "
-                    f"which {start} already contains (older commits)"
-                )
-            if elsewhere:
-                notes.append(
-                    f"left out, though of a higher version than {start}: {_shown(sorted(elsewhere), scheme)}, on a "
-                    f"release line that left the main line before {start}'s did"
-                )
-        found = [(n, c) for n, c in found if n not in contained and n not in elsewhere]
+        found = _newer(refs, upstream, resolver, found, since_commit, since_version, scheme, choice.since, notes)
+    repo = resolver.repo
     times = repo.commit_times([since_commit, *(commit for _name, commit in found)]) if found else {}
     found.sort(key=lambda item: (times.get(item[1], 0), scheme.order(item[0])))
     pattern = choice.pattern
@@ -313,14 +328,3 @@ def choose(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, choice: 
         matching = f" matching {upstream.tag_pattern!r}" if upstream.tag_pattern else ""
         none_newer = f"no {what}{matching} of {upstream.name} is newer than {shown_start}"
     return Chosen(tuple(found), scheme, tuple(notes), none_newer)
-
-
-def release_tags(
-    refs: RemoteRefs, upstream: Upstream, resolver: TagResolver, choice: TagChoice, notes: list[str] | None = None
-) -> list[tuple[str, str]]:
-    """(tag, commit) of the tags ``choice`` chooses (``choose``), in time order; ``notes`` gets what was left out
-    and why, and that none is newer when none is."""
-    chosen = choose(refs, upstream, resolver, choice)
-    if notes is not None:
-        notes += [*chosen.notes, *([chosen.none_newer] if chosen.none_newer else [])]
-    return list(chosen.tags)
