@@ -11,11 +11,13 @@ commit.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from patchmgr.model.errors import UsageError
+from patchmgr.io.git_run import RepositoryDamaged
+from patchmgr.model.errors import GitError, UsageError
 from patchmgr.model.urls import mask_url
+from patchmgr.sources.cache_errors import said_at
 
 if TYPE_CHECKING:  # only for annotations: a status read back from the cache loads no git code
     from patchmgr.io.git import GitRepo
@@ -59,3 +61,35 @@ def ambiguous(repo: GitRepo, upstream: str, prefix: str, url: str, commits: Sequ
         "with it: " + "; ".join(line.strip() for line in described if line.strip()),
         "give more digits of the commit id, or the full id of the one you mean",
     )
+
+
+def by_prefix(
+    repo: GitRepo,
+    upstream: str,
+    prefix: str,
+    lacking: list[str],
+    errors: list[str],
+    fetch_every_ref: Callable[[str], None],
+    progress: Callable[[str], None],
+) -> tuple[str, str] | None:
+    """The commit that ``prefix`` names on a branch or tag of the first of ``lacking`` (the sources that answered
+    without a ref of that name) that has one, and that source; whatever the cache held before, since every ref of
+    the source is fetched first (``fetch_every_ref``, pruning the names it no longer has). A prefix that begins
+    several of its commits is an ``AmbiguousCommit``; a source that cannot be fetched from leaves ``lacking``."""
+    for url in list(lacking):
+        progress(f"fetching every branch and tag of {upstream} from {mask_url(url)} to find commit {prefix}")
+        try:
+            fetch_every_ref(url)
+        except RepositoryDamaged:
+            raise
+        except GitError as exc:
+            errors.append(said_at(url, exc))
+            lacking.remove(url)
+            continue
+        commits = commits_named(repo, prefix)
+        if len(commits) > 1:
+            raise ambiguous(repo, upstream, prefix, url, commits)
+        if commits:
+            return commits[0], url
+        errors.append(f"{mask_url(url)}: no commit of its branches and tags begins with {prefix}")
+    return None

@@ -39,7 +39,7 @@ from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
-from patchmgr.sources.abbreviated import ambiguous, commits_named, is_abbreviated
+from patchmgr.sources.abbreviated import by_prefix, is_abbreviated
 from patchmgr.sources.cache_errors import CacheError, CacheLock, NotARepository, disk_hint, require_repository, said_at
 from patchmgr.sources.cache_refs import recalled, remember
 from patchmgr.sources.cache_trust import CacheHealth
@@ -338,9 +338,11 @@ class Store(CacheHealth):
                 if NO_SUCH_REF.search(exc.message):
                     lacking.append(url)
         if lacking and is_abbreviated(ref):  # no source has a ref of that name: a commit of theirs may begin so
-            found = self._by_abbreviated_id(repo, upstream, ref, lacking, errors)
+            every = lambda url: self._fetch(repo, url, list(EVERY_REF), prune=True)  # noqa: E731
+            found = by_prefix(repo, upstream, ref, lacking, errors, every, self.progress)
             if found is not None:
-                return found
+                repo.index_history(found[0])
+                return Fetched(repo, *found)
         local = repo.resolve(ref) if not urls else None
         if local:
             return Fetched(repo, local)
@@ -354,39 +356,9 @@ class Store(CacheHealth):
             unusable[-1].hint if unusable else "check the ref name, or pass --source with a clone that has it",
         )
 
-    def _by_abbreviated_id(
-        self, repo: GitRepo, upstream: str, prefix: str, lacking: list[str], errors: list[str]
-    ) -> Fetched | None:
-        """The commit that the abbreviated id ``prefix`` names on a branch or tag of the first of ``lacking`` (the
-        sources that answered without a ref of that name) that has one, whatever the cache held before: every ref
-        of the source is fetched, the names it no longer has pruned (``abbreviated``). An id that begins several
-        of its commits is an ``AmbiguousCommit``; a source that cannot be fetched from leaves ``lacking``."""
-        for url in list(lacking):
-            self.progress(f"fetching every branch and tag of {upstream} from {mask_url(url)} to find commit {prefix}")
-            try:
-                with self._writing(repo):
-                    self.configure_remote(repo, url)
-                    repo.run(
-                        "fetch", "--quiet", "--no-tags", "--prune", "--filter=blob:none", "origin", "--", *EVERY_REF
-                    )
-            except RepositoryDamaged:
-                raise
-            except GitError as exc:
-                errors.append(said_at(url, exc))
-                lacking.remove(url)
-                continue
-            commits = commits_named(repo, prefix)
-            if len(commits) > 1:
-                raise ambiguous(repo, upstream, prefix, url, commits)
-            if commits:
-                repo.index_history(commits[0])
-                return Fetched(repo, commits[0], url)
-            errors.append(f"{mask_url(url)}: no commit of its branches and tags begins with {prefix}")
-        return None
-
-    def _fetch(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
+    def _fetch(self, repo: GitRepo, url: str, refspecs: list[str], prune: bool = False) -> None:
         with self._writing(repo):
-            self._fetch_once(repo, url, refspecs)
+            self._fetch_once(repo, url, refspecs, prune)
 
     @contextlib.contextmanager
     def _writing(self, repo: GitRepo) -> Iterator[None]:
@@ -407,9 +379,10 @@ class Store(CacheHealth):
             problem = os_problem(exc, repo.path)
             raise CacheError(f"cannot write the cached clone {repo.path}: {problem}", disk_hint(problem)) from None
 
-    def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
+    def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str], prune: bool = False) -> None:
         self.configure_remote(repo, url)
-        repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", *refspecs)
+        pruning = ["--prune"] if prune else []  # the refspecs' names the source no longer has go too
+        repo.run("fetch", "--quiet", "--no-tags", *pruning, "--filter=blob:none", "origin", "--", *refspecs)
 
     def configure_remote(self, repo: GitRepo, url: str) -> None:
         """Point ``origin`` of a (partial) clone at ``url``: a URL or a local repository (``origin.point_origin``)."""
