@@ -196,7 +196,7 @@ def test_real_deletions_read_upstream_only_where_their_commit_is(cli, project, t
     upstream, carried by that very commit, at the commit."""
     from support.real_histories import clone_of
 
-    clone = clone_of("openssh-portable", tmp_path / "openssh")
+    clone = clone_of("openssh", tmp_path / "openssh")
     for commit in OPENSSH_DELETIONS:
         pin = git(clone, "rev-parse", f"{commit}^")
         patch = git_bytes(clone, "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", commit)

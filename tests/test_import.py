@@ -175,7 +175,7 @@ def test_series_conf_with_comments_and_two_upstreams(tmp_path, cli, project):
     assert result.code == 0, result.out + result.err
     assert "proven: 3 piece(s) and the monolithic patch" in result.out and "proven: 3 piece(s)" in result.out
     assert "imported 6 piece(s) of 2 upstream(s) into target npu" in result.out
-    assert f"note: the abbreviated pin {tool.head()[:10]} is {tool.head()} on the line of HEAD" in result.out
+    assert f"note: the abbreviated pin {tool.head()[:10]} is {tool.head()}\n" in result.out
     doc = json.loads(cli("status", "--target", "npu", *sources, "--json").out)
     assert [u["name"] for u in doc["upstreams"]] == ["megatron-bridge", "mindspeed"]
     manifest = (project.root / "manifests/npu.toml").read_text()

@@ -38,7 +38,7 @@ def page(git: str, tip_state: State, subject: str) -> str:
     columns = [Column(PIN[:12], PIN, "", ColumnKind.PIN), Column("master", TIP, "", ColumnKind.TIP)]
     cells = [CheckResult(patch, State.CLEAN), CheckResult(patch, tip_state)]
     change = None if tip_state is State.CLEAN else Change("master", tip_state, FIX, subject)
-    matrix = Matrix(upstream, "git ~/src/MindSpeed", columns, [Row(patch, cells, change)])
+    matrix = Matrix(upstream, "git ~/src/MindSpeed", columns, [Row(patch, cells, change)], decides=columns[1])
     made = Provenance(datetime(2026, 12, 2, 3, 4, tzinfo=UTC), "manifests/ascend.toml", None)
     return render_matrix_html([matrix], "ascend", made)
 

@@ -173,9 +173,8 @@ def check_newest_release(
     be listed leave it unchecked (unavailable), never checked at the pin."""
     from patchmgr.history.tracking import next_ref, track_label  # history code, loaded only when it is asked for
 
-    left_out: list[str] = []
     try:
-        found = next_ref(sources, upstream, sources.open_git(upstream, None).repo, left_out)
+        chosen = next_ref(sources, upstream, sources.open_git(upstream, None).repo)
     except (UsageError, CacheError):
         raise
     except PatchmgrError as exc:
@@ -187,13 +186,15 @@ def check_newest_release(
             error=f"its newest release cannot be found: {exc.message}",
             hint=exc.hint,
         )
+    found = chosen.ref
     status = check_upstream(project, upstream, sources, found.name if found else None, patches)
     status.chosen_by = found.rule if found else f"the pin: no release is newer ({track_label(upstream)})"
     status.notes[:0] = [
         f"checked at {found.name} ({found.commit[:12]}): {found.rule}"
         if found
-        else f"no release tag is newer than the pin: checked at the pin ({track_label(upstream)})",
-        *left_out,
+        else f"{chosen.none_newer or 'no release tag is newer than the pin'}: checked at the pin "
+        f"({track_label(upstream)})",
+        *chosen.notes,
     ]
     return status
 

@@ -29,7 +29,7 @@ from patchmgr.history.backports import BackportCheck, Landed, named_by, named_te
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.matrix_cache import CellCache
 from patchmgr.history.releases import RELEASES_SINCE_PIN, RemoteRefs, TagChoice, TagResolver, remote_refs
-from patchmgr.history.tracking import ChosenRef, deciding, tracked_refs
+from patchmgr.history.tracking import ChosenRef, tracked_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
 from patchmgr.io import children
 from patchmgr.io.git import GitRepo
@@ -95,6 +95,7 @@ class Matrix:
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # set when no source could provide the upstream (as in status)
     hint: str | None = None
+    decides: ChosenRef | None = None  # the ref that decides the verdict (tracking's choice; None: the pin)
 
     @property
     def pin_column(self) -> int:
@@ -103,17 +104,15 @@ class Matrix:
 
     @property
     def verdict_column(self) -> int:
-        """The column that decides ``ok``, by the upstream's ``track`` (``tracking.deciding``), among the columns
-        after the pin: the branch tip, or the newest release tag (release candidates too when it follows them;
-        with ``--refs``, a pre-release or a tag that is no version decides only when no tag is a release), else
-        the pin."""
-        pin = self.pin_column
-        later = [i for i, c in enumerate(self.columns) if c.kind is ColumnKind.TAG and i > pin]
-        has_tip = self.columns[-1].kind is ColumnKind.TIP
-        position = deciding([self.columns[i].name for i in later], has_tip, self.upstream.track)
-        if position == 0:
-            return pin
-        return later[position - 1] if position <= len(later) else len(self.columns) - 1
+        """The column that decides ``ok``: the ref that ``tracking`` chose (``decides``: the branch tip, or the
+        newest release tag by version, release candidates too when it follows them; with ``--refs``, a
+        pre-release or a tag that is no version decides only when no tag is a release), the ref that
+        ``status --newest-release`` checks; else the pin."""
+        if self.decides is None:
+            return self.pin_column
+        chosen = (self.decides.name, self.decides.commit)
+        found = (i for i, c in enumerate(self.columns) if c.kind is not ColumnKind.PIN and (c.name, c.commit) == chosen)
+        return next(found, self.pin_column)
 
     @property
     def ok(self) -> bool:
@@ -206,7 +205,7 @@ def build_matrix(
         for commit, cells in _check_columns(sources, upstream, repo, location, patches, unchecked).items():
             results[commit] = cells
             cache.entry(commit).cells, cache.entry(commit).dirty = cells, True
-    matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes)
+    matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes, decides=tracked.next)
     histories = _Histories(repo, location, upstream, patches)
     named = BackportCheck(repo, upstream, patches)
     for index, patch in enumerate(patches):

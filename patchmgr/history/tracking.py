@@ -17,16 +17,14 @@ from patchmgr.history.releases import (
     RemoteRefs,
     TagChoice,
     TagResolver,
-    is_release,
+    choose,
     pin_name,
-    release_tags,
     remote_refs,
-    tag_version,
-    version_order,
 )
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import SourceError
 from patchmgr.model.manifest import Track, Upstream
+from patchmgr.model.tag_scheme import TagScheme
 from patchmgr.sources.upstream import Sources
 
 
@@ -53,27 +51,27 @@ def track_label(upstream: Upstream) -> str:
     return f"track = {upstream.track.value}"
 
 
-def tag_rule(upstream: Upstream, name: str, newest: bool) -> str:
+def tag_rule(upstream: Upstream, name: str, newest: bool, scheme: TagScheme) -> str:
     """``newest release candidate (track = prereleases)``, ``release newer than the pin (track = releases)``."""
-    version = tag_version(name)
+    version = scheme.version(name)
     what = "release candidate" if version is not None and version.is_prerelease else "release"
     matching = f", tag-pattern {upstream.tag_pattern!r}" if upstream.tag_pattern else ""
     lead = f"newest {what}" if newest else f"{what} newer than the pin"
     return f"{lead} ({track_label(upstream)}{matching})"
 
 
-def deciding(tags: Sequence[str], has_tip: bool, track: Track) -> int:
+def deciding(tags: Sequence[str], has_tip: bool, track: Track, scheme: TagScheme) -> int:
     """The position, among the pin (0), ``tags`` (in time order) and the tip, of the ref that decides: the tip for
-    ``branch``; else the newest tag by version (for ``releases`` the newest final release, any tag when none is
-    one); else the pin: an upstream that is followed by its releases and has none newer is judged where it
-    stands, not by unreleased work on its branch (shown, but deciding nothing). ``status --newest-release``
-    checks the same ref."""
+    ``branch``; else the newest tag by version as ``scheme`` reads it, never by name (for ``releases`` the newest
+    final release, any tag when none is one); else the pin: an upstream that is followed by its releases and has
+    none newer is judged where it stands, not by unreleased work on its branch (shown, but deciding nothing). The
+    one rule of ``matrix``'s verdict column and ``status --newest-release`` (``next_ref``)."""
     if track is Track.BRANCH and has_tip:
         return len(tags) + 1
     candidates = list(range(len(tags)))
     if track is Track.RELEASES:
-        candidates = [i for i in candidates if is_release(tags[i])] or candidates
-    return max(candidates, key=lambda i: version_order(tags[i])) + 1 if candidates else 0
+        candidates = [i for i in candidates if scheme.final(tags[i]) is not None] or candidates
+    return max(candidates, key=lambda i: scheme.order(tags[i])) + 1 if candidates else 0
 
 
 def branch_tip(refs: RemoteRefs, upstream: Upstream, resolver: TagResolver) -> ChosenRef | None:
@@ -103,29 +101,42 @@ def tracked_refs(
     """The pin's name, the tags after it (those ``choice`` chooses: ``--refs``, ``--since``, or those its
     ``track`` follows) and the branch tip, each with the rule that chose it; ``next`` is the one that decides."""
     notes = notes if notes is not None else []
-    found = release_tags(refs, upstream, resolver, choice, notes)
+    chosen = choose(refs, upstream, resolver, choice)
+    notes += [*chosen.notes, *([chosen.none_newer] if chosen.none_newer else [])]
+    found, scheme = chosen.tags, chosen.scheme
     pattern, since = choice.pattern, choice.since
     tip = branch_tip(refs, upstream, resolver)
     if tip is None:
         notes.append(f"the source of {upstream.name} names no HEAD branch: no tip column")
-    position = deciding([name for name, _ in found], tip is not None, upstream.track)
+    position = deciding([name for name, _ in found], tip is not None, upstream.track, scheme)
 
     def rule(name: str, index: int) -> str:
         if pattern is not None:
             return f"matches --refs {pattern!r}" + (", the newest" if index + 1 == position else "")
         if since is not None:
             return f"release newer than {since}" + (", the newest" if index + 1 == position else "")
-        return tag_rule(upstream, name, newest=index + 1 == position)
+        return tag_rule(upstream, name, index + 1 == position, scheme)
 
     tags = tuple(ChosenRef(name, commit, rule(name, i)) for i, (name, commit) in enumerate(found))
-    chosen = [None, *tags, tip][position] if position else None
-    return TrackedRefs(pin_name(refs, upstream), tags, tip, chosen)
+    chosen_ref = [None, *tags, tip][position] if position else None
+    return TrackedRefs(pin_name(refs, upstream, scheme), tags, tip, chosen_ref)
 
 
-def next_ref(sources: Sources, upstream: Upstream, repo: GitRepo, notes: list[str] | None = None) -> ChosenRef | None:
-    """The ref its ``track`` says comes next after the pin, as ``matrix``'s deciding column: the newest release (or
-    release candidate) tag since the pin, or the branch tip; None when no release is newer (the pin). A source
-    whose refs cannot be listed is a SourceError. ``notes`` gets the tags left out and why (a tag at a tree)."""
+@dataclass(frozen=True)
+class NextRef:
+    """What ``next_ref`` found: the ref that decides (None: the pin), the tags left out and why, and, when no
+    release is newer, the sentence that says so (naming the tag-pattern it followed)."""
+
+    ref: ChosenRef | None
+    notes: tuple[str, ...] = ()
+    none_newer: str | None = None
+
+
+def next_ref(sources: Sources, upstream: Upstream, repo: GitRepo) -> NextRef:
+    """The ref its ``track`` says comes next after the pin, chosen as ``matrix`` chooses its deciding column (one
+    ``choose``, one ``deciding``): the newest release (or release candidate) tag since the pin, or the branch tip;
+    the pin when no release is newer. A source whose refs cannot be listed, or whose tags the ``tag-pattern``
+    finds no release among, is a SourceError."""
     refs = remote_refs(sources, upstream)
     resolver = TagResolver(sources, upstream, repo)
     if upstream.track is Track.BRANCH:
@@ -135,12 +146,10 @@ def next_ref(sources: Sources, upstream: Upstream, repo: GitRepo, notes: list[st
                 f"the source of {upstream.name} names no HEAD branch to follow ({track_label(upstream)})",
                 'name the branch in the manifest: branch = "main"',
             )
-        return tip
-    found: list[str] = []
-    tags = release_tags(refs, upstream, resolver, RELEASES_SINCE_PIN, found)
-    if notes is not None:
-        notes += [note for note in found if note.startswith("tag ")]
-    if not tags:
-        return None
-    name, commit = max(tags, key=lambda tag: version_order(tag[0]))  # the newest version, not the latest date
-    return ChosenRef(name, commit, tag_rule(upstream, name, newest=True))
+        return NextRef(tip)
+    chosen = choose(refs, upstream, resolver, RELEASES_SINCE_PIN)
+    position = deciding([name for name, _ in chosen.tags], False, upstream.track, chosen.scheme)
+    if not position:
+        return NextRef(None, chosen.notes, chosen.none_newer)
+    name, commit = chosen.tags[position - 1]
+    return NextRef(ChosenRef(name, commit, tag_rule(upstream, name, True, chosen.scheme)), chosen.notes)

@@ -101,7 +101,9 @@ class Upstream:
     # how it releases: its next ref is its newest release tag, or release candidate, or its branch's tip
     track: Track = Track.RELEASES
     branch: str | None = None  # the branch whose tip is its tip column (None: the branch its HEAD names)
-    tag_pattern: str | None = None  # a glob: only tags it matches are its releases (None: every version tag)
+    # a glob: only tags it matches are its releases, the text before its first * the prefix of their version
+    # ("core_v*": core_v0.19.0 is 0.19.0; model/tag_scheme.py); None: every tag that names a version
+    tag_pattern: str | None = None
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -286,7 +288,7 @@ class _Validator:
                 f"{key}.tag-pattern",
                 f"'{pattern}' can match no tag: {problem}",  # as a TOML literal string: a backslash shown once
                 'tag-pattern is a glob (* any text, ? one character, [...] one of), not a regular expression: "v*", '
-                '"v2.*", "release-*"',
+                '"v2.*", "core_v*", "release-*"',
             )
         return Track(value), branch, pattern
 

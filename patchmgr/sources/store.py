@@ -39,6 +39,7 @@ from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.io.locks import FileLock, lock_timeout
 from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
+from patchmgr.sources.abbreviated import by_prefix, is_abbreviated
 from patchmgr.sources.cache_errors import CacheError, CacheLock, NotARepository, disk_hint, require_repository, said_at
 from patchmgr.sources.cache_refs import recalled, remember
 from patchmgr.sources.cache_trust import CacheHealth
@@ -288,7 +289,8 @@ class Store(CacheHealth):
         return [path for path in record.read_text().split("\n") if path]  # LF only: a path may hold other breaks
 
     def resolve_ref(self, upstream: str, ref: str, urls: Sequence[str]) -> Fetched:
-        """The commit that ``ref`` (branch, tag or commit) names at the upstream's source.
+        """The commit that ``ref`` (branch, tag, commit id, or an abbreviated one: the commit of any branch or tag of
+        the source that begins with it, ``abbreviated``) names at the upstream's source.
 
         A ref that every source was reached for and none has is bad input (``UnknownRef``,
         exit 2); a source that could not be reached stays a ``SourceError`` (exit 1).
@@ -335,6 +337,12 @@ class Store(CacheHealth):
                     ) from None
                 if NO_SUCH_REF.search(exc.message):
                     lacking.append(url)
+        if lacking and is_abbreviated(ref):  # no source has a ref of that name: a commit of theirs may begin so
+            every = lambda url: self._fetch(repo, url, list(EVERY_REF), prune=True)  # noqa: E731
+            found = by_prefix(repo, upstream, ref, lacking, errors, every, self.progress)
+            if found is not None:
+                repo.index_history(found[0])
+                return Fetched(repo, *found)
         local = repo.resolve(ref) if not urls else None
         if local:
             return Fetched(repo, local)
@@ -348,9 +356,9 @@ class Store(CacheHealth):
             unusable[-1].hint if unusable else "check the ref name, or pass --source with a clone that has it",
         )
 
-    def _fetch(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
+    def _fetch(self, repo: GitRepo, url: str, refspecs: list[str], prune: bool = False) -> None:
         with self._writing(repo):
-            self._fetch_once(repo, url, refspecs)
+            self._fetch_once(repo, url, refspecs, prune)
 
     @contextlib.contextmanager
     def _writing(self, repo: GitRepo) -> Iterator[None]:
@@ -371,9 +379,10 @@ class Store(CacheHealth):
             problem = os_problem(exc, repo.path)
             raise CacheError(f"cannot write the cached clone {repo.path}: {problem}", disk_hint(problem)) from None
 
-    def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str]) -> None:
+    def _fetch_once(self, repo: GitRepo, url: str, refspecs: list[str], prune: bool = False) -> None:
         self.configure_remote(repo, url)
-        repo.run("fetch", "--quiet", "--no-tags", "--filter=blob:none", "origin", "--", *refspecs)
+        pruning = ["--prune"] if prune else []  # the refspecs' names the source no longer has go too
+        repo.run("fetch", "--quiet", "--no-tags", *pruning, "--filter=blob:none", "origin", "--", *refspecs)
 
     def configure_remote(self, repo: GitRepo, url: str) -> None:
         """Point ``origin`` of a (partial) clone at ``url``: a URL or a local repository (``origin.point_origin``)."""

@@ -14,12 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
-from packaging.version import InvalidVersion, Version
-
 from patchmgr.io.git_run import RepositoryDamaged
 from patchmgr.model.errors import SourceError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.source_identity import SourceIdentity
+from patchmgr.model.tag_scheme import DEFAULT_SCHEME, TagScheme
 from patchmgr.model.urls import as_local_path, mask_url
 from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.release import DEFAULT_INDEX, ReleaseNotFound, ReleaseSource, index_url
@@ -100,16 +99,14 @@ def local_problem(location: str) -> str | None:
 
 
 def release_version(upstream: Upstream, ref: str | None) -> str | None:
-    """The release version that stands for ``ref`` (the pin's ``version`` when ref is None)."""
+    """The release version that stands for ``ref`` (the pin's ``version`` when ref is None): the version a tag
+    names as the upstream tags them (its ``tag-pattern``: ``core_v0.19.0`` is 0.19.0), or a version itself."""
     if ref is None:
         return upstream.version
-    candidate = ref[1:] if re.match(r"^v\d", ref) else ref
-    if re.match(r"^[0-9a-f]{7,40}$", candidate):
+    if re.match(r"^[0-9a-f]{7,40}$", ref):
         return None
-    try:
-        return str(Version(candidate))
-    except InvalidVersion:
-        return None
+    version = TagScheme(upstream.tag_pattern).version(ref) or DEFAULT_SCHEME.version(ref)
+    return str(version) if version is not None else None
 
 
 def _versions_command(project: str) -> str:

@@ -20,7 +20,8 @@ SNAPSHOTS = {
     "vllm-ascend": "vllm-project+vllm-ascend",
     "mbridge": "ISEEKYAN+mbridge",
     "verl": "volcengine+verl",
-    "openssh-portable": "openssh+openssh-portable",
+    "megatron-lm": "NVIDIA+Megatron-LM",  # tags core_v0.x.y (core_v0.15.0rc4), each on a release branch of its own
+    "openssh": "openssh+openssh-portable",  # tags V_9_9_P2, V_10_0_P1, each on a release branch of its own
 }
 
 

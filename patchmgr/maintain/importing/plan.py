@@ -15,7 +15,6 @@ For each monolithic patch (one per upstream):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -49,6 +48,7 @@ from patchmgr.model.lint import is_stub
 from patchmgr.model.manifest import Upstream, url_problem
 from patchmgr.model.project import Project
 from patchmgr.model.urls import mask_url, without_credentials
+from patchmgr.sources.abbreviated import is_abbreviated
 from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.store import Store
 from patchmgr.sources.upstream import GitSource, Sources
@@ -378,18 +378,13 @@ def _given(
     ref = options.pins.get(name) or declared.ref
     if ref:
         try:
-            return store.resolve_ref(name, ref, urls).commit
+            commit = store.resolve_ref(name, ref, urls).commit  # an abbreviated id: on any branch or tag of the source
         except UnknownRef:
-            if re.fullmatch(r"[0-9a-f]{7,39}", ref):  # an abbreviated id: no server fetches those, find it on the line
-                line = store.resolve_ref(name, options.search.get(name, "HEAD"), urls)
-                commit = line.repo.resolve(ref)
-                if commit:
-                    notes.append(
-                        f"the abbreviated pin {ref} is {commit} on the line of {options.search.get(name, 'HEAD')}"
-                    )
-                    return commit
             where = f"--pin {name}={ref}" if name in options.pins else f"{declared.where}: git checkout {ref}"
             raise UsageError(f"{where}: upstream {name} has no such commit or ref", "check the pin") from None
+        if is_abbreviated(ref) and commit.startswith(ref.lower()):  # not a branch or tag that looks like one
+            notes.append(f"the abbreviated pin {ref} is {commit}")
+        return commit
     for tag in (f"v{monolith.version}", monolith.version) if monolith.version else ():
         try:
             commit = store.resolve_ref(name, tag, urls).commit
