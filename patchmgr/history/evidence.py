@@ -1,14 +1,14 @@
 """Evidence for ``upstream``: name the upstream commit that carries a patch's change.
 
-A commit between the pin and the ref whose change to the patch's files has
-the patch's own patch-id (``git patch-id --stable``) carries it: the patch is
-``upstream`` then, even where later commits edited those lines again so that
-its reverse no longer applies. That commit is the result's ``carrier``, and
-it is the only evidence on which ``bump`` drops a patch. A patch whose
-reverse applies at its own place (the engine's ``upstream``) without such a
-commit is named by the first commit of the walk where it became ``upstream``,
-and has no carrier. Both only look at commits on the first-parent line that
-touch the patch's files.
+A commit between the pin and the ref that carries the patch (``carriers.find_carriers``: its change to the
+patch's files has the patch's own patch-id, or the patch's ``Origin``/``Applied-Upstream``/``Bug`` names it
+and the ref reaches it) makes the patch ``upstream`` at the ref, even where later commits edited those lines
+again so that its reverse no longer applies (``changed since``). That commit is the result's ``carrier``, and
+it is the only evidence on which ``bump`` drops a patch. A patch without one that the history walk
+(``walk.Walk``, as ``bisect`` walks it) shows turning ``upstream`` at a commit, its reverse applying there at
+its own place, is named by that commit and has no carrier; so whatever ``bisect`` finds, ``status`` says.
+The carriers of all the patches come from one pass over the range; the walk only looks at commits on the
+first-parent line that touch the patch's files.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.history.walk import Walk, find_carrier, pr_number
+from patchmgr.history.carriers import find_carriers
+from patchmgr.history.walk import Walk, pr_number
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.manifest import Upstream
 from patchmgr.sources.upstream import GitSource, Sources
@@ -24,10 +25,12 @@ from patchmgr.sources.upstream import GitSource, Sources
 
 @dataclass(frozen=True)
 class Evidence:
-    """Why a patch is ``upstream``: ``carrier`` is the commit with its patch-id (None: its reverse applies)."""
+    """Why a patch is ``upstream``: ``carrier`` is the commit that carries it (None: the walk saw its reverse
+    apply from a commit on); ``changed_since``: its reverse no longer applies at the ref."""
 
     text: str
     carrier: str | None = None
+    changed_since: bool = False
 
 
 def find_evidence(
@@ -47,25 +50,30 @@ def find_evidence(
     if base is None or base == to:
         return {}
     series = [r.patch for r in results]
-    repo.prefetch_blobs(base, to, sorted({p for r in results[: max(pending) + 1] for p in r.patch.touched_paths}))
+    carriers = find_carriers(repo, upstream, base, to, series, pending)
     walk = None
     found: dict[int, Evidence] = {}
     for index in pending:
         result = results[index]
-        carrier = find_carrier(repo, base, to, result.patch)
+        changed = result.state is not State.UPSTREAM  # the engine's: its reverse does not apply at the ref
+        carrier = carriers.get(index)
         if carrier is not None:
             found[index] = Evidence(
-                f"upstream commit {carrier.sha} carries this change (same patch-id): " + _named(carrier.subject),
+                f"upstream commit {carrier.sha} carries this change ({carrier.how}): " + _named(carrier.subject),
                 carrier.sha,
+                changed,
             )
-        elif result.state is State.UPSTREAM:
-            walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1])
-            first = walk.history(index, result.state, None).first_commit
-            if first is not None and first.state is State.UPSTREAM:
-                found[index] = Evidence(
-                    f"the reverse of the patch applies from upstream commit {first.commit} on, "
-                    "but no upstream commit has its patch-id: " + _named(first.subject)
-                )
+            continue
+        walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1])
+        first = walk.history(index, result.state, None).first_commit
+        if first is not None and first.state is State.UPSTREAM:
+            found[index] = Evidence(
+                f"the reverse of the patch applies from upstream commit {first.commit} on"
+                + (", and its lines changed since" if changed else "")
+                + ", but no upstream commit has its patch-id: "
+                + _named(first.subject),
+                changed_since=changed,
+            )
     return found
 
 
@@ -79,10 +87,15 @@ def explain_upstream(
 
 
 def _explained(result: CheckResult, evidence: Evidence) -> CheckResult:
-    if evidence.carrier is None:
-        return replace(result, state=State.UPSTREAM, evidence=evidence.text)
-    # a distant look-alike no longer matters: the patch's own change landed
-    return replace(result, state=State.UPSTREAM, evidence=evidence.text, carrier=evidence.carrier, notes=[])
+    # a distant look-alike no longer matters where a commit carries the patch's own change
+    return replace(
+        result,
+        state=State.UPSTREAM,
+        evidence=evidence.text,
+        carrier=evidence.carrier,
+        changed_since=evidence.changed_since,
+        notes=[] if evidence.carrier else result.notes,
+    )
 
 
 def _named(subject: str) -> str:

@@ -26,11 +26,12 @@ from typing import cast
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
+from patchmgr.history.carriers import context_size
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.matrix_cache import CellCache
 from patchmgr.history.releases import RELEASES_SINCE_PIN, RemoteRefs, TagChoice, TagResolver, remote_refs
 from patchmgr.history.tracking import ChosenRef, deciding, tracked_refs
-from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
+from patchmgr.history.walk import Walk, broken_guards, pr_number
 from patchmgr.io import children
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, PatchmgrError, SourceError, StateError

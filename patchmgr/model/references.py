@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 
 FIELDS = ("Origin", "Upstream-Status", "Bug", "Applied-Upstream")
@@ -66,6 +67,16 @@ def patch_references(patch: PatchFile) -> tuple[Reference, ...]:
             found += _in_text(value, name)
     found += [Reference(Role.BACKPORT, int(n), named_in="Subject") for n in _SUBJECT_PR.findall(patch.subject)]
     return _merged(found)
+
+
+def same_repository(reference: Reference, upstream: Upstream) -> bool:
+    """Whether ``reference`` names ``upstream``'s own repository: no URL (a subject's ``(#N)``, a bare commit), or
+    a URL whose repository name is one of its sources' (an owner may be renamed: verl-project/verl is
+    volcengine/verl)."""
+    if reference.repository is None:
+        return True
+    name = reference.repository.rpartition("/")[2].lower()
+    return any(url.rstrip("/").removesuffix(".git").rpartition("/")[2].lower() == name for url in upstream.urls)
 
 
 def _in_text(value: str, field: str) -> list[Reference]:
