@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from patchmgr.engine.classify import Overlay, check_series
-from patchmgr.engine.results import CheckResult, TreeReader
+from patchmgr.engine.results import CheckResult, State, TreeReader
 from patchmgr.io.git import merge_texts
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
@@ -25,12 +25,18 @@ def check_at_ref(
     """``patches`` checked at ``source``, guards included; with ``explain``, at a git commit other than
     ``upstream``'s pin, those that do not apply are named ``upstream`` where a commit carries them. ``explain``
     is off only for a caller that explains many refs at once (``matrix``) through the same evidence."""
-    results = check_series(patches, source, merge_texts)
-    if explain and isinstance(source, GitSource) and source.commit != upstream.commit:
-        # the history walk, loaded only when it can be needed (``status`` at the pin never needs it)
-        from patchmgr.history.evidence import explain_upstream
+    if not (explain and isinstance(source, GitSource) and source.commit != upstream.commit):
+        return check_series(patches, source, merge_texts)
+    # the history walk, loaded only when it can be needed (``status`` at the pin never needs it)
+    from patchmgr.history.evidence import Found, explain_upstream
 
-        results = explain_upstream(sources, upstream, source, results)
+    # A 3-way merge (a git process per file) is most of a check past the pin, and wasted on a patch that a
+    # commit carries: it reads upstream whatever the merge makes of it. So the series is checked without
+    # merges first, and again with them (the evidence found kept) only when a conflict is left unexplained.
+    series, known = list(patches), Found()
+    results = explain_upstream(sources, upstream, source, check_series(series, source), known)
+    if any(r.state is State.CONFLICT for r in results):
+        results = explain_upstream(sources, upstream, source, check_series(series, source, merge_texts), known)
     return results
 
 

@@ -25,6 +25,7 @@ from patchmgr.model.patchfile import PatchFile, diff_line_index
 from patchmgr.model.references import Role, patch_references, same_repository
 from patchmgr.model.text import split_lines
 
+DEFAULT_CONTEXT = 3  # git diff's -U
 FULL_ID = 40  # a full commit id names one commit in any repository: it is looked up whatever URL names it
 
 
@@ -64,11 +65,17 @@ def _by_patch_id(
         return {}
     # in one request: `git log -p` in a blobless cache would fetch the blobs commit by commit
     repo.prefetch_blobs(base, to, sorted({p for i in wanted for p in patches[i].touched_paths}))
-    by_context: dict[int, list[int]] = {}
+    # git's default context, and the patch's own where it differs: a hunk that spans a short file has fewer
+    # context lines than it was made with, so its own count can fall short of git's
+    by_context: dict[int, list[int]] = {DEFAULT_CONTEXT: list(wanted)}
     for index in wanted:
-        by_context.setdefault(context_size(patches[index]), []).append(index)
+        if (own := context_size(patches[index])) != DEFAULT_CONTEXT:
+            by_context.setdefault(own, []).append(index)
     found: dict[int, Carrier] = {}
-    for context, group in sorted(by_context.items()):
+    for context, group in sorted(by_context.items(), key=lambda item: item[0] != DEFAULT_CONTEXT):
+        group = [i for i in group if i not in found]
+        if not group:
+            continue
         paths = sorted({p for i in group for p in patches[i].touched_paths})
         commits = repo.file_patch_ids([f"{base}..{to}"], paths, context)  # newest first
         touching: dict[str, list[int]] = {}  # path -> the commits (by position) that change it

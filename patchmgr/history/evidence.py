@@ -13,10 +13,10 @@ first-parent line that touch the patch's files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.history.carriers import find_carriers
+from patchmgr.history.carriers import Carrier, find_carriers
 from patchmgr.history.walk import Walk, pr_number
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.manifest import Upstream
@@ -33,10 +33,20 @@ class Evidence:
     changed_since: bool = False
 
 
+@dataclass
+class Found:
+    """What one series' evidence search at one ref has found so far, for a second look at the same ref
+    (``at_ref``): each patch's carrier (None: none), and the walk's evidence by patch and state there."""
+
+    carriers: dict[int, Carrier | None] = field(default_factory=dict)
+    walked: dict[tuple[int, State], Evidence | None] = field(default_factory=dict)
+
+
 def find_evidence(
-    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult]
+    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult], known: Found | None = None
 ) -> dict[int, Evidence]:
-    """Evidence for the results (by index) that do not apply at ``source`` (a ref past the pin)."""
+    """Evidence for the results (by index) that do not apply at ``source`` (a ref past the pin); ``known``: what
+    an earlier search of the same series at the same ref found (and this one adds to)."""
     pending = [i for i, r in enumerate(results) if not r.state.applies]
     if not pending:
         return {}
@@ -50,13 +60,16 @@ def find_evidence(
     if base is None or base == to:
         return {}
     series = [r.patch for r in results]
-    carriers = find_carriers(repo, upstream, base, to, series, pending)
+    known = known if known is not None else Found()
+    if unsearched := [i for i in pending if i not in known.carriers]:
+        carried = find_carriers(repo, upstream, base, to, series, unsearched)
+        known.carriers.update({i: carried.get(i) for i in unsearched})
     walk = None
     found: dict[int, Evidence] = {}
     for index in pending:
         result = results[index]
         changed = result.state is not State.UPSTREAM  # the engine's: its reverse does not apply at the ref
-        carrier = carriers.get(index)
+        carrier = known.carriers[index]
         if carrier is not None:
             found[index] = Evidence(
                 f"upstream commit {carrier.sha} carries this change ({carrier.how}): " + _named(carrier.subject),
@@ -64,25 +77,35 @@ def find_evidence(
                 changed,
             )
             continue
-        walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1])
-        first = walk.history(index, result.state, None).first_commit
-        if first is not None and first.state is State.UPSTREAM:
-            found[index] = Evidence(
-                f"the reverse of the patch applies from upstream commit {first.commit} on"
-                + (", and its lines changed since" if changed else "")
-                + ", but no upstream commit has its patch-id: "
-                + _named(first.subject),
-                changed_since=changed,
-            )
+        if (index, result.state) not in known.walked:
+            walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1])
+            known.walked[(index, result.state)] = _walked(walk, index, result.state)
+        if (evidence := known.walked[(index, result.state)]) is not None:
+            found[index] = evidence
     return found
 
 
+def _walked(walk: Walk, index: int, state: State) -> Evidence | None:
+    """The walk's evidence for patch ``index`` (``state`` at the ref): the commit where it turned upstream."""
+    first = walk.history(index, state, None).first_commit
+    if first is None or first.state is not State.UPSTREAM:
+        return None
+    changed = state is not State.UPSTREAM
+    return Evidence(
+        f"the reverse of the patch applies from upstream commit {first.commit} on"
+        + (", and its lines changed since" if changed else "")
+        + ", but no upstream commit has its patch-id: "
+        + _named(first.subject),
+        changed_since=changed,
+    )
+
+
 def explain_upstream(
-    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult]
+    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult], known: Found | None = None
 ) -> list[CheckResult]:
     """The results, with those that do not apply at ``source`` replaced by ``upstream`` ones where evidence names
-    the commit; new values, the engine's results are left as they are."""
-    found = find_evidence(sources, upstream, source, results)
+    the commit; new values, the engine's results are left as they are (``known``: as ``find_evidence``)."""
+    found = find_evidence(sources, upstream, source, results, known)
     return [_explained(result, found[index]) if index in found else result for index, result in enumerate(results)]
 
 
