@@ -64,7 +64,9 @@ def _by_patch_id(
     if not wanted:
         return {}
     # in one request: `git log -p` in a blobless cache would fetch the blobs commit by commit
-    repo.prefetch_blobs(base, to, sorted({p for i in wanted for p in patches[i].touched_paths}))
+    repo.prefetch_range(base, to, sorted({p for i in wanted for p in patches[i].touched_paths}))
+    if not repo.history_indexed(to):  # a path-limited log reads the commit-graph's Bloom filters
+        repo.index_history(to)
     # git's default context, and the patch's own where it differs: a hunk that spans a short file has fewer
     # context lines than it was made with, so its own count can fall short of git's
     by_context: dict[int, list[int]] = {DEFAULT_CONTEXT: list(wanted)}
