@@ -185,3 +185,20 @@ def test_a_debian_backport_named_by_its_cgit_origin_is_upstream_though_changed_s
     # at a release without that commit, the same patch is not upstream
     before = cli("status", "--target", "t", "--json", "--source", f"ssh={clone}", "--against", "ssh=V_10_0_P1")
     assert before.json["upstreams"][0]["patches"][0]["state"] != "upstream"
+
+
+def test_a_patch_whose_one_hunk_spans_a_short_file_is_found_by_its_patch_id(cli, project, upstream):
+    """The hunk has one line of context before it and two after (the file's ends), and five between its two
+    changes: its own context count (2) splits it in two, so only git's default context gives its patch-id (a
+    real openssh commit, regress/connect.sh, read as not carried that way)."""
+    short = "".join(f"short {i}\n" for i in range(1, 11))
+    upstream.commit({"src/short.py": short}, "add a short file")
+    changed = short.replace("short 2\n", "fixed 2\n").replace("short 8\n", "fixed 8\n")
+    pin = upstream.head()
+    project.add_patch("lib", "short", upstream.make_patch(pin, {"src/short.py": changed}, "Short"))
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["short"]}})
+    carrier = upstream.commit({"src/short.py": changed}, "take the short fix")
+    upstream.commit({"src/short.py": changed.replace("short 5\n", "later 5\n")}, "edit between")
+    found = status_json(cli, upstream)["short"]
+    assert found["state"] == "upstream" and found["carrier"] == carrier, found
+    assert found["changed_since"] is True
