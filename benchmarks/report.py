@@ -69,6 +69,10 @@ ALONE = {
         "Both ways are measured in this one run, interleaved in rounds; rows: the median round's patched plus "
         "unpatched wall time of each way.",
     ),
+    "series": (
+        "Status of 300 real commits as a series, beside git cherry (run alone)",
+        "Both are measured in this one run, interleaved; the goal is a ratio, so the machine's speed cancels out.",
+    ),
     "startup": (
         "Start-up (run alone)",
         "Today's code (the baseline commit, from git) and the working tree are measured in this one run, "

@@ -38,6 +38,10 @@ and a patch project for them, then measures, side by side:
    (``PATCHMGR_SMOKE_PER_PATCH=1``), interleaved in one run; minutes, so only alone:
    ``python benchmarks/run.py --only smoke --mirrors ~/mirrors``.
 
+9. series (run alone): ``status`` of 300 consecutive real commits of an upstream as a series, against the
+   300th, beside ``git cherry`` over the same range (``cases_series``); the goal is at most 3x. Alone:
+   ``python benchmarks/run.py --only series --series-repo CLONE`` (skipped without a repository).
+
 The harness is split by what each part does: ``fixtures.py`` (sizes, the run's rows, processes,
 the generated histories and project), one ``cases_*.py`` per measured thing, and ``report.py``
 (the table and the one writer of the results file).
@@ -60,6 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cases_apply import measure_apply  # noqa: E402
 from cases_big_patch import inner_big_patch, measure_big_patch  # noqa: E402
+from cases_series import SERIES_REPO_ENV, measure_series  # noqa: E402
 from cases_smoke import measure_smoke  # noqa: E402
 from cases_startup import BASELINE, measure_startup  # noqa: E402
 from cases_status import ascend_status, measure_bisect, measure_matrix, measure_status  # noqa: E402
@@ -84,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(os.environ.get("PATCHMGR_MIRRORS", "~/src/mirrors")).expanduser(),
         help="folder of local mirrors of the ascend upstreams (OWNER+NAME/repo); "
         "default $PATCHMGR_MIRRORS or ~/src/mirrors",
+    )
+    parser.add_argument(
+        "--series-repo",
+        type=Path,
+        help=f"a real upstream git repository (a clone of openssh-portable, say) whose 300 consecutive commits are "
+        f"the series of the 'series' case; default ${SERIES_REPO_ENV}; without one the case is skipped",
     )
     parser.add_argument(
         "--only",
@@ -113,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             measure_matrix(bench, args.mirrors)
         elif args.only == "smoke":
             measure_smoke(bench, args.mirrors)
+        elif args.only == "series":
+            measure_series(bench, args.series_repo)
         else:
             measure_startup(bench, args.mirrors, args.baseline)
         return report(bench, args.results, args.only)

@@ -147,7 +147,8 @@ def test_junit_upstream_carried_patch_is_a_failure_with_the_evidence(cli, projec
     assert result.code == 1
     JUNIT_XSD.validate(result.out)
     (failure,) = ET.fromstring(result.out.encode()).iter("failure")
-    assert failure.get("type") == "upstream" and failure.get("message").startswith("upstream: ")
+    assert failure.get("type") == "upstream"
+    assert failure.get("message").startswith(f"upstream (carried by {carrier[:12]}): ")  # the state, as status says it
     # one carrier detail: the evidence names the commit (and its subject), no second line repeats it
     assert failure.text.count(carrier) == 1 and f"upstream commit {carrier} carries this change" in failure.text
     assert "upstream takes the fix" in failure.text

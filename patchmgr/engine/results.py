@@ -111,14 +111,20 @@ class CheckResult:
     # path -> new bytes (None = deleted) when the patch can be applied in its state
     files: dict[str, bytes | None] = field(default_factory=dict)
     evidence: str | None = None  # why it is ``upstream`` (or ``nothing-to-delete``), for people
-    # the upstream commit with the patch's own patch-id (full sha), in a result that history.evidence returns:
-    # the only evidence on which ``bump`` drops a patch
+    # the upstream commit that carries the patch's change (full sha: its patch-id, or the commit the patch's
+    # Origin names), in a result that history.evidence returns: the only evidence on which ``bump`` drops a patch
     carrier: str | None = None
+    changed_since: bool = False  # ``upstream``, but the lines changed after it landed: its reverse does not apply
     notes: list[str] = field(default_factory=list)  # e.g. the patched lines found away from the patch's place
     guards: list[GuardResult] = field(default_factory=list)  # the patch's Guard: headers on the patched content
     # a knock-on failure: the earlier patches of the series whose change this one stands on and which do not
     # apply themselves; it fails only for want of them (``engine.knock_on``), so the blame is theirs, not upstream's
     needs: tuple[Needed, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The state as every output names it (``state_label``)."""
+        return state_label(self.state, self.carrier, self.changed_since)
 
     @property
     def guards_hold(self) -> bool:
@@ -156,6 +162,15 @@ class CheckResult:
         if self.state is State.NOTHING_TO_DELETE:
             return self.evidence or "the lines it deletes are not there: nothing to delete"
         return ""
+
+
+def state_label(state: State, carrier: str | None = None, changed_since: bool = False) -> str:
+    """``upstream (carried by 85323c5cc888, changed since)``: an ``upstream`` state with the commit that carries
+    it and whether its lines changed after it (its reverse no longer applies); any other state by its name."""
+    if state is not State.UPSTREAM or not (carrier or changed_since):
+        return state.value
+    said = [f"carried by {carrier[:12]}"] if carrier else []
+    return f"{state.value} ({', '.join([*said, *(['changed since'] if changed_since else [])])})"
 
 
 def _per_file(placements: list[HunkPlacement], describe: Callable[[HunkPlacement], str]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from patchmgr.engine.classify import Overlay, check_series
-from patchmgr.engine.results import CheckResult, TreeReader
+from patchmgr.engine.results import CheckResult, Merge3, State, TreeReader
 from patchmgr.history.deletions import judge_deletions
 from patchmgr.io.git import merge_texts
 from patchmgr.model.manifest import Upstream
@@ -28,15 +28,28 @@ def check_at_ref(
     """``patches`` checked at ``source``, guards included; with ``explain``, at a git commit other than
     ``upstream``'s pin, those that do not apply are named ``upstream`` where a commit carries them. ``explain``
     is off only for a caller that explains many refs at once (``matrix``) through the same evidence."""
-    # a deletion-only patch is ``upstream`` only where history shows its lines removed (``deletions``): every
-    # command, ``matrix``'s columns older than the pin too, reads it so
-    results = judge_deletions(sources, upstream, source, check_series(patches, source, merge_texts))
-    if explain and isinstance(source, GitSource) and source.commit != upstream.commit:
-        # the history walk, loaded only when it can be needed (``status`` at the pin never needs it)
-        from patchmgr.history.evidence import explain_upstream
+    if not (explain and isinstance(source, GitSource) and source.commit != upstream.commit):
+        return judged(sources, upstream, source, patches, merge_texts)
+    # the history walk, loaded only when it can be needed (``status`` at the pin never needs it)
+    from patchmgr.history.evidence import Found, explain_upstream
 
-        results = explain_upstream(sources, upstream, source, results)
+    # A 3-way merge (a git process per file) is most of a check past the pin, and wasted on a patch that a
+    # commit carries: it reads upstream whatever the merge makes of it. So the series is checked without
+    # merges first, and again with them (the evidence found kept) only when a conflict is left unexplained.
+    series, known = list(patches), Found()
+    results = explain_upstream(sources, upstream, source, judged(sources, upstream, source, series), known)
+    if any(r.state is State.CONFLICT for r in results):
+        merged = judged(sources, upstream, source, series, merge_texts)
+        results = explain_upstream(sources, upstream, source, merged, known)
     return results
+
+
+def judged(
+    sources: Sources, upstream: Upstream, source: TreeReader, patches: Iterable[PatchFile], merge3: Merge3 | None = None
+) -> list[CheckResult]:
+    """The engine's results, with a deletion-only patch ``upstream`` only where history shows its lines removed
+    (``deletions``): every command, ``matrix``'s columns older than the pin too, reads it so."""
+    return judge_deletions(sources, upstream, source, check_series(patches, source, merge3))
 
 
 def preimages(results: Iterable[CheckResult], source: TreeReader) -> list[dict[str, bytes | None]]:

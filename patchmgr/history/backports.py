@@ -17,7 +17,7 @@ from patchmgr.history.walk import pr_number
 from patchmgr.io.git import CommitInfo, GitRepo
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
-from patchmgr.model.references import Reference, Role, patch_references
+from patchmgr.model.references import Reference, Role, patch_references, same_repository
 from patchmgr.sources.upstream import GitSource
 
 NO_HISTORY = "a release without git history cannot say"
@@ -63,16 +63,6 @@ def backports_at(upstream: Upstream, source: object, patches: Sequence[PatchFile
     if isinstance(source, GitSource):
         return BackportCheck(source.repo, upstream, patches).at(source.commit)
     return unknown_backports(patches)
-
-
-def same_repository(reference: Reference, upstream: Upstream) -> bool:
-    """Whether ``reference`` names ``upstream``'s own repository: no URL (a subject's ``(#N)``, a bare commit), or
-    a URL whose repository name is one of its sources' (an owner may be renamed: verl-project/verl is
-    volcengine/verl)."""
-    if reference.repository is None:
-        return True
-    name = reference.repository.rpartition("/")[2].lower()
-    return any(url.rstrip("/").removesuffix(".git").rpartition("/")[2].lower() == name for url in upstream.urls)
 
 
 class BackportCheck:

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
-from patchmgr.history.walk import PatchHistory, Walk, broken_guards, find_carrier
+from patchmgr.history.carriers import find_carriers
+from patchmgr.history.walk import PatchHistory, Walk, broken_guards
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.project import Project
@@ -74,8 +75,8 @@ def bisect_upstream(
     if not chosen:
         return result
     walk = Walk(repo, base, to, target.location, patches[: max(chosen) + 1])
-    carriers = {i: find_carrier(repo, base, to, patches[i]) for i in chosen}
-    result.patches = [walk.history(i, at_to[i].state, carriers[i], broken_guards(at_to[i])) for i in chosen]
+    carriers = find_carriers(repo, upstream, base, to, patches, chosen)  # what status --against finds, too
+    result.patches = [walk.history(i, at_to[i].state, carriers.get(i), broken_guards(at_to[i])) for i in chosen]
     for history in result.patches:
         step = history.first_commit or history.carrier
         references = [r for r in check.references.get(history.patch.id, ()) if same_repository(r, upstream)]

@@ -1,22 +1,23 @@
 """Evidence for ``upstream``: name the upstream commit that carries a patch's change.
 
-A commit between the pin and the ref whose change to the patch's files has
-the patch's own patch-id (``git patch-id --stable``) carries it: the patch is
-``upstream`` then, even where later commits edited those lines again so that
-its reverse no longer applies. That commit is the result's ``carrier``, and
-it is the only evidence on which ``bump`` drops a patch. A patch whose
-reverse applies at its own place (the engine's ``upstream``) without such a
-commit is named by the first commit of the walk where it became ``upstream``,
-and has no carrier. Both only look at commits on the first-parent line that
-touch the patch's files.
+A commit between the pin and the ref that carries the patch (``carriers.find_carriers``: its change to the
+patch's files has the patch's own patch-id, or the patch's ``Origin``/``Applied-Upstream``/``Bug`` names it
+and the ref reaches it) makes the patch ``upstream`` at the ref, even where later commits edited those lines
+again so that its reverse no longer applies (``changed since``). That commit is the result's ``carrier``, and
+it is the only evidence on which ``bump`` drops a patch. A patch without one that the history walk
+(``walk.Walk``, as ``bisect`` walks it) shows turning ``upstream`` at a commit, its reverse applying there at
+its own place, is named by that commit and has no carrier; so whatever ``bisect`` finds, ``status`` says.
+The carriers of all the patches come from one pass over the range; the walk only looks at commits on the
+first-parent line that touch the patch's files.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from patchmgr.engine.results import CheckResult, State
-from patchmgr.history.walk import Walk, find_carrier, pr_number
+from patchmgr.history.carriers import Carrier, find_carriers
+from patchmgr.history.walk import Walk, pr_number
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.manifest import Upstream
 from patchmgr.sources.upstream import GitSource, Sources
@@ -24,16 +25,28 @@ from patchmgr.sources.upstream import GitSource, Sources
 
 @dataclass(frozen=True)
 class Evidence:
-    """Why a patch is ``upstream``: ``carrier`` is the commit with its patch-id (None: its reverse applies)."""
+    """Why a patch is ``upstream``: ``carrier`` is the commit that carries it (None: the walk saw its reverse
+    apply from a commit on); ``changed_since``: its reverse no longer applies at the ref."""
 
     text: str
     carrier: str | None = None
+    changed_since: bool = False
+
+
+@dataclass
+class Found:
+    """What one series' evidence search at one ref has found so far, for a second look at the same ref
+    (``at_ref``): each patch's carrier (None: none), and the walk's evidence by patch and state there."""
+
+    carriers: dict[int, Carrier | None] = field(default_factory=dict)
+    walked: dict[tuple[int, State], Evidence | None] = field(default_factory=dict)
 
 
 def find_evidence(
-    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult]
+    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult], known: Found | None = None
 ) -> dict[int, Evidence]:
-    """Evidence for the results (by index) that do not apply at ``source`` (a ref past the pin)."""
+    """Evidence for the results (by index) that do not apply at ``source`` (a ref past the pin); ``known``: what
+    an earlier search of the same series at the same ref found (and this one adds to)."""
     pending = [i for i, r in enumerate(results) if not r.state.applies]
     if not pending:
         return {}
@@ -47,42 +60,65 @@ def find_evidence(
     if base is None or base == to:
         return {}
     series = [r.patch for r in results]
-    repo.prefetch_blobs(base, to, sorted({p for r in results[: max(pending) + 1] for p in r.patch.touched_paths}))
+    known = known if known is not None else Found()
+    if unsearched := [i for i in pending if i not in known.carriers]:
+        carried = find_carriers(repo, upstream, base, to, series, unsearched)
+        known.carriers.update({i: carried.get(i) for i in unsearched})
     walk = None
     found: dict[int, Evidence] = {}
     for index in pending:
         result = results[index]
-        carrier = find_carrier(repo, base, to, result.patch)
+        changed = result.state is not State.UPSTREAM  # the engine's: its reverse does not apply at the ref
+        carrier = known.carriers[index]
         if carrier is not None:
             found[index] = Evidence(
-                f"upstream commit {carrier.sha} carries this change (same patch-id): " + _named(carrier.subject),
+                f"upstream commit {carrier.sha} carries this change ({carrier.how}): " + _named(carrier.subject),
                 carrier.sha,
+                changed,
             )
-        elif result.state is State.UPSTREAM:
+            continue
+        if (index, result.state) not in known.walked:
             walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1])
-            first = walk.history(index, result.state, None).first_commit
-            if first is not None and first.state is State.UPSTREAM:
-                found[index] = Evidence(
-                    f"the reverse of the patch applies from upstream commit {first.commit} on, "
-                    "but no upstream commit has its patch-id: " + _named(first.subject)
-                )
+            known.walked[(index, result.state)] = _walked(walk, index, result.state)
+        if (evidence := known.walked[(index, result.state)]) is not None:
+            found[index] = evidence
     return found
 
 
+def _walked(walk: Walk, index: int, state: State) -> Evidence | None:
+    """The walk's evidence for patch ``index`` (``state`` at the ref): the commit where it turned upstream."""
+    first = walk.history(index, state, None).first_commit
+    if first is None or first.state is not State.UPSTREAM:
+        return None
+    changed = state is not State.UPSTREAM
+    return Evidence(
+        f"the reverse of the patch applies from upstream commit {first.commit} on"
+        + (", and its lines changed since" if changed else "")
+        + ", but no upstream commit has its patch-id: "
+        + _named(first.subject),
+        changed_since=changed,
+    )
+
+
 def explain_upstream(
-    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult]
+    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult], known: Found | None = None
 ) -> list[CheckResult]:
     """The results, with those that do not apply at ``source`` replaced by ``upstream`` ones where evidence names
-    the commit; new values, the engine's results are left as they are."""
-    found = find_evidence(sources, upstream, source, results)
+    the commit; new values, the engine's results are left as they are (``known``: as ``find_evidence``)."""
+    found = find_evidence(sources, upstream, source, results, known)
     return [_explained(result, found[index]) if index in found else result for index, result in enumerate(results)]
 
 
 def _explained(result: CheckResult, evidence: Evidence) -> CheckResult:
-    if evidence.carrier is None:
-        return replace(result, state=State.UPSTREAM, evidence=evidence.text)
-    # a distant look-alike no longer matters: the patch's own change landed
-    return replace(result, state=State.UPSTREAM, evidence=evidence.text, carrier=evidence.carrier, notes=[])
+    # a distant look-alike no longer matters where a commit carries the patch's own change
+    return replace(
+        result,
+        state=State.UPSTREAM,
+        evidence=evidence.text,
+        carrier=evidence.carrier,
+        changed_since=evidence.changed_since,
+        notes=[] if evidence.carrier else result.notes,
+    )
 
 
 def _named(subject: str) -> str:

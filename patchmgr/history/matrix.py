@@ -26,11 +26,12 @@ from typing import cast
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
+from patchmgr.history.carriers import context_size
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.matrix_cache import CellCache
 from patchmgr.history.releases import RELEASES_SINCE_PIN, RemoteRefs, TagChoice, TagResolver, remote_refs
 from patchmgr.history.tracking import ChosenRef, tracked_refs
-from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
+from patchmgr.history.walk import Walk, broken_guards, pr_number
 from patchmgr.io import children
 from patchmgr.io.git import GitRepo
 from patchmgr.model.errors import GitError, PatchmgrError, SourceError, StateError
@@ -226,13 +227,12 @@ def _check_columns(
 ) -> dict[str, list[CheckResult]]:
     """Each commit checked as ``status --against`` checks it: the engine, then ``explain_upstream``.
 
-    The evidence search (one path-limited ``git log -p`` per patch per commit) is most of the cost, and
-    almost always finds nothing. So one log over all the columns' ranges at once first says which patches
-    have any commit with their patch-id (``_carrier_candidates``). A result is then settled without
-    ``explain_upstream`` when no such commit is on its column's first-parent line (it would find none), or
-    exactly one is and another column already had it explained (the same carrier, the same evidence);
-    ``explain_upstream`` runs for the rest, and for ``upstream`` results (it names where the reverse starts
-    to apply), so each cell reads as ``status --against`` that column says.
+    One log over all the columns' ranges at once first says which patches have any commit with their
+    patch-id (``_carrier_candidates``). A result is then settled without ``explain_upstream`` when exactly
+    one is on its column's first-parent line and another column already had it explained (the same carrier,
+    the same evidence); ``explain_upstream`` runs for the rest (a commit the patch's Origin names, or the walk
+    seeing it turn upstream before its lines changed, can carry it without its patch-id), so each cell reads
+    as ``status --against`` that column says.
     """
     # the engine and the guards per column here, the evidence below: the explanation is check_at_ref's, batched
     checked = {
@@ -249,17 +249,14 @@ def _check_columns(
         results, settled = checked[commit], {}
         for i in pending[commit]:
             found = candidates.get((base, i))
-            if results[i].state is State.UPSTREAM:
-                continue  # explain_upstream names where its reverse starts to apply
-            if not found:
-                settled[i] = results[i]  # no commit has its patch-id: nothing to explain
+            if results[i].state is State.UPSTREAM or not found:
+                # explain_upstream names where its reverse starts to apply, or the commit its Origin names, or
+                # where the walk saw it turn upstream before its lines changed (as status and bisect do)
                 continue
             if commit not in lines:
                 lines[commit] = set(repo.first_parent_path(base, commit))
             on_line = found & lines[commit]
-            if not on_line:
-                settled[i] = results[i]
-            elif len(on_line) == 1 and (carrier := next(iter(on_line))) in known:
+            if len(on_line) == 1 and (carrier := next(iter(on_line))) in known:
                 # the one commit find_carrier can name here, already explained at another column: the same
                 # new result as evidence._explained makes
                 settled[i] = replace(

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, Needed, State
+from patchmgr.history.carriers import Carrier
 from patchmgr.history.deletions import held_to_base
-from patchmgr.io.git import CommitInfo, GitRepo, merge_texts
+from patchmgr.io.git import GitRepo, merge_texts
 from patchmgr.model.guards import parse_guard
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource
@@ -69,7 +70,8 @@ class PatchHistory:
     state_at_to: State
     at_base: Step
     transitions: list[Step] = field(default_factory=list)  # each commit where the state changed
-    carrier: Step | None = None  # the commit with the patch's own patch-id, if any
+    carrier: Step | None = None  # the commit that carries the patch's change (history.carriers), if any
+    carried_how: str = ""  # how that commit was found: ``same patch-id``, ``its Origin names it``
     commits_checked: int = 0
     guards_broken_at_to: tuple[str, ...] = ()  # as in ``Step``, at the ref
 
@@ -112,7 +114,7 @@ class PatchHistory:
                 "that commit broke the earlier patch, not this one"
             )
         if self.carrier is not None:
-            return f"commit {self.carrier.commit[:12]} carries the change (same patch-id)"
+            return f"commit {self.carrier.commit[:12]} carries the change ({self.carried_how})"
         first = self.first_commit
         if first is not None and first.guards_broken:
             return f"commit {first.commit[:12]} breaks its guard: " + "; ".join(first.guards_broken)
@@ -282,7 +284,7 @@ class Walk:
         return sorted(chosen)
 
     def history(
-        self, index: int, state_at_to: State, carrier: CommitInfo | None, guards_broken_at_to: tuple[str, ...] = ()
+        self, index: int, state_at_to: State, carrier: Carrier | None, guards_broken_at_to: tuple[str, ...] = ()
     ) -> PatchHistory:
         """One patch's steps, at the commits touching files of it, of its guards, or of the earlier patches it
         depends on. A step is a change of state, or of whether the patch's guards hold."""
@@ -319,25 +321,7 @@ class Walk:
                 previous = (state, bool(broken))
         if carrier is not None:
             history.carrier = Step(carrier.sha, carrier.subject, State.UPSTREAM)
+            history.carried_how = carrier.how
             if not state_at_to.applies:
                 history.state_at_to = State.UPSTREAM
         return history
-
-
-def find_carrier(repo: GitRepo, base: str, to: str, patch: PatchFile) -> CommitInfo | None:
-    """The first commit after ``base`` up to ``to`` whose change to the patch's files has its patch-id."""
-    wanted = repo.patch_id(patch.data)
-    if wanted is None:
-        return None
-    # in one request: `git log -p` in a blobless cache would fetch the blobs commit by commit
-    repo.prefetch_blobs(base, to, patch.touched_paths)
-    for patch_id, commit in repo.path_patch_ids(base, to, patch.touched_paths, context_size(patch)):
-        if patch_id == wanted:
-            return repo.commit_info(commit)
-    return None
-
-
-def context_size(patch: PatchFile) -> int:
-    """The context size the patch was made with (3 unless it says otherwise)."""
-    sizes = [max(h.leading, h.trailing) for d in patch.files for h in d.hunks if d.kind == "modify"]
-    return max(sizes, default=3) or 3

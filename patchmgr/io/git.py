@@ -17,6 +17,7 @@ made or applied with git are ``git_history`` and ``git_patches``, parts of
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -167,6 +168,12 @@ class GitRepo(HistoryQueries, PatchOperations):
                 record.write(f"{commit}\n")
         except (GitError, OSError):
             pass
+
+    def prefetch_range(self, base: str, tip: str, paths: Sequence[str]) -> None:
+        """``prefetch_blobs`` once per range and paths (recorded): fetched blobs stay, and walking the range's
+        objects again to find none missing costs as much as the log that reads them."""
+        key = hashlib.sha1("\0".join(sorted(paths)).encode()).hexdigest()
+        self._recorded(tip, f"prefetched {base} {key}", lambda: self.prefetch_blobs(base, tip, paths))
 
     def history_indexed(self, commit: str) -> bool:
         """Whether ``index_history`` indexed ``commit`` (a commit can also arrive by a lazy fetch, unindexed)."""

@@ -3,11 +3,48 @@ the commits that touch some paths and their patch-ids. One part of ``GitRepo`` (
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from patchmgr.io.git_objects import COMMIT_RECORD, CommitInfo, commit_records
 from patchmgr.io.git_run import LITERAL_PATHS, GitCommands
-from patchmgr.model.errors import GitError
+from patchmgr.model.diff.names import unquote
+from patchmgr.model.errors import GitError, PatchFormatError
+
+PATCH_ID_BITS = 160  # a stable patch-id is a sum of SHA-1s, byte by byte with carry: a 160-bit little-endian number
+
+
+def add_patch_ids(ids: Sequence[str]) -> str:
+    """The stable patch-id of a change made of the file changes whose ids are ``ids``: ``git patch-id --stable``
+    hashes each file's diff alone and adds the hashes (patch-id.c, ``flush_one_hunk``), so a commit's id over
+    some of its files is the sum of theirs."""
+    total = sum(int.from_bytes(bytes.fromhex(pid), "little") for pid in ids) % (1 << PATCH_ID_BITS)
+    return total.to_bytes(PATCH_ID_BITS // 8, "little").hex()
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file's part of a commit's diff: the paths it names (both of a rename) and its stable patch-id."""
+
+    paths: frozenset[str]
+    patch_id: str
+
+
+@dataclass(frozen=True)
+class CommitChanges:
+    """A commit (id and subject) and the patch-id of its change to each file of those asked for."""
+
+    sha: str
+    subject: str
+    files: tuple[FileChange, ...]
+
+    def patch_id(self, paths: frozenset[str] | set[str]) -> str | None:
+        """The stable patch-id of this commit's change to ``paths`` (as ``git log -p -- paths`` shows it); None when
+        it changes none of them."""
+        ids = [f.patch_id for f in self.files if f.paths & paths]
+        return add_patch_ids(ids) if ids else None
 
 
 class HistoryQueries(GitCommands):
@@ -120,9 +157,22 @@ class HistoryQueries(GitCommands):
             pass
         return len(missing)
 
-    def path_patch_ids(self, base: str, tip: str, paths: Sequence[str], context: int = 3) -> list[tuple[str, str]]:
-        """``(patch-id, commit)`` for each commit of ``commits_touching``, its diff limited to ``paths``."""
-        return self.log_patch_ids([f"{base}..{tip}"], paths, context)
+    def patch_ids(self, diffs: Sequence[bytes]) -> list[str | None]:
+        """The stable patch-id of each diff (None: it changes nothing), in one ``git patch-id`` process.
+
+        Each diff goes in after a ``commit <number>`` line of its own, which is how git patch-id tells one
+        patch of its input from the next; a diff must hold no such line itself (a diff's lines do not: they
+        start with ``diff``, a header word, ``@@``, a space, ``+``, ``-`` or ``\\``)."""
+        if not diffs:
+            return []
+        feed = b"".join(b"commit %040x\n" % number + diff for number, diff in enumerate(diffs))
+        out = self.run("patch-id", "--stable", stdin=feed)
+        found: list[str | None] = [None] * len(diffs)
+        for line in out.split("\n"):
+            if line:
+                pid, number = line.split()
+                found[int(number, 16)] = pid
+        return found
 
     def log_patch_ids(self, revisions: Sequence[str], paths: Sequence[str], context: int = 3) -> list[tuple[str, str]]:
         """``(patch-id, commit)`` for each commit on the first-parent lines ``revisions`` name (as ``git log`` reads
@@ -154,3 +204,104 @@ class HistoryQueries(GitCommands):
             return []
         out = self.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
         return [(pid, commit) for pid, commit in (line.split() for line in out.split("\n") if line)]
+
+    def file_patch_ids(self, revisions: Sequence[str], paths: Sequence[str], context: int = 3) -> list[CommitChanges]:
+        """Each commit on the first-parent lines ``revisions`` name that changes ``paths``, newest first, with the
+        patch-id of its change to each of those files: one ``git log -p`` and one ``git patch-id --stable`` for
+        them all (``log_patch_ids``'s log, split per file), so the id of a commit's change to any subset of
+        ``paths`` is known without another pass (``CommitChanges.patch_id``), as ``git cherry`` reads each side of
+        its range once."""
+        log = self.run(
+            "log",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "-p",
+            f"-U{context}",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--full-index",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            "--format=%x01%H %s",  # a line of a diff never starts with \x01: the commits are told apart by it
+            *revisions,
+            "--",
+            *paths,
+            env=LITERAL_PATHS,
+            strip=False,
+        )
+        commits: list[tuple[str, str, list[list[str]]]] = []
+        hunks = True  # whether the file part read last has a hunk: git patch-id ends a file's hash only after one
+        for line in log.splitlines(keepends=True):
+            if line.startswith("\x01"):
+                sha, _, subject = line[1:].rstrip("\n").partition(" ")
+                commits.append((sha, subject, []))
+                hunks = True
+            elif line.startswith("diff ") and commits:
+                if hunks:
+                    commits[-1][2].append([line])
+                else:  # a rename, mode change or binary file without a hunk: hashed with the next file, as git does
+                    commits[-1][2][-1].append(line)
+                hunks = False
+            elif commits and commits[-1][2]:
+                commits[-1][2][-1].append(line)
+                hunks = hunks or line.startswith("@@ ")
+        sections = [section for _sha, _subject, files in commits for section in files]
+        ids = self.patch_ids(["".join(section).encode("utf-8", "surrogateescape") for section in sections])
+        found, position = [], 0
+        for sha, subject, files in commits:
+            changes = []
+            for section in files:
+                pid = ids[position]
+                position += 1
+                if pid is not None:
+                    changes.append(FileChange(section_paths(section), pid))
+            found.append(CommitChanges(sha, subject, tuple(changes)))
+        return found
+
+
+def section_paths(section: Sequence[str]) -> frozenset[str]:
+    """The paths a part of a ``git diff`` names (``a/``, ``b/`` prefixes): both names of a rename or copy, one of a
+    change, C-quoted names unquoted; a part is one file's change, or a hunkless one's and the next file's."""
+    names: set[str] = set()
+    header = False  # a file's header: from its "diff" line to its first hunk (a hunk's "--- x" removes "-- x")
+    for line in section:
+        if line.startswith("diff "):
+            names |= _header_names(line)
+            header = True
+        elif line.startswith("@@"):
+            header = False
+        if not header:
+            continue
+        for head, prefix in (
+            ("--- ", "a/"),
+            ("+++ ", "b/"),
+            ("rename from ", ""),
+            ("rename to ", ""),
+            ("copy from ", ""),
+            ("copy to ", ""),
+        ):
+            if line.startswith(head):
+                name = _unquoted(line[len(head) :].rstrip("\n"))
+                if name != "/dev/null":
+                    names.add(name.removeprefix(prefix))
+    return frozenset(names)
+
+
+def _header_names(line: str) -> set[str]:
+    """The names of a ``diff --git a/X b/Y`` line where X is Y, or both are C-quoted (a mode change or a binary file
+    names its file only there); other lines' names come from their ``---``/``+++`` or rename lines."""
+    rest = line.rstrip("\n").removeprefix("diff --git ")
+    half = (len(rest) - 1) // 2
+    if rest.startswith("a/") and rest[half + 1 :].startswith("b/") and rest[2:half] == rest[half + 3 :]:
+        return {rest[2:half]}
+    if rest.startswith('"'):
+        return {_unquoted(part).split("/", 1)[-1] for part in re.findall(r'"(?:[^"\\]|\\.)*"', rest)}
+    return set()
+
+
+def _unquoted(name: str) -> str:
+    try:
+        return unquote(name, Path("git log"))
+    except PatchFormatError:
+        return name

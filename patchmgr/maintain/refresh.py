@@ -28,9 +28,9 @@ from enum import StrEnum
 from pathlib import Path
 
 from patchmgr.engine.classify import check_patch
-from patchmgr.engine.results import CheckResult, GuardResult, Needed, State
+from patchmgr.engine.results import CheckResult, GuardResult, Needed, State, state_label
 from patchmgr.history.at_ref import check_at_ref, preimages
-from patchmgr.history.walk import context_size
+from patchmgr.history.carriers import context_size
 from patchmgr.io.git import GitRepo
 from patchmgr.maintain import manifest_edit
 from patchmgr.maintain.shared_files import (
@@ -73,9 +73,15 @@ class RefreshedPatch:
     new_data: bytes | None = field(default=None, repr=False)
     interdiff: list[str] = field(default_factory=list)  # old diff vs new diff, for fuzz and 3-way
     shared_with: list[str] = field(default_factory=list)  # targets that list this file and do not move with it
-    carrier: str | None = None  # for "upstream": the upstream commit with the patch's patch-id, if one has it
+    carrier: str | None = None  # for "upstream": the upstream commit that carries it (history.carriers), if one does
+    changed_since: bool = False  # for "upstream": its lines changed after it landed (its reverse does not apply)
     guards: list[GuardResult] = field(default_factory=list)  # its Guard: headers on the series' tree at the ref
     needs: tuple[Needed, ...] = ()  # a knock-on failure: the earlier patches it fails for want of (engine.knock_on)
+
+    @property
+    def label(self) -> str:
+        """Its state at the ref as every output names it (``results.state_label``)."""
+        return state_label(self.state, self.carrier, self.changed_since)
 
 
 @dataclass
@@ -208,7 +214,14 @@ def _plan_one(
     if state is State.CLEAN:
         return RefreshedPatch(patch, state, RefreshAction.UNCHANGED)
     if state is State.UPSTREAM:
-        return RefreshedPatch(patch, state, RefreshAction.UPSTREAM, result.detail, carrier=result.carrier)
+        return RefreshedPatch(
+            patch,
+            state,
+            RefreshAction.UPSTREAM,
+            result.detail,
+            carrier=result.carrier,
+            changed_since=result.changed_since,
+        )
     if state.refused:
         return RefreshedPatch(
             patch,

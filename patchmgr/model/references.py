@@ -15,16 +15,31 @@ import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 
 FIELDS = ("Origin", "Upstream-Status", "Bug", "Applied-Upstream")
 
-_URL = re.compile(r"https?://[^\s,;()<>\"']+")
+# a URL runs to a space, a comma, a bracket or a quote; gitweb's ";a=commit;h=SHA" keeps its semicolons, and a
+# sentence's full stop or semicolon after it is not part of it
+_URL = re.compile(r"https?://[^\s,()<>\"']+")
+_URL_END = ".;:"
 _PULL = re.compile(
     r"^/([^/]+)/([^/]+?)(?:\.git)?/(?:-/)?(?:pull|pulls|merge_requests|merge-requests)/(\d+)(?:[/#?].*)?$"
 )
-_COMMIT_URL = re.compile(r"^/([^/]+)/([^/]+?)(?:\.git)?/(?:-/)?(?:pull/\d+/)?commits?/([0-9a-fA-F]{7,40})(?:[/#?].*)?$")
-_BARE_COMMIT = re.compile(r"\bcommit\s+([0-9a-f]{7,40})\b")
+# GitHub /owner/name/commit/SHA, GitLab /group/sub/name/-/commit/SHA (any depth of groups)
+_COMMIT_URL = re.compile(
+    r"^/((?:[^/]+/)*?[^/]+)/([^/]+?)(?:\.git)?/(?:-/)?(?:pull/\d+/)?commits?/([0-9a-fA-F]{7,40})(?:[/#?].*)?$"
+)
+# cgit /path/name.git/commit/?id=SHA (also ?h=branch&id=SHA), and its /patch/ and /diff/ pages of a commit
+_CGIT_URL = re.compile(
+    r"^/(?:(.*)/)?([^/]+?)(?:\.git)?/(?:commit|patch|diff)/?\?(?:.*&)?id=([0-9a-fA-F]{7,40})(?:[&#].*)?$"
+)
+# gitweb ?p=name.git;a=commit;h=SHA (a=commitdiff, a=patch; or h= alone, which names a commit there)
+_GITWEB_URL = re.compile(r"[?;&]p=(?:[^;&]*/)?([^;&/]+?)(?:\.git)?(?:[;&].*)?$")
+_GITWEB_COMMIT = re.compile(r"[?;&]h=([0-9a-fA-F]{7,40})(?:[;&#]|$)")
+_GITWEB_ACTION = re.compile(r"[?;&]a=([a-z_]+)")
+_BARE_COMMIT = re.compile(r"\bcommit(?:\s+|:)([0-9a-f]{7,40})\b")  # "commit SHA", DEP-3's "commit:SHA"
 _SUBJECT_PR = re.compile(r"\(#(\d+)\)")
 _PREREQUISITE = re.compile(r"(?i)\b(?:prerequisites?|requires|depends on|on top of|needs)\b")
 
@@ -68,6 +83,16 @@ def patch_references(patch: PatchFile) -> tuple[Reference, ...]:
     return _merged(found)
 
 
+def same_repository(reference: Reference, upstream: Upstream) -> bool:
+    """Whether ``reference`` names ``upstream``'s own repository: no URL (a subject's ``(#N)``, a bare commit), or
+    a URL whose repository name is one of its sources' (an owner may be renamed: verl-project/verl is
+    volcengine/verl)."""
+    if reference.repository is None:
+        return True
+    name = reference.repository.rpartition("/")[2].lower()
+    return any(url.rstrip("/").removesuffix(".git").rpartition("/")[2].lower() == name for url in upstream.urls)
+
+
 def _in_text(value: str, field: str) -> list[Reference]:
     marks = sorted(
         [(m.start(), m.end(), m.group()) for m in _URL.finditer(value)]
@@ -105,6 +130,7 @@ def _upstream_commit(value: str, field: str) -> bool:
 
 
 def _from_url(url: str, field: str) -> Reference | None:
+    url = url.rstrip(_URL_END)
     path = "/" + url.split("://", 1)[1].partition("/")[2]
     pull = _PULL.match(path)
     if pull:
@@ -115,7 +141,24 @@ def _from_url(url: str, field: str) -> Reference | None:
     if commit and field != "Bug":
         repository = f"{commit.group(1)}/{commit.group(2)}"
         return Reference(Role.BACKPORT, commit=commit.group(3).lower(), repository=repository, named_in=field)
+    named = _web_commit(path)
+    if named is not None:
+        repository, sha = named
+        return Reference(Role.BACKPORT, commit=sha.lower(), repository=repository, named_in=field)
     return None  # an issue, a mailing-list post: nothing a ref's history can hold
+
+
+def _web_commit(path: str) -> tuple[str, str] | None:
+    """(repository, commit) of a cgit or gitweb commit page: ``/openssh.git/commit/?id=SHA``,
+    ``/?p=glibc.git;a=commit;h=SHA``. The repository is its path as the web server names it."""
+    cgit = _CGIT_URL.match(path)
+    if cgit:
+        return "/".join(part for part in (cgit.group(1), cgit.group(2)) if part), cgit.group(3)
+    gitweb, commit = _GITWEB_URL.search(path), _GITWEB_COMMIT.search(path)
+    action = _GITWEB_ACTION.search(path)
+    if gitweb and commit and (action is None or action.group(1) in ("commit", "commitdiff", "patch")):
+        return gitweb.group(1), commit.group(1)
+    return None
 
 
 def _merged(found: list[Reference]) -> tuple[Reference, ...]:

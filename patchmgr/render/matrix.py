@@ -42,7 +42,7 @@ GUARD_BROKEN = "guard broken"
 
 
 def cell_label(result: CheckResult) -> str:
-    return result.state.value + needs_label(result) + ("" if result.guards_hold else f", {GUARD_BROKEN}")
+    return result.label + needs_label(result) + ("" if result.guards_hold else f", {GUARD_BROKEN}")
 
 
 def needs_label(result: CheckResult) -> str:
@@ -163,6 +163,8 @@ def _cell_json(column: Column, result: CheckResult, marks: Sequence[Landed]) -> 
     }
     if result.carrier:
         doc["carrier"] = result.carrier
+    if result.changed_since:
+        doc["changed_since"] = True
     if marks:
         doc["backports"] = [landed_json(mark) for mark in marks]
     return doc
@@ -213,7 +215,7 @@ def render_matrix(console: Console, matrices: list[Matrix], target: str, html: s
 
 
 def _styled(result: CheckResult) -> Text:
-    text = Text(result.state.value + needs_label(result), style=STATE_STYLE[result.state])
+    text = Text(result.label + needs_label(result), style=STATE_STYLE[result.state])
     if not result.guards_hold:
         text.append(f", {GUARD_BROKEN}", style="bold red")
     return text

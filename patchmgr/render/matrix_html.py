@@ -212,7 +212,7 @@ def _section(number: int, matrix: Matrix) -> str:
                 f' tabindex="0" style="background:{LEGEND[result.state].colour}"'
                 f' data-patch="{_attr(row.patch.id)}" data-column="{_attr(column.name)}"'
                 f' data-state="{_attr(cell_label(result))}" data-detail="{_attr(detail)}"{urls}'
-                f' title="{_attr(hover)}">{escape(result.state.value)}{guard}</td>'
+                f' title="{_attr(hover)}">{escape(result.label)}{guard}</td>'
             )
         rows.append(
             f'<tr data-patch="{_attr(row.patch.id)}"><th class="patch" scope="row">{escape(row.patch.id)}</th>'

@@ -41,7 +41,8 @@ def patch_json(result: CheckResult) -> dict:
     if result.evidence:
         doc["evidence"] = result.evidence
     if result.state is State.UPSTREAM:
-        doc["carrier"] = result.carrier  # the commit with the patch's patch-id; null: only its reverse applies
+        doc["carrier"] = result.carrier  # the commit that carries the change; null: only its reverse applies
+        doc["changed_since"] = result.changed_since  # its lines changed after it landed: its reverse fails
     if result.notes:
         doc["notes"] = list(result.notes)
     # a knock-on failure: the earlier patches it fails for want of, which do not apply (engine.knock_on)

@@ -68,8 +68,8 @@ def state_cell(result: CheckResult) -> tuple[str, str]:
     """The state cell and its style: ``clean``, or ``clean, guard broken`` when a guard of the patch does not
     hold."""
     if result.guards_hold:
-        return result.state.value, STATE_STYLE[result.state]
-    return f"{result.state.value}, guard broken", "red"
+        return result.label, STATE_STYLE[result.state]
+    return f"{result.label}, guard broken", "red"
 
 
 def status_rows(status: UpstreamStatus) -> list[Row]:

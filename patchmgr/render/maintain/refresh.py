@@ -42,7 +42,7 @@ def render_refresh(console: Console, plan: RefreshPlan, dry_run: bool = False, s
         row(
             table,
             refreshed.patch.id,
-            Text(refreshed.state.value, style=STATE_STYLE[refreshed.state]),
+            Text(refreshed.label, style=STATE_STYLE[refreshed.state]),
             Text(refreshed.action, style=styles[refreshed.action]),
             refreshed.reason,
         )
@@ -162,6 +162,7 @@ def refreshed_json(refreshed: RefreshedPatch) -> dict:
     return {
         "id": refreshed.patch.id,
         "state": refreshed.state.value,
+        "changed_since": refreshed.changed_since,
         "action": refreshed.action,
         "reason": refreshed.reason,
         "carrier": refreshed.carrier,

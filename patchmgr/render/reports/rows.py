@@ -47,14 +47,14 @@ class Row:
 
     @property
     def state(self) -> str:
-        return "unavailable" if self.result is None else self.result.state.value
+        return "unavailable" if self.result is None else self.result.label
 
     @property
     def kind(self) -> str:
         """What went wrong, in one word: the state, or ``guard`` for a patch that applies but breaks a guard."""
         if self.result is not None and self.result.state.applies and not self.result.guards_hold:
             return "guard"
-        return self.state
+        return "unavailable" if self.result is None else self.result.state.value
 
     @property
     def summary(self) -> str:
