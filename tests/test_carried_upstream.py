@@ -50,11 +50,11 @@ def status_json(cli, upstream, ref="main") -> dict[str, dict]:
     return {p["id"]: p for p in result.json["upstreams"][0]["patches"]}
 
 
-def named_scene(project, upstream, origin: str) -> tuple[str, str]:
+def named_scene(project, upstream, origin: str, lead: str = "Origin: upstream, ") -> tuple[str, str]:
     """Patch ``landed`` (line 10) whose Origin names upstream's commit of the fix, made upstream's own way (not
     its patch-id), after which upstream edits the line before (its reverse no longer applies); patch
     ``offside`` (line 30) whose Origin names a commit of a line main does not reach, main rewriting line 30.
-    ``origin`` is the Origin's form, ``{}`` the commit. Returns (the named commit, the one main lacks)."""
+    ``origin`` is the Origin's form, ``{}`` the commit, after ``lead`` (the field). Returns (the named commit, the one main lacks)."""
     pin = upstream.head()
     with detached_at(upstream.path, pin):
         elsewhere = upstream.commit({"src/mod.py": lines_with({30: "fixed 30"})}, "side fix")
@@ -65,7 +65,7 @@ def named_scene(project, upstream, origin: str) -> tuple[str, str]:
             pin,
             {"src/mod.py": lines_with(lines)},
             patch_id.capitalize(),
-            fields="Origin: upstream, " + origin.format(named),
+            fields=lead + origin.format(named),
         )
         project.add_patch("lib", patch_id, data)
     spec = {"git": "https://example.invalid/lib.git", "commit": pin, "patches": list(fixes)}
@@ -97,6 +97,16 @@ def test_a_commit_the_origin_names_carries_the_patch_though_its_lines_changed(cl
     # named too, but on a line the ref does not reach: the change is not there, so it is not upstream
     assert found["offside"]["state"] == "conflict"
     assert state_cells(cli, upstream)["landed"].startswith(f"upstream (carried by {carrier[:12]}, changed since)")
+
+
+@pytest.mark.parametrize("lead", ["Applied-Upstream: ", "Bug: "])
+def test_applied_upstream_and_bug_name_the_carrier_as_origin_does(cli, project, upstream, lead):
+    # a Bug field's commit URL may name the commit that brought the bug in: that one is in the pin's history,
+    # so it carries nothing; one past the pin that the ref reaches is the fix
+    carrier, _elsewhere = named_scene(project, upstream, "https://github.com/owner/lib/commit/{}", lead)
+    found = status_json(cli, upstream)
+    assert (found["landed"]["state"], found["landed"]["carrier"]) == ("upstream", carrier), found["landed"]
+    assert found["offside"]["state"] == "conflict"
 
 
 def test_a_commit_with_the_patch_id_reads_carried_and_changed_since(cli, project, upstream):

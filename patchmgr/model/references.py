@@ -138,7 +138,7 @@ def _from_url(url: str, field: str) -> Reference | None:
             Role.BACKPORT, int(pull.group(3)), repository=f"{pull.group(1)}/{pull.group(2)}", named_in=field
         )
     commit = _COMMIT_URL.match(path)
-    if commit and field != "Bug":
+    if commit:
         repository = f"{commit.group(1)}/{commit.group(2)}"
         return Reference(Role.BACKPORT, commit=commit.group(3).lower(), repository=repository, named_in=field)
     named = _web_commit(path)
