@@ -35,6 +35,7 @@ KNOBS = {
     "runs": (5, 2),
     "big_lines": (80_000, 800),
     "big_hunks": (20_000, 200),
+    "real_patches": (300, 10),  # the Megatron-LM series of the real cases (consecutive real commits)
 }
 SIZES = {size: {knob: values[i] for knob, values in KNOBS.items()} for i, size in enumerate(("full", "tiny"))}
 
