@@ -84,7 +84,9 @@ def checked(code: int, out: str, what: str, allowed: tuple[int, ...] = (0,)) -> 
 
 
 def git_env() -> dict[str, str]:
-    return {**os.environ, **synth.GIT_ENV}
+    """git's environment for the baselines: the benchmark's, with a committer (``git am`` makes commits)."""
+    who = {"GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@bench.invalid"}
+    return {**os.environ, **synth.GIT_ENV, **who}
 
 
 def run_steps(steps: list[list[str]], cwd: Path | None = None) -> tuple[float, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from patchmgr.check.status import UpstreamStatus
@@ -60,8 +60,12 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     applied = []
     files: dict[str, str | None] = {}
     try:
+        # every file of every patch written as a blob in one git process (one per file cost a process each)
+        contents = [data for result in upstream_status.results for data in result.files.values() if data is not None]
+        blobs = iter(repo.write_blobs(contents))
+        zero = "0" * len(base)
         for result in upstream_status.results:
-            files.update(_stage(repo, folder, result.patch, result.files))
+            files.update(_stage(repo, folder, result.patch, result.files, blobs, zero))
             _commit(repo, result.patch)
             applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
             step()
@@ -73,10 +77,13 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     )
 
 
-def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]) -> dict[str, str | None]:
+def _stage(
+    repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None], blobs: Iterator[str], zero: str
+) -> dict[str, str | None]:
     """Put the engine's bytes for one patch into the index as they are, then into the work tree.
 
-    Each file becomes a blob of exactly the bytes ``status`` computed (``hash-object --no-filters``),
+    Each file becomes a blob of exactly the bytes ``status`` computed (``hash-object --no-filters``: ``blobs``
+    holds their ids, written for the whole series at once, in the order of the changes; ``zero`` is the null id),
     entered in the index directly, so neither the upstream's .gitignore (a created file it ignores)
     nor its .gitattributes (``eol``, ``text``, ``working-tree-encoding``, filters) changes what is
     committed. The work tree is then written from the index with the upstream's attributes applied,
@@ -97,7 +104,6 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
         strip=False,
     )
     modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
-    zero = "0" * len(repo.resolve("HEAD") or "0" * 40)
     removals: list[str] = []
     additions: list[str] = []
     digests: dict[str, str | None] = {}
@@ -107,7 +113,7 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
             digests[path] = None
             continue
         mode = staged_mode(path, patch, modes)
-        blob = repo.run("hash-object", "-w", "--no-filters", "--stdin", stdin=data)
+        blob = next(blobs)
         additions.append(f"{mode} {blob}\t{path}\0")
         digests[path] = sha256_bytes(data)
     repo.run("update-index", "-z", "--index-info", stdin="".join(removals + additions).encode())
