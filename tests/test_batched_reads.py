@@ -1,7 +1,8 @@
 """Reads from git in batches (issue 38, item 6): a check at a ref asks its partial cache for the blobs the series
 touches in one fetch (``GitRepo.prefetch_at``, called by ``history/at_ref.check_at_ref``), never one lazy fetch
 per file; ``apply`` writes every file of the series as blobs in one ``git hash-object`` (``GitRepo.write_blobs``),
-never a process per file. Before, a cold ``status`` of 300 real Megatron-LM commits started 764 lazy fetches (18 s
+never a process per file, and makes its commits in one ``git fast-import`` (``io/git_commits.py``), each the very
+object ``git commit`` made. Before, a cold ``status`` of 300 real Megatron-LM commits started 764 lazy fetches (18 s
 of its 19), and ``apply`` started a ``hash-object`` per file. Real repositories; git's own trace counts the
 processes."""
 
@@ -64,6 +65,51 @@ def test_apply_writes_the_series_files_as_blobs_in_one_process(cli, upstream, pr
     assert result.code == 0, result.out + result.err
     # 2 * FILES files written by three patches: one hash-object for them all (before: one each)
     assert commands(trace, "hash-object") == 1, trace.read_text()
+    # and its three commits in one fast-import (before: a git commit, an index update, a checkout-index each)
+    assert (commands(trace, "commit"), commands(trace, "fast-import")) == (0, 1), trace.read_text()
     monkeypatch.delenv("GIT_TRACE")
     assert cli("verify", "--target", "t", "--into", str(into)).code == 0
     assert (into / "lib" / "src" / "m03.py").read_text() == "value = 3\n" * 4 + "again\n"
+
+
+# who, when and what, as patches write them: crud around names and addresses, a quote, trailing blanks and runs of
+# empty lines in the message, the three date forms commit_spec gives (a mail's, a DEP-3 day's, the fixed one)
+SPECS = [
+    ("Ann Example", "ann@example.org", "Thu, 1 Jan 2026 10:00:00 +0100", "fix add\n\nWhy: it breaks.\n"),
+    (' "Bob, Jr." ', "<bob@example.org>.", "2026-01-31T00:00:00+00:00", "Subject  \n\n\n\nbody line \t\n\n"),
+    ("Céline Ünïcode", "c@example.org", "1970-01-01T00:00:00+00:00", "\n\nlead\n \nand\ttabs\t\r\n"),
+    ("O'Neil <x>", "o@example.org", "Mon, 17 Sep 2001 00:00:00 -0700", "one\nline\nno end"),
+]
+
+
+def test_the_series_made_at_once_is_the_commits_git_commit_makes(tmp_path):
+    from support.gitrepos import git
+
+    from patchmgr.io.git import GitRepo, identity_env
+    from patchmgr.io.git_commits import SeriesCommit, commit_series
+
+    work = tmp_path / "work"
+    repo = GitRepo.init(work)
+    (work / "a.txt").write_text("a\n")
+    git(work, "add", "a.txt")
+    git(work, "commit", "-q", "-m", "base")
+    base = git(work, "rev-parse", "HEAD")
+    git(work, "checkout", "-q", "-b", "patchmgr")
+    by_commit = []
+    with GitRepo(work) as one_by_one:
+        for number, (name, address, date, message) in enumerate(SPECS):
+            (work / "a.txt").write_text(f"a{number}\n")
+            git(work, "add", "a.txt")
+            env = identity_env(name, address, date)
+            one_by_one.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=message.encode(), env=env)
+            by_commit.append(git(work, "rev-parse", "HEAD"))
+    git(work, "reset", "-q", "--hard", base)
+    blobs = repo.write_blobs([f"a{number}\n".encode() for number in range(len(SPECS))])
+    commits = [
+        SeriesCommit(name, address, date, message, (("a.txt", "100644", blob),))
+        for (name, address, date, message), blob in zip(SPECS, blobs, strict=True)
+    ]
+    assert commit_series(repo, "patchmgr", base, commits) == by_commit
+    assert (work / "a.txt").read_text() == f"a{len(SPECS) - 1}\n"  # the work tree and index follow the last
+    assert git(work, "status", "--porcelain") == ""
+    repo.close()

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from patchmgr.check.status import UpstreamStatus
+from patchmgr.engine.results import CheckResult
 from patchmgr.io.disk import FREE_SPACE, disk_full
 from patchmgr.io.faults import step
 from patchmgr.io.git import GitRepo, identity_env
+from patchmgr.io.git_commits import SeriesCommit, commit_series
 from patchmgr.model.errors import GitError, StateError
 from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
@@ -61,15 +63,25 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     files: dict[str, str | None] = {}
     try:
         # every file of every patch written as a blob in one git process (one per file cost a process each)
-        contents = [data for result in upstream_status.results for data in result.files.values() if data is not None]
-        blobs = iter(repo.write_blobs(contents))
-        zero = "0" * len(base)
-        for result in upstream_status.results:
-            files.update(_stage(repo, folder, result.patch, result.files, blobs, zero))
-            _commit(repo, result.patch)
-            applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
-            step()
-        head = repo.resolve("HEAD")
+        results = upstream_status.results
+        contents = [data for result in results for data in result.files.values() if data is not None]
+        blob_ids = repo.write_blobs(contents)
+        made = _commit_at_once(repo, results, blob_ids, base, files)
+        head: str | None
+        if made is not None:
+            applied = [
+                AppliedPatch(r.patch.id, r.patch.sha256, commit) for r, commit in zip(results, made, strict=True)
+            ]
+            head = made[-1] if made else base
+        else:  # one the series' commits fast-import would not make as git commit does: one commit at a time
+            files.clear()
+            blobs, zero = iter(blob_ids), "0" * len(base)
+            for result in results:
+                files.update(_stage(repo, folder, result.patch, result.files, blobs, zero))
+                _commit(repo, result.patch)
+                applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
+                step()
+            head = repo.resolve("HEAD")
     finally:
         repo.close()
     return UpstreamLedger(
@@ -126,6 +138,45 @@ def _stage(
     if written:
         repo.run("checkout-index", "--force", "-z", "--stdin", stdin="".join(f"{p}\0" for p in written).encode())
     return digests
+
+
+def _commit_at_once(
+    repo: GitRepo, results: Sequence[CheckResult], blob_ids: Sequence[str], base: str, files: dict[str, str | None]
+) -> list[str] | None:
+    """The series' commits made in one fast-import (``io.git_commits``), each the object ``git commit`` makes of
+    it, then the index and work tree at the last: their ids, with ``files`` filled with the sha256 of each file's
+    bytes (None: deleted). None, with nothing done, where fast-import cannot make one of them so."""
+    touched = {path for result in results for path in result.files}
+    renamed = {d.old_path for result in results for d in result.patch.files if d.old_path and d.new_path}
+    listed = repo.run(
+        "ls-files", "-s", "-z", "--", *sorted(touched | renamed), env={"GIT_LITERAL_PATHSPECS": "1"}, strip=False
+    )
+    modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
+    blobs = iter(blob_ids)
+    commits: list[SeriesCommit] = []
+    digests: dict[str, str | None] = {}
+    for result in results:
+        changes: list[tuple[str, str, str | None]] = []
+        staged: dict[str, str] = {}
+        for path, data in result.files.items():
+            if data is None:
+                changes.append((path, "", None))
+                digests[path] = None
+                continue
+            staged[path] = staged_mode(path, result.patch, modes)
+            changes.append((path, staged[path], next(blobs)))
+            digests[path] = sha256_bytes(data)
+        for path, data in result.files.items():  # the index after this patch: what the next one's modes read
+            if data is None:
+                modes.pop(path, None)
+        modes.update(staged)
+        spec = commit_spec(result.patch)
+        commits.append(SeriesCommit(spec.name, spec.address, spec.date, spec.message, tuple(changes)))
+        step()
+    made = commit_series(repo, "patchmgr", base, commits)
+    if made is not None:
+        files.update(digests)
+    return made
 
 
 def staged_mode(path: str, patch: PatchFile, modes: Mapping[str, str]) -> str:
