@@ -101,7 +101,9 @@ def test_the_series_made_at_once_is_the_commits_git_commit_makes(tmp_path):
             (work / "a.txt").write_text(f"a{number}\n")
             git(work, "add", "a.txt")
             env = identity_env(name, address, date)
-            one_by_one.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=message.encode(), env=env)
+            one_by_one.run(
+                "commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=message.encode(), env=env
+            )
             by_commit.append(git(work, "rev-parse", "HEAD"))
     git(work, "reset", "-q", "--hard", base)
     blobs = repo.write_blobs([f"a{number}\n".encode() for number in range(len(SPECS))])
@@ -113,3 +115,35 @@ def test_the_series_made_at_once_is_the_commits_git_commit_makes(tmp_path):
     assert (work / "a.txt").read_text() == f"a{len(SPECS) - 1}\n"  # the work tree and index follow the last
     assert git(work, "status", "--porcelain") == ""
     repo.close()
+
+
+def test_a_file_read_again_at_other_commits_is_split_into_lines_once(upstream, monkeypatch):
+    """The engine splits a file's bytes into lines once per content (``engine/place.file_lines``): the matrix of
+    53 openssh patches x 12 columns split 274,000 files, most of them the same blobs again."""
+    from patchmgr.engine import classify, place
+    from patchmgr.model.patchfile import parse_patch
+    from patchmgr.model.text import split_lines
+
+    pin = upstream.head()
+    mail = upstream.make_patch(pin, {"src/mod.py": upstream.read("src/mod.py").replace("line 7\n", "seven\n")}, "Fix")
+    patch = parse_patch(mail, Path("fix.patch"), "lib", "fix")
+    content = upstream.read("src/mod.py").encode()
+    splits = []
+
+    def counted(text: str) -> list[str]:
+        splits.append(len(text))
+        return split_lines(text)
+
+    monkeypatch.setattr(classify, "split_lines", counted)
+    monkeypatch.setattr(place, "split_lines", counted, raising=False)
+
+    class AtACommit:  # the same file at each of six commits: equal bytes, a new object each time (as git reads it)
+        def read(self, path: str) -> bytes | None:
+            return bytes(bytearray(content)) if path == "src/mod.py" else None
+
+        def read_blob(self, sha: str) -> bytes | None:
+            return None
+
+    states = {classify.check_patch(patch, AtACommit()).state.value for _ in range(6)}
+    assert states == {"clean"}
+    assert splits.count(len(content)) == 1, splits
