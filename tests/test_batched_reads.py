@@ -147,3 +147,46 @@ def test_a_file_read_again_at_other_commits_is_split_into_lines_once(upstream, m
     states = {classify.check_patch(patch, AtACommit()).state.value for _ in range(6)}
     assert states == {"clean"}
     assert splits.count(len(content)) == 1, splits
+
+
+def test_matrix_columns_share_the_walk_where_the_files_did_not_change(cli, upstream, project, monkeypatch):
+    """Upstream makes the patch's change in a commit of its own (more in it, so no patch-id match): from there on
+    the reverse applies, and each column names that commit after a walk from the merge base. Columns whose files
+    did not change since an earlier column take its walk's answer (``matrix._same_walk``): one walk, not one per
+    column; every cell still reads as ``status --against`` that column says."""
+    from patchmgr.history import matrix
+
+    pin = upstream.head()
+    text = upstream.read("src/mod.py")
+    fixed = text.replace("line 7\n", "seven\n")
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"src/mod.py": fixed}, "Fix seven"))
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
+    carrier = upstream.commit({"src/mod.py": fixed.replace("line 30\n", "thirty\n")}, "Upstream fixes seven and more")
+    from support.gitrepos import git
+
+    for number in range(1, 4):
+        upstream.commit({"README": f"release {number}\n"}, f"release {number}")
+        git(upstream.path, "tag", f"v1.{number}.0")
+    walks = []
+    real = matrix.explain_upstream
+
+    def counted(*args, **kwargs):
+        walks.append(args[2].commit)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(matrix, "explain_upstream", counted)
+    result = cli("matrix", "--target", "t", "--refs", "v1.*", "--json", "--source", f"lib={upstream.path}")
+    assert result.code in (0, 1), result.out + result.err
+    (doc,) = result.json["upstreams"]
+    cells = doc["patches"][0]["cells"]
+    columns = [c["name"] for c in doc["columns"]]
+    assert columns[1:4] == ["v1.1.0", "v1.2.0", "v1.3.0"]
+    assert len(walks) == 1, walks  # before: one per column (3)
+    monkeypatch.setattr(matrix, "explain_upstream", real)
+    for name, cell in zip(columns[1:4], cells[1:4], strict=True):
+        against = cli(
+            "status", "--target", "t", "--json", "--source", f"lib={upstream.path}", "--against", f"lib={name}"
+        )
+        (status,) = against.json["upstreams"][0]["patches"]
+        assert cell["state"] == status["state"] == "upstream", (name, cell, status)
+        assert carrier[:12] in str(cell) and carrier[:12] in str(status)

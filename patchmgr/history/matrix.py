@@ -246,12 +246,25 @@ def _check_columns(
     candidates = _carrier_candidates(repo, bases, patches, sorted({i for c in bases for i in pending[c]}))
     known: dict[str, CheckResult] = {}  # carrier commit -> a result explained by it (its evidence text)
     lines: dict[str, set[str]] = {}  # column -> the commits of its first-parent line from its merge base
+    engine = dict(checked)  # each column's results before any explanation
+    done: list[str] = []  # the columns explained so far, in column (time) order
     for commit, base in bases.items():
         results, settled = checked[commit], {}
         for i in pending[commit]:
             found = candidates.get((base, i))
             if results[i].state is State.UPSTREAM:
-                continue  # explain_upstream names where its reverse starts to apply
+                # explain_upstream names where its reverse starts to apply: the walk from the merge base; an
+                # earlier column on this one's line where the series up to it read the same, with no commit
+                # between them changing its files, had the same walk up to there and nothing after it
+                earlier = _same_walk(repo, engine, done, bases, lines, patches, commit, i)
+                if earlier is not None:
+                    settled[i] = replace(
+                        results[i],
+                        evidence=checked[earlier][i].evidence,
+                        carrier=checked[earlier][i].carrier,
+                        notes=checked[earlier][i].notes,
+                    )
+                continue
             if not found:
                 settled[i] = results[i]  # no commit has its patch-id: nothing to explain
                 continue
@@ -266,6 +279,7 @@ def _check_columns(
                 settled[i] = replace(
                     results[i], state=State.UPSTREAM, evidence=known[carrier].evidence, carrier=carrier, notes=[]
                 )
+        done.append(commit)
         if len(settled) == len(pending[commit]):
             checked[commit] = [settled.get(i, r) for i, r in enumerate(results)]
             continue
@@ -276,6 +290,43 @@ def _check_columns(
         checked[commit] = [settled[i] if i in settled else r for i, r in enumerate(explained)]
         known.update({r.carrier: r for r in explained if r.carrier})
     return checked
+
+
+def _same_walk(
+    repo: GitRepo,
+    engine: dict[str, list[CheckResult]],
+    done: list[str],
+    bases: dict[str, str],
+    lines: dict[str, set[str]],
+    patches: list[PatchFile],
+    commit: str,
+    index: int,
+) -> str | None:
+    """The latest column explained before ``commit`` whose explanation of patch ``index`` is ``commit``'s too:
+    on ``commit``'s first-parent line from the same merge base, the engine's result there equal to this one, and
+    no commit between the two changing a file of the series up to that patch (what the walk reads). Columns then
+    share the walk wherever those files did not change between them."""
+    paths = {p for patch in patches[: index + 1] for p in patch.touched_paths}
+    for earlier in reversed(done):
+        if bases.get(earlier) != bases[commit] or engine[earlier][index] != engine[commit][index]:
+            continue
+        if commit not in lines:
+            lines[commit] = set(repo.first_parent_path(bases[commit], commit))
+        if earlier not in lines[commit]:
+            continue
+        if paths & _changed(repo, earlier, commit):
+            return None  # the files changed after it: a later column cannot be nearer
+        return earlier
+    return None
+
+
+_CHANGED: dict[tuple[str, str], set[str]] = {}
+
+
+def _changed(repo: GitRepo, base: str, tip: str) -> set[str]:
+    if (base, tip) not in _CHANGED:
+        _CHANGED[(base, tip)] = repo.paths_changed(base, tip)
+    return _CHANGED[(base, tip)]
 
 
 def _carrier_candidates(

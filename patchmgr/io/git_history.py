@@ -80,6 +80,22 @@ class HistoryQueries(GitCommands):
                 meta = ""
         return found
 
+    def paths_changed(self, base: str, tip: str) -> set[str]:
+        """Every path some commit after ``base`` up to ``tip`` on its first-parent line changes (a merge against
+        its first parent, as ``commits_touching`` counts it; both sides of a rename): empty when none does."""
+        out = self.run(
+            "log",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "--no-renames",
+            "--name-only",
+            "-z",
+            "--format=",
+            f"{base}..{tip}",
+            strip=False,
+        )
+        return {path.lstrip("\n") for path in out.split("\0") if path.lstrip("\n")}
+
     def prefetch_blobs(self, base: str, tip: str, paths: Sequence[str]) -> int:
         """Fetch in one request the blobs of ``paths`` in base..tip that a partial clone lacks.
 
