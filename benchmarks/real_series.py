@@ -14,7 +14,6 @@ Nothing here is fetched: the mirrors and the source package are found on this ma
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,7 +215,3 @@ def load_into_project(root: Path, patches: Path, series: list[str]) -> tuple[lis
 
 def quilt_ready() -> bool:
     return shutil.which("quilt") is not None
-
-
-def fresh_copy(pristine: Path, dest: Path) -> None:
-    subprocess.run(["cp", "-a", str(pristine), str(dest)], check=True)
