@@ -34,13 +34,13 @@ _GIT_SPACE = " \t\n\r"  # git's isspace (ctype.c): not \v, not \f
 class SeriesCommit:
     """One commit of a series: who and when (as ``GIT_AUTHOR_*`` takes them: author and committer alike), the
     message as ``git commit -F`` would be given it, and its changes on top of the one before: ``(path, mode,
-    blob)``, blob None for a deletion."""
+    bytes)``, the file's bytes as they are (written as a blob by fast-import itself), None for a deletion."""
 
     name: str
     address: str
     date: str
     message: str
-    changes: tuple[tuple[str, str, str | None], ...]
+    changes: tuple[tuple[str, str, bytes | None], ...]
 
 
 def without_crud(value: str) -> str:
@@ -88,11 +88,14 @@ def plan(branch: str, parent: str, commits: Sequence[SeriesCommit]) -> bytes | N
             b"committer " + ident + b"\n",
             f"data {len(body)}\n".encode() + body + b"\n",
         ]
-        for path, mode, blob in commit.changes:
+        for path, mode, data in commit.changes:
             if path.startswith('"') or "\n" in path or not path:
                 return None  # fast-import would read a C-quoted name
-            line = f"D {path}\n" if blob is None else f"M {mode} {blob} {path}\n"
-            parts.append(line.encode("utf-8", "surrogateescape"))
+            if data is None:
+                parts.append(f"D {path}\n".encode("utf-8", "surrogateescape"))
+            else:  # the bytes inline: fast-import writes the blob (no filters: it never reads attributes)
+                parts.append(f"M {mode} inline {path}\ndata {len(data)}\n".encode("utf-8", "surrogateescape"))
+                parts += [data, b"\n"]
         parts.append(b"\n")
     parts.append(b"done\n")
     return b"".join(parts)

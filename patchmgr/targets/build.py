@@ -62,11 +62,8 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     applied = []
     files: dict[str, str | None] = {}
     try:
-        # every file of every patch written as a blob in one git process (one per file cost a process each)
         results = upstream_status.results
-        contents = [data for result in results for data in result.files.values() if data is not None]
-        blob_ids = repo.write_blobs(contents)
-        made = _commit_at_once(repo, results, blob_ids, base, files)
+        made = _commit_at_once(repo, results, base, files)
         head: str | None
         if made is not None:
             applied = [
@@ -75,7 +72,9 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
             head = made[-1] if made else base
         else:  # one the series' commits fast-import would not make as git commit does: one commit at a time
             files.clear()
-            blobs, zero = iter(blob_ids), "0" * len(base)
+            # every file of every patch written as a blob in one git process (one per file cost a process each)
+            contents = [data for result in results for data in result.files.values() if data is not None]
+            blobs, zero = iter(repo.write_blobs(contents)), "0" * len(base)
             for result in results:
                 files.update(_stage(repo, folder, result.patch, result.files, blobs, zero))
                 _commit(repo, result.patch)
@@ -141,7 +140,7 @@ def _stage(
 
 
 def _commit_at_once(
-    repo: GitRepo, results: Sequence[CheckResult], blob_ids: Sequence[str], base: str, files: dict[str, str | None]
+    repo: GitRepo, results: Sequence[CheckResult], base: str, files: dict[str, str | None]
 ) -> list[str] | None:
     """The series' commits made in one fast-import (``io.git_commits``), each the object ``git commit`` makes of
     it, then the index and work tree at the last: their ids, with ``files`` filled with the sha256 of each file's
@@ -152,11 +151,10 @@ def _commit_at_once(
         "ls-files", "-s", "-z", "--", *sorted(touched | renamed), env={"GIT_LITERAL_PATHSPECS": "1"}, strip=False
     )
     modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
-    blobs = iter(blob_ids)
     commits: list[SeriesCommit] = []
     digests: dict[str, str | None] = {}
     for result in results:
-        changes: list[tuple[str, str, str | None]] = []
+        changes: list[tuple[str, str, bytes | None]] = []
         staged: dict[str, str] = {}
         for path, data in result.files.items():
             if data is None:
@@ -164,7 +162,7 @@ def _commit_at_once(
                 digests[path] = None
                 continue
             staged[path] = staged_mode(path, result.patch, modes)
-            changes.append((path, staged[path], next(blobs)))
+            changes.append((path, staged[path], data))
             digests[path] = sha256_bytes(data)
         for path, data in result.files.items():  # the index after this patch: what the next one's modes read
             if data is None:
