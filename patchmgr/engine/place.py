@@ -38,7 +38,7 @@ def encode(text: str) -> bytes:
 # blob again and again, and splitting it was most of the engine's time (the 53 x 12 openssh matrix split 274,000
 # files); the same bytes always give the same lines, so they are split once, within a budget
 _LINES: OrderedDict[bytes, tuple[str, ...]] = OrderedDict()
-_LINES_BUDGET = 48 << 20  # bytes of kept text, and 64 more per line it holds
+_LINES_BUDGET = 16 << 20  # bytes of kept text, and 100 more per line it holds (a str and its place in the tuple)
 _lines_cost = 0
 
 
@@ -48,13 +48,13 @@ def file_lines(data: bytes) -> list[str]:
     kept = _LINES.get(data)
     if kept is None:
         kept = tuple(split_lines(decode(data)))
-        cost = len(data) + 64 * len(kept)
+        cost = len(data) + 100 * len(kept)
         if cost <= _LINES_BUDGET // 8:
             _LINES[data] = kept
             _lines_cost += cost
             while _lines_cost > _LINES_BUDGET:
                 dropped, lines = _LINES.popitem(last=False)
-                _lines_cost -= len(dropped) + 64 * len(lines)
+                _lines_cost -= len(dropped) + 100 * len(lines)
     else:
         _LINES.move_to_end(data)
     return list(kept)
