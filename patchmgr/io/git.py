@@ -346,22 +346,7 @@ class GitRepo(HistoryQueries, PatchOperations):
             return 0
         wanted = sorted({e[1] for e in self.path_entries(commit, sorted(set(paths))) if e and e[1] in lacking})
         if wanted:
-            try:
-                self.run(
-                    "-c",
-                    "fetch.negotiationAlgorithm=noop",
-                    "fetch",
-                    "--quiet",
-                    "--no-tags",
-                    "--no-write-fetch-head",
-                    "--recurse-submodules=no",
-                    "--filter=blob:none",
-                    "--stdin",
-                    "origin",
-                    stdin="".join(f"{sha}\n" for sha in wanted).encode(),
-                )
-            except GitError:
-                pass
+            self.fetch_objects(wanted)
         return len(wanted)
 
     def unfetched_objects(self, commit: str) -> list[str]:

@@ -118,6 +118,12 @@ class HistoryQueries(GitCommands):
         if not missing:
             return 0
         missing += [sha for kind, sha, _path in self.tree_listing(base, *paths) if kind == "blob"]
+        self.fetch_objects(missing)
+        return len(missing)
+
+    def fetch_objects(self, shas: Sequence[str]) -> None:
+        """Fetch ``shas`` from origin in one request, as a partial clone's lazy fetch would one by one (best
+        effort: what cannot be fetched now is fetched, or found missing, when read)."""
         try:
             self.run(
                 "-c",
@@ -130,11 +136,10 @@ class HistoryQueries(GitCommands):
                 "--filter=blob:none",
                 "--stdin",
                 "origin",
-                stdin="".join(f"{sha}\n" for sha in dict.fromkeys(missing)).encode(),
+                stdin="".join(f"{sha}\n" for sha in dict.fromkeys(shas)).encode(),
             )
         except GitError:
             pass
-        return len(missing)
 
     def path_patch_ids(self, base: str, tip: str, paths: Sequence[str], context: int = 3) -> list[tuple[str, str]]:
         """``(patch-id, commit)`` for each commit of ``commits_touching``, its diff limited to ``paths``."""
