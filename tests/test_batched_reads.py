@@ -1,5 +1,5 @@
 """Reads and writes of git in batches, and work shared (issue 38, item 6): a check at a ref asks its partial cache
-for the blobs the series touches in one fetch (``GitRepo.prefetch_at``, called by ``history/at_ref.check_at_ref``),
+for the blobs the series touches in one fetch (``GitRepo.prefetch_at`` in ``io/git_history.py``, called by ``history/at_ref.check_at_ref``),
 never one lazy fetch per file; ``apply`` puts every file of the series and every commit through one ``git
 fast-import`` (``io/git_commits.py``), each commit the very object ``git commit`` made; the engine splits a file
 into lines once per content; matrix columns share a walk where the files did not change. Before, a cold ``status``
@@ -151,7 +151,7 @@ def test_a_file_read_again_at_other_commits_is_split_into_lines_once(upstream, m
 def test_matrix_columns_share_the_walk_where_the_files_did_not_change(cli, upstream, project, monkeypatch):
     """Upstream makes the patch's change in a commit of its own (more in it, so no patch-id match): from there on
     the reverse applies, and each column names that commit after a walk from the merge base. Columns whose files
-    did not change since an earlier column take its walk's answer (``matrix._same_walk``): one walk, not one per
+    did not change since an earlier column take its walk's answer (``matrix_share.same_walk``): one walk, not one per
     column; every cell still reads as ``status --against`` that column says."""
     from patchmgr.history import matrix
 

@@ -28,6 +28,7 @@ from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.matrix_cache import CellCache
+from patchmgr.history.matrix_share import same_walk
 from patchmgr.history.releases import RELEASES_SINCE_PIN, RemoteRefs, TagChoice, TagResolver, remote_refs
 from patchmgr.history.tracking import ChosenRef, deciding, tracked_refs
 from patchmgr.history.walk import Walk, broken_guards, context_size, pr_number
@@ -253,10 +254,9 @@ def _check_columns(
         for i in pending[commit]:
             found = candidates.get((base, i))
             if results[i].state is State.UPSTREAM:
-                # explain_upstream names where its reverse starts to apply: the walk from the merge base; an
-                # earlier column on this one's line where the series up to it read the same, with no commit
-                # between them changing its files, had the same walk up to there and nothing after it
-                earlier = _same_walk(repo, engine, done, bases, lines, patches, commit, i)
+                # explain_upstream names where its reverse starts to apply (a walk from the merge base), unless
+                # an earlier column had the same walk (matrix_share)
+                earlier = same_walk(repo, engine, done, bases, lines, patches, commit, i)
                 if earlier is not None:
                     settled[i] = replace(
                         results[i],
@@ -290,43 +290,6 @@ def _check_columns(
         checked[commit] = [settled[i] if i in settled else r for i, r in enumerate(explained)]
         known.update({r.carrier: r for r in explained if r.carrier})
     return checked
-
-
-def _same_walk(
-    repo: GitRepo,
-    engine: dict[str, list[CheckResult]],
-    done: list[str],
-    bases: dict[str, str],
-    lines: dict[str, set[str]],
-    patches: list[PatchFile],
-    commit: str,
-    index: int,
-) -> str | None:
-    """The latest column explained before ``commit`` whose explanation of patch ``index`` is ``commit``'s too:
-    on ``commit``'s first-parent line from the same merge base, the engine's result there equal to this one, and
-    no commit between the two changing a file of the series up to that patch (what the walk reads). Columns then
-    share the walk wherever those files did not change between them."""
-    paths = {p for patch in patches[: index + 1] for p in patch.touched_paths}
-    for earlier in reversed(done):
-        if bases.get(earlier) != bases[commit] or engine[earlier][index] != engine[commit][index]:
-            continue
-        if commit not in lines:
-            lines[commit] = set(repo.first_parent_path(bases[commit], commit))
-        if earlier not in lines[commit]:
-            continue
-        if paths & _changed(repo, earlier, commit):
-            return None  # the files changed after it: a later column cannot be nearer
-        return earlier
-    return None
-
-
-_CHANGED: dict[tuple[str, str], set[str]] = {}
-
-
-def _changed(repo: GitRepo, base: str, tip: str) -> set[str]:
-    if (base, tip) not in _CHANGED:
-        _CHANGED[(base, tip)] = repo.paths_changed(base, tip)
-    return _CHANGED[(base, tip)]
 
 
 def _carrier_candidates(

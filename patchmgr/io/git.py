@@ -314,41 +314,6 @@ class GitRepo(HistoryQueries, PatchOperations):
             return []
         return [path for kind, sha, path in self.tree_listing(commit) if kind == "blob" and sha in lacking]
 
-    def write_blobs(self, contents: Sequence[bytes]) -> list[str]:
-        """Write each of ``contents`` as a blob of exactly those bytes (no filters, no attributes), in one
-        ``git hash-object`` for them all rather than a process each: their ids, in order."""
-        if not contents:
-            return []
-        with scratch.folder("blobs") as folder:
-            names = []
-            for number, data in enumerate(contents):
-                name = os.path.join(folder, f"{number}.blob")
-                with open(name, "wb") as out:
-                    out.write(data)
-                names.append(name)
-            out_ids = self.run(
-                "hash-object", "-w", "--no-filters", "--stdin-paths", stdin="".join(f"{n}\n" for n in names).encode()
-            )
-        ids = out_ids.split()
-        if len(ids) != len(contents):
-            raise GitError(f"git hash-object wrote {len(ids)} blobs of {len(contents)} in {self.path}", "run it again")
-        return ids
-
-    def prefetch_at(self, commit: str, paths: Sequence[str]) -> int:
-        """Fetch in one request the blobs of ``paths`` at ``commit`` that a partial clone lacks: read one by one,
-        each would start a lazy fetch of its own (a cold check of a 300-patch series started hundreds). Asked
-        without a lazy fetch (one tree walk, ``--missing=print``); the trees are there, so the entries are read
-        in process. Best effort: what cannot be fetched now is fetched (or found missing) when read. Returns how
-        many blobs were asked for."""
-        out = self.run("rev-list", "--objects", "--no-object-names", "--missing=print", "--no-walk", commit)
-        lacking = {line[1:] for line in out.split("\n") if line.startswith("?")}
-        if not lacking:
-            return 0
-        wanted = sorted({e[1] for e in self.path_entries(commit, sorted(set(paths))) if e and e[1] in lacking})
-        if wanted:
-            self.fetch_objects(wanted)
-        return len(wanted)
-
     def unfetched_objects(self, commit: str) -> list[str]:
         """Objects reachable from ``commit`` that a partial clone has not fetched (no lazy fetch)."""
         out = self.run("rev-list", "--objects", "--no-object-names", "--missing=print", commit)

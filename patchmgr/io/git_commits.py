@@ -120,3 +120,24 @@ def commit_series(repo: GitRepo, branch: str, parent: str, commits: Sequence[Ser
         raise GitError(f"git fast-import left commits unmarked in {repo.path}", "run apply again")
     repo.run("reset", "--quiet", "--hard", ids[-1])
     return ids
+
+
+def write_blobs(repo: GitRepo, contents: Sequence[bytes]) -> list[str]:
+    """Write each of ``contents`` as a blob of exactly those bytes (no filters, no attributes), in one
+    ``git hash-object`` for them all rather than a process each: their ids, in order."""
+    if not contents:
+        return []
+    with scratch.folder("blobs") as folder:
+        names = []
+        for number, data in enumerate(contents):
+            name = os.path.join(folder, f"{number}.blob")
+            with open(name, "wb") as out:
+                out.write(data)
+            names.append(name)
+        out_ids = repo.run(
+            "hash-object", "-w", "--no-filters", "--stdin-paths", stdin="".join(f"{n}\n" for n in names).encode()
+        )
+    ids = out_ids.split()
+    if len(ids) != len(contents):
+        raise GitError(f"git hash-object wrote {len(ids)} blobs of {len(contents)} in {repo.path}", "run it again")
+    return ids

@@ -12,7 +12,7 @@ from patchmgr.engine.results import CheckResult
 from patchmgr.io.disk import FREE_SPACE, disk_full
 from patchmgr.io.faults import step
 from patchmgr.io.git import GitRepo, identity_env
-from patchmgr.io.git_commits import SeriesCommit, commit_series
+from patchmgr.io.git_commits import SeriesCommit, commit_series, write_blobs
 from patchmgr.model.errors import GitError, StateError
 from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
@@ -74,7 +74,7 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
             files.clear()
             # every file of every patch written as a blob in one git process (one per file cost a process each)
             contents = [data for result in results for data in result.files.values() if data is not None]
-            blobs, zero = iter(repo.write_blobs(contents)), "0" * len(base)
+            blobs, zero = iter(write_blobs(repo, contents)), "0" * len(base)
             for result in results:
                 files.update(_stage(repo, folder, result.patch, result.files, blobs, zero))
                 _commit(repo, result.patch)
