@@ -1,10 +1,11 @@
 """Reads and writes of git in batches, and work shared (issue 38, item 6): a check at a ref asks its partial cache
-for the blobs the series touches in one fetch (``GitRepo.prefetch_at`` in ``io/git_history.py``, called by ``history/at_ref.check_at_ref``),
-never one lazy fetch per file; ``apply`` puts every file of the series and every commit through one ``git
-fast-import`` (``io/git_commits.py``), each commit the very object ``git commit`` made; the engine splits a file
-into lines once per content; matrix columns share a walk where the files did not change. Before, a cold ``status``
-of 300 real Megatron-LM commits started 764 lazy fetches (18 s of its 19), and ``apply`` started a ``hash-object``
-per file and four git processes per patch. Real repositories; git's own trace counts the processes."""
+for the blobs the series touches in one fetch (``GitRepo.prefetch_at`` in ``io/git_history.py``, called by
+``history/at_ref.check_at_ref``), never one lazy fetch per file; ``apply`` puts every file of the series and every
+commit through one ``git fast-import`` (``io/git_commits.py``), each commit the very object ``git commit`` made;
+the engine splits a file into lines once per content; matrix columns share a walk where the files did not change.
+Before, a cold ``status`` of 300 real Megatron-LM commits started 764 lazy fetches (18 s of its 19), and ``apply``
+started a ``hash-object`` per file and four git processes per patch. Real repositories; git's own trace counts the
+processes."""
 
 from __future__ import annotations
 
