@@ -35,6 +35,7 @@ KNOBS = {
     "runs": (5, 2),
     "big_lines": (80_000, 800),
     "big_hunks": (20_000, 200),
+    "real_patches": (300, 10),  # the Megatron-LM series of the real cases (consecutive real commits)
 }
 SIZES = {size: {knob: values[i] for knob, values in KNOBS.items()} for i, size in enumerate(("full", "tiny"))}
 
@@ -119,6 +120,15 @@ class Bench:
 # -- processes ----------------------------------------------------------------
 def spawn(args: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[int, str, float, float]:
     """Run a process to its end: (exit code, output, wall seconds, peak RSS in MB of it and its children)."""
+    code, out, wall, rss, _cpu = spawn_cpu(args, env, cwd)
+    return code, out, wall, rss
+
+
+def spawn_cpu(
+    args: list[str], env: dict | None = None, cwd: Path | None = None
+) -> tuple[int, str, float, float, float]:
+    """``spawn``, and the CPU seconds (user + system) of the process and every process it waited for: on a
+    shared machine, what the work cost whatever else ran."""
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd)
     out = proc.stdout.read()
@@ -126,7 +136,8 @@ def spawn(args: list[str], env: dict | None = None, cwd: Path | None = None) -> 
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, out.decode("utf-8", "replace"), wall, usage.ru_maxrss / 1024
+    cpu = usage.ru_utime + usage.ru_stime
+    return proc.returncode, out.decode("utf-8", "replace"), wall, usage.ru_maxrss / 1024, cpu
 
 
 def run_inner(bench: Bench, case: str, name: str) -> tuple[dict, float]:

@@ -64,6 +64,10 @@ ALONE = {
     # the cases that run alone (--only NAME), each with its own section of the results: title, and what to know
     "big-patch": ("Hunk placement at scale (run alone)", "Both rows come from this one run."),
     "matrix": ("Compatibility matrix (run alone)", "Checks: cells (columns x patches)."),
+    "real": (
+        "Real series at real sizes (run alone)",
+        "patchmgr and git (or quilt) are measured side by side in this one run, interleaved in rounds.",
+    ),
     "smoke": (
         "Smoke, batched beside one process per patch (run alone)",
         "Both ways are measured in this one run, interleaved in rounds; rows: the median round's patched plus "

@@ -33,7 +33,13 @@ and a patch project for them, then measures, side by side:
    ``status --target ascend`` warm for the baseline commit (``--baseline``, built from git) beside
    the working tree, in one run. Alone: ``python benchmarks/run.py --only startup``.
 
-8. smoke: the ascend target's CPU smoke, patched and unpatched, warm, from the local mirrors, batched (one
+8. real series at real sizes (issue 38): 300 consecutive real Megatron-LM commits as a series, cold ``status``
+   beside a ``git apply --check`` loop and ``apply`` beside ``git am``; Debian's 53-patch openssh quilt series,
+   ``apply`` beside ``quilt push -a``, and its ``matrix`` x 12 release columns cold, at two sizes (cost per cell,
+   peak memory); from the local mirrors and the source package, so only alone:
+   ``python benchmarks/run.py --only real --mirrors DIR --debian-source DIR`` (``cases_real.py``).
+
+9. smoke: the ascend target's CPU smoke, patched and unpatched, warm, from the local mirrors, batched (one
    pytest process per upstream, upstreams side by side) beside one process per patch
    (``PATCHMGR_SMOKE_PER_PATCH=1``), interleaved in one run; minutes, so only alone:
    ``python benchmarks/run.py --only smoke --mirrors ~/mirrors``.
@@ -64,6 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cases_apply import measure_apply  # noqa: E402
 from cases_big_patch import inner_big_patch, measure_big_patch  # noqa: E402
+from cases_real import measure_real  # noqa: E402
 from cases_series import SERIES_REPO_ENV, measure_series  # noqa: E402
 from cases_smoke import measure_smoke  # noqa: E402
 from cases_startup import BASELINE, measure_startup  # noqa: E402
@@ -105,6 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline", default=BASELINE, help=f"the commit the start-up case compares with (default {BASELINE})"
     )
+    parser.add_argument(
+        "--debian-source",
+        type=Path,
+        default=Path(os.environ["PATCHMGR_BENCH_DEBIAN"]) if os.environ.get("PATCHMGR_BENCH_DEBIAN") else None,
+        help="folder holding Debian's openssh 9.2p1 source package (its .debian.tar.xz and orig tarball) for "
+        "--only real; default $PATCHMGR_BENCH_DEBIAN",
+    )
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     bench = Bench(args.size, SIZES[args.size], args.cache.resolve())
@@ -122,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             measure_big_patch(bench)
         elif args.only == "matrix":
             measure_matrix(bench, args.mirrors)
+        elif args.only == "real":
+            measure_real(bench, args.mirrors, args.debian_source)
         elif args.only == "smoke":
             measure_smoke(bench, args.mirrors)
         elif args.only == "series":

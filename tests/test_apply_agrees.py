@@ -272,7 +272,8 @@ def test_build_failure_names_its_cause_not_the_disk(tmp_path, cli, upstream, pro
     def broken(*args, **kwargs):
         raise GitError("git commit: unable to auto-detect email address", "see git's message above")
 
-    monkeypatch.setattr(checkout, "_commit", broken)
+    monkeypatch.setattr(checkout, "_commit", broken)  # one commit at a time
+    monkeypatch.setattr(checkout, "commit_series", broken)  # the series at once (io/git_commits.py)
     into = tmp_path / "build"
     if existing:
         into.mkdir()

@@ -60,3 +60,19 @@ def test_tiny_benchmark_run_prints_and_writes_its_table(tmp_path):
         "| sweep | naive: checkout + git apply --check |",
     ):
         assert heading in text, heading
+
+
+def test_the_real_cases_without_their_mirrors_say_so_and_write_their_section(tmp_path):
+    results = tmp_path / "RESULTS.md"
+    args = ["--only", "real", "--size", "tiny", "--cache", str(tmp_path / "cache"), "--results", str(results)]
+    done = subprocess.run(
+        [sys.executable, str(HARNESS), *args, "--mirrors", str(tmp_path / "no-mirrors")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "skipped megatron series: no local mirror" in done.stdout
+    assert "skipped openssh quilt series: no local mirror" in done.stdout
+    text = results.read_text()
+    assert "<!-- real: written by run.py --only real -->" in text and "## Real series at real sizes" in text

@@ -54,7 +54,8 @@ def named_scene(project, upstream, origin: str, lead: str = "Origin: upstream, "
     """Patch ``landed`` (line 10) whose Origin names upstream's commit of the fix, made upstream's own way (not
     its patch-id), after which upstream edits the line before (its reverse no longer applies); patch
     ``offside`` (line 30) whose Origin names a commit of a line main does not reach, main rewriting line 30.
-    ``origin`` is the Origin's form, ``{}`` the commit, after ``lead`` (the field). Returns (the named commit, the one main lacks)."""
+    ``origin`` is the Origin's form, ``{}`` the commit, after ``lead`` (the field). Returns (the named commit,
+    the one main lacks)."""
     pin = upstream.head()
     with detached_at(upstream.path, pin):
         elsewhere = upstream.commit({"src/mod.py": lines_with({30: "fixed 30"})}, "side fix")
@@ -62,10 +63,7 @@ def named_scene(project, upstream, origin: str, lead: str = "Origin: upstream, "
     fixes = {"landed": ({10: "fixed 10"}, carrier), "offside": ({30: "fixed 30"}, elsewhere)}
     for patch_id, (lines, named) in fixes.items():
         data = upstream.make_patch(
-            pin,
-            {"src/mod.py": lines_with(lines)},
-            patch_id.capitalize(),
-            fields=lead + origin.format(named),
+            pin, {"src/mod.py": lines_with(lines)}, patch_id.capitalize(), fields=lead + origin.format(named)
         )
         project.add_patch("lib", patch_id, data)
     spec = {"git": "https://example.invalid/lib.git", "commit": pin, "patches": list(fixes)}

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from patchmgr.engine.knock_on import knock_on
-from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, decode, encode
+from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, decode, encode, file_lines
 from patchmgr.engine.results import CheckResult, Conflict, GuardResult, HunkPlacement, Merge3, State, TreeReader
 from patchmgr.model.diff import FileDiff, Hunk
 from patchmgr.model.guards import GuardSyntaxError, evaluate, parse_guard
@@ -96,7 +96,7 @@ def apply_file(
         raise PlacementFailure(Conflict(diff.old_path, 0, "", "the file is gone from the upstream", 1), missing=True)
     if diff.kind == "rename" and current(diff.path) is not None:
         raise PlacementFailure(Conflict(diff.path, 0, "", "the rename's target already exists", 1))
-    lines, placements = apply_hunks(diff.old_path, split_lines(decode(old)), diff.hunks, max_fuzz)
+    lines, placements = apply_hunks(diff.old_path, file_lines(old), diff.hunks, max_fuzz)
     if diff.new_path is None:  # a deleted file
         if lines:
             raise PlacementFailure(Conflict(diff.old_path, 0, "", "the file to delete has other content upstream", 1))
@@ -173,7 +173,7 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
         if base is None or ours is None:
             return None
         try:
-            theirs_lines, _ = apply_hunks(diff.path, split_lines(decode(base)), diff.hunks)
+            theirs_lines, _ = apply_hunks(diff.path, file_lines(base), diff.hunks)
         except PlacementFailure:
             return None
         merged = merge3(base, ours, encode("".join(theirs_lines)))

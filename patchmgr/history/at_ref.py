@@ -28,6 +28,9 @@ def check_at_ref(
     """``patches`` checked at ``source``, guards included; with ``explain``, at a git commit other than
     ``upstream``'s pin, those that do not apply are named ``upstream`` where a commit carries them. ``explain``
     is off only for a caller that explains many refs at once (``matrix``) through the same evidence."""
+    patches = list(patches)
+    if isinstance(source, GitSource):  # one fetch for what a partial clone lacks, not one per file read
+        source.prefetch(path for patch in patches for path in patch.touched_paths)
     if not (explain and isinstance(source, GitSource) and source.commit != upstream.commit):
         return judged(sources, upstream, source, patches, merge_texts)
     # the history walk, loaded only when it can be needed (``status`` at the pin never needs it)

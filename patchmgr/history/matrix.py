@@ -29,6 +29,7 @@ from patchmgr.history.backports import BackportCheck, Landed, named_by, named_te
 from patchmgr.history.carriers import context_size
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.matrix_cache import CellCache
+from patchmgr.history.matrix_share import same_walk
 from patchmgr.history.releases import RELEASES_SINCE_PIN, RemoteRefs, TagChoice, TagResolver, remote_refs
 from patchmgr.history.tracking import ChosenRef, tracked_refs
 from patchmgr.history.walk import Walk, broken_guards, pr_number
@@ -38,6 +39,7 @@ from patchmgr.model.errors import GitError, PatchmgrError, SourceError, StateErr
 from patchmgr.model.manifest import Target, Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.project import Project
+from patchmgr.model.references import patch_references
 from patchmgr.model.urls import mask_url
 from patchmgr.sources.cache_errors import CacheError
 from patchmgr.sources.refs import validate_ref
@@ -245,13 +247,22 @@ def _check_columns(
     candidates = _carrier_candidates(repo, bases, patches, sorted({i for c in bases for i in pending[c]}))
     known: dict[str, CheckResult] = {}  # carrier commit -> a result explained by it (its evidence text)
     lines: dict[str, set[str]] = {}  # column -> the commits of its first-parent line from its merge base
+    engine = dict(checked)  # each column's results before any explanation
+    done: list[str] = []  # the columns explained so far, in column (time) order
+    # a commit a patch names carries it from the first column that reaches it, whatever its files did
+    names_commits = [any(r.commit for r in patch_references(patch)) for patch in patches]
     for commit, base in bases.items():
         results, settled = checked[commit], {}
         for i in pending[commit]:
             found = candidates.get((base, i))
             if results[i].state is State.UPSTREAM or not found:
                 # explain_upstream names where its reverse starts to apply, or the commit its Origin names, or
-                # where the walk saw it turn upstream before its lines changed (as status and bisect do)
+                # where the walk saw it turn upstream before its lines changed (as status and bisect do), unless
+                # an earlier column had the same walk (matrix_share) and no commit the patch names can differ
+                earlier = same_walk(repo, engine, done, bases, lines, patches, commit, i)
+                if earlier is not None and (checked[earlier][i].carrier or not names_commits[i]):
+                    settled[i] = checked[earlier][i]
+                continue
                 continue
             if commit not in lines:
                 lines[commit] = set(repo.first_parent_path(base, commit))
@@ -262,6 +273,7 @@ def _check_columns(
                 settled[i] = replace(
                     results[i], state=State.UPSTREAM, evidence=known[carrier].evidence, carrier=carrier, notes=[]
                 )
+        done.append(commit)
         if len(settled) == len(pending[commit]):
             checked[commit] = [settled.get(i, r) for i, r in enumerate(results)]
             continue

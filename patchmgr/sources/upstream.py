@@ -10,7 +10,7 @@ the ``--source NAME=LOCATION`` locations, the one value every layer passes down.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
@@ -45,6 +45,12 @@ class GitSource:
 
     def read_blob(self, sha: str) -> bytes | None:
         return self._repairing(lambda: self.repo.read_blob(sha))
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Fetch what a partial clone lacks of ``paths`` at the commit in one request, before they are read."""
+        wanted = sorted(set(paths))
+        if wanted:
+            self._repairing(lambda: self.repo.prefetch_at(self.commit, wanted))
 
     def is_folder(self, path: str) -> bool:
         """Whether ``path`` is a folder (a tree) at the commit: creating a file there is a conflict."""

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from patchmgr.check.status import UpstreamStatus
+from patchmgr.engine.results import CheckResult
 from patchmgr.io.disk import FREE_SPACE, disk_full
 from patchmgr.io.faults import step
 from patchmgr.io.git import GitRepo, identity_env
+from patchmgr.io.git_commits import SeriesCommit, commit_series, write_blobs
 from patchmgr.model.errors import GitError, StateError
 from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
@@ -60,12 +62,25 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     applied = []
     files: dict[str, str | None] = {}
     try:
-        for result in upstream_status.results:
-            files.update(_stage(repo, folder, result.patch, result.files))
-            _commit(repo, result.patch)
-            applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
-            step()
-        head = repo.resolve("HEAD")
+        results = upstream_status.results
+        made = _commit_at_once(repo, results, base, files)
+        head: str | None
+        if made is not None:
+            applied = [
+                AppliedPatch(r.patch.id, r.patch.sha256, commit) for r, commit in zip(results, made, strict=True)
+            ]
+            head = made[-1] if made else base
+        else:  # one the series' commits fast-import would not make as git commit does: one commit at a time
+            files.clear()
+            # every file of every patch written as a blob in one git process (one per file cost a process each)
+            contents = [data for result in results for data in result.files.values() if data is not None]
+            blobs, zero = iter(write_blobs(repo, contents)), "0" * len(base)
+            for result in results:
+                files.update(_stage(repo, folder, result.patch, result.files, blobs, zero))
+                _commit(repo, result.patch)
+                applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
+                step()
+            head = repo.resolve("HEAD")
     finally:
         repo.close()
     return UpstreamLedger(
@@ -73,10 +88,13 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     )
 
 
-def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None]) -> dict[str, str | None]:
+def _stage(
+    repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, bytes | None], blobs: Iterator[str], zero: str
+) -> dict[str, str | None]:
     """Put the engine's bytes for one patch into the index as they are, then into the work tree.
 
-    Each file becomes a blob of exactly the bytes ``status`` computed (``hash-object --no-filters``),
+    Each file becomes a blob of exactly the bytes ``status`` computed (``hash-object --no-filters``: ``blobs``
+    holds their ids, written for the whole series at once, in the order of the changes; ``zero`` is the null id),
     entered in the index directly, so neither the upstream's .gitignore (a created file it ignores)
     nor its .gitattributes (``eol``, ``text``, ``working-tree-encoding``, filters) changes what is
     committed. The work tree is then written from the index with the upstream's attributes applied,
@@ -97,7 +115,6 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
         strip=False,
     )
     modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
-    zero = "0" * len(repo.resolve("HEAD") or "0" * 40)
     removals: list[str] = []
     additions: list[str] = []
     digests: dict[str, str | None] = {}
@@ -107,7 +124,7 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
             digests[path] = None
             continue
         mode = staged_mode(path, patch, modes)
-        blob = repo.run("hash-object", "-w", "--no-filters", "--stdin", stdin=data)
+        blob = next(blobs)
         additions.append(f"{mode} {blob}\t{path}\0")
         digests[path] = sha256_bytes(data)
     repo.run("update-index", "-z", "--index-info", stdin="".join(removals + additions).encode())
@@ -120,6 +137,44 @@ def _stage(repo: GitRepo, folder: Path, patch: PatchFile, changes: Mapping[str, 
     if written:
         repo.run("checkout-index", "--force", "-z", "--stdin", stdin="".join(f"{p}\0" for p in written).encode())
     return digests
+
+
+def _commit_at_once(
+    repo: GitRepo, results: Sequence[CheckResult], base: str, files: dict[str, str | None]
+) -> list[str] | None:
+    """The series' commits made in one fast-import (``io.git_commits``), each the object ``git commit`` makes of
+    it, then the index and work tree at the last: their ids, with ``files`` filled with the sha256 of each file's
+    bytes (None: deleted). None, with nothing done, where fast-import cannot make one of them so."""
+    touched = {path for result in results for path in result.files}
+    renamed = {d.old_path for result in results for d in result.patch.files if d.old_path and d.new_path}
+    listed = repo.run(
+        "ls-files", "-s", "-z", "--", *sorted(touched | renamed), env={"GIT_LITERAL_PATHSPECS": "1"}, strip=False
+    )
+    modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
+    commits: list[SeriesCommit] = []
+    digests: dict[str, str | None] = {}
+    for result in results:
+        changes: list[tuple[str, str, bytes | None]] = []
+        staged: dict[str, str] = {}
+        for path, data in result.files.items():
+            if data is None:
+                changes.append((path, "", None))
+                digests[path] = None
+                continue
+            staged[path] = staged_mode(path, result.patch, modes)
+            changes.append((path, staged[path], data))
+            digests[path] = sha256_bytes(data)
+        for path, data in result.files.items():  # the index after this patch: what the next one's modes read
+            if data is None:
+                modes.pop(path, None)
+        modes.update(staged)
+        spec = commit_spec(result.patch)
+        commits.append(SeriesCommit(spec.name, spec.address, spec.date, spec.message, tuple(changes)))
+        step()
+    made = commit_series(repo, "patchmgr", base, commits)
+    if made is not None:
+        files.update(digests)
+    return made
 
 
 def staged_mode(path: str, patch: PatchFile, modes: Mapping[str, str]) -> str:
