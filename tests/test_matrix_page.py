@@ -61,3 +61,21 @@ def test_no_links_for_another_host_and_a_green_verdict_when_all_apply():
     text = page("https://example.invalid/lib.git", State.CLEAN, "")
     assert "https://" not in text and "<a href=" not in text  # a green page has no upstream to jump to either
     assert 'data-ok="true"><b>All 1 patches apply</b> at the newest release of each of the 1 upstreams.' in text
+
+
+@pytest.mark.fast
+def test_an_upstream_cell_keeps_its_state_word_on_one_line_and_lets_the_carrier_wrap_under_it():
+    # a carried patch's cell reads "upstream (carried by 85323c5cc888, changed since)": kept on one unbreakable
+    # line, it widened every column that held it, and on the real ascend page the grid ran past its frame
+    upstream = Upstream("mbridge", "https://github.com/ISEEKYAN/mbridge.git", (), PIN, None, None, "", ("fix",))
+    patch = parse_patch(PATCH, Path("patches/mbridge/fix.patch"), "mbridge", "fix")
+    columns = [Column(PIN[:12], PIN, "", ColumnKind.PIN), Column("main", TIP, "", ColumnKind.TIP)]
+    carried = CheckResult(patch, State.UPSTREAM, carrier=FIX, changed_since=True)
+    cells = [CheckResult(patch, State.CLEAN), carried]
+    matrix = Matrix(upstream, "git ~/src/mbridge", columns, [Row(patch, cells, None)], decides=columns[1])
+    text = render_matrix_html([matrix], "ascend", Provenance(datetime(2026, 12, 2, tzinfo=UTC), "m.toml", None))
+    cell = re.search(r'<td id="c-0-0-1"[^>]*>(.*?)</td>', text)
+    assert cell is not None
+    assert cell.group(1) == f'upstream<span class="carried">carried by {FIX[:12]}, changed since</span>'
+    assert f'data-state="upstream (carried by {FIX[:12]}, changed since)"' in text  # the whole label still
+    assert re.search(r"td\.cell \.carried \{[^}]*white-space: normal", text)

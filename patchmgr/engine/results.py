@@ -167,10 +167,17 @@ class CheckResult:
 def state_label(state: State, carrier: str | None = None, changed_since: bool = False) -> str:
     """``upstream (carried by 85323c5cc888, changed since)``: an ``upstream`` state with the commit that carries
     it and whether its lines changed after it (its reverse no longer applies); any other state by its name."""
-    if state is not State.UPSTREAM or not (carrier or changed_since):
-        return state.value
+    clause = carried_clause(state, carrier, changed_since)
+    return f"{state.value} ({clause})" if clause else state.value
+
+
+def carried_clause(state: State, carrier: str | None = None, changed_since: bool = False) -> str:
+    """``carried by 85323c5cc888, changed since``: what the label says after an ``upstream`` state's name, apart
+    (the matrix page sets it under the name, where it may wrap); empty for any other state."""
+    if state is not State.UPSTREAM:
+        return ""
     said = [f"carried by {carrier[:12]}"] if carrier else []
-    return f"{state.value} ({', '.join([*said, *(['changed since'] if changed_since else [])])})"
+    return ", ".join([*said, *(["changed since"] if changed_since else [])])
 
 
 def _per_file(placements: list[HunkPlacement], describe: Callable[[HunkPlacement], str]) -> str:

@@ -9,6 +9,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
+from patchmgr.engine.results import carried_clause
 from patchmgr.model.weblinks import WebRepo, first_web_repo
 from patchmgr.render.matrix import GUARD_BROKEN, LEGEND, cell_detail, cell_label, change_text, column_title
 from patchmgr.render.outside import for_html as escape
@@ -41,6 +42,7 @@ table.matrix { border-collapse: collapse; }
 .matrix th.patch { font-family: ui-monospace, monospace; font-weight: 600; background: #fafbfc; }
 td.cell { color: #fff; font-weight: 600; text-align: center; cursor: pointer; white-space: nowrap; min-width: 84px; }
 td.cell:focus, td.cell.chosen { outline: 3px solid #1d2125; outline-offset: -3px; }
+td.cell .carried { display: block; font-size: 11px; font-weight: 400; white-space: normal; }
 td.cell .guard { display: block; font-size: 11px; background: #fff; color: #b00020; border-radius: 3px;
                  margin-top: 3px; padding: 0 4px; }
 td.change { color: #39434d; max-width: 460px; font-size: 13px; }
@@ -204,6 +206,10 @@ def _section(number: int, matrix: Matrix) -> str:
                 f"\n{detail}" if detail else ""
             )
             guard = "" if result.guards_hold else f'<span class="guard">{GUARD_BROKEN}</span>'
+            # the state word stays on one line; what carries it goes under it, free to wrap (a column as wide as
+            # "upstream (carried by 85323c5cc888, changed since)" pushed the grid past its frame)
+            clause = carried_clause(result.state, result.carrier, result.changed_since)
+            carried = f'<span class="carried">{escape(clause)}</span>' if clause else ""
             urls = f' data-commit-url="{_attr(commit_url(column.commit) or "")}"'
             carrier = commit_url(result.carrier) if result.carrier else None
             urls += f' data-carrier-url="{_attr(carrier)}"' if carrier else ""
@@ -212,7 +218,7 @@ def _section(number: int, matrix: Matrix) -> str:
                 f' tabindex="0" style="background:{LEGEND[result.state].colour}"'
                 f' data-patch="{_attr(row.patch.id)}" data-column="{_attr(column.name)}"'
                 f' data-state="{_attr(cell_label(result))}" data-detail="{_attr(detail)}"{urls}'
-                f' title="{_attr(hover)}">{escape(result.label)}{guard}</td>'
+                f' title="{_attr(hover)}">{escape(result.state.value)}{carried}{guard}</td>'
             )
         rows.append(
             f'<tr data-patch="{_attr(row.patch.id)}"><th class="patch" scope="row">{escape(row.patch.id)}</th>'
