@@ -136,6 +136,9 @@ def test_a_file_read_again_at_other_commits_is_split_into_lines_once(upstream, m
 
     monkeypatch.setattr(classify, "split_lines", counted)
     monkeypatch.setattr(place, "split_lines", counted, raising=False)
+    # the cache lives as long as the process: an earlier test of this worker may have split these bytes already
+    monkeypatch.setattr(place, "_LINES", type(place._LINES)())
+    monkeypatch.setattr(place, "_lines_cost", 0)
 
     class AtACommit:  # the same file at each of six commits: equal bytes, a new object each time (as git reads it)
         def read(self, path: str) -> bytes | None:
