@@ -18,7 +18,7 @@ from pathlib import Path
 
 from patchmgr.maintain.importing.pieces import Piece, classify_pieces
 from patchmgr.maintain.importing.pin import Base, FoundBy
-from patchmgr.maintain.importing.places import checked, plain_path
+from patchmgr.maintain.importing.places import checked, plain_path, repository_of
 from patchmgr.maintain.importing.plan import ImportOptions, ImportOutcome, UpstreamImport, check_names, existing_of
 from patchmgr.maintain.importing.prove import Proof
 from patchmgr.maintain.importing.scratch import Scratch, apply
@@ -82,7 +82,18 @@ def read_quilt(series_file: Path, upstream: str | None) -> QuiltInput:
         data = read_input(path, str(path), "fix the patch or take it out of the series", limit=MAX_PATCH_BYTES)
         data = as_strip_one(data, entry.strip, path)
         patches.append((parse_patch(data, path, name, entry.id), data))
-    return QuiltInput(series_file, str(series_file), name, tuple(patches))
+    return QuiltInput(series_file, _shown(series_file), name, tuple(patches))
+
+
+def _shown(series_file: Path) -> str:
+    """How the manifest names the series: by its path in the git work tree holding it, else by its folders
+    (``debian/patches/series``), never by a path of the importing machine."""
+    real = series_file.resolve()
+    top = repository_of(real.parent)
+    if (top / ".git").exists():
+        return real.relative_to(top).as_posix()
+    debian = real.parent.name == "patches" and real.parent.parent.name == "debian"
+    return "/".join(real.parts[-3:] if debian else real.parts[-2:])
 
 
 def _debian_source(folder: Path) -> str | None:
