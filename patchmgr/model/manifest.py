@@ -183,11 +183,8 @@ class _Validator:
         description = self._string(section, "description", "target.description", free_text=True) or ""
         profile = self._string(section, LINT_PROFILE_KEY, f"target.{LINT_PROFILE_KEY}") or LINT_PROFILES[0]
         if profile not in LINT_PROFILES:
-            raise self.fail(
-                f"target.{LINT_PROFILE_KEY}",
-                f"{profile!r} is not one of: {', '.join(LINT_PROFILES)}",
-                f'write {LINT_PROFILE_KEY} = "dep3" (the DEP-3 specification) or "strict" (patchmgr\'s own rules)',
-            )
+            said, hint = f"{profile!r} is not one of: {', '.join(LINT_PROFILES)}", 'write "dep3" (DEP-3) or "strict"'
+            raise self.fail(f"target.{LINT_PROFILE_KEY}", said, hint)
         upstreams = raw.get("upstreams", {})
         if not isinstance(upstreams, dict):
             raise self.fail(
