@@ -82,7 +82,7 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
         if upstream.pin != upstream.base.commit:
             say(console, f"  pin  {upstream.pin[:12]} (given)")
         table = Table(title_justify="left")
-        for column in ("piece", "takes", "state at pin", "result"):
+        for column in (outcome.item_nouns[0], "takes", "state at pin", "result"):
             table.add_column(column, overflow="fold")
         for piece in upstream.pieces:
             if outcome.action == "refused" and piece.state.applies:
@@ -102,7 +102,7 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
     notes(console, outcome.notes)
     imported = sum(p.imported for u in outcome.upstreams for p in u.pieces)
     left = sum(not p.imported for u in outcome.upstreams for p in u.pieces)
-    counts = f"{imported} piece(s) of {len(outcome.upstreams)} upstream(s)" + (
+    counts = f"{imported} {outcome.item_nouns[1]} of {len(outcome.upstreams)} upstream(s)" + (
         f", {left} left out (upstream carries them)" if left else ""
     )
     if outcome.action == "imported":

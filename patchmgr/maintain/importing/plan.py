@@ -97,6 +97,9 @@ class ImportOutcome:
     notes: list[str] = field(default_factory=list)
     writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
     expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
+    # what the imported files are called in the output: pieces split out of a monolithic patch, or the
+    # patches of a quilt series, kept whole
+    item_nouns: tuple[str, str] = ("piece", "piece(s)")  # (one, counted)
 
     @property
     def ok(self) -> bool:
