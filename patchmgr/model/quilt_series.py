@@ -153,9 +153,7 @@ def series_out(ids: list[str], kept: str | None, where: str) -> SeriesOut:
         if entry is None:
             lines.append(raw)
         elif entry.id in listed:
-            lines += [
-                f"{pid}.patch" for pid in takewhile(lambda pid, stop=entry.id: pid != stop, waiting)
-            ]  # added since
+            lines += [f"{pid}.patch" for pid in takewhile(entry.id.__ne__, waiting)]  # those added before it
             lines.append(raw if entry.strip == DEFAULT_STRIP else _STRIP_OPTION.sub("", raw, count=1))
     lines += [f"{pid}.patch" for pid in waiting]
     names = {pid: names.get(pid, f"{pid}.patch") for pid in ids}
