@@ -104,7 +104,7 @@ def from_diff(path: Path) -> Change:
     """The diff file at ``path`` (a git diff, ``diff -u`` output or a patch mail), with its message if it has one."""
     data = read_input(path, f"--diff {path}", "give a diff file", limit=MAX_PATCH_BYTES)
     patch = parse_patch(data, path)  # refuses what git would refuse, naming the line
-    lines = split_lines(patch.data.decode("utf-8").removeprefix("\ufeff"))
+    lines = split_lines(patch.text.removeprefix("\ufeff"))
     at = diff_line_index(lines) or 0
     message = "".join(message_part(lines)[0]).strip("\n")
     return Change(ChangeKind.DIFF, message + "\n" if message else "", "".join(lines[at:]), None)

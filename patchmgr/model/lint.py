@@ -82,7 +82,7 @@ def lint_patch(project: Project, path: Path, upstream: str, patch_id: str) -> li
 
 def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
     messages = []
-    text = patch.data.decode("utf-8")
+    text = patch.text
     if not text.endswith("\n"):
         messages.append("no newline at the end of the file")
     if not patch.subject:

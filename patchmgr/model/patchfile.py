@@ -25,7 +25,7 @@ from patchmgr.model.errors import PatchFormatError
 from patchmgr.model.guards import SYNTAX, GuardSyntaxError, parse_guard
 from patchmgr.model.input_files import MAX_PATCH_BYTES, read_input
 from patchmgr.model.mailheader import am_subject, decoded, in_body_headers
-from patchmgr.model.text import bare_lines, split_lines
+from patchmgr.model.text import as_bytes, as_text, bare_lines, split_lines
 from patchmgr.model.urls import mask_url
 
 DEP3_KEYS = (
@@ -85,6 +85,11 @@ class PatchFile:
         return [value for name, value in self.fields if name == key]
 
     @property
+    def text(self) -> str:
+        """The patch's bytes as text (``text.as_text``: a byte that is not UTF-8 kept, ``as_bytes`` gives it back)."""
+        return as_text(self.data)
+
+    @property
     def description(self) -> str:
         return self.field("Description") or self.subject
 
@@ -113,20 +118,8 @@ def read_patch(path: Path, upstream: str, patch_id: str) -> PatchFile:
 
 
 def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "") -> PatchFile:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise PatchFormatError(
-            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})",
-            "patches must be UTF-8; re-export the patch with git format-patch",
-        ) from exc
-    if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
-        raise PatchFormatError(
-            f"{path}:{line}: holds a NUL byte, so it is binary, not a text diff",
-            "keep binary files out of patches; ship them another way",
-        )
+    # a patch is bytes, as git apply and patch read it: Latin-1 sources, a NUL, any byte, kept as it is (as_text)
+    text = as_text(data)
     # Editors on Windows start files with a byte-order mark; it is not part of
     # the patch, and left in place it hides the first "From"/"diff" line.
     text = text.removeprefix("\ufeff")
@@ -175,14 +168,14 @@ def diff_line_index(lines: list[str]) -> int | None:
 def with_message_masked(data: bytes) -> bytes:
     """A patch's bytes with every credential in its message (the mail, the DEP-3 fields: all before the diff)
     masked (``urls.mask_url``), the diff byte for byte: a patch as patchmgr writes it outside the project."""
-    lines = split_lines(data.decode("utf-8", "surrogateescape"))
+    lines = split_lines(as_text(data))
     index = diff_line_index(lines)
     cut = len(lines) if index is None else index
     message = "".join(lines[:cut])
     masked = mask_url(message)
     if masked == message:
         return data
-    return (masked + "".join(lines[cut:])).encode("utf-8", "surrogateescape")
+    return as_bytes(masked + "".join(lines[cut:]))
 
 
 def is_mail(text: str) -> bool:

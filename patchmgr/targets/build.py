@@ -18,6 +18,7 @@ from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import sha256_bytes
+from patchmgr.model.text import as_bytes
 from patchmgr.model.urls import without_credentials
 from patchmgr.sources.release import FileKind, ReleaseSource
 from patchmgr.sources.upstream import Sources
@@ -285,4 +286,4 @@ def _commit(repo: GitRepo, patch: PatchFile) -> None:
     so the same series gives the same ids, and edit --onto's git am makes the same commit."""
     spec = commit_spec(patch)
     env = identity_env(spec.name, spec.address, spec.date)
-    repo.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=spec.message.encode(), env=env)
+    repo.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=as_bytes(spec.message), env=env)

@@ -1,0 +1,168 @@
+"""Patches are bytes (issue 40, item 1): each shape made for real in a git repository in a temporary folder,
+checked with `status`, applied with `apply` and compared with what `git apply` (and GNU patch, which
+dpkg-source runs, for plain diffs) makes of the same patch on the same commit: the same tree, byte for byte,
+modes and links included. Text that is not UTF-8 is only shown escaped (``\\xe9``)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.gitrepos import UpstreamRepo, detached_at, git, git_bytes, plain_git
+
+URL = "https://example.invalid/lib.git"
+LATIN1 = b"/* caf\xe9 cr\xe8me */\nint main(void)\n{\n\treturn 0;\n}\n"
+
+
+def commit_patch(repo: UpstreamRepo, base: str, change: Callable[[Path], None], message: str) -> bytes:
+    """``git format-patch --binary`` of ``change`` (a function of the work tree) committed on ``base``."""
+    with detached_at(repo.path, base, force=True):
+        change(repo.path)
+        git(repo.path, "add", "-A")
+        git_bytes(
+            repo.path, "commit", "-q", "--allow-empty", "-F", "-", input=message.encode("utf-8", "surrogateescape")
+        )
+        return git_bytes(
+            repo.path, "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--binary", "HEAD"
+        )
+
+
+def git_apply_tree(repo: UpstreamRepo, base: str, patch: bytes, tmp: Path) -> str:
+    """The tree `git apply --cached` makes of ``patch`` on ``base``, in an index of its own."""
+    env = {"GIT_INDEX_FILE": str(tmp / "git-apply.index")}
+    for args in (("read-tree", base), ("apply", "--cached", "-")):
+        done = plain_git(repo.path, *args, env=env, input=patch)
+        assert done.returncode == 0, done.stderr
+    return plain_git(repo.path, "write-tree", env=env).stdout.decode().strip()
+
+
+class Bytes:
+    """A project with one patch `p` of upstream `lib` at ``pin``, run through the real command line."""
+
+    def __init__(self, tmp: Path, upstream: UpstreamRepo, project, cli) -> None:
+        self.tmp, self.upstream, self.project, self.cli = tmp, upstream, project, cli
+
+    def use(self, patch: bytes, pin: str) -> None:
+        self.project.add_patch("lib", "p", patch)
+        self.project.manifest("t", {"lib": {"git": URL, "commit": pin, "patches": ["p"]}})
+
+    def status(self):
+        return self.cli("status", "--target", "t", "--json", "--source", f"lib={self.upstream.path}")
+
+    def apply(self) -> Path:
+        into = self.tmp / "build"
+        shutil.rmtree(into, ignore_errors=True)
+        done = self.cli("apply", "--target", "t", "--into", str(into), "--source", f"lib={self.upstream.path}")
+        assert done.code == 0, done.out + done.err
+        return into / "lib"
+
+    def same_as_git_apply(self, patch: bytes, pin: str) -> Path:
+        """``patch`` at ``pin``: clean in `status`, and `apply` makes git apply's tree, its work tree checked out."""
+        self.use(patch, pin)
+        status = self.status()
+        assert status.code == 0, status.out + status.err
+        (checked,) = status.json["upstreams"][0]["patches"]
+        assert checked["state"] == "clean", checked
+        checkout = self.apply()
+        assert git(checkout, "rev-parse", "HEAD^{tree}") == git_apply_tree(self.upstream, pin, patch, self.tmp)
+        assert git(checkout, "status", "--porcelain") == ""  # the work tree is the tree: modes and links written
+        return checkout
+
+
+@pytest.fixture
+def scene(tmp_path, upstream, project, cli) -> Bytes:
+    return Bytes(tmp_path, upstream, project, cli)
+
+
+def write(name: str, data: bytes) -> Callable[[Path], None]:
+    def change(root: Path) -> None:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+
+    return change
+
+
+# -- text that is not UTF-8 ------------------------------------------------------------------------
+def test_latin1_patch_checks_applies_and_shows_its_bytes_escaped(scene):
+    pin = scene.upstream.commit({"src/latin.c": LATIN1}, "latin-1 source")
+    patch = commit_patch(
+        scene.upstream,
+        pin,
+        write("src/latin.c", LATIN1.replace(b"return 0;", b"return 1; /* \xe0 la carte */")),
+        "Return 1 \xe0 la carte\n\nWhy: the caller reads 1 as success here.\n".encode("latin-1").decode(
+            "utf-8", "surrogateescape"
+        ),
+    )
+    assert b"\xe0 la carte" in patch and b"\xe9" in patch  # the patch itself is Latin-1, not UTF-8
+    checkout = scene.same_as_git_apply(patch, pin)
+    assert (checkout / "src/latin.c").read_bytes() == LATIN1.replace(b"return 0;", b"return 1; /* \xe0 la carte */")
+    listed = scene.cli("status", "--target", "t", "--source", f"lib={scene.upstream.path}")
+    assert listed.code == 0 and "Traceback" not in listed.err
+    shown = scene.cli("lint")
+    assert "Traceback" not in shown.out + shown.err
+
+
+def test_plain_latin1_diff_applies_as_gnu_patch_applies_it(scene, tmp_path):
+    """A Debian-style plain diff (DEP-3 fields, ``diff -u`` output) of a Latin-1 file: what dpkg-source's
+    `patch -p1` makes, and git apply too."""
+    if shutil.which("patch") is None:
+        pytest.skip("GNU patch is not installed")
+    pin = scene.upstream.commit({"src/latin.c": LATIN1}, "latin-1 source")
+    new = LATIN1.replace(b"caf\xe9", b"th\xe9")
+    patch = (
+        b"Description: th\xe9, not caf\xe9\n the comment names the drink we serve.\nAuthor: Ren\xe9 <rene@example.org>\n"
+        b"Forwarded: not-needed\n\n--- a/src/latin.c\n+++ b/src/latin.c\n@@ -1,3 +1,3 @@\n-"
+        + LATIN1.split(b"\n")[0]
+        + b"\n+"
+        + new.split(b"\n")[0]
+        + b"\n int main(void)\n {\n"
+    )
+    checkout = scene.same_as_git_apply(patch, pin)
+    pristine = tmp_path / "pristine"
+    git(scene.upstream.path, "worktree", "add", "-q", "--detach", str(pristine), pin)
+    done = subprocess.run(["patch", "-p1", "--quiet"], cwd=pristine, input=patch, capture_output=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (checkout / "src/latin.c").read_bytes() == (pristine / "src/latin.c").read_bytes() == new
+    moved = scene.upstream.commit({"src/latin.c": LATIN1.replace(b"caf\xe9", b"caf\xe8")}, "another accent")
+    scene.use(patch, moved)
+    shown = scene.status()
+    (checked,) = shown.json["upstreams"][0]["patches"]
+    assert checked["state"] == "conflict" and "caf\\xe9 cr\\xe8me" in checked["detail"], checked
+    table = scene.cli("status", "--target", "t", "--source", f"lib={scene.upstream.path}")
+    assert table.code == 1 and "caf\\xe9 cr\\xe8me" in table.out  # shown escaped: never dropped or replaced
+
+
+def test_nul_byte_patch_applies_as_git_applies_it(scene):
+    """A text diff holding a NUL byte (``git diff --text`` of a file with one): git apply takes it."""
+    pin = scene.upstream.commit({"data/table.txt": b"alpha\x00one\nbeta\ngamma\n"}, "a table with a NUL")
+    with detached_at(scene.upstream.path, pin, force=True):
+        (scene.upstream.path / "data/table.txt").write_bytes(b"alpha\x00two\nbeta\ngamma\n")
+        diff = git_bytes(scene.upstream.path, "diff", "--text", "--full-index")
+        git(scene.upstream.path, "checkout", "--", ".")
+    patch = b"Subject: [PATCH] Two, not one\n\nWhy: the table's first entry counts two items.\n\n" + diff
+    assert b"\x00" in patch
+    checkout = scene.same_as_git_apply(patch, pin)
+    assert (checkout / "data/table.txt").read_bytes() == b"alpha\x00two\nbeta\ngamma\n"
+
+
+def test_latin1_patch_exports_byte_identically(scene, tmp_path):
+    pin = scene.upstream.commit({"src/latin.c": LATIN1}, "latin-1 source")
+    patch = commit_patch(
+        scene.upstream,
+        pin,
+        write("src/latin.c", LATIN1.replace(b"return 0;", b"return 2;")),
+        "Return 2 for cr\xe8me\n\nWhy: the caller reads 2 as success here.\n".encode("latin-1").decode(
+            "utf-8", "surrogateescape"
+        ),
+    )
+    scene.use(patch, pin)
+    edit = tmp_path / "edit"
+    source = f"lib={scene.upstream.path}"
+    done = scene.cli("edit", "--target", "t", "--upstream", "lib", "--into", str(edit), "--source", source)
+    assert done.code == 0, done.out + done.err
+    done = scene.cli("export", "--target", "t", "--upstream", "lib", "--from", str(edit))
+    assert done.code == 0, done.out + done.err
+    assert (scene.project.root / "patches/lib/p.patch").read_bytes() == patch
