@@ -5,6 +5,7 @@ modes and links included. Text that is not UTF-8 is only shown escaped (``\\xe9`
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -17,14 +18,12 @@ URL = "https://example.invalid/lib.git"
 LATIN1 = b"/* caf\xe9 cr\xe8me */\nint main(void)\n{\n\treturn 0;\n}\n"
 
 
-def commit_patch(repo: UpstreamRepo, base: str, change: Callable[[Path], None], message: str) -> bytes:
+def commit_patch(repo: UpstreamRepo, base: str, change: Callable[[Path], None], message: bytes) -> bytes:
     """``git format-patch --binary`` of ``change`` (a function of the work tree) committed on ``base``."""
     with detached_at(repo.path, base, force=True):
         change(repo.path)
         git(repo.path, "add", "-A")
-        git_bytes(
-            repo.path, "commit", "-q", "--allow-empty", "-F", "-", input=message.encode("utf-8", "surrogateescape")
-        )
+        git_bytes(repo.path, "commit", "-q", "--allow-empty", "-F", "-", input=message)
         return git_bytes(
             repo.path, "format-patch", "-1", "--stdout", "--zero-commit", "--full-index", "--binary", "HEAD"
         )
@@ -92,9 +91,7 @@ def test_latin1_patch_checks_applies_and_shows_its_bytes_escaped(scene):
         scene.upstream,
         pin,
         write("src/latin.c", LATIN1.replace(b"return 0;", b"return 1; /* \xe0 la carte */")),
-        "Return 1 \xe0 la carte\n\nWhy: the caller reads 1 as success here.\n".encode("latin-1").decode(
-            "utf-8", "surrogateescape"
-        ),
+        "Return 1 \xe0 la carte\n\nWhy: the caller reads 1 as success here.\n".encode("latin-1"),
     )
     assert b"\xe0 la carte" in patch and b"\xe9" in patch  # the patch itself is Latin-1, not UTF-8
     checkout = scene.same_as_git_apply(patch, pin)
@@ -113,7 +110,8 @@ def test_plain_latin1_diff_applies_as_gnu_patch_applies_it(scene, tmp_path):
     pin = scene.upstream.commit({"src/latin.c": LATIN1}, "latin-1 source")
     new = LATIN1.replace(b"caf\xe9", b"th\xe9")
     patch = (
-        b"Description: th\xe9, not caf\xe9\n the comment names the drink we serve.\nAuthor: Ren\xe9 <rene@example.org>\n"
+        b"Description: th\xe9, not caf\xe9\n the comment names the drink we serve.\n"
+        b"Author: Ren\xe9 <rene@example.org>\n"
         b"Forwarded: not-needed\n\n--- a/src/latin.c\n+++ b/src/latin.c\n@@ -1,3 +1,3 @@\n-"
         + LATIN1.split(b"\n")[0]
         + b"\n+"
@@ -154,9 +152,7 @@ def test_latin1_patch_exports_byte_identically(scene, tmp_path):
         scene.upstream,
         pin,
         write("src/latin.c", LATIN1.replace(b"return 0;", b"return 2;")),
-        "Return 2 for cr\xe8me\n\nWhy: the caller reads 2 as success here.\n".encode("latin-1").decode(
-            "utf-8", "surrogateescape"
-        ),
+        "Return 2 for cr\xe8me\n\nWhy: the caller reads 2 as success here.\n".encode("latin-1"),
     )
     scene.use(patch, pin)
     edit = tmp_path / "edit"
@@ -166,3 +162,96 @@ def test_latin1_patch_exports_byte_identically(scene, tmp_path):
     done = scene.cli("export", "--target", "t", "--upstream", "lib", "--from", str(edit))
     assert done.code == 0, done.out + done.err
     assert (scene.project.root / "patches/lib/p.patch").read_bytes() == patch
+
+
+# -- git's binary diffs, modes and links -------------------------------------------------------------
+def noise(size: int, seed: int) -> bytes:
+    """Bytes that do not compress (git writes them as a literal) but repeat (a small change is a delta)."""
+    import random
+
+    return random.Random(seed).randbytes(size)
+
+
+BLOB = noise(6000, 1)
+
+
+def chmod(name: str, mode: int) -> Callable[[Path], None]:
+    return lambda root: (root / name).chmod(mode)
+
+
+def executable(name: str, data: bytes) -> Callable[[Path], None]:
+    def change(root: Path) -> None:
+        write(name, data)(root)
+        chmod(name, 0o755)(root)
+
+    return change
+
+
+def symlink(name: str, target: str) -> Callable[[Path], None]:
+    def change(root: Path) -> None:
+        if (root / name).is_symlink() or (root / name).exists():
+            (root / name).unlink()
+        os.symlink(target, root / name)
+
+    return change
+
+
+SHAPES: dict[str, tuple[dict[str, bytes], Callable[[Path], None], str]] = {
+    "binary literal": ({}, write("assets/logo.bin", BLOB), "literal"),
+    "binary delta": (
+        {"assets/logo.bin": BLOB},
+        write("assets/logo.bin", BLOB[:3000] + b"\x00patched\x00" + BLOB[3000:]),
+        "delta",
+    ),
+    "chmod +x": ({"tools/run.sh": b"#!/bin/sh\necho run\n"}, chmod("tools/run.sh", 0o755), "new mode 100755"),
+    "new executable file": (
+        {},
+        lambda root: (write("tools/go.sh", b"#!/bin/sh\n")(root), chmod("tools/go.sh", 0o755)(root)),
+        "new file mode 100755",
+    ),
+    "symlink added": ({"docs/guide.txt": b"guide\n"}, symlink("GUIDE", "docs/guide.txt"), "new file mode 120000"),
+    "symlink changed": ({"a.txt": b"a\n", "b.txt": b"b\n"}, symlink("current", "b.txt"), "120000"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_shape_applies_as_git_applies_it(scene, shape):
+    files, change, marker = SHAPES[shape]
+    if shape == "symlink changed":
+        scene.upstream.commit(files, "two files")
+        symlink("current", "a.txt")(scene.upstream.path)
+        git(scene.upstream.path, "add", "-A")
+        git(scene.upstream.path, "commit", "-q", "-m", "a link")
+        pin = scene.upstream.head()
+    else:
+        pin = scene.upstream.commit(files, "the files the change starts from") if files else scene.upstream.head()
+    patch = commit_patch(scene.upstream, pin, change, f"{shape}\n\nWhy: the build needs it so.\n".encode())
+    assert marker.encode() in patch
+    checkout = scene.same_as_git_apply(patch, pin)
+    done = scene.cli("verify", "--target", "t", "--into", str(checkout.parent))
+    assert done.code == 0, done.out + done.err
+
+
+def test_binary_patch_on_other_bytes_is_refused_with_gits_reason(scene):
+    pin = scene.upstream.commit({"assets/logo.bin": BLOB}, "a logo")
+    patch = commit_patch(
+        scene.upstream, pin, write("assets/logo.bin", BLOB[:100] + b"!" + BLOB[101:]), b"Touch up\n\nWhy: a pixel.\n"
+    )
+    moved = scene.upstream.commit({"assets/logo.bin": BLOB[::-1]}, "another logo")
+    refused = plain_git(scene.upstream.path, "apply", "--check", "-", input=patch)
+    assert refused.returncode == 1
+    scene.use(patch, moved)
+    status = scene.status()
+    (checked,) = status.json["upstreams"][0]["patches"]
+    assert checked["state"] == "conflict", checked
+    reason = checked["detail"].split("git apply refuses it too: ")[1]
+    assert reason in refused.stderr.decode(), (reason, refused.stderr)
+
+
+def test_binary_change_already_upstream_is_upstream(scene):
+    pin = scene.upstream.commit({"assets/logo.bin": BLOB}, "a logo")
+    new = BLOB[:100] + b"!" + BLOB[101:]
+    patch = commit_patch(scene.upstream, pin, write("assets/logo.bin", new), b"Touch up\n\nWhy: a pixel.\n")
+    scene.use(patch, scene.upstream.commit({"assets/logo.bin": new}, "upstream took it"))
+    (checked,) = scene.status().json["upstreams"][0]["patches"]
+    assert checked["state"] == "upstream", checked

@@ -21,7 +21,6 @@ rewrites it for the targets that move with this one.
 from __future__ import annotations
 
 import difflib
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -44,7 +43,7 @@ from patchmgr.maintain.shared_files import (
     renamed,
 )
 from patchmgr.model.dep3_edit import set_last_update
-from patchmgr.model.diff import INDEX_LINE, FileDiff, hunk_end
+from patchmgr.model.diff import INDEX_LINE, FileDiff, blob_id, hunk_end
 from patchmgr.model.errors import StateError
 from patchmgr.model.mail import with_diffstat
 from patchmgr.model.manifest import Upstream
@@ -333,11 +332,6 @@ def _index_line(line: str, old: bytes | None, new: bytes | None) -> str:
     ]
     mode = f" {match.group(3)}" if match.group(3) else ""
     return f"index {ids[0]}..{ids[1]}{mode}{line[len(body) :]}"
-
-
-def blob_id(data: bytes) -> str:
-    """The id git gives a blob with these bytes."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _counts(lines: list[str]) -> tuple[int, int]:
