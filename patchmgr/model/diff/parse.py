@@ -41,7 +41,12 @@ def parse_diff(diff: CheckedDiff, path: Path, first_line: int) -> tuple[FileDiff
     strip = [None]  # git's -p for plain diffs: guessed from the first file's names, then kept
     hunk_lines = iter(diff.hunk_lines)
     binaries = iter(_binary_sections(diff.text, path, first_line))
-    return tuple(_file_diff(patched, path, strip, hunk_lines, binaries) for patched in patch_set)
+    files = [_file_diff(patched, path, strip, hunk_lines, binaries) for patched in patch_set]
+    if not any(files):
+        raise PatchFormatError(
+            f"{path}:{first_line}: no file changes found in the diff", "a patch needs at least one 'diff --git' section"
+        )
+    return tuple(file for file in files if file is not None)
 
 
 def _binary_sections(text: str, path: Path, first_line: int) -> list[BinaryChange | None]:
@@ -75,9 +80,12 @@ def _file_diff(
     strip: list,
     hunk_lines: Iterator[int],
     binaries: Iterator[BinaryChange | None],
-) -> FileDiff:
+) -> FileDiff | None:
     # a plain diff (no "diff --git" line) has no extended header at all
     info = [str(line).rstrip("\r\n") for line in patched.patch_info or ()]
+    git_section = any(line.startswith("diff --git ") for line in info)
+    if not git_section and patched.is_binary_file:
+        return None  # a plain diff's "Binary files x and y differ": git apply and patch pass over it, as here
     old_blob = new_blob = None
     modes: dict[str, str] = {}
     names: dict[str, str] = {}
@@ -105,13 +113,7 @@ def _file_diff(
             f"{path}: a file's section has /dev/null on both sides, so it names no file",
             "regenerate the patch with git format-patch",
         )
-    binary = next(binaries, None) if any(line.startswith("diff --git ") for line in info) else None
-    if binary is None and patched.is_binary_file:
-        # a plain diff's "Binary files x and y differ": no index line names the result, so git cannot apply it
-        raise PatchFormatError(
-            f"{path}: binary change to {shown} without its data (a plain diff's 'Binary files ... differ')",
-            "regenerate the patch with git format-patch --binary (or git diff --binary)",
-        )
+    binary = next(binaries, None) if git_section else None
     old_mode, new_mode = _modes(modes, shown, path)
     if "copy from" in names or "copy to" in names:
         raise PatchFormatError(
