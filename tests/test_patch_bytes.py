@@ -255,3 +255,57 @@ def test_binary_change_already_upstream_is_upstream(scene):
     scene.use(patch, scene.upstream.commit({"assets/logo.bin": new}, "upstream took it"))
     (checked,) = scene.status().json["upstreams"][0]["patches"]
     assert checked["state"] == "upstream", checked
+
+
+@pytest.mark.parametrize("shape", ["binary delta", "chmod +x", "symlink added"])
+def test_reworded_shape_exports_gits_own_diff(scene, tmp_path, shape):
+    """`export` of an edit checkout whose commit was reworded writes the diff git format-patch --binary writes
+    of it: the same diff part as the patch it came from (a binary change kept as data, modes and links kept)."""
+    files, change, _ = SHAPES[shape]
+    pin = scene.upstream.commit(files, "the files the change starts from") if files else scene.upstream.head()
+    patch = commit_patch(scene.upstream, pin, change, f"{shape}\n\nWhy: the build needs it so.\n".encode())
+    scene.use(patch, pin)
+    edit = tmp_path / "edit"
+    done = scene.cli(
+        "edit", "--target", "t", "--upstream", "lib", "--into", str(edit), "--source", f"lib={scene.upstream.path}"
+    )
+    assert done.code == 0, done.out + done.err
+    git(edit, "commit", "-q", "--amend", "-m", f"{shape}, reworded\n\nWhy: the build needs it so, still.\n")
+    done = scene.cli("export", "--target", "t", "--upstream", "lib", "--from", str(edit))
+    assert done.code == 0, done.out + done.err
+    exported = (scene.project.root / "patches/lib/p.patch").read_bytes()
+    assert b"reworded" in exported
+    diff_part = slice(patch.index(b"\ndiff --git "), patch.rindex(b"\n-- \n"))
+    assert exported[exported.index(b"\ndiff --git ") :].startswith(patch[diff_part])
+
+
+def test_add_of_a_binary_commit_keeps_its_data(scene):
+    """`add --commit` of a commit that changes a binary file writes a patch that holds the data (git diff
+    --binary), and that patch applies as git applies the commit's own format-patch."""
+    pin = scene.upstream.commit(SHAPES["binary delta"][0], "a logo")
+    with detached_at(scene.upstream.path, pin, force=True):
+        SHAPES["binary delta"][1](scene.upstream.path)
+        git(scene.upstream.path, "commit", "-qam", "Touch up the logo")
+        commit = scene.upstream.head()
+        mail = git_bytes(scene.upstream.path, "format-patch", "-1", "--stdout", "--full-index", "--binary", commit)
+    scene.project.manifest("t", {"lib": {"git": URL, "commit": pin, "patches": []}})
+    source = f"lib={scene.upstream.path}"
+    done = scene.cli(
+        "add",
+        "p",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--commit",
+        commit,
+        "--repo",
+        str(scene.upstream.path),
+        "--source",
+        source,
+    )
+    assert done.code == 0, done.out + done.err
+    added = (scene.project.root / "patches/lib/p.patch").read_bytes()
+    assert b"GIT binary patch" in added
+    checkout = scene.apply()
+    assert git(checkout, "rev-parse", "HEAD^{tree}") == git_apply_tree(scene.upstream, pin, mail, scene.tmp)
