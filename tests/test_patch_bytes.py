@@ -309,3 +309,32 @@ def test_add_of_a_binary_commit_keeps_its_data(scene):
     assert b"GIT binary patch" in added
     checkout = scene.apply()
     assert git(checkout, "rev-parse", "HEAD^{tree}") == git_apply_tree(scene.upstream, pin, mail, scene.tmp)
+
+
+# -- empty commits -------------------------------------------------------------------------------------
+def empty_commit(repo: UpstreamRepo, base: str) -> str:
+    with detached_at(repo.path, base, force=True):
+        git(repo.path, "commit", "-q", "--allow-empty", "-m", "Mark the release\n\nWhy: the changelog tool needs it.")
+        return repo.head()
+
+
+def test_empty_commit_patch_is_skipped_with_a_note(scene):
+    """git format-patch --always of an empty commit: status checks the series with it skipped and says so (git
+    apply has nothing to apply in it), and apply applies the rest."""
+    pin = scene.upstream.head()
+    commit = empty_commit(scene.upstream, pin)
+    mail = git_bytes(scene.upstream.path, "format-patch", "--always", "-1", "--stdout", "--zero-commit", commit)
+    assert b"diff --git" not in mail
+    done = plain_git(scene.upstream.path, "apply", "--check", "-", input=mail)
+    assert done.returncode == 128 and b"No valid patches in input" in done.stderr
+    fix = commit_patch(scene.upstream, pin, write("README", b"upstream, patched\n"), b"Patch the README\n\nWhy: x.\n")
+    scene.project.add_patch("lib", "empty", mail)
+    scene.project.add_patch("lib", "fix", fix)
+    scene.project.manifest("t", {"lib": {"git": URL, "commit": pin, "patches": ["empty", "fix"]}})
+    status = scene.status()
+    assert status.code == 0, status.out + status.err
+    empty, fixed = status.json["upstreams"][0]["patches"]
+    assert empty["state"] == "clean" and "an empty commit: it changes no file, so it is skipped" in empty["detail"]
+    assert fixed["state"] == "clean"
+    checkout = scene.apply()
+    assert git(checkout, "rev-parse", "HEAD^{tree}") == git_apply_tree(scene.upstream, pin, fix, scene.tmp)

@@ -269,6 +269,10 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
     return staged
 
 
+# git am stops at an empty commit, git rebase drops one; patchmgr neither blocks the series nor loses the patch
+EMPTY_COMMIT_NOTE = "an empty commit: it changes no file, so it is skipped (apply records it as an empty commit)"
+
+
 def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = None) -> CheckResult:
     """Classify one patch against ``reader``: the first state that holds, from best to worst.
 
@@ -293,6 +297,8 @@ def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = No
     patch's own patch-id (``evidence.explain_upstream``) is the stronger
     evidence and overrides this; ``bump`` drops a patch only on it.
     """
+    if patch.is_empty_commit:
+        return CheckResult(patch, State.CLEAN, notes=[EMPTY_COMMIT_NOTE])
     try:
         files, placements = _apply_all(patch.files, reader, 0)
         state = State.OFFSET if any(p.offset for p in placements) else State.CLEAN

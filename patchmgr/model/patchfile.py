@@ -85,6 +85,12 @@ class PatchFile:
         return [value for name, value in self.fields if name == key]
 
     @property
+    def is_empty_commit(self) -> bool:
+        """Whether the patch is a commit that changes no file (``is_empty_commit``): checked and applied, it is
+        skipped."""
+        return not self.files
+
+    @property
     def text(self) -> str:
         """The patch's bytes as text (``text.as_text``: a byte that is not UTF-8 kept, ``as_bytes`` gives it back)."""
         return as_text(self.data)
@@ -124,15 +130,18 @@ def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "")
     # the patch, and left in place it hides the first "From"/"diff" line.
     text = text.removeprefix("\ufeff")
     header_text, diff_text, diff_line = _split_message(text)
-    if not diff_text.strip():
+    empty = not diff_text.strip()
+    if empty and not is_empty_commit(text):
         raise PatchFormatError(f"{path}: holds no diff", "an empty patch changes nothing; remove it from the series")
-    checked = check_hunks(diff_text, path, diff_line)
+    if empty:
+        header_text = re.split(r"(?m)^-- \r?$", header_text, maxsplit=1)[0]  # format-patch's signature
+    checked = None if empty else check_hunks(diff_text, path, diff_line)
     subject, body, author, date = _parse_mail(header_text)
     if date is not None:
         _check_date(date, header_text, path)
     fields = _parse_fields(body)
     _check_guards(fields, header_text, path)
-    files = parse_diff(checked, path, diff_line)
+    files = parse_diff(checked, path, diff_line) if checked is not None else ()
     named = dict(fields)
     described = named.get("Description") or named.get("Subject")  # DEP-3: Subject is its alias
     if not subject and described:
@@ -176,6 +185,12 @@ def with_message_masked(data: bytes) -> bytes:
     if masked == message:
         return data
     return as_bytes(masked + "".join(lines[cut:]))
+
+
+def is_empty_commit(text: str) -> bool:
+    """Whether a patch without a diff is the mail ``git format-patch --always`` writes of an empty commit: a mail
+    whose message has no ``---`` line (a mail cut before its diff still has the ``---`` and diffstat)."""
+    return is_mail(text) and not any(line.rstrip("\r\n") == "---" for line in split_lines(text))
 
 
 def is_mail(text: str) -> bool:
