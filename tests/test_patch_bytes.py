@@ -338,3 +338,53 @@ def test_empty_commit_patch_is_skipped_with_a_note(scene):
     assert fixed["state"] == "clean"
     checkout = scene.apply()
     assert git(checkout, "rev-parse", "HEAD^{tree}") == git_apply_tree(scene.upstream, pin, fix, scene.tmp)
+
+
+def add_commit(scene: Bytes, revision: str):
+    return scene.cli(
+        "add",
+        "p",
+        "--target",
+        "t",
+        "--upstream",
+        "lib",
+        "--commit",
+        revision,
+        "--repo",
+        str(scene.upstream.path),
+        "--source",
+        f"lib={scene.upstream.path}",
+    )
+
+
+def test_add_of_an_empty_commit_skips_it_with_a_note(scene):
+    pin = scene.upstream.head()
+    commit = empty_commit(scene.upstream, pin)
+    assert git_bytes(scene.upstream.path, "format-patch", "-1", "--stdout", commit) == b""  # git leaves it out too
+    scene.project.manifest("t", {"lib": {"git": URL, "commit": pin, "patches": []}})
+    manifest = (scene.project.root / "manifests/t.toml").read_bytes()
+    done = add_commit(scene, commit)
+    assert done.code == 0, done.out + done.err
+    assert f"skipped the empty commit {commit[:12]}: it changes no file; nothing was added" in done.out + done.err
+    assert not (scene.project.root / "patches/lib/p.patch").exists()
+    assert (scene.project.root / "manifests/t.toml").read_bytes() == manifest
+
+
+def test_add_of_a_range_skips_its_empty_commit_with_a_note(scene):
+    pin = scene.upstream.head()
+    with detached_at(scene.upstream.path, pin, force=True):
+        git(scene.upstream.path, "commit", "-q", "--allow-empty", "-m", "Mark the release")
+        empty = scene.upstream.head()
+        write("README", b"upstream, patched\n")(scene.upstream.path)
+        git(scene.upstream.path, "commit", "-qam", "Patch the README\n\nWhy: the README names the wrong tool.")
+        tip = scene.upstream.head()
+    series = git_bytes(scene.upstream.path, "format-patch", "--stdout", f"{pin}..{tip}")
+    assert b"Mark the release" not in series  # git format-patch leaves the empty commit out
+    scene.project.manifest("t", {"lib": {"git": URL, "commit": pin, "patches": []}})
+    done = add_commit(scene, f"{pin}..{tip}")
+    assert done.code == 0, done.out + done.err
+    assert f"skipped the empty commit {empty[:12]}: it changes no file" in done.out + done.err
+    added = (scene.project.root / "patches/lib/p.patch").read_bytes()
+    assert b"Mark the release" not in added and b"Patch the README" in added
+    checkout = scene.apply()
+    assert git(checkout, "rev-parse", "HEAD^{tree}") == git_apply_tree(scene.upstream, pin, series, scene.tmp)
