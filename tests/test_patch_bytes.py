@@ -388,3 +388,43 @@ def test_add_of_a_range_skips_its_empty_commit_with_a_note(scene):
     assert b"Mark the release" not in added and b"Patch the README" in added
     checkout = scene.apply()
     assert git(checkout, "rev-parse", "HEAD^{tree}") == git_apply_tree(scene.upstream, pin, series, scene.tmp)
+
+
+def test_import_skips_an_empty_commit_with_a_note(tmp_path, cli, project):
+    """An image repository's series.conf whose patch for one upstream is an empty commit (git format-patch
+    --always): that upstream's patch is skipped with a note, the other imported; git am stops at it."""
+    from support.monolith import MONOLITH, dirty_diff, three_file_upstream
+    from support.monolith import URL as MONOLITH_URL
+
+    lib = three_file_upstream(tmp_path, "Megatron-Bridge")
+    tool = UpstreamRepo(tmp_path / "MindSpeed")
+    pin = tool.commit({"tool.py": "tool = 1\n"}, "tool initial")
+    commit = empty_commit(tool, pin)
+    mail = git_bytes(tool.path, "format-patch", "--always", "-1", "--stdout", "--zero-commit", commit)
+    folder = tmp_path / "team" / "docker"
+    folder.mkdir(parents=True)
+    (folder / "megatron-bridge.patch").write_bytes(dirty_diff(lib, lib.head(), MONOLITH))
+    (folder / "mindspeed.patch").write_bytes(mail)
+    (folder / "series.conf").write_text(
+        "/ws/Megatron-Bridge|megatron-bridge.patch|docker/megatron-bridge.patch\n"
+        "/ws/MindSpeed|mindspeed.patch|docker/mindspeed.patch\n"
+    )
+    (tmp_path / "team" / "Dockerfile").write_text(
+        f"RUN git clone {MONOLITH_URL.format('Megatron-Bridge')} /ws/Megatron-Bridge && "
+        f"git -C /ws/Megatron-Bridge checkout {lib.head()}\n"
+        f"RUN git clone {MONOLITH_URL.format('MindSpeed')} /ws/MindSpeed && git -C /ws/MindSpeed checkout {pin}\n"
+    )
+    sources = ["--source", f"megatron-bridge={lib.path}", "--source", f"mindspeed={tool.path}"]
+    done = cli(
+        "import",
+        str(folder / "series.conf"),
+        "--target",
+        "npu",
+        "--dockerfile",
+        str(tmp_path / "team/Dockerfile"),
+        *sources,
+    )
+    assert done.code == 0, done.out + done.err
+    assert "mindspeed.patch is an empty commit: it changes no file, so it is skipped" in done.out + done.err
+    manifest = (project.root / "manifests/npu.toml").read_text()
+    assert "[upstreams.megatron-bridge]" in manifest and "mindspeed" not in manifest
