@@ -16,8 +16,17 @@ from dataclasses import replace
 
 from patchmgr.engine.knock_on import knock_on
 from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, decode, encode, file_lines
-from patchmgr.engine.results import CheckResult, Conflict, GuardResult, HunkPlacement, Merge3, State, TreeReader
-from patchmgr.model.diff import FileDiff, Hunk
+from patchmgr.engine.results import (
+    CheckResult,
+    Conflict,
+    GuardResult,
+    HunkPlacement,
+    Merge3,
+    ModedBytes,
+    State,
+    TreeReader,
+)
+from patchmgr.model.diff import SYMLINK_MODE, DeltaError, FileDiff, Hunk, apply_delta, blob_id
 from patchmgr.model.guards import GuardSyntaxError, evaluate, parse_guard
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.text import split_lines
@@ -71,7 +80,8 @@ def _is_folder(reader: TreeReader, staged: dict[str, bytes | None], path: str) -
 def apply_file(
     diff: FileDiff, reader: TreeReader, staged: dict[str, bytes | None], max_fuzz: int = 0
 ) -> list[HunkPlacement]:
-    """Apply one file's diff on top of ``staged`` (earlier files of the same patch)."""
+    """Apply one file's diff on top of ``staged`` (earlier files of the same patch): its hunks, or its binary
+    data, and the mode it gives the file (``ModedBytes``), each as git apply does."""
 
     def current(path: str) -> bytes | None:
         return staged[path] if path in staged else reader.read(path)
@@ -88,33 +98,113 @@ def apply_file(
         existing = current(diff.path)
         if existing is not None:
             raise PlacementFailure(Conflict(diff.path, 0, "", "the patch creates it, but it already exists", 1))
-        lines, placements = apply_hunks(diff.path, [], diff.hunks, 0)
-        staged[diff.path] = encode("".join(lines))
+        placements: list[HunkPlacement] = []
+        if diff.binary is not None:
+            created = binary_result(diff, None, reader)
+        else:
+            lines, placements = apply_hunks(diff.path, [], diff.hunks, 0)
+            created = encode("".join(lines))
+        staged[diff.path] = _moded(created or b"", diff.new_mode, None)
         return placements
     old = current(diff.old_path)
     if old is None:
         raise PlacementFailure(Conflict(diff.old_path, 0, "", "the file is gone from the upstream", 1), missing=True)
+    _check_type(diff, old)
     if diff.kind == "rename" and current(diff.path) is not None:
         raise PlacementFailure(Conflict(diff.path, 0, "", "the rename's target already exists", 1))
-    lines, placements = apply_hunks(diff.old_path, file_lines(old), diff.hunks, max_fuzz)
+    new: bytes | None
+    if diff.binary is not None:
+        new, placements = binary_result(diff, old, reader), []
+    else:
+        lines, placements = apply_hunks(diff.old_path, file_lines(old), diff.hunks, max_fuzz)
+        new = encode("".join(lines)) if diff.new_path is not None or lines else None
     if diff.new_path is None:  # a deleted file
-        if lines:
+        if new is not None:
             raise PlacementFailure(Conflict(diff.old_path, 0, "", "the file to delete has other content upstream", 1))
         staged[diff.old_path] = None
         return placements
     if diff.kind == "rename":
         staged[diff.old_path] = None
-    staged[diff.new_path] = encode("".join(lines))
+    staged[diff.new_path] = _moded(new or b"", diff.new_mode, old)
     return placements
 
 
+def _moded(data: bytes, mode: str | None, old: bytes | None) -> bytes:
+    """``data`` with the mode the patch gives it, or else the one the old file had where that was not a regular
+    file's (a link stays a link); plain bytes where neither says one."""
+    kept = mode or getattr(old, "mode", None) or (SYMLINK_MODE if getattr(old, "is_symlink", False) else None)
+    return ModedBytes(data, kept) if kept else data
+
+
+def _check_type(diff: FileDiff, old: bytes) -> None:
+    """git apply refuses a change whose old mode is a link's where the file is not one, or the other way round
+    (its "wrong type"); another mode of the same type it only warns about, and the patch's mode wins."""
+    if diff.old_mode is None or diff.old_path is None:
+        return
+    is_link = bool(getattr(old, "is_symlink", False))
+    if (diff.old_mode == SYMLINK_MODE) != is_link:
+        what = ("a symbolic link", "a regular file") if is_link else ("a regular file", "a symbolic link")
+        raise PlacementFailure(
+            Conflict(
+                diff.old_path,
+                0,
+                "",
+                f"it is {what[0]} upstream, and the patch changes {what[1]} (mode {diff.old_mode}): "
+                "git apply refuses it too (wrong type)",
+                1,
+            ),
+            unsafe=True,
+        )
+
+
+def binary_result(diff: FileDiff, old: bytes | None, reader: TreeReader) -> bytes | None:
+    """The bytes a binary patch makes of ``old`` (None: it deletes the file), checked as git apply checks them:
+    both blob ids in full, the old bytes those of the old id, the result those of the new id; refused where git
+    refuses it, with git's own words."""
+    change, name = diff.binary, diff.old_path or diff.new_path or ""
+    if change is None:
+        raise ValueError("binary_result of a text diff")
+
+    def refused(reason: str) -> PlacementFailure:
+        return PlacementFailure(Conflict(name, 0, "", f"git apply refuses it too: {reason}", 1))
+
+    if not change.full_index:
+        raise refused(f"cannot apply binary patch to '{name}' without full index line")
+    like = diff.old_blob or diff.new_blob or ""
+    if old is not None:
+        found = blob_id(old, like)
+        if found != diff.old_blob:
+            raise refused(f"the patch applies to '{name}' ({found}), which does not match the current contents.")
+    if diff.new_blob is None:
+        return None
+    if change.forward is None:
+        # git diff without --binary: the result only from the blob the index line names, where the source has it
+        known = reader.read_blob(diff.new_blob)
+        if known is None:
+            raise refused(f"missing binary patch data for '{name}'")
+        return bytes(known)
+    if change.forward.method == "literal":
+        result = change.forward.data
+    else:
+        try:
+            result = apply_delta(old or b"", change.forward.data)
+        except (DeltaError, IndexError):
+            raise refused(f"binary patch does not apply to '{name}'") from None
+    made = blob_id(result, like)
+    if made != diff.new_blob:
+        raise refused(f"binary patch to '{name}' creates incorrect result (expecting {diff.new_blob}, got {made})")
+    return result
+
+
 def _refuse_links(path: str, current: Callable[[str], bytes | None]) -> None:
-    """Refuse a path that is a symbolic link or a submodule upstream, or lies under one or under a file.
+    """Refuse a path that is a submodule upstream, or lies under one, under a link or under a file.
 
     git stores a link as a blob, so ``<link>/file`` simply reads as absent and a
     patch creating it would look clean; written out, it would land wherever the
-    link points, possibly outside the tree. Refused outright, the patch can never
-    be applied, whatever fallback is asked for.
+    link points, possibly outside the tree (git apply refuses it: "beyond a
+    symbolic link"). Refused outright, the patch can never be applied, whatever
+    fallback is asked for. A link itself is patched as git patches it: its
+    target is its text, and it stays a link (``_check_type``).
     """
     parts = path.split("/")
     for depth in range(1, len(parts)):
@@ -138,11 +228,7 @@ def _refuse_links(path: str, current: Callable[[str], bytes | None]) -> None:
     data = current(path)
     if getattr(data, "is_submodule", False):
         raise PlacementFailure(
-            Conflict(path, 0, "", "it is a submodule upstream: patchmgr patches only regular files", 1), unsafe=True
-        )
-    if getattr(data, "is_symlink", False):
-        raise PlacementFailure(
-            Conflict(path, 0, "", "it is a symbolic link upstream: patchmgr patches only regular files", 1), unsafe=True
+            Conflict(path, 0, "", "it is a submodule upstream: patchmgr patches only files and links", 1), unsafe=True
         )
 
 
@@ -166,7 +252,7 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
         except PlacementFailure as failure:
             if failure.unsafe:
                 return None
-        if diff.kind != "modify" or not diff.old_blob:
+        if diff.kind != "modify" or not diff.old_blob or diff.binary is not None:
             return None
         base = reader.read_blob(diff.old_blob)
         ours = staged.get(diff.path, reader.read(diff.path))  # a change: diff.path is its one side
@@ -181,6 +267,10 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
             return None
         staged[diff.path] = merged
     return staged
+
+
+# git am stops at an empty commit, git rebase drops one; patchmgr neither blocks the series nor loses the patch
+EMPTY_COMMIT_NOTE = "an empty commit: it changes no file, so it is skipped (apply records it as an empty commit)"
 
 
 def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = None) -> CheckResult:
@@ -207,6 +297,8 @@ def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = No
     patch's own patch-id (``evidence.explain_upstream``) is the stronger
     evidence and overrides this; ``bump`` drops a patch only on it.
     """
+    if patch.is_empty_commit:
+        return CheckResult(patch, State.CLEAN, notes=[EMPTY_COMMIT_NOTE])
     try:
         files, placements = _apply_all(patch.files, reader, 0)
         state = State.OFFSET if any(p.offset for p in placements) else State.CLEAN

@@ -126,7 +126,7 @@ def _shared_messages(project: Project, patch: PatchFile) -> list[str]:
 
 def _strict_messages(patch: PatchFile) -> list[str]:
     messages = []
-    text = patch.data.decode("utf-8")
+    text = patch.text
     if not text.endswith("\n"):
         messages.append("no newline at the end of the file")
     if not patch.subject:

@@ -117,6 +117,16 @@ def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, o
     check_names(options, [m.upstream for m in monoliths])
     existing = existing_of(project, options.target)
     outcome = ImportOutcome(options.target, [], notes=list(options.notes))
+    # an empty commit changes no file: git am stops at it and git format-patch leaves it out; here it is skipped
+    empty = [m for m in monoliths if m.patch.is_empty_commit]
+    outcome.notes += [f"{m.shown} is an empty commit: it changes no file, so it is skipped" for m in empty]
+    monoliths = [m for m in monoliths if not m.patch.is_empty_commit]
+    if not monoliths:
+        raise UsageError(
+            f"{', '.join(m.shown for m in empty)}: an empty commit changes no file, so there is nothing to import; "
+            "nothing was written",
+            "import the patches that change files",
+        )
     entries = []
     unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
     with Scratch() as scratch:
