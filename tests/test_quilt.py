@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 from support.gitrepos import UpstreamRepo, git
-from support.quilt_tool import files_of, need_quilt, pristine, quilt_push_all, quilt_series
+from support.quilt_tool import dpkg_source_build, files_of, need_quilt, pristine, quilt_push_all, quilt_series
 
 from patchmgr.model.quilt_series import parse_series
 
@@ -242,3 +242,51 @@ def test_import_of_a_series_says_patches_and_what_becomes_of_an_existing_targets
     assert into_kept.code == 0, into_kept.out + into_kept.err
     assert 'target kept keeps lint-profile = "strict"' in into_kept.out + into_kept.err
     assert tomllib.loads(path.read_text())["target"]["lint-profile"] == "strict"
+
+
+def _one_patch_series(tmp_path: Path, old: str, new: str) -> tuple[UpstreamRepo, str, Path]:
+    """An upstream at v1.0 and a series of one patch, ``diff -u`` of ``old`` and ``new`` as src/app.txt."""
+    repo = UpstreamRepo(tmp_path / "app")
+    pin = repo.commit({"src/app.txt": APP, "src/other.txt": OTHER}, "release 1.0")
+    git(repo.path, "tag", "v1.0")
+    patches = tmp_path / "debian" / "patches"
+    patches.mkdir(parents=True)
+    (patches / "series").write_text("moved.patch\n")
+    header = b"Description: Say line 10 in words\nAuthor: Ann Example <ann@example.org>\n---\n"
+    work = tmp_path / "work"
+    work.mkdir()
+    (patches / "moved.patch").write_bytes(header + _diff(work, "", old, new, ("a/src/app.txt", "b/src/app.txt")))
+    return repo, pin, patches
+
+
+def test_a_patch_quilt_pushes_only_with_fuzz_is_refused_as_dpkg_source_refuses_it(tmp_path, cli, project):
+    need_quilt()
+    # made where the hunk's first context line read otherwise: patch takes it with fuzz 1, and only so
+    old = APP.replace("app line 7\n", "app line seven\n")
+    repo, pin, patches = _one_patch_series(tmp_path, old, old.replace("app line 10\n", "app line ten\n"))
+    pushed = quilt_push_all(pristine(repo.path, pin, tmp_path / "quilted"), patches)
+    assert "with fuzz 1" in pushed.stdout, pushed.stdout
+    built = dpkg_source_build(pristine(repo.path, pin, tmp_path / "tree"), patches, tmp_path / "dpkg")
+    assert built.returncode != 0 and "fuzz" in built.stdout + built.stderr, built.stdout + built.stderr
+    result = _import(cli, patches, repo)
+    assert result.code == 2, result.out + result.err
+    assert "moved applies only with fuzz (src/app.txt: hunk #1 fuzz 1)" in result.err, result.err
+    assert "dpkg-source -x refuses it" in result.err and "quilt refresh" in result.err, result.err
+    assert "Traceback" not in result.err
+    assert not list((project.root / "manifests").iterdir()) and not list((project.root / "patches").iterdir())
+
+
+def test_a_patch_at_an_offset_is_taken_as_dpkg_source_takes_it_and_kept_as_it_is(tmp_path, cli, project):
+    need_quilt()
+    old = "added 1\nadded 2\nadded 3\n" + APP  # made on a file three lines longer at its top: an offset at the pin
+    repo, pin, patches = _one_patch_series(tmp_path, old, old.replace("app line 10\n", "app line ten\n"))
+    built = dpkg_source_build(pristine(repo.path, pin, tmp_path / "tree"), patches, tmp_path / "dpkg")
+    assert built.returncode == 0, built.stdout + built.stderr
+    result = _import(cli, patches, repo)
+    assert result.code == 0, result.out + result.err
+    assert "offset" in result.out and "kept as it is" in result.out, result.out
+    assert (project.root / "patches" / "app" / "moved.patch").read_bytes() == (patches / "moved.patch").read_bytes()
+    assert cli("apply", "--target", "deb", "--into", str(tmp_path / "build"), "--source", f"app={repo.path}").code == 0
+    quilted = pristine(repo.path, pin, tmp_path / "quilted")
+    quilt_push_all(quilted, patches)
+    assert files_of(tmp_path / "build" / "app") == files_of(quilted)

@@ -82,7 +82,7 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
         if upstream.pin != upstream.base.commit:
             say(console, f"  pin  {upstream.pin[:12]} (given)")
         table = Table(title_justify="left")
-        for column in (outcome.item_nouns[0], "takes", "state at pin", "result"):
+        for column in ("patch" if outcome.kept_whole else "piece", "takes", "state at pin", "result"):
             table.add_column(column, overflow="fold")
         for piece in upstream.pieces:
             if outcome.action == "refused" and piece.state.applies:
@@ -92,7 +92,11 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
             else:
                 result = piece.path or ""  # an imported piece has its file's path
                 if piece.state.value != "clean":
-                    result += " (made again at the pin: applies exactly)"
+                    result += (
+                        " (kept as it is: dpkg-source -x and git apply take its offset)"
+                        if outcome.kept_whole
+                        else " (made again at the pin: applies exactly)"
+                    )
             row(table, piece.id, piece.label, Text(piece.state.value, style=STATE_STYLE[piece.state]), result)
         console.print(table)
         for proof in upstream.proofs:
@@ -102,8 +106,9 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
     notes(console, outcome.notes)
     imported = sum(p.imported for u in outcome.upstreams for p in u.pieces)
     left = sum(not p.imported for u in outcome.upstreams for p in u.pieces)
-    counts = f"{imported} {outcome.item_nouns[1]} of {len(outcome.upstreams)} upstream(s)" + (
-        f", {left} left out (upstream carries them)" if left else ""
+    counts = (
+        f"{imported} {'patch(es)' if outcome.kept_whole else 'piece(s)'} of {len(outcome.upstreams)} upstream(s)"
+        + (f", {left} left out (upstream carries them)" if left else "")
     )
     if outcome.action == "imported":
         say(

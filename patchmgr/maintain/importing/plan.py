@@ -97,9 +97,9 @@ class ImportOutcome:
     notes: list[str] = field(default_factory=list)
     writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
     expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
-    # what the imported files are called in the output: pieces split out of a monolithic patch, or the
-    # patches of a quilt series, kept whole
-    item_nouns: tuple[str, str] = ("piece", "piece(s)")  # (one, counted)
+    # the patches of a quilt series, each kept whole as it is; else pieces split out of monolithic patches
+    # (and made again at the pin where they apply only at an offset there)
+    kept_whole: bool = False
 
     @property
     def ok(self) -> bool:

@@ -19,6 +19,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchmgr.engine.results import CheckResult, State
 from patchmgr.maintain.importing.pieces import Piece, classify_pieces
 from patchmgr.maintain.importing.pin import Base, FoundBy
 from patchmgr.maintain.importing.places import checked, plain_path, repository_of
@@ -148,12 +149,16 @@ def plan_quilt_import(project: Project, quilt: QuiltInput, sources: Sources, opt
     results = classify_pieces(sources, name, git, repo, location, pin, pin, patches)
     blockers = [r for r in results if not r.state.applies]
     if blockers:
+        fuzzy = [r.patch.id for r in blockers if r.state is State.FUZZ]
         raise UsageError(
-            f"{quilt.shown}: the series does not apply at {name} {pin[:12]} as quilt applies it, each patch on top "
-            "of the ones before: "
-            + "; ".join(f"{r.patch.id} is {r.state.value}" + (f" ({r.detail})" if r.detail else "") for r in blockers)
+            f"{quilt.shown}: the series does not apply at {name} {pin[:12]} as dpkg-source -x applies it (each patch "
+            "on top of the ones before, at an offset where need be, never with fuzz: patch -F 0): "
+            + "; ".join(_refusal(r) for r in blockers)
             + "; nothing was written",
-            f"pin the release the series was made for (--pin {name}=REF), or refresh those patches with quilt",
+            f"refresh {', '.join(fuzzy)} with quilt (quilt push applies it with fuzz; then quilt refresh), as "
+            "dpkg-source says too"
+            if fuzzy
+            else f"pin the release the series was made for (--pin {name}=REF), or refresh those patches with quilt",
         )
     pieces = [
         Piece(
@@ -171,12 +176,19 @@ def plan_quilt_import(project: Project, quilt: QuiltInput, sources: Sources, opt
     entry = UpstreamEntry(name, git, pin, comment, None, None, tuple((p.id, data) for p, data in patches))
     result = UpstreamImport(name, quilt.shown, git, Base(pin, FoundBy.GIVEN, how), pin, pieces, [proof])
     notes = [*options.notes, *_profile_notes(project, options.target)]
-    outcome = ImportOutcome(options.target, [result], notes=notes, item_nouns=("patch", "patch(es)"))
+    outcome = ImportOutcome(options.target, [result], notes=notes, kept_whole=True)
     outcome.writes, outcome.expected = plan_writes(
         project, options.target, f"imported from {quilt.shown}", [entry], lint_profile=DEP3_PROFILE
     )
     _keep_series(project, options.target, quilt, outcome)
     return outcome
+
+
+def _refusal(result: CheckResult) -> str:
+    detail = f" ({result.detail})" if result.detail else ""
+    if result.state is State.FUZZ:
+        return f"{result.patch.id} applies only with fuzz{detail}: quilt push takes it so, dpkg-source -x refuses it"
+    return f"{result.patch.id} is {result.state.value}{detail}"
 
 
 def _profile_notes(project: Project, target: str) -> list[str]:
