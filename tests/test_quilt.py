@@ -290,3 +290,21 @@ def test_a_patch_at_an_offset_is_taken_as_dpkg_source_takes_it_and_kept_as_it_is
     quilted = pristine(repo.path, pin, tmp_path / "quilted")
     quilt_push_all(quilted, patches)
     assert files_of(tmp_path / "build" / "app") == files_of(quilted)
+
+
+def test_a_kept_series_in_the_way_or_broken_is_one_clear_error_and_nothing_is_written(tmp_path, cli, project):
+    repo, _, patches = quilt_folder(tmp_path)
+    kept = project.root / "patches" / "app" / "deb.series"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("other.patch\n")
+    refused = _import(cli, patches, repo)
+    assert refused.code == 2 and "patches/app/deb.series exists and holds another series" in refused.err, refused.err
+    assert "Traceback" not in refused.err and not list((project.root / "manifests").iterdir())
+    assert kept.read_text() == "other.patch\n"
+    kept.unlink()
+    assert _import(cli, patches, repo).code == 0
+    kept.write_text(kept.read_text().replace("first.patch", "first.patch -R"))  # edited by hand, wrongly
+    out = tmp_path / "out"
+    broken = _export(cli, repo, out)
+    assert broken.code == 2 and f"{kept}:3: first.patch is applied reversed (-R)" in broken.err, broken.err
+    assert "Traceback" not in broken.err and not out.exists()

@@ -15,6 +15,7 @@ profile. The series file itself is kept as it is (``patches/<upstream>/<target>.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,8 +216,8 @@ def _keep_series(project: Project, target: str, quilt: QuiltInput, outcome: Impo
     """The series file, kept as it is beside the patches, for export to give back (``model.quilt_series``)."""
     path = project.patches_dir / quilt.upstream / kept_series_name(target)
     data = quilt.text.encode("utf-8")
-    held = path.read_bytes() if path.is_file() else None
-    if held is not None and held != data or path.is_symlink() or (path.exists() and held is None):
+    held = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    if held != data and (held is not None or os.path.lexists(path)):  # another series, or no plain file
         raise UsageError(
             f"{path.relative_to(project.root)} exists and holds another series; import never overwrites it, "
             "nothing was written",
