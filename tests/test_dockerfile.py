@@ -166,9 +166,7 @@ def test_bash_c_scripts_and_folders_a_variable_leaves_unknown():
     with pytest.raises(UsageError, match=r"Dockerfile:2: \$\{HOME\} has no value \(in the folder of git clone"):
         read_build("FROM b\nWORKDIR $HOME/src\nRUN git clone https://h/lib.git\n", "Dockerfile", {})
     with pytest.raises(UsageError, match=r"Dockerfile:3: \$\(nproc\) has no value \(in the folder of git"):
-        read_build(
-            "FROM b\nRUN git clone https://h/lib.git /l\nRUN cd $(nproc) && git checkout v1\n", "Dockerfile", {}
-        )
+        read_build("FROM b\nRUN git clone https://h/lib.git /l\nRUN cd $(nproc) && git checkout v1\n", "Dockerfile", {})
 
 
 def test_a_run_heredoc_is_a_script_of_lines():

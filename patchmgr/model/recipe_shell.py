@@ -122,6 +122,7 @@ class Shell:
         stdin: Word | Heredoc | None = None
         pending = None
         bodies = list(heredocs)
+        outer: list[str] = []  # the folders of the subshells' callers
         for word in [*found, Word(";", operator=True)]:
             if pending is not None:
                 if not word.operator:
@@ -141,6 +142,10 @@ class Shell:
             if command:
                 cwd = self.command(command, stdin, cwd, line, fetched)
             command, stdin = [], None
+            if word.text == "(":  # a subshell: its cd ends with it
+                outer.append(cwd)
+            elif word.text == ")" and outer:
+                cwd = outer.pop()
         return cwd
 
     def command(

@@ -129,8 +129,8 @@ def import_inputs(
         raise UsageError("--build-arg sets a Dockerfile's ARG, but --script names a build script", "leave it out")
     files, built = read_recipe(recipe, sources)
     recipe_path = recipe.path
+    _every_checkout_used(built)
     applied, skipped = _applied_files(recipe_path, files, built, not paths, only)
-    _every_checkout_used(recipe, built)
     if only:  # the patches of upstreams left out are never read: a broken one must not block the others
         _known(only, sorted({a.upstream for a in applied}), bool(paths))
     if paths:
@@ -155,7 +155,7 @@ def import_inputs(
     return Inputs(monoliths, {k: v for k, v in declared.items() if v is not None}, notes)
 
 
-def _every_checkout_used(recipe: Recipe, built: Built) -> None:
+def _every_checkout_used(built: Built) -> None:
     """A --checkout folder the recipe applies no patch in is a typo, not something to ignore."""
     used = {a.folder for a in built.applied}
     for checkout in built.checkouts:

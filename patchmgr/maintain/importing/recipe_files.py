@@ -57,10 +57,16 @@ class RecipeFiles:
     def locate(self, candidates: list[str | InClone], where: str) -> Path | InCloneFile | None:
         """The file the first candidates name: of the recipe's folder (or a folder above it in its repository), or,
         once a candidate is in a clone the recipe made (a clone makes its folder afresh), of that clone."""
-        for index, candidate in enumerate(candidates):
+        before: list[str | InClone] = []
+        for candidate in candidates:
             if isinstance(candidate, InClone):
-                return self.local(candidates[:index]) or self._read_clone(candidate, where)
-        return self.local(candidates)
+                found = self.local(before) or self._read_clone(candidate, where)
+                if found is not None:
+                    return found
+                before = []
+            else:
+                before.append(candidate)
+        return self.local(before)
 
     def local(self, candidates: list[str | InClone]) -> Path | None:
         """The first candidate that is a file of the recipe's folder (or a folder above it in its repository)."""
