@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from patchmgr.model.dockerfile import Copied, Instruction, Word, expand, instructions, needed, words
-from patchmgr.model.recipe_shell import Applied, Built, Checkout, ScriptReader, Shell, join
+from patchmgr.model.recipe import Applied, Built, Checkout, ScriptReader
+from patchmgr.model.recipe_shell import Shell, join
 from patchmgr.model.shell_lines import shell_lines
 
 __all__ = ["Applied", "Built", "Checkout", "read_build"]

@@ -38,7 +38,8 @@ from patchmgr.model.dockerfile_run import read_build
 from patchmgr.model.errors import UsageError
 from patchmgr.model.manifest import NAME
 from patchmgr.model.patchfile import parse_patch
-from patchmgr.model.recipe_shell import Applied, Built, Checkout, join, read_script
+from patchmgr.model.recipe import Applied, Built, Checkout
+from patchmgr.model.recipe_shell import join, read_script
 from patchmgr.sources.upstream import Sources
 
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,40}")
@@ -70,6 +71,10 @@ class Recipe:
     @property
     def option(self) -> str:
         return f"--dockerfile {self.dockerfile}" if self.dockerfile else f"--script {self.script}"
+
+
+def read_dockerfile(path: Path, build_args: Mapping[str, str] | None = None) -> Built:
+    return read_recipe(Recipe(dockerfile=path, build_args=build_args or {}))[1]
 
 
 def read_recipe(recipe: Recipe, sources: Sources | None = None) -> tuple[RecipeFiles, Built]:

@@ -19,7 +19,7 @@ from patchmgr.maintain.importing.places import checked
 from patchmgr.maintain.importing.sources import name_or_none, read_text
 from patchmgr.model.dockerfile import Copied, InClone, context_candidates, needed
 from patchmgr.model.manifest import Upstream
-from patchmgr.model.recipe_shell import Checkout, Script
+from patchmgr.model.recipe import Checkout, Script
 from patchmgr.model.urls import without_credentials
 from patchmgr.sources.upstream import GitSource, Sources
 
