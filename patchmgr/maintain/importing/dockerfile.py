@@ -275,6 +275,8 @@ def _applied_files(
 def _not_cloned(applied: Applied, where: str, kind: str) -> UsageError:
     """The error for a patch applied in a folder no clone of the recipe makes: what to pass."""
     patch = applied.patch or applied.word.text
+    if applied.inline is not None:
+        patch = f"the patch in the here-document {applied.word.text}"
     said = f"{where}:{applied.line}: {patch} is applied in {applied.run_in}, which no `git clone` of the "
     if applied.run_in.startswith("/"):
         name = name_or_none(applied.run_in) or "NAME"
