@@ -27,8 +27,6 @@ _DIRECTIVE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9_-]*)\s*=\s*(.*?)\s*$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEREDOC_KEYWORDS = frozenset(("RUN", "COPY", "ADD"))
 _GLOB = re.compile(r"[*?\[]")
-_DIRNAME = re.compile(r"\s*dirname\s+(\S+)\s*")
-_CD_PWD = re.compile(r"\s*cd\s+(\S+)\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*")
 OPERATORS = ("&&", "||", ">>", ";", "|", "&", "<<<", "<<-", "<<", "<", ">", "(", ")")
 
 
@@ -244,15 +242,17 @@ class _Lexer:
 
     def folder_of(self, command: str) -> Word | None:
         """``$(dirname X)`` and ``$(cd X && pwd)`` of an absolute X (a script's ``$0``): what the shell prints."""
-        dirname = _DIRNAME.fullmatch(command)
-        cd_pwd = _CD_PWD.fullmatch(command)
-        if dirname is None and cd_pwd is None:
+        found = _Lexer(command, self.values, self.line, True).run()
+        texts = [w.text for w in found]
+        if len(found) == 2 and texts[0] == "dirname":
+            folder, path = found[1], posixpath.dirname(posixpath.normpath(found[1].text))
+        elif texts[0:1] == ["cd"] and texts[2:4] in (["&&", "pwd"], [";", "pwd"]) and texts[4:] in ([], ["-P"]):
+            folder, path = found[1], posixpath.normpath(found[1].text)
+        else:
             return None
-        found = _Lexer((dirname or cd_pwd).group(1), self.values, self.line, False).run()  # type: ignore[union-attr]
-        if len(found) != 1 or not found[0].text.startswith("/"):
+        if folder.missing or not folder.text.startswith("/"):
             return None
-        path = posixpath.normpath(found[0].text)
-        return Word(posixpath.dirname(path) if dirname else path, found[0].missing)
+        return Word(path)
 
     def take(self, name: str) -> None:
         value = self.values.get(name)
