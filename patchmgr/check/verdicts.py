@@ -40,7 +40,7 @@ from patchmgr.sources.cache_entry import cache_folder, check_cache_entry
 from patchmgr.sources.cache_errors import CacheError
 
 if TYPE_CHECKING:
-    from patchmgr.check.status import UpstreamStatus
+    from patchmgr.engine.results import CheckResult
     from patchmgr.model.manifest import Upstream
     from patchmgr.model.project import Project
     from patchmgr.sources.upstream import Sources
@@ -69,9 +69,9 @@ class KeptPatch(PatchFile):
         return list(self.kept_paths)
 
 
-def lean(status: UpstreamStatus) -> UpstreamStatus:
-    """``status`` as it is kept: each result without its files' new bytes, each patch a ``KeptPatch``."""
-    return replace(status, results=[replace(r, files={}, patch=kept_patch(r.patch)) for r in status.results])
+def lean(results: list[CheckResult]) -> list[CheckResult]:
+    """A status's results as they are kept: without their files' new bytes, each patch a ``KeptPatch``."""
+    return [replace(result, files={}, patch=kept_patch(result.patch)) for result in results]
 
 
 def kept_patch(patch: PatchFile) -> KeptPatch:
@@ -173,9 +173,9 @@ def recall(project: Project, upstream: Upstream, sources: Sources, kind: type[T]
     return name, status if isinstance(status, kind) else None
 
 
-def keep(sources: Sources, name: str, status: UpstreamStatus) -> None:
-    """Keep ``status`` as ``name`` (from ``recall``), in place of the older statuses of its series; a cache that
-    cannot be written keeps nothing, and says nothing (the run has its answer)."""
+def keep(sources: Sources, name: str, status: object) -> None:
+    """Keep ``status`` (its results made ``lean``) as ``name`` (from ``recall``), in place of the older statuses
+    of its series; a cache that cannot be written keeps nothing, and says nothing (the run has its answer)."""
     try:
         verdicts = cache_folder(sources.store.cache_dir, "verdicts")
         prefix = name.split("-")[0] + "-"
@@ -185,6 +185,6 @@ def keep(sources: Sources, name: str, status: UpstreamStatus) -> None:
         entry = verdicts / name
         entry.mkdir(mode=0o755, exist_ok=True)
         check_cache_entry(entry, "a kept status", HINT.format(path=entry), inside=(ENTRY,))
-        write_atomic(entry / ENTRY, pickle.dumps(lean(status), protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomic(entry / ENTRY, pickle.dumps(status, protocol=pickle.HIGHEST_PROTOCOL))
     except (OSError, CacheError):
         return
