@@ -14,7 +14,8 @@ from patchmgr.model.errors import UsageError
 PathsArg = Annotated[
     Optional[list[Path]],
     typer.Argument(
-        help="series.conf (or its folder), a per-version folder (<version>/<upstream>.patch), or patch files.",
+        help="series.conf (or its folder), a quilt series (debian/patches/series, or its folder), a per-version "
+        "folder (<version>/<upstream>.patch), or patch files.",
         show_default=False,
     ),
 ]
@@ -32,7 +33,12 @@ def _pairs(option: str, values: list[str] | None, example: str) -> dict[str, str
 
 ImportUpstreamOpt = Annotated[
     Optional[str],
-    typer.Option("--upstream", "-u", help="The upstream of a single patch file (default: the file's name)."),
+    typer.Option(
+        "--upstream",
+        "-u",
+        help="The upstream of a single patch file (default: the file's name) or of a quilt series (default: a "
+        "Debian package's source name).",
+    ),
 ]
 GitOpt = Annotated[
     Optional[list[str]],
@@ -112,6 +118,7 @@ def command(
 ) -> int:
     from patchmgr.maintain.importing.dockerfile import import_inputs
     from patchmgr.maintain.importing.plan import ImportOptions, finish_import, plan_import
+    from patchmgr.maintain.importing.quilt import plan_quilt_import, quilt_series_file, read_quilt
     from patchmgr.maintain.importing.split import MODES, SplitMode, read_mapping
     from patchmgr.model.manifest import NAME
     from patchmgr.render.importing import import_json, render_import
@@ -139,6 +146,19 @@ def command(
     )
     overrides = options.source_overrides(source)
     build_args = _pairs("--build-arg", build_arg, "PATCH_VERSION=latest")
+    quilt = quilt_series_file(list(paths or [])) if dockerfile is None else None
+    if quilt is not None:  # a quilt series: its patches kept whole, not split
+        if mapping is not None or split != "file" or version or only:
+            raise UsageError(
+                "--split, --map, --version and --only go with a monolithic patch set; a quilt series is imported "
+                "patch by patch as it is",
+                "leave them out",
+            )
+        read = read_quilt(quilt, upstream)
+        with session.sources(overrides) as sources:
+            planned = plan_quilt_import(session.project, read, sources, ImportOptions(target, mode, None, *pairs))
+        outcome = finish_import(session.project, planned, dry_run)
+        return session.emit(0 if outcome.ok else 1, import_json, render_import, outcome)
     inputs = import_inputs(list(paths or []), dockerfile, build_args, upstream, version, only or [])
     chosen = ImportOptions(target, mode, mapped, *pairs, inputs.declared, inputs.notes)
     monoliths = inputs.monoliths
