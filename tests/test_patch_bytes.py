@@ -211,6 +211,8 @@ SHAPES: dict[str, tuple[dict[str, bytes], Callable[[Path], None], str]] = {
     ),
     "symlink added": ({"docs/guide.txt": b"guide\n"}, symlink("GUIDE", "docs/guide.txt"), "new file mode 120000"),
     "symlink changed": ({"a.txt": b"a\n", "b.txt": b"b\n"}, symlink("current", "b.txt"), "120000"),
+    "binary deleted": ({"assets/logo.bin": BLOB}, lambda root: (root / "assets/logo.bin").unlink(), "deleted file"),
+    "file becomes a link": ({"conf.txt": b"x\n", "real.txt": b"y\n"}, symlink("conf.txt", "real.txt"), "120000"),
 }
 
 
