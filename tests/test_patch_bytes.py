@@ -430,3 +430,19 @@ def test_import_skips_an_empty_commit_with_a_note(tmp_path, cli, project):
     assert "mindspeed.patch is an empty commit: it changes no file, so it is skipped" in done.out + done.err
     manifest = (project.root / "manifests/npu.toml").read_text()
     assert "[upstreams.megatron-bridge]" in manifest and "mindspeed" not in manifest
+
+
+def test_a_link_into_an_installed_environment_is_one_clear_refusal(tiny, cli):
+    """`apply --python` writes files through the distribution's RECORD: a link a patch makes is refused, nothing
+    written (a checkout gets it, as git apply makes it: test_shape_applies_as_git_applies_it)."""
+    from support.snapshot import snapshot
+
+    patch = commit_patch(tiny.repo, tiny.pin, symlink("tinydist/alias.py", "core.py"), b"Alias\n\nWhy: old name.\n")
+    tiny.project.add_patch("tinydist", "fix-1", patch)
+    spec = {"git": URL, "commit": tiny.pin, "version": "1.0", "pypi": "tinydist", "patches": ["fix-1"]}
+    tiny.project.manifest("t", {"tinydist": spec})
+    before = snapshot(tiny.venv)
+    done = cli("apply", *tiny.src())
+    assert done.code == 1 and "Traceback" not in done.err, done.out + done.err
+    assert "a patch makes tinydist/alias.py a symbolic link, which an installed environment does not hold" in done.err
+    assert snapshot(tiny.venv) == before
