@@ -446,3 +446,15 @@ def test_a_link_into_an_installed_environment_is_one_clear_refusal(tiny, cli):
     assert done.code == 1 and "Traceback" not in done.err, done.out + done.err
     assert "a patch makes tinydist/alias.py a symbolic link, which an installed environment does not hold" in done.err
     assert snapshot(tiny.venv) == before
+
+
+def test_an_index_line_mode_other_than_the_files_keeps_the_files_mode_as_git_does(scene):
+    """A patch made where the file was 100644, applied where upstream made it executable: git apply warns and
+    keeps 100755 (the index line's mode is the old side's only). A guard of the mode rules, not a fix."""
+    base = scene.upstream.commit({"tools/run.sh": b"#!/bin/sh\necho run\n"}, "a script")
+    patch = commit_patch(scene.upstream, base, write("tools/run.sh", b"#!/bin/sh\necho ran\n"), b"Ran\n\nWhy: x.\n")
+    assert b"100644\n" in patch
+    scene.upstream.path.joinpath("tools/run.sh").chmod(0o755)
+    git(scene.upstream.path, "commit", "-qam", "executable")
+    checkout = scene.same_as_git_apply(patch, scene.upstream.head())
+    assert git(checkout, "ls-files", "-s", "tools/run.sh").startswith("100755 ")
