@@ -127,7 +127,8 @@ def _file_diff(
                 "regenerate the patch with git format-patch",
             )
     hunks = tuple(_hunk(h, next(hunk_lines)) for h in patched)
-    if not hunks and binary is None and old_path == new_path and old_path is not None and old_mode == new_mode:
+    changes_mode = new_mode is not None and new_mode != old_mode
+    if not hunks and binary is None and not changes_mode and old_path == new_path and old_path is not None:
         raise PatchFormatError(
             f"{path}: the section for {shown} changes nothing (no hunks)",
             "a hunk starts with a '@@ -START,COUNT +START,COUNT @@' line; remove the section or regenerate the patch",
