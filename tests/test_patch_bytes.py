@@ -211,6 +211,8 @@ SHAPES: dict[str, tuple[dict[str, bytes], Callable[[Path], None], str]] = {
     ),
     "symlink added": ({"docs/guide.txt": b"guide\n"}, symlink("GUIDE", "docs/guide.txt"), "new file mode 120000"),
     "symlink changed": ({"a.txt": b"a\n", "b.txt": b"b\n"}, symlink("current", "b.txt"), "120000"),
+    "binary deleted": ({"assets/logo.bin": BLOB}, lambda root: (root / "assets/logo.bin").unlink(), "deleted file"),
+    "file becomes a link": ({"conf.txt": b"x\n", "real.txt": b"y\n"}, symlink("conf.txt", "real.txt"), "120000"),
 }
 
 
@@ -428,3 +430,31 @@ def test_import_skips_an_empty_commit_with_a_note(tmp_path, cli, project):
     assert "mindspeed.patch is an empty commit: it changes no file, so it is skipped" in done.out + done.err
     manifest = (project.root / "manifests/npu.toml").read_text()
     assert "[upstreams.megatron-bridge]" in manifest and "mindspeed" not in manifest
+
+
+def test_a_link_into_an_installed_environment_is_one_clear_refusal(tiny, cli):
+    """`apply --python` writes files through the distribution's RECORD: a link a patch makes is refused, nothing
+    written (a checkout gets it, as git apply makes it: test_shape_applies_as_git_applies_it)."""
+    from support.snapshot import snapshot
+
+    patch = commit_patch(tiny.repo, tiny.pin, symlink("tinydist/alias.py", "core.py"), b"Alias\n\nWhy: old name.\n")
+    tiny.project.add_patch("tinydist", "fix-1", patch)
+    spec = {"git": URL, "commit": tiny.pin, "version": "1.0", "pypi": "tinydist", "patches": ["fix-1"]}
+    tiny.project.manifest("t", {"tinydist": spec})
+    before = snapshot(tiny.venv)
+    done = cli("apply", *tiny.src())
+    assert done.code == 1 and "Traceback" not in done.err, done.out + done.err
+    assert "a patch makes tinydist/alias.py a symbolic link, which an installed environment does not hold" in done.err
+    assert snapshot(tiny.venv) == before
+
+
+def test_an_index_line_mode_other_than_the_files_keeps_the_files_mode_as_git_does(scene):
+    """A patch made where the file was 100644, applied where upstream made it executable: git apply warns and
+    keeps 100755 (the index line's mode is the old side's only). A guard of the mode rules, not a fix."""
+    base = scene.upstream.commit({"tools/run.sh": b"#!/bin/sh\necho run\n"}, "a script")
+    patch = commit_patch(scene.upstream, base, write("tools/run.sh", b"#!/bin/sh\necho ran\n"), b"Ran\n\nWhy: x.\n")
+    assert b"100644\n" in patch
+    scene.upstream.path.joinpath("tools/run.sh").chmod(0o755)
+    git(scene.upstream.path, "commit", "-qam", "executable")
+    checkout = scene.same_as_git_apply(patch, scene.upstream.head())
+    assert git(checkout, "ls-files", "-s", "tools/run.sh").startswith("100755 ")

@@ -45,8 +45,8 @@ class FileDiff:
     old_blob: str | None
     new_blob: str | None
     hunks: tuple[Hunk, ...]
-    # the modes the patch gives each side, as git apply reads them ("new file mode", "old mode"/"new mode", the
-    # index line's): None where it says none, and the file keeps the mode it has
+    # the modes the patch gives each side, as git apply reads them (old: "old mode", "deleted file mode", the index
+    # line's; new: "new mode", "new file mode"): None where it says none, and the file keeps the mode it has
     new_mode: str | None = None
     old_mode: str | None = None
     binary: BinaryChange | None = None  # a GIT binary patch (or "Binary files ... differ"), which has no hunks

@@ -127,7 +127,8 @@ def _file_diff(
                 "regenerate the patch with git format-patch",
             )
     hunks = tuple(_hunk(h, next(hunk_lines)) for h in patched)
-    if not hunks and binary is None and old_path == new_path and old_path is not None and old_mode == new_mode:
+    changes_mode = new_mode is not None and new_mode != old_mode
+    if not hunks and binary is None and not changes_mode and old_path == new_path and old_path is not None:
         raise PatchFormatError(
             f"{path}: the section for {shown} changes nothing (no hunks)",
             "a hunk starts with a '@@ -START,COUNT +START,COUNT @@' line; remove the section or regenerate the patch",
@@ -136,12 +137,13 @@ def _file_diff(
 
 
 def _modes(modes: dict[str, str], shown: str, path: Path) -> tuple[str | None, str | None]:
-    """The (old, new) modes a section gives, as git apply reads them: the index line's for both sides, "old
-    mode"/"deleted file mode" and "new mode"/"new file mode" for one; a regular file's mode made 100644 or 100755
-    by its executable bit, as git does (canon_mode). A submodule is refused: patchmgr writes files, and a
+    """The (old, new) modes a section gives, as git apply reads them: "old mode", "deleted file mode" or the
+    index line's for the old side, "new mode" or "new file mode" for the new; a regular file's mode made 100644
+    or 100755 by its executable bit, as git does (canon_mode). A submodule is refused: patchmgr writes files, and a
     checkout has no blobs below a gitlink."""
     old = modes.get("old mode") or modes.get("deleted file mode") or modes.get("index")
-    new = modes.get("new mode") or modes.get("new file mode") or modes.get("index")
+    # the index line's mode is the old side's alone: git apply warns where the file's differs, and keeps the file's
+    new = modes.get("new mode") or modes.get("new file mode")
     said = []
     for mode in (old, new):
         if mode == _SUBMODULE_MODE:
