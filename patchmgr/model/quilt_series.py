@@ -27,7 +27,7 @@ SERIES = "series"
 DEFAULT_STRIP = 1
 _COMMENT = re.compile(r"(?:^|[ \t])#.*$")
 _STRIP = re.compile(r"-p(\d+)\Z")
-_STRIP_OPTION = re.compile(r"[ \t]+-p\d+(?=[ \t]|$)")
+_STRIP_OPTION = re.compile(r"[ \t]+-p\d+(?=[ \t\r]|$)")  # a -pN option in a series line (CRLF ones too)
 _SUFFIXES = (".patch", ".diff")
 
 

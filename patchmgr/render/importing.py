@@ -19,6 +19,7 @@ def import_json(outcome: ImportOutcome) -> dict:
         "target": outcome.target,
         "action": outcome.action,
         "stubs": outcome.stubs,  # patch files written with the DEP-3 stub (lint lists them)
+        "kept_whole": outcome.kept_whole,  # a quilt series' patches, each kept as it is ("pieces" lists them)
         "upstreams": [
             {
                 "name": u.name,
