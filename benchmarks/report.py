@@ -68,6 +68,10 @@ ALONE = {
         "Real series at real sizes (run alone)",
         "patchmgr and git (or quilt) are measured side by side in this one run, interleaved in rounds.",
     ),
+    "growth": (
+        "Growth with the series: 300 and 1,000 real patches (run alone)",
+        "Each series is measured in this one run; the last notes are the growth table.",
+    ),
     "smoke": (
         "Smoke, batched beside one process per patch (run alone)",
         "Both ways are measured in this one run, interleaved in rounds; rows: the median round's patched plus "
