@@ -39,7 +39,7 @@ from patchmgr.maintain.importing.pypi import Release, release_of_pin
 from patchmgr.maintain.importing.repeated import file_notes
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.shared import share_pieces
-from patchmgr.maintain.importing.sources import Declared, Monolith, origin_of
+from patchmgr.maintain.importing.sources import Declared, Monolith, origin_of, without_empty_commits
 from patchmgr.maintain.importing.split import SplitMode, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
 from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes, write_import
@@ -117,16 +117,8 @@ def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, o
     check_names(options, [m.upstream for m in monoliths])
     existing = existing_of(project, options.target)
     outcome = ImportOutcome(options.target, [], notes=list(options.notes))
-    # an empty commit changes no file: git am stops at it and git format-patch leaves it out; here it is skipped
-    empty = [m for m in monoliths if m.patch.is_empty_commit]
-    outcome.notes += [f"{m.shown} is an empty commit: it changes no file, so it is skipped" for m in empty]
-    monoliths = [m for m in monoliths if not m.patch.is_empty_commit]
-    if not monoliths:
-        raise UsageError(
-            f"{', '.join(m.shown for m in empty)}: an empty commit changes no file, so there is nothing to import; "
-            "nothing was written",
-            "import the patches that change files",
-        )
+    monoliths, skipped = without_empty_commits(monoliths)
+    outcome.notes += skipped
     entries = []
     unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
     with Scratch() as scratch:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from patchmgr.engine.classify import apply_file
+from patchmgr.engine.file_change import apply_file
 from patchmgr.engine.place import PlacementFailure, apply_hunks, decode, encode
 from patchmgr.engine.results import TreeReader
 from patchmgr.model.diff import FileDiff, blob_id
