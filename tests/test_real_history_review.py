@@ -166,7 +166,7 @@ def test_bookworm_series_at_10_0_agrees_with_debian_and_git(tmp_path):
         ours, theirs = (f / "debian/patches" / f"{patch_id}.patch" for f in (bookworm, trixie))
         if needed_lines(ours) != needed_lines(theirs):
             assert status[patch_id]["state"] != "clean", patch_id
-        elif changed_lines(ours) != changed_lines(theirs):
+        elif changed_lines(ours) != changed_lines(theirs) and status[patch_id]["state"] == "clean":
             assert patch_id in OWN_FIXES, (patch_id, "differs only in its added lines: say why in OWN_FIXES")
     for patch_id, (version, words) in OWN_FIXES.items():
         assert words in flat(entries(trixie)[version]), (patch_id, version, words)
@@ -399,7 +399,8 @@ def report(ids, kept, status, why, replayed, disagree) -> None:
         f"(a) upstream: {len(agreeing)} of {len(carried)} carried; "
         f"{sum(bool(status[i].get('carrier')) for i in agreeing)} with a carrier commit"
     )
-    print(f"(b) kept, none upstream: {sum(status[i]['state'] != 'upstream' for i in ids if i in kept)} of {len(kept)}")
+    ours = [i for i in ids if i in kept]
+    print(f"(b) kept, not upstream: {sum(status[i]['state'] != 'upstream' for i in ours)} of {len(ours)}")
     print(f"(c) replayed: {len(replayed) - sum(k[0] == 'c' for k in disagree)} of {len(replayed)} agree")
     for (part, patch_id), what in sorted(disagree.items()):
         print(f"disagreement ({part}) {patch_id}: {what} ({why.get(patch_id, Drop('', '', '')).verdict})")
