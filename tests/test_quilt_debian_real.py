@@ -21,6 +21,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support.debian_sources import debian_source
 from support.quilt_tool import files_of, need_quilt, pristine, quilt_push_all, quilt_series
 from support.real_histories import real_history
 
@@ -34,29 +35,10 @@ pytestmark = pytest.mark.slow
 SUITE = "bookworm"
 
 
-def debian_source(package: str, into: Path) -> Path:
-    """The package of ``SUITE`` unpacked by ``apt-get source`` (dpkg-source -x, its patches applied), or skip."""
-    if shutil.which("apt-get") is None or shutil.which("dpkg-source") is None:
-        pytest.skip("apt-get and dpkg-source are not installed")
-    into.mkdir()
-    try:
-        done = subprocess.run(
-            ["apt-get", "source", f"{package}/{SUITE}"], cwd=into, capture_output=True, text=True, timeout=600
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip("apt-get source took over 10 minutes")
-    if done.returncode != 0:
-        pytest.skip(
-            f"apt-get source {package}/{SUITE} failed (no {SUITE} deb-src line or no network): "
-            f"{done.stderr.strip()[-300:]}"
-        )
-    return next(p for p in into.iterdir() if p.is_dir())
-
-
 def test_openssh_debian_patches_import_lint_apply_and_quilt_round_trip(tmp_path, capsys):
     need_quilt()
     mirror = real_history("openssh")
-    unpacked = debian_source("openssh", tmp_path / "deb")
+    unpacked = debian_source("openssh", tmp_path / "deb", SUITE)  # apt may list trixie too
     version = unpacked.name.removeprefix("openssh-")  # 9.2p1
     tag = "V_" + version.upper().replace(".", "_").replace("P", "_P")
     root = tmp_path / "proj"
@@ -121,7 +103,7 @@ def packages(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     found = {}
     for package in DONE_WHEN:
         download = tmp_path_factory.mktemp(package)
-        unpacked = debian_source(package, download / "deb")
+        unpacked = debian_source(package, download / "deb", SUITE)
         found[package] = (unpacked, release_repo(download / "deb", download / "release"))
     return found
 

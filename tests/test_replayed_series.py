@@ -5,14 +5,11 @@ even where the engine could merge it in (``three-way``). ``status --against``, `
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 from support.commands import bump, matrix, move_args
 from support.gitrepos import git, git_bytes, make_series
 from support.real_histories import clone_of
+from support.replay import git_replay
 from support.scenes import lines_with
 
 
@@ -38,25 +35,6 @@ def carried_then_partly_reverted(project, upstream) -> str:
     carrier = upstream.commit({"src/mod.py": lines_with({10: "carried 10", 30: "carried 30"})}, "Carried fix")
     upstream.commit({"src/mod.py": lines_with({10: "carried 10"})}, "take line 30 back")
     return carrier
-
-
-def git_replay(tmp_path, repo: Path, patches: Path, ref: str, ids: list[str]) -> dict[str, bool]:
-    """Whether ``git apply --3way`` applies each patch (``patches``/ID.patch) at ``ref`` of ``repo``, each on top
-    of the ones before it: the oracle."""
-    work = tmp_path / "replay"
-    shutil.rmtree(work, ignore_errors=True)
-    git(tmp_path, "clone", "-q", "--shared", str(repo), str(work))
-    git(work, "checkout", "-q", ref)
-    applied = {}
-    for patch_id in ids:
-        patch = patches / f"{patch_id}.patch"
-        run = subprocess.run(["git", "apply", "--3way", str(patch)], cwd=work, capture_output=True)
-        applied[patch_id] = run.returncode == 0
-        if run.returncode == 0:
-            git(work, "commit", "-q", "-am", patch_id)
-        else:
-            git(work, "reset", "-q", "--hard")
-    return applied
 
 
 def states(cli, upstream, *where: str) -> dict[str, str]:
