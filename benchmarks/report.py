@@ -68,6 +68,11 @@ ALONE = {
         "Real series at real sizes (run alone)",
         "patchmgr and git (or quilt) are measured side by side in this one run, interleaved in rounds.",
     ),
+    "real-apply": (
+        "Real series: apply alone (run alone)",
+        "The apply rows of the real cases only; patchmgr and git am (or quilt) side by side in this one run, "
+        "interleaved in rounds.",
+    ),
     "smoke": (
         "Smoke, batched beside one process per patch (run alone)",
         "Both ways are measured in this one run, interleaved in rounds; rows: the median round's patched plus "
