@@ -120,9 +120,11 @@ class GitRepo(HistoryQueries, PatchOperations):
         return pairs
 
     @classmethod
-    def init(cls, path: Path, bare: bool = False) -> GitRepo:
+    def init(cls, path: Path, bare: bool = False, branch: str | None = None) -> GitRepo:
+        """A new repository at ``path``, its HEAD on ``branch`` (not made yet) or on git's default one."""
         path.mkdir(parents=True, exist_ok=True)
-        args = ["init", "--quiet"] + (["--bare"] if bare else []) + [str(path)]
+        args = ["init", "--quiet"] + (["--bare"] if bare else []) + ([f"--initial-branch={branch}"] if branch else [])
+        args.append(str(path))
         run_plain(args)
         return cls(path)
 

@@ -34,6 +34,9 @@ _HARDENING = {
     "advice.detachedHead": "false",
     "init.defaultBranch": "main",
     "gc.auto": "0",
+    # no `git maintenance run --auto` after each fetch, commit and lazy fetch: a process each that gc.auto=0
+    # leaves with nothing to do (patchmgr's own repositories are short-lived checkouts and its cache)
+    "maintenance.auto": "false",
     # a stalled server fails the fetch instead of hanging an image build
     "http.lowSpeedLimit": "1000",
     "http.lowSpeedTime": "60",
@@ -302,6 +305,10 @@ class GitCommands(ABC):
 
     def tree_listing(self, commit: str, *paths: str) -> list[tuple[str, str, str]]:
         """``(type, object id, path)`` of every entry of ``git ls-tree -r -z`` (paths as they are, never quoted)."""
+        return [(kind, sha, path) for _mode, kind, sha, path in self.tree_entries(commit, *paths)]
+
+    def tree_entries(self, commit: str, *paths: str) -> list[tuple[str, str, str, str]]:
+        """``(mode, type, object id, path)`` of every entry of ``git ls-tree -r -z`` (paths as they are)."""
         out = self.run(
             "ls-tree",
             "-r",
@@ -312,5 +319,10 @@ class GitCommands(ABC):
             env=LITERAL_PATHS,
             strip=False,
         )
-        entries = [entry.split("\t", 1) for entry in out.split("\0") if "\t" in entry]
-        return [(meta.split()[1], meta.split()[2], path) for meta, path in entries]
+        listed = []
+        for entry in out.split("\0"):
+            if "\t" in entry:
+                meta, path = entry.split("\t", 1)
+                mode, kind, sha = meta.split()
+                listed.append((mode, kind, sha, path))
+        return listed
