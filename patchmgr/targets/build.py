@@ -50,10 +50,11 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     """The checkout of one upstream of ``target`` in ``staging``, one commit per patch."""
     upstream, origin = upstream_status.upstream, upstream_status.origin
     folder = staging / upstream.name
+    origin_after = None
     if origin is not None and upstream_status.release is not None:
         repo, base, absent = _import_release(upstream_status.release, folder)
     elif origin is not None and upstream_status.commit is not None:
-        repo, base, absent = _fetch_pin(upstream, upstream_status.commit, sources, folder, target)
+        repo, base, absent, origin_after = _fetch_pin(upstream, upstream_status.commit, sources, folder, target)
     else:  # apply builds only upstreams whose status is available, and each of those was read from a source
         raise StateError(
             f"cannot check out {upstream.name}: no source gave a commit ({upstream_status.error or 'none was read'})",
@@ -85,6 +86,8 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
                 applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
                 step()
             head = repo.resolve("HEAD")
+        if origin_after is not None:
+            sources.store.configure_remote(repo, origin_after)
     finally:
         repo.close()
     return UpstreamLedger(
@@ -193,9 +196,10 @@ def staged_mode(path: str, patch: PatchFile, modes: Mapping[str, str]) -> str:
 
 def _fetch_pin(
     upstream: Upstream, commit: str, sources: Sources, folder: Path, target: str
-) -> tuple[GitRepo, str, list[str]]:
+) -> tuple[GitRepo, str, list[str], str | None]:
     """A partial clone of the source with ``commit`` on an unborn ``patchmgr`` branch, nothing checked out yet;
-    files the source lacks will stay out of the work tree.
+    files the source lacks will stay out of the work tree. Last, the URL ``origin`` is to name once the checkout
+    is written (None: it names it already).
 
     The checkout fetches from patchmgr's cache only when ``patchmgr fetch`` filled
     it with every blob of the commit (a blobless cache cannot serve blobs it never
@@ -235,10 +239,11 @@ def _fetch_pin(
     absent = leave_out_absent(repo, folder, commit, recorded_absent if cached else None)
     real = [url for url in urls if url != str(store.repo_path(upstream.name))]
     # the URL without its login: a build is what an image COPYs, and its .git/config went with it (edit --onto
-    # fetches with the login again, maintain/onto.py)
+    # fetches with the login again, maintain/onto.py); set once the checkout is written, whose lazy fetch of
+    # the blobs goes where the fetch of the pin went (the cache, when it served it)
     if real and repo.run("remote", "get-url", "origin") != without_credentials(real[0]):
-        store.configure_remote(repo, without_credentials(real[0]))
-    return repo, commit, absent
+        return repo, commit, absent, without_credentials(real[0])
+    return repo, commit, absent, None
 
 
 @contextmanager
