@@ -234,14 +234,15 @@ def _fetch_pin(
         except BaseException:
             repo.close()
             raise
-    cached = repo.run("remote", "get-url", "origin") == str(store.repo_path(upstream.name))
+    fetched_from = repo.run("remote", "get-url", "origin")
+    cached = fetched_from == str(store.repo_path(upstream.name))
     # the patterns of the pin's tree hold at the last commit too: a patch that touches an absent file is refused
     absent = leave_out_absent(repo, folder, commit, recorded_absent if cached else None)
     real = [url for url in urls if url != str(store.repo_path(upstream.name))]
     # the URL without its login: a build is what an image COPYs, and its .git/config went with it (edit --onto
     # fetches with the login again, maintain/onto.py); set once the checkout is written, whose lazy fetch of
     # the blobs goes where the fetch of the pin went (the cache, when it served it)
-    if real and repo.run("remote", "get-url", "origin") != without_credentials(real[0]):
+    if real and fetched_from != without_credentials(real[0]):
         return repo, commit, absent, without_credentials(real[0])
     return repo, commit, absent, None
 
