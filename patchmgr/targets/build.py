@@ -65,8 +65,11 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     files: dict[str, str | None] = {}
     try:
         results = upstream_status.results
+        pin_tree = repo.tree_entries(base)
+        if upstream_status.release is None:
+            _fetch_blobs(repo, pin_tree, absent)
         with _checking_out(upstream, base):  # the index and the work tree, written once, at the last commit
-            made = _commit_at_once(repo, results, base, files)
+            made = _commit_at_once(repo, results, base, {path: mode for mode, _k, _s, path in pin_tree}, files)
         head: str | None
         if made is not None:
             applied = [
@@ -146,16 +149,22 @@ def _stage(
     return digests
 
 
+def _fetch_blobs(repo: GitRepo, pin_tree: Sequence[tuple[str, str, str, str]], absent: Sequence[str]) -> None:
+    """Every blob of the pin the source has, in one request: what a checkout of the pin would fetch, and the
+    pre-images of the files the series changes, which a later ``git am -3`` (edit --onto) merges with once the
+    origin may be out of reach. Best effort: a blob that cannot be fetched fails the checkout, which says why."""
+    left_out = set(absent)
+    repo.fetch_objects([sha for _mode, kind, sha, path in pin_tree if kind == "blob" and path not in left_out])
+
+
 def _commit_at_once(
-    repo: GitRepo, results: Sequence[CheckResult], base: str, files: dict[str, str | None]
+    repo: GitRepo, results: Sequence[CheckResult], base: str, modes: dict[str, str], files: dict[str, str | None]
 ) -> list[str] | None:
     """The series' commits made in one fast-import (``io.git_commits``), each the object ``git commit`` makes of
     it, then the index and work tree at the last: their ids, with ``files`` filled with the sha256 of each file's
-    bytes (None: deleted). None, with nothing done, where fast-import cannot make one of them so."""
-    touched = {path for result in results for path in result.files}
-    renamed = {d.old_path for result in results for d in result.patch.files if d.old_path and d.new_path}
-    # the modes at the pin, from its tree: nothing is checked out before the last commit
-    modes = {path: mode for mode, _kind, _sha, path in repo.tree_entries(base, *sorted(touched | renamed))}
+    bytes (None: deleted). ``modes``: each path's mode at the pin (nothing is checked out before the last commit).
+    None, with nothing done, where fast-import cannot make one of them so."""
+    modes = dict(modes)
     commits: list[SeriesCommit] = []
     digests: dict[str, str | None] = {}
     for result in results:
