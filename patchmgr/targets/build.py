@@ -154,7 +154,9 @@ def _fetch_blobs(repo: GitRepo, pin_tree: Sequence[tuple[str, str, str, str]], a
     pre-images of the files the series changes, which a later ``git am -3`` (edit --onto) merges with once the
     origin may be out of reach. Best effort: a blob that cannot be fetched fails the checkout, which says why."""
     left_out = set(absent)
-    repo.fetch_objects([sha for _mode, kind, sha, path in pin_tree if kind == "blob" and path not in left_out])
+    wanted = [sha for _mode, kind, sha, path in pin_tree if kind == "blob" and path not in left_out]
+    if wanted:  # a fetch asking for nothing would fetch origin's branches
+        repo.fetch_objects(wanted)
 
 
 def _commit_at_once(
