@@ -24,6 +24,7 @@ from fixtures import ROOT, Bench, Row, ascend_mirrors, ascend_patches, git, spaw
 BASELINE = "a9648a8"  # main before the lazy command table (issue 25, item 4)
 HELP_GOAL = 4.0  # patchmgr --help at most this many times a bare interpreter start
 STATUS_GOAL = 0.5  # status --target ascend warm at most this share of the baseline's time
+SOURCES_ENV_GOAL = 1.05  # status with its source from PATCHMGR_SOURCES at most this many times --source's time
 PAIRS = {"full": 9, "tiny": 7}  # interleaved rounds per figure, by size (at least 7)
 
 
@@ -183,6 +184,7 @@ def measure_startup(bench: Bench, mirrors: Path, ref: str = BASELINE) -> None:
         "and in every run where PYTHONDONTWRITEBYTECODE is set (the shell behind the hand-made profiles)"
     )
     measure_help(bench, old, ref, neutral)
+    measure_sources_env(bench, neutral)
     measure_ascend(bench, old, ref, mirrors, neutral)
 
 
@@ -224,6 +226,70 @@ def measure_help(bench: Bench, old: Path, ref: str, cwd: Path) -> None:
             f"patchmgr --help <= {HELP_GOAL:g}x a bare interpreter (median of {len(bare)} interleaved pairs)",
             f"{ratio('help'):.1f}x (baseline {ref}: {ratio('help-old'):.1f}x)",
             ratio("help") <= HELP_GOAL,
+        )
+    )
+
+
+def one_patch_project(folder: Path) -> tuple[Path, Path]:
+    """A project of one patch on a one-commit upstream, made once under ``folder``: (project root, upstream)."""
+    upstream, root = folder / "upstream", folder / "project"
+    if not (root / "manifests" / "t.toml").is_file():
+        upstream.mkdir(parents=True, exist_ok=True)
+        git("init", "-q", "-b", "main", cwd=upstream)
+        (upstream / "mod.py").write_text("".join(f"line {i}\n" for i in range(40)))
+        git("add", "-A", cwd=upstream)
+        git(
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "initial",
+            cwd=upstream,
+        )
+        pin = git("rev-parse", "HEAD", cwd=upstream)
+        (upstream / "mod.py").write_text("".join(f"line {i}\n" for i in range(40)).replace("line 7", "fixed 7"))
+        patch = git("diff", "--full-index", cwd=upstream)
+        git("checkout", "-q", "--", ".", cwd=upstream)
+        (root / "patches" / "lib").mkdir(parents=True)
+        (root / "patches" / "lib" / "fix.patch").write_text(
+            f"Description: fix line 7\nOrigin: vendor\nUpstream-Status: Pending\n---\n{patch}\n"
+        )
+        (root / "manifests").mkdir()
+        (root / "manifests" / "t.toml").write_text(
+            '[target]\nname = "t"\ndescription = "start-up"\n[upstreams.lib]\n'
+            f'git = "https://example.invalid/lib.git"\ncommit = "{pin}"\npatches = ["fix"]\n'
+        )
+    return root, upstream
+
+
+def measure_sources_env(bench: Bench, cwd: Path) -> None:
+    """A warm ``status`` off a terminal with its source named by ``--source`` beside the same run with it from
+    ``PATCHMGR_SOURCES``, which says so in a ``note:`` line: that line must not cost the start-up (issue 39,
+    item 8: it loaded rich, 0.130 s against 0.107 s)."""
+    root, upstream = one_patch_project(bench.cache / "startup-sources")
+    args = [sys.executable, "-m", "patchmgr", "status", "--target", "t", "--root", str(root)]
+    extra = {"PATCHMGR_CACHE": str(bench.cache / "patchmgr-cache-startup-sources")}
+    commands = {
+        "flag": ([*args, "--source", f"lib={upstream}"], code_env(bench, ROOT, extra)),
+        "env": (args, code_env(bench, ROOT, {**extra, "PATCHMGR_SOURCES": f"lib={upstream}"})),
+    }
+    for command, env in commands.values():
+        timed(command, env, cwd)  # the first run fills the cache
+    walls = interleaved(commands, cwd, PAIRS[bench.size])
+    for label, variant in (("flag", "status, source from --source"), ("env", "status, source from PATCHMGR_SOURCES")):
+        times = walls[label]
+        note = f"median of {len(times)} interleaved (min {min(times):.3f} s), off a terminal, warm, one patch"
+        bench.add(Row("start-up", variant, statistics.median(times), note=note))
+    ratio = statistics.median(e / f for e, f in zip(walls["env"], walls["flag"], strict=True))
+    bench.goals.append(
+        (
+            f"status with PATCHMGR_SOURCES <= {SOURCES_ENV_GOAL:g}x status with --source, off a terminal "
+            "(median of the interleaved pairs' ratios)",
+            f"{ratio:.2f}x ({statistics.median(walls['env']):.3f} s vs {statistics.median(walls['flag']):.3f} s)",
+            ratio <= SOURCES_ENV_GOAL,
         )
     )
 

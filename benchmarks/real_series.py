@@ -95,10 +95,15 @@ def megatron_series(bench: Bench, mirrors: Path, patches: int, ahead: int = 300)
         # patchmgr keeps binary files and modes other than 100644 out of patches: the range's binary paths
         # (numstat "-") and executable or symbolic-link files are left out of every patch (a commit that touched
         # only those makes none); renames are written as a deletion and a creation
-        numstat = git("log", "--first-parent", "--numstat", "--format=", f"{pin}..{end}", cwd=repo)
+        numstat = git("log", "--first-parent", "--numstat", "--no-renames", "--format=", f"{pin}..{end}", cwd=repo)
         binary = {line.split("\t", 2)[2] for line in numstat.splitlines() if line.startswith("-\t-\t")}
         summary = git("log", "--first-parent", "--summary", "--no-renames", "--format=", f"{pin}..{end}", cwd=repo)
-        modes = {line.split()[-1] for line in summary.splitlines() if " mode " in line and "100644" not in line}
+        # a created file of another mode, and every mode change (its line names 100644 too: 100755 => 100644)
+        modes = {
+            line.split()[-1]
+            for line in summary.splitlines()
+            if line.lstrip().startswith("mode change") or (" mode " in line and "100644" not in line)
+        }
         binary = sorted(binary | modes)
         spec = ["--", ".", *(f":(exclude,literal){path}" for path in binary)]
         range_ = f"{pin}..{end}"

@@ -73,6 +73,10 @@ ALONE = {
         "The apply rows of the real cases only; patchmgr and git am (or quilt) side by side in this one run, "
         "interleaved in rounds.",
     ),
+    "growth": (
+        "Growth with the series: 300 and 1,000 real patches (run alone)",
+        "Each series is measured in this one run; the last notes are the growth table.",
+    ),
     "smoke": (
         "Smoke, batched beside one process per patch (run alone)",
         "Both ways are measured in this one run, interleaved in rounds; rows: the median round's patched plus "

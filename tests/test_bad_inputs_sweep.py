@@ -395,6 +395,9 @@ FILE_INPUTS: dict[str, FileInput] = {
     "import --dockerfile": FileInput(
         lambda s: s.outside / "Dockerfile", lambda s, p: _import(s, str(_given_patch(s)), "--dockerfile", str(p))
     ),
+    "import --script": FileInput(
+        lambda s: s.outside / "build.sh", lambda s, p: _import(s, str(_given_patch(s)), "--script", str(p))
+    ),
     "import --map": FileInput(
         lambda s: s.outside / "map.toml",
         lambda s, p: _import(s, str(_given_patch(s)), "--upstream", "lib", *_pinned(s), "--map", str(p)),

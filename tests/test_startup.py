@@ -118,3 +118,16 @@ def test_a_plain_status_reads_git_dates_without_the_mail_packages(project, upstr
     )
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert sorted(m for m in modules if m.split(".")[0] == "email") == []
+
+
+def test_status_with_sources_from_the_environment_loads_no_rich_off_a_terminal(project, upstream, monkeypatch):
+    """Issue 39, item 8: with the source from ``PATCHMGR_SOURCES`` the run says where it comes from in a
+    ``note:`` line; off a terminal that line is plain text, and rich, most of a start-up, is not loaded for it."""
+    pin = upstream.head()
+    project.add_patch("lib", "fix", upstream.make_patch(pin, {"README": "patched\n"}, "Readme"))
+    project.manifest("t", {"lib": {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix"]}})
+    monkeypatch.setenv("PATCHMGR_SOURCES", f"lib={upstream.path}")
+    modules, done = imported_by("status", "--target", "t", "--root", str(project.root))
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert "note: " in done.stdout + done.stderr and "PATCHMGR_SOURCES" in done.stdout + done.stderr
+    assert sorted(m for m in modules if m.split(".")[0] == "rich") == []

@@ -146,3 +146,25 @@ def test_a_kept_status_another_user_could_write_is_refused(cli, project, upstrea
     refused = status_out(cli, upstream)
     assert refused.code == 1  # as a cached clone another user could write: the cache is refused, nothing checked
     assert refused.out == "" and "can be written by every user" in refused.err and "a kept status" in refused.err
+
+
+def test_a_kept_status_holds_what_status_shows_not_the_bytes_it_checked(cli, project, upstream, tmp_path):
+    """Issue 39, item 7: the kept status pickled every patch's post-image bytes and its parsed diffs (90 MB for
+    299 real patches). It keeps what status shows: read back, the output is the same word for word, and the
+    entry is far smaller than the file the patches rewrite."""
+    big = "".join(f"value_{i} = {i}\n" for i in range(60_000))  # about 1 MB
+    upstream.commit({"src/big.py": big}, "a big file")
+    pin = upstream.head()
+    for number in range(3):
+        changed = big.replace(f"value_{number * 1000} = ", f"value_{number * 1000} = -")
+        project.add_patch("lib", f"fix{number}", upstream.make_patch(pin, {"src/big.py": changed}, f"Fix {number}"))
+    spec = {"git": "https://example.invalid/lib.git", "commit": pin, "patches": ["fix0", "fix1", "fix2"]}
+    project.manifest("t", {"lib": spec})
+    status_out(cli, upstream, "--json")
+    checked = status_out(cli, upstream, "--json")  # from the cache alone: kept now
+    (entry,) = (tmp_path / "cache" / "verdicts").iterdir()
+    size = (entry / verdicts.ENTRY).stat().st_size
+    assert size < 20_000, f"the kept status is {size} bytes"
+    again = status_out(cli, upstream, "--json")
+    assert again.out == checked.out and again.code == checked.code == 0
+    assert status_out(cli, upstream).out == status_out(cli, upstream).out

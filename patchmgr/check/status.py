@@ -132,9 +132,9 @@ def check_target(
     for status in statuses:
         name = recalled.get(status.upstream.name, (None, None))[0]
         if name is not None and status.upstream.name not in done and keepable(status):
-            from patchmgr.check.verdicts import keep
+            from patchmgr.check.verdicts import keep, lean
 
-            keep(sources, name, status)
+            keep(sources, name, replace(status, results=lean(status.results)))
     return TargetStatus(target, statuses)
 
 

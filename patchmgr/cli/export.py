@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from patchmgr.model.manifest import Target
     from patchmgr.smoke.at_ref import RefSmoke
 
-FORMATS = ("patches", "series")
+FORMATS = ("patches", "series", "quilt")
 FORMAT = Option(
     "form",
     ("--format",),
@@ -38,7 +38,7 @@ OPTIONS = (
         "from_dir",
         ("--from",),
         Kind.VALUE,
-        "The folder that patchmgr edit made (required, but with --format series).",
+        "The folder that patchmgr edit made (required, but with --format series or quilt).",
         Path,
     ),
     Option(
@@ -48,12 +48,12 @@ OPTIONS = (
         "From an edit --onto checkout: the upstream's version at the new ref (default: from a tag such as v0.5.0).",
     ),
     FORMAT,
-    Option("into", ("--into",), Kind.VALUE, "With --format series: the folder to write (new or empty).", Path),
+    Option("into", ("--into",), Kind.VALUE, "With --format series or quilt: the folder to write (new or empty).", Path),
     Option(
         "force",
         ("--force",),
         Kind.FLAG,
-        "With --format series: write into a folder that is not empty, replacing only export's files.",
+        "With --format series or quilt: write into a folder that is not empty, replacing only export's files.",
         default=False,
     ),
     optspec.OWN_COPY,
@@ -89,14 +89,16 @@ def command(
         )
     if form not in FORMATS:
         raise UsageError(
-            f"--format {form!r} is not one of: {', '.join(FORMATS)}", "use --format series or leave it out"
+            f"--format {form!r} is not one of: {', '.join(FORMATS)}", "use --format series or quilt, or leave it out"
         )
-    if form == "series" and (own_copy or also_target):
+    if form in ("series", "quilt") and (own_copy or also_target):
         raise UsageError(
             f"{'--own-copy' if own_copy else '--also-target'} goes with an export of an edit checkout (--from DIR); "
             "--format series writes no patch file of the project; nothing was written",
             "leave it out",
         )
+    if form == "quilt":
+        return _quilt(target, upstream, from_dir, version, into, force, source, json_output, root)
     if form == "series":
         return _series(target, upstream, from_dir, version, into, force, source, json_output, root)
     if into is not None or force or source:
@@ -174,3 +176,31 @@ def _series(
     with session.sources(overrides) as sources:
         outcome = export_series(session.project, selected, sources, into, only, force)
     return session.emit(0, series_export_json, render_series_export, outcome)
+
+
+def _quilt(
+    target: str | None,
+    upstream: str | None,
+    from_dir: Path | None,
+    version: str | None,
+    into: Path | None,
+    force: bool,
+    source: list[str] | None,
+    json_output: bool,
+    root: Path,
+) -> int:
+    from patchmgr.maintain.quilt_export import export_quilt
+    from patchmgr.render.maintain import quilt_export_json, render_quilt_export
+
+    if from_dir is not None or version is not None:
+        raise UsageError(
+            f"{'--from' if from_dir is not None else '--version'} goes with an edit checkout, not --format quilt; "
+            "nothing was written",
+            "leave it out: --format quilt writes the series at its pin",
+        )
+    session = Session("export", root, json_output)
+    selected, overrides, _ = session.sourced_target(target, source, [upstream] if upstream else None)
+    into = options.required_folder("export", "--into", into, "give the folder to write the quilt series into")
+    with session.sources(overrides) as sources:
+        outcome = export_quilt(session.project, selected, sources, into, upstream, force)
+    return session.emit(0, quilt_export_json, render_quilt_export, outcome)

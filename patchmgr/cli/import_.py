@@ -14,7 +14,8 @@ from patchmgr.model.errors import UsageError
 PathsArg = Annotated[
     Optional[list[Path]],
     typer.Argument(
-        help="series.conf (or its folder), a per-version folder (<version>/<upstream>.patch), or patch files.",
+        help="series.conf (or its folder), a quilt series (debian/patches/series, or its folder), a per-version "
+        "folder (<version>/<upstream>.patch), or patch files.",
         show_default=False,
     ),
 ]
@@ -32,7 +33,12 @@ def _pairs(option: str, values: list[str] | None, example: str) -> dict[str, str
 
 ImportUpstreamOpt = Annotated[
     Optional[str],
-    typer.Option("--upstream", "-u", help="The upstream of a single patch file (default: the file's name)."),
+    typer.Option(
+        "--upstream",
+        "-u",
+        help="The upstream of a single patch file (default: the file's name) or of a quilt series (default: a "
+        "Debian package's source name).",
+    ),
 ]
 GitOpt = Annotated[
     Optional[list[str]],
@@ -54,6 +60,22 @@ DockerfileOpt = Annotated[
         "--dockerfile",
         help="Read git URLs, pins and the patch files applied to each clone from it (ARG/ENV as docker build "
         "reads them); with no paths, import the patch files it applies.",
+    ),
+]
+ScriptOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--script",
+        help="A build script that clones the upstreams and applies the patches (read as a shell reads it, run from "
+        "its own folder; nothing is run); with no paths, import the patches it applies.",
+    ),
+]
+CheckoutOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--checkout",
+        help="FOLDER=NAME[@REF]: a folder the recipe applies patches in that it does not clone (one its base image "
+        "holds) is a checkout of upstream NAME at REF (its URL from --git NAME=URL).",
     ),
 ]
 SearchOpt = Annotated[
@@ -99,6 +121,8 @@ def command(
     git: GitOpt = None,
     pin: PinOpt = None,
     dockerfile: DockerfileOpt = None,
+    script: ScriptOpt = None,
+    checkout: CheckoutOpt = None,
     search: SearchOpt = None,
     split: SplitOpt = "file",
     mapping: MapOpt = None,
@@ -110,8 +134,9 @@ def command(
     json_output: options.JsonOpt = False,
     root: options.RootOpt = Path("."),
 ) -> int:
-    from patchmgr.maintain.importing.dockerfile import import_inputs
+    from patchmgr.maintain.importing.dockerfile import Recipe, import_inputs
     from patchmgr.maintain.importing.plan import ImportOptions, finish_import, plan_import
+    from patchmgr.maintain.importing.quilt import plan_quilt_import, quilt_series_file, read_quilt
     from patchmgr.maintain.importing.split import MODES, SplitMode, read_mapping
     from patchmgr.model.manifest import NAME
     from patchmgr.render.importing import import_json, render_import
@@ -139,10 +164,24 @@ def command(
     )
     overrides = options.source_overrides(source)
     build_args = _pairs("--build-arg", build_arg, "PATCH_VERSION=latest")
-    inputs = import_inputs(list(paths or []), dockerfile, build_args, upstream, version, only or [])
-    chosen = ImportOptions(target, mode, mapped, *pairs, inputs.declared, inputs.notes)
-    monoliths = inputs.monoliths
-    with session.sources(overrides) as sources:
-        planned = plan_import(session.project, monoliths, sources, chosen)
+    quilt = quilt_series_file(list(paths or [])) if dockerfile is None and script is None else None
+    if quilt is not None:  # a quilt series: its patches kept whole, not split
+        if mapping is not None or split != "file" or version or only:
+            raise UsageError(
+                "--split, --map, --version and --only go with a monolithic patch set; a quilt series is imported "
+                "patch by patch as it is",
+                "leave them out",
+            )
+        read = read_quilt(quilt, upstream)
+        with session.sources(overrides) as sources:
+            planned = plan_quilt_import(session.project, read, sources, ImportOptions(target, mode, None, *pairs))
+        outcome = finish_import(session.project, planned, dry_run)
+        return session.emit(0 if outcome.ok else 1, import_json, render_import, outcome)
+    checkouts = _pairs("--checkout", checkout, "/vllm-workspace/vllm-ascend=vllm-ascend@v0.11.0")
+    recipe = Recipe(dockerfile, script, build_args, checkouts)
+    with session.sources(overrides) as sources:  # a recipe may copy a patch out of a clone it makes
+        inputs = import_inputs(list(paths or []), recipe, upstream, version, only or [], sources)
+        chosen = ImportOptions(target, mode, mapped, *pairs, inputs.declared, inputs.notes)
+        planned = plan_import(session.project, inputs.monoliths, sources, chosen)
     outcome = finish_import(session.project, planned, dry_run)
     return session.emit(0 if outcome.ok else 1, import_json, render_import, outcome)

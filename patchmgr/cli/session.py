@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from patchmgr.cli.option_values import (
     Place,
@@ -174,7 +174,7 @@ class Session:
             if not self.json and not for_log(sys.stderr):  # what rich calls a terminal, asked without rich
                 err().print(f"… {message}", style="dim")
 
-        store = Store(progress=progress, note=lambda message: err().print(f"note: {message}", style="yellow"))
+        store = Store(progress=progress, note=lambda message: say_notes(sys.stderr, [message], err))
         try:
             yield Sources(store, {name: setting.location for name, setting in settings.items()})
         finally:
@@ -215,9 +215,12 @@ class Session:
         return self.console(stderr=self.json)
 
     def say_notes(self, more: list[str] | None = None) -> None:
-        from patchmgr.render.console import notes
-
-        notes(self.console(stderr=True) if self.data_on_stdout else self.out, self.notes if more is None else more)
+        to_stderr = self.data_on_stdout or self.json
+        say_notes(
+            sys.stderr if to_stderr else sys.stdout,
+            self.notes if more is None else more,
+            lambda: self.console(stderr=to_stderr),
+        )
 
     def emit(self, code: int, as_json: Callable[..., dict], render: Callable[..., None], *values: object) -> int:
         """Print the result (one JSON document on stdout, or the rendering for people); return ``code``.
@@ -238,3 +241,18 @@ class Session:
         else:
             render(self.out, *values)
         return code
+
+
+def say_notes(stream: TextIO, notes: list[str], console: Callable[[], Console]) -> None:
+    """``note:`` lines on ``stream``: in rich's yellow on a terminal (``console`` makes the one to print them
+    with), as plain lines in a log, where rich is not loaded only to print them (it is most of a start-up)."""
+    from patchmgr.render.status_plain import for_log
+
+    if not for_log(stream):
+        from patchmgr.render.console import notes as say
+
+        say(console(), notes)
+        return
+    from patchmgr.render.outside import one_line
+
+    stream.write("".join(f"note: {one_line(note)}\n" for note in notes))

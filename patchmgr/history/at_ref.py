@@ -12,6 +12,8 @@ guards.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from patchmgr.engine.classify import Overlay, check_series
 from patchmgr.engine.results import CheckResult, Merge3, State, TreeReader
@@ -20,6 +22,9 @@ from patchmgr.io.git import merge_texts
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource, Sources
+
+if TYPE_CHECKING:
+    from patchmgr.history.evidence import Found
 
 
 def check_at_ref(
@@ -34,16 +39,39 @@ def check_at_ref(
     if not (explain and isinstance(source, GitSource) and source.commit != upstream.commit):
         return judged(sources, upstream, source, patches, merge_texts)
     # the history walk, loaded only when it can be needed (``status`` at the pin never needs it)
-    from patchmgr.history.evidence import Found, explain_upstream
+    from patchmgr.history.evidence import Found
+
+    series, known = list(patches), Found()
+    kept = list(range(len(series)))
+    results = _explained(sources, upstream, source, series, known, kept)
+    # A patch that evidence names ``upstream`` is one that ``bump`` drops, yet the engine may have merged it in
+    # (``three-way``, ``fuzz``), and the patches after it were then checked on bytes the bumped series will never
+    # have. So the series is checked again without it, until no such patch is left: every verdict is made
+    # against the tree the series will have, as git replaying it without the dropped patches sees it.
+    settled: dict[int, CheckResult] = {}
+    while dropped := {k for k, r in zip(kept, results, strict=True) if r.state is State.UPSTREAM and r.files}:
+        settled.update({k: replace(r, files={}) for k, r in zip(kept, results, strict=True) if k in dropped})
+        kept = [k for k in kept if k not in dropped]
+        known = known.for_another_series()
+        results = _explained(sources, upstream, source, [series[k] for k in kept], known, kept)
+    by_index = {**settled, **dict(zip(kept, results, strict=True))}
+    return [by_index[k] for k in range(len(series))]
+
+
+def _explained(
+    sources: Sources, upstream: Upstream, source: GitSource, series: list[PatchFile], known: Found, positions: list[int]
+) -> list[CheckResult]:
+    """``series`` checked at ``source`` and explained; ``positions``: each patch's index in the whole series
+    (what ``known`` is keyed by)."""
+    from patchmgr.history.evidence import explain_upstream
 
     # A 3-way merge (a git process per file) is most of a check past the pin, and wasted on a patch that a
     # commit carries: it reads upstream whatever the merge makes of it. So the series is checked without
     # merges first, and again with them (the evidence found kept) only when a conflict is left unexplained.
-    series, known = list(patches), Found()
-    results = explain_upstream(sources, upstream, source, judged(sources, upstream, source, series), known)
+    results = explain_upstream(sources, upstream, source, judged(sources, upstream, source, series), known, positions)
     if any(r.state is State.CONFLICT for r in results):
         merged = judged(sources, upstream, source, series, merge_texts)
-        results = explain_upstream(sources, upstream, source, merged, known)
+        results = explain_upstream(sources, upstream, source, merged, known, positions)
     return results
 
 

@@ -13,6 +13,7 @@ first-parent line that touch the patch's files.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from patchmgr.engine.results import CheckResult, State
@@ -36,17 +37,29 @@ class Evidence:
 @dataclass
 class Found:
     """What one series' evidence search at one ref has found so far, for a second look at the same ref
-    (``at_ref``): each patch's carrier (None: none), and the walk's evidence by patch and state there."""
+    (``at_ref``): each patch's carrier (None: none), and the walk's evidence by patch and state there, keyed by
+    the patch's index in the whole series."""
 
     carriers: dict[int, Carrier | None] = field(default_factory=dict)
     walked: dict[tuple[int, State], Evidence | None] = field(default_factory=dict)
 
+    def for_another_series(self) -> Found:
+        """What still holds when some patches are left out of the series: a carrier is the patch's own (its
+        patch-id, the commits it names), but the walk applied the patches before it, so it is walked again."""
+        return Found(carriers=self.carriers)
+
 
 def find_evidence(
-    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult], known: Found | None = None
+    sources: Sources,
+    upstream: Upstream,
+    source: GitSource,
+    results: list[CheckResult],
+    known: Found | None = None,
+    positions: Sequence[int] | None = None,
 ) -> dict[int, Evidence]:
     """Evidence for the results (by index) that do not apply at ``source`` (a ref past the pin); ``known``: what
-    an earlier search of the same series at the same ref found (and this one adds to)."""
+    an earlier search of the same series at the same ref found (and this one adds to), keyed by ``positions``
+    (each result's index in the series ``known`` was made for; by default its index in ``results``)."""
     pending = [i for i, r in enumerate(results) if not r.state.applies]
     if not pending:
         return {}
@@ -61,15 +74,16 @@ def find_evidence(
         return {}
     series = [r.patch for r in results]
     known = known if known is not None else Found()
-    if unsearched := [i for i in pending if i not in known.carriers]:
+    at = list(positions) if positions is not None else list(range(len(results)))
+    if unsearched := [i for i in pending if at[i] not in known.carriers]:
         carried = find_carriers(repo, upstream, base, to, series, unsearched)
-        known.carriers.update({i: carried.get(i) for i in unsearched})
+        known.carriers.update({at[i]: carried.get(i) for i in unsearched})
     walk = None
     found: dict[int, Evidence] = {}
     for index in pending:
         result = results[index]
         changed = result.state is not State.UPSTREAM  # the engine's: its reverse does not apply at the ref
-        carrier = known.carriers[index]
+        carrier = known.carriers[at[index]]
         if carrier is not None:
             found[index] = Evidence(
                 f"upstream commit {carrier.sha} carries this change ({carrier.how}): " + _named(carrier.subject),
@@ -77,10 +91,10 @@ def find_evidence(
                 changed,
             )
             continue
-        if (index, result.state) not in known.walked:
+        if (at[index], result.state) not in known.walked:
             walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1])
-            known.walked[(index, result.state)] = _walked(walk, index, result.state)
-        if (evidence := known.walked[(index, result.state)]) is not None:
+            known.walked[(at[index], result.state)] = _walked(walk, index, result.state)
+        if (evidence := known.walked[(at[index], result.state)]) is not None:
             found[index] = evidence
     return found
 
@@ -101,11 +115,17 @@ def _walked(walk: Walk, index: int, state: State) -> Evidence | None:
 
 
 def explain_upstream(
-    sources: Sources, upstream: Upstream, source: GitSource, results: list[CheckResult], known: Found | None = None
+    sources: Sources,
+    upstream: Upstream,
+    source: GitSource,
+    results: list[CheckResult],
+    known: Found | None = None,
+    positions: Sequence[int] | None = None,
 ) -> list[CheckResult]:
     """The results, with those that do not apply at ``source`` replaced by ``upstream`` ones where evidence names
-    the commit; new values, the engine's results are left as they are (``known``: as ``find_evidence``)."""
-    found = find_evidence(sources, upstream, source, results, known)
+    the commit; new values, the engine's results are left as they are (``known``, ``positions``: as
+    ``find_evidence``)."""
+    found = find_evidence(sources, upstream, source, results, known, positions)
     return [_explained(result, found[index]) if index in found else result for index, result in enumerate(results)]
 
 

@@ -263,7 +263,6 @@ def _check_columns(
                 if earlier is not None and (checked[earlier][i].carrier or not names_commits[i]):
                     settled[i] = checked[earlier][i]
                 continue
-                continue
             if commit not in lines:
                 lines[commit] = set(repo.first_parent_path(base, commit))
             on_line = found & lines[commit]
@@ -283,6 +282,11 @@ def _check_columns(
         explained = explain_upstream(sources, upstream, GitSource(repo, commit, location), shown)
         checked[commit] = [settled[i] if i in settled else r for i, r in enumerate(explained)]
         known.update({r.carrier: r for r in explained if r.carrier})
+    # a column where a patch the engine merged in (three-way, fuzz) reads upstream: bump drops that patch, so the
+    # patches after it are checked again without it, as status --against checks them (at_ref)
+    for commit in bases:
+        if any(r.state is State.UPSTREAM and r.files for r in checked[commit]):
+            checked[commit] = check_at_ref(sources, upstream, GitSource(repo, commit, location), patches)
     return checked
 
 

@@ -24,9 +24,10 @@ from patchmgr.maintain.edit_checkout import locked_edit
 from patchmgr.maintain.edit_record import EditRecord, PatchCommit, record_path
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.start_files import smoke_stub_text
+from patchmgr.model.dep3 import read_header
 from patchmgr.model.dep3_edit import set_last_update
 from patchmgr.model.errors import StateError, UsageError
-from patchmgr.model.lint import SMOKE_DIR, lacks_full_index, smoke_test_problem
+from patchmgr.model.lint import DEP3_PROFILE, SMOKE_DIR, lacks_full_index, smoke_test_problem
 from patchmgr.model.manifest import PATCH_ID, Target
 from patchmgr.model.patchfile import PatchFile, is_mail, parse_patch
 from patchmgr.model.project import Project
@@ -90,12 +91,16 @@ def plan_add(project: Project, request: AddRequest, change: Change, sources: Sou
     target, upstream = request.target, request.target.upstream(request.upstream)
     path = project.patch_path(upstream.name, request.patch_id)
     smoke, stub = _smoke_test(project, request)
-    if request.origin is None and change.origin is None and not re.search(r"(?m)^Origin:", change.message):
+    dep3 = target.lint_profile == DEP3_PROFILE  # add accepts what lint accepts: DEP-3 takes an Author for Origin
+    said = read_header(change.message).first(*(("Origin", "Author", "From") if dep3 else ("Origin",)))
+    if request.origin is None and change.origin is None and said is None:
         raise UsageError(
-            "the diff says nothing of where it comes from (no Origin field); nothing was written",
+            "the diff says nothing of where it comes from (no Origin field"
+            + (", no Author or From" if dep3 else "")
+            + "); nothing was written",
             "say it with --origin, e.g. --origin vendor or --origin https://github.com/org/lib/pull/12",
         )
-    message = _fields(change.message or DESCRIBE_STUB, request, change.origin, smoke)
+    message = _fields(change.message or DESCRIBE_STUB, request, change.origin, smoke, dep3)
     source = sources.open_git(upstream, None)
     series = project.patches(upstream)
     patch = _checked(parse_patch((message + "---\n" + change.diff).encode("utf-8"), path, upstream.name))
@@ -164,19 +169,21 @@ def _module(patch_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", patch_id)
 
 
-def _fields(message: str, request: AddRequest, origin: str | None, smoke: str) -> str:
-    """``message`` with the DEP-3 fields a patch needs: those it has are kept (``--origin`` replaces Origin)."""
+def _fields(message: str, request: AddRequest, origin: str | None, smoke: str, dep3: bool = False) -> str:
+    """``message`` with the DEP-3 fields a patch needs: those it has are kept (``--origin`` replaces Origin);
+    under the DEP-3 profile, fields are named in any case, and an Author or From stands for Origin."""
     lines = message.splitlines(keepends=True)
+    header = read_header(message)
 
     def has(key: str) -> bool:
-        return any(line.startswith(f"{key}:") for line in lines)
+        return header.first(key) is not None if dep3 else any(line.startswith(f"{key}:") for line in lines)
 
     if request.origin is not None:
         lines = [line for line in lines if not line.startswith("Origin:")]
     added = []
-    if request.origin is not None or (origin and not has("Origin")):
+    if request.origin is not None or (origin and not has("Origin") and not (dep3 and has("Author"))):
         added.append(f"Origin: {request.origin or origin}\n")
-    if not has("Upstream-Status"):
+    if not has("Upstream-Status") and not dep3:  # patchmgr's own field: the strict profile asks for it
         added.append("Upstream-Status: Pending\n")
     if not any(line.startswith("Smoke-Test:") and line.split(":", 1)[1].strip() == smoke for line in lines):
         added.append(f"Smoke-Test: {smoke}\n")

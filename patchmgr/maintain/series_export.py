@@ -70,7 +70,7 @@ def export_series(
     project: Project, target: Target, sources: Sources, into: Path, only: Sequence[str] = (), force: bool = False
 ) -> SeriesExport:
     into = into.resolve()
-    _refuse_project_folder(project, into)
+    refuse_project_folder(project, into)
     problem = prefix_problem(_prefix(into))
     if problem is not None:  # series.conf names the patches by this path: import could not read it back
         raise UsageError(
@@ -89,16 +89,16 @@ def export_series(
         error.notes[:0] = notes  # a run that recovered DIR, then refused, still says what it recovered
         raise
     finally:  # DIR holds the layout alone: the lock the recovery or the write took goes (a journal left stays)
-        _remove_state(into, made_into)
+        remove_state(into, made_into)
 
 
 def _export(
     project: Project, target: Target, sources: Sources, into: Path, only: Sequence[str], force: bool, notes: list[str]
 ) -> SeriesExport:
-    _refuse_nonempty(into, force)
+    refuse_nonempty(into, force)
     kept = _kept_upstreams(into, target, only)
     status = check_target(project, target, sources, {}, only)
-    _refuse_not_applying(status)
+    refuse_not_applying(status)
     upstreams: list[ExportedUpstream] = []
     writes: dict[Path, bytes | None] = {}
     with Scratch() as scratch:
@@ -136,7 +136,7 @@ def _export(
     )
 
 
-def _refuse_project_folder(project: Project, into: Path) -> None:
+def refuse_project_folder(project: Project, into: Path) -> None:
     for folder in (project.manifests_dir, project.patches_dir):
         folder = folder.resolve()
         if into == folder or folder in into.parents:
@@ -146,7 +146,7 @@ def _refuse_project_folder(project: Project, into: Path) -> None:
             )
 
 
-def _refuse_nonempty(into: Path, force: bool) -> None:
+def refuse_nonempty(into: Path, force: bool) -> None:
     if (into.exists() or into.is_symlink()) and not into.is_dir():
         raise UsageError(f"--into {into} is not a folder; nothing was written", "give a new or empty folder")
     entries = sorted(e.name for e in into.iterdir() if e.name != STATE) if into.is_dir() else []
@@ -196,7 +196,7 @@ def _in_order(target: Target, exported: list[SeriesUpstream], kept: Sequence[Ser
     return [by_name[name] for name in order] + [u for u in kept if u.name not in order]
 
 
-def _refuse_not_applying(status: TargetStatus) -> None:
+def refuse_not_applying(status: TargetStatus) -> None:
     """What ``apply`` refuses, export refuses: the monolith is the series as apply applies it."""
     for upstream_status in status.upstreams:
         name = upstream_status.upstream.name
@@ -309,7 +309,7 @@ def _current(path: Path) -> bytes | None:
         raise StateError(f"cannot read {path}: {exc.strerror}; nothing was written", "fix its permissions") from None
 
 
-def _remove_state(into: Path, made_into: bool) -> None:
+def remove_state(into: Path, made_into: bool) -> None:
     """The state folder in DIR, when it holds its lock alone (this export's, or one a recovered export left):
     removed, so DIR holds the layout alone; DIR too when this export made it and it is empty (a write that
     failed). A journal a failure left stays, for the next export there to put back."""

@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from patchmgr.model.errors import UsageError
+from patchmgr.model.shell_lines import Heredoc, take_heredocs
 
 _DIRECTIVE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9_-]*)\s*=\s*(.*?)\s*$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_HEREDOC = re.compile(r"^<<(-?)[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?\s*$")
+_HEREDOC_KEYWORDS = frozenset(("RUN", "COPY", "ADD"))
 _GLOB = re.compile(r"[*?\[]")
-OPERATORS = ("&&", "||", ">>", ";", "|", "&", "<", ">", "(", ")")
+OPERATORS = ("&&", "||", ">>", ";", "|", "&", "<<<", "<<-", "<<", "<", ">", "(", ")")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class Instruction:
 
     line: int  # counted from 1
     keyword: str
-    rest: str  # continued lines joined without their escape characters; a RUN heredoc: its body
+    rest: str  # continued lines joined without their escape characters
+    heredocs: tuple[Heredoc, ...] = ()  # RUN, COPY and ADD: the here-documents the line opens, in order
 
 
 @dataclass(frozen=True)
@@ -89,16 +91,12 @@ def instructions(text: str) -> list[Instruction]:
     out: list[Instruction] = []
     current: list[str] = []
     start = 0
-    heredoc: tuple[str, list[str]] | None = None  # RUN <<EOF: the delimiter, and the script's lines so far
-    for number, raw in enumerate(lines, 1):
+    index = 0
+    while index < len(lines):
+        raw = lines[index]
+        number = index + 1
+        index += 1
         stripped = raw.strip()
-        if heredoc is not None:
-            if (raw if not heredoc[0].startswith("-") else raw.lstrip("\t")) == heredoc[0].lstrip("-"):
-                out[-1] = replace(out[-1], rest="\n".join(heredoc[1]))
-                heredoc = None
-            else:
-                heredoc[1].append(raw)
-            continue
         if stripped.startswith("#") or (current and not stripped):
             continue  # a comment, or an empty line inside a continued instruction
         if not current:
@@ -110,11 +108,12 @@ def instructions(text: str) -> list[Instruction]:
             current.append(body[:-1])
             continue
         current.append(raw)
-        out.append(_instruction(start, "".join(current)))
+        instruction = _instruction(start, "".join(current))
         current = []
-        marker = _HEREDOC.match(out[-1].rest) if out[-1].keyword == "RUN" else None
-        if marker:
-            heredoc = (marker.group(1) + marker.group(2), [])
+        if instruction.keyword in _HEREDOC_KEYWORDS:  # the lines after it are the bodies of its here-documents
+            heredocs, index = take_heredocs(instruction.rest, lines, index, 1)
+            instruction = replace(instruction, heredocs=heredocs)
+        out.append(instruction)
     if current:
         out.append(_instruction(start, "".join(current)))
     return out
@@ -214,14 +213,23 @@ class _Lexer:
             self.braced(text[start + 1 : end])
             self.pos = end + 1
             return
-        if text.startswith("(", start):  # a command's output: unknown here
+        if text.startswith("(", start):  # a command's output: unknown here, but for a script's own folder
             end = min(_closing(text, start + 1, "()"), len(text) - 1)
-            self.missing.append(Missing(text[self.pos : end + 1], self.line))
+            folder = self.folder_of(text[start + 1 : end])
+            if folder is not None:
+                self.buf.append(folder.text)
+                self.missing.extend(folder.missing)
+            else:
+                self.missing.append(Missing(text[self.pos : end + 1], self.line))
             self.pos = end + 1
             return
         match = _NAME.match(text, start)
         if not match:
             special = text[start : start + 1]
+            if special in self.values:  # $0: a script's path
+                self.take(special)
+                self.pos = start + 1
+                return
             if special and (special.isdigit() or special in "@*#?$!-"):
                 self.missing.append(Missing("$" + special, self.line))
                 self.pos = start + 1
@@ -231,6 +239,20 @@ class _Lexer:
             return
         self.take(match.group(0))
         self.pos = match.end()
+
+    def folder_of(self, command: str) -> Word | None:
+        """``$(dirname X)`` and ``$(cd X && pwd)`` of an absolute X (a script's ``$0``): what the shell prints."""
+        found = _Lexer(command, self.values, self.line, True).run()
+        texts = [w.text for w in found]
+        if len(found) == 2 and texts[0] == "dirname":
+            folder, path = found[1], posixpath.dirname(posixpath.normpath(found[1].text))
+        elif texts[0:1] == ["cd"] and texts[2:4] in (["&&", "pwd"], [";", "pwd"]) and texts[4:] in ([], ["-P"]):
+            folder, path = found[1], posixpath.normpath(found[1].text)
+        else:
+            return None
+        if folder.missing or not folder.text.startswith("/"):
+            return None
+        return Word(path)
 
     def take(self, name: str) -> None:
         value = self.values.get(name)
@@ -246,6 +268,8 @@ class _Lexer:
             self.missing.append(Missing(inner, self.line))
             return
         name, rest = match.group(0), inner[match.end() :]
+        if name == "BASH_SOURCE" and rest == "[0]":
+            rest = ""
         if not rest:
             self.take(name)
             return
@@ -290,17 +314,41 @@ class Copied:
     dest: str
     line: int
     stage: int = 0  # the build stage it is in: its FROM line's place among the FROM lines (0: the first)
-    # COPY --from=<stage>: the sources are paths in that stage's image, whose files came from these COPY lines
+    # COPY --from=<stage>: the sources are paths in that stage's image, whose files came from these COPY lines;
+    # a recipe's cp or mv: paths of its own image (or machine) as they were, these before it
     via: tuple[Copied, ...] | None = None
+    where: str = ""  # the recipe file the line is in ("": the Dockerfile)
+    clone: bool = False  # a git clone into ``dest``: the files under it are the clone's
 
 
-def context_candidates(copies: tuple[Copied, ...], image_path: str) -> list[str]:
+@dataclass(frozen=True)
+class InClone:
+    """A file of a clone the recipe made: the clone's folder and the file's path inside it."""
+
+    folder: str
+    path: str
+
+
+def context_candidates(copies: tuple[Copied, ...], image_path: str, host: bool = False) -> list[str | InClone]:
     """Where in the build context a file at ``image_path`` may come from, the last COPY reaching it first (the
-    caller keeps the first that exists: a folder copied in, a file or a glob's match copied into a folder)."""
-    found: list[str] = []
+    caller keeps the first that exists: a folder copied in, a file or a glob's match copied into a folder), or
+    the file of a clone made into a folder holding it. ``host``: the recipe runs on the machine itself (a build
+    script), so a file that nothing copied is that file itself."""
+    found: list[str | InClone] = []
+    reached = False
     for copy in reversed(copies):
+        if copy.clone:
+            prefix = copy.dest.rstrip("/") + "/"
+            if image_path.startswith(prefix):  # a clone makes its folder afresh: nothing before it counts
+                return list(dict.fromkeys([*found, InClone(copy.dest, image_path[len(prefix) :])]))
+            continue
         sourced = _sources(copy, image_path)
-        found += sourced if copy.via is None else [c for path in sourced for c in context_candidates(copy.via, path)]
+        reached = reached or bool(sourced)
+        found += (
+            sourced if copy.via is None else [c for path in sourced for c in context_candidates(copy.via, path, host)]
+        )
+    if host and not reached:
+        found.append(image_path)
     return list(dict.fromkeys(found))
 
 

@@ -1,4 +1,12 @@
-"""``patchmgr lint``: manifests and patch files well-formed, every patch documented."""
+"""``patchmgr lint``: manifests and patch files well-formed, every patch documented.
+
+Two profiles, chosen per target in its manifest (``lint-profile``): ``strict``, the default, patchmgr's own
+rules (a subject and a message that says why, ``Upstream-Status`` and ``Origin``, git's full ``index``
+lines, a final newline), and ``dep3``, what the DEP-3 specification itself asks (``Description`` or
+``Subject``; ``Origin`` unless ``Author`` or ``From`` says who wrote it; field names in any case; plain
+diffs). Both refuse patchmgr's own stubs and check ``Smoke-Test``. A patch that several targets list is
+held to the strict rules when any of them is strict.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +14,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchmgr.model.dep3 import read_header
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.input_files import read_input
-from patchmgr.model.manifest import Target
-from patchmgr.model.patchfile import UPSTREAM_STATUSES, PatchFile, read_patch
+from patchmgr.model.manifest import LINT_PROFILES, Target
+from patchmgr.model.patchfile import UPSTREAM_STATUSES, PatchFile, diff_line_index, read_patch
 from patchmgr.model.project import Project
+from patchmgr.model.text import split_lines
+
+STRICT_PROFILE, DEP3_PROFILE = LINT_PROFILES
 
 _FULL_INDEX = re.compile(r"^index [0-9a-f]{40}\.\.[0-9a-f]{40}", re.M)
 _ANY_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)", re.M)
@@ -58,29 +70,61 @@ def lint_project(project: Project) -> tuple[list[LintProblem], int]:
         except PatchmgrError as exc:
             path = project.manifests_dir / f"{name}.toml"
             problems.append(LintProblem.of_error(path, exc.message))
-    checked: set[Path] = set()
+    checked: dict[Path, tuple[str, str, str]] = {}  # path -> (upstream, id, profile)
     for target in targets:
         for upstream in target.upstreams:
             for patch_id in upstream.patch_ids:
                 path = project.patch_path(upstream.name, patch_id)
-                if path in checked:
-                    continue
-                checked.add(path)
-                problems += lint_patch(project, path, upstream.name, patch_id)
+                profile = checked.get(path, ("", "", target.lint_profile))[2]
+                strictest = STRICT_PROFILE if STRICT_PROFILE in (profile, target.lint_profile) else DEP3_PROFILE
+                checked[path] = (upstream.name, patch_id, strictest)
+    for path, (upstream_name, patch_id, profile) in checked.items():
+        problems += lint_patch(project, path, upstream_name, patch_id, profile)
     for path in project.unlisted_patches(targets):
         problems.append(LintProblem(path, "no manifest lists this patch"))
     return problems, len(checked)
 
 
-def lint_patch(project: Project, path: Path, upstream: str, patch_id: str) -> list[LintProblem]:
+def lint_patch(
+    project: Project, path: Path, upstream: str, patch_id: str, profile: str = STRICT_PROFILE
+) -> list[LintProblem]:
     try:
         patch = read_patch(path, upstream, patch_id)
     except PatchmgrError as exc:
         return [LintProblem.of_error(path, exc.message)]
-    return [LintProblem(path, message) for message in _patch_messages(project, patch)]
+    messages = _strict_messages(patch) if profile == STRICT_PROFILE else dep3_messages(patch.data)
+    return [LintProblem(path, message) for message in messages + _shared_messages(project, patch)]
 
 
-def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
+def dep3_messages(data: bytes) -> list[str]:
+    """What the DEP-3 specification finds missing in a patch's header (``data``: the patch file's bytes)."""
+    lines = split_lines(data.decode("utf-8", "replace"))
+    start = diff_line_index(lines)
+    header = read_header("".join(lines[: len(lines) if start is None else start]))
+    messages = []
+    if header.first("Description", "Subject") is None:
+        messages.append("no Description or Subject field: DEP-3 asks for one, a short description on its first line")
+    if header.first("Origin", "Author", "From") is None:
+        messages.append("no Origin field, and no Author or From to stand for it: DEP-3 asks for one of them")
+    return messages
+
+
+def _shared_messages(project: Project, patch: PatchFile) -> list[str]:
+    """What every profile checks: patchmgr's own stub, and the Smoke-Test fields patchmgr runs."""
+    messages = []
+    if is_stub(patch.data.decode("utf-8", "replace")):
+        messages.append(
+            f"DEP-3 stub left by patchmgr import or add ({IMPORT_STUB!r}): say what the patch fixes and why "
+            "in Description, then remove the marker"
+        )
+    for smoke in patch.field_values("Smoke-Test"):
+        problem = smoke_test_problem(project, patch.upstream, smoke.strip())
+        if problem:
+            messages.append(f"Smoke-Test {smoke.strip()!r} {problem}")
+    return messages
+
+
+def _strict_messages(patch: PatchFile) -> list[str]:
     messages = []
     text = patch.data.decode("utf-8")
     if not text.endswith("\n"):
@@ -89,11 +133,6 @@ def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
         messages.append("no subject or Description: say what the patch does")
     if len(patch.body.replace("\n", " ").split()) < 12:
         messages.append("the message does not say why the patch exists (what broke, how it showed)")
-    if is_stub(text):
-        messages.append(
-            f"DEP-3 stub left by patchmgr import or add ({IMPORT_STUB!r}): say what the patch fixes and why "
-            "in Description, then remove the marker"
-        )
     status = patch.field("Upstream-Status")
     if not status:
         messages.append("no Upstream-Status field (Pending, Submitted <url>, Backport <url>, ...)")
@@ -105,10 +144,6 @@ def _patch_messages(project: Project, patch: PatchFile) -> list[str]:
         messages.append("no Origin field (vendor, upstream or backport, and where from)")
     if lacks_full_index(text):
         messages.append("index lines lack full 40-hex blob ids: regenerate with git format-patch --full-index")
-    for smoke in patch.field_values("Smoke-Test"):
-        problem = smoke_test_problem(project, patch.upstream, smoke.strip())
-        if problem:
-            messages.append(f"Smoke-Test {smoke.strip()!r} {problem}")
     return messages
 
 

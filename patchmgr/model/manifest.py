@@ -31,7 +31,10 @@ from patchmgr.model.urls import (
 # \Z, not $: `$` also matches before a final newline, and every caller uses .match
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*\Z")
 PATCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
-_TARGET_KEYS = {"name", "description"}
+# what `patchmgr lint` holds the target's patches to (model/lint.py): patchmgr's own rules, or DEP-3's
+LINT_PROFILE_KEY = "lint-profile"
+LINT_PROFILES = ("strict", "dep3")
+_TARGET_KEYS = {"name", "description", LINT_PROFILE_KEY}
 _UPSTREAM_KEYS = {
     "git",
     "mirrors",
@@ -131,6 +134,7 @@ class Target:
     description: str
     path: Path
     upstreams: tuple[Upstream, ...]
+    lint_profile: str = LINT_PROFILES[0]
 
     def upstream(self, name: str) -> Upstream:
         for upstream in self.upstreams:
@@ -177,13 +181,17 @@ class _Validator:
                 f'set name = "{self.path.stem}" or rename the file',
             )
         description = self._string(section, "description", "target.description", free_text=True) or ""
+        profile = self._string(section, LINT_PROFILE_KEY, f"target.{LINT_PROFILE_KEY}") or LINT_PROFILES[0]
+        if profile not in LINT_PROFILES:
+            said, hint = f"{profile!r} is not one of: {', '.join(LINT_PROFILES)}", 'write "dep3" (DEP-3) or "strict"'
+            raise self.fail(f"target.{LINT_PROFILE_KEY}", said, hint)
         upstreams = raw.get("upstreams", {})
         if not isinstance(upstreams, dict):
             raise self.fail(
                 "upstreams", "must be a table of [upstreams.<name>] tables", "see README.md for the manifest format"
             )
         parsed = tuple(self.upstream(n, u) for n, u in upstreams.items())
-        return Target(name, description, self.path, parsed)
+        return Target(name, description, self.path, parsed, profile)
 
     def upstream(self, name: str, raw: object) -> Upstream:
         key = f"upstreams.{name!r}" if control_character(name) else f"upstreams.{name}"

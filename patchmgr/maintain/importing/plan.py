@@ -111,8 +111,8 @@ class ImportOutcome:
 
 
 def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, options: ImportOptions) -> ImportOutcome:
-    _check_names(options, [m.upstream for m in monoliths])
-    existing = _existing(project, options.target)
+    check_names(options, [m.upstream for m in monoliths])
+    existing = existing_of(project, options.target)
     outcome = ImportOutcome(options.target, [], notes=list(options.notes))
     entries = []
     unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
@@ -170,7 +170,7 @@ def finish_import(project: Project, outcome: ImportOutcome, dry_run: bool) -> Im
     return replace(outcome, action=ImportAction.IMPORTED)
 
 
-def _check_names(options: ImportOptions, imported: list[str]) -> None:
+def check_names(options: ImportOptions, imported: list[str]) -> None:
     """A --pin, --git or --search for an upstream no patch is imported for is a typo, not something to ignore."""
     for option, given in (("--pin", options.pins), ("--git", options.git), ("--search", options.search)):
         for name in given:
@@ -182,7 +182,7 @@ def _check_names(options: ImportOptions, imported: list[str]) -> None:
                 )
 
 
-def _existing(project: Project, target: str) -> dict[str, Upstream]:
+def existing_of(project: Project, target: str) -> dict[str, Upstream]:
     if not (project.manifests_dir / f"{target}.toml").is_file():
         return {}
     return {u.name: u for u in project.target(target).upstreams}  # a manifest that does not load: its error

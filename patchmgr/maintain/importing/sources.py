@@ -43,6 +43,13 @@ class Monolith:
     version: str | None = None  # from a per-version folder
     commit: str | None = None  # the last commit of the repository holding the patch file that changed it
     joined: tuple[Monolith, ...] = ()  # the patch files of one upstream this one was joined from, in order
+    at: str = ""  # a patch written in a recipe's here-document: where in that file (``path``), ``:12``
+    placed: bool = False  # read from a clone a recipe makes: ``shown`` and ``commit`` name it, ``path`` is none
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """What two names of one patch share: its file (or its place in a clone), and its place in the file."""
+        return (self.shown if self.placed else str(self.path.resolve()), self.at)
 
 
 def origin_of(monolith: Monolith) -> str:
@@ -129,7 +136,7 @@ def finish_inputs(found: list[Monolith]) -> list[Monolith]:
     groups: dict[str, list[Monolith]] = {}
     for item in found:
         group = groups.setdefault(item.upstream, [])
-        if any(other.path.resolve() == item.path.resolve() for other in group):
+        if any(other.identity == item.identity for other in group):
             raise UsageError(
                 f"the patch {item.shown} is given twice for upstream {item.upstream}", "name each patch file once"
             )
@@ -158,10 +165,12 @@ def _in_repository(item: Monolith) -> Monolith:
     """The patch named by its path in the git repository holding it, with the last commit that changed it.
 
     The repository is the user's own checkout, read with its configuration distrusted like any other."""
+    if item.placed:
+        return item
     path = item.path.resolve()
     top = repository_of(path.parent)
     if not (top / ".git").exists():
-        return replace(item, shown=outside_git(item.path, item.shown, item.version))
+        return replace(item, shown=outside_git(item.path, item.shown, item.version) + item.at)
     relative = path.relative_to(top).as_posix()
     try:
         with GitRepo(top, untrusted=True) as repo:
@@ -169,7 +178,7 @@ def _in_repository(item: Monolith) -> Monolith:
     except GitError:
         return item
     shown = item.shown if item.shown != str(item.path) else relative
-    return replace(item, shown=shown, commit=commit or None)
+    return replace(item, shown=shown + item.at, commit=commit or None)
 
 
 def read_monolith(path: Path, upstream: str) -> PatchFile:

@@ -19,6 +19,7 @@ from tomlkit.items import Array, Table
 from patchmgr.maintain.importing.shared import same_patch
 from patchmgr.maintain.manifest_edit import check_manifest, set_comment
 from patchmgr.model.errors import ManifestError, UsageError
+from patchmgr.model.manifest import LINT_PROFILE_KEY
 from patchmgr.model.project import Project
 from patchmgr.targets.project_files import check_places, write_files
 
@@ -35,9 +36,10 @@ class UpstreamEntry:
 
 
 def plan_writes(
-    project: Project, target: str, description: str, entries: list[UpstreamEntry]
+    project: Project, target: str, description: str, entries: list[UpstreamEntry], lint_profile: str | None = None
 ) -> tuple[dict[Path, bytes | None], dict[Path, bytes | None]]:
-    """(writes, what each path holds now): checked, nothing written."""
+    """(writes, what each path holds now): checked, nothing written. ``lint_profile``: the target's
+    ``lint-profile`` when its manifest names none yet (a quilt series: DEP-3's)."""
     path = project.manifests_dir / f"{target}.toml"
     existing = path.read_text(encoding="utf-8") if path.is_file() else None
     writes: dict[Path, bytes | None] = {}
@@ -54,7 +56,7 @@ def plan_writes(
                 )
             writes[file] = data
     check_places(project.root, [*writes, path])  # a dry run says it too: a link out of the project is refused
-    text = manifest_text(existing, path, target, description, entries)
+    text = manifest_text(existing, path, target, description, entries, lint_profile)
     check_manifest(path, text, project.patches_dir, planned=set(writes))
     writes[path] = text.encode("utf-8")
     expected = {p: (p.read_bytes() if p.is_file() else None) for p in writes}
@@ -65,7 +67,14 @@ def write_import(project: Project, writes: dict[Path, bytes | None], expected: d
     write_files(project.root, writes, expected)
 
 
-def manifest_text(existing: str | None, path: Path, target: str, description: str, entries: list[UpstreamEntry]) -> str:
+def manifest_text(
+    existing: str | None,
+    path: Path,
+    target: str,
+    description: str,
+    entries: list[UpstreamEntry],
+    lint_profile: str | None = None,
+) -> str:
     if existing is None:
         document = tomlkit.document()
         head = tomlkit.table()
@@ -74,6 +83,9 @@ def manifest_text(existing: str | None, path: Path, target: str, description: st
         document["target"] = head
     else:
         document = tomlkit.parse(existing)
+    section = document.get("target")
+    if lint_profile is not None and isinstance(section, Table) and LINT_PROFILE_KEY not in section:
+        section[LINT_PROFILE_KEY] = lint_profile
     upstreams = document.get("upstreams")
     if upstreams is None:
         upstreams = tomlkit.table(is_super_table=True)

@@ -5,7 +5,9 @@ from patchmgr.render.maintain.bisect import bisect_json, render_bisect
 from patchmgr.render.maintain.edit import edit_json, onto_json, render_edit, render_onto
 from patchmgr.render.maintain.export import (
     export_json,
+    quilt_export_json,
     render_export,
+    render_quilt_export,
     render_range_diff,
     render_series_export,
     series_export_json,
@@ -18,6 +20,7 @@ __all__ = [
     "edit_json",
     "export_json",
     "onto_json",
+    "quilt_export_json",
     "refresh_json",
     "render_bisect",
     "render_bump",
@@ -25,6 +28,7 @@ __all__ = [
     "render_export",
     "render_interdiffs",
     "render_onto",
+    "render_quilt_export",
     "render_range_diff",
     "render_refresh",
     "render_series_export",

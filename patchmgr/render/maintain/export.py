@@ -12,6 +12,7 @@ from patchmgr.render.maintain.guards import print_broken_guards
 from patchmgr.render.status import guard_json, or_none
 
 if TYPE_CHECKING:
+    from patchmgr.maintain.quilt_export import QuiltExport
     from patchmgr.maintain.rangediff import RangeDiff
     from patchmgr.maintain.roundtrip import ExportOutcome
     from patchmgr.maintain.series_export import SeriesExport
@@ -158,4 +159,26 @@ def series_export_json(outcome: SeriesExport) -> dict:
         "replaced": [str(p) for p in outcome.replaced],
         "kept": list(outcome.kept),
         "notes": list(outcome.notes),
+    }
+
+
+def render_quilt_export(console: Console, outcome: QuiltExport) -> None:
+    say(console, f"{outcome.upstream}: {len(outcome.patch_ids)} patch(es) at {outcome.commit[:12]}", "green")
+    say(
+        console,
+        f"wrote the {outcome.upstream} series of target {outcome.target} as a quilt series into {outcome.into}: "
+        "series and the patch files; quilt push -a there on the pristine upstream gives the files patchmgr apply "
+        "writes",
+    )
+
+
+def quilt_export_json(outcome: QuiltExport) -> dict:
+    return {
+        "target": outcome.target,
+        "upstream": outcome.upstream,
+        "commit": outcome.commit,
+        "into": str(outcome.into),
+        "patches": list(outcome.patch_ids),
+        "written": [str(p) for p in outcome.written],
+        "replaced": [str(p) for p in outcome.replaced],
     }
