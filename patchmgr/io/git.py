@@ -27,7 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from patchmgr.io import children, scratch
 from patchmgr.io.git_history import HistoryQueries
@@ -130,7 +130,11 @@ class GitRepo(HistoryQueries, PatchOperations):
 
     # -- running commands -------------------------------------------------
     def run(
-        self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None, strip: bool = True
+        self,
+        *args: str,
+        stdin: bytes | BinaryIO | None = None,
+        env: Mapping[str, str] | None = None,
+        strip: bool = True,
     ) -> str:
         if self._objects is not None and _RECONFIGURES.intersection(args[:3]):
             # the cat-file process read the config when it started: a new remote or promisor

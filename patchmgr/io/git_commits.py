@@ -91,9 +91,9 @@ def c_quoted(name: bytes) -> bytes:
     return b'"' + escaped + b'"'
 
 
-def plan(branch: str, parent: str, commits: Sequence[SeriesCommit]) -> bytes | None:
-    """The fast-import stream of ``commits`` on ``branch`` from ``parent`` (marks 1..n), or None where fast-import
-    would not write what git commit does."""
+def plan(branch: str, parent: str, commits: Sequence[SeriesCommit]) -> list[bytes] | None:
+    """The fast-import stream of ``commits`` on ``branch`` from ``parent`` (marks 1..n), in parts (the files'
+    bytes are the commits' own, not copied), or None where fast-import would not write what git commit does."""
     parts: list[bytes] = [f"reset refs/heads/{branch}\nfrom {parent}\n\n".encode()]
     for number, commit in enumerate(commits, 1):
         name, address, message = without_crud(commit.name), without_crud(commit.address), stripspace(commit.message)
@@ -119,7 +119,7 @@ def plan(branch: str, parent: str, commits: Sequence[SeriesCommit]) -> bytes | N
                 parts += [f"M {mode} inline ".encode() + written + f"\ndata {len(data)}\n".encode(), data, b"\n"]
         parts.append(b"\n")
     parts.append(b"done\n")
-    return b"".join(parts)
+    return parts
 
 
 def commit_series(repo: GitRepo, branch: str, parent: str, commits: Sequence[SeriesCommit]) -> list[str] | None:
@@ -134,16 +134,20 @@ def commit_series(repo: GitRepo, branch: str, parent: str, commits: Sequence[Ser
         repo.run("reset", "--quiet", "--hard", parent)
         return []
     with scratch.folder("marks") as folder:
-        marks = os.path.join(folder, "marks")
-        repo.run(
-            *_STORAGE,
-            "fast-import",
-            "--quiet",
-            "--done",
-            "--date-format=rfc2822",
-            f"--export-marks={marks}",
-            stdin=stream,
-        )
+        marks, streamed = os.path.join(folder, "marks"), os.path.join(folder, "stream")
+        # read from a file: joined, the stream would hold every post-image of the series a second time in memory
+        with open(streamed, "wb") as out:
+            out.writelines(stream)
+        with open(streamed, "rb") as source:
+            repo.run(
+                *_STORAGE,
+                "fast-import",
+                "--quiet",
+                "--done",
+                "--date-format=rfc2822",
+                f"--export-marks={marks}",
+                stdin=source,
+            )
         with open(marks, encoding="ascii") as kept:
             made = dict(line.split() for line in kept.read().splitlines() if line)
     ids = [made.get(f":{number}", "") for number in range(1, len(commits) + 1)]

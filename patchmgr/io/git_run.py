@@ -20,6 +20,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from patchmgr.io import children
 from patchmgr.model.errors import GitError
@@ -180,21 +181,23 @@ def execute(
     args: Sequence[str],
     cwd: Path | None,
     env: Mapping[str, str],
-    stdin: bytes | None,
+    stdin: bytes | BinaryIO | None,
     strip: bool,
     repository: Path | None = None,
 ) -> str:
-    """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError."""
+    """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError. ``stdin``:
+    bytes to write to it, or an open file it reads (a stream too large to hold twice in memory)."""
     if verb_of(args) == "fetch":
         env = {**env, **NO_LAZY_FETCH}
+    written = stdin if isinstance(stdin, bytes) else None
     try:
         done = children.run(
             ["git", *args],
             cwd=cwd,
             env=env,
             capture_output=True,
-            input=stdin,
-            stdin=subprocess.DEVNULL if stdin is None else None,
+            input=written,
+            stdin=subprocess.DEVNULL if stdin is None else None if written is not None else stdin,
         )
     except children.Overgrown as exc:
         raise LazyFetchLoop(verb_of(args), exc) from None
@@ -299,7 +302,11 @@ class GitCommands(ABC):
 
     @abstractmethod
     def run(
-        self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None, strip: bool = True
+        self,
+        *args: str,
+        stdin: bytes | BinaryIO | None = None,
+        env: Mapping[str, str] | None = None,
+        strip: bool = True,
     ) -> str:
         """``git args`` in the repository: its output (one final line break dropped when ``strip``), or a GitError."""
 
