@@ -185,21 +185,40 @@ def test_creating_a_file_through_a_link_that_leaves_the_tree(scene):
     assert sorted(p.name for p in scene.outside.iterdir()) == ["target.txt"]
 
 
-def test_patching_a_link_itself(scene):
-    pin = with_links(scene)
+def link_retargeted(scene: Scene, header: bytes = b"") -> bytes:
+    """A diff of the link ``evil`` itself (its target is its text), as git diff writes one."""
     target = str(scene.outside / "target.txt").encode()
-    scene.patch(
-        hand_diff(
-            "evil",
-            b"@@ -1 +1 @@\n-"
-            + target
-            + b"\n\\ No newline at end of file\n+"
-            + target
-            + b".new\n\\ No newline at end of file\n",
-        ),
-        pin,
+    return hand_diff(
+        "evil",
+        b"@@ -1 +1 @@\n-"
+        + target
+        + b"\n\\ No newline at end of file\n+"
+        + target
+        + b".new\n\\ No newline at end of file\n",
+        header,
     )
-    verdict(scene, "conflict", "it is a symbolic link upstream")
+
+
+def test_patching_a_link_itself_retargets_the_link_as_git_does(scene):
+    """git apply changes a link's target (its text) and never writes through it: the link stays a link, nothing
+    outside the tree is touched (tests/test_patch_bytes.py compares the applied tree with git apply's)."""
+    pin = with_links(scene)
+    scene.patch(link_retargeted(scene), pin)
+    verdict(scene, "clean", code=0)
+    assert (scene.outside / "target.txt").read_text() == "outside the tree\n"
+
+
+def test_patching_a_link_as_a_regular_file_is_refused_as_git_refuses_it(scene):
+    pin = with_links(scene)
+    scene.patch(link_retargeted(scene, b"index 1234567..abcdef0 100644\n"), pin)
+    refused = subprocess.run(
+        ["git", "apply", "--check", "-"],
+        cwd=scene.upstream.path,
+        input=scene.project.root.joinpath("patches/lib/bad.patch").read_bytes(),
+        capture_output=True,
+    )
+    assert refused.returncode == 1 and b"evil: wrong type" in refused.stderr
+    verdict(scene, "conflict", "git apply refuses it too (wrong type)")
 
 
 # -- manifests: exit 2 and one error naming the manifest and the key ------------

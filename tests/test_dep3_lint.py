@@ -1,7 +1,8 @@
 """lint as the DEP-3 specification defines it (issue 40, item 3), chosen per target with ``lint-profile``:
 the specification's own example headers pass the ``dep3`` profile on plain ``diff -u`` patches (no ``index``
 lines) and still fail the ``strict`` one, the default; what DEP-3 requires is still asked for; ``add --diff``
-accepts what lint accepts. The headers are the examples of https://dep-team.pages.debian.net/deps/dep3/."""
+accepts what lint accepts. The headers are the examples of https://dep-team.pages.debian.net/deps/dep3/ (its
+"Examples" section), whitespace and all."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from patchmgr.cli import main
 OLD = "".join(f"line {n}\n" for n in range(1, 21))
 NEW = OLD.replace("line 10\n", "line ten\n")
 
-# DEP-3's examples, as the specification gives them (its "Examples" section)
+# DEP-3's four examples, character for character as the specification gives them (its "Examples" section; checked
+# against two copies of it: the Ubuntu Packaging Guide's "DEP 3 - Patch file headers" page, which quotes them
+# with the text's indentation flattened, and the test data of the Rust crate that parses them for Debian's tools,
+# which keeps the one-space continuation lines); then one header for the field rules the specification states
 SPEC_EXAMPLES = {
     "a patch cherry-picked from upstream": (
         "From: Ulrich Drepper <drepper@redhat.com>\n"
@@ -57,7 +61,8 @@ SPEC_EXAMPLES = {
         "Applied-Upstream: 1.2, http://bzr.example.com/frobnicator/trunk/revision/123\n"
         "Last-Update: 2010-03-29\n"
     ),
-    # the field rules the specification states: names in any case, a repeated Author, Reviewed-by, Acked-by
+    # RFC-2822-like fields: names in any case; "Author" used "multiple times if several people authored the
+    # patch"; Reviewed-by and Acked-by; a Bug-<Vendor> of another vendor
     "field names in any case, two authors, reviews": (
         "subject: Fix the tenth line\n"
         "author: Ann Example <ann@example.org>\n"
@@ -116,6 +121,7 @@ def test_the_specifications_examples_pass_the_dep3_profile_and_fail_the_strict_o
         ("Origin: vendor\nForwarded: no\n", "no Description or Subject field"),
         ("Description: Fix the tenth line\nForwarded: not-needed\n", "no Origin field, and no Author or From"),
         ("Description:\nOrigin: vendor\n", "no Description or Subject field"),
+        ("Description:\n Only a long description.\nOrigin: vendor\n", "the Description's first line is empty"),
     ],
 )
 def test_what_dep3_requires_is_still_asked_for(tmp_path, capsys, header, said):

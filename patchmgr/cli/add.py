@@ -85,6 +85,10 @@ def command(
     else:
         assert diff is not None
         change = add_change.from_diff(diff)
+    if change.is_empty:
+        from patchmgr.render.maintain.start import render_skipped, skipped_json
+
+        return session.emit(0, skipped_json, render_skipped, add_change.empty_commits_note(change.skipped))
     with session.sources(options.for_targets([selected], given)) as sources:
         outcome, writes = plan_add(session.project, request, change, sources)
     write_add(session.project, outcome, writes, change.checkout)

@@ -11,12 +11,13 @@ are only ever reported, never applied without being asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 
+from patchmgr.engine.file_change import apply_file, is_folder
 from patchmgr.engine.knock_on import knock_on
 from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, decode, encode, file_lines
-from patchmgr.engine.results import CheckResult, Conflict, GuardResult, HunkPlacement, Merge3, State, TreeReader
+from patchmgr.engine.results import CheckResult, GuardResult, HunkPlacement, Merge3, State, TreeReader
 from patchmgr.model.diff import FileDiff, Hunk
 from patchmgr.model.guards import GuardSyntaxError, evaluate, parse_guard
 from patchmgr.model.patchfile import PatchFile
@@ -43,7 +44,7 @@ class Overlay:
         self.changes.update(files)
 
     def is_folder(self, path: str) -> bool:
-        return _is_folder(self.base, self.changes, path)
+        return is_folder(self.base, self.changes, path)
 
     def paths(self) -> list[str] | None:
         """Every file's path with the changes laid over, or None when the base cannot list its files."""
@@ -57,93 +58,6 @@ class Overlay:
             else:
                 names.add(path)
         return sorted(names)
-
-
-def _is_folder(reader: TreeReader, staged: dict[str, bytes | None], path: str) -> bool:
-    """Whether ``path`` is a folder: a file staged under it, or the reader says so (see ``TreeReader``)."""
-    prefix = path + "/"
-    if any(name.startswith(prefix) and data is not None for name, data in staged.items()):
-        return True
-    probe = getattr(reader, "is_folder", None)
-    return bool(probe(path)) if probe is not None else False
-
-
-def apply_file(
-    diff: FileDiff, reader: TreeReader, staged: dict[str, bytes | None], max_fuzz: int = 0
-) -> list[HunkPlacement]:
-    """Apply one file's diff on top of ``staged`` (earlier files of the same patch)."""
-
-    def current(path: str) -> bytes | None:
-        return staged[path] if path in staged else reader.read(path)
-
-    for path in (diff.old_path, diff.new_path):
-        if path is not None:
-            _refuse_links(path, current)
-    # diff.path is the new side for an add or a rename, the one side for a change (see FileDiff.kind)
-    if diff.kind in ("add", "rename") and _is_folder(reader, staged, diff.path):
-        raise PlacementFailure(
-            Conflict(diff.path, 0, "", "the patch creates it as a file, but it is a folder upstream", 1)
-        )
-    if diff.old_path is None:  # an added file
-        existing = current(diff.path)
-        if existing is not None:
-            raise PlacementFailure(Conflict(diff.path, 0, "", "the patch creates it, but it already exists", 1))
-        lines, placements = apply_hunks(diff.path, [], diff.hunks, 0)
-        staged[diff.path] = encode("".join(lines))
-        return placements
-    old = current(diff.old_path)
-    if old is None:
-        raise PlacementFailure(Conflict(diff.old_path, 0, "", "the file is gone from the upstream", 1), missing=True)
-    if diff.kind == "rename" and current(diff.path) is not None:
-        raise PlacementFailure(Conflict(diff.path, 0, "", "the rename's target already exists", 1))
-    lines, placements = apply_hunks(diff.old_path, file_lines(old), diff.hunks, max_fuzz)
-    if diff.new_path is None:  # a deleted file
-        if lines:
-            raise PlacementFailure(Conflict(diff.old_path, 0, "", "the file to delete has other content upstream", 1))
-        staged[diff.old_path] = None
-        return placements
-    if diff.kind == "rename":
-        staged[diff.old_path] = None
-    staged[diff.new_path] = encode("".join(lines))
-    return placements
-
-
-def _refuse_links(path: str, current: Callable[[str], bytes | None]) -> None:
-    """Refuse a path that is a symbolic link or a submodule upstream, or lies under one or under a file.
-
-    git stores a link as a blob, so ``<link>/file`` simply reads as absent and a
-    patch creating it would look clean; written out, it would land wherever the
-    link points, possibly outside the tree. Refused outright, the patch can never
-    be applied, whatever fallback is asked for.
-    """
-    parts = path.split("/")
-    for depth in range(1, len(parts)):
-        parent = "/".join(parts[:depth])
-        data = current(parent)
-        if getattr(data, "is_submodule", False):
-            raise PlacementFailure(
-                Conflict(
-                    path, 0, "", f"{parent} is a submodule upstream: patchmgr does not patch inside submodules", 1
-                ),
-                unsafe=True,
-            )
-        if data is not None:
-            what = "a symbolic link" if getattr(data, "is_symlink", False) else "a file"
-            raise PlacementFailure(
-                Conflict(
-                    path, 0, "", f"{parent} is {what} upstream, not a folder: patchmgr never writes through it", 1
-                ),
-                unsafe=True,
-            )
-    data = current(path)
-    if getattr(data, "is_submodule", False):
-        raise PlacementFailure(
-            Conflict(path, 0, "", "it is a submodule upstream: patchmgr patches only regular files", 1), unsafe=True
-        )
-    if getattr(data, "is_symlink", False):
-        raise PlacementFailure(
-            Conflict(path, 0, "", "it is a symbolic link upstream: patchmgr patches only regular files", 1), unsafe=True
-        )
 
 
 def _apply_all(
@@ -166,7 +80,7 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
         except PlacementFailure as failure:
             if failure.unsafe:
                 return None
-        if diff.kind != "modify" or not diff.old_blob:
+        if diff.kind != "modify" or not diff.old_blob or diff.binary is not None:
             return None
         base = reader.read_blob(diff.old_blob)
         ours = staged.get(diff.path, reader.read(diff.path))  # a change: diff.path is its one side
@@ -181,6 +95,10 @@ def _three_way(patch: PatchFile, reader: TreeReader, merge3: Merge3) -> dict[str
             return None
         staged[diff.path] = merged
     return staged
+
+
+# git am stops at an empty commit, git rebase drops one; patchmgr neither blocks the series nor loses the patch
+EMPTY_COMMIT_NOTE = "an empty commit: it changes no file, so it is skipped (apply records it as an empty commit)"
 
 
 def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = None) -> CheckResult:
@@ -207,6 +125,8 @@ def check_patch(patch: PatchFile, reader: TreeReader, merge3: Merge3 | None = No
     patch's own patch-id (``evidence.explain_upstream``) is the stronger
     evidence and overrides this; ``bump`` drops a patch only on it.
     """
+    if patch.is_empty_commit:
+        return CheckResult(patch, State.CLEAN, notes=[EMPTY_COMMIT_NOTE])
     try:
         files, placements = _apply_all(patch.files, reader, 0)
         state = State.OFFSET if any(p.offset for p in placements) else State.CLEAN

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from patchmgr.engine.results import Conflict, HunkPlacement
 from patchmgr.model.diff import Hunk
-from patchmgr.model.text import split_lines
+from patchmgr.model.text import as_bytes, as_text, quoted, split_lines
 
 MAX_FUZZ = 2
 CONFLICT_EXCERPT = 6
@@ -26,12 +26,8 @@ class PlacementFailure(Exception):
 
 
 # -- text helpers -----------------------------------------------------------
-def decode(data: bytes) -> str:
-    return data.decode("utf-8", "surrogateescape")
-
-
-def encode(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
+decode = as_text
+encode = as_bytes
 
 
 # a file's lines by its bytes: a series checked at many commits (matrix columns, a walk, bisect) reads the same
@@ -275,7 +271,7 @@ def _conflict(path: str, number: int, hunk: Hunk, current: _Image) -> Conflict:
     if overlaps:
         reason = "the hunk's lines are only where an earlier hunk of the patch wrote"
     elif first_removed is not None and first_removed not in image:
-        reason = f"line {first_removed.rstrip()!r} is not in the upstream file"
+        reason = f"line {quoted(first_removed.rstrip())} is not in the upstream file"
     elif anchored and hunk.old_lines and _found_unanchored(image, hunk):
         if hunk.leading == 0 and hunk.trailing == 0:
             reason = (

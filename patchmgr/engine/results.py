@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from patchmgr.model.diff import SYMLINK_MODE
 from patchmgr.model.guards import more_offenses
 from patchmgr.model.patchfile import PatchFile
 
@@ -49,6 +50,23 @@ class TreeReader(Protocol):
 
 
 Merge3 = Callable[[bytes, bytes, bytes], "bytes | None"]
+
+
+class ModedBytes(bytes):
+    """A patched file's bytes with the mode the patch gives it (``100644``, ``100755``, ``120000``), as
+    ``git apply`` sets it: what a checkout writes for the file, and how a link a patch made or changed reads as a
+    link (``is_symlink``, see ``TreeReader``) to the patches after it. Plain bytes keep the mode the file has."""
+
+    mode: str
+
+    def __new__(cls, data: bytes, mode: str) -> ModedBytes:
+        made = super().__new__(cls, data)
+        made.mode = mode
+        return made
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.mode == SYMLINK_MODE
 
 
 @dataclass(frozen=True)

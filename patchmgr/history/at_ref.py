@@ -52,7 +52,7 @@ def check_at_ref(
     while dropped := {k for k, r in zip(kept, results, strict=True) if r.state is State.UPSTREAM and r.files}:
         settled.update({k: replace(r, files={}) for k, r in zip(kept, results, strict=True) if k in dropped})
         kept = [k for k in kept if k not in dropped]
-        known = known.for_another_series()
+        known = known.for_another_series(min(dropped))
         results = _explained(sources, upstream, source, [series[k] for k in kept], known, kept)
     by_index = {**settled, **dict(zip(kept, results, strict=True))}
     return [by_index[k] for k in range(len(series))]

@@ -43,10 +43,11 @@ class Found:
     carriers: dict[int, Carrier | None] = field(default_factory=dict)
     walked: dict[tuple[int, State], Evidence | None] = field(default_factory=dict)
 
-    def for_another_series(self) -> Found:
-        """What still holds when some patches are left out of the series: a carrier is the patch's own (its
-        patch-id, the commits it names), but the walk applied the patches before it, so it is walked again."""
-        return Found(carriers=self.carriers)
+    def for_another_series(self, same_before: int) -> Found:
+        """What still holds when patches from index ``same_before`` on are left out of the series: a carrier is
+        the patch's own (its patch-id, the commits it names), and the walk of a patch applied only the patches
+        before it, so only the walks of the patches after the first one left out are walked again."""
+        return Found(self.carriers, {key: found for key, found in self.walked.items() if key[0] < same_before})
 
 
 def find_evidence(

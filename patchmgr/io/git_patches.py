@@ -46,10 +46,12 @@ class PatchOperations(GitCommands):
 
     def full_diff(self, old: str, new: str) -> str:
         """``git diff --full-index`` from tree-ish ``old`` to ``new`` in patchmgr's format (a/ and b/ prefixes, no
-        renames, three lines of context), whatever the user's git config says."""
+        renames, three lines of context, binary files as git binary patches), whatever the user's git config
+        says."""
         return self.run(
             "diff",
             "--full-index",
+            "--binary",
             "--no-renames",
             "-U3",
             "--no-color",
@@ -63,13 +65,15 @@ class PatchOperations(GitCommands):
         )
 
     def format_patch(self, commit: str) -> str:
-        """``commit`` as one patch mail in patchmgr's format, whatever the user's git config says."""
+        """``commit`` as one patch mail in patchmgr's format (binary files as git binary patches, which git apply
+        and the engine apply), whatever the user's git config says."""
         return self.run(
             "format-patch",
             "-1",
             "--stdout",
             "--zero-commit",
             "--full-index",
+            "--binary",
             "--no-signature",
             "--no-numbered",
             "--no-color",

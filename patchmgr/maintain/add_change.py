@@ -39,6 +39,22 @@ class Change:
     commits: tuple[str, ...] = ()
     record: EditRecord | None = field(default=None, repr=False)  # of an edit checkout
     checkout: Path | None = None  # the edit checkout
+    skipped: tuple[str, ...] = ()  # the empty commits of the commits given, left out (``empty_commits_note``)
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether every commit given was empty: there is nothing to add."""
+        return bool(self.skipped) and not self.commits
+
+
+def empty_commits_note(commits: tuple[str, ...]) -> str:
+    """What add says of the empty commits it left out: git format-patch leaves them out too."""
+    named = ", ".join(commit[:12] for commit in commits)
+    return (
+        f"skipped the empty commit {named}: it changes no file"
+        if len(commits) == 1
+        else f"skipped the empty commits {named}: they change no file"
+    )
 
 
 _FIELD = re.compile(r"^(" + "|".join(re.escape(k) for k in DEP3_KEYS) + r"):[ \t]*(.*)$")
@@ -97,14 +113,16 @@ def from_edit(folder: Path, target: Target, upstream: str) -> Change:
                 "export the changed patches first (patchmgr export), or rebase the new commits onto the series",
             )
         change = _change(repo, folder, tip, _commit(repo, folder, "HEAD"), ChangeKind.EDIT)
-    return Change(change.kind, change.message, change.diff, change.origin, change.commits, record, folder)
+    return Change(
+        change.kind, change.message, change.diff, change.origin, change.commits, record, folder, change.skipped
+    )
 
 
 def from_diff(path: Path) -> Change:
     """The diff file at ``path`` (a git diff, ``diff -u`` output or a patch mail), with its message if it has one."""
     data = read_input(path, f"--diff {path}", "give a diff file", limit=MAX_PATCH_BYTES)
     patch = parse_patch(data, path)  # refuses what git would refuse, naming the line
-    lines = split_lines(patch.data.decode("utf-8").removeprefix("\ufeff"))
+    lines = split_lines(patch.text.removeprefix("\ufeff"))
     at = diff_line_index(lines) or 0
     message = "".join(message_part(lines)[0]).strip("\n")
     return Change(ChangeKind.DIFF, message + "\n" if message else "", "".join(lines[at:]), None)
@@ -130,11 +148,17 @@ def _change(repo: GitRepo, folder: Path, base: str, tip: str, kind: ChangeKind) 
         raise UsageError(f"{folder}: no commit in {base[:12]}..{tip[:12]}", "commit the change, then add it")
     if repo.run("rev-list", "--min-parents=2", f"{base}..{tip}"):
         raise UsageError(f"{folder}: {base[:12]}..{tip[:12]} holds a merge", "give a straight line of commits")
+    # limited to the whole tree, git lists only the commits that change it: the others are empty
+    changing = set(repo.run("rev-list", f"{base}..{tip}", "--", ".").split())
+    skipped = tuple(commit for commit in commits if commit not in changing)
+    if len(skipped) == len(commits):
+        return Change(kind, "", "", None, (), skipped=skipped)
+    commits = [commit for commit in commits if commit in changing]
     diff = repo.full_diff(base, tip)
     if not diff.strip():
         raise UsageError(f"{folder}: {base[:12]}..{tip[:12]} changes nothing", "give the commits of the change")
-    origin = f"commit {tip}" if len(commits) == 1 else f"commits {base}..{tip}"
-    return Change(kind, _message(repo, commits), diff, origin, tuple(commits))
+    origin = f"commit {tip}" if len(commits) == 1 and not skipped else f"commits {base}..{tip}"
+    return Change(kind, _message(repo, commits), diff, origin, tuple(commits), skipped=skipped)
 
 
 def _message(repo: GitRepo, commits: list[str]) -> str:

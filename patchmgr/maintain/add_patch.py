@@ -19,7 +19,7 @@ from pathlib import Path
 from patchmgr.engine.results import State
 from patchmgr.history.at_ref import check_at_ref, preimages
 from patchmgr.maintain import manifest_edit
-from patchmgr.maintain.add_change import Change, ChangeKind
+from patchmgr.maintain.add_change import Change, ChangeKind, empty_commits_note
 from patchmgr.maintain.edit_checkout import locked_edit
 from patchmgr.maintain.edit_record import EditRecord, PatchCommit, record_path
 from patchmgr.maintain.importing.scratch import Scratch
@@ -32,6 +32,7 @@ from patchmgr.model.manifest import PATCH_ID, Target
 from patchmgr.model.patchfile import PatchFile, is_mail, parse_patch
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
+from patchmgr.model.text import as_bytes, as_text
 from patchmgr.sources.upstream import GitSource, Sources
 from patchmgr.targets.project_files import write_files
 
@@ -103,7 +104,7 @@ def plan_add(project: Project, request: AddRequest, change: Change, sources: Sou
     message = _fields(change.message or DESCRIBE_STUB, request, change.origin, smoke, dep3)
     source = sources.open_git(upstream, None)
     series = project.patches(upstream)
-    patch = _checked(parse_patch((message + "---\n" + change.diff).encode("utf-8"), path, upstream.name))
+    patch = _checked(parse_patch(as_bytes(message + "---\n" + change.diff), path, upstream.name))
     results = check_at_ref(sources, upstream, source, [*series, patch])
     if lacks_full_index(change.diff):
         # a diff without git's full blob ids (diff -u, an abbreviated git diff): made again by git, as lint asks
@@ -129,6 +130,8 @@ def plan_add(project: Project, request: AddRequest, change: Change, sources: Sou
         stub,
         [*upstream.patch_ids, request.patch_id],
     )
+    if change.skipped:
+        outcome.notes.append(empty_commits_note(change.skipped))
     broken = [r.patch.id for r in results[:-1] if not r.ok]
     if broken:
         outcome.notes.append(f"checked on top of the series as it applies: {', '.join(broken)} do not apply exactly")
@@ -192,7 +195,7 @@ def _fields(message: str, request: AddRequest, origin: str | None, smoke: str, d
     last = text.rstrip("\n").rpartition("\n")[2]
     if added and is_mail(text) and not re.match(r"[A-Za-z-]+:", last):
         text += "\n"  # a mail's fields stand apart from its body, as git trailers do
-    return set_last_update((text + "".join(added)).encode("utf-8")).decode("utf-8")
+    return as_text(set_last_update(as_bytes(text + "".join(added))))
 
 
 def _checked(patch: PatchFile) -> PatchFile:
@@ -209,7 +212,7 @@ def _with_git_diff(patch: PatchFile, message: str, results: list, source: GitSou
     modes = {p: (e[0] if e else "100644") for p, e in zip(paths, entries, strict=True)}
     with Scratch() as scratch:
         diff = scratch.diff(before, result.files, modes)
-    return parse_patch((message + "---\n" + diff).encode("utf-8"), patch.path, patch.upstream)
+    return parse_patch(as_bytes(message + "---\n" + diff), patch.path, patch.upstream)
 
 
 def _record_commit(change: Change, patch_id: str, data: bytes, writes: dict, outcome: AddOutcome) -> None:

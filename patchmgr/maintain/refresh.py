@@ -21,7 +21,6 @@ rewrites it for the targets that move with this one.
 from __future__ import annotations
 
 import difflib
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -44,13 +43,13 @@ from patchmgr.maintain.shared_files import (
     renamed,
 )
 from patchmgr.model.dep3_edit import set_last_update
-from patchmgr.model.diff import INDEX_LINE, FileDiff, hunk_end
+from patchmgr.model.diff import INDEX_LINE, FileDiff, blob_id, hunk_end
 from patchmgr.model.errors import StateError
 from patchmgr.model.mail import with_diffstat
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
-from patchmgr.model.text import split_lines
+from patchmgr.model.text import as_bytes, as_text, split_lines
 from patchmgr.sources.upstream import GitSource, Sources
 from patchmgr.targets.project_files import write_files
 
@@ -273,7 +272,7 @@ def regenerate(
     patch: PatchFile, before: Mapping[str, bytes | None], after: Mapping[str, bytes | None], repo: GitRepo
 ) -> bytes:
     """``patch`` with each file's hunks turning ``before`` into ``after``; everything else kept."""
-    lines = split_lines(patch.data.decode("utf-8"))  # LF only: a form feed is part of its line
+    lines = split_lines(patch.text)  # LF only: a form feed is part of its line
     start = diff_start(lines)
     sections, epilogue = _sections(lines[start:], patch.files)
     context = context_size(patch)
@@ -287,7 +286,7 @@ def regenerate(
     prologue = lines[:start]
     if _counts(lines[start:]) != _counts(out):
         prologue = with_diffstat(prologue, repo.diffstat(dict(before), dict(after)))
-    return "".join(prologue + out + epilogue).encode("utf-8")
+    return as_bytes("".join(prologue + out + epilogue))
 
 
 def diff_start(lines: list[str]) -> int:
@@ -335,11 +334,6 @@ def _index_line(line: str, old: bytes | None, new: bytes | None) -> str:
     return f"index {ids[0]}..{ids[1]}{mode}{line[len(body) :]}"
 
 
-def blob_id(data: bytes) -> str:
-    """The id git gives a blob with these bytes."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
 def _counts(lines: list[str]) -> tuple[int, int]:
     added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++ "))
     removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("--- "))
@@ -348,7 +342,7 @@ def _counts(lines: list[str]) -> tuple[int, int]:
 
 def interdiff(old: bytes, new: bytes, patch_id: str) -> list[str]:
     """The old and new diff parts side by side, as one diff of the two (``git range-diff`` style)."""
-    old_lines, new_lines = split_lines(old.decode("utf-8")), split_lines(new.decode("utf-8"))
+    old_lines, new_lines = split_lines(as_text(old)), split_lines(as_text(new))
     return list(
         difflib.unified_diff(
             old_lines[diff_start(old_lines) :],

@@ -52,6 +52,7 @@ from patchmgr.model.manifest import PATCH_ID, Target, Upstream
 from patchmgr.model.patchfile import parse_patch
 from patchmgr.model.project import Project
 from patchmgr.model.records import sha256_bytes
+from patchmgr.model.text import as_bytes
 from patchmgr.sources.upstream import GitSource, release_version
 from patchmgr.targets.project_files import write_files
 
@@ -175,8 +176,8 @@ def _export_locked(project: Project, moving: Movers, name: str, source: Path, ve
             ):
                 exported.append((ExportedPatch(patch_id, commit, ExportAction.UNCHANGED, path), None))
                 continue
-            data = repo.format_patch(commit).encode("utf-8")
-            if "\ndiff --git " not in data.decode("utf-8"):
+            data = as_bytes(repo.format_patch(commit))
+            if b"\ndiff --git " not in data:
                 raise StateError(
                     f"commit {commit[:12]} ({subject}) changes nothing",
                     "drop it (git rebase -i) or give it a change, then export again",

@@ -248,7 +248,7 @@ def _monolith(
     for result in upstream_status.results:  # in order, as apply stages them: each file's mode as it makes it
         for path, data in result.files.items():
             if data is not None:
-                modes[path] = staged_mode(path, result.patch, modes)
+                modes[path] = staged_mode(path, data, result.patch, modes)
         overlay.update(result.files)
     before = {path: source.read(path) for path in paths}
     after = {path: overlay.read(path) for path in paths}

@@ -102,8 +102,11 @@ def dep3_messages(data: bytes) -> list[str]:
     start = diff_line_index(lines)
     header = read_header("".join(lines[: len(lines) if start is None else start]))
     messages = []
-    if header.first("Description", "Subject") is None:
+    described = header.first("Description", "Subject")
+    if described is None:
         messages.append("no Description or Subject field: DEP-3 asks for one, a short description on its first line")
+    elif not described.split("\n", 1)[0].strip():  # only continuation lines: DEP-3's first line is the summary
+        messages.append("the Description's first line is empty: DEP-3 asks for a short description there")
     if header.first("Origin", "Author", "From") is None:
         messages.append("no Origin field, and no Author or From to stand for it: DEP-3 asks for one of them")
     return messages
@@ -126,7 +129,7 @@ def _shared_messages(project: Project, patch: PatchFile) -> list[str]:
 
 def _strict_messages(patch: PatchFile) -> list[str]:
     messages = []
-    text = patch.data.decode("utf-8")
+    text = patch.text
     if not text.endswith("\n"):
         messages.append("no newline at the end of the file")
     if not patch.subject:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from patchmgr.model.patchfile import PatchFile, diff_line_index, is_mail
-from patchmgr.model.text import bare_lines, split_lines
+from patchmgr.model.text import as_bytes, as_text, bare_lines, split_lines
 
 PATCHMGR_AUTHOR = ("patchmgr", "patchmgr@localhost")  # who patchmgr's own commits, notes and saves are by
 FIXED_DATE = "1970-01-01T00:00:00+00:00"  # a patch that names no date: the same series gives the same commit ids
@@ -64,9 +64,9 @@ def commit_spec(patch: PatchFile) -> CommitSpec:
 def as_mail(patch: PatchFile) -> bytes:
     """``patch`` as ``git am`` takes it: a mail as it is (less a byte-order mark); a plain diff with a mail's
     headers and message made from its fields (``commit_spec``) before its diff."""
-    text = patch.data.decode("utf-8").removeprefix("\ufeff")
+    text = patch.text.removeprefix("\ufeff")
     if is_mail(text):
-        return text.encode("utf-8")
+        return as_bytes(text)
     lines = split_lines(text)
     spec = commit_spec(patch)
     import email.utils
@@ -78,7 +78,7 @@ def as_mail(patch: PatchFile) -> bytes:
         f"{_ZERO_FROM}From: {email.utils.formataddr((spec.name, spec.address), 'utf-8')}\nDate: {when}\n"
         "MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n\n"
     )
-    return (head + spec.message + "---\n" + "".join(lines[diff_line_index(lines) or 0 :])).encode("utf-8")
+    return as_bytes(head + spec.message + "---\n" + "".join(lines[diff_line_index(lines) or 0 :]))
 
 
 def in_file_form(old: bytes, mail: bytes, reworded: str | None = None) -> bytes:
@@ -87,10 +87,10 @@ def in_file_form(old: bytes, mail: bytes, reworded: str | None = None) -> bytes:
     A mail stays the mail. A plain diff keeps its message part (its DEP-3 fields, byte for byte) and gets the
     mail's diff; ``reworded`` is the commit's message when someone changed it, and the fields then say it.
     """
-    old_text = old.decode("utf-8")
+    old_text = as_text(old)
     if is_mail(old_text):
         return mail
-    mail_lines = split_lines(mail.decode("utf-8"))
+    mail_lines = split_lines(as_text(mail))
     diff_at = diff_line_index(mail_lines) or 0
     lines = split_lines(old_text)
     fields, tail = message_part(lines)
@@ -98,7 +98,7 @@ def in_file_form(old: bytes, mail: bytes, reworded: str | None = None) -> bytes:
         tail = _split_at_dashes(mail_lines[:diff_at])[1]
     if reworded is not None:
         fields = _reworded(fields, reworded)
-    return ("".join(fields + tail) + "".join(mail_lines[diff_at:])).encode("utf-8")
+    return as_bytes("".join(fields + tail) + "".join(mail_lines[diff_at:]))
 
 
 def message_part(lines: list[str]) -> tuple[list[str], list[str]]:

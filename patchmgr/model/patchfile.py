@@ -25,7 +25,7 @@ from patchmgr.model.errors import PatchFormatError
 from patchmgr.model.guards import SYNTAX, GuardSyntaxError, parse_guard
 from patchmgr.model.input_files import MAX_PATCH_BYTES, read_input
 from patchmgr.model.mailheader import am_subject, decoded, in_body_headers
-from patchmgr.model.text import bare_lines, split_lines
+from patchmgr.model.text import as_bytes, as_text, bare_lines, split_lines
 from patchmgr.model.urls import mask_url
 
 DEP3_KEYS = (
@@ -85,6 +85,17 @@ class PatchFile:
         return [value for name, value in self.fields if name == key]
 
     @property
+    def is_empty_commit(self) -> bool:
+        """Whether the patch is a commit that changes no file (``is_empty_commit``): checked and applied, it is
+        skipped."""
+        return not self.files
+
+    @property
+    def text(self) -> str:
+        """The patch's bytes as text (``text.as_text``: a byte that is not UTF-8 kept, ``as_bytes`` gives it back)."""
+        return as_text(self.data)
+
+    @property
     def description(self) -> str:
         return self.field("Description") or self.subject
 
@@ -113,33 +124,24 @@ def read_patch(path: Path, upstream: str, patch_id: str) -> PatchFile:
 
 
 def parse_patch(data: bytes, path: Path, upstream: str = "", patch_id: str = "") -> PatchFile:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise PatchFormatError(
-            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})",
-            "patches must be UTF-8; re-export the patch with git format-patch",
-        ) from exc
-    if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
-        raise PatchFormatError(
-            f"{path}:{line}: holds a NUL byte, so it is binary, not a text diff",
-            "keep binary files out of patches; ship them another way",
-        )
+    # a patch is bytes, as git apply and patch read it: Latin-1 sources, a NUL, any byte, kept as it is (as_text)
+    text = as_text(data)
     # Editors on Windows start files with a byte-order mark; it is not part of
     # the patch, and left in place it hides the first "From"/"diff" line.
     text = text.removeprefix("\ufeff")
     header_text, diff_text, diff_line = _split_message(text)
-    if not diff_text.strip():
+    empty = not diff_text.strip()
+    if empty and not is_empty_commit(text):
         raise PatchFormatError(f"{path}: holds no diff", "an empty patch changes nothing; remove it from the series")
-    checked = check_hunks(diff_text, path, diff_line)
+    if empty:
+        header_text = re.split(r"(?m)^-- \r?$", header_text, maxsplit=1)[0]  # format-patch's signature
+    checked = None if empty else check_hunks(diff_text, path, diff_line)
     subject, body, author, date = _parse_mail(header_text)
     if date is not None:
         _check_date(date, header_text, path)
     fields = _parse_fields(body)
     _check_guards(fields, header_text, path)
-    files = parse_diff(checked, path, diff_line)
+    files = parse_diff(checked, path, diff_line) if checked is not None else ()
     named = dict(fields)
     described = named.get("Description") or named.get("Subject")  # DEP-3: Subject is its alias
     if not subject and described:
@@ -175,14 +177,20 @@ def diff_line_index(lines: list[str]) -> int | None:
 def with_message_masked(data: bytes) -> bytes:
     """A patch's bytes with every credential in its message (the mail, the DEP-3 fields: all before the diff)
     masked (``urls.mask_url``), the diff byte for byte: a patch as patchmgr writes it outside the project."""
-    lines = split_lines(data.decode("utf-8", "surrogateescape"))
+    lines = split_lines(as_text(data))
     index = diff_line_index(lines)
     cut = len(lines) if index is None else index
     message = "".join(lines[:cut])
     masked = mask_url(message)
     if masked == message:
         return data
-    return (masked + "".join(lines[cut:])).encode("utf-8", "surrogateescape")
+    return as_bytes(masked + "".join(lines[cut:]))
+
+
+def is_empty_commit(text: str) -> bool:
+    """Whether a patch without a diff is the mail ``git format-patch --always`` writes of an empty commit: a mail
+    whose message has no ``---`` line (a mail cut before its diff still has the ``---`` and diffstat)."""
+    return is_mail(text) and not any(line.rstrip("\r\n") == "---" for line in split_lines(text))
 
 
 def is_mail(text: str) -> bool:

@@ -8,12 +8,16 @@ are refused with the line: applying the patch otherwise than quilt would is wors
 
 A patch's id is its file name without ``.patch`` or ``.diff``, a subfolder's name joined to it with ``-``
 (``fixes/crash.patch``: ``fixes-crash``), so that ids stay file names in ``patches/<upstream>/``.
+
+Import keeps the series file as it was (``patches/<upstream>/<target>.series``) so that export can give it
+back byte for byte, comments, blank lines and file names included (``series_out``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import takewhile
 from pathlib import PurePosixPath
 
 from patchmgr.model.errors import UsageError
@@ -23,6 +27,7 @@ SERIES = "series"
 DEFAULT_STRIP = 1
 _COMMENT = re.compile(r"(?:^|[ \t])#.*$")
 _STRIP = re.compile(r"-p(\d+)\Z")
+_STRIP_OPTION = re.compile(r"[ \t]+-p\d+(?=[ \t\r]|$)")  # a -pN option in a series line (CRLF ones too)
 _SUFFIXES = (".patch", ".diff")
 
 
@@ -108,3 +113,48 @@ def parse_series(text: str, where: str) -> QuiltSeries:
 def series_text(names: list[str]) -> str:
     """A series file naming ``names`` in order, each applied with quilt's default -p1."""
     return "".join(f"{name}\n" for name in names)
+
+
+def kept_series_name(target: str) -> str:
+    """The file, in ``patches/<upstream>/``, that keeps the series a target's patches were imported from."""
+    return f"{target}.series"
+
+
+@dataclass(frozen=True)
+class SeriesOut:
+    """A series to write: its text, each patch's file name in it (by id), and whether the kept series gave it."""
+
+    text: str
+    names: dict[str, str]
+    kept: bool
+
+
+def series_out(ids: list[str], kept: str | None, where: str) -> SeriesOut:
+    """The series for the patches ``ids`` (the manifest's order). From ``kept``, the series they were imported
+    from, when its patches still come in that order: its lines as they were (comments, blank lines, file names,
+    subfolders), a line of a patch that left the series taken out, a patch added since given its own line
+    (``<id>.patch``) after the one before it. A ``-pN`` other than ``-p1`` is taken out of its line: the patch
+    holds ``-p1`` names since the import (``model.strip_level``). Without a kept series, or when the order
+    changed (quilt's order is the series' own), a plain series of ``<id>.patch`` lines."""
+    plain = SeriesOut(series_text([f"{pid}.patch" for pid in ids]), {pid: f"{pid}.patch" for pid in ids}, False)
+    if kept is None:
+        return plain
+    entries = {entry.line: entry for entry in parse_series(kept, where).entries}
+    listed = set(ids)
+    still = [entry.id for entry in entries.values() if entry.id in listed]
+    if still != [pid for pid in ids if pid in set(still)]:
+        return plain
+    names = {entry.id: entry.name for entry in entries.values() if entry.id in listed}
+    body, ending = (kept[:-1], "\n") if kept.endswith("\n") else (kept, "")
+    lines: list[str] = []
+    waiting = iter(ids)
+    for number, raw in enumerate(body.split("\n"), 1):
+        entry = entries.get(number)
+        if entry is None:
+            lines.append(raw)
+        elif entry.id in listed:
+            lines += [f"{pid}.patch" for pid in takewhile(entry.id.__ne__, waiting)]  # those added before it
+            lines.append(raw if entry.strip == DEFAULT_STRIP else _STRIP_OPTION.sub("", raw, count=1))
+    lines += [f"{pid}.patch" for pid in waiting]
+    names = {pid: names.get(pid, f"{pid}.patch") for pid in ids}
+    return SeriesOut("\n".join(lines) + ending, names, True)

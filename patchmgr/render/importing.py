@@ -19,6 +19,7 @@ def import_json(outcome: ImportOutcome) -> dict:
         "target": outcome.target,
         "action": outcome.action,
         "stubs": outcome.stubs,  # patch files written with the DEP-3 stub (lint lists them)
+        "kept_whole": outcome.kept_whole,  # a quilt series' patches, each kept as it is ("pieces" lists them)
         "upstreams": [
             {
                 "name": u.name,
@@ -82,7 +83,7 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
         if upstream.pin != upstream.base.commit:
             say(console, f"  pin  {upstream.pin[:12]} (given)")
         table = Table(title_justify="left")
-        for column in ("piece", "takes", "state at pin", "result"):
+        for column in ("patch" if outcome.kept_whole else "piece", "takes", "state at pin", "result"):
             table.add_column(column, overflow="fold")
         for piece in upstream.pieces:
             if outcome.action == "refused" and piece.state.applies:
@@ -92,7 +93,11 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
             else:
                 result = piece.path or ""  # an imported piece has its file's path
                 if piece.state.value != "clean":
-                    result += " (made again at the pin: applies exactly)"
+                    result += (
+                        " (kept as it is: dpkg-source -x and git apply take its offset)"
+                        if outcome.kept_whole
+                        else " (made again at the pin: applies exactly)"
+                    )
             row(table, piece.id, piece.label, Text(piece.state.value, style=STATE_STYLE[piece.state]), result)
         console.print(table)
         for proof in upstream.proofs:
@@ -102,8 +107,9 @@ def render_import(console: Console, outcome: ImportOutcome) -> None:
     notes(console, outcome.notes)
     imported = sum(p.imported for u in outcome.upstreams for p in u.pieces)
     left = sum(not p.imported for u in outcome.upstreams for p in u.pieces)
-    counts = f"{imported} piece(s) of {len(outcome.upstreams)} upstream(s)" + (
-        f", {left} left out (upstream carries them)" if left else ""
+    counts = (
+        f"{imported} {'patch(es)' if outcome.kept_whole else 'piece(s)'} of {len(outcome.upstreams)} upstream(s)"
+        + (f", {left} left out (upstream carries them)" if left else "")
     )
     if outcome.action == "imported":
         say(

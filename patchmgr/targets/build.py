@@ -14,11 +14,13 @@ from patchmgr.io.disk import FREE_SPACE, disk_full
 from patchmgr.io.faults import step
 from patchmgr.io.git import GitRepo, identity_env
 from patchmgr.io.git_commits import SeriesCommit, commit_series, write_blobs
+from patchmgr.model.diff import REGULAR_MODE
 from patchmgr.model.errors import GitError, StateError
 from patchmgr.model.mail import FIXED_DATE, commit_spec
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.records import sha256_bytes
+from patchmgr.model.text import as_bytes
 from patchmgr.model.urls import without_credentials
 from patchmgr.sources.release import FileKind, ReleaseSource
 from patchmgr.sources.upstream import Sources
@@ -133,7 +135,7 @@ def _stage(
             removals.append(f"0 {zero}\t{path}\0")
             digests[path] = None
             continue
-        mode = staged_mode(path, patch, modes)
+        mode = staged_mode(path, data, patch, modes)
         blob = next(blobs)
         additions.append(f"{mode} {blob}\t{path}\0")
         digests[path] = sha256_bytes(data)
@@ -177,7 +179,7 @@ def _commit_at_once(
                 changes.append((path, "", None))
                 digests[path] = None
                 continue
-            staged[path] = staged_mode(path, result.patch, modes)
+            staged[path] = staged_mode(path, data, result.patch, modes)
             changes.append((path, staged[path], data))
             digests[path] = sha256_bytes(data)
         for path, data in result.files.items():  # the index after this patch: what the next one's modes read
@@ -193,16 +195,12 @@ def _commit_at_once(
     return made
 
 
-def staged_mode(path: str, patch: PatchFile, modes: Mapping[str, str]) -> str:
-    """The mode a checkout gives ``path`` after ``patch``: its mode there (``modes``), or that of the file it was
-    renamed from; a new file gets the patch's mode when that is executable, else 100644."""
+def staged_mode(path: str, data: bytes, patch: PatchFile, modes: Mapping[str, str]) -> str:
+    """The mode a checkout gives ``path`` after ``patch`` made ``data`` of it: the mode the patch gives it (the
+    engine's ``ModedBytes``: a mode change, a new executable file, a link), else its mode there (``modes``), or
+    that of the file it was renamed from, else 100644."""
     sources = {d.new_path: d.old_path for d in patch.files if d.new_path and d.old_path}
-    new_modes = {d.new_path: d.new_mode for d in patch.files if d.new_path and d.new_mode}
-    return (
-        modes.get(path)
-        or modes.get(sources.get(path, ""))
-        or ("100755" if new_modes.get(path) == "100755" else "100644")
-    )
+    return getattr(data, "mode", None) or modes.get(path) or modes.get(sources.get(path, "")) or REGULAR_MODE
 
 
 def _fetch_pin(
@@ -308,4 +306,4 @@ def _commit(repo: GitRepo, patch: PatchFile) -> None:
     so the same series gives the same ids, and edit --onto's git am makes the same commit."""
     spec = commit_spec(patch)
     env = identity_env(spec.name, spec.address, spec.date)
-    repo.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=spec.message.encode(), env=env)
+    repo.run("commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-", stdin=as_bytes(spec.message), env=env)

@@ -192,6 +192,13 @@ def _plan_writes(state: EnvState, ledger: Ledger, status: TargetStatus) -> tuple
         bytecode = dict(old.env_part().bytecode) if old else {}
         record_updates: dict[str, bytes | None] = {}
         for path, data in final.items():
+            if getattr(data, "is_symlink", False):
+                # an environment is written file by file through its RECORD, which holds no links
+                raise StateError(
+                    f"{dist.name}: a patch makes {path} a symbolic link, which an installed environment does not "
+                    "hold; nothing was written",
+                    "apply the target into a checkout instead (patchmgr apply --into DIR)",
+                )
             installed = dist.installed_path(path)
             if installed is None:
                 raise StateError(

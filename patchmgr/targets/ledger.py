@@ -13,6 +13,7 @@ unversioned one for ``--python``) are read too.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -173,10 +174,19 @@ def verify_recorded(
     differs = []
     for path, digest in entry.files.items():
         file = where(path)
-        actual = sha256_bytes(file.read_bytes()) if file.is_file() else None
+        written = written_bytes(file)
+        actual = sha256_bytes(written) if written is not None else None
         if actual != digest:
             differs.append(path)
     return problems, differs
+
+
+def written_bytes(file: Path) -> bytes | None:
+    """What apply wrote at ``file``, as the ledger's digest was taken of it: a link's target (what git stores for
+    a link; reading through it would read another file), a file's bytes, or None where neither is."""
+    if file.is_symlink():
+        return os.fsencode(os.readlink(file))
+    return file.read_bytes() if file.is_file() else None
 
 
 def series_changes(name: str, current: list[tuple[str, str]], recorded: list[tuple[str, str]]) -> list[str]:

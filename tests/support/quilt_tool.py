@@ -55,3 +55,28 @@ def files_of(tree: Path) -> dict[str, bytes]:
         for path in sorted(tree.rglob("*"))
         if path.is_file() and ".git" not in path.relative_to(tree).parts and path.name != "patchmgr-ledger.json"
     }
+
+
+def dpkg_source_build(tree: Path, patches: Path, work: Path) -> subprocess.CompletedProcess[str]:
+    """``dpkg-source -b`` of a minimal ``3.0 (quilt)`` source package: ``tree``'s files as its ``.orig`` tarball and
+    ``patches`` as its ``debian/patches``. It applies the series as ``dpkg-source -x`` does (``patch -F 0``: an
+    offset is taken, fuzz is refused), so its exit status is dpkg-source's word on the series. Skips without it."""
+    if shutil.which("dpkg-source") is None:
+        pytest.skip("dpkg-source is not installed (apt-get install dpkg-dev)")
+    package = work / "app-1.0"
+    shutil.copytree(tree, package)
+    with tarfile.open(work / "app_1.0.orig.tar.gz", "w:gz") as tar:
+        tar.add(package, arcname="app-1.0")
+    debian = package / "debian"
+    (debian / "source").mkdir(parents=True)
+    (debian / "source" / "format").write_text("3.0 (quilt)\n")
+    (debian / "changelog").write_text(
+        "app (1.0-1) unstable; urgency=medium\n\n  * Test.\n\n"
+        " -- A Tester <a@example.org>  Mon, 01 Jan 2024 00:00:00 +0000\n"
+    )
+    (debian / "control").write_text(
+        "Source: app\nMaintainer: A Tester <a@example.org>\n\n"
+        "Package: app\nArchitecture: all\nDescription: a test\n x\n"
+    )
+    shutil.copytree(patches, debian / "patches")
+    return subprocess.run(["dpkg-source", "-b", package.name], cwd=work, capture_output=True, text=True)

@@ -39,7 +39,7 @@ from patchmgr.maintain.importing.pypi import Release, release_of_pin
 from patchmgr.maintain.importing.repeated import file_notes
 from patchmgr.maintain.importing.scratch import Scratch
 from patchmgr.maintain.importing.shared import share_pieces
-from patchmgr.maintain.importing.sources import Declared, Monolith, origin_of
+from patchmgr.maintain.importing.sources import Declared, Monolith, origin_of, without_empty_commits
 from patchmgr.maintain.importing.split import SplitMode, plan_pieces
 from patchmgr.maintain.importing.tags import Tags
 from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes, write_import
@@ -97,6 +97,9 @@ class ImportOutcome:
     notes: list[str] = field(default_factory=list)
     writes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
     expected: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
+    # the patches of a quilt series, each kept whole as it is; else pieces split out of monolithic patches
+    # (and made again at the pin where they apply only at an offset there)
+    kept_whole: bool = False
 
     @property
     def ok(self) -> bool:
@@ -114,6 +117,8 @@ def plan_import(project: Project, monoliths: list[Monolith], sources: Sources, o
     check_names(options, [m.upstream for m in monoliths])
     existing = existing_of(project, options.target)
     outcome = ImportOutcome(options.target, [], notes=list(options.notes))
+    monoliths, skipped = without_empty_commits(monoliths)
+    outcome.notes += skipped
     entries = []
     unused = {entry for entries_ in (options.mapping or {}).values() for entry in entries_}
     with Scratch() as scratch:

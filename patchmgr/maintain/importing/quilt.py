@@ -8,14 +8,19 @@ before it, as ``quilt push -a`` applies them; one that does not apply exactly th
 naming it. Then git proves it: ``git apply`` of each patch in turn at the pin succeeds.
 
 The target gets ``lint-profile = "dep3"``: a quilt series is judged by the DEP-3 specification, not by
-patchmgr's stricter defaults (``model.lint``).
+patchmgr's stricter defaults (``model.lint``); a note says so when an existing target gets it, or keeps another
+profile. The series file itself is kept as it is (``patches/<upstream>/<target>.series``), so that
+``export --format quilt`` gives it back with its comments, blank lines and file names.
 """
 
 from __future__ import annotations
 
+import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchmgr.engine.results import CheckResult, State
 from patchmgr.maintain.importing.pieces import Piece, classify_pieces
 from patchmgr.maintain.importing.pin import Base, FoundBy
 from patchmgr.maintain.importing.places import checked, plain_path, repository_of
@@ -27,14 +32,15 @@ from patchmgr.maintain.importing.write import UpstreamEntry, plan_writes
 from patchmgr.model.errors import GitError, PatchmgrError, UsageError
 from patchmgr.model.input_files import MAX_PATCH_BYTES, read_input
 from patchmgr.model.lint import DEP3_PROFILE
-from patchmgr.model.manifest import NAME, Upstream
+from patchmgr.model.manifest import LINT_PROFILE_KEY, NAME, Upstream
 from patchmgr.model.patchfile import PatchFile, parse_patch
 from patchmgr.model.project import Project
-from patchmgr.model.quilt_series import SERIES, QuiltSeries, parse_series
+from patchmgr.model.quilt_series import SERIES, QuiltSeries, kept_series_name, parse_series
 from patchmgr.model.strip_level import as_strip_one
 from patchmgr.model.urls import without_credentials
 from patchmgr.sources.refs import UnknownRef
 from patchmgr.sources.upstream import GitSource, Sources
+from patchmgr.targets.project_files import check_places
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class QuiltInput:
     shown: str
     upstream: str
     patches: tuple[tuple[PatchFile, bytes], ...]
+    text: str  # the series file, as it is
 
 
 def quilt_series_file(paths: list[Path]) -> Path | None:
@@ -82,7 +89,7 @@ def read_quilt(series_file: Path, upstream: str | None) -> QuiltInput:
         data = read_input(path, str(path), "fix the patch or take it out of the series", limit=MAX_PATCH_BYTES)
         data = as_strip_one(data, entry.strip, path)
         patches.append((parse_patch(data, path, name, entry.id), data))
-    return QuiltInput(series_file, _shown(series_file), name, tuple(patches))
+    return QuiltInput(series_file, _shown(series_file), name, tuple(patches), text)
 
 
 def _shown(series_file: Path) -> str:
@@ -143,12 +150,16 @@ def plan_quilt_import(project: Project, quilt: QuiltInput, sources: Sources, opt
     results = classify_pieces(sources, name, git, repo, location, pin, pin, patches)
     blockers = [r for r in results if not r.state.applies]
     if blockers:
+        fuzzy = [r.patch.id for r in blockers if r.state is State.FUZZ]
         raise UsageError(
-            f"{quilt.shown}: the series does not apply at {name} {pin[:12]} as quilt applies it, each patch on top "
-            "of the ones before: "
-            + "; ".join(f"{r.patch.id} is {r.state.value}" + (f" ({r.detail})" if r.detail else "") for r in blockers)
+            f"{quilt.shown}: the series does not apply at {name} {pin[:12]} as dpkg-source -x applies it (each patch "
+            "on top of the ones before, at an offset where need be, never with fuzz: patch -F 0): "
+            + "; ".join(_refusal(r) for r in blockers)
             + "; nothing was written",
-            f"pin the release the series was made for (--pin {name}=REF), or refresh those patches with quilt",
+            f"refresh {', '.join(fuzzy)} with quilt (quilt push applies it with fuzz; then quilt refresh), as "
+            "dpkg-source says too"
+            if fuzzy
+            else f"pin the release the series was made for (--pin {name}=REF), or refresh those patches with quilt",
         )
     pieces = [
         Piece(
@@ -165,11 +176,56 @@ def plan_quilt_import(project: Project, quilt: QuiltInput, sources: Sources, opt
     comment = f"imported from the quilt series {quilt.shown}, at {how}"
     entry = UpstreamEntry(name, git, pin, comment, None, None, tuple((p.id, data) for p, data in patches))
     result = UpstreamImport(name, quilt.shown, git, Base(pin, FoundBy.GIVEN, how), pin, pieces, [proof])
-    outcome = ImportOutcome(options.target, [result], notes=list(options.notes))
+    notes = [*options.notes, *_profile_notes(project, options.target)]
+    outcome = ImportOutcome(options.target, [result], notes=notes, kept_whole=True)
     outcome.writes, outcome.expected = plan_writes(
         project, options.target, f"imported from {quilt.shown}", [entry], lint_profile=DEP3_PROFILE
     )
+    _keep_series(project, options.target, quilt, outcome)
     return outcome
+
+
+def _refusal(result: CheckResult) -> str:
+    detail = f" ({result.detail})" if result.detail else ""
+    if result.state is State.FUZZ:
+        return f"{result.patch.id} applies only with fuzz{detail}: quilt push takes it so, dpkg-source -x refuses it"
+    return f"{result.patch.id} is {result.state.value}{detail}"
+
+
+def _profile_notes(project: Project, target: str) -> list[str]:
+    """What an existing target's lint-profile becomes: DEP-3's where it named none, else its own, said."""
+    path = project.manifests_dir / f"{target}.toml"
+    if not path.is_file():
+        return []
+    section = tomllib.loads(path.read_text(encoding="utf-8")).get("target", {})
+    profile = section.get(LINT_PROFILE_KEY) if isinstance(section, dict) else None
+    if profile is None:
+        return [
+            f'target {target} named no lint-profile: it gets lint-profile = "{DEP3_PROFILE}", so lint holds all '
+            f"its patches to the DEP-3 specification, not to patchmgr's strict rules (docs/quilt.md)"
+        ]
+    if profile != DEP3_PROFILE:
+        return [
+            f'target {target} keeps lint-profile = "{profile}": lint holds the series\' patches to its rules, not '
+            f"to DEP-3's; write lint-profile = \"{DEP3_PROFILE}\" in manifests/{target}.toml for DEP-3's"
+        ]
+    return []
+
+
+def _keep_series(project: Project, target: str, quilt: QuiltInput, outcome: ImportOutcome) -> None:
+    """The series file, kept as it is beside the patches, for export to give back (``model.quilt_series``)."""
+    path = project.patches_dir / quilt.upstream / kept_series_name(target)
+    data = quilt.text.encode("utf-8")
+    held = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    if held != data and (held is not None or os.path.lexists(path)):  # another series, or no plain file
+        raise UsageError(
+            f"{path.relative_to(project.root)} exists and holds another series; import never overwrites it, "
+            "nothing was written",
+            f"import into another target, or remove {path.name} if target {target} no longer follows that series",
+        )
+    check_places(project.root, [path])
+    outcome.writes[path] = data
+    outcome.expected[path] = held
 
 
 def _prove(reader: GitSource, pin: str, patches: list[tuple[PatchFile, bytes]]) -> Proof:

@@ -18,14 +18,13 @@ added by hand): ``file_notes`` says so per file. The patch's bytes are what is i
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from patchmgr.engine.classify import apply_file
+from patchmgr.engine.file_change import apply_file
 from patchmgr.engine.place import PlacementFailure, apply_hunks, decode, encode
 from patchmgr.engine.results import TreeReader
-from patchmgr.model.diff import FileDiff
+from patchmgr.model.diff import FileDiff, blob_id
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.model.text import split_lines
 
@@ -175,12 +174,6 @@ def first_preimages(patch: PatchFile) -> list[tuple[str, str]]:
             found.append((path, blob))
         seen.update(p for p in (diff.old_path, diff.new_path) if p)
     return found
-
-
-def blob_id(data: bytes, like: str) -> str:
-    """git's blob id of ``data``, in the hash the id ``like`` is of (SHA-256 ids are longer than 40)."""
-    algorithm = hashlib.sha256 if len(like) > 40 else hashlib.sha1
-    return algorithm(b"blob %d\0" % len(data) + bytes(data)).hexdigest()
 
 
 def _matches(data: bytes | None, blob: str | None) -> bool:

@@ -144,6 +144,20 @@ def finish_inputs(found: list[Monolith]) -> list[Monolith]:
     return [items[0] if len(items) == 1 else _series(items) for items in groups.values()]
 
 
+def without_empty_commits(monoliths: list[Monolith]) -> tuple[list[Monolith], list[str]]:
+    """The patches that change files, and a note for each empty commit left out: git am stops at one, git
+    format-patch leaves one out. Refused when nothing is left to import."""
+    empty = [m for m in monoliths if m.patch.is_empty_commit]
+    kept = [m for m in monoliths if not m.patch.is_empty_commit]
+    if not kept:
+        raise UsageError(
+            f"{', '.join(m.shown for m in empty)}: an empty commit changes no file, so there is nothing to import; "
+            "nothing was written",
+            "import the patches that change files",
+        )
+    return kept, [f"{m.shown} is an empty commit: it changes no file, so it is skipped" for m in empty]
+
+
 def _series(items: list[Monolith]) -> Monolith:
     """Several patch files of one upstream as one patch: each file's diffs after those of the files before."""
     first, name = items[0], items[0].upstream

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from patchmgr.model.diff.binary import BinaryChange
+
+REGULAR_MODE = "100644"
+EXECUTABLE_MODE = "100755"
+SYMLINK_MODE = "120000"
+
 
 @dataclass(frozen=True)
 class Hunk:
@@ -39,7 +45,11 @@ class FileDiff:
     old_blob: str | None
     new_blob: str | None
     hunks: tuple[Hunk, ...]
+    # the modes the patch gives each side, as git apply reads them (old: "old mode", "deleted file mode", the index
+    # line's; new: "new mode", "new file mode"): None where it says none, and the file keeps the mode it has
     new_mode: str | None = None
+    old_mode: str | None = None
+    binary: BinaryChange | None = None  # a GIT binary patch (or "Binary files ... differ"), which has no hunks
 
     @property
     def path(self) -> str:
@@ -57,5 +67,12 @@ class FileDiff:
 
     def reversed(self) -> FileDiff:
         return FileDiff(
-            self.new_path, self.old_path, self.new_blob, self.old_blob, tuple(h.reversed() for h in self.hunks)
+            self.new_path,
+            self.old_path,
+            self.new_blob,
+            self.old_blob,
+            tuple(h.reversed() for h in self.hunks),
+            self.old_mode,
+            self.new_mode,
+            self.binary.reversed() if self.binary else None,
         )

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import unidiff
 
-from patchmgr.model.diff.hunks import FileDiff, Hunk
+from patchmgr.model.diff.binary import BINARY_NOTE, BINARY_START, BinaryChange, parse_binary
+from patchmgr.model.diff.hunks import EXECUTABLE_MODE, REGULAR_MODE, SYMLINK_MODE, FileDiff, Hunk
 from patchmgr.model.diff.names import plain_names, strip_prefix, unquote
 from patchmgr.model.diff.walk import COUNTS_HINT, CheckedDiff
 from patchmgr.model.errors import PatchFormatError
 
 INDEX_LINE = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: (\d+))?$")
-REGULAR_MODE = "100644"
-_SPECIAL_MODES = {"120000": "symbolic link", "160000": "submodule"}
+_SUBMODULE_MODE = "160000"
+_MODE = re.compile(r"[0-7]{1,6}")
 
 
 def parse_diff(diff: CheckedDiff, path: Path, first_line: int) -> tuple[FileDiff, ...]:
@@ -39,12 +40,52 @@ def parse_diff(diff: CheckedDiff, path: Path, first_line: int) -> tuple[FileDiff
         )
     strip = [None]  # git's -p for plain diffs: guessed from the first file's names, then kept
     hunk_lines = iter(diff.hunk_lines)
-    return tuple(_file_diff(patched, path, strip, hunk_lines) for patched in patch_set)
+    binaries = iter(_binary_sections(diff.text, path, first_line))
+    files = [_file_diff(patched, path, strip, hunk_lines, binaries) for patched in patch_set]
+    if not any(files):
+        raise PatchFormatError(
+            f"{path}:{first_line}: no file changes found in the diff", "a patch needs at least one 'diff --git' section"
+        )
+    return tuple(file for file in files if file is not None)
 
 
-def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list, hunk_lines: Iterator[int]) -> FileDiff:
+def _binary_sections(text: str, path: Path, first_line: int) -> list[BinaryChange | None]:
+    """Each ``diff --git`` section's binary change, in order (None: a text section): unidiff marks a section
+    binary but keeps none of its data."""
+    lines = text.split("\n")
+    starts = [index for index, line in enumerate(lines) if line.startswith("diff --git ")]
+    found: list[BinaryChange | None] = []
+    for start, end in zip(starts, [*starts[1:], len(lines)], strict=False):
+        change, full = None, False
+        for at in range(start + 1, end):
+            line = lines[at].rstrip("\r")
+            index = INDEX_LINE.match(line)
+            if index:
+                full = len(index.group(1)) == len(index.group(2)) >= 40
+            elif line.startswith(("--- ", "@@")):
+                break  # a text section: its hunks may hold any line
+            elif line == BINARY_START:
+                change = BinaryChange(*parse_binary(lines[at + 1 : end], path, first_line + at + 1), full)
+                break
+            elif line.startswith(BINARY_NOTE):
+                change = BinaryChange(None, None, full)
+                break
+        found.append(change)
+    return found
+
+
+def _file_diff(
+    patched: unidiff.PatchedFile,
+    path: Path,
+    strip: list,
+    hunk_lines: Iterator[int],
+    binaries: Iterator[BinaryChange | None],
+) -> FileDiff | None:
     # a plain diff (no "diff --git" line) has no extended header at all
     info = [str(line).rstrip("\r\n") for line in patched.patch_info or ()]
+    git_section = any(line.startswith("diff --git ") for line in info)
+    if not git_section and patched.is_binary_file:
+        return None  # a plain diff's "Binary files x and y differ": git apply and patch pass over it, as here
     old_blob = new_blob = None
     modes: dict[str, str] = {}
     names: dict[str, str] = {}
@@ -72,12 +113,8 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list, hunk_lines
             f"{path}: a file's section has /dev/null on both sides, so it names no file",
             "regenerate the patch with git format-patch",
         )
-    if patched.is_binary_file or any(line.startswith(("GIT binary patch", "Binary files ")) for line in info):
-        raise PatchFormatError(
-            f"{path}: binary change to {shown} is not supported",
-            "keep binary files out of patches; ship them another way",
-        )
-    _check_modes(modes, shown, path)
+    binary = next(binaries, None) if git_section else None
+    old_mode, new_mode = _modes(modes, shown, path)
     if "copy from" in names or "copy to" in names:
         raise PatchFormatError(
             f"{path}: copies {names.get('copy from')} to {names.get('copy to')}; copies are not supported",
@@ -90,34 +127,45 @@ def _file_diff(patched: unidiff.PatchedFile, path: Path, strip: list, hunk_lines
                 "regenerate the patch with git format-patch",
             )
     hunks = tuple(_hunk(h, next(hunk_lines)) for h in patched)
-    if not hunks and old_path == new_path and old_path is not None:
+    changes_mode = new_mode is not None and new_mode != old_mode
+    if not hunks and binary is None and not changes_mode and old_path == new_path and old_path is not None:
         raise PatchFormatError(
             f"{path}: the section for {shown} changes nothing (no hunks)",
             "a hunk starts with a '@@ -START,COUNT +START,COUNT @@' line; remove the section or regenerate the patch",
         )
-    return FileDiff(old_path, new_path, _full(old_blob), _full(new_blob), hunks, modes.get("new file mode"))
+    return FileDiff(old_path, new_path, _full(old_blob), _full(new_blob), hunks, new_mode, old_mode, binary)
 
 
-def _check_modes(modes: dict[str, str], shown: str, path: Path) -> None:
-    """Refuse what apply could not write faithfully: it writes regular files, and only their content."""
-    for mode in modes.values():
-        if mode in _SPECIAL_MODES:
+def _modes(modes: dict[str, str], shown: str, path: Path) -> tuple[str | None, str | None]:
+    """The (old, new) modes a section gives, as git apply reads them: "old mode", "deleted file mode" or the
+    index line's for the old side, "new mode" or "new file mode" for the new; a regular file's mode made 100644
+    or 100755 by its executable bit, as git does (canon_mode). A submodule is refused: patchmgr writes files, and a
+    checkout has no blobs below a gitlink."""
+    old = modes.get("old mode") or modes.get("deleted file mode") or modes.get("index")
+    # the index line's mode is the old side's alone: git apply warns where the file's differs, and keeps the file's
+    new = modes.get("new mode") or modes.get("new file mode")
+    said = []
+    for mode in (old, new):
+        if mode == _SUBMODULE_MODE:
             raise PatchFormatError(
-                f"{path}: {shown} is a {_SPECIAL_MODES[mode]} (mode {mode}); patches may only change regular files",
+                f"{path}: {shown} is a submodule (mode {mode}); patches may only change files and links",
                 "leave it out of the patch",
             )
-    if modes.get("old mode", REGULAR_MODE) != modes.get("new mode", modes.get("old mode", REGULAR_MODE)):
-        raise PatchFormatError(
-            f"{path}: changes the mode of {shown} ({modes['old mode']} to {modes['new mode']}); "
-            "mode changes are not supported",
-            "leave the mode change out of the patch",
-        )
-    if modes.get("new file mode", REGULAR_MODE) != REGULAR_MODE:
-        raise PatchFormatError(
-            f"{path}: creates {shown} with mode {modes['new file mode']}; only regular, "
-            f"non-executable files ({REGULAR_MODE}) can be created",
-            "create it as 100644",
-        )
+        said.append(None if mode is None else _canonical(mode, shown, path))
+    return said[0], said[1]
+
+
+def _canonical(mode: str, shown: str, path: Path) -> str:
+    """A file's or a link's mode as git records it: a regular file 100755 when its owner may run it, else
+    100644 (git's canon_mode)."""
+    value = int(mode, 8) if _MODE.fullmatch(mode) else -1
+    if value & 0o170000 == 0o120000:
+        return SYMLINK_MODE
+    if value & 0o170000 == 0o100000:
+        return EXECUTABLE_MODE if value & 0o100 else REGULAR_MODE
+    raise PatchFormatError(
+        f"{path}: invalid mode {mode} for {shown}: neither a file nor a link", "regenerate the patch with git"
+    )
 
 
 def _full(blob: str | None) -> str | None:

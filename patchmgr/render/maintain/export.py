@@ -167,8 +167,8 @@ def render_quilt_export(console: Console, outcome: QuiltExport) -> None:
     say(
         console,
         f"wrote the {outcome.upstream} series of target {outcome.target} as a quilt series into {outcome.into}: "
-        "series and the patch files; quilt push -a there on the pristine upstream gives the files patchmgr apply "
-        "writes",
+        + ("the series it was imported from" if outcome.kept_series else "series")
+        + " and the patch files; quilt push -a there on the pristine upstream gives the files patchmgr apply writes",
     )
 
 
@@ -179,6 +179,7 @@ def quilt_export_json(outcome: QuiltExport) -> dict:
         "commit": outcome.commit,
         "into": str(outcome.into),
         "patches": list(outcome.patch_ids),
+        "kept_series": outcome.kept_series,  # the series is the one the patches were imported from
         "written": [str(p) for p in outcome.written],
         "replaced": [str(p) for p in outcome.replaced],
     }

@@ -52,6 +52,15 @@ def render_add(console: Console, outcome: AddOutcome) -> None:
         say(console, f"smoke test: {outcome.smoke_test}")
 
 
+def render_skipped(console: Console, note: str) -> None:
+    """``add`` of empty commits only: the note, and that nothing was added."""
+    notes(console, [f"{note}; nothing was added"])
+
+
+def skipped_json(note: str) -> dict:
+    return {"added": None, "notes": [f"{note}; nothing was added"]}
+
+
 def add_json(outcome: AddOutcome) -> dict:
     return {
         "target": outcome.target,
