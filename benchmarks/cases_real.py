@@ -44,14 +44,15 @@ def matrix_rounds(bench: Bench) -> int:
     return int(os.environ.get("PATCHMGR_BENCH_ROUNDS") or 1)
 
 
-def measure_real(bench: Bench, mirrors: Path, debian: Path | None) -> None:
+def measure_real(bench: Bench, mirrors: Path, debian: Path | None, apply_only: bool = False) -> None:
+    """Every real case, or (``apply_only``: ``--only real-apply``) only the two apply comparisons."""
     peaks: list[tuple[float, str]] = []
     megatron = megatron_series(bench, mirrors, bench.cfg["real_patches"])
     if isinstance(megatron, str):
         skip(bench, "megatron series", megatron)
     else:
         bench.notes.append(megatron.note)
-        peaks += megatron_cases(bench, megatron)
+        peaks += megatron_cases(bench, megatron, apply_only)
     openssh = openssh_series(bench, mirrors, debian)
     if isinstance(openssh, str):
         skip(bench, "openssh quilt series", openssh)
@@ -60,7 +61,7 @@ def measure_real(bench: Bench, mirrors: Path, debian: Path | None) -> None:
         bench.notes.append(series.note)
         if series.left_out:
             bench.notes.append("openssh patches left out (patchmgr does not read them): " + "; ".join(series.left_out))
-        peaks += openssh_cases(bench, series, pristine)
+        peaks += openssh_cases(bench, series, pristine, apply_only)
     if peaks:
         worst, where = max(peaks)
         bench.goals.append(
@@ -142,13 +143,18 @@ def run_patchmgr(bench: Bench, sample: Sample, args: list[str], root: Path, env:
 
 
 # -- Megatron-LM: a and b ---------------------------------------------------------------------------------------
-def megatron_cases(bench: Bench, series: RealSeries) -> list[tuple[float, str]]:
+def megatron_cases(bench: Bench, series: RealSeries, apply_only: bool = False) -> list[tuple[float, str]]:
     label = f"{len(series.ids)} real Megatron-LM commits"
     cache = bench.cache / "real" / "patchmgr-cache-megatron"
     status, loop, applied, am = Sample(), Sample(), Sample(), Sample()
     target = ["--target", "megatron", *series.source()]
     with tempfile.TemporaryDirectory(prefix="pm-bench-real-") as tmp:
+        if apply_only:  # the cache apply starts from: what a cold status fills, made once and not measured
+            run_patchmgr(bench, Sample(), ["status", *target], series.project, cold_env(bench, cache))
         for number in range(rounds_of(bench)):  # interleaved: the cold status, git's loop, apply, git am
+            if apply_only:
+                apply_round(bench, series, target, cache, Path(tmp), number, applied, am)
+                continue
             run_patchmgr(bench, status, ["status", *target], series.project, cold_env(bench, cache))
             clone = str(Path(tmp) / f"loop{number}")
             checks = [
@@ -167,22 +173,13 @@ def megatron_cases(bench: Bench, series: RealSeries) -> list[tuple[float, str]]:
                     *checks,
                 ],
             )
-            # apply with the cache the status filled (the pin's trees and the series' files), into its own folder
-            into = str(Path(tmp) / f"apply{number}")
-            warm = bench.env({"PATCHMGR_CACHE": str(cache)})
-            run_patchmgr(bench, applied, ["apply", *target, "--into", into], series.project, warm)
-            clone = str(Path(tmp) / f"am{number}")
-            run_steps(
-                am,
-                [
-                    ["git", "clone", "-q", "--no-checkout", str(series.repo), clone],
-                    ["git", "-C", clone, "checkout", "-q", "--detach", series.pin],
-                    ["git", "-C", clone, "am", "-q", "--whitespace=nowarn", *map(str, series.patch_files)],
-                ],
-            )
-            for folder in Path(tmp).iterdir():
-                shutil.rmtree(folder, ignore_errors=True)
+            apply_round(bench, series, target, cache, Path(tmp), number, applied, am)
     n = len(series.ids)
+    if apply_only:
+        bench.add(applied.row("real: apply", f"patchmgr apply --into ({label})", None, "cache warm from a status"))
+        bench.add(am.row("real: apply", "git: clone + checkout + git am", None, "one commit per patch"))
+        ratio_goal(bench, f"apply of {label} <= {APPLY_GOAL:g}x git am", applied, am, APPLY_GOAL)
+        return [(applied.peak, "megatron apply")]
     bench.add(status.row("real: status cold", f"patchmgr status, cold cache ({label})", n, "fetches the pin"))
     bench.add(
         loop.row(
@@ -199,10 +196,45 @@ def megatron_cases(bench: Bench, series: RealSeries) -> list[tuple[float, str]]:
     return [(status.peak, "megatron status cold"), (applied.peak, "megatron apply")]
 
 
+def apply_round(
+    bench: Bench,
+    series: RealSeries,
+    target: list[str],
+    cache: Path,
+    tmp: Path,
+    number: int,
+    applied: Sample,
+    am: Sample,
+) -> None:
+    """One round of apply beside git am: apply with the cache a status filled (the pin's trees and the series'
+    files), into its own folder; then a fresh clone, a checkout of the pin and ``git am`` of the same patches."""
+    into = str(tmp / f"apply{number}")
+    warm = bench.env({"PATCHMGR_CACHE": str(cache)})
+    run_patchmgr(bench, applied, ["apply", *target, "--into", into], series.project, warm)
+    clone = str(tmp / f"am{number}")
+    run_steps(
+        am,
+        [
+            ["git", "clone", "-q", "--no-checkout", str(series.repo), clone],
+            ["git", "-C", clone, "checkout", "-q", "--detach", series.pin],
+            ["git", "-C", clone, "am", "-q", "--whitespace=nowarn", *map(str, series.patch_files)],
+        ],
+    )
+    for folder in tmp.iterdir():
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 # -- openssh: c, d and e ------------------------------------------------------------------------------------------
-def openssh_cases(bench: Bench, series: RealSeries, pristine: Path) -> list[tuple[float, str]]:
+def openssh_cases(
+    bench: Bench, series: RealSeries, pristine: Path, apply_only: bool = False
+) -> list[tuple[float, str]]:
     label = f"Debian openssh, {len(series.ids)} patches"
     cache = bench.cache / "real" / "patchmgr-cache-openssh"
+    peaks = [] if apply_only else openssh_matrix(bench, series, label, cache)
+    return peaks + openssh_apply(bench, series, pristine, label, cache)
+
+
+def openssh_matrix(bench: Bench, series: RealSeries, label: str, cache: Path) -> list[tuple[float, str]]:
     # d and e first: the matrix cold, the whole one and the half one in turn
     half_patches = series.ids[: max(1, len(series.ids) // 2)]
     half = half_project(series, half_patches)
@@ -237,11 +269,14 @@ def openssh_cases(bench: Bench, series: RealSeries, pristine: Path) -> list[tupl
             linear,
         )
     )
-    peaks = [(whole_run.peak, "openssh matrix"), (half_run.peak, "openssh matrix, half")]
-    # c: apply beside quilt push -a
+    return [(whole_run.peak, "openssh matrix"), (half_run.peak, "openssh matrix, half")]
+
+
+def openssh_apply(bench: Bench, series: RealSeries, pristine: Path, label: str, cache: Path) -> list[tuple[float, str]]:
+    """c: apply beside quilt push -a."""
     if not quilt_ready():
         skip(bench, "real: apply quilt", "quilt is not installed (apt-get install quilt)")
-        return peaks
+        return []
     applied, quilted = Sample(), Sample()
     target = ["--target", "openssh", *series.source()]
     warm = bench.env({"PATCHMGR_CACHE": str(cache)})
@@ -262,8 +297,7 @@ def openssh_cases(bench: Bench, series: RealSeries, pristine: Path) -> list[tupl
         )
     )
     ratio_goal(bench, f"apply of {label} <= {APPLY_GOAL:g}x quilt push -a", applied, quilted, APPLY_GOAL)
-    peaks.append((applied.peak, "openssh apply"))
-    return peaks
+    return [(applied.peak, "openssh apply")]
 
 
 def quilt_run(sample: Sample, pristine: Path, copy: Path, env: dict) -> None:

@@ -68,6 +68,11 @@ ALONE = {
         "Real series at real sizes (run alone)",
         "patchmgr and git (or quilt) are measured side by side in this one run, interleaved in rounds.",
     ),
+    "real-apply": (
+        "Real series: apply alone (run alone)",
+        "The apply rows of the real cases only; patchmgr and git am (or quilt) side by side in this one run, "
+        "interleaved in rounds.",
+    ),
     "growth": (
         "Growth with the series: 300 and 1,000 real patches (run alone)",
         "Each series is measured in this one run; the last notes are the growth table.",

@@ -38,6 +38,7 @@ and a patch project for them, then measures, side by side:
    ``apply`` beside ``quilt push -a``, and its ``matrix`` x 12 release columns cold, at two sizes (cost per cell,
    peak memory); from the local mirrors and the source package, so only alone:
    ``python benchmarks/run.py --only real --mirrors DIR --debian-source DIR`` (``cases_real.py``).
+   ``--only real-apply`` runs the two apply comparisons alone (their own section of the results).
 
 9. smoke: the ascend target's CPU smoke, patched and unpatched, warm, from the local mirrors, batched (one
    pytest process per upstream, upstreams side by side) beside one process per patch
@@ -141,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             measure_big_patch(bench)
         elif args.only == "matrix":
             measure_matrix(bench, args.mirrors)
-        elif args.only == "real":
-            measure_real(bench, args.mirrors, args.debian_source)
+        elif args.only in ("real", "real-apply"):
+            measure_real(bench, args.mirrors, args.debian_source, apply_only=args.only == "real-apply")
         elif args.only == "growth":
             measure_growth(bench, args.mirrors)
         elif args.only == "smoke":

@@ -218,7 +218,7 @@ def test_full_disk_at_the_first_commit_removes_the_new_folder(tmp_path, cli, ups
     write_target(project, upstream.head(), mail)
     into = disk.root / "build"
     marker = tmp_path / "paused"
-    # paused after the checkout of the pin (step 1), the disk fills before the first patch is committed
+    # paused after the fetch of the pin (step 1), the disk fills before the series is committed and checked out
     child = start(
         [*apply_args(upstream, into), "--root", str(project.root)],
         {"PATCHMGR_FAULT_PAUSE_AT": "1:60", "PATCHMGR_FAULT_PAUSED": str(marker)},

@@ -27,7 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from patchmgr.io import children, scratch
 from patchmgr.io.git_history import HistoryQueries
@@ -120,15 +120,21 @@ class GitRepo(HistoryQueries, PatchOperations):
         return pairs
 
     @classmethod
-    def init(cls, path: Path, bare: bool = False) -> GitRepo:
+    def init(cls, path: Path, bare: bool = False, branch: str | None = None) -> GitRepo:
+        """A new repository at ``path``, its HEAD on ``branch`` (not made yet) or on git's default one."""
         path.mkdir(parents=True, exist_ok=True)
-        args = ["init", "--quiet"] + (["--bare"] if bare else []) + [str(path)]
+        args = ["init", "--quiet"] + (["--bare"] if bare else []) + ([f"--initial-branch={branch}"] if branch else [])
+        args.append(str(path))
         run_plain(args)
         return cls(path)
 
     # -- running commands -------------------------------------------------
     def run(
-        self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None, strip: bool = True
+        self,
+        *args: str,
+        stdin: bytes | BinaryIO | None = None,
+        env: Mapping[str, str] | None = None,
+        strip: bool = True,
     ) -> str:
         if self._objects is not None and _RECONFIGURES.intersection(args[:3]):
             # the cat-file process read the config when it started: a new remote or promisor

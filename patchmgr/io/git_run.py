@@ -20,6 +20,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from patchmgr.io import children
 from patchmgr.model.errors import GitError
@@ -34,6 +35,9 @@ _HARDENING = {
     "advice.detachedHead": "false",
     "init.defaultBranch": "main",
     "gc.auto": "0",
+    # no `git maintenance run --auto` after each fetch, commit and lazy fetch: a process each that gc.auto=0
+    # leaves with nothing to do (patchmgr's own repositories are short-lived checkouts and its cache)
+    "maintenance.auto": "false",
     # a stalled server fails the fetch instead of hanging an image build
     "http.lowSpeedLimit": "1000",
     "http.lowSpeedTime": "60",
@@ -177,21 +181,23 @@ def execute(
     args: Sequence[str],
     cwd: Path | None,
     env: Mapping[str, str],
-    stdin: bytes | None,
+    stdin: bytes | BinaryIO | None,
     strip: bool,
     repository: Path | None = None,
 ) -> str:
-    """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError."""
+    """Run ``git args``; its output as text (one final line break dropped when ``strip``), or a GitError. ``stdin``:
+    bytes to write to it, or an open file it reads (a stream too large to hold twice in memory)."""
     if verb_of(args) == "fetch":
         env = {**env, **NO_LAZY_FETCH}
+    written = stdin if isinstance(stdin, bytes) else None
     try:
         done = children.run(
             ["git", *args],
             cwd=cwd,
             env=env,
             capture_output=True,
-            input=stdin,
-            stdin=subprocess.DEVNULL if stdin is None else None,
+            input=written,
+            stdin=subprocess.DEVNULL if stdin is None else None if written is not None else stdin,
         )
     except children.Overgrown as exc:
         raise LazyFetchLoop(verb_of(args), exc) from None
@@ -296,12 +302,20 @@ class GitCommands(ABC):
 
     @abstractmethod
     def run(
-        self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None, strip: bool = True
+        self,
+        *args: str,
+        stdin: bytes | BinaryIO | None = None,
+        env: Mapping[str, str] | None = None,
+        strip: bool = True,
     ) -> str:
         """``git args`` in the repository: its output (one final line break dropped when ``strip``), or a GitError."""
 
     def tree_listing(self, commit: str, *paths: str) -> list[tuple[str, str, str]]:
         """``(type, object id, path)`` of every entry of ``git ls-tree -r -z`` (paths as they are, never quoted)."""
+        return [(kind, sha, path) for _mode, kind, sha, path in self.tree_entries(commit, *paths)]
+
+    def tree_entries(self, commit: str, *paths: str) -> list[tuple[str, str, str, str]]:
+        """``(mode, type, object id, path)`` of every entry of ``git ls-tree -r -z`` (paths as they are)."""
         out = self.run(
             "ls-tree",
             "-r",
@@ -312,5 +326,10 @@ class GitCommands(ABC):
             env=LITERAL_PATHS,
             strip=False,
         )
-        entries = [entry.split("\t", 1) for entry in out.split("\0") if "\t" in entry]
-        return [(meta.split()[1], meta.split()[2], path) for meta, path in entries]
+        listed = []
+        for entry in out.split("\0"):
+            if "\t" in entry:
+                meta, path = entry.split("\t", 1)
+                mode, kind, sha = meta.split()
+                listed.append((mode, kind, sha, path))
+        return listed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from patchmgr.check.status import UpstreamStatus
@@ -51,10 +52,11 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     """The checkout of one upstream of ``target`` in ``staging``, one commit per patch."""
     upstream, origin = upstream_status.upstream, upstream_status.origin
     folder = staging / upstream.name
+    origin_after = None
     if origin is not None and upstream_status.release is not None:
         repo, base, absent = _import_release(upstream_status.release, folder)
     elif origin is not None and upstream_status.commit is not None:
-        repo, base, absent = _checkout_pin(upstream, upstream_status.commit, sources, folder, target)
+        repo, base, absent, origin_after = _fetch_pin(upstream, upstream_status.commit, sources, folder, target)
     else:  # apply builds only upstreams whose status is available, and each of those was read from a source
         raise StateError(
             f"cannot check out {upstream.name}: no source gave a commit ({upstream_status.error or 'none was read'})",
@@ -65,7 +67,11 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
     files: dict[str, str | None] = {}
     try:
         results = upstream_status.results
-        made = _commit_at_once(repo, results, base, files)
+        pin_tree = repo.tree_entries(base)
+        if upstream_status.release is None:
+            _fetch_blobs(repo, pin_tree, absent)
+        with _checking_out(upstream, base):  # the index and the work tree, written once, at the last commit
+            made = _commit_at_once(repo, results, base, {path: mode for mode, _k, _s, path in pin_tree}, files)
         head: str | None
         if made is not None:
             applied = [
@@ -74,6 +80,8 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
             head = made[-1] if made else base
         else:  # one the series' commits fast-import would not make as git commit does: one commit at a time
             files.clear()
+            with _checking_out(upstream, base):
+                repo.run("reset", "--quiet", "--hard", base)
             # every file of every patch written as a blob in one git process (one per file cost a process each)
             contents = [data for result in results for data in result.files.values() if data is not None]
             blobs, zero = iter(write_blobs(repo, contents)), "0" * len(base)
@@ -83,6 +91,8 @@ def build_checkout(upstream_status: UpstreamStatus, sources: Sources, staging: P
                 applied.append(AppliedPatch(result.patch.id, result.patch.sha256, repo.resolve("HEAD")))
                 step()
             head = repo.resolve("HEAD")
+        if origin_after is not None:
+            sources.store.configure_remote(repo, origin_after)
     finally:
         repo.close()
     return UpstreamLedger(
@@ -141,18 +151,24 @@ def _stage(
     return digests
 
 
+def _fetch_blobs(repo: GitRepo, pin_tree: Sequence[tuple[str, str, str, str]], absent: Sequence[str]) -> None:
+    """Every blob of the pin the source has, in one request: what a checkout of the pin would fetch, and the
+    pre-images of the files the series changes, which a later ``git am -3`` (edit --onto) merges with once the
+    origin may be out of reach. Best effort: a blob that cannot be fetched fails the checkout, which says why."""
+    left_out = set(absent)
+    wanted = [sha for _mode, kind, sha, path in pin_tree if kind == "blob" and path not in left_out]
+    if wanted:  # a fetch asking for nothing would fetch origin's branches
+        repo.fetch_objects(wanted)
+
+
 def _commit_at_once(
-    repo: GitRepo, results: Sequence[CheckResult], base: str, files: dict[str, str | None]
+    repo: GitRepo, results: Sequence[CheckResult], base: str, modes: dict[str, str], files: dict[str, str | None]
 ) -> list[str] | None:
     """The series' commits made in one fast-import (``io.git_commits``), each the object ``git commit`` makes of
     it, then the index and work tree at the last: their ids, with ``files`` filled with the sha256 of each file's
-    bytes (None: deleted). None, with nothing done, where fast-import cannot make one of them so."""
-    touched = {path for result in results for path in result.files}
-    renamed = {d.old_path for result in results for d in result.patch.files if d.old_path and d.new_path}
-    listed = repo.run(
-        "ls-files", "-s", "-z", "--", *sorted(touched | renamed), env={"GIT_LITERAL_PATHSPECS": "1"}, strip=False
-    )
-    modes = {entry.split("\t", 1)[1]: entry.split()[0] for entry in listed.split("\0") if "\t" in entry}
+    bytes (None: deleted). ``modes``: each path's mode at the pin (nothing is checked out before the last commit).
+    None, with nothing done, where fast-import cannot make one of them so."""
+    modes = dict(modes)
     commits: list[SeriesCommit] = []
     digests: dict[str, str | None] = {}
     for result in results:
@@ -187,17 +203,19 @@ def staged_mode(path: str, data: bytes, patch: PatchFile, modes: Mapping[str, st
     return getattr(data, "mode", None) or modes.get(path) or modes.get(sources.get(path, "")) or REGULAR_MODE
 
 
-def _checkout_pin(
+def _fetch_pin(
     upstream: Upstream, commit: str, sources: Sources, folder: Path, target: str
-) -> tuple[GitRepo, str, list[str]]:
-    """A partial clone of the source at ``commit``; files the source lacks stay out of the work tree.
+) -> tuple[GitRepo, str, list[str], str | None]:
+    """A partial clone of the source with ``commit`` on an unborn ``patchmgr`` branch, nothing checked out yet;
+    files the source lacks will stay out of the work tree. Last, the URL ``origin`` is to name once the checkout
+    is written (None: it names it already).
 
     The checkout fetches from patchmgr's cache only when ``patchmgr fetch`` filled
     it with every blob of the commit (a blobless cache cannot serve blobs it never
     fetched); otherwise from the upstream's source itself. Either way ``origin``
     ends up naming the real upstream, so the checkout does not depend on the cache.
     """
-    repo = GitRepo.init(folder)
+    repo = GitRepo.init(folder, branch="patchmgr")
     errors = []
     store = sources.store
     urls = list(sources.urls(upstream))
@@ -225,26 +243,31 @@ def _checkout_pin(
         except BaseException:
             repo.close()
             raise
-    cached = repo.run("remote", "get-url", "origin") == str(store.repo_path(upstream.name))
+    fetched_from = repo.run("remote", "get-url", "origin")
+    cached = fetched_from == str(store.repo_path(upstream.name))
+    # the patterns of the pin's tree hold at the last commit too: a patch that touches an absent file is refused
     absent = leave_out_absent(repo, folder, commit, recorded_absent if cached else None)
-    try:
-        repo.run("checkout", "--quiet", "-B", "patchmgr", commit)
-    except GitError as exc:
-        repo.close()
-        hint = (
-            DISK_HINT
-            if disk_full(exc, folder)
-            else _LACKS_HINT.format(name=upstream.name)
-            if _MISSING_OBJECT.search(exc.message)
-            else CAUSE_HINT
-        )
-        raise StateError(f"cannot check out {upstream.name} at {commit}: {exc.message}", hint) from None
     real = [url for url in urls if url != str(store.repo_path(upstream.name))]
     # the URL without its login: a build is what an image COPYs, and its .git/config went with it (edit --onto
-    # fetches with the login again, maintain/onto.py)
-    if real and repo.run("remote", "get-url", "origin") != without_credentials(real[0]):
-        store.configure_remote(repo, without_credentials(real[0]))
-    return repo, commit, absent
+    # fetches with the login again, maintain/onto.py); set once the checkout is written, whose lazy fetch of
+    # the blobs goes where the fetch of the pin went (the cache, when it served it)
+    if real and fetched_from != without_credentials(real[0]):
+        return repo, commit, absent, without_credentials(real[0])
+    return repo, commit, absent, None
+
+
+@contextmanager
+def _checking_out(upstream: Upstream, commit: str) -> Iterator[None]:
+    """A checkout of ``upstream`` from ``commit`` on that fails for an object the source lacks says so (any other
+    failure goes on as it is: the build's failure, with the hint for its cause)."""
+    try:
+        yield
+    except GitError as exc:
+        if not _MISSING_OBJECT.search(exc.message):
+            raise
+        raise StateError(
+            f"cannot check out {upstream.name} at {commit}: {exc.message}", _LACKS_HINT.format(name=upstream.name)
+        ) from None
 
 
 def _import_release(source: ReleaseSource, folder: Path) -> tuple[GitRepo, str, list[str]]:
