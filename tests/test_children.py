@@ -77,6 +77,29 @@ def test_end_all_ends_the_children_other_threads_wait_on(tmp_path, reopened):
             os.kill(sleep, signal.SIGKILL)
 
 
+def test_a_child_forgotten_while_its_tree_is_ended_is_still_ended_through_its_own_handle(tmp_path, monkeypatch):
+    """The thread waiting on a child can reap and forget it (closing its pidfd) while end_all ends its tree: the
+    kill that follows goes through a handle of its own, never a closed number (it was EBADF under load, in CI)."""
+    pids = tmp_path / "pid"
+    process = children.popen(grandchild_script(pids))
+    sleep = written_pid(pids)
+    real = children._end_unreaped
+
+    def forgotten_meanwhile(handle, pid, session, stopped=None):
+        real(handle, pid, session, stopped)
+        children.forget(process)  # as the waiting thread does once the child is reaped
+
+    monkeypatch.setattr(children, "_end_unreaped", forgotten_meanwhile)
+    try:
+        children.end_tree(process)
+        assert process.returncode == -signal.SIGKILL
+        assert ended(sleep), "the child's own child outlived end_tree"
+    finally:
+        children.forget(process)
+        if not gone(sleep):
+            os.kill(sleep, signal.SIGKILL)
+
+
 def test_after_end_all_no_child_starts(reopened):
     children.end_all()
     with pytest.raises(children.Closed, match="patchmgr is stopping"):

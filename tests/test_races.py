@@ -40,13 +40,34 @@ def paused_first(args: list[str], tmp_path, step: int, env_second: dict | None =
         assert not first.finished(), first.wait()
         time.sleep(0.005)
     second = start(args, env_second)
-    time.sleep(0.5)
+    reached_the_lock(first.pid, second.pid, 60)
+    time.sleep(0.5)  # past its first try to take the lock (and past a short PATCHMGR_LOCK_TIMEOUT)
     waited = not second.finished()
     marker.unlink()
     results = [first.wait(), second.wait()]
     if not env_second:
         assert waited and "note: waited" in results[1][1], f"the second run did not wait for the first: {results}"
     return results
+
+
+def reached_the_lock(holder: int, waiter: int, seconds: float) -> None:
+    """Wait until ``waiter`` has opened the state folder's lock that ``holder`` holds open (it is then trying to
+    take it), or ``seconds`` passed: on a crowded machine a fixed pause can end before the second run even
+    reaches the lock, and then it never waits."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        held = {path for path in open_files(holder) if os.path.basename(path) == "lock"}
+        if held & set(open_files(waiter)):
+            return
+        time.sleep(0.01)
+
+
+def open_files(pid: int) -> list[str]:
+    try:
+        folder = f"/proc/{pid}/fd"
+        return [os.readlink(os.path.join(folder, name)) for name in os.listdir(folder)]
+    except OSError:  # it ended, or a descriptor closed while it was read
+        return []
 
 
 def one_applied(results, applied: str) -> None:

@@ -175,7 +175,10 @@ def end_all() -> None:
 def end_tree(process: subprocess.Popen[Any]) -> None:
     """Kill ``process`` and every process it started, then reap it (also when this is interrupted)."""
     with _LOCK:
+        # a handle of its own: the thread that waits on the child may reap it and ``forget`` it (closing the
+        # child's handle, whose number can then name another file) while its tree is being ended here
         handle = _LIVE.get(process)
+        handle = os.dup(handle) if handle is not None else None
         session = process in _SESSIONS
     try:
         if handle is not None:
@@ -183,11 +186,14 @@ def end_tree(process: subprocess.Popen[Any]) -> None:
         elif session and process.returncode is None:  # no pidfd (before Linux 5.3), not reaped: its number is its own
             _signal_group(process.pid, signal.SIGKILL)
     finally:
-        if handle is not None:
-            _send(handle, signal.SIGKILL)
-        else:
-            process.kill()  # Popen checks first whether it has reaped the child (no pidfd: its tree is left)
-        process.wait()
+        try:
+            if handle is not None:
+                _send(handle, signal.SIGKILL)
+            else:
+                process.kill()  # Popen checks first whether it has reaped the child (no pidfd: its tree is left)
+            process.wait()
+        finally:
+            _close(handle)
 
 
 def _end_unreaped(handle: int, pid: int, session: bool, stopped: Callable[[], None] | None = None) -> None:
