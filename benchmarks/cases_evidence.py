@@ -128,7 +128,9 @@ def cold_fetches(bench: Bench, series: RealSeries, end: str) -> None:
         subprocess.run(["git", "-C", str(clone), "cat-file", "blob", blob], capture_output=True, env=git_env())
     before = len(list((clone / "objects" / "pack").glob("*.pack")))
     again = Sample()
-    args = ["status", "--target", "megatron", *series.source(), "--against", f"megatron={end}"]
+    # a check one commit past the pin: any run that opens the clone repacks it on its way out
+    after_pin = git("rev-list", "--first-parent", "--reverse", f"{series.pin}..{end}", cwd=series.repo).split()[0]
+    args = ["status", "--target", "megatron", *series.source(), "--against", f"megatron={after_pin}"]
     run_patchmgr(bench, again, args, series.project, {**env, "GIT_TRACE": os.devnull}, (0, 1))
     after = len(list((clone / "objects" / "pack").glob("*.pack")))
     bench.add(
