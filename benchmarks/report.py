@@ -86,6 +86,11 @@ ALONE = {
         "Status of 300 real commits as a series, beside git cherry (run alone)",
         "Both are measured in this one run, interleaved; the goal is a ratio, so the machine's speed cancels out.",
     ),
+    "evidence": (
+        "Evidence at real sizes: status --against beside git cherry, a cold status's fetches, a whole-series bisect "
+        "(run alone)",
+        "patchmgr and git are measured side by side in this one run; the goals are ratios or per-patch times.",
+    ),
     "startup": (
         "Start-up (run alone)",
         "Today's code (the baseline commit, from git) and the working tree are measured in this one run, "

@@ -53,6 +53,10 @@ and a patch project for them, then measures, side by side:
    300th, beside ``git cherry`` over the same range (``cases_series``); the goal is at most 3x. Alone:
    ``python benchmarks/run.py --only series --series-repo CLONE`` (skipped without a repository).
 
+10. evidence (run alone): on the 300 real Megatron-LM commits, ``status --against`` their last commit beside
+   ``git cherry``, the fetches and packs of a cold ``status``, and ``bisect`` of the whole series per patch
+   (``cases_evidence``). Alone: ``python benchmarks/run.py --only evidence --mirrors DIR``.
+
 The harness is split by what each part does: ``fixtures.py`` (sizes, the run's rows, processes,
 the generated histories and project), one ``cases_*.py`` per measured thing, and ``report.py``
 (the table and the one writer of the results file).
@@ -75,6 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cases_apply import measure_apply  # noqa: E402
 from cases_big_patch import inner_big_patch, measure_big_patch  # noqa: E402
+from cases_evidence import measure_evidence  # noqa: E402
 from cases_growth import measure_growth  # noqa: E402
 from cases_real import measure_real  # noqa: E402
 from cases_series import SERIES_REPO_ENV, measure_series  # noqa: E402
@@ -150,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             measure_smoke(bench, args.mirrors)
         elif args.only == "series":
             measure_series(bench, args.series_repo)
+        elif args.only == "evidence":
+            measure_evidence(bench, args.mirrors)
         else:
             measure_startup(bench, args.mirrors, args.baseline)
         return report(bench, args.results, args.only)

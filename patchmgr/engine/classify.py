@@ -214,14 +214,18 @@ def _nearest(image: list[str], block: tuple[str, ...], home: int, distance: int)
     return None
 
 
-def check_series(patches: Iterable[PatchFile], reader: TreeReader, merge3: Merge3 | None = None) -> list[CheckResult]:
+def check_series(
+    patches: Iterable[PatchFile], reader: TreeReader, merge3: Merge3 | None = None, blame: bool = True
+) -> list[CheckResult]:
     """Check patches in series order, each on top of the ones before it that could apply; one that fails only
-    for want of an earlier one that does not apply names it (``knock_on``: the blame is not upstream's)."""
+    for want of an earlier one that does not apply names it (``knock_on``: the blame is not upstream's). Without
+    ``blame`` none is named: a caller that asks only which patches apply or read ``upstream`` (the blame turns
+    one failure into another, never into either) skips that search, most of a check where many patches fail."""
     overlay = Overlay(reader)
     results: list[CheckResult] = []
     for patch in patches:
         result = check_patch(patch, overlay, merge3)
-        needs = knock_on(result, results, overlay)
+        needs = knock_on(result, results, overlay) if blame else ()
         if needs:
             # a file the earlier patch creates is not "gone from the upstream": it never was upstream's
             result = replace(result, state=State.CONFLICT, needs=needs)

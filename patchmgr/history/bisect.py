@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from patchmgr.history.at_ref import check_at_ref
@@ -36,11 +36,23 @@ class Bisection:
         return all(p.state_at_to.applies and not p.guards_broken_at_to for p in self.patches)
 
 
+# told each patch's history as soon as it is found, with how many of how many are done: a whole series' bisect
+# over thousands of commits takes a while, and its answers come one by one
+Found = Callable[[PatchHistory, int, int], None]
+
+
 def bisect_upstream(
-    project: Project, upstream: Upstream, sources: Sources, ref: str, patch_ids: Sequence[str] = ()
+    project: Project,
+    upstream: Upstream,
+    sources: Sources,
+    ref: str,
+    patch_ids: Sequence[str] = (),
+    on_found: Found | None = None,
 ) -> Bisection:
     """For each patch that does not apply at ``ref``, or whose guards break there (or each of ``patch_ids``),
-    walk the history: a commit where a guard breaks counts as the patch breaking there."""
+    walk the history: a commit where a guard breaks counts as the patch breaking there. The patches share one
+    walk (``Walk``: each commit's check, by the entries of the files it reads) and one patch-id pass over the
+    range (``find_carriers``); ``on_found`` hears each patch's answer as it is found."""
     patches = project.patches(upstream)
     unknown = [pid for pid in patch_ids if pid not in upstream.patch_ids]
     if unknown:
@@ -76,7 +88,10 @@ def bisect_upstream(
         return result
     walk = Walk(repo, base, to, target.location, patches[: max(chosen) + 1])
     carriers = find_carriers(repo, upstream, base, to, patches, chosen)  # what status --against finds, too
-    result.patches = [walk.history(i, at_to[i].state, carriers.get(i), broken_guards(at_to[i])) for i in chosen]
+    for done, i in enumerate(chosen, 1):
+        result.patches.append(walk.history(i, at_to[i].state, carriers.get(i), broken_guards(at_to[i])))
+        if on_found is not None:
+            on_found(result.patches[-1], done, len(chosen))
     for history in result.patches:
         step = history.first_commit or history.carrier
         references = [r for r in check.references.get(history.patch.id, ()) if same_repository(r, upstream)]

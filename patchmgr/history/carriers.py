@@ -59,49 +59,72 @@ def find_carriers(
 def _by_patch_id(
     repo: GitRepo, base: str, to: str, patches: Sequence[PatchFile], indexes: list[int]
 ) -> dict[int, Carrier]:
+    found = with_patch_ids(repo, base, [to], patches, indexes, first_only=True)
+    return {index: commits[0] for index, commits in found.items() if commits}
+
+
+def with_patch_ids(
+    repo: GitRepo,
+    base: str,
+    tips: Sequence[str],
+    patches: Sequence[PatchFile],
+    indexes: Iterable[int],
+    first_only: bool = False,
+) -> dict[int, list[Carrier]]:
+    """The commits after ``base`` on the first-parent lines of ``tips`` whose change to a patch's files has the
+    patch's patch-id, newest first, for each patch of ``indexes`` that has one (with ``first_only``: the newest
+    only). One ``git log -p`` and one ``git patch-id`` for all the patches and tips (one more per other context
+    size), as ``git cherry`` reads its range once: status, bump, bisect and every matrix column share it."""
+    indexes = sorted(set(indexes))
     ids = repo.patch_ids([diff_part(patches[i]) for i in indexes])
     wanted = {i: pid for i, pid in zip(indexes, ids, strict=True) if pid}
     if not wanted:
         return {}
+    paths = sorted({p for i in wanted for p in patches[i].touched_paths})
     # in one request: `git log -p` in a blobless cache would fetch the blobs commit by commit
-    repo.prefetch_range(base, to, sorted({p for i in wanted for p in patches[i].touched_paths}))
-    if not repo.history_indexed(to):  # a path-limited log reads the commit-graph's Bloom filters
-        repo.index_history(to)
+    for tip in tips:
+        repo.prefetch_range(base, tip, paths)
+        if not repo.history_indexed(tip):  # a path-limited log reads the commit-graph's Bloom filters
+            repo.index_history(tip)
     # git's default context, and the patch's own where it differs: a hunk that spans a short file has fewer
     # context lines than it was made with, so its own count can fall short of git's
     by_context: dict[int, list[int]] = {DEFAULT_CONTEXT: list(wanted)}
     for index in wanted:
         if (own := context_size(patches[index])) != DEFAULT_CONTEXT:
             by_context.setdefault(own, []).append(index)
-    found: dict[int, Carrier] = {}
+    revisions = [f"{base}..{tips[0]}"] if len(tips) == 1 else [*tips, f"^{base}"]
+    found: dict[int, list[Carrier]] = {}
     for context, group in sorted(by_context.items(), key=lambda item: item[0] != DEFAULT_CONTEXT):
-        group = [i for i in group if i not in found]
+        group = [i for i in group if not (first_only and found.get(i))]
         if not group:
             continue
-        paths = sorted({p for i in group for p in patches[i].touched_paths})
-        commits = repo.file_patch_ids([f"{base}..{to}"], paths, context)  # newest first
+        group_paths = sorted({p for i in group for p in patches[i].touched_paths})
+        commits = repo.file_patch_ids(revisions, group_paths, context)  # newest first
         touching: dict[str, list[int]] = {}  # path -> the commits (by position) that change it
         for position, commit in enumerate(commits):
             for change in commit.files:
                 for path in change.paths:
                     touching.setdefault(path, []).append(position)
         for index in group:
-            carrier = _with_patch_id(commits, touching, patches[index], wanted[index])
-            if carrier is not None:
-                found[index] = carrier
+            matches = _with_patch_id(commits, touching, patches[index], wanted[index], first_only)
+            known = found.setdefault(index, [])
+            known += [m for m in matches if m.sha not in {k.sha for k in known}]
     return found
 
 
 def _with_patch_id(
-    commits: list[CommitChanges], touching: dict[str, list[int]], patch: PatchFile, wanted: str
-) -> Carrier | None:
-    """The newest of ``commits`` whose change to ``patch``'s files has the patch-id ``wanted``."""
+    commits: list[CommitChanges], touching: dict[str, list[int]], patch: PatchFile, wanted: str, first_only: bool
+) -> list[Carrier]:
+    """The ``commits`` (newest first) whose change to ``patch``'s files has the patch-id ``wanted``."""
     own = set(patch.touched_paths)
+    found = []
     for position in sorted({n for path in own for n in touching.get(path, ())}):
         commit = commits[position]
         if commit.patch_id(own) == wanted:
-            return Carrier(commit.sha, commit.subject)
-    return None
+            found.append(Carrier(commit.sha, commit.subject))
+            if first_only:
+                break
+    return found
 
 
 def _named(repo: GitRepo, upstream: Upstream, to: str, patch: PatchFile) -> Carrier | None:

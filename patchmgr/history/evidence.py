@@ -93,7 +93,8 @@ def find_evidence(
             )
             continue
         if (at[index], result.state) not in known.walked:
-            walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1])
+            # only whether the patch turns upstream is asked: knock-on blame never makes nor unmakes that
+            walk = walk or Walk(repo, base, to, source.location, series[: max(pending) + 1], blame=False)
             known.walked[(at[index], result.state)] = _walked(walk, index, result.state)
         if (evidence := known.walked[(at[index], result.state)]) is not None:
             found[index] = evidence

@@ -26,7 +26,7 @@ from typing import cast
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
-from patchmgr.history.carriers import context_size
+from patchmgr.history.carriers import with_patch_ids
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.matrix_cache import CellCache
 from patchmgr.history.matrix_share import same_walk
@@ -294,23 +294,15 @@ def _carrier_candidates(
     repo: GitRepo, bases: dict[str, str], patches: list[PatchFile], indexes: list[int]
 ) -> dict[tuple[str, int], set[str]]:
     """``(merge base, patch index)`` -> the commits with the patch's patch-id on the first-parent lines from the
-    merge base to any of the columns that share it: a superset of what ``find_carrier`` searches per column.
-    The log is ``GitRepo.log_patch_ids``'s, with every column's tip at once."""
+    merge base to any of the columns that share it: a superset of what ``find_carriers`` searches per column,
+    from one patch-id pass over every column's range at once (``carriers.with_patch_ids``)."""
     tips_of: dict[str, list[str]] = {}
     for tip, base in bases.items():
         tips_of.setdefault(base, []).append(tip)
     found: dict[tuple[str, int], set[str]] = {}
     for base, tips in tips_of.items():
-        every = sorted({p for i in indexes for p in patches[i].touched_paths})
-        for tip in tips:  # a blobless cache would fetch the log's blobs one by one
-            repo.prefetch_blobs(base, tip, every)
-        for index in indexes:
-            patch = patches[index]
-            wanted = repo.patch_id(patch.data)
-            if wanted is None:
-                continue
-            ids = repo.log_patch_ids([*tips, f"^{base}"], patch.touched_paths, context_size(patch))
-            found[(base, index)] = {commit for patch_id, commit in ids if patch_id == wanted}
+        for index, commits in with_patch_ids(repo, base, tips, patches, indexes).items():
+            found[(base, index)] = {commit.sha for commit in commits}
     return found
 
 

@@ -191,8 +191,13 @@ class Walk:
     over consecutive commits cheap, where most commits leave a patch's file alone.
     """
 
-    def __init__(self, repo: GitRepo, base: str, to: str, location: str, series: list[PatchFile]) -> None:
+    def __init__(
+        self, repo: GitRepo, base: str, to: str, location: str, series: list[PatchFile], blame: bool = True
+    ) -> None:
+        """``blame``: each step names the earlier patches a knock-on failure needs (``check_series``); off for a
+        caller that asks only where a patch turns ``upstream`` (``evidence``), which the blame never changes."""
         self.repo, self.base, self.to, self.location, self.series = repo, base, to, location, series
+        self._blame = blame
         self._prefetched: set[str] = set()
         if not repo.history_indexed(to):  # fetched lazily, or before patchmgr wrote commit-graphs
             repo.index_history(to)
@@ -251,7 +256,7 @@ class Walk:
         key = (group, entries[:files], tuple(entry and entry[0] for entry in entries[files:]))
         if key not in self._states:
             source = GitSource(self.repo, commit, self.location)
-            results = check_series([self.series[i] for i in group], source, merge_texts)
+            results = check_series([self.series[i] for i in group], source, merge_texts, self._blame)
             # a deletion-only patch is upstream at a commit only where its lines were there at the base (deletions)
             at_base = None if commit == self.base else lambda: self._group_states(group, self.base)
             self._states[key] = held_to_base(results, at_base)

@@ -211,41 +211,10 @@ class HistoryQueries(GitCommands):
                 found[int(number, 16)] = pid
         return found
 
-    def log_patch_ids(self, revisions: Sequence[str], paths: Sequence[str], context: int = 3) -> list[tuple[str, str]]:
-        """``(patch-id, commit)`` for each commit on the first-parent lines ``revisions`` name (as ``git log`` reads
-        them: tips, ``^base``, ``base..tip``), its diff limited to ``paths``.
-
-        Stable patch-ids (``git patch-id --stable``) ignore line numbers and
-        whitespace, so a commit carrying a patch's change has the patch's id.
-        """
-        log = self.run(
-            "log",
-            "--first-parent",
-            "--diff-merges=first-parent",
-            "-p",
-            f"-U{context}",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--full-index",
-            "--src-prefix=a/",
-            "--dst-prefix=b/",
-            "--format=commit %H",
-            *revisions,
-            "--",
-            *paths,
-            env=LITERAL_PATHS,
-            strip=False,
-        )
-        if not log.strip():
-            return []
-        out = self.run("patch-id", "--stable", stdin=log.encode("utf-8", "surrogateescape"))
-        return [(pid, commit) for pid, commit in (line.split() for line in out.split("\n") if line)]
-
     def file_patch_ids(self, revisions: Sequence[str], paths: Sequence[str], context: int = 3) -> list[CommitChanges]:
         """Each commit on the first-parent lines ``revisions`` name that changes ``paths``, newest first, with the
         patch-id of its change to each of those files: one ``git log -p`` and one ``git patch-id --stable`` for
-        them all (``log_patch_ids``'s log, split per file), so the id of a commit's change to any subset of
+        them all (the log split per file), so the id of a commit's change to any subset of
         ``paths`` is known without another pass (``CommitChanges.patch_id``), as ``git cherry`` reads each side of
         its range once."""
         log = self.run(

@@ -53,6 +53,10 @@ if TYPE_CHECKING:  # io.git is imported where a clone is opened: a status read b
 Progress = Callable[[str], None]
 T = TypeVar("T")
 
+# packs a cached clone may hold before a run repacks it on its way out: each fetch into a partial clone leaves one
+# (a blob fetched lazily, one), and git reads every pack's index in every process
+PACK_LIMIT = 32
+
 
 def default_cache_dir() -> Path:
     if os.environ.get("PATCHMGR_CACHE"):
@@ -389,6 +393,19 @@ class Store(CacheHealth):
         point_origin(repo, url)
 
     def close(self) -> None:
-        for repo in self._open.values():
+        for upstream, repo in self._open.items():
             repo.close()
+            self._keep_packs_few(upstream, repo)
         self._open.clear()
+
+    def _keep_packs_few(self, upstream: str, repo: GitRepo) -> None:
+        """Repack a cached clone whose fetches left more than ``PACK_LIMIT`` packs, under its lock; never waits for
+        it (a run that holds it is fetching, and repacks on its own way out). Best effort: packs are only slower."""
+        if repo.pack_count() <= PACK_LIMIT:
+            return
+        try:
+            with CacheLock(self.cache_dir / "git" / f"{upstream}.lock", 0.0, "it is repacking the cache"):
+                if repo.pack_count() > PACK_LIMIT:  # another run may have repacked it first
+                    repo.repack()
+        except (StateError, GitError, OSError):
+            pass

@@ -1,7 +1,7 @@
 """The commands that rewrite a project (bisect, refresh, bump, edit, edit --onto, export): tables and lines for
 people, JSON documents for machines; one module per command family."""
 
-from patchmgr.render.maintain.bisect import bisect_json, render_bisect
+from patchmgr.render.maintain.bisect import bisect_json, found_line, render_bisect
 from patchmgr.render.maintain.edit import edit_json, onto_json, render_edit, render_onto
 from patchmgr.render.maintain.export import (
     export_json,
@@ -19,6 +19,7 @@ __all__ = [
     "bump_json",
     "edit_json",
     "export_json",
+    "found_line",
     "onto_json",
     "quilt_export_json",
     "refresh_json",

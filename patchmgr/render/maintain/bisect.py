@@ -14,6 +14,7 @@ from patchmgr.render.status import commit_json, or_none
 
 if TYPE_CHECKING:
     from patchmgr.history.bisect import Bisection
+    from patchmgr.history.walk import PatchHistory
 
 
 def bisect_json(result: Bisection) -> dict:
@@ -57,6 +58,16 @@ def bisect_json(result: Bisection) -> dict:
             for patch_id, marks in result.backports_at_to.items()
         },
     }
+
+
+def found_line(history: PatchHistory, done: int, total: int) -> str:
+    """One patch's answer as soon as bisect has it, with how far the run is: ``[3/20] fix-x: conflict from
+    abc123def456 "subject"`` (the table at the end says it again, with the rest)."""
+    first = history.first_commit or history.carrier
+    where = f' from {first.commit[:12]} "{first.subject}"' if first else ""
+    label = first.label if first is not None and first is history.first_commit else history.state.value
+    note = f" ({history.note})" if not first and history.note else ""
+    return f"[{done}/{total}] {history.patch.id}: {label}{where}{note}"
 
 
 def render_bisect(console: Console, result: Bisection) -> None:
