@@ -152,6 +152,18 @@ def _reads(patch: PatchFile, guarded: Iterable[str] = ()) -> set[str]:
     return reads
 
 
+def related(series: list[PatchFile], index: int, guarded: dict[int, list[str]] | None = None) -> list[int]:
+    """The patches up to ``index`` whose files can change its state: it, and those writing what it reads, or what
+    a patch so chosen reads (``guarded``: the files each patch's guards read)."""
+    guarded = guarded or {}
+    reads, chosen = _reads(series[index], guarded.get(index, ())), [index]
+    for other in range(index - 1, -1, -1):
+        if reads.intersection(series[other].touched_paths):
+            chosen.append(other)
+            reads |= _reads(series[other], guarded.get(other, ()))
+    return sorted(chosen)
+
+
 def independent_groups(series: list[PatchFile], guarded: dict[int, list[str]] | None = None) -> list[tuple[int, ...]]:
     """The series split into groups that share no path: no patch of one group writes what another reads.
 
@@ -276,12 +288,7 @@ class Walk:
 
     def related(self, index: int) -> list[int]:
         """The patches up to ``index`` whose files can change its state: it, and those writing what it reads."""
-        reads, chosen = _reads(self.series[index], self._guarded[index]), [index]
-        for other in range(index - 1, -1, -1):
-            if reads.intersection(self.series[other].touched_paths):
-                chosen.append(other)
-                reads |= _reads(self.series[other], self._guarded[other])
-        return sorted(chosen)
+        return related(self.series, index, self._guarded)
 
     def history(
         self, index: int, state_at_to: State, carrier: Carrier | None, guards_broken_at_to: tuple[str, ...] = ()
