@@ -22,7 +22,7 @@ import hashlib
 import os
 import pickle
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,11 +102,13 @@ class Entry:
     dirty: bool = False
 
 
-_KEPT = ("state", "placements", "conflict", "evidence", "carrier", "notes", "guards", "needs")
+# every field of a result but its patch (the caller's own) and its patched files (matrix shows none): a field
+# added to CheckResult is kept without a change here (a warm matrix once lost ``changed_since``)
+_KEPT = tuple(f.name for f in fields(CheckResult) if f.name not in ("patch", "files"))
 
 
 def _frozen(result: CheckResult) -> dict[str, object]:
-    """A result without its patch (the caller's own) and its patched files (matrix shows none)."""
+    """A result without its patch and its patched files (``_KEPT``)."""
     return {name: getattr(result, name) for name in _KEPT}
 
 
