@@ -24,7 +24,6 @@ the hunk placements under them are kept by those bytes' digests (``_Memo``): a s
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -101,8 +100,10 @@ _PLACED = _Memo(32 << 20)
 _EXPLAINED = _Memo(4 << 20)
 
 
-def _digest(data: bytes | None) -> bytes | None:
-    return None if data is None else hashlib.blake2b(data, digest_size=16).digest()
+def _digest(data: bytes | None) -> tuple[int, int] | None:
+    """``data`` by its length and hash: a bytes object keeps its hash, and a tree hands out the same objects again,
+    so a key costs nothing after the first (a collision of both is as likely as one of git's object names)."""
+    return None if data is None else (len(data), hash(data))
 
 
 def _placed(diff: FileDiff, data: bytes, max_fuzz: int) -> tuple[bytes, tuple[int, ...]]:
@@ -115,6 +116,27 @@ def _placed(diff: FileDiff, data: bytes, max_fuzz: int) -> tuple[bytes, tuple[in
     result = encode("".join(lines))
     _PLACED.put(key, (diff, result, tuple(skipped)), len(result) + 200)
     return result, tuple(skipped)
+
+
+_CHANGES: dict[int, tuple[PatchFile, tuple[tuple[frozenset[str], int], ...]]] = {}
+
+
+def _changes(patch: PatchFile) -> tuple[tuple[frozenset[str], int], ...]:
+    """Per file diff of ``patch``: the lines its hunks add (``_added``) and how many lines they remove."""
+    found = _CHANGES.get(id(patch))
+    if found is not None and found[0] is patch:
+        return found[1]
+    changes = tuple(
+        (
+            frozenset(line for h in diff.hunks for line in _added(h)),
+            sum(len(h.old_lines) - len(h.new_lines) + len(_added(h)) for h in diff.hunks),
+        )
+        for diff in patch.files
+    )
+    if len(_CHANGES) > 4096:
+        _CHANGES.clear()
+    _CHANGES[id(patch)] = (patch, changes)
+    return changes
 
 
 class _Laid:
@@ -135,10 +157,9 @@ class _Laid:
 
     def lay(self, patch: PatchFile) -> None:
         """``patch`` over the tree, each hunk that places (with fuzz), each file it creates that is not there."""
-        for diff in patch.files:
+        for diff, (adds, removed) in zip(patch.files, _changes(patch), strict=True):
             if diff.new_path is not None:
-                self.added.setdefault(diff.new_path, set()).update(line for h in diff.hunks for line in _added(h))
-                removed = sum(len(h.old_lines) - len(h.new_lines) + len(_added(h)) for h in diff.hunks)
+                self.added.setdefault(diff.new_path, set()).update(adds)
                 self.removed[diff.new_path] = self.removed.get(diff.new_path, 0) + removed
             if diff.old_path is None:
                 if self.read(diff.path) is None:
