@@ -3,6 +3,10 @@
 - Megatron-LM, 300 consecutive real commits as a ``git format-patch`` series: ``status`` with a cold cache beside
   a fresh clone + checkout + a ``git apply --check`` loop (each patch checked, then applied for the next one:
   the series stacks); ``apply --into`` beside a fresh clone + checkout + ``git am`` of the same patches.
+- Megatron-LM, the same series as a matrix (issue 39): the pin, the 19 ``core_v0.15*`` to ``core_v0.19*`` tags
+  (older ones included) and the tip, cold, beside the naive loop (a fresh clone; at each column a checkout, then
+  ``git apply --check`` of each patch, applied when it passes: the series stacks); then the matrix after one
+  patch's message is edited (the cache warm for every row that does not stand on it) and warm.
 - openssh, Debian's 53-patch quilt series: ``apply --into`` beside ``quilt push -a`` on a fresh copy of the
   pristine tree; ``matrix`` of the series x 12 release columns, cold; and the matrix at half the patches and half
   the columns beside it, for the cost per cell (linear in patches x columns) and the peak memory.
@@ -31,6 +35,9 @@ STATUS_GOAL = 2.0  # cold status at most this many times the git apply --check l
 APPLY_GOAL = 1.0  # apply at most git am's (quilt push -a's) time
 MATRIX_GOAL = 30.0  # seconds, cold: 53 patches x 12 release columns
 LINEAR_GOAL = 1.5  # the cost per cell of the whole matrix at most this many times the half-size one's
+MATRIX_NAIVE_GOAL = 1.0  # cold matrix of the Megatron series at most this many times the naive loop
+WARM_GOAL = 0.1  # warm matrix at most this many times the naive loop
+MEGATRON_REFS = "core_v0.1[5-9]*"  # with --include-older: 19 tags, and the pin and the tip: 21 columns
 MEMORY_GOAL = 300  # MiB, peak of every patchmgr process of these cases (git included)
 ROUNDS = {"full": 3, "tiny": 1}  # interleaved rounds of each comparison ($PATCHMGR_BENCH_ROUNDS sets another)
 
@@ -53,6 +60,8 @@ def measure_real(bench: Bench, mirrors: Path, debian: Path | None, apply_only: b
     else:
         bench.notes.append(megatron.note)
         peaks += megatron_cases(bench, megatron, apply_only)
+        if not apply_only:
+            peaks += megatron_matrix_cases(bench, megatron)
     openssh = openssh_series(bench, mirrors, debian)
     if isinstance(openssh, str):
         skip(bench, "openssh quilt series", openssh)
@@ -222,6 +231,89 @@ def apply_round(
     )
     for folder in tmp.iterdir():
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- Megatron-LM: the matrix at scale (issue 39) ---------------------------------------------------------------
+def megatron_matrix_cases(bench: Bench, series: RealSeries) -> list[tuple[float, str]]:
+    from patchmgr.history.matrix_cache import row_keys
+    from patchmgr.model.patchfile import read_patch
+
+    cache = bench.cache / "real" / "patchmgr-cache-megatron-matrix"
+    args = ["matrix", "--target", "megatron", "--refs", MEGATRON_REFS, "--include-older", "--json", *series.source()]
+    cold, naive, edited, warm = Sample(), Sample(), Sample(), Sample()
+    edit_at = len(series.ids) // 2
+    path = series.patch_files[edit_at]
+    original = path.read_bytes()
+    before = [read_patch(p, "megatron", pid) for p, pid in zip(series.patch_files, series.ids, strict=True)]
+    after = [*before[:edit_at], before[edit_at]]
+    columns: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="pm-bench-matrix-") as tmp:
+        for number in range(matrix_rounds(bench)):  # interleaved: patchmgr cold, the naive loop, edited, warm
+            out = run_patchmgr(bench, cold, args, series.project, cold_env(bench, cache), (0, 1))
+            (matrix,) = json.loads(out[out.index("{") :])["upstreams"]
+            columns = [c["commit"] for c in matrix["columns"]]
+            naive_loop(naive, series, columns, Path(tmp) / f"naive{number}")
+            warm_env = bench.env({"PATCHMGR_CACHE": str(cache)})
+            edited_data = original.replace(b"\n\n", b"\n\nEdited for the benchmark.\n\n", 1)
+            try:
+                path.write_bytes(edited_data)
+                after[edit_at] = read_patch(path, "megatron", series.ids[edit_at])
+                run_patchmgr(bench, edited, args, series.project, warm_env, (0, 1))
+                run_patchmgr(bench, warm, args, series.project, warm_env, (0, 1))
+            finally:
+                path.write_bytes(original)
+            for folder in Path(tmp).iterdir():
+                shutil.rmtree(folder, ignore_errors=True)
+    rows = len(series.ids)
+    cells = rows * len(columns)
+    affected = sum(a != b for a, b in zip(row_keys(before), row_keys([*after, *before[edit_at + 1 :]]), strict=True))
+    label = f"{rows} real Megatron-LM commits x {len(columns)} columns"
+    bench.add(cold.row("real: matrix megatron", f"patchmgr matrix, cold ({label})", cells, f"--refs '{MEGATRON_REFS}'"))
+    bench.add(
+        naive.row(
+            "real: matrix megatron",
+            "naive: clone, then per column checkout + apply --check loop",
+            cells,
+            "the series stacks",
+        )
+    )
+    bench.add(
+        edited.row(
+            "real: matrix megatron",
+            f"patchmgr matrix after one patch's message is edited ({series.ids[edit_at]})",
+            cells,
+            f"{affected} of {rows} rows stand on it",
+        )
+    )
+    bench.add(warm.row("real: matrix megatron", "patchmgr matrix, warm", cells, "nothing changed"))
+    ratio_goal(
+        bench, f"cold matrix of {label} <= {MATRIX_NAIVE_GOAL:g}x the naive loop", cold, naive, MATRIX_NAIVE_GOAL
+    )
+    ratio_goal(bench, f"warm matrix of {label} <= {WARM_GOAL:g}x the naive loop", warm, naive, WARM_GOAL)
+    # the rows that stand on the edited patch cost what they cost cold; the others what they cost warm
+    allowed = warm.wall + (cold.wall - warm.wall) * affected / rows
+    met = edited.wall <= allowed
+    said = (
+        f"{edited.wall:.3f} s against {allowed:.3f} s (warm {warm.wall:.3f} s + {affected}/{rows} of the cold "
+        f"{cold.wall:.3f} s beyond it), same run"
+    )
+    print(f"  {'met' if met else 'NOT met'}: matrix after editing one patch: {said}", flush=True)
+    bench.goals.append((f"matrix of {label} after editing one patch's message <= its affected rows' cost", said, met))
+    return [(cold.peak, "megatron matrix cold"), (edited.peak, "megatron matrix edited")]
+
+
+def naive_loop(sample: Sample, series: RealSeries, columns: list[str], clone: Path) -> None:
+    """A fresh clone, then at each column a checkout and the series' ``git apply --check`` loop, each patch that
+    passes applied for the next (one shell, so the processes are git's): one run of ``sample``."""
+    script = (
+        'set -e; git clone -q --no-checkout "$0" "$1"; cd "$1"; shift 2; cols="$1"; shift; '
+        "for c in $cols; do git checkout -q -f --detach $c; git clean -fdqx; "
+        'for p in "$@"; do if git apply --check "$p" 2>/dev/null; then git apply "$p"; fi; done; done'
+    )
+    args = ["bash", "-c", script, str(series.repo), str(clone), " ".join(columns), *map(str, series.patch_files)]
+    code, out, wall, rss, cpu = spawn_cpu(args, env=git_env())
+    checked(code, out, "the naive matrix loop")
+    sample.add(wall, cpu, rss)
 
 
 # -- openssh: c, d and e ------------------------------------------------------------------------------------------

@@ -1,13 +1,15 @@
-"""matrix keeps each column's results in the cache: a warm run checks nothing again, says the same, and a changed
-patch, pin or column is another entry; an entry another user could write is refused, as cached clones are."""
+"""matrix keeps each column's results in the cache by row: a warm run checks nothing again, says the same, a
+changed patch is checked again with the rows that stand on it and no other, a new column is checked; an entry
+another user could write is refused, as cached clones are."""
 
 from __future__ import annotations
 
 import os
 
 from support.commands import matrix
-from support.scenes import lines_with, tagged_upstream
+from support.scenes import lines_with, setup, tagged_upstream
 
+import patchmgr.engine.classify as classify
 import patchmgr.history.matrix as matrix_module
 
 
@@ -41,7 +43,7 @@ def test_a_changed_patch_or_a_new_column_is_checked_not_taken_from_the_cache(cli
     data = upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20", 30: "fixed 30"})}, "Fix line 20")
     patch.write_bytes(data)
     after = matrix(cli, upstream, "--json").json["upstreams"][0]
-    assert set(kept) < set(entries(tmp_path))  # new entries, the old ones left as they were
+    assert set(kept) == set(entries(tmp_path))  # one entry per column: the changed patch is another row in each
     assert after["patches"][0]["cells"][0]["state"] == "clean"
     # a new tag is one new column, checked
     upstream.commit({"src/mod.py": lines_with({20: "rewritten again"}, insert_top=3)}, "rewrite again (#99)")
@@ -71,3 +73,58 @@ def test_an_entry_that_cannot_be_read_back_is_checked_again(cli, project, upstre
     for name in entries(tmp_path):
         (tmp_path / "cache" / "matrix-cells" / name / "cells.pickle").write_bytes(b"cut off")
     assert matrix(cli, upstream, "--json").json == cold
+
+
+def checked_patches(monkeypatch) -> list[str]:
+    """The ids of the patches the engine checks from now on (every check, a walk's too), in order."""
+    seen: list[str] = []
+    real = classify.check_patch
+
+    def counting(patch, reader, merge3=None):
+        seen.append(patch.id)
+        return real(patch, reader, merge3)
+
+    monkeypatch.setattr(classify, "check_patch", counting)
+    return seen
+
+
+def test_an_edited_message_checks_that_row_and_the_rows_that_stand_on_it_again(
+    cli, project, upstream, tmp_path, monkeypatch
+):
+    # four patches: "mod" and "mod-later" change the same file (the later one applies on top of the earlier one),
+    # "readme" and "other" each a file of their own
+    pin = upstream.head()
+    patches = {
+        "readme": upstream.make_patch(pin, {"README": "upstream, patched\n"}, "Patch the readme"),
+        "mod": upstream.make_patch(pin, {"src/mod.py": lines_with({20: "fixed 20"})}, "Fix line 20"),
+        "other": upstream.make_patch(pin, {"src/other.py": "other, patched\n"}, "Patch other"),
+        "mod-later": upstream.make_patch(pin, {"src/mod.py": lines_with({40: "fixed 40"})}, "Fix line 40"),
+    }
+    setup(project, upstream, patches)
+    upstream.commit({"src/mod.py": lines_with({}, insert_top=3)}, "add a header (#11)")
+    from support.gitrepos import git
+
+    git(upstream.path, "tag", "v1.0.0")
+    upstream.commit({"src/mod.py": lines_with({20: "rewritten 20"}, insert_top=3)}, "rewrite line 20 (#12)")
+    git(upstream.path, "tag", "v1.1.0")
+    matrix(cli, upstream, "--json")
+    folder = project.root / "patches" / "lib"
+
+    def edit_message(patch_id: str) -> None:
+        path = folder / f"{patch_id}.patch"
+        path.write_bytes(path.read_bytes().replace(b"Why: the upstream", b"Why, edited: the upstream", 1))
+
+    seen = checked_patches(monkeypatch)
+    edit_message("other")
+    edited = matrix(cli, upstream, "--json")
+    assert set(seen) == {"other"}  # its row alone: no other patch reads its file
+    seen.clear()
+    edit_message("mod")
+    edited = matrix(cli, upstream, "--json")
+    assert set(seen) == {"mod", "mod-later"}  # its row and the later row that applies on top of it
+    seen.clear()
+    # the same verdicts as the whole series checked afresh
+    for name in entries(tmp_path):
+        (tmp_path / "cache" / "matrix-cells" / name / "cells.pickle").unlink()
+    assert matrix(cli, upstream, "--json").json == edited.json
+    assert set(seen) == set(patches)

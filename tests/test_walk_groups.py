@@ -54,3 +54,23 @@ def test_walk_states_equal_check_series_at_every_commit(upstream):
         # each group was classified once per distinct version of its files, not once per commit
         assert walk.checks < len(series) * len(commits)
         assert walk.related(2) == [0, 2] and walk.related(4) == [4]
+
+
+def test_walks_from_one_base_toward_two_refs_classify_each_version_of_the_files_once(upstream):
+    # a matrix walks from the merge base toward each column: the second walk meets the first one's commits and
+    # files again, and takes their classification instead of checking them again (counted, not timed)
+    pin = upstream.head()
+    mails = make_series(upstream, pin, [({"src/mod.py": lines_with({10: "fix"})}, "Fix mod at 10")])
+    series = [parse_patch(mails[0], Path("p0.patch"), "lib", "p0")]
+    near = upstream.commit({"src/mod.py": lines_with({}, insert_top=2)}, "offsets the patch")
+    upstream.commit({"src/mod.py": lines_with({10: "upstream took line 10"}, insert_top=2)}, "conflicts it")
+    far = upstream.commit({"README": "unrelated\n"}, "leaves its file alone")
+    with GitRepo(upstream.path) as repo:
+        first = Walk(repo, pin, near, str(upstream.path), series)
+        first.history(0, first.state_at(0, near), None)
+        second = Walk(repo, pin, far, str(upstream.path), series)
+        history = second.history(0, second.state_at(0, far), None)
+        assert first.checks == 2  # the base and the offset
+        assert second.checks == 1  # only the conflict is new to it
+        expected = [r.state for r in check_series(series, GitSource(repo, far, "x"), merge_texts)]
+        assert [step.state for step in history.transitions][-1] == expected[0]

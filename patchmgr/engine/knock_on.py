@@ -16,17 +16,21 @@ all of it:
    as well: the later patch then stays a plain conflict, blamed on upstream.
 
 The later patch still does not apply (it is not OK); what changes is who is blamed: ``CheckResult.needs``.
+
+Each answer depends only on the patches and on the bytes of their files as the tree holds them, so answers and
+the hunk placements under them are kept by those bytes' digests (``_Memo``): a series checked at many refs
+(matrix columns, a walk) lays an earlier patch once per content of its files, not once per later patch and ref.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 
-from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, apply_placeable, decode, encode
+from patchmgr.engine.place import MAX_FUZZ, PlacementFailure, apply_hunks, apply_placeable, encode, file_lines
 from patchmgr.engine.results import CheckResult, Needed, State, TreeReader
-from patchmgr.model.diff import Hunk
+from patchmgr.model.diff import FileDiff, Hunk
 from patchmgr.model.patchfile import PatchFile
-from patchmgr.model.text import split_lines
 
 # the states of an earlier patch that leave its change out of the tree, and of a later one that a missing
 # change can explain (``upstream``'s change is in the tree; fuzz and 3-way results are laid over it)
@@ -64,6 +68,77 @@ def _may_be_knocked(result: CheckResult) -> bool:
     return result.state is State.CONFLICT and result.conflict is not None and result.conflict.hunk > 0
 
 
+class _Memo:
+    """Answers by key, the least recently used dropped past ``budget`` (each answer's cost as its caller says)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget, self.cost = budget, 0
+        self.kept: OrderedDict[tuple[object, ...], tuple[object, int]] = OrderedDict()
+
+    def get(self, key: tuple[object, ...]) -> object | None:
+        found = self.kept.get(key)
+        if found is None:
+            return None
+        self.kept.move_to_end(key)
+        return found[0]
+
+    def put(self, key: tuple[object, ...], value: object, cost: int) -> None:
+        if cost > self.budget // 8:
+            return
+        if key in self.kept:  # a value for another object that had the same id
+            self.cost -= self.kept.pop(key)[1]
+        self.kept[key] = (value, cost)
+        self.cost += cost
+        while self.cost > self.budget:
+            _, (_, dropped) = self.kept.popitem(last=False)
+            self.cost -= dropped
+
+
+# hunk placements of a file diff over given bytes (the diff is the key's by identity: the value holds it, so its
+# id is never reused while kept), and whole answers of ``_explains``, by the digests of the bytes they read
+_PLACED = _Memo(32 << 20)
+_EXPLAINED = _Memo(4 << 20)
+
+
+def _digest(data: bytes | None) -> tuple[int, int] | None:
+    """``data`` by its length and hash: a bytes object keeps its hash, and a tree hands out the same objects again,
+    so a key costs nothing after the first (a collision of both is as likely as one of git's object names)."""
+    return None if data is None else (len(data), hash(data))
+
+
+def _placed(diff: FileDiff, data: bytes, max_fuzz: int) -> tuple[bytes, tuple[int, ...]]:
+    """``apply_placeable`` of ``diff``'s hunks over ``data``: the bytes it leaves and the hunks it skipped."""
+    key = (id(diff), max_fuzz, _digest(data))
+    found = _PLACED.get(key)
+    if isinstance(found, tuple) and found[0] is diff:
+        return found[1], found[2]
+    lines, skipped = apply_placeable(file_lines(data), diff.hunks, max_fuzz)
+    result = encode("".join(lines))
+    _PLACED.put(key, (diff, result, tuple(skipped)), len(result) + 200)
+    return result, tuple(skipped)
+
+
+_CHANGES: dict[int, tuple[PatchFile, tuple[tuple[frozenset[str], int], ...]]] = {}
+
+
+def _changes(patch: PatchFile) -> tuple[tuple[frozenset[str], int], ...]:
+    """Per file diff of ``patch``: the lines its hunks add (``_added``) and how many lines they remove."""
+    found = _CHANGES.get(id(patch))
+    if found is not None and found[0] is patch:
+        return found[1]
+    changes = tuple(
+        (
+            frozenset(line for h in diff.hunks for line in _added(h)),
+            sum(len(h.old_lines) - len(h.new_lines) + len(_added(h)) for h in diff.hunks),
+        )
+        for diff in patch.files
+    )
+    if len(_CHANGES) > 4096:
+        _CHANGES.clear()
+    _CHANGES[id(patch)] = (patch, changes)
+    return changes
+
+
 class _Laid:
     """The tree with patches laid over it as far as they go, and the lines each laid patch adds, by path."""
 
@@ -78,14 +153,13 @@ class _Laid:
 
     def lines(self, path: str) -> list[str] | None:
         data = self.read(path)
-        return None if data is None else split_lines(decode(data))
+        return None if data is None else file_lines(data)
 
     def lay(self, patch: PatchFile) -> None:
         """``patch`` over the tree, each hunk that places (with fuzz), each file it creates that is not there."""
-        for diff in patch.files:
+        for diff, (adds, removed) in zip(patch.files, _changes(patch), strict=True):
             if diff.new_path is not None:
-                self.added.setdefault(diff.new_path, set()).update(line for h in diff.hunks for line in _added(h))
-                removed = sum(len(h.old_lines) - len(h.new_lines) + len(_added(h)) for h in diff.hunks)
+                self.added.setdefault(diff.new_path, set()).update(adds)
                 self.removed[diff.new_path] = self.removed.get(diff.new_path, 0) + removed
             if diff.old_path is None:
                 if self.read(diff.path) is None:
@@ -94,13 +168,13 @@ class _Laid:
                     except PlacementFailure:
                         pass
                 continue
-            old = self.lines(diff.old_path)
+            old = self.read(diff.old_path)
             if old is None or diff.new_path is None:
                 continue  # nothing there to change; a deletion laid in part deletes nothing
-            lines, _ = apply_placeable(old, diff.hunks, MAX_FUZZ)
+            laid, _ = _placed(diff, old, MAX_FUZZ)
             if diff.new_path != diff.old_path:
                 self.files[diff.old_path] = None
-            self.files[diff.new_path] = encode("".join(lines))
+            self.files[diff.new_path] = laid
 
 
 def _added(hunk: Hunk) -> list[str]:
@@ -137,8 +211,22 @@ def _stands_on(wanted: tuple[str, ...], image: list[str], added: set[str], slack
     if not runs:
         return True
     first = runs[0][1]
-    starts = [i for i in range(len(image) - len(first) + 1) if image[i : i + len(first)] == first]
-    return any(_follows(image, start + len(first), runs[1:], slack) for start in starts)
+    return any(_follows(image, start + len(first), runs[1:], slack) for start in _starts(image, first))
+
+
+def _starts(image: list[str], block: list[str]) -> list[int]:
+    """Every position of ``image`` where ``block`` starts, found by its first line."""
+    starts, size, last = [], len(block), len(image) - len(block)
+    at = 0
+    while at <= last:
+        try:
+            at = image.index(block[0], at, last + 1)
+        except ValueError:
+            break
+        if image[at : at + size] == block:
+            starts.append(at)
+        at += 1
+    return starts
 
 
 def _follows(image: list[str], at: int, runs: list[tuple[int, list[str]]], slack: int) -> bool:
@@ -154,6 +242,17 @@ def _follows(image: list[str], at: int, runs: list[tuple[int, list[str]]], slack
 
 def _explains(patch: PatchFile, helpers: list[PatchFile], reader: TreeReader) -> bool:
     """Whether ``patch`` fails over ``reader`` only for want of ``helpers`` (see the module's rule)."""
+    paths = sorted({p for each in (*helpers, patch) for p in each.touched_paths})
+    key = (id(patch), *map(id, helpers), *(_digest(reader.read(path)) for path in paths))
+    found = _EXPLAINED.get(key)
+    if isinstance(found, tuple) and found[0] is patch and all(a is b for a, b in zip(found[1], helpers, strict=True)):
+        return bool(found[2])
+    answer = _explained(patch, helpers, reader)
+    _EXPLAINED.put(key, (patch, tuple(helpers), answer), 100 + 20 * len(key))
+    return answer
+
+
+def _explained(patch: PatchFile, helpers: list[PatchFile], reader: TreeReader) -> bool:
     laid = _Laid(reader)
     for helper in helpers:
         laid.lay(helper)
@@ -162,14 +261,16 @@ def _explains(patch: PatchFile, helpers: list[PatchFile], reader: TreeReader) ->
             if laid.read(diff.path) is not None:
                 return False  # it creates a file that is there: the helpers' change does not explain that
             continue
-        old = laid.lines(diff.old_path)
-        if old is None:
+        data = laid.read(diff.old_path)
+        if data is None:
             return False
-        lines, skipped = apply_placeable(old, diff.hunks)
-        added, slack = laid.added.get(diff.old_path, set()), laid.removed.get(diff.old_path, 0)
-        if not all(_stands_on(diff.hunks[number - 1].old_lines, old, added, slack) for number in skipped):
-            return False
+        result, skipped = _placed(diff, data, 0)
+        if skipped:
+            old = file_lines(data)
+            added, slack = laid.added.get(diff.old_path, set()), laid.removed.get(diff.old_path, 0)
+            if not all(_stands_on(diff.hunks[number - 1].old_lines, old, added, slack) for number in skipped):
+                return False
         laid.files[diff.old_path if diff.new_path is None else diff.new_path] = (
-            None if diff.new_path is None else encode("".join(lines))
+            None if diff.new_path is None else result
         )
     return True

@@ -10,9 +10,10 @@ Each row then names the first commit where the patch changed: for the first colu
 where it stops applying (else the first where its state differs from the pin's),
 the carrying commit when one has the patch's patch-id, else the commit that
 ``history.Walk`` finds between the merge base and that column, the walk that
-``bisect`` uses: only commits touching the patch's files are classified. A column's
-cells and the first changes toward it are kept in the cache (``matrix_cache``): a warm
-matrix checks nothing again.
+``bisect`` uses: only commits touching the patch's files are classified. Each cell and
+the first changes toward a column are kept in the cache by row (``matrix_cache``): a warm
+matrix checks nothing again, and after an edit only the rows that stand on the edited
+patch are checked, with the earlier patches they stand on.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
 from patchmgr.history.carriers import with_patch_ids
 from patchmgr.history.evidence import explain_upstream
-from patchmgr.history.matrix_cache import CellCache
+from patchmgr.history.matrix_cache import CellCache, stands_on
 from patchmgr.history.matrix_share import same_walk
 from patchmgr.history.releases import RELEASES_SINCE_PIN, RemoteRefs, TagChoice, TagResolver, remote_refs
 from patchmgr.history.tracking import ChosenRef, tracked_refs
@@ -202,12 +203,16 @@ def build_matrix(
 
     cache = CellCache(sources.store.cache_dir, upstream, patches)
     commits = list(dict.fromkeys(c.commit for c in columns))
-    results = {c: cells for c in commits if (cells := cache.entry(c).cells) is not None}
-    unchecked = [c for c in commits if c not in results]
-    if unchecked:
-        for commit, cells in _check_columns(sources, upstream, repo, location, patches, unchecked).items():
-            results[commit] = cells
-            cache.entry(commit).cells, cache.entry(commit).dirty = cells, True
+    missing = {c: rows for c in commits if (rows := cache.missing(c))}
+    if missing:
+        # only the rows not kept, with the earlier patches they stand on: checked alone, in series order, that part
+        # of the series gives them the results the whole series would (matrix_cache.stands_on)
+        part = stands_on(patches, sorted({i for rows in missing.values() for i in rows}))
+        checked = _check_columns(sources, upstream, repo, location, [patches[i] for i in part], list(missing))
+        for commit, cells in checked.items():
+            for index, cell in zip(part, cells, strict=True):
+                cache.keep(commit, index, cell)
+    results = {c: [cast(CheckResult, cache.cell(c, i)) for i in range(len(patches))] for c in commits}
     matrix = Matrix(upstream, f"git {mask_url(location)}", columns, notes=notes, decides=tracked.next)
     histories = _Histories(repo, location, upstream, patches)
     named = BackportCheck(repo, upstream, patches)
@@ -325,7 +330,14 @@ def _cached_change(
     if toward is None:
         return None
     column, cell = columns[toward], row.cells[toward]
-    key = (index, column.name, column.commit, cell.state.value, tuple(broken_guards(cell)), cell.carrier or "")
+    key = (
+        cache.keys[index],
+        column.name,
+        column.commit,
+        cell.state.value,
+        tuple(broken_guards(cell)),
+        cell.carrier or "",
+    )
     entry = cache.entry(column.commit)
     if key not in entry.changes:
         entry.changes[key] = _first_change(histories, index, column, cell)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -152,6 +153,18 @@ def _reads(patch: PatchFile, guarded: Iterable[str] = ()) -> set[str]:
     return reads
 
 
+def related(series: list[PatchFile], index: int, guarded: dict[int, list[str]] | None = None) -> list[int]:
+    """The patches up to ``index`` whose files can change its state: it, and those writing what it reads, or what
+    a patch so chosen reads (``guarded``: the files each patch's guards read)."""
+    guarded = guarded or {}
+    reads, chosen = _reads(series[index], guarded.get(index, ())), [index]
+    for other in range(index - 1, -1, -1):
+        if reads.intersection(series[other].touched_paths):
+            chosen.append(other)
+            reads |= _reads(series[other], guarded.get(other, ()))
+    return sorted(chosen)
+
+
 def independent_groups(series: list[PatchFile], guarded: dict[int, list[str]] | None = None) -> list[tuple[int, ...]]:
     """The series split into groups that share no path: no patch of one group writes what another reads.
 
@@ -179,6 +192,31 @@ def independent_groups(series: list[PatchFile], guarded: dict[int, list[str]] | 
     for index in range(len(series)):
         groups.setdefault(root(index), []).append(index)
     return sorted(tuple(group) for group in groups.values())
+
+
+class _Classified:
+    """A group's states, broken guards and needs by what decides them (its patches, the base, the entries of what
+    they read), shared by every walk of the process: a matrix walks from one merge base toward each of its
+    columns, and those walks meet the same commits and the same files again. The patches are kept with their
+    answer, so an id is never taken for another patch's; the least recently used are dropped past ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept: OrderedDict[tuple[object, ...], tuple] = OrderedDict()
+
+    def get(self, key: tuple[object, ...]) -> tuple | None:
+        found = self.kept.get(key)
+        if found is not None:
+            self.kept.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[object, ...], value: tuple) -> None:
+        self.kept[key] = value
+        if len(self.kept) > self.limit:
+            self.kept.popitem(last=False)
+
+
+_CLASSIFIED = _Classified(50_000)
 
 
 class Walk:
@@ -255,13 +293,27 @@ class Walk:
         # files by content, folders above them by kind only (the engine checks that they are folders)
         key = (group, entries[:files], tuple(entry and entry[0] for entry in entries[files:]))
         if key not in self._states:
+            patches = tuple(self.series[i] for i in group)
+            # the same patches over the same entries from the same base: another walk's answer (_Classified)
+            shared = (
+                None if commit == self.base else self.base,
+                self._blame,
+                tuple(map(id, patches)),
+                tuple(paths),
+                *key[1:],
+            )
+            found = _CLASSIFIED.get(shared)
+            if found is not None and all(a is b for a, b in zip(found[0], patches, strict=True)):
+                self._states[key], self._broken[key], self._needs[key] = found[1:]
+                return key
             source = GitSource(self.repo, commit, self.location)
-            results = check_series([self.series[i] for i in group], source, merge_texts, self._blame)
+            results = check_series(list(patches), source, merge_texts, self._blame)
             # a deletion-only patch is upstream at a commit only where its lines were there at the base (deletions)
             at_base = None if commit == self.base else lambda: self._group_states(group, self.base)
             self._states[key] = held_to_base(results, at_base)
             self._broken[key] = [broken_guards(r) for r in results]
             self._needs[key] = [r.needs for r in results]
+            _CLASSIFIED.put(shared, (patches, self._states[key], self._broken[key], self._needs[key]))
             self.checks += len(group)
         return key
 
@@ -281,12 +333,7 @@ class Walk:
 
     def related(self, index: int) -> list[int]:
         """The patches up to ``index`` whose files can change its state: it, and those writing what it reads."""
-        reads, chosen = _reads(self.series[index], self._guarded[index]), [index]
-        for other in range(index - 1, -1, -1):
-            if reads.intersection(self.series[other].touched_paths):
-                chosen.append(other)
-                reads |= _reads(self.series[other], self._guarded[other])
-        return sorted(chosen)
+        return related(self.series, index, self._guarded)
 
     def history(
         self, index: int, state_at_to: State, carrier: Carrier | None, guards_broken_at_to: tuple[str, ...] = ()
