@@ -3,7 +3,7 @@
 The cache is a partial clone (``--filter=blob:none``) of a local source that allows filters: every blob read that
 it lacks is a lazy fetch of its own, and each fetch leaves a pack that every later git process opens (at 1,400 packs
 a lazy fetch took six times as long). A run that leaves more than ``PACK_LIMIT`` packs repacks the clone on its way
-out, under the cache's lock (``Store._keep_packs_few``). git's own trace counts the fetches."""
+out, under the cache's lock (``cache_packs.keep_packs_few``). git's own trace counts the fetches."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def merging_series(upstream, project) -> tuple[str, str]:
 def test_a_run_that_leaves_many_packs_repacks_the_cached_clone(cli, upstream, project, tmp_path, monkeypatch):
     """Each lazy fetch of a partial clone leaves a pack; past ``PACK_LIMIT`` the next run makes them one, and the
     clone still reads every blob it had without a fetch, and still fetches what it lacks."""
-    from patchmgr.sources.store import PACK_LIMIT
+    from patchmgr.sources.cache_packs import PACK_LIMIT
 
     pin, ref = merging_series(upstream, project)
     extra = PACK_LIMIT + 8

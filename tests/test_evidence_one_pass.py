@@ -1,8 +1,9 @@
 """The patch-id evidence in one pass (issue 39, item 4): which commits carry a series' patches is read from one
 ``git log -p`` over the range and one ``git patch-id`` for all of them, as ``git cherry`` reads its range once
 (``carriers.with_patch_ids``), for ``status --against`` and for all the columns of ``matrix`` at once. Before, the
-matrix ran a patch-id log per patch (``_carrier_candidates``); each verdict is still the one ``status --against``
-gives that column, and git's own ``git cherry`` agrees on which patches are carried. git's trace counts the logs."""
+matrix ran a patch-id log per patch (now ``carriers.carrier_candidates``); each verdict is still the one
+``status --against`` gives that column, and git's own ``git cherry`` agrees on which patches are carried. git's
+trace counts the logs."""
 
 from __future__ import annotations
 

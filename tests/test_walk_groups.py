@@ -10,7 +10,8 @@ from support.scenes import lines_with
 
 from patchmgr.engine.classify import check_series
 from patchmgr.history.walk import Walk, independent_groups
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.io.git import GitRepo
+from patchmgr.io.git_merge import merge_texts
 from patchmgr.model.patchfile import parse_patch
 from patchmgr.sources.upstream import GitSource
 

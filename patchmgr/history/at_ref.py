@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from patchmgr.engine.classify import Overlay, check_series
 from patchmgr.engine.results import CheckResult, Merge3, State, TreeReader
 from patchmgr.history.deletions import judge_deletions
-from patchmgr.io.git import merge_texts
+from patchmgr.io.git_merge import merge_texts
 from patchmgr.model.manifest import Upstream
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource, Sources

@@ -155,3 +155,19 @@ def context_size(patch: PatchFile) -> int:
     """The context size the patch was made with (3 unless it says otherwise)."""
     sizes = [max(h.leading, h.trailing) for d in patch.files for h in d.hunks if d.kind == "modify"]
     return max(sizes, default=3) or 3
+
+
+def carrier_candidates(
+    repo: GitRepo, bases: dict[str, str], patches: list[PatchFile], indexes: list[int]
+) -> dict[tuple[str, int], set[str]]:
+    """``(merge base, patch index)`` -> the commits with the patch's patch-id on the first-parent lines from the
+    merge base to any of the columns that share it: a superset of what ``find_carriers`` searches per column,
+    from one patch-id pass over every column's range at once (``with_patch_ids``)."""
+    tips_of: dict[str, list[str]] = {}
+    for tip, base in bases.items():
+        tips_of.setdefault(base, []).append(tip)
+    found: dict[tuple[str, int], set[str]] = {}
+    for base, tips in tips_of.items():
+        for index, commits in with_patch_ids(repo, base, tips, patches, indexes).items():
+            found[(base, index)] = {commit.sha for commit in commits}
+    return found

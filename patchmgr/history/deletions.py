@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, State, TreeReader
-from patchmgr.io.git import merge_texts
+from patchmgr.io.git_merge import merge_texts
 from patchmgr.model.diff import Hunk
 from patchmgr.model.errors import PatchmgrError
 from patchmgr.model.manifest import Upstream

@@ -27,7 +27,7 @@ from typing import cast
 from patchmgr.engine.results import CheckResult, State
 from patchmgr.history.at_ref import check_at_ref
 from patchmgr.history.backports import BackportCheck, Landed, named_by, named_text, same_repository
-from patchmgr.history.carriers import with_patch_ids
+from patchmgr.history.carriers import carrier_candidates
 from patchmgr.history.evidence import explain_upstream
 from patchmgr.history.matrix_cache import CellCache, stands_on
 from patchmgr.history.matrix_share import same_walk
@@ -235,7 +235,7 @@ def _check_columns(
     """Each commit checked as ``status --against`` checks it: the engine, then ``explain_upstream``.
 
     One log over all the columns' ranges at once first says which patches have any commit with their
-    patch-id (``_carrier_candidates``). A result is then settled without ``explain_upstream`` when exactly
+    patch-id (``carriers.carrier_candidates``). A result is then settled without ``explain_upstream`` when exactly
     one is on its column's first-parent line and another column already had it explained (the same carrier,
     the same evidence); ``explain_upstream`` runs for the rest (a commit the patch's Origin names, or the walk
     seeing it turn upstream before its lines changed, can carry it without its patch-id), so each cell reads
@@ -249,7 +249,7 @@ def _check_columns(
     pending = {c: [i for i, r in enumerate(checked[c]) if not r.state.applies] for c in commits if c != upstream.commit}
     merge_bases = {c: repo.merge_base(upstream.commit, c) for c, indexes in pending.items() if indexes}
     bases = {c: base for c, base in merge_bases.items() if base is not None and base != c}  # else nothing to search
-    candidates = _carrier_candidates(repo, bases, patches, sorted({i for c in bases for i in pending[c]}))
+    candidates = carrier_candidates(repo, bases, patches, sorted({i for c in bases for i in pending[c]}))
     known: dict[str, CheckResult] = {}  # carrier commit -> a result explained by it (its evidence text)
     lines: dict[str, set[str]] = {}  # column -> the commits of its first-parent line from its merge base
     engine = dict(checked)  # each column's results before any explanation
@@ -293,22 +293,6 @@ def _check_columns(
         if any(r.state is State.UPSTREAM and r.files for r in checked[commit]):
             checked[commit] = check_at_ref(sources, upstream, GitSource(repo, commit, location), patches)
     return checked
-
-
-def _carrier_candidates(
-    repo: GitRepo, bases: dict[str, str], patches: list[PatchFile], indexes: list[int]
-) -> dict[tuple[str, int], set[str]]:
-    """``(merge base, patch index)`` -> the commits with the patch's patch-id on the first-parent lines from the
-    merge base to any of the columns that share it: a superset of what ``find_carriers`` searches per column,
-    from one patch-id pass over every column's range at once (``carriers.with_patch_ids``)."""
-    tips_of: dict[str, list[str]] = {}
-    for tip, base in bases.items():
-        tips_of.setdefault(base, []).append(tip)
-    found: dict[tuple[str, int], set[str]] = {}
-    for base, tips in tips_of.items():
-        for index, commits in with_patch_ids(repo, base, tips, patches, indexes).items():
-            found[(base, index)] = {commit.sha for commit in commits}
-    return found
 
 
 @dataclass

@@ -21,7 +21,8 @@ from patchmgr.engine.classify import check_series
 from patchmgr.engine.results import CheckResult, Needed, State
 from patchmgr.history.carriers import Carrier
 from patchmgr.history.deletions import held_to_base
-from patchmgr.io.git import GitRepo, merge_texts
+from patchmgr.io.git import GitRepo
+from patchmgr.io.git_merge import merge_texts
 from patchmgr.model.guards import parse_guard
 from patchmgr.model.patchfile import PatchFile
 from patchmgr.sources.upstream import GitSource

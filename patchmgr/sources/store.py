@@ -41,6 +41,7 @@ from patchmgr.model.errors import GitError, SourceError, StateError, UsageError
 from patchmgr.model.urls import FULL_SHA, as_local_path, mask_url
 from patchmgr.sources.abbreviated import by_prefix, is_abbreviated
 from patchmgr.sources.cache_errors import CacheError, CacheLock, NotARepository, disk_hint, require_repository, said_at
+from patchmgr.sources.cache_packs import keep_packs_few
 from patchmgr.sources.cache_refs import recalled, remember
 from patchmgr.sources.cache_trust import CacheHealth
 from patchmgr.sources.origin import UNUSABLE, point_origin, source_hint
@@ -52,10 +53,6 @@ if TYPE_CHECKING:  # io.git is imported where a clone is opened: a status read b
 
 Progress = Callable[[str], None]
 T = TypeVar("T")
-
-# packs a cached clone may hold before a run repacks it on its way out: each fetch into a partial clone leaves one
-# (a blob fetched lazily, one), and git reads every pack's index in every process
-PACK_LIMIT = 32
 
 
 def default_cache_dir() -> Path:
@@ -395,17 +392,5 @@ class Store(CacheHealth):
     def close(self) -> None:
         for upstream, repo in self._open.items():
             repo.close()
-            self._keep_packs_few(upstream, repo)
+            keep_packs_few(self.cache_dir / "git" / f"{upstream}.lock", repo)
         self._open.clear()
-
-    def _keep_packs_few(self, upstream: str, repo: GitRepo) -> None:
-        """Repack a cached clone whose fetches left more than ``PACK_LIMIT`` packs, under its lock; never waits for
-        it (a run that holds it is fetching, and repacks on its own way out). Best effort: packs are only slower."""
-        if repo.pack_count() <= PACK_LIMIT:
-            return
-        try:
-            with CacheLock(self.cache_dir / "git" / f"{upstream}.lock", 0.0, "it is repacking the cache"):
-                if repo.pack_count() > PACK_LIMIT:  # another run may have repacked it first
-                    repo.repack()
-        except (StateError, GitError, OSError):
-            pass
