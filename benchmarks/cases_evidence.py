@@ -106,7 +106,7 @@ def against_cherry(bench: Bench, series: RealSeries, end: str) -> None:
 def cold_fetches(bench: Bench, series: RealSeries, end: str) -> None:
     """A cold status's fetches and the packs it leaves; then a cache given more than PACK_LIMIT packs by lazy
     fetches of single blobs (as a reader of the clone makes them), and the packs the next run leaves."""
-    from patchmgr.sources.store import PACK_LIMIT
+    from patchmgr.sources.cache_packs import PACK_LIMIT
 
     case = "evidence: cold status fetches"
     cache = bench.cache / "real" / "patchmgr-cache-fetches"

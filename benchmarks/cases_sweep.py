@@ -30,7 +30,7 @@ def inner_sweep(bench: Bench, up: Upstream, mode: str) -> None:
     """
     from patchmgr.engine.classify import check_series
     from patchmgr.history.walk import Walk
-    from patchmgr.io.git import merge_texts
+    from patchmgr.io.git_merge import merge_texts
     from patchmgr.model.project import Project
     from patchmgr.sources.store import Store
     from patchmgr.sources.upstream import GitSource, Sources

@@ -9,7 +9,7 @@ import pytest
 from support.commands import bump, matrix, move_args
 from support.gitrepos import git, git_bytes, make_series
 from support.real_histories import clone_of
-from support.replay import git_replay
+from support.replay import Replayed, git_replay, replay
 from support.scenes import lines_with
 
 
@@ -110,3 +110,62 @@ def test_megatron_commits_as_a_series_agree_with_git_replaying_them(cli, project
     moved = cli("bump", "--target", "t", "--upstream", "megatron-lm", "--to", "core_v0.16.0", *source)
     assert moved.code != 0 and "p207" in moved.out + moved.err, moved.out + moved.err
     assert (project.root / "manifests" / "t.toml").read_bytes() == manifest
+
+
+SERIES_RANGE = ("a95d866d165727250b711957587c2edbc9952f10", "7557c029edaac1b5d8a0ecdce74f7e70075a31f8")
+RELEASES = ("core_v0.18.2", "core_v0.19.0")  # a release branch that left main before the pin, and one after
+
+
+@pytest.mark.slow
+def test_300_megatron_commits_agree_with_git_replaying_them_at_two_release_tags(cli, project, tmp_path):
+    """Issue 39's oracle: 300 consecutive first-parent commits of Megatron-LM as a ``git format-patch`` series
+    (binary files and mode changes left out, as benchmarks/real_series makes it), pinned at their base. At each
+    of two release tags, every patch that status does not call upstream reads as git (and GNU patch's fuzz, as
+    quilt pushes) replaying the series there without the upstream ones says: clean or offset where ``git apply``
+    applies it, three-way where only ``git apply --3way`` does, fuzz where only a merge or fuzz places it, and
+    no other state where something applies it."""
+    clone = clone_of("megatron-lm", tmp_path / "megatron")
+    pin, end = SERIES_RANGE
+    if not all(git(clone, "cat-file", "-t", sha) == "commit" for sha in SERIES_RANGE):
+        pytest.skip("the mirror lacks the series' range")
+    assert git(clone, "rev-list", "--first-parent", "--merges", f"{pin}..{end}") == ""
+    numstat = git(clone, "log", "--first-parent", "--numstat", "--no-renames", "--format=", f"{pin}..{end}")
+    left_out = {line.split("\t", 2)[2] for line in numstat.splitlines() if line.startswith("-\t-\t")}
+    summary = git(clone, "log", "--first-parent", "--summary", "--no-renames", "--format=", f"{pin}..{end}")
+    left_out |= {line.split()[-1] for line in summary.splitlines() if " mode " in line and " 100644 " not in line}
+    left_out |= {line.split()[-1] for line in summary.splitlines() if line.lstrip().startswith("mode change")}
+    folder = project.root / "patches" / "megatron-lm"
+    paths = ["--", ".", *(f":(exclude,literal){path}" for path in sorted(left_out))]
+    flags = ["-q", "--zero-commit", "--no-signature", "--no-renames", "-o", str(folder)]
+    git(clone, "format-patch", *flags, f"{pin}..{end}", *paths)
+    ids = []
+    for number, path in enumerate(sorted(folder.glob("*.patch")), start=1):
+        path.rename(folder / f"{number:04d}.patch")
+        ids.append(f"{number:04d}")
+    assert len(ids) >= 290
+    project.manifest(
+        "t", {"megatron-lm": {"git": "https://github.com/NVIDIA/Megatron-LM.git", "commit": pin, "patches": ids}}
+    )
+    for tag in RELEASES:
+        found = cli(
+            "status", "--target", "t", "--json", "--source", f"megatron-lm={clone}", "--against", f"megatron-lm={tag}"
+        )
+        states = {p["id"]: p["state"] for p in found.json["upstreams"][0]["patches"]}
+        kept = {patch_id: folder / f"{patch_id}.patch" for patch_id in ids if states[patch_id] != "upstream"}
+        replayed = replay(tmp_path, clone, kept, tag, fuzz=True)
+        wrong = {
+            patch_id: (states[patch_id], got)
+            for patch_id, got in replayed.items()
+            if not replay_agrees(states[patch_id], got)
+        }
+        assert wrong == {}, f"at {tag}, {len(wrong)} of {len(kept)} disagree with git's replay"
+
+
+def replay_agrees(state: str, got: Replayed) -> bool:
+    if state in ("clean", "offset"):
+        return got.plain
+    if state == "three-way":
+        return not got.plain and got.merged
+    if state == "fuzz":
+        return not got.plain and bool(got.merged or got.fuzzed)
+    return not (got.merged or got.fuzzed)
