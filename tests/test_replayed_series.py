@@ -116,8 +116,17 @@ SERIES_RANGE = ("a95d866d165727250b711957587c2edbc9952f10", "7557c029edaac1b5d8a
 RELEASES = ("core_v0.18.2", "core_v0.19.0")  # a release branch that left main before the pin, and one after
 
 
+ABBREVIATED = pytest.mark.xfail(
+    strict=True,
+    reason="a three-way merge needs the pre-image blob the index line names; an abbreviated id cannot be fetched "
+    "into the cache's partial clone, so three cells at core_v0.18.2 read conflict where git apply --3way merges "
+    "(they read three-way once some other run fetched those blobs: the verdict depends on the cache)",
+)
+
+
 @pytest.mark.slow
-def test_300_megatron_commits_agree_with_git_replaying_them_at_two_release_tags(cli, project, tmp_path):
+@pytest.mark.parametrize("index", ["--full-index", pytest.param("--abbrev=10", marks=ABBREVIATED)])
+def test_300_megatron_commits_agree_with_git_replaying_them_at_two_release_tags(cli, project, tmp_path, index):
     """Issue 39's oracle: 300 consecutive first-parent commits of Megatron-LM as a ``git format-patch`` series
     (binary files and mode changes left out, as benchmarks/real_series makes it), pinned at their base. At each
     of two release tags, every patch that status does not call upstream reads as git (and GNU patch's fuzz, as
@@ -136,7 +145,7 @@ def test_300_megatron_commits_agree_with_git_replaying_them_at_two_release_tags(
     left_out |= {line.split()[-1] for line in summary.splitlines() if line.lstrip().startswith("mode change")}
     folder = project.root / "patches" / "megatron-lm"
     paths = ["--", ".", *(f":(exclude,literal){path}" for path in sorted(left_out))]
-    flags = ["-q", "--zero-commit", "--no-signature", "--no-renames", "-o", str(folder)]
+    flags = ["-q", "--zero-commit", "--no-signature", "--no-renames", index, "-o", str(folder)]
     git(clone, "format-patch", *flags, f"{pin}..{end}", *paths)
     ids = []
     for number, path in enumerate(sorted(folder.glob("*.patch")), start=1):
