@@ -164,12 +164,7 @@ def _series(
     from patchmgr.maintain.series_export import export_series
     from patchmgr.render.maintain import render_series_export, series_export_json
 
-    if from_dir is not None or version is not None:
-        raise UsageError(
-            f"{'--from' if from_dir is not None else '--version'} goes with an edit checkout, not --format series; "
-            "nothing was written",
-            "leave it out: --format series writes the target at its pins",
-        )
+    refuse_edit_options("series", "the target at its pins", from_dir, version)
     session = Session("export", root, json_output)
     selected, overrides, only = session.sourced_target(target, source, [upstream] if upstream else None)
     into = options.required_folder("export", "--into", into, "give the folder to write the series layout into")
@@ -192,15 +187,20 @@ def _quilt(
     from patchmgr.maintain.quilt_export import export_quilt
     from patchmgr.render.maintain import quilt_export_json, render_quilt_export
 
-    if from_dir is not None or version is not None:
-        raise UsageError(
-            f"{'--from' if from_dir is not None else '--version'} goes with an edit checkout, not --format quilt; "
-            "nothing was written",
-            "leave it out: --format quilt writes the series at its pin",
-        )
+    refuse_edit_options("quilt", "the series at its pin", from_dir, version)
     session = Session("export", root, json_output)
     selected, overrides, _ = session.sourced_target(target, source, [upstream] if upstream else None)
     into = options.required_folder("export", "--into", into, "give the folder to write the quilt series into")
     with session.sources(overrides) as sources:
         outcome = export_quilt(session.project, selected, sources, into, upstream, force)
     return session.emit(0, quilt_export_json, render_quilt_export, outcome)
+
+
+def refuse_edit_options(form: str, writes: str, from_dir: Path | None, version: str | None) -> None:
+    """``--from`` and ``--version`` name an edit checkout, which ``--format FORM`` (writing ``writes``) has none of."""
+    if from_dir is not None or version is not None:
+        raise UsageError(
+            f"{'--from' if from_dir is not None else '--version'} goes with an edit checkout, not --format {form}; "
+            "nothing was written",
+            f"leave it out: --format {form} writes {writes}",
+        )

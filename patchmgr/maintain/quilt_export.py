@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchmgr.check.status import check_target
-from patchmgr.maintain.series_export import refuse_not_applying, refuse_project_folder, remove_state
+from patchmgr.maintain.series_export import refuse_nonempty, refuse_not_applying, refuse_project_folder, remove_state
 from patchmgr.model.errors import StateError, UsageError
 from patchmgr.model.input_files import read_input
 from patchmgr.model.manifest import Target
@@ -27,7 +27,7 @@ from patchmgr.model.patchfile import with_message_masked
 from patchmgr.model.project import Project
 from patchmgr.model.quilt_series import SERIES, SeriesOut, kept_series_name, series_out
 from patchmgr.sources.upstream import Sources
-from patchmgr.targets.project_files import STATE, recover_project, write_files
+from patchmgr.targets.project_files import recover_project, write_files
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def export_quilt(
         writes: dict[Path, bytes | None] = {into / SERIES: series.text.encode("utf-8")}
         for result in results:
             writes[into / series.names[result.patch.id]] = with_message_masked(result.patch.data)
-        _refuse_nonempty(into, force, set(writes))
+        refuse_nonempty(into, force, f"{SERIES} and the {len(set(writes)) - 1} patch files")
         expected = {path: path.read_bytes() if path.is_file() else None for path in writes}
         write_files(into, writes, expected)
     finally:
@@ -98,17 +98,3 @@ def _one_upstream(target: Target, upstream: str | None) -> str:
         "nothing was written",
         f"name it with --upstream ({', '.join(u.name for u in target.upstreams)})",
     )
-
-
-def _refuse_nonempty(into: Path, force: bool, writes: set[Path]) -> None:
-    if (into.exists() or into.is_symlink()) and not into.is_dir():
-        raise UsageError(f"--into {into} is not a folder; nothing was written", "give a new or empty folder")
-    entries = sorted(e.name for e in into.iterdir() if e.name != STATE) if into.is_dir() else []
-    if entries and not force:
-        listed = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
-        raise StateError(
-            f"{into} is not empty (it holds {listed}); export never writes over a folder's files unasked, "
-            "nothing was written",
-            f"give a new or empty folder, or pass --force to replace the files export writes there ({SERIES} and "
-            f"the {len(writes) - 1} patch files); nothing else in it is touched",
-        )

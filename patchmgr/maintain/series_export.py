@@ -146,7 +146,11 @@ def refuse_project_folder(project: Project, into: Path) -> None:
             )
 
 
-def refuse_nonempty(into: Path, force: bool) -> None:
+def refuse_nonempty(
+    into: Path, force: bool, writes: str = f"{SERIES_CONF}, {PINS}, <upstream>.patch, {RECORD_DIR}/"
+) -> None:
+    """Refuse an ``--into`` that is no folder, or one holding files, unless ``force``; ``writes``: what export
+    writes there, for the hint."""
     if (into.exists() or into.is_symlink()) and not into.is_dir():
         raise UsageError(f"--into {into} is not a folder; nothing was written", "give a new or empty folder")
     entries = sorted(e.name for e in into.iterdir() if e.name != STATE) if into.is_dir() else []
@@ -155,8 +159,8 @@ def refuse_nonempty(into: Path, force: bool) -> None:
         raise StateError(
             f"{into} is not empty (it holds {listed}); export never writes over a folder's files unasked, "
             "nothing was written",
-            f"give a new or empty folder, or pass --force to replace the files export writes there ({SERIES_CONF}, "
-            f"{PINS}, <upstream>.patch, {RECORD_DIR}/); nothing else in it is touched",
+            f"give a new or empty folder, or pass --force to replace the files export writes there ({writes}); "
+            "nothing else in it is touched",
         )
 
 
